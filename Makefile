@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   - the main job (Spark -> embedded reference broker -> consumer group); ROWS=20000 for a subset
+#   make test   - the whole test suite
+# Both create (or reuse) the virtual environment in .venv first.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+ROWS   ?=
+PYTEST_ARGS ?=
+
+.PHONY: install demo test lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml setup.py
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[spark,dev]"
+	@touch $(STAMP)
+
+demo: install
+	$(PY) examples/flights_demo.py $(if $(ROWS),--rows $(ROWS),)
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

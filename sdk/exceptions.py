@@ -1,0 +1,94 @@
+"""Every error the SDK raises, in one tree.
+
+::
+
+    MQError                          base of everything below
+    ├── MQClientError                bad input or client state (illegal topic, oversized message,
+    │   │                            client not started, used across fork()) — fix the call
+    │   ├── IllegalArgumentError     a value that RocketMQ would refuse (topic/group name, size)
+    │   └── ClientStateError         start()/shutdown() order, use after fork
+    ├── MQBrokerError                the broker (or name server) answered with a non-success
+    │   │                            response code; ``.code`` and ``.remark`` hold the answer
+    │   └── TopicNotExistError       response code 17 TOPIC_NOT_EXIST (route lookup)
+    └── RemotingError                the network layer failed
+        ├── RemotingConnectError     could not connect to ``addr``
+        ├── RemotingTimeoutError     no response within the timeout (ms)
+        ├── RemotingSendRequestError the request could not be written (connection closed)
+        ├── RemotingTooMuchRequestError  too many requests in flight
+        └── FrameError               a malformed or oversized frame was received
+
+The class names follow the Java client's (``MQClientException``, ``MQBrokerException``,
+``RemotingTimeoutException``...) so RocketMQ users recognise them.
+"""
+
+from __future__ import annotations
+
+
+class MQError(Exception):
+    """Base class of every exception raised by rocketmq_sdk."""
+
+
+class MQClientError(MQError):
+    """A client-side problem: invalid arguments or a client in the wrong state."""
+
+
+class IllegalArgumentError(MQClientError, ValueError):
+    """A value RocketMQ would refuse: illegal topic or group name, empty or oversized body."""
+
+
+class ClientStateError(MQClientError):
+    """The client is not started, already shut down, or was created before ``fork()``."""
+
+
+class MQBrokerError(MQError):
+    """The broker or name server answered with a non-success response code.
+
+    Attributes:
+        code: the RocketMQ response code (see ``rocketmq_sdk.protocol.codes.ResponseCode``).
+        remark: the remark text of the response (may be empty).
+        addr: ``host:port`` of the server that answered, when known.
+    """
+
+    def __init__(self, code: int, remark: str | None = None, addr: str | None = None) -> None:
+        self.code = int(code)
+        self.remark = remark or ""
+        self.addr = addr
+        where = f" from {addr}" if addr else ""
+        super().__init__(f"broker response code {self.code}{where}: {self.remark}")
+
+
+class TopicNotExistError(MQBrokerError):
+    """No route for the topic (response code 17 TOPIC_NOT_EXIST)."""
+
+
+class RemotingError(MQError):
+    """A failure in the remoting (network) layer."""
+
+
+class RemotingConnectError(RemotingError):
+    """Could not open a TCP connection to the given address."""
+
+    def __init__(self, addr: str, reason: str = "") -> None:
+        self.addr = addr
+        super().__init__(f"cannot connect to {addr}" + (f": {reason}" if reason else ""))
+
+
+class RemotingTimeoutError(RemotingError):
+    """No response arrived within the timeout."""
+
+    def __init__(self, addr: str, timeout_ms: float, what: str = "request") -> None:
+        self.addr = addr
+        self.timeout_ms = timeout_ms
+        super().__init__(f"{what} to {addr} timed out after {timeout_ms:.0f} ms")
+
+
+class RemotingSendRequestError(RemotingError):
+    """The request could not be written because the connection is closed or broken."""
+
+
+class RemotingTooMuchRequestError(RemotingError):
+    """Too many requests are in flight (a semaphore limit was reached)."""
+
+
+class FrameError(RemotingError):
+    """A malformed or oversized remoting frame."""
