@@ -1,0 +1,281 @@
+"""JSON bodies of remoting commands (§3.6), as small data classes.
+
+``to_json()`` writes the Java client's form (fastjson: alphabetical keys, enums by name);
+``from_json()`` accepts the Java form and the C++ client's (enum ordinals, ``subVersion`` as a
+string, empty ``tagsSet``/``codeSet`` omitted, ``codeSet`` holding ``atoi(tag)`` — so codes are
+recomputed from the tags).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import fastjson
+from .javahash import java_string_hash
+from .message import MessageQueue
+
+
+class _NamedEnum(enum.Enum):
+    @classmethod
+    def parse(cls, v: Any):
+        if isinstance(v, int) or (isinstance(v, str) and v.isdigit()):
+            return list(cls)[int(v)]
+        return cls[v]
+
+
+class ConsumeType(_NamedEnum):
+    CONSUME_ACTIVELY = "CONSUME_ACTIVELY"
+    CONSUME_PASSIVELY = "CONSUME_PASSIVELY"
+
+
+class MessageModel(_NamedEnum):
+    BROADCASTING = "BROADCASTING"
+    CLUSTERING = "CLUSTERING"
+
+
+class ConsumeFromWhere(_NamedEnum):
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST = "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST"
+    CONSUME_FROM_MIN_OFFSET = "CONSUME_FROM_MIN_OFFSET"
+    CONSUME_FROM_MAX_OFFSET = "CONSUME_FROM_MAX_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+def _dumps(d: Any) -> bytes:
+    return json.dumps(d, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+
+SUB_ALL = "*"
+
+
+@dataclass
+class SubscriptionData:
+    """A topic subscription: tag expression ``*`` or ``TagA || TagB`` (or SQL92)."""
+
+    topic: str
+    sub_string: str = SUB_ALL
+    tags_set: list[str] = field(default_factory=list)
+    code_set: list[int] = field(default_factory=list)
+    sub_version: int = 0
+    expression_type: str = "TAG"
+    class_filter_mode: bool = False
+
+    @classmethod
+    def build(cls, topic: str, expression: str | None, sub_version: int, expression_type: str = "TAG"):
+        """Parse a tag expression as the Java ``FilterAPI.buildSubscriptionData`` does."""
+        expr = (expression or "").strip()
+        sd = cls(topic=topic, sub_string=expr or SUB_ALL, sub_version=sub_version, expression_type=expression_type)
+        if expression_type == "TAG" and expr and expr != SUB_ALL:
+            for tag in expr.split("||"):
+                tag = tag.strip()
+                if tag and tag not in sd.tags_set:
+                    sd.tags_set.append(tag)
+                    sd.code_set.append(java_string_hash(tag))
+        if sd.sub_string != SUB_ALL and not sd.tags_set and expression_type == "TAG":
+            sd.sub_string = SUB_ALL
+        return sd
+
+    def matches_tag(self, tags: str | None) -> bool:
+        """Exact tag check the consumer does after the broker's hash filter."""
+        if not self.tags_set:
+            return True
+        return tags is not None and tags in self.tags_set
+
+    def to_dict(self) -> dict:
+        return {"classFilterMode": self.class_filter_mode, "codeSet": self.code_set,
+                "expressionType": self.expression_type, "subString": self.sub_string,
+                "subVersion": self.sub_version, "tagsSet": self.tags_set, "topic": self.topic}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SubscriptionData:
+        tags = [t for t in (d.get("tagsSet") or []) if t]
+        try:
+            sub_version = int(d.get("subVersion") or 0)
+        except (TypeError, ValueError):
+            sub_version = 0
+        return cls(topic=d["topic"], sub_string=d.get("subString") or SUB_ALL, tags_set=tags,
+                   code_set=[java_string_hash(t) for t in tags], sub_version=sub_version,
+                   expression_type=d.get("expressionType") or "TAG",
+                   class_filter_mode=bool(d.get("classFilterMode", False)))
+
+
+@dataclass
+class ConsumerData:
+    group_name: str
+    consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    subscriptions: list[SubscriptionData] = field(default_factory=list)
+    unit_mode: bool = False
+
+    def to_dict(self) -> dict:
+        return {"consumeFromWhere": self.consume_from_where.value, "consumeType": self.consume_type.value,
+                "groupName": self.group_name, "messageModel": self.message_model.value,
+                "subscriptionDataSet": [s.to_dict() for s in self.subscriptions], "unitMode": self.unit_mode}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ConsumerData:
+        return cls(group_name=d["groupName"],
+                   consume_type=ConsumeType.parse(d.get("consumeType", "CONSUME_PASSIVELY")),
+                   message_model=MessageModel.parse(d.get("messageModel", "CLUSTERING")),
+                   consume_from_where=ConsumeFromWhere.parse(d.get("consumeFromWhere", "CONSUME_FROM_LAST_OFFSET")),
+                   subscriptions=[SubscriptionData.from_dict(s) for s in d.get("subscriptionDataSet") or []],
+                   unit_mode=bool(d.get("unitMode", False)))
+
+
+@dataclass
+class HeartbeatData:
+    client_id: str
+    producer_groups: list[str] = field(default_factory=list)
+    consumers: list[ConsumerData] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return _dumps({"clientID": self.client_id, "consumerDataSet": [c.to_dict() for c in self.consumers],
+                       "producerDataSet": [{"groupName": g} for g in self.producer_groups]})
+
+    @classmethod
+    def from_json(cls, body: bytes) -> HeartbeatData:
+        d = fastjson.loads(body)
+        return cls(client_id=d.get("clientID", ""),
+                   producer_groups=[p["groupName"] for p in d.get("producerDataSet") or []],
+                   consumers=[ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or []])
+
+
+@dataclass
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int = 6
+    topic_sys_flag: int = 0
+
+    def to_dict(self) -> dict:
+        return {"brokerName": self.broker_name, "perm": self.perm, "readQueueNums": self.read_queue_nums,
+                "topicSysFlag": self.topic_sys_flag, "writeQueueNums": self.write_queue_nums}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> QueueData:
+        return cls(d["brokerName"], int(d["readQueueNums"]), int(d["writeQueueNums"]), int(d.get("perm", 6)),
+                   int(d.get("topicSysFlag", d.get("topicSynFlag", 0)) or 0))
+
+
+@dataclass
+class BrokerData:
+    broker_name: str
+    cluster: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    def master_addr(self) -> str | None:
+        return self.broker_addrs.get(0)
+
+    def to_dict(self) -> dict:
+        return {"brokerAddrs": dict(self.broker_addrs), "brokerName": self.broker_name, "cluster": self.cluster}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BrokerData:
+        return cls(d["brokerName"], d.get("cluster", ""), {int(k): v for k, v in (d.get("brokerAddrs") or {}).items()})
+
+
+@dataclass
+class TopicRouteData:
+    queue_datas: list[QueueData] = field(default_factory=list)
+    broker_datas: list[BrokerData] = field(default_factory=list)
+    order_topic_conf: str | None = None
+
+    def to_json(self, *, standard: bool = True) -> bytes:
+        d: dict[str, Any] = {"brokerDatas": [b.to_dict() for b in self.broker_datas], "filterServerTable": {},
+                             "queueDatas": [q.to_dict() for q in self.queue_datas]}
+        if self.order_topic_conf:
+            d["orderTopicConf"] = self.order_topic_conf
+        return fastjson.dumps(d, standard=standard).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, body: bytes) -> TopicRouteData:
+        d = fastjson.loads(body)
+        return cls([QueueData.from_dict(q) for q in d.get("queueDatas") or []],
+                   [BrokerData.from_dict(b) for b in d.get("brokerDatas") or []], d.get("orderTopicConf"))
+
+
+@dataclass
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = 8
+    write_queue_nums: int = 8
+    perm: int = 6
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    def to_dict(self) -> dict:
+        return {"order": self.order, "perm": self.perm, "readQueueNums": self.read_queue_nums,
+                "topicFilterType": self.topic_filter_type, "topicName": self.topic_name,
+                "topicSysFlag": self.topic_sys_flag, "writeQueueNums": self.write_queue_nums}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TopicConfig:
+        return cls(d["topicName"], int(d.get("readQueueNums", 8)), int(d.get("writeQueueNums", 8)),
+                   int(d.get("perm", 6)), d.get("topicFilterType") or "SINGLE_TAG", int(d.get("topicSysFlag", 0)),
+                   bool(d.get("order", False)))
+
+
+@dataclass
+class DataVersion:
+    timestamp: int = 0
+    counter: int = 0
+
+    def to_dict(self) -> dict:
+        return {"counter": self.counter, "timestamp": self.timestamp}
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> DataVersion:
+        d = d or {}
+        c = d.get("counter", 0)
+        return cls(int(d.get("timestamp", 0)), int(c.get("value", 0) if isinstance(c, dict) else c))
+
+
+@dataclass
+class TopicConfigSerializeWrapper:
+    topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+    def to_dict(self) -> dict:
+        return {"dataVersion": self.data_version.to_dict(),
+                "topicConfigTable": {k: v.to_dict() for k, v in self.topic_config_table.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TopicConfigSerializeWrapper:
+        return cls({k: TopicConfig.from_dict(v) for k, v in (d.get("topicConfigTable") or {}).items()},
+                   DataVersion.from_dict(d.get("dataVersion")))
+
+
+@dataclass
+class RegisterBrokerBody:
+    topic_config_wrapper: TopicConfigSerializeWrapper = field(default_factory=TopicConfigSerializeWrapper)
+    filter_server_list: list[str] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return _dumps({"filterServerList": self.filter_server_list,
+                       "topicConfigSerializeWrapper": self.topic_config_wrapper.to_dict()})
+
+    @classmethod
+    def from_json(cls, body: bytes) -> RegisterBrokerBody:
+        d = fastjson.loads(body)
+        return cls(TopicConfigSerializeWrapper.from_dict(d.get("topicConfigSerializeWrapper") or {}),
+                   list(d.get("filterServerList") or []))
+
+
+def consumer_list_to_json(client_ids: list[str]) -> bytes:
+    return _dumps({"consumerIdList": client_ids})
+
+
+def consumer_list_from_json(body: bytes) -> list[str]:
+    return list(fastjson.loads(body).get("consumerIdList") or [])
+
+
+def mq_set_to_json(client_id: str, group: str, mqs: list[MessageQueue]) -> bytes:
+    """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ request body."""
+    return _dumps({"clientId": client_id, "consumerGroup": group, "mqSet": [m.to_dict() for m in mqs]})

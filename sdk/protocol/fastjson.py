@@ -1,0 +1,153 @@
+"""Reading and writing the JSON dialect fastjson (the Java side) emits (§3.7).
+
+fastjson writes non-string map keys bare (``{0:"addr"}``) and object map keys as objects
+(``{{"brokerName":"b","queueId":0,"topic":"t"}:5}``). :func:`loads` accepts standard JSON
+(fast path) and those forms; object keys become :class:`ObjectKey`, numeric keys ints.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
+_decoder = json.JSONDecoder()
+
+
+class ObjectKey(tuple):
+    """A JSON object used as a map key: a hashable, sorted tuple of (key, value) pairs."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+
+    def ws(self) -> None:
+        self.i = _WS.match(self.s, self.i).end()
+
+    def value(self) -> Any:
+        self.ws()
+        c = self.s[self.i:self.i + 1]
+        if c == "{":
+            return self.obj()
+        if c == "[":
+            return self.arr()
+        if c == '"':
+            v, self.i = json.decoder.scanstring(self.s, self.i + 1)
+            return v
+        m = _NUMBER.match(self.s, self.i)
+        if m and m.end() > self.i:
+            self.i = m.end()
+            return float(m.group()) if (m.group(1) or m.group(2)) else int(m.group())
+        for lit, val in (("true", True), ("false", False), ("null", None)):
+            if self.s.startswith(lit, self.i):
+                self.i += len(lit)
+                return val
+        raise ValueError(f"unexpected character {c!r} at {self.i}")
+
+    def obj(self) -> dict:
+        self.i += 1
+        out: dict = {}
+        self.ws()
+        if self.s[self.i] == "}":
+            self.i += 1
+            return out
+        while True:
+            self.ws()
+            key = self.value()
+            if isinstance(key, dict):
+                key = ObjectKey(sorted(key.items()))
+            self.ws()
+            if self.s[self.i] != ":":
+                raise ValueError(f"expected ':' at {self.i}")
+            self.i += 1
+            out[key] = self.value()
+            self.ws()
+            c = self.s[self.i]
+            self.i += 1
+            if c == "}":
+                return out
+            if c != ",":
+                raise ValueError(f"expected ',' or '}}' at {self.i - 1}")
+
+    def arr(self) -> list:
+        self.i += 1
+        out: list = []
+        self.ws()
+        if self.s[self.i] == "]":
+            self.i += 1
+            return out
+        while True:
+            out.append(self.value())
+            self.ws()
+            c = self.s[self.i]
+            self.i += 1
+            if c == "]":
+                return out
+            if c != ",":
+                raise ValueError(f"expected ',' or ']' at {self.i - 1}")
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse standard JSON or fastjson's dialect.
+
+    Raises:
+        ValueError: the text is neither.
+    """
+    text = data.decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    p = _Parser(text)
+    try:
+        v = p.value()
+    except IndexError as exc:
+        raise ValueError("truncated JSON") from exc
+    p.ws()
+    if p.i != len(text):
+        raise ValueError(f"trailing data at {p.i}")
+    return v
+
+
+def _write(obj: Any, standard: bool, out: list[str]) -> None:
+    if isinstance(obj, dict):
+        out.append("{")
+        first = True
+        for k in sorted(obj, key=lambda k: (str(type(k)), k)):
+            if not first:
+                out.append(",")
+            first = False
+            if isinstance(k, ObjectKey):
+                _write(k.as_dict(), standard, out)
+            elif isinstance(k, str):
+                out.append(json.dumps(k, ensure_ascii=standard))
+            elif standard:
+                out.append(json.dumps(str(k)))
+            else:
+                out.append(str(k))
+            out.append(":")
+            _write(obj[k], standard, out)
+        out.append("}")
+    elif isinstance(obj, list | tuple | set | frozenset):
+        out.append("[")
+        for n, v in enumerate(obj):
+            if n:
+                out.append(",")
+            _write(v, standard, out)
+        out.append("]")
+    else:
+        out.append(json.dumps(obj, ensure_ascii=standard))
+
+
+def dumps(obj: Any, *, standard: bool = True) -> str:
+    """Compact JSON with sorted keys. ``standard=False`` writes int keys bare like fastjson."""
+    out: list[str] = []
+    _write(obj, standard, out)
+    return "".join(out)

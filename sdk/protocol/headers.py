@@ -1,0 +1,324 @@
+"""Typed request/response headers (the ``extFields`` of a command, §3.1-§3.2).
+
+Each header is a small dataclass with snake_case attributes; the wire key is the Java field
+name (camelCase, or an explicit ``wire`` name such as ``clientID``). ``to_ext_fields()`` writes
+every non-None field as a string (booleans ``"true"``/``"false"``); ``from_ext_fields()`` is
+lenient like the Java broker: values may be strings, JSON numbers or booleans (the C++ client
+sends numbers), unparsable numbers become None, booleans accept ``"true"`` and ``"1"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+T = TypeVar("T", bound="Header")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _to_str(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _parse(kind: str, v: Any) -> Any:
+    if v is None:
+        return None
+    if kind == "int":
+        if isinstance(v, bool):
+            return int(v)
+        try:
+            return int(v)
+        except (TypeError, ValueError):
+            return None
+    if kind == "bool":
+        if isinstance(v, bool):
+            return v
+        return str(v).strip().lower() in ("true", "1")
+    return v if isinstance(v, str) else _to_str(v)
+
+
+def wire(name: str) -> dict:
+    """Field metadata giving an explicit wire name."""
+    return {"wire": name}
+
+
+class Header:
+    """Base of all typed headers."""
+
+    _spec: ClassVar[tuple[tuple[str, str, str], ...]]  # (attr, wire key, kind)
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+
+    @classmethod
+    def _get_spec(cls) -> tuple[tuple[str, str, str], ...]:
+        spec = cls.__dict__.get("_spec_cache")
+        if spec is None:
+            items = []
+            for f in dataclasses.fields(cls):
+                t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+                kind = "bool" if "bool" in t else "int" if "int" in t else "str"
+                items.append((f.name, f.metadata.get("wire", _camel(f.name)), kind))
+            spec = tuple(items)
+            cls._spec_cache = spec
+        return spec
+
+    def to_ext_fields(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for attr, key, _kind in self._get_spec():
+            v = getattr(self, attr)
+            if v is not None:
+                out[key] = _to_str(v)
+        return out
+
+    @classmethod
+    def from_ext_fields(cls: type[T], ext: dict[str, Any] | None) -> T:
+        ext = ext or {}
+        kwargs = {attr: _parse(kind, ext.get(key)) for attr, key, kind in cls._get_spec()}
+        return cls(**kwargs)
+
+
+# --- send ----------------------------------------------------------------------------------
+@dataclass(slots=True)
+class SendMessageRequestHeader(Header):
+    producer_group: str | None = None
+    topic: str | None = None
+    default_topic: str | None = None
+    default_topic_queue_nums: int | None = None
+    queue_id: int | None = None
+    sys_flag: int | None = None
+    born_timestamp: int | None = None
+    flag: int | None = None
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool | None = None
+    batch: bool | None = None
+    max_reconsume_times: int | None = None
+    bname: str | None = None
+
+    _V2: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("a", "producer_group"), ("b", "topic"), ("c", "default_topic"), ("d", "default_topic_queue_nums"),
+        ("e", "queue_id"), ("f", "sys_flag"), ("g", "born_timestamp"), ("h", "flag"), ("i", "properties"),
+        ("j", "reconsume_times"), ("k", "unit_mode"), ("l", "max_reconsume_times"), ("m", "batch"),
+        ("n", "bname"),
+    )
+
+    def to_v2(self) -> dict[str, str]:
+        """The single-letter ``SendMessageRequestHeaderV2`` form (codes 310/320)."""
+        out = {}
+        for key, attr in self._V2:
+            v = getattr(self, attr)
+            if v is not None:
+                out[key] = _to_str(v)
+        return out
+
+    @classmethod
+    def from_v2(cls, ext: dict[str, Any]) -> SendMessageRequestHeader:
+        spec = {a: k for a, _w, k in cls._get_spec()}
+        return cls(**{attr: _parse(spec[attr], ext.get(key)) for key, attr in cls._V2})
+
+
+@dataclass(slots=True)
+class SendMessageResponseHeader(Header):
+    msg_id: str | None = None
+    queue_id: int | None = None
+    queue_offset: int | None = None
+    transaction_id: str | None = None
+    msg_region: str | None = dataclasses.field(default=None, metadata=wire("MSG_REGION"))
+    trace_on: str | None = dataclasses.field(default=None, metadata=wire("TRACE_ON"))
+
+
+# --- pull and offsets ------------------------------------------------------------------------
+@dataclass(slots=True)
+class PullMessageRequestHeader(Header):
+    consumer_group: str | None = None
+    topic: str | None = None
+    queue_id: int | None = None
+    queue_offset: int | None = None
+    max_msg_nums: int | None = None
+    sys_flag: int | None = None
+    commit_offset: int | None = None
+    suspend_timeout_millis: int | None = None
+    subscription: str | None = None
+    sub_version: int | None = None
+    expression_type: str | None = None
+    bname: str | None = None
+
+
+@dataclass(slots=True)
+class PullMessageResponseHeader(Header):
+    suggest_which_broker_id: int | None = None
+    next_begin_offset: int | None = None
+    min_offset: int | None = None
+    max_offset: int | None = None
+
+
+@dataclass(slots=True)
+class QueryConsumerOffsetRequestHeader(Header):
+    consumer_group: str | None = None
+    topic: str | None = None
+    queue_id: int | None = None
+    bname: str | None = None
+
+
+@dataclass(slots=True)
+class UpdateConsumerOffsetRequestHeader(Header):
+    consumer_group: str | None = None
+    topic: str | None = None
+    queue_id: int | None = None
+    commit_offset: int | None = None
+    bname: str | None = None
+
+
+@dataclass(slots=True)
+class OffsetResponseHeader(Header):
+    """Response of QUERY_CONSUMER_OFFSET, GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP."""
+
+    offset: int | None = None
+
+
+@dataclass(slots=True)
+class QueueRequestHeader(Header):
+    """GET_MAX_OFFSET / GET_MIN_OFFSET / GET_EARLIEST_MSG_STORETIME request."""
+
+    topic: str | None = None
+    queue_id: int | None = None
+    bname: str | None = None
+
+
+@dataclass(slots=True)
+class SearchOffsetRequestHeader(Header):
+    topic: str | None = None
+    queue_id: int | None = None
+    timestamp: int | None = None
+    bname: str | None = None
+
+
+@dataclass(slots=True)
+class EarliestMsgStoretimeResponseHeader(Header):
+    timestamp: int | None = None
+
+
+# --- clients and groups ------------------------------------------------------------------------
+@dataclass(slots=True)
+class UnregisterClientRequestHeader(Header):
+    client_id: str | None = dataclasses.field(default=None, metadata=wire("clientID"))
+    producer_group: str | None = None
+    consumer_group: str | None = None
+
+
+@dataclass(slots=True)
+class ConsumerGroupRequestHeader(Header):
+    """GET_CONSUMER_LIST_BY_GROUP / NOTIFY_CONSUMER_IDS_CHANGED."""
+
+    consumer_group: str | None = None
+
+
+@dataclass(slots=True)
+class ConsumerSendMsgBackRequestHeader(Header):
+    offset: int | None = None
+    group: str | None = None
+    delay_level: int | None = None
+    origin_msg_id: str | None = None
+    origin_topic: str | None = None
+    unit_mode: bool | None = None
+    max_reconsume_times: int | None = None
+    bname: str | None = None
+
+
+# --- topics, routes, name server ---------------------------------------------------------------
+@dataclass(slots=True)
+class TopicRequestHeader(Header):
+    """GET_ROUTEINFO_BY_TOPIC / DELETE_TOPIC_* / GET_TOPIC_STATS_INFO."""
+
+    topic: str | None = None
+    accept_standard_json_only: bool | None = None
+    cluster_name: str | None = None
+
+
+@dataclass(slots=True)
+class CreateTopicRequestHeader(Header):
+    topic: str | None = None
+    default_topic: str | None = None
+    read_queue_nums: int | None = None
+    write_queue_nums: int | None = None
+    perm: int | None = None
+    topic_filter_type: str | None = None
+    topic_sys_flag: int | None = None
+    order: bool | None = None
+
+
+@dataclass(slots=True)
+class RegisterBrokerRequestHeader(Header):
+    broker_name: str | None = None
+    broker_addr: str | None = None
+    cluster_name: str | None = None
+    ha_server_addr: str | None = None
+    broker_id: int | None = None
+    compressed: bool | None = None
+    body_crc32: int | None = None
+
+
+@dataclass(slots=True)
+class RegisterBrokerResponseHeader(Header):
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+@dataclass(slots=True)
+class BrokerIdentityHeader(Header):
+    """UNREGISTER_BROKER / QUERY_DATA_VERSION request."""
+
+    broker_name: str | None = None
+    broker_addr: str | None = None
+    cluster_name: str | None = None
+    broker_id: int | None = None
+
+
+@dataclass(slots=True)
+class KVConfigRequestHeader(Header):
+    namespace: str | None = None
+    key: str | None = None
+    value: str | None = None
+
+
+@dataclass(slots=True)
+class ViewMessageRequestHeader(Header):
+    offset: int | None = None
+
+
+@dataclass(slots=True)
+class QueryMessageRequestHeader(Header):
+    topic: str | None = None
+    key: str | None = None
+    max_num: int | None = None
+    begin_timestamp: int | None = None
+    end_timestamp: int | None = None
+
+
+@dataclass(slots=True)
+class EndTransactionRequestHeader(Header):
+    producer_group: str | None = None
+    tran_state_table_offset: int | None = None
+    commit_log_offset: int | None = None
+    commit_or_rollback: int | None = None
+    from_transaction_check: bool | None = None
+    msg_id: str | None = None
+    transaction_id: str | None = None
+    bname: str | None = None
+
+
+@dataclass(slots=True)
+class CheckTransactionStateRequestHeader(Header):
+    tran_state_table_offset: int | None = None
+    commit_log_offset: int | None = None
+    msg_id: str | None = None
+    transaction_id: str | None = None
+    offset_msg_id: str | None = None

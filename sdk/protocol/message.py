@@ -1,0 +1,221 @@
+"""The message model shared by producers, consumers, admin and the broker.
+
+Like the Java client, a message's tags, keys, delay level and unique id live in its
+``properties`` map; the attributes below are views over it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..exceptions import IllegalArgumentError
+from .codes import MessageConst as MC
+
+
+class Message:
+    """A message to send.
+
+    Args:
+        topic: destination topic (``^[%|a-zA-Z0-9_-]+$``, at most 127 characters).
+        body: payload bytes; a ``str`` is encoded as UTF-8.
+        tags: optional single tag used for broker-side filtering (``TagA``).
+        keys: optional business key(s), a string or an iterable of strings; indexed by the broker
+            for QUERY_MESSAGE. Stored space-separated in the ``KEYS`` property.
+        flag: user flag (int32), stored untouched.
+        properties: user properties (str → str). Reserved RocketMQ names are refused.
+        delay_time_level: 0 (none) or 1..18, the broker's ``messageDelayLevel`` index.
+        wait_store_msg_ok: the ``WAIT`` property (default True), as the Java ``Message``.
+    """
+
+    __slots__ = ("topic", "body", "flag", "properties", "transaction_id")
+
+    def __init__(self, topic: str, body: bytes | str = b"", tags: str | None = None,
+                 keys: str | Iterable[str] | None = None, flag: int = 0,
+                 properties: dict[str, str] | None = None, delay_time_level: int = 0,
+                 wait_store_msg_ok: bool = True) -> None:
+        self.topic = topic
+        self.body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        self.flag = flag
+        self.properties: dict[str, str] = {}
+        self.transaction_id: str | None = None
+        if tags:
+            self.properties[MC.TAGS] = tags
+        if keys:
+            self.keys = keys
+        if delay_time_level:
+            self.delay_time_level = delay_time_level
+        self.properties[MC.WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
+        if properties:
+            for k, v in properties.items():
+                self.put_user_property(k, v)
+
+    # -- views over properties -------------------------------------------------------------
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(MC.TAGS)
+
+    @tags.setter
+    def tags(self, value: str | None) -> None:
+        if value:
+            self.properties[MC.TAGS] = value
+        else:
+            self.properties.pop(MC.TAGS, None)
+
+    @property
+    def keys(self) -> list[str]:
+        v = self.properties.get(MC.KEYS)
+        return v.split(MC.KEY_SEPARATOR) if v else []
+
+    @keys.setter
+    def keys(self, value: str | Iterable[str] | None) -> None:
+        if not value:
+            self.properties.pop(MC.KEYS, None)
+        elif isinstance(value, str):
+            self.properties[MC.KEYS] = value
+        else:
+            self.properties[MC.KEYS] = MC.KEY_SEPARATOR.join(value)
+
+    @property
+    def delay_time_level(self) -> int:
+        v = self.properties.get(MC.DELAY_TIME_LEVEL)
+        return int(v) if v else 0
+
+    @delay_time_level.setter
+    def delay_time_level(self, level: int) -> None:
+        if level:
+            self.properties[MC.DELAY_TIME_LEVEL] = str(int(level))
+        else:
+            self.properties.pop(MC.DELAY_TIME_LEVEL, None)
+
+    @property
+    def wait_store_msg_ok(self) -> bool:
+        return self.properties.get(MC.WAIT_STORE_MSG_OK, "true") != "false"
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+
+    def put_user_property(self, name: str, value: str) -> None:
+        """Set a user property.
+
+        Raises:
+            IllegalArgumentError: the name is empty or reserved by RocketMQ (``MessageConst``).
+        """
+        if not name or value is None or value == "":
+            raise IllegalArgumentError("user property name and value must be non-empty")
+        if name in MC.RESERVED:
+            raise IllegalArgumentError(f"the property name {name!r} is reserved by RocketMQ")
+        self.properties[name] = str(value)
+
+    def get_property(self, name: str) -> str | None:
+        return self.properties.get(name)
+
+    @property
+    def user_properties(self) -> dict[str, str]:
+        """Properties that are not RocketMQ system properties."""
+        return {k: v for k, v in self.properties.items() if k not in MC.RESERVED}
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(topic={self.topic!r}, tags={self.tags!r}, keys={self.keys!r}, "
+                f"body={len(self.body)} bytes)")
+
+
+class MessageExt(Message):
+    """A stored message, as pulled from a broker (layout §4.5).
+
+    Times are epoch milliseconds; hosts are ``"ip:port"`` strings.
+    """
+
+    __slots__ = ("queue_id", "store_size", "queue_offset", "sys_flag", "born_timestamp", "born_host",
+                 "store_timestamp", "store_host", "commit_log_offset", "body_crc", "reconsume_times",
+                 "prepared_transaction_offset", "offset_msg_id", "broker_name")
+
+    def __init__(self) -> None:  # fields are filled by the decoder
+        self.topic = ""
+        self.body = b""
+        self.flag = 0
+        self.properties = {}
+        self.transaction_id = None
+        self.queue_id = 0
+        self.store_size = 0
+        self.queue_offset = 0
+        self.sys_flag = 0
+        self.born_timestamp = 0
+        self.born_host = ""
+        self.store_timestamp = 0
+        self.store_host = ""
+        self.commit_log_offset = 0
+        self.body_crc = 0
+        self.reconsume_times = 0
+        self.prepared_transaction_offset = 0
+        self.offset_msg_id = ""
+        self.broker_name = ""
+
+    @property
+    def msg_id(self) -> str:
+        """The client message id (``UNIQ_KEY``) when present, else the offset message id."""
+        return self.properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
+
+    def __repr__(self) -> str:
+        return (f"MessageExt(topic={self.topic!r}, queue_id={self.queue_id}, queue_offset={self.queue_offset}, "
+                f"tags={self.tags!r}, keys={self.keys!r}, msg_id={self.msg_id!r}, body={len(self.body)} bytes)")
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class MessageQueue:
+    """One queue of a topic on one broker; sorts like Java's (topic, brokerName, queueId)."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def __str__(self) -> str:
+        return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
+
+    def to_dict(self) -> dict:
+        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> MessageQueue:
+        return cls(d["topic"], d["brokerName"], int(d["queueId"]))
+
+
+class SendStatus(enum.Enum):
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+@dataclass(slots=True)
+class SendResult:
+    """Outcome of a send: ``msg_id`` is the client id (UNIQ_KEY, comma-joined for batches);
+    ``offset_msg_id`` the broker's (store host + commit log offset)."""
+
+    send_status: SendStatus
+    msg_id: str
+    offset_msg_id: str
+    message_queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None = None
+    region_id: str | None = None
+    trace_on: bool = True
+
+
+class PullStatus(enum.Enum):
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+@dataclass(slots=True)
+class PullResult:
+    pull_status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    msg_found_list: list[MessageExt] = field(default_factory=list)
+    suggest_which_broker_id: int = 0

@@ -1,0 +1,224 @@
+"""Binary codecs for messages: the properties string (§4.1), the stored/pulled record (§4.5) and
+the batch body (§4.6). Shared by the SDK (decoding pulls, encoding batches) and the broker
+(building CommitLog records, decoding batches).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import zlib
+from collections.abc import Sequence
+
+from ..exceptions import FrameError
+from .codes import MessageConst as MC
+from .codes import MessageSysFlag
+from .message import Message, MessageExt
+from .msgid import create_offset_msg_id
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7
+BLANK_MAGIC_CODE = -875286124  # 0xCBD43194
+MAX_PROPERTIES_LENGTH = 32767
+
+# Field positions inside a stored record (IPv4 born host): the broker patches these in place.
+POS_QUEUE_OFFSET = 20
+POS_PHYSICAL_OFFSET = 28
+POS_SYS_FLAG = 36
+POS_BORN_TIMESTAMP = 40
+POS_BORN_HOST = 48
+
+_HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, crc, queueId, flag, queueOffset, physOffset, sysFlag, bornTs
+_Q = struct.Struct(">q")
+_I = struct.Struct(">i")
+_H = struct.Struct(">h")
+_B = struct.Struct(">b")
+_TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTxOffset, bodyLen
+_BATCH_HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, bodyLen
+
+
+def encode_properties(properties: dict[str, str]) -> str:
+    """``name\\x01value\\x02...`` without a trailing separator (Java 4.9.1+)."""
+    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None)
+
+
+def decode_properties(text: str) -> dict[str, str]:
+    """Parse a properties string; tolerates a trailing separator and skips malformed items."""
+    props: dict[str, str] = {}
+    if not text:
+        return props
+    for item in text.split(PROPERTY_SEPARATOR):
+        k, sep, v = item.partition(NAME_VALUE_SEPARATOR)
+        if sep and k and v:
+            props[k] = v
+    return props
+
+
+def pack_host(host: str) -> tuple[bytes, bool]:
+    """``"ip:port"`` → (ip bytes + int port, is_ipv6)."""
+    ip, _, port = host.rpartition(":")
+    ip = ip.strip("[]")
+    if ":" in ip:
+        return socket.inet_pton(socket.AF_INET6, ip) + _I.pack(int(port)), True
+    return socket.inet_aton(ip or "127.0.0.1") + _I.pack(int(port or 0)), False
+
+
+def _unpack_host(buf, pos: int, v6: bool) -> tuple[str, int]:
+    if v6:
+        ip = socket.inet_ntop(socket.AF_INET6, bytes(buf[pos:pos + 16]))
+        return f"[{ip}]:{_I.unpack_from(buf, pos + 16)[0]}", pos + 20
+    return f"{buf[pos]}.{buf[pos + 1]}.{buf[pos + 2]}.{buf[pos + 3]}:{_I.unpack_from(buf, pos + 4)[0]}", pos + 8
+
+
+def body_crc(body: bytes) -> int:
+    """BODYCRC as RocketMQ stores it: ``crc32(body) & 0x7FFFFFFF``."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def encode_stored_message(*, topic: bytes, body: bytes, properties: bytes, queue_id: int, flag: int,
+                          sys_flag: int, born_timestamp: int, born_host: bytes, store_host: bytes,
+                          store_timestamp: int = 0, queue_offset: int = 0, physical_offset: int = 0,
+                          reconsume_times: int = 0, prepared_transaction_offset: int = 0,
+                          crc: int | None = None) -> bytearray:
+    """Build one CommitLog record (§4.5).
+
+    ``born_host``/``store_host`` are packed hosts from :func:`pack_host` (8 or 20 bytes; the
+    matching V6 bits must be in ``sys_flag``). ``topic`` must be ≤ 127 bytes and ``properties`` ≤
+    32767 bytes (the caller validates). Returns a bytearray so the broker can patch the queue
+    offset, physical offset and store timestamp inside its append lock.
+    """
+    total = (48 + len(born_host) + 8 + len(store_host) + 16 + 4 + len(body) + 1 + len(topic)
+             + 2 + len(properties))
+    rec = bytearray(total)
+    _HEAD.pack_into(rec, 0, total, MESSAGE_MAGIC_CODE, body_crc(body) if crc is None else crc, queue_id, flag,
+                    queue_offset, physical_offset, sys_flag, born_timestamp)
+    pos = 48
+    rec[pos:pos + len(born_host)] = born_host
+    pos += len(born_host)
+    _Q.pack_into(rec, pos, store_timestamp)
+    pos += 8
+    rec[pos:pos + len(store_host)] = store_host
+    pos += len(store_host)
+    _TAIL.pack_into(rec, pos, reconsume_times, prepared_transaction_offset, len(body))
+    pos += 16
+    rec[pos:pos + len(body)] = body
+    pos += len(body)
+    rec[pos] = len(topic)
+    pos += 1
+    rec[pos:pos + len(topic)] = topic
+    pos += len(topic)
+    _H.pack_into(rec, pos, len(properties))
+    rec[pos + 2:] = properties
+    return rec
+
+
+def store_timestamp_pos(sys_flag: int) -> int:
+    """Offset of STORETIMESTAMP in a record with this sysFlag."""
+    return POS_BORN_HOST + (20 if sys_flag & MessageSysFlag.BORNHOST_V6 else 8)
+
+
+def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: bool = True) -> tuple[MessageExt, int]:
+    """Decode the record starting at ``pos``; returns (message, position after it).
+
+    Raises:
+        FrameError: the bytes are not a well-formed record.
+    """
+    try:
+        (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag,
+         born_ts) = _HEAD.unpack_from(buf, pos)
+        if magic != MESSAGE_MAGIC_CODE or total <= 0:
+            raise FrameError(f"bad message magic code {magic:#x} at {pos}")
+        m = MessageExt()
+        m.store_size = total
+        m.body_crc = crc
+        m.queue_id = queue_id
+        m.flag = flag
+        m.queue_offset = queue_offset
+        m.commit_log_offset = phys
+        m.sys_flag = sys_flag
+        m.born_timestamp = born_ts
+        p = pos + 48
+        m.born_host, p = _unpack_host(buf, p, bool(sys_flag & MessageSysFlag.BORNHOST_V6))
+        m.store_timestamp = _Q.unpack_from(buf, p)[0]
+        store_host_pos = p + 8
+        m.store_host, p = _unpack_host(buf, store_host_pos, bool(sys_flag & MessageSysFlag.STOREHOST_V6))
+        m.reconsume_times, m.prepared_transaction_offset, body_len = _TAIL.unpack_from(buf, p)
+        p += 16
+        if read_body:
+            body = bytes(buf[p:p + body_len])
+            if decompress and sys_flag & MessageSysFlag.COMPRESSED:
+                body = zlib.decompress(body)
+            m.body = body
+        p += body_len
+        topic_len = _B.unpack_from(buf, p)[0]
+        p += 1
+        m.topic = bytes(buf[p:p + topic_len]).decode("utf-8")
+        p += topic_len
+        props_len = _H.unpack_from(buf, p)[0]
+        p += 2
+        if props_len > 0:
+            m.properties = decode_properties(bytes(buf[p:p + props_len]).decode("utf-8"))
+            p += props_len
+        if p - pos != total:
+            raise FrameError(f"message record at {pos} declares {total} bytes but holds {p - pos}")
+        ip_port = buf[store_host_pos:store_host_pos + (20 if sys_flag & MessageSysFlag.STOREHOST_V6 else 8)]
+        m.offset_msg_id = create_offset_msg_id(bytes(ip_port), phys)
+        return m, pos + total
+    except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as exc:
+        raise FrameError(f"malformed message record at {pos}: {exc}") from exc
+
+
+def decode_messages(body, *, decompress: bool = True) -> list[MessageExt]:
+    """Decode a pull/query body: back-to-back records (§4.5)."""
+    out: list[MessageExt] = []
+    pos, end = 0, len(body)
+    view = memoryview(body)
+    while pos < end:
+        m, pos = decode_message(view, pos, decompress=decompress)
+        out.append(m)
+    return out
+
+
+def encode_batch(messages: Sequence[Message]) -> bytes:
+    """Encode messages as a batch body (§4.6); each message's own properties are included."""
+    parts: list[bytes] = []
+    for msg in messages:
+        props = encode_properties(msg.properties).encode("utf-8")
+        body = msg.body
+        parts.append(_BATCH_HEAD.pack(20 + len(body) + 2 + len(props), 0, 0, msg.flag, len(body)))
+        parts.append(body)
+        parts.append(_H.pack(len(props)))
+        parts.append(props)
+    return b"".join(parts)
+
+
+def decode_batch(body) -> list[tuple[int, bytes, str]]:
+    """Split a batch body into (flag, body, properties string) triples.
+
+    Raises:
+        FrameError: the body is truncated or a length is inconsistent.
+    """
+    out = []
+    pos, end = 0, len(body)
+    try:
+        while pos < end:
+            total, _magic, _crc, flag, body_len = _BATCH_HEAD.unpack_from(body, pos)
+            p = pos + 20
+            b = bytes(body[p:p + body_len])
+            p += body_len
+            props_len = _H.unpack_from(body, p)[0]
+            p += 2
+            props = bytes(body[p:p + props_len]).decode("utf-8")
+            p += props_len
+            if p - pos != total or len(b) != body_len:
+                raise FrameError(f"batch entry at {pos} declares {total} bytes but holds {p - pos}")
+            out.append((flag, b, props))
+            pos = p
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise FrameError(f"malformed batch body at {pos}: {exc}") from exc
+    return out
+
+
+def tags_of(properties: dict[str, str]) -> str | None:
+    return properties.get(MC.TAGS)
