@@ -2,10 +2,10 @@
 
 from .channel import Channel
 from .client import RemotingClient
-from .command import RPC_ONEWAY, RPC_RESPONSE, RemotingCommand
+from .command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from .frame import FrameDecoder
 from .loop import EventLoopThread
 from .server import RemotingServer
 
-__all__ = ["Channel", "EventLoopThread", "FrameDecoder", "RPC_ONEWAY", "RPC_RESPONSE", "RemotingClient",
+__all__ = ["FLAG_ONEWAY", "FLAG_RESPONSE", "Channel", "EventLoopThread", "FrameDecoder", "RemotingClient",
            "RemotingCommand", "RemotingServer"]

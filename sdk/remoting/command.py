@@ -1,8 +1,16 @@
-"""``RemotingCommand``: one request or response, and its frame encoding (§1.1-§1.4).
+"""``RemotingCommand``: one RocketMQ remoting request or response, and its frame codec.
 
-A frame is ``int length | int (serializeType << 24 | headerLength) | header | body``. The header
-is JSON (type 0, what Java clients and the C++ client send by default) or the ROCKETMQ binary
-form (type 1). Responses are written in the request's serialize type.
+Wire format (protocol doc §1.1)::
+
+    int length                       = 4 + headerLen + bodyLen
+    int serializeType << 24 | headerLen
+    header                           JSON text (type 0) or ROCKETMQ binary header (type 1, §1.4)
+    body                             raw bytes, may be empty
+
+The JSON header is written like Java's fastjson does (compact, alphabetical field order, ``remark``
+and ``extFields`` left out when absent). On reading, the lenient forms other clients send are
+accepted: ``language`` as an enum name or a number, ``extFields`` values that are JSON numbers or
+booleans (the C++ client sends ``"queueId":0``) become strings, ``remark`` may be null or missing.
 """
 
 from __future__ import annotations
@@ -12,52 +20,96 @@ import json
 import struct
 from typing import Any
 
-from ..exceptions import FrameError
-from ..protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
+from rocketmq_sdk.exceptions import FrameError
+from rocketmq_sdk.protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
 
-RPC_RESPONSE = 0x1
-RPC_ONEWAY = 0x2
+__all__ = [
+    "FLAG_ONEWAY",
+    "FLAG_RESPONSE",
+    "RemotingCommand",
+    "SerializeType",
+]
 
-_LANG_NAMES = {m.value: m.name for m in LanguageCode}
-_LANG_VALUES = {m.name: m.value for m in LanguageCode}
-_PREFIX = struct.Struct(">ii")
-_BIN_HEAD = struct.Struct(">hbhii")  # code, language, version, opaque, flag
-_I = struct.Struct(">i")
-_H = struct.Struct(">h")
-_opaque_counter = itertools.count(1)
+FLAG_RESPONSE = 1 << 0
+"""Flag bit 0: the command is a response."""
+FLAG_ONEWAY = 1 << 1
+"""Flag bit 1: the request expects no response."""
 
 
-def _ext_str(v: Any) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if v is None:
-        return ""
-    return str(v)
+_LANGUAGE_NAMES: dict[int, str] = {int(m): m.name for m in LanguageCode}
+_LANGUAGE_BY_NAME: dict[str, int] = {m.name: int(m) for m in LanguageCode}
+_LANGUAGE_OTHER = int(LanguageCode.OTHER)
+_PYTHON = int(LanguageCode.PYTHON)
+
+_FRAME_PREFIX = struct.Struct(">II")
+_BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+
+_json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_json_loads = json.loads
+
+# Java: a process-wide AtomicInteger. next() on itertools.count is atomic under the GIL.
+_opaque_counter = itertools.count()
+
+
+def _next_opaque() -> int:
+    return next(_opaque_counter) & 0x7FFFFFFF
+
+
+def _ext_value_to_str(value: Any) -> str:
+    """Convert a non-string ``extFields`` value the way fastjson fills a Map<String,String>."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, (dict, list)):
+        return _json_dumps(value)
+    return str(value)
+
+
+def _clean_ext(ext: dict) -> dict[str, str]:
+    """Return ``ext`` with every value a str; None values dropped (Java skips null fields)."""
+    for value in ext.values():
+        if type(value) is not str:
+            break
+    else:
+        return ext
+    return {str(k): (v if type(v) is str else _ext_value_to_str(v)) for k, v in ext.items() if v is not None}
 
 
 class RemotingCommand:
     """A remoting request or response.
 
     Attributes:
-        code: request code (requests) or response code (responses).
-        language: ``LanguageCode`` value of the sender (this SDK sends PYTHON).
-        version: sender's ``MQVersion`` ordinal (409 = V4_9_8).
-        opaque: request id; a response carries its request's.
+        code: request code (``RequestCode``) of a request, response code (``ResponseCode``) of a
+            response.
+        language: ``LanguageCode`` value of the sender (int); this SDK sends PYTHON (3).
+        version: sender's ``MQVersion`` ordinal; 409 (4.9.8) by default.
+        opaque: request id; a response carries the request's opaque.
         flag: bit 0 RESPONSE, bit 1 ONEWAY.
-        remark: error text of responses, or None.
-        ext_fields: the custom header, str → str.
-        body: payload bytes.
-        serialize_type: ``SerializeType.JSON`` or ``SerializeType.ROCKETMQ``.
+        remark: error text of a response, or None.
+        ext_fields: the custom header, ``dict[str, str]`` (empty when none).
+        body: the body bytes (``b""`` when none).
+        serialize_type: ``SerializeType.JSON`` (0) or ``SerializeType.ROCKETMQ`` (1).
     """
 
-    __slots__ = ("code", "language", "version", "opaque", "flag", "remark", "ext_fields", "body", "serialize_type")
+    __slots__ = ("code", "language", "version", "opaque", "flag", "remark", "ext_fields", "body",
+                 "serialize_type")
 
-    def __init__(self, code: int, *, language: int = LanguageCode.PYTHON, version: int = CURRENT_VERSION,
-                 opaque: int = 0, flag: int = 0, remark: str | None = None,
-                 ext_fields: dict[str, str] | None = None, body: bytes = b"",
-                 serialize_type: int = SerializeType.JSON) -> None:
+    def __init__(
+        self,
+        code: int,
+        *,
+        language: int = _PYTHON,
+        version: int = CURRENT_VERSION,
+        opaque: int = 0,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        serialize_type: int = SerializeType.JSON,
+    ) -> None:
         self.code = code
         self.language = language
         self.version = version
@@ -68,136 +120,224 @@ class RemotingCommand:
         self.body = body
         self.serialize_type = serialize_type
 
-    # -- construction --------------------------------------------------------------------------
-    @classmethod
-    def request(cls, code: int, ext_fields: dict[str, str] | None = None, body: bytes = b"",
-                oneway: bool = False, serialize_type: int = SerializeType.JSON) -> RemotingCommand:
-        """A new request with a fresh opaque (process-wide counter, wraps within int32)."""
-        opaque = next(_opaque_counter) & 0x7FFFFFFF
-        return cls(int(code), opaque=opaque, flag=RPC_ONEWAY if oneway else 0, ext_fields=ext_fields,
-                   body=body, serialize_type=serialize_type)
+    # ------------------------------------------------------------------ factories
 
-    def response(self, code: int, remark: str | None = None, ext_fields: dict[str, str] | None = None,
-                 body: bytes = b"") -> RemotingCommand:
-        """The response to this request: same opaque and serialize type, RESPONSE flag set."""
-        return RemotingCommand(int(code), opaque=self.opaque, flag=RPC_RESPONSE, remark=remark,
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+        oneway: bool = False,
+        *,
+        serialize_type: int = SerializeType.JSON,
+    ) -> RemotingCommand:
+        """Create a request with a fresh process-wide opaque (thread-safe counter, like Java's).
+
+        Args:
+            code: the request code.
+            ext_fields: custom header fields (str → str); non-str values are converted on encode.
+            body: request body bytes.
+            oneway: set the ONEWAY flag (the peer will not answer).
+            serialize_type: header serialisation, JSON by default (as Java's default).
+        """
+        return cls(code, opaque=_next_opaque(), flag=FLAG_ONEWAY if oneway else 0,
+                   ext_fields=ext_fields, body=body, serialize_type=serialize_type)
+
+    def response(
+        self,
+        code: int,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes = b"",
+    ) -> RemotingCommand:
+        """Create the response to this request: same opaque and serialize type, RESPONSE flag."""
+        return RemotingCommand(code, opaque=self.opaque, flag=FLAG_RESPONSE, remark=remark,
                                ext_fields=ext_fields, body=body, serialize_type=self.serialize_type)
+
+    # ------------------------------------------------------------------ properties
 
     @property
     def is_response(self) -> bool:
-        return bool(self.flag & RPC_RESPONSE)
+        """True when the RESPONSE flag bit is set."""
+        return bool(self.flag & FLAG_RESPONSE)
 
     @property
     def is_oneway(self) -> bool:
-        return bool(self.flag & RPC_ONEWAY)
+        """True when the ONEWAY flag bit is set."""
+        return bool(self.flag & FLAG_ONEWAY)
 
-    # -- encoding ------------------------------------------------------------------------------
-    def _json_header(self) -> bytes:
-        h: dict[str, Any] = {"code": self.code}
-        if self.ext_fields:
-            h["extFields"] = self.ext_fields
-        h["flag"] = self.flag
-        h["language"] = _LANG_NAMES.get(self.language, "OTHER")
-        h["opaque"] = self.opaque
-        if self.remark is not None:
-            h["remark"] = self.remark
-        h["serializeTypeCurrentRPC"] = "JSON"
-        h["version"] = self.version
-        return json.dumps(h, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    def mark_oneway(self) -> None:
+        """Set the ONEWAY flag bit."""
+        self.flag |= FLAG_ONEWAY
 
-    def _binary_header(self) -> bytes:
-        parts = [_BIN_HEAD.pack(self.code, self.language, self.version, self.opaque, self.flag)]
-        remark = self.remark.encode("utf-8") if self.remark else b""
-        parts.append(_I.pack(len(remark)))
-        parts.append(remark)
-        ext = []
-        for k, v in self.ext_fields.items():
-            if k is None or v is None:
-                continue
-            kb, vb = k.encode("utf-8"), v.encode("utf-8")
-            ext.append(_H.pack(len(kb)) + kb + _I.pack(len(vb)) + vb)
-        ext_bytes = b"".join(ext)
-        parts.append(_I.pack(len(ext_bytes)))
-        parts.append(ext_bytes)
-        return b"".join(parts)
+    # ------------------------------------------------------------------ encoding
+
+    def encode_header(self) -> bytes:
+        """Return the header bytes in this command's serialize type."""
+        if self.serialize_type == SerializeType.JSON:
+            return self._encode_json_header()
+        if self.serialize_type == SerializeType.ROCKETMQ:
+            return self._encode_binary_header()
+        raise ValueError(f"unknown serialize type {self.serialize_type!r}")
 
     def encode(self) -> bytes:
-        """The whole frame, including the 4-byte length prefix."""
-        header = self._binary_header() if self.serialize_type == SerializeType.ROCKETMQ else self._json_header()
-        body = self.body or b""
-        return b"".join((_PREFIX.pack(4 + len(header) + len(body), (self.serialize_type << 24) | len(header)),
-                         header, body))
-
-    # -- decoding ------------------------------------------------------------------------------
-    @classmethod
-    def decode(cls, frame: bytes | memoryview) -> RemotingCommand:
-        """Decode a frame without its length prefix.
+        """Return the whole frame: length prefix, serialize type/header length, header, body.
 
         Raises:
-            FrameError: the header is malformed.
+            ValueError: unknown serialize type, or a header longer than 16 MiB - 1 bytes.
         """
-        if len(frame) < 4:
-            raise FrameError("frame shorter than its header-length field")
-        word = _I.unpack_from(frame, 0)[0]
-        stype = (word >> 24) & 0xFF
+        header = self.encode_header()
+        hlen = len(header)
+        if hlen > 0xFFFFFF:
+            raise ValueError(f"remoting header too long: {hlen} bytes")
+        body = self.body
+        prefix = _FRAME_PREFIX.pack(4 + hlen + len(body), (self.serialize_type << 24) | hlen)
+        if body:
+            return b"".join((prefix, header, body))
+        return prefix + header
+
+    def _encode_json_header(self) -> bytes:
+        ext = self.ext_fields
+        ext_part = f',"extFields":{_json_dumps(_clean_ext(ext))}' if ext else ""
+        remark = self.remark
+        remark_part = f',"remark":{_json_dumps(remark)}' if remark is not None else ""
+        language = _LANGUAGE_NAMES.get(self.language, "OTHER")
+        return (
+            f'{{"code":{int(self.code)}{ext_part},"flag":{int(self.flag)},"language":"{language}",'
+            f'"opaque":{int(self.opaque)}{remark_part},"serializeTypeCurrentRPC":"JSON",'
+            f'"version":{int(self.version)}}}'
+        ).encode()
+
+    def _encode_binary_header(self) -> bytes:
+        parts = [_BIN_FIXED.pack(self.code, self.language, self.version, self.opaque, self.flag)]
+        if self.remark:
+            remark = self.remark.encode()
+            parts.append(_INT.pack(len(remark)))
+            parts.append(remark)
+        else:
+            parts.append(b"\0\0\0\0")
+        entries = []
+        for key, value in self.ext_fields.items():
+            if key is None or value is None:
+                continue
+            kb = str(key).encode()
+            vb = (value if type(value) is str else _ext_value_to_str(value)).encode()
+            entries.append(_SHORT.pack(len(kb)))
+            entries.append(kb)
+            entries.append(_INT.pack(len(vb)))
+            entries.append(vb)
+        ext = b"".join(entries)
+        parts.append(_INT.pack(len(ext)))
+        parts.append(ext)
+        return b"".join(parts)
+
+    # ------------------------------------------------------------------ decoding
+
+    @classmethod
+    def decode(cls, frame: bytes) -> RemotingCommand:
+        """Decode one frame given WITHOUT its 4-byte length prefix.
+
+        Raises:
+            FrameError: frame shorter than 4 bytes, header length beyond the frame, unknown
+                serialize type, or an unparsable header.
+        """
+        n = len(frame)
+        if n < 4:
+            raise FrameError(f"frame too short: {n} bytes")
+        word = int.from_bytes(frame[:4], "big")
+        serialize_type = word >> 24
         hlen = word & 0xFFFFFF
-        if hlen > len(frame) - 4:
-            raise FrameError(f"header length {hlen} exceeds frame length {len(frame) - 4}")
+        if hlen > n - 4:
+            raise FrameError(f"header length {hlen} exceeds frame length {n}")
         header = frame[4:4 + hlen]
-        body = bytes(frame[4 + hlen:])
-        if stype == SerializeType.JSON:
-            return cls._decode_json(bytes(header), body)
-        if stype == SerializeType.ROCKETMQ:
-            return cls._decode_binary(header, body)
-        raise FrameError(f"unknown serialize type {stype}")
+        if serialize_type == SerializeType.JSON:
+            cmd = cls._decode_json_header(header)
+        elif serialize_type == SerializeType.ROCKETMQ:
+            cmd = cls._decode_binary_header(header)
+        else:
+            raise FrameError(f"unknown serialize type {serialize_type}")
+        cmd.serialize_type = serialize_type
+        cmd.body = bytes(frame[4 + hlen:])
+        return cmd
 
     @classmethod
-    def _decode_json(cls, header: bytes, body: bytes) -> RemotingCommand:
+    def _decode_json_header(cls, header: bytes) -> RemotingCommand:
         try:
-            h = json.loads(header)
-            lang = h.get("language", "OTHER")
-            language = lang if isinstance(lang, int) else _LANG_VALUES.get(lang, LanguageCode.OTHER)
-            ext = h.get("extFields") or {}
+            obj = _json_loads(header)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise FrameError(f"malformed JSON remoting header: {exc}") from None
+        if not isinstance(obj, dict):
+            raise FrameError("malformed JSON remoting header: not an object")
+        try:
+            language = obj.get("language", _LANGUAGE_OTHER)
+            if type(language) is str:
+                language = _LANGUAGE_BY_NAME.get(language, _LANGUAGE_OTHER)
+            ext = obj.get("extFields")
             if ext:
-                ext = {str(k): _ext_str(v) for k, v in ext.items()}
-            return cls(int(h["code"]), language=language, version=int(h.get("version", 0) or 0),
-                       opaque=int(h.get("opaque", 0)), flag=int(h.get("flag", 0)), remark=h.get("remark"),
-                       ext_fields=ext, body=body, serialize_type=SerializeType.JSON)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise FrameError(f"malformed JSON header: {exc}") from exc
+                if not isinstance(ext, dict):
+                    raise FrameError("malformed JSON remoting header: extFields is not an object")
+                ext = _clean_ext(ext)
+            else:
+                ext = {}
+            return cls(
+                int(obj["code"]),
+                language=int(language),
+                version=int(obj.get("version", 0)),
+                opaque=int(obj.get("opaque", 0)),
+                flag=int(obj.get("flag", 0)),
+                remark=obj.get("remark"),
+                ext_fields=ext,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FrameError(f"malformed JSON remoting header: {exc!r}") from None
 
     @classmethod
-    def _decode_binary(cls, header, body: bytes) -> RemotingCommand:
+    def _decode_binary_header(cls, header: bytes) -> RemotingCommand:
+        hlen = len(header)
         try:
-            code, lang, version, opaque, flag = _BIN_HEAD.unpack_from(header, 0)
-            pos = _BIN_HEAD.size
-            rlen = _I.unpack_from(header, pos)[0]
+            code, language, version, opaque, flag = _BIN_FIXED.unpack_from(header, 0)
+            pos = _BIN_FIXED.size
+            (rlen,) = _INT.unpack_from(header, pos)
             pos += 4
-            if rlen < 0 or rlen > len(header) - pos:
-                raise FrameError(f"remark length {rlen} exceeds header")
-            remark = bytes(header[pos:pos + rlen]).decode("utf-8") if rlen else None
+            if rlen < 0 or rlen > hlen - pos:
+                raise FrameError(f"ROCKETMQ header: remark length {rlen} exceeds header")
+            remark = header[pos:pos + rlen].decode() if rlen else None
             pos += rlen
-            elen = _I.unpack_from(header, pos)[0]
+            (elen,) = _INT.unpack_from(header, pos)
             pos += 4
-            if elen < 0 or elen > len(header) - pos:
-                raise FrameError(f"extFields length {elen} exceeds header")
+            if elen < 0 or elen > hlen - pos:
+                raise FrameError(f"ROCKETMQ header: extFields length {elen} exceeds header")
             end = pos + elen
             ext: dict[str, str] = {}
             while pos < end:
-                klen = _H.unpack_from(header, pos)[0]
+                (klen,) = _SHORT.unpack_from(header, pos)
                 pos += 2
-                k = bytes(header[pos:pos + klen]).decode("utf-8")
+                key = header[pos:pos + klen].decode()
                 pos += klen
-                vlen = _I.unpack_from(header, pos)[0]
+                (vlen,) = _INT.unpack_from(header, pos)
                 pos += 4
-                ext[k] = bytes(header[pos:pos + vlen]).decode("utf-8")
+                if klen < 0 or vlen < 0 or pos + vlen > end:
+                    raise FrameError("ROCKETMQ header: extFields entry exceeds header")
+                ext[key] = header[pos:pos + vlen].decode()
                 pos += vlen
-            return cls(code, language=lang, version=version, opaque=opaque, flag=flag, remark=remark,
-                       ext_fields=ext, body=body, serialize_type=SerializeType.ROCKETMQ)
         except (struct.error, UnicodeDecodeError) as exc:
-            raise FrameError(f"malformed ROCKETMQ header: {exc}") from exc
+            raise FrameError(f"malformed ROCKETMQ remoting header: {exc}") from None
+        return cls(code, language=language, version=version, opaque=opaque, flag=flag, remark=remark,
+                   ext_fields=ext)
+
+    # ------------------------------------------------------------------ misc
 
     def __repr__(self) -> str:
-        kind = "response" if self.is_response else ("oneway" if self.is_oneway else "request")
-        return (f"RemotingCommand({kind} code={self.code} opaque={self.opaque} remark={self.remark!r} "
-                f"ext={self.ext_fields} body={len(self.body)}B)")
+        kind = "response" if self.flag & FLAG_RESPONSE else ("oneway" if self.flag & FLAG_ONEWAY else "request")
+        return (f"RemotingCommand({kind} code={self.code} opaque={self.opaque} flag={self.flag} "
+                f"language={_LANGUAGE_NAMES.get(self.language, self.language)} version={self.version} "
+                f"remark={self.remark!r} ext_fields={self.ext_fields!r} body={len(self.body)} bytes "
+                f"serialize={SerializeType(self.serialize_type).name if self.serialize_type in (0, 1) else self.serialize_type})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RemotingCommand):
+            return NotImplemented
+        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]

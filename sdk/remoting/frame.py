@@ -1,45 +1,70 @@
-"""Incremental splitting of a TCP byte stream into remoting frames (§1.1)."""
+"""Incremental splitter of a TCP byte stream into remoting frames (protocol doc §1.1).
+
+Mirrors Java's ``LengthFieldBasedFrameDecoder(16 MiB, 0, 4, 0, 4)`` plus the header-length check
+of ``RemotingCommand.decode``: any violation raises ``FrameError`` and the caller closes the
+connection (Java closes it too, without an error reply).
+"""
 
 from __future__ import annotations
 
 import struct
 
-from ..exceptions import FrameError
+from rocketmq_sdk.exceptions import FrameError
 
-MAX_FRAME_LENGTH = 16 * 1024 * 1024
-_LEN = struct.Struct(">i")
+__all__ = ["DEFAULT_MAX_FRAME_LENGTH", "FrameDecoder"]
+
+DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
+"""Java's ``com.rocketmq.remoting.frameMaxLength`` default, applied to length prefix + frame."""
+
+_UINT = struct.Struct(">I")
 
 
 class FrameDecoder:
-    """Feed bytes, get whole frames (without their length prefix).
+    """Split a byte stream into frames.
 
-    Mirrors Netty's ``LengthFieldBasedFrameDecoder(16 MiB, 0, 4, 0, 4)`` used by Java: a frame
-    whose ``length + 4`` exceeds ``max_frame_length`` or whose length is below 4 is an error.
+    Args:
+        max_frame_length: largest accepted frame including its 4-byte length prefix, in bytes
+            (default 16 MiB, as Java).
+
+    ``feed(data)`` returns the complete frames found so far, each WITHOUT its length prefix (the
+    form ``RemotingCommand.decode`` takes). After a ``FrameError`` the decoder is unusable.
     """
 
     __slots__ = ("_buf", "_max")
 
-    def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
+    def __init__(self, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self._buf = bytearray()
         self._max = max_frame_length
 
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as a frame."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> list[bytes]:
-        """Add ``data``; return the frames now complete.
+        """Add ``data`` and return every frame completed by it (possibly none).
 
         Raises:
-            FrameError: a length field is out of range (the stream cannot be resynchronised).
+            FrameError: a length below 4, a frame longer than ``max_frame_length`` (counting the
+                length prefix), or a header length larger than ``length - 4``.
         """
         buf = self._buf
         buf += data
-        frames: list[bytes] = []
+        size = len(buf)
         pos = 0
-        n = len(buf)
-        while n - pos >= 4:
-            length = _LEN.unpack_from(buf, pos)[0]
-            if length < 4 or length + 4 > self._max:
-                raise FrameError(f"illegal frame length {length} (max {self._max - 4})")
+        frames: list[bytes] = []
+        while size - pos >= 4:
+            (length,) = _UINT.unpack_from(buf, pos)
+            if length < 4:
+                raise FrameError(f"frame length {length} is below the minimum of 4")
+            if length + 4 > self._max:
+                raise FrameError(f"frame length {length} + 4 exceeds the maximum of {self._max} bytes")
+            if size - pos >= 8:
+                hlen = _UINT.unpack_from(buf, pos + 4)[0] & 0xFFFFFF
+                if hlen > length - 4:
+                    raise FrameError(f"header length {hlen} exceeds frame length {length} - 4")
             end = pos + 4 + length
-            if end > n:
+            if end > size:
                 break
             frames.append(bytes(buf[pos + 4:end]))
             pos = end
