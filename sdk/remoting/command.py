@@ -26,6 +26,8 @@ from rocketmq_sdk.protocol.codes import CURRENT_VERSION, LanguageCode, Serialize
 __all__ = [
     "FLAG_ONEWAY",
     "FLAG_RESPONSE",
+    "RPC_ONEWAY",
+    "RPC_RESPONSE",
     "RemotingCommand",
     "SerializeType",
 ]
@@ -34,6 +36,8 @@ FLAG_RESPONSE = 1 << 0
 """Flag bit 0: the command is a response."""
 FLAG_ONEWAY = 1 << 1
 """Flag bit 1: the request expects no response."""
+RPC_RESPONSE = FLAG_RESPONSE  # Java's RemotingCommand names
+RPC_ONEWAY = FLAG_ONEWAY
 
 
 _LANGUAGE_NAMES: dict[int, str] = {int(m): m.name for m in LanguageCode}

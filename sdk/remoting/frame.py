@@ -11,10 +11,12 @@ import struct
 
 from rocketmq_sdk.exceptions import FrameError
 
-__all__ = ["DEFAULT_MAX_FRAME_LENGTH", "FrameDecoder"]
+__all__ = ["DEFAULT_MAX_FRAME_LENGTH", "MAX_FRAME_LENGTH", "FrameDecoder"]
 
 DEFAULT_MAX_FRAME_LENGTH = 16 * 1024 * 1024
 """Java's ``com.rocketmq.remoting.frameMaxLength`` default, applied to length prefix + frame."""
+
+MAX_FRAME_LENGTH = DEFAULT_MAX_FRAME_LENGTH  # alias
 
 _UINT = struct.Struct(">I")
 
