@@ -17,9 +17,34 @@ V3_4_9 = 121
 V4_9_4 = 401
 
 
-def version_ordinal(minor: int, patch: int) -> int:
-    """Ordinal of ``MQVersion.Version.V4_<minor>_<patch>`` (e.g. ``(9, 8) -> 409``)."""
-    return 213 + 2 * (10 * minor + patch)
+#: Other ``MQVersion`` ordinals the protocol refers to (§1.6).
+V3_0_7_SNAPSHOT = 28
+V3_0_11 = 37
+V3_1_8 = 63  # what the C++ 1.x client (PyPI ``rocketmq`` 0.4.4) sends
+V4_1_0_SNAPSHOT = 232
+V4_6_0 = 333
+V4_9_0 = 393
+
+
+def version_ordinal(minor: int, patch: int, *, snapshot: bool = False) -> int:
+    """Ordinal of ``MQVersion.Version.V4_<minor>_<patch>`` (e.g. ``(9, 8) -> 409``).
+
+    ``snapshot=True`` gives the ``..._SNAPSHOT`` ordinal, one less.
+    """
+    return 213 + 2 * (10 * minor + patch) - (1 if snapshot else 0)
+
+
+def version_desc(ordinal: int) -> str:
+    """``"V4_9_8"`` for 409; best effort for 4.x ordinals (``"V4_9_8_SNAPSHOT"`` for 408).
+
+    Ordinals below the 4.0.0 snapshot are returned as ``"ordinal <n>"``.
+    """
+    base = 212  # V4_0_0_SNAPSHOT
+    if ordinal < base:
+        return f"ordinal {ordinal}"
+    n, rem = divmod(ordinal - base, 2)
+    minor, patch = divmod(n, 10)
+    return f"V4_{minor}_{patch}" + ("_SNAPSHOT" if rem == 0 else "")
 
 
 class RequestCode(IntEnum):
@@ -202,8 +227,15 @@ class PermName:
         return bool(perm & PermName.INHERIT)
 
     @staticmethod
+    def is_priority(perm: int) -> bool:
+        return bool(perm & PermName.PRIORITY)
+
+    @staticmethod
     def to_string(perm: int) -> str:
+        """``"RWX"`` style rendering, as Java ``PermName.perm2String`` (6 -> ``"RW-"``)."""
         return ("R" if perm & 4 else "-") + ("W" if perm & 2 else "-") + ("X" if perm & 1 else "-")
+
+    perm2string = to_string
 
 
 class MessageSysFlag:
@@ -221,9 +253,23 @@ class MessageSysFlag:
     COMPRESSION_TYPE_MASK = 0x700
     COMPRESSION_ZLIB = 0x300
 
+    NEED_UNWRAP = 0x40
+    INNER_BATCH = 0x80
+    COMPRESSION_LZ4 = 0x100
+    COMPRESSION_ZSTD = 0x200
+
     @staticmethod
     def transaction_value(sys_flag: int) -> int:
         return sys_flag & MessageSysFlag.TRANSACTION_MASK
+
+    @staticmethod
+    def reset_transaction_value(sys_flag: int, tx_type: int) -> int:
+        """Replace the transaction bits (2-3) of ``sys_flag`` with ``tx_type``."""
+        return (sys_flag & ~MessageSysFlag.TRANSACTION_MASK) | tx_type
+
+    @staticmethod
+    def is_compressed(sys_flag: int) -> bool:
+        return bool(sys_flag & MessageSysFlag.COMPRESSED)
 
 
 class PullSysFlag:
@@ -241,6 +287,50 @@ class PullSysFlag:
         return ((PullSysFlag.COMMIT_OFFSET if commit_offset else 0) | (PullSysFlag.SUSPEND if suspend else 0)
                 | (PullSysFlag.SUBSCRIPTION if subscription else 0)
                 | (PullSysFlag.CLASS_FILTER if class_filter else 0) | (PullSysFlag.LITE_PULL if lite_pull else 0))
+
+    @staticmethod
+    def clear_commit_offset(sys_flag: int) -> int:
+        """What the client does when pulling from a slave."""
+        return sys_flag & ~PullSysFlag.COMMIT_OFFSET
+
+    @staticmethod
+    def has_commit_offset(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.COMMIT_OFFSET)
+
+    @staticmethod
+    def has_suspend(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.SUSPEND)
+
+    @staticmethod
+    def has_subscription(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.SUBSCRIPTION)
+
+    @staticmethod
+    def has_class_filter(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.CLASS_FILTER)
+
+    @staticmethod
+    def has_lite_pull(sys_flag: int) -> bool:
+        return bool(sys_flag & PullSysFlag.LITE_PULL)
+
+
+class TopicSysFlag:
+    """Bits of a topic's ``topicSysFlag`` (§4.3)."""
+
+    UNIT = 0x1
+    UNIT_SUB = 0x2
+
+    @staticmethod
+    def build(unit: bool, has_unit_sub: bool) -> int:
+        return (TopicSysFlag.UNIT if unit else 0) | (TopicSysFlag.UNIT_SUB if has_unit_sub else 0)
+
+    @staticmethod
+    def has_unit(flag: int) -> bool:
+        return bool(flag & TopicSysFlag.UNIT)
+
+    @staticmethod
+    def has_unit_sub(flag: int) -> bool:
+        return bool(flag & TopicSysFlag.UNIT_SUB)
 
 
 class MessageConst:
@@ -279,7 +369,12 @@ class MessageConst:
     PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
     CLUSTER = "CLUSTER"
     MESSAGE_TYPE = "MSG_TYPE"
+    INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+    INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
     KEY_SEPARATOR = " "
+    #: Literal property names used by client code; NOT reserved.
+    TRANSACTION_ID_LITERAL = "__transactionId__"
+    START_DELIVER_TIME_LITERAL = "__STARTDELIVERTIME"
 
     #: Names a user property may not take (``MessageConst.STRING_HASH_SET``).
     RESERVED = frozenset({
@@ -289,8 +384,10 @@ class MessageConst:
         UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MAX_RECONSUME_TIMES, CONSUME_START_TIMESTAMP,
         TRANSACTION_PREPARED_QUEUE_OFFSET, TRANSACTION_CHECK_TIMES, CHECK_IMMUNITY_TIME_IN_SECONDS,
         INSTANCE_ID, CORRELATION_ID, MESSAGE_REPLY_TO_CLIENT, MESSAGE_TTL, REPLY_MESSAGE_ARRIVE_TIME,
-        PUSH_REPLY_TIME, CLUSTER, MESSAGE_TYPE,
+        PUSH_REPLY_TIME, CLUSTER, MESSAGE_TYPE, INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET,
     })
+    #: Java's name for the same set.
+    STRING_HASH_SET = RESERVED
 
 
 # --- MixAll / TopicValidator ---------------------------------------------------------------
@@ -328,3 +425,52 @@ def retry_topic(group: str) -> str:
 def dlq_topic(group: str) -> str:
     """``%DLQ%<group>``: where messages land after ``max_reconsume_times``."""
     return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+get_retry_topic = retry_topic
+get_dlq_topic = dlq_topic
+
+
+def is_retry_topic(topic: str) -> bool:
+    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+
+def is_dlq_topic(topic: str) -> bool:
+    return topic.startswith(DLQ_GROUP_TOPIC_PREFIX)
+
+
+#: System topics a 4.9.8 broker creates or uses (``TopicValidator.SYSTEM_TOPIC_SET``).
+SYSTEM_TOPICS = frozenset({
+    DEFAULT_TOPIC, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
+    SELF_TEST_TOPIC, OFFSET_MOVED_EVENT, "BenchmarkTest", "RMQ_SYS_TRACE_TOPIC",
+})
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+
+
+def is_sys_topic(topic: str) -> bool:
+    """True for broker system topics (the set above or the ``rmq_sys_`` prefix)."""
+    return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+
+def is_not_allowed_send_topic(topic: str) -> bool:
+    """True if clients may not send to ``topic`` (``TopicValidator.isNotAllowedSendTopic``)."""
+    return topic in NOT_ALLOWED_SEND_TOPICS
+
+
+def check_name(name: str, what: str = "topic", max_length: int = TOPIC_MAX_LENGTH) -> str:
+    """Validate a topic/group name; returns it unchanged.
+
+    Raises:
+        IllegalArgumentError: empty, longer than ``max_length`` or with characters outside
+            ``[%|a-zA-Z0-9_-]``.
+    """
+    from ..exceptions import IllegalArgumentError
+
+    if not name or not name.strip():
+        raise IllegalArgumentError(f"the specified {what} is blank")
+    if len(name) > max_length:
+        raise IllegalArgumentError(f"the specified {what} is longer than {max_length} characters: {name!r}")
+    if _NAME_RE.match(name) is None:
+        raise IllegalArgumentError(
+            f"the specified {what} {name!r} contains illegal characters, allowed: ^[%|a-zA-Z0-9_-]+$")
+    return name

@@ -32,3 +32,20 @@ def java_mod(a: int, n: int) -> int:
     """Java's ``a % n`` for ints (the result takes the sign of ``a``)."""
     r = abs(a) % n
     return -r if a < 0 else r
+
+
+def java_abs_mod(a: int, n: int) -> int:
+    """Java's ``Math.abs(a % n)``: the queue index ``SelectMessageQueueByHash`` picks for a key
+    whose ``hashCode()`` is ``a`` among ``n`` queues. Always in ``[0, n)``; stable across
+    processes and languages, unlike Python's salted ``hash()``.
+
+    >>> java_abs_mod(java_string_hash("order-1"), 4)  # hashCode -1207111310
+    2
+    """
+    return abs(a) % n
+
+
+def select_queue_index_by_hash(key: str, n: int) -> int:
+    """Index among ``n`` queues for a string key, as Java ``SelectMessageQueueByHash`` with a
+    ``String`` argument."""
+    return java_abs_mod(java_string_hash(key), n)

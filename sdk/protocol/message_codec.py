@@ -14,7 +14,7 @@ from ..exceptions import FrameError
 from .codes import MessageConst as MC
 from .codes import MessageSysFlag
 from .message import Message, MessageExt
-from .msgid import create_offset_msg_id
+from .msgid import offset_msg_id_from_packed
 
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
@@ -163,7 +163,7 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
         if p - pos != total:
             raise FrameError(f"message record at {pos} declares {total} bytes but holds {p - pos}")
         ip_port = buf[store_host_pos:store_host_pos + (20 if sys_flag & MessageSysFlag.STOREHOST_V6 else 8)]
-        m.offset_msg_id = create_offset_msg_id(bytes(ip_port), phys)
+        m.offset_msg_id = offset_msg_id_from_packed(bytes(ip_port), phys)
         return m, pos + total
     except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as exc:
         raise FrameError(f"malformed message record at {pos}: {exc}") from exc

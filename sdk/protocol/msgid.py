@@ -19,11 +19,57 @@ import threading
 import time
 
 _OFFSET_ID = struct.Struct(">q")
+_PORT = struct.Struct(">i")
 
 
-def create_offset_msg_id(host_port: bytes, commit_log_offset: int) -> str:
-    """Offset message id from packed ``ip(4|16) + int port`` and the commit log offset."""
+def pack_ip(ip: str) -> bytes:
+    """4 bytes for an IPv4 address, 16 for IPv6 (brackets tolerated).
+
+    Raises:
+        ValueError: not an IP address.
+    """
+    ip = ip.strip("[]")
+    try:
+        if ":" in ip:
+            return socket.inet_pton(socket.AF_INET6, ip)
+        return socket.inet_aton(ip)
+    except OSError as exc:
+        raise ValueError(f"not an IP address: {ip!r}") from exc
+
+
+def offset_msg_id_from_packed(host_port: bytes, commit_log_offset: int) -> str:
+    """Offset message id from an already packed ``ip(4|16) + int port`` (hot path of the codec)."""
     return (host_port + _OFFSET_ID.pack(commit_log_offset)).hex().upper()
+
+
+def create_offset_msg_id(host: str | bytes, port: int, commit_log_offset: int | None = None) -> str:
+    """Offset message id (the broker's ``msgId``, §4.7): upper-case hex of store host IP (4 or 16
+    bytes) + int port + long commit log offset; 32 hex chars for IPv4, 56 for IPv6.
+
+    Args:
+        host: the store host IP (``"127.0.0.1"``, ``"::1"``), or ``"ip:port"`` when ``port`` is
+            given as ``None``.
+        port: the store host port.
+        commit_log_offset: physical offset of the record in the CommitLog (bytes).
+
+    The legacy two-argument form ``create_offset_msg_id(packed_ip_port: bytes, offset)`` is also
+    accepted.
+
+    Raises:
+        ValueError: ``host`` is not an IP address.
+    """
+    if commit_log_offset is None:
+        if isinstance(host, bytes | bytearray | memoryview):
+            return offset_msg_id_from_packed(bytes(host), port)
+        raise TypeError("create_offset_msg_id(host, port, commit_log_offset) needs three arguments")
+    if isinstance(host, bytes | bytearray):
+        ip_bytes = bytes(host)
+    else:
+        if port is None:
+            host, _, p = host.rpartition(":")
+            port = int(p)
+        ip_bytes = pack_ip(host)
+    return offset_msg_id_from_packed(ip_bytes + _PORT.pack(port), commit_log_offset)
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
@@ -82,6 +128,50 @@ class UniqIdGenerator:
                     self._set_month_start()
         n = next(self._counter) & 0xFFFF  # itertools.count is atomic under the GIL
         return f"{self._prefix}{(now - self._start_ms) & 0xFFFFFFFF:08X}{n:04X}"
+
+
+def _month_start_ms(now_ms: int) -> int:
+    now = _dt.datetime.fromtimestamp(now_ms / 1000)
+    return int(now.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp() * 1000)
+
+
+def get_nearly_time_from_id(msg_id: str) -> int:
+    """Approximate creation time (epoch ms) of a ``UNIQ_KEY`` id, as Java
+    ``MessageClientIDSetter.getNearlyTimeFromID``: the ms-since-month-start field is added to the
+    start of the current local month, or of the previous one if that lies in the future.
+
+    Raises:
+        ValueError: not a 32 (IPv4) or 56 (IPv6) hex character id.
+    """
+    raw = bytes.fromhex(msg_id)
+    if len(raw) not in (16, 28):
+        raise ValueError(f"not a unique message id: {msg_id!r}")
+    ip_len = len(raw) - 12
+    delta = int.from_bytes(raw[ip_len + 6:ip_len + 10], "big")
+    now_ms = int(time.time() * 1000)
+    start = _month_start_ms(now_ms)
+    if start + delta >= now_ms:
+        prev = _dt.datetime.fromtimestamp(start / 1000) - _dt.timedelta(days=1)
+        start = _month_start_ms(int(prev.timestamp() * 1000))
+    return start + delta
+
+
+def decode_uniq_id(msg_id: str) -> tuple[str, int, int, int]:
+    """Split a ``UNIQ_KEY`` into (ip, pid low 16 bits, ms since month start, counter).
+
+    The C++ 1.x client writes its IP in little-endian order (``0100007F`` for 127.0.0.1), so the
+    ip is only meaningful for Java-made ids.
+
+    Raises:
+        ValueError: not a 32 or 56 hex character id.
+    """
+    raw = bytes.fromhex(msg_id)
+    if len(raw) not in (16, 28):
+        raise ValueError(f"not a unique message id: {msg_id!r}")
+    ip_len = len(raw) - 12
+    ip = socket.inet_ntop(socket.AF_INET if ip_len == 4 else socket.AF_INET6, raw[:ip_len])
+    pid, _rand, delta, counter = struct.unpack(">HiIH", raw[ip_len:])
+    return ip, pid, delta, counter
 
 
 _GENERATOR: UniqIdGenerator | None = None
