@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -16,11 +17,52 @@ _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
 _decoder = json.JSONDecoder()
 
 
-class ObjectKey(tuple):
-    """A JSON object used as a map key: a hashable, sorted tuple of (key, value) pairs."""
+class ObjectKey(Mapping):
+    """A JSON object used as a map key (fastjson writes ``Map<MessageQueue, X>`` that way).
+
+    An immutable, hashable mapping: two keys with the same items are equal whatever their order.
+    ``key["topic"]`` reads a field; :meth:`as_dict` returns a plain dict.
+
+    Args:
+        items: a mapping or an iterable of (name, value) pairs; values must be hashable
+            (strings, numbers, booleans, None).
+    """
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, items: Mapping[str, Any] | Iterable[tuple[str, Any]] = ()) -> None:
+        pairs = items.items() if isinstance(items, Mapping) else items
+        self._items: tuple[tuple[str, Any], ...] = tuple(sorted(pairs, key=lambda kv: kv[0]))
+        self._hash = hash(self._items)
+
+    def __getitem__(self, key: str) -> Any:
+        for k, v in self._items:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ObjectKey):
+            return self._items == other._items
+        return Mapping.__eq__(self, other)
+
+    def __lt__(self, other: ObjectKey) -> bool:
+        return self._items < other._items
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self)
+        return dict(self._items)
+
+    def __repr__(self) -> str:
+        return f"ObjectKey({self.as_dict()!r})"
 
 
 class _Parser:
@@ -62,7 +104,7 @@ class _Parser:
             self.ws()
             key = self.value()
             if isinstance(key, dict):
-                key = ObjectKey(sorted(key.items()))
+                key = ObjectKey(key)
             self.ws()
             if self.s[self.i] != ":":
                 raise ValueError(f"expected ':' at {self.i}")
@@ -117,7 +159,7 @@ def loads(data: bytes | str) -> Any:
 
 
 def _write(obj: Any, standard: bool, out: list[str]) -> None:
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):
         out.append("{")
         first = True
         for k in sorted(obj, key=lambda k: (str(type(k)), k)):
