@@ -1,11 +1,25 @@
-"""Remoting layer: commands, frames, and the asyncio client and server (shared with the broker)."""
+"""Remoting layer shared by the SDK and the reference broker: commands, frames, client, server.
 
-from .channel import Channel
-from .client import RemotingClient
+See ``docs/architecture.md`` (``rocketmq_sdk.remoting``) and the protocol doc §1.
+"""
+
+from .channel import Channel, Handler, Processor
+from .client import RemotingClient, RPCHook
 from .command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from .frame import FrameDecoder
 from .loop import EventLoopThread
 from .server import RemotingServer
 
-__all__ = ["FLAG_ONEWAY", "FLAG_RESPONSE", "Channel", "EventLoopThread", "FrameDecoder", "RemotingClient",
-           "RemotingCommand", "RemotingServer"]
+__all__ = [
+    "FLAG_ONEWAY",
+    "FLAG_RESPONSE",
+    "Channel",
+    "EventLoopThread",
+    "FrameDecoder",
+    "Handler",
+    "Processor",
+    "RPCHook",
+    "RemotingClient",
+    "RemotingCommand",
+    "RemotingServer",
+]

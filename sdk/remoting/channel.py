@@ -1,8 +1,9 @@
-"""One TCP connection carrying remoting commands both ways, used by client and server.
+"""``Channel``: one remoting TCP connection (either side), and the request dispatch shared by
+the client and the server.
 
-Responses are matched to their requests by opaque; frames without the RESPONSE bit are
-requests from the peer and go to the registered processors (the broker's requests to a client
-arrive on the client's own connection).
+A connection is bidirectional (protocol doc §1): each side can send requests, and responses are
+matched to requests by ``opaque``. Frames with the RESPONSE flag complete a pending ``invoke``;
+other frames are requests handed to the processor registered for their code.
 """
 
 from __future__ import annotations
@@ -10,173 +11,310 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeAlias
 
-from ..exceptions import FrameError, RemotingSendRequestError, RemotingTimeoutError
-from ..protocol.codes import ResponseCode
-from .command import RemotingCommand
-from .frame import FrameDecoder
+from rocketmq_sdk.exceptions import FrameError, RemotingSendRequestError, RemotingTimeoutError
+from rocketmq_sdk.protocol.codes import ResponseCode
+from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
+
+__all__ = ["Channel", "Handler", "Processor", "RequestDispatcher"]
 
 log = logging.getLogger("rocketmq_sdk.remoting")
 
-Handler = Callable[["Channel", RemotingCommand], "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
+Processor: TypeAlias = Callable[
+    ["Channel", RemotingCommand], "Awaitable[RemotingCommand | None] | RemotingCommand | None"
+]
+"""A request handler: ``(channel, request) -> response | None``, async or plain."""
+Handler = Processor
+
+_monotonic = time.monotonic
+
+
+class RequestDispatcher:
+    """Processor table and channel-close callbacks, shared by ``RemotingClient`` and
+    ``RemotingServer``.
+
+    Java behaviour mirrored (§1.5): a request whose code has no processor (and no
+    ``default_processor``) gets ``REQUEST_CODE_NOT_SUPPORTED`` (3) with remark
+    ``" request type <code> not supported"``; a processor that raises gets ``SYSTEM_ERROR`` (1)
+    with the exception text; a processor returning None sends nothing; oneway requests are never
+    answered; a response copies the request's opaque and serialize type.
+    """
+
+    def __init__(self) -> None:
+        self._processors: dict[int, Processor] = {}
+        self.default_processor: Processor | None = None
+        self._close_callbacks: list[Callable[[Channel], Any]] = []
+        self._tasks: set[asyncio.Task] = set()
+
+    def register_processor(self, code: int, handler: Processor) -> None:
+        """Handle requests with ``code`` by ``handler(channel, cmd)`` (async or plain function)."""
+        self._processors[int(code)] = handler
+
+    def on_channel_close(self, callback: Callable[[Channel], Any]) -> None:
+        """Call ``callback(channel)`` (on the event loop) whenever a channel closes."""
+        self._close_callbacks.append(callback)
+
+    # -- called by Channel
+
+    def _channel_opened(self, channel: Channel) -> None:
+        pass
+
+    def _channel_closed(self, channel: Channel) -> None:
+        for callback in self._close_callbacks:
+            try:
+                callback(channel)
+            except Exception:
+                log.exception("channel close callback failed for %s", channel.remote_addr)
+
+    def _on_request(self, channel: Channel, cmd: RemotingCommand) -> None:
+        handler = self._processors.get(cmd.code) or self.default_processor
+        if handler is None:
+            log.debug("no processor for request code %d from %s", cmd.code, channel.remote_addr)
+            self._reply(channel, cmd, cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                                   f" request type {cmd.code} not supported"))
+            return
+        try:
+            result = handler(channel, cmd)
+        except Exception as exc:
+            self._reply(channel, cmd, self._error_response(channel, cmd, exc))
+            return
+        if inspect.isawaitable(result):
+            task = asyncio.get_running_loop().create_task(self._await_handler(channel, cmd, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            self._reply(channel, cmd, result)
+
+    async def _await_handler(self, channel: Channel, cmd: RemotingCommand, pending: Awaitable) -> None:
+        try:
+            result = await pending
+        except Exception as exc:
+            result = self._error_response(channel, cmd, exc)
+        self._reply(channel, cmd, result)
+
+    @staticmethod
+    def _error_response(channel: Channel, cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
+        log.warning("processor for request code %d from %s failed", cmd.code, channel.remote_addr,
+                    exc_info=exc)
+        return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def _reply(channel: Channel, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        if response is None or request.flag & FLAG_ONEWAY:
+            return
+        response.opaque = request.opaque
+        response.flag |= FLAG_RESPONSE
+        response.serialize_type = request.serialize_type  # C++ clients only read JSON
+        if channel.closed:
+            log.debug("dropping response to %s: channel closed", channel.remote_addr)
+            return
+        channel.write(response)
+
+    def _cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
 
 
 class Channel(asyncio.Protocol):
-    """An asyncio protocol for one connection.
+    """One remoting connection.
 
     Attributes:
         remote_addr: ``"ip:port"`` of the peer.
-        attributes: free-form dict (the broker keeps client ids here).
+        local_addr: ``"ip:port"`` of this end.
+        attributes: free-form dict (the broker attaches client info here).
+        closed: True once the connection is closing or closed.
+        last_active: ``time.monotonic()`` of the last read or write, in seconds.
     """
 
-    def __init__(self, processors: dict[int, Handler], default_processor: Handler | None = None,
-                 on_close: Callable[[Channel], Any] | None = None,
-                 max_frame_length: int = 16 * 1024 * 1024) -> None:
-        self._processors = processors
-        self._default = default_processor
-        self._on_close = on_close
+    def __init__(self, dispatcher: RequestDispatcher, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
+        self._dispatcher = dispatcher
         self._decoder = FrameDecoder(max_frame_length)
-        self._pending: dict[int, asyncio.Future] = {}
-        self.transport: asyncio.Transport | None = None
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self._closed_fut: asyncio.Future[None] = self._loop.create_future()
+        self._paused = False
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self.closed = False
         self.remote_addr = ""
         self.local_addr = ""
         self.attributes: dict[str, Any] = {}
-        self.closed = asyncio.Event()
-        self._can_write = asyncio.Event()
-        self._can_write.set()
-        self._loop = asyncio.get_running_loop()
+        self.last_active = _monotonic()
 
-    # -- asyncio.Protocol ---------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"Channel({self.local_addr} -> {self.remote_addr}{', closed' if self.closed else ''})"
+
+    @property
+    def transport(self) -> asyncio.Transport | None:
+        """The asyncio transport (None before the connection is made)."""
+        return self._transport
+
+    @property
+    def pending_count(self) -> int:
+        """Number of requests waiting for a response on this channel."""
+        return len(self._pending)
+
+    # ------------------------------------------------------------------ asyncio.Protocol
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        peer = transport.get_extra_info("peername") or ("?", 0)
-        local = transport.get_extra_info("sockname") or ("?", 0)
-        self.remote_addr = f"{peer[0]}:{peer[1]}"
-        self.local_addr = f"{local[0]}:{local[1]}"
+        self._transport = transport  # type: ignore[assignment]
+        self.remote_addr = _fmt_addr(transport.get_extra_info("peername"))
+        self.local_addr = _fmt_addr(transport.get_extra_info("sockname"))
+        self._dispatcher._channel_opened(self)
 
     def data_received(self, data: bytes) -> None:
+        self.last_active = _monotonic()
         try:
             frames = self._decoder.feed(data)
         except FrameError as exc:
-            log.warning("closing connection %s: %s", self.remote_addr, exc)
-            self.close()
+            self._protocol_error(exc)
             return
+        pending = self._pending
         for frame in frames:
             try:
                 cmd = RemotingCommand.decode(frame)
             except FrameError as exc:
-                log.warning("closing connection %s: %s", self.remote_addr, exc)
-                self.close()
+                self._protocol_error(exc)
                 return
-            if cmd.is_response:
-                fut = self._pending.pop(cmd.opaque, None)
-                if fut is not None and not fut.done():
+            if cmd.flag & FLAG_RESPONSE:
+                fut = pending.pop(cmd.opaque, None)
+                if fut is None:
+                    log.debug("response opaque %d from %s matches no pending request (timed out?)",
+                              cmd.opaque, self.remote_addr)
+                elif not fut.done():
                     fut.set_result(cmd)
-                else:
-                    log.debug("response for unknown opaque %s from %s", cmd.opaque, self.remote_addr)
             else:
-                self._dispatch(cmd)
+                self._dispatcher._on_request(self, cmd)
+            if self.closed:
+                return
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed.set()
-        self._can_write.set()
-        pending, self._pending = self._pending, {}
-        for fut in pending.values():
-            if not fut.done():
-                fut.set_exception(RemotingSendRequestError(f"connection to {self.remote_addr} closed"))
-        if self._on_close is not None:
-            try:
-                self._on_close(self)
-            except Exception:  # noqa: BLE001 - a close callback must not break the loop
-                log.exception("channel close callback failed")
+        self.closed = True
+        self._fail_pending(f"connection to {self.remote_addr} closed" + (f": {exc}" if exc else ""))
+        if not self._closed_fut.done():
+            self._closed_fut.set_result(None)
+        self._dispatcher._channel_closed(self)
 
     def pause_writing(self) -> None:
-        self._can_write.clear()
+        self._paused = True
 
     def resume_writing(self) -> None:
-        self._can_write.set()
+        self._paused = False
+        self._wake_drain_waiters()
 
-    # -- requests from the peer ----------------------------------------------------------------
-    def _dispatch(self, cmd: RemotingCommand) -> None:
-        handler = self._processors.get(cmd.code, self._default)
-        if handler is None:
-            if not cmd.is_oneway:
-                self.send(cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                       f" request type {cmd.code} not supported"))
-            return
-        try:
-            result = handler(self, cmd)
-        except Exception as exc:  # noqa: BLE001 - mirrored as SYSTEM_ERROR like the Java server
-            log.exception("processor for code %s failed", cmd.code)
-            if not cmd.is_oneway:
-                self.send(cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}"))
-            return
-        if inspect.isawaitable(result):
-            task = self._loop.create_task(self._finish(cmd, result))
-            task.add_done_callback(_consume_task_exception)
-        elif result is not None and not cmd.is_oneway:
-            self.send(result)
+    # ------------------------------------------------------------------ sending
 
-    async def _finish(self, cmd: RemotingCommand, awaitable: Awaitable) -> None:
-        try:
-            result = await awaitable
-        except Exception as exc:  # noqa: BLE001
-            log.exception("processor for code %s failed", cmd.code)
-            result = cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if result is not None and not cmd.is_oneway and not self.closed.is_set():
-            self.send(result)
-
-    # -- writing -------------------------------------------------------------------------------
-    def send(self, cmd: RemotingCommand) -> None:
-        """Write a command now (no flow control wait)."""
-        if self.transport is None or self.transport.is_closing():
-            raise RemotingSendRequestError(f"connection to {self.remote_addr} is closed")
-        self.transport.write(cmd.encode())
-
-    async def invoke(self, cmd: RemotingCommand, timeout_ms: float) -> RemotingCommand:
-        """Send a request and wait for its response.
+    def write(self, cmd: RemotingCommand) -> None:
+        """Write one command without waiting (the transport coalesces writes).
 
         Raises:
-            RemotingTimeoutError: no response within ``timeout_ms``.
-            RemotingSendRequestError: the connection is or becomes closed.
+            RemotingSendRequestError: the channel is closed.
         """
-        if not self._can_write.is_set():
-            await self._can_write.wait()
-        fut = self._loop.create_future()
+        if self.closed or self._transport is None:
+            raise RemotingSendRequestError(f"channel to {self.remote_addr} is closed")
+        self._transport.write(cmd.encode())
+        self.last_active = _monotonic()
+
+    send = write
+
+    async def _drain(self) -> None:
+        while self._paused and not self.closed:
+            waiter = self._loop.create_future()
+            self._drain_waiters.append(waiter)
+            await waiter
+
+    async def invoke(self, cmd: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        """Send request ``cmd`` and wait for the response with the same opaque.
+
+        Args:
+            cmd: the request (its opaque must be unique among this channel's pending requests).
+            timeout_ms: how long to wait for the response, in milliseconds.
+
+        Raises:
+            RemotingTimeoutError: no response within ``timeout_ms`` (the waiter is removed).
+            RemotingSendRequestError: the channel is or becomes closed before the response.
+        """
         opaque = cmd.opaque
-        self._pending[opaque] = fut
-        timer = self._loop.call_later(timeout_ms / 1000.0, _expire, fut,
-                                      RemotingTimeoutError(self.remote_addr, timeout_ms, f"request code {cmd.code}"))
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        pending = self._pending
+        pending[opaque] = fut
         try:
-            self.send(cmd)
-            return await fut
+            self.write(cmd)
+            async with asyncio.timeout(timeout_ms / 1000.0):
+                if self._paused:  # respect backpressure: let the socket buffer drain
+                    await self._drain()
+                return await fut
+        except TimeoutError:
+            raise RemotingTimeoutError(self.remote_addr, timeout_ms, f"request code {cmd.code}") from None
         finally:
-            timer.cancel()
-            self._pending.pop(opaque, None)
+            if pending.get(opaque) is fut:
+                del pending[opaque]
 
-    async def invoke_oneway(self, cmd: RemotingCommand) -> None:
-        """Send a request flagged oneway; no response is expected."""
-        cmd.flag |= 0x2
-        if not self._can_write.is_set():
-            await self._can_write.wait()
-        self.send(cmd)
+    async def invoke_oneway(self, cmd: RemotingCommand, timeout_ms: float = 3000.0) -> None:
+        """Send ``cmd`` with the ONEWAY flag; no response is expected.
 
-    @property
-    def pending_count(self) -> int:
-        return len(self._pending)
+        Args:
+            cmd: the request (its flag gets the ONEWAY bit).
+            timeout_ms: how long to wait for the socket buffer to drain when the peer is slow, ms.
+
+        Raises:
+            RemotingSendRequestError: the channel is closed.
+            RemotingTimeoutError: the write buffer did not drain within ``timeout_ms``.
+        """
+        cmd.flag |= FLAG_ONEWAY
+        self.write(cmd)
+        if self._paused:
+            try:
+                async with asyncio.timeout(timeout_ms / 1000.0):
+                    await self._drain()
+            except TimeoutError:
+                raise RemotingTimeoutError(self.remote_addr, timeout_ms, "oneway request") from None
+
+    # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
+        """Close the connection; pending requests fail at once with RemotingSendRequestError."""
+        if self.closed:
+            return
+        self.closed = True
+        self._fail_pending(f"channel to {self.remote_addr} closed locally")
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self) -> None:
+        """Close the connection at once, discarding unsent data."""
+        self.close()
+        if self._transport is not None:
+            self._transport.abort()
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection is fully closed (``connection_lost`` ran)."""
+        await asyncio.shield(self._closed_fut)
+
+    def _protocol_error(self, exc: FrameError) -> None:
+        log.warning("closing connection %s -> %s: %s", self.local_addr, self.remote_addr, exc)
+        self.abort()
+
+    def _fail_pending(self, reason: str) -> None:
+        pending, self._pending = self._pending, {}
+        for opaque, fut in pending.items():
+            if not fut.done():
+                fut.set_exception(RemotingSendRequestError(f"{reason} (request opaque {opaque} pending)"))
+        self._wake_drain_waiters()
+
+    def _wake_drain_waiters(self) -> None:
+        waiters, self._drain_waiters = self._drain_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
 
-def _expire(fut: asyncio.Future, exc: Exception) -> None:
-    if not fut.done():
-        fut.set_exception(exc)
-
-
-def _consume_task_exception(task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.debug("processor task failed: %s", task.exception())
+def _fmt_addr(addr: Any) -> str:
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        host = addr[0]
+        return f"[{host}]:{addr[1]}" if ":" in host else f"{host}:{addr[1]}"
+    return str(addr or "")

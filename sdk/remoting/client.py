@@ -1,131 +1,214 @@
-"""``RemotingClient``: one multiplexed connection per address, request/response by opaque."""
+"""``RemotingClient``: asyncio remoting client, one multiplexed connection per address.
+
+Mirrors Java's ``NettyRemotingClient``: connections are opened lazily and shared by every caller
+(``opaque`` matches responses to requests, many requests in flight at once); the broker may send
+requests back over the same connection (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED...),
+handled by processors registered with ``register_processor``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Protocol
 
-from ..exceptions import RemotingConnectError
-from .channel import Channel, Handler
-from .command import RemotingCommand
+from rocketmq_sdk.exceptions import (
+    ClientStateError,
+    IllegalArgumentError,
+    RemotingConnectError,
+    RemotingTimeoutError,
+)
+from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher
+from rocketmq_sdk.remoting.command import FLAG_ONEWAY, RemotingCommand
+from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
-log = logging.getLogger("rocketmq_sdk.remoting")
+__all__ = ["RPCHook", "RemotingClient", "parse_addr"]
+
+log = logging.getLogger("rocketmq_sdk.remoting.client")
 
 
 class RPCHook(Protocol):
-    """Called around every request (e.g. ACL signing)."""
+    """Called around every request the client sends (Java ``RPCHook``), e.g. ACL signing."""
 
     def before_request(self, addr: str, cmd: RemotingCommand) -> None: ...
 
-    def after_response(self, addr: str, cmd: RemotingCommand, response: RemotingCommand) -> None: ...
+    def after_response(self, addr: str, cmd: RemotingCommand, resp: RemotingCommand) -> None: ...
 
 
-def split_addr(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return host.strip("[]"), int(port)
+def parse_addr(addr: str) -> tuple[str, int]:
+    """Split ``"host:port"`` (or ``"[v6]:port"``) into ``(host, port)``.
+
+    Raises:
+        IllegalArgumentError: no port, or a port that is not a number in 1..65535.
+    """
+    host, sep, port = addr.strip().rpartition(":")
+    if not sep or not host:
+        raise IllegalArgumentError(f"address {addr!r} is not host:port")
+    try:
+        port_no = int(port)
+    except ValueError:
+        raise IllegalArgumentError(f"address {addr!r} has an invalid port") from None
+    if not 0 < port_no < 65536:
+        raise IllegalArgumentError(f"address {addr!r} has an invalid port")
+    return host.strip("[]"), port_no
 
 
-class RemotingClient:
-    """Asyncio remoting client; must be used from one event loop.
+split_addr = parse_addr
+
+
+class RemotingClient(RequestDispatcher):
+    """Asyncio remoting client. Use it from coroutines running on one event loop.
 
     Args:
-        connect_timeout_ms: TCP connect timeout (default 3000 ms, Java's).
+        connect_timeout_ms: TCP connect timeout in milliseconds (default 3000, as Java's
+            ``connectTimeoutMillis``).
+        max_frame_length: largest accepted incoming frame in bytes, length prefix included
+            (default 16 MiB).
+        rpc_hooks: objects with ``before_request(addr, cmd)`` / ``after_response(addr, cmd, resp)``;
+            the list stays editable as ``client.rpc_hooks``.
     """
 
-    def __init__(self, connect_timeout_ms: float = 3000) -> None:
+    def __init__(
+        self,
+        connect_timeout_ms: float = 3000.0,
+        *,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        rpc_hooks: list[RPCHook] | None = None,
+    ) -> None:
+        super().__init__()
         self.connect_timeout_ms = connect_timeout_ms
+        self.max_frame_length = max_frame_length
+        self.rpc_hooks: list[RPCHook] = list(rpc_hooks or [])
         self._channels: dict[str, Channel] = {}
-        self._connecting: dict[str, asyncio.Future] = {}
-        self._processors: dict[int, Handler] = {}
-        self.rpc_hooks: list[RPCHook] = []
+        self._connect_locks: dict[str, asyncio.Lock] = {}
         self._closed = False
 
-    def register_processor(self, code: int, handler: Handler) -> None:
-        """Serve server→client requests of ``code`` arriving on our connections."""
-        self._processors[int(code)] = handler
+    # ------------------------------------------------------------------ connections
 
     async def get_channel(self, addr: str) -> Channel:
-        """The open channel to ``addr``, connecting once if needed (concurrent callers share it).
+        """Return the open connection to ``addr``, connecting first if needed.
+
+        Concurrent callers share one connection attempt (a lock per address).
 
         Raises:
-            RemotingConnectError: the connection could not be made within the timeout.
+            RemotingConnectError: the connection failed or took longer than ``connect_timeout_ms``.
+            ClientStateError: the client is closed.
+            IllegalArgumentError: ``addr`` is not ``host:port``.
         """
-        ch = self._channels.get(addr)
-        if ch is not None and not ch.closed.is_set():
-            return ch
-        fut = self._connecting.get(addr)
-        if fut is None:
-            loop = asyncio.get_running_loop()
-            fut = loop.create_future()
-            self._connecting[addr] = fut
-            try:
-                ch = await self._connect(addr)
-                self._channels[addr] = ch
-                fut.set_result(ch)
-            except BaseException as exc:
-                fut.set_exception(exc)
-                fut.exception()  # mark retrieved
-                raise
-            finally:
-                self._connecting.pop(addr, None)
-            return ch
-        return await asyncio.shield(fut)
+        channel = self._channels.get(addr)
+        if channel is not None and not channel.closed:
+            return channel
+        if self._closed:
+            raise ClientStateError("remoting client is closed")
+        lock = self._connect_locks.get(addr)
+        if lock is None:
+            lock = self._connect_locks[addr] = asyncio.Lock()
+        async with lock:
+            channel = self._channels.get(addr)
+            if channel is not None and not channel.closed:
+                return channel
+            channel = await self._connect(addr)
+            if self._closed:
+                channel.close()
+                raise ClientStateError("remoting client is closed")
+            self._channels[addr] = channel
+            return channel
 
     async def _connect(self, addr: str) -> Channel:
-        if self._closed:
-            raise RemotingConnectError(addr, "client closed")
-        host, port = split_addr(addr)
+        host, port = parse_addr(addr)
         loop = asyncio.get_running_loop()
-
-        def on_close(ch: Channel) -> None:
-            if self._channels.get(addr) is ch:
-                del self._channels[addr]
-
         try:
-            _t, ch = await asyncio.wait_for(
-                loop.create_connection(lambda: Channel(self._processors, on_close=on_close), host, port),
-                self.connect_timeout_ms / 1000.0)
-        except (OSError, TimeoutError) as exc:
-            raise RemotingConnectError(addr, str(exc) or type(exc).__name__) from exc
-        log.debug("connected to %s", addr)
-        return ch
+            async with asyncio.timeout(self.connect_timeout_ms / 1000.0):
+                _, channel = await loop.create_connection(
+                    lambda: Channel(self, self.max_frame_length), host, port)
+        except TimeoutError:
+            raise RemotingConnectError(addr, f"timed out after {self.connect_timeout_ms:.0f} ms") from None
+        except OSError as exc:
+            raise RemotingConnectError(addr, str(exc)) from exc
+        log.debug("connected to %s from %s", addr, channel.local_addr)
+        return channel
 
-    async def invoke(self, addr: str, cmd: RemotingCommand, timeout_ms: float = 3000) -> RemotingCommand:
-        """Send ``cmd`` to ``addr`` and return the response.
+    def _channel_closed(self, channel: Channel) -> None:
+        for addr, known in list(self._channels.items()):
+            if known is channel:
+                del self._channels[addr]
+                log.debug("connection to %s closed", addr)
+        super()._channel_closed(channel)
+
+    def close_connection(self, addr: str) -> None:
+        """Close the connection to ``addr`` (if any); its pending requests fail at once."""
+        channel = self._channels.pop(addr, None)
+        if channel is not None:
+            channel.close()
+
+    close_channel = close_connection
+
+    @property
+    def addresses(self) -> list[str]:
+        """Addresses with an open connection."""
+        return [a for a, ch in self._channels.items() if not ch.closed]
+
+    # ------------------------------------------------------------------ requests
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout_ms: float = 3000.0) -> RemotingCommand:
+        """Send request ``cmd`` to ``addr`` and return the response.
+
+        The timeout covers connecting and waiting, as in Java's ``invokeSync``.
+
+        Args:
+            addr: ``"host:port"``.
+            cmd: the request.
+            timeout_ms: total time allowed, in milliseconds (default 3000).
 
         Raises:
-            RemotingConnectError, RemotingTimeoutError, RemotingSendRequestError.
+            RemotingConnectError: cannot connect.
+            RemotingTimeoutError: no response in time (the waiter is removed).
+            RemotingSendRequestError: the connection closed before the response arrived.
+            ClientStateError: the client is closed.
         """
+        start = time.monotonic()
         for hook in self.rpc_hooks:
             hook.before_request(addr, cmd)
-        ch = await self.get_channel(addr)
-        resp = await ch.invoke(cmd, timeout_ms)
+        channel = await self.get_channel(addr)
+        remaining = timeout_ms - (time.monotonic() - start) * 1000.0
+        if remaining <= 0:
+            raise RemotingTimeoutError(addr, timeout_ms, f"request code {cmd.code}")
+        resp = await channel.invoke(cmd, remaining)
         for hook in self.rpc_hooks:
             hook.after_response(addr, cmd, resp)
         return resp
 
-    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
-        """Send ``cmd`` with the oneway flag; nothing is awaited but the write."""
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand, timeout_ms: float = 3000.0) -> None:
+        """Send ``cmd`` to ``addr`` with the ONEWAY flag set; nothing waits for an answer.
+
+        Raises:
+            RemotingConnectError: cannot connect.
+            RemotingSendRequestError: the connection is closed.
+            RemotingTimeoutError: the socket buffer did not drain within ``timeout_ms``.
+            ClientStateError: the client is closed.
+        """
+        cmd.flag |= FLAG_ONEWAY
         for hook in self.rpc_hooks:
             hook.before_request(addr, cmd)
-        ch = await self.get_channel(addr)
-        await ch.invoke_oneway(cmd)
+        channel = await self.get_channel(addr)
+        await channel.invoke_oneway(cmd, timeout_ms)
 
-    def close_channel(self, addr: str) -> None:
-        ch = self._channels.pop(addr, None)
-        if ch is not None:
-            ch.close()
+    async def close(self, timeout_s: float = 3.0) -> None:
+        """Close every connection; pending requests fail with ``RemotingSendRequestError``.
 
-    async def close(self) -> None:
-        """Close every connection; their pending requests fail at once."""
+        Args:
+            timeout_s: how long to wait for the sockets to close, in seconds.
+        """
         self._closed = True
         channels = list(self._channels.values())
         self._channels.clear()
-        for ch in channels:
-            ch.close()
-        for ch in channels:
+        for channel in channels:
+            channel.close()
+        self._cancel_tasks()
+        if channels:
             try:
-                await asyncio.wait_for(ch.closed.wait(), 1.0)
+                async with asyncio.timeout(timeout_s):
+                    await asyncio.gather(*(ch.wait_closed() for ch in channels))
             except TimeoutError:
-                pass
+                log.warning("connections did not close within %.1f s", timeout_s)

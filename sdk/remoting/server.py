@@ -1,76 +1,119 @@
-"""``RemotingServer``: the listening side used by the reference broker and name server."""
+"""``RemotingServer``: asyncio remoting server used by the reference broker and name server.
+
+Mirrors Java's ``NettyRemotingServer``: requests go to the processor registered for their code
+(§1.5 rules in ``RequestDispatcher``), a malformed or oversized frame closes only its own
+connection, idle connections are closed after ``idle_timeout_s`` (Java
+``serverChannelMaxIdleTimeSeconds`` = 120), and a ``Channel`` can send requests to the client
+over the client's own connection.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Any
+import time
 
-from .channel import Channel, Handler
+from rocketmq_sdk.exceptions import ClientStateError
+from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher
+from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
-log = logging.getLogger("rocketmq_sdk.remoting")
+__all__ = ["RemotingServer"]
+
+log = logging.getLogger("rocketmq_sdk.remoting.server")
 
 
-class RemotingServer:
-    """Asyncio TCP server speaking the remoting protocol.
+class RemotingServer(RequestDispatcher):
+    """Asyncio remoting server.
 
-    Handlers: ``handler(channel, request) -> RemotingCommand | None`` (or an awaitable of it).
-    Unknown codes get REQUEST_CODE_NOT_SUPPORTED unless a ``default_processor`` is set; a handler
-    exception becomes SYSTEM_ERROR with the exception text; oneway requests are never answered;
-    malformed or oversized frames close that connection only.
+    Args:
+        max_frame_length: largest accepted frame in bytes, length prefix included (default 16 MiB).
+        idle_timeout_s: close connections with no read or write for this many seconds
+            (default 120; 0 or None disables it).
+        name: used in log messages.
     """
 
-    def __init__(self, max_frame_length: int = 16 * 1024 * 1024) -> None:
-        self._processors: dict[int, Handler] = {}
-        self.default_processor: Handler | None = None
-        self._close_callbacks: list[Callable[[Channel], Any]] = []
-        self._server: asyncio.AbstractServer | None = None
-        self.channels: set[Channel] = set()
-        self._max_frame = max_frame_length
-        self.port = 0
+    def __init__(
+        self,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        *,
+        idle_timeout_s: float | None = 120.0,
+        name: str = "remoting-server",
+    ) -> None:
+        super().__init__()
+        self.idle_timeout_s = idle_timeout_s
+        self.max_frame_length = max_frame_length
+        self.name = name
+        self.host: str | None = None
+        self.port: int = 0
+        self._server: asyncio.Server | None = None
+        self._channels: set[Channel] = set()
+        self._idle_task: asyncio.Task | None = None
 
-    def register_processor(self, code: int, handler: Handler) -> None:
-        self._processors[int(code)] = handler
-
-    def on_channel_close(self, callback: Callable[[Channel], Any]) -> None:
-        self._close_callbacks.append(callback)
-
-    def _closed(self, ch: Channel) -> None:
-        self.channels.discard(ch)
-        for cb in self._close_callbacks:
-            try:
-                cb(ch)
-            except Exception:  # noqa: BLE001
-                log.exception("channel close callback failed")
-
-    def _make_channel(self) -> Channel:
-        ch = Channel(self._processors, self._default_dispatch, on_close=self._closed, max_frame_length=self._max_frame)
-        self.channels.add(ch)
-        return ch
-
-    def _default_dispatch(self, ch: Channel, cmd):
-        if self.default_processor is not None:
-            return self.default_processor(ch, cmd)
-        if cmd.is_oneway:
-            return None
-        from ..protocol.codes import ResponseCode
-        return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
+    @property
+    def channels(self) -> set[Channel]:
+        """A snapshot of the open connections."""
+        return {ch for ch in self._channels if not ch.closed}
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        """Listen; return the bound port (``port=0`` picks a free one)."""
+        """Listen on ``host:port`` and return the bound port (a free one with ``port=0``).
+
+        Raises:
+            ClientStateError: already started.
+            OSError: the address cannot be bound.
+        """
+        if self._server is not None:
+            raise ClientStateError(f"{self.name} already started on {self.host}:{self.port}")
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._make_channel, host, port, reuse_address=True, backlog=1024)
+        self._server = await loop.create_server(
+            lambda: Channel(self, self.max_frame_length), host, port, reuse_address=True, backlog=1024)
+        self.host = host
         self.port = self._server.sockets[0].getsockname()[1]
+        if self.idle_timeout_s:
+            self._idle_task = loop.create_task(self._close_idle_channels(self.idle_timeout_s))
+        log.info("%s listening on %s:%d", self.name, host, self.port)
         return self.port
 
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for ch in list(self.channels):
-                ch.close()
-            try:
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
-            except TimeoutError:
-                pass
-            self._server = None
+    async def stop(self, timeout_s: float = 3.0) -> None:
+        """Stop listening, close every connection and cancel running processors. Idempotent.
+
+        Args:
+            timeout_s: how long to wait for connections to close, in seconds.
+        """
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            self._idle_task = None
+        channels = list(self._channels)
+        for channel in channels:
+            channel.close()
+        self._cancel_tasks()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await asyncio.gather(*(ch.wait_closed() for ch in channels))
+                await server.wait_closed()
+        except TimeoutError:
+            log.warning("%s: connections did not close within %.1f s", self.name, timeout_s)
+        log.info("%s on %s:%s stopped", self.name, self.host, self.port)
+
+    def _channel_opened(self, channel: Channel) -> None:
+        self._channels.add(channel)
+        log.debug("%s: connection from %s", self.name, channel.remote_addr)
+
+    def _channel_closed(self, channel: Channel) -> None:
+        self._channels.discard(channel)
+        log.debug("%s: connection from %s closed", self.name, channel.remote_addr)
+        super()._channel_closed(channel)
+
+    async def _close_idle_channels(self, idle_s: float) -> None:
+        period = min(max(idle_s / 4.0, 0.05), 10.0)
+        while True:
+            await asyncio.sleep(period)
+            cutoff = time.monotonic() - idle_s
+            for channel in list(self._channels):
+                if channel.last_active < cutoff and not channel.closed:
+                    log.info("%s: closing connection from %s, idle for %.0f s", self.name,
+                             channel.remote_addr, idle_s)
+                    channel.close()
