@@ -91,7 +91,13 @@ class Message:
 
     @property
     def wait_store_msg_ok(self) -> bool:
+        """The ``WAIT`` property: the broker answers a sync send only after the message is
+        stored as the flush/replication mode demands (absent means true, as in Java)."""
         return self.properties.get(MC.WAIT_STORE_MSG_OK, "true") != "false"
+
+    @wait_store_msg_ok.setter
+    def wait_store_msg_ok(self, value: bool) -> None:
+        self.properties[MC.WAIT_STORE_MSG_OK] = "true" if value else "false"
 
     @property
     def uniq_key(self) -> str | None:
@@ -111,6 +117,23 @@ class Message:
 
     def get_property(self, name: str) -> str | None:
         return self.properties.get(name)
+
+    get_user_property = get_property
+
+    def put_property(self, name: str, value: str) -> None:
+        """Set any property, system names included (no check; for SDK and broker internals)."""
+        self.properties[name] = str(value)
+
+    def clear_property(self, name: str) -> None:
+        self.properties.pop(name, None)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (self.topic, self.body, self.flag, self.properties) == (other.topic, other.body, other.flag,
+                                                                       other.properties)
+
+    __hash__ = object.__hash__
 
     @property
     def user_properties(self) -> dict[str, str]:
@@ -132,7 +155,13 @@ class MessageExt(Message):
                  "store_timestamp", "store_host", "commit_log_offset", "body_crc", "reconsume_times",
                  "prepared_transaction_offset", "offset_msg_id", "broker_name")
 
-    def __init__(self) -> None:  # fields are filled by the decoder
+    def __init__(self, **fields: object) -> None:
+        """All fields default to zero/empty (the decoder fills them); keyword arguments set any
+        attribute listed in ``__slots__`` (and ``topic``, ``body``, ``flag``, ``properties``).
+
+        Raises:
+            TypeError: an unknown field name.
+        """
         self.topic = ""
         self.body = b""
         self.flag = 0
@@ -152,6 +181,12 @@ class MessageExt(Message):
         self.prepared_transaction_offset = 0
         self.offset_msg_id = ""
         self.broker_name = ""
+        for name, value in fields.items():
+            if name not in _EXT_FIELDS:
+                raise TypeError(f"MessageExt has no field {name!r}")
+            if name == "body" and isinstance(value, str):
+                value = value.encode("utf-8")
+            setattr(self, name, value)
 
     @property
     def msg_id(self) -> str:
@@ -161,6 +196,9 @@ class MessageExt(Message):
     def __repr__(self) -> str:
         return (f"MessageExt(topic={self.topic!r}, queue_id={self.queue_id}, queue_offset={self.queue_offset}, "
                 f"tags={self.tags!r}, keys={self.keys!r}, msg_id={self.msg_id!r}, body={len(self.body)} bytes)")
+
+
+_EXT_FIELDS = frozenset(MessageExt.__slots__) | {"topic", "body", "flag", "properties", "transaction_id"}
 
 
 @dataclass(frozen=True, order=True, slots=True)

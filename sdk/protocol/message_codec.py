@@ -9,6 +9,7 @@ import socket
 import struct
 import zlib
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..exceptions import FrameError
 from .codes import MessageConst as MC
@@ -38,9 +39,14 @@ _TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTxOffset, bodyLen
 _BATCH_HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, bodyLen
 
 
-def encode_properties(properties: dict[str, str]) -> str:
-    """``name\\x01value\\x02...`` without a trailing separator (Java 4.9.1+)."""
-    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None)
+def encode_properties(properties: dict[str, str], *, trailing_separator: bool = False) -> str:
+    """``name\\x01value\\x02...`` in the dict's order; entries whose value is None are skipped.
+
+    Java 4.9.1+ writes no trailing separator (the default); Java 4.9.0 and the C++ client end
+    the string with ``\\x02`` (``trailing_separator=True``).
+    """
+    text = PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None)
+    return text + PROPERTY_SEPARATOR if trailing_separator and text else text
 
 
 def decode_properties(text: str) -> dict[str, str]:
@@ -56,12 +62,19 @@ def decode_properties(text: str) -> dict[str, str]:
 
 
 def pack_host(host: str) -> tuple[bytes, bool]:
-    """``"ip:port"`` → (ip bytes + int port, is_ipv6)."""
+    """``"ip:port"`` (or ``"[v6]:port"``) → (ip bytes + int port, is_ipv6).
+
+    Raises:
+        ValueError: not an ``ip:port`` string.
+    """
     ip, _, port = host.rpartition(":")
     ip = ip.strip("[]")
-    if ":" in ip:
-        return socket.inet_pton(socket.AF_INET6, ip) + _I.pack(int(port)), True
-    return socket.inet_aton(ip or "127.0.0.1") + _I.pack(int(port or 0)), False
+    try:
+        if ":" in ip:
+            return socket.inet_pton(socket.AF_INET6, ip) + _I.pack(int(port)), True
+        return socket.inet_aton(ip or "127.0.0.1") + _I.pack(int(port or 0)), False
+    except (OSError, struct.error, ValueError) as exc:
+        raise ValueError(f"not an ip:port host: {host!r}") from exc
 
 
 def _unpack_host(buf, pos: int, v6: bool) -> tuple[str, int]:
@@ -111,6 +124,28 @@ def encode_stored_message(*, topic: bytes, body: bytes, properties: bytes, queue
     _H.pack_into(rec, pos, len(properties))
     rec[pos + 2:] = properties
     return rec
+
+
+def encode_message_ext(m: MessageExt, *, trailing_separator: bool = False) -> bytearray:
+    """Build the §4.5 record of a :class:`MessageExt` from its fields (hosts as ``"ip:port"``,
+    IPv4 or ``[v6]:port``). The V6 bits of ``sys_flag`` are set from the hosts; BODYCRC is the
+    message's ``body_crc`` when non-zero, else computed. The body is written as it is (compress
+    it and set the COMPRESSED bit beforehand if wanted).
+
+    Raises:
+        ValueError: a host is not ``ip:port``.
+    """
+    born, born_v6 = pack_host(m.born_host or "0.0.0.0:0")
+    store, store_v6 = pack_host(m.store_host or "0.0.0.0:0")
+    sys_flag = m.sys_flag & ~(MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6)
+    sys_flag |= (MessageSysFlag.BORNHOST_V6 if born_v6 else 0) | (MessageSysFlag.STOREHOST_V6 if store_v6 else 0)
+    props = encode_properties(m.properties, trailing_separator=trailing_separator).encode("utf-8")
+    return encode_stored_message(
+        topic=m.topic.encode("utf-8"), body=m.body, properties=props, queue_id=m.queue_id, flag=m.flag,
+        sys_flag=sys_flag, born_timestamp=m.born_timestamp, born_host=born, store_host=store,
+        store_timestamp=m.store_timestamp, queue_offset=m.queue_offset, physical_offset=m.commit_log_offset,
+        reconsume_times=m.reconsume_times, prepared_transaction_offset=m.prepared_transaction_offset,
+        crc=m.body_crc or None)
 
 
 def store_timestamp_pos(sys_flag: int) -> int:
@@ -193,8 +228,16 @@ def encode_batch(messages: Sequence[Message]) -> bytes:
     return b"".join(parts)
 
 
-def decode_batch(body) -> list[tuple[int, bytes, str]]:
-    """Split a batch body into (flag, body, properties string) triples.
+class BatchEntry(NamedTuple):
+    """One message of a batch body: user flag, body bytes, properties string (§4.1, raw)."""
+
+    flag: int
+    body: bytes
+    properties: str
+
+
+def decode_batch(body) -> list[BatchEntry]:
+    """Split a batch body into :class:`BatchEntry` (flag, body, properties string) triples.
 
     Raises:
         FrameError: the body is truncated or a length is inconsistent.
@@ -213,10 +256,24 @@ def decode_batch(body) -> list[tuple[int, bytes, str]]:
             p += props_len
             if p - pos != total or len(b) != body_len:
                 raise FrameError(f"batch entry at {pos} declares {total} bytes but holds {p - pos}")
-            out.append((flag, b, props))
+            out.append(BatchEntry(flag, b, props))
             pos = p
     except (struct.error, UnicodeDecodeError) as exc:
         raise FrameError(f"malformed batch body at {pos}: {exc}") from exc
+    return out
+
+
+def decode_batch_messages(body, topic: str) -> list[Message]:
+    """Decode a batch body into :class:`Message` objects of ``topic`` (properties parsed).
+
+    Raises:
+        FrameError: the body is malformed.
+    """
+    out = []
+    for entry in decode_batch(body):
+        m = Message(topic, entry.body, flag=entry.flag)
+        m.properties = decode_properties(entry.properties)
+        out.append(m)
     return out
 
 
