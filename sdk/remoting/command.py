@@ -82,6 +82,9 @@ def _clean_ext(ext: dict) -> dict[str, str]:
     return {str(k): (v if type(v) is str else _ext_value_to_str(v)) for k, v in ext.items() if v is not None}
 
 
+_new_command = object.__new__
+
+
 class RemotingCommand:
     """A remoting request or response.
 
@@ -268,31 +271,32 @@ class RemotingCommand:
     @classmethod
     def _decode_json_header(cls, header: bytes) -> RemotingCommand:
         try:
-            obj = _json_loads(header)
+            obj = _json_loads(header.decode())
         except (ValueError, UnicodeDecodeError) as exc:
             raise FrameError(f"malformed JSON remoting header: {exc}") from None
-        if not isinstance(obj, dict):
+        if type(obj) is not dict:
             raise FrameError("malformed JSON remoting header: not an object")
+        get = obj.get
         try:
-            language = obj.get("language", _LANGUAGE_OTHER)
+            language = get("language", _LANGUAGE_OTHER)
             if type(language) is str:
                 language = _LANGUAGE_BY_NAME.get(language, _LANGUAGE_OTHER)
-            ext = obj.get("extFields")
+            ext = get("extFields")
             if ext:
-                if not isinstance(ext, dict):
+                if type(ext) is not dict:
                     raise FrameError("malformed JSON remoting header: extFields is not an object")
                 ext = _clean_ext(ext)
             else:
                 ext = {}
-            return cls(
-                int(obj["code"]),
-                language=int(language),
-                version=int(obj.get("version", 0)),
-                opaque=int(obj.get("opaque", 0)),
-                flag=int(obj.get("flag", 0)),
-                remark=obj.get("remark"),
-                ext_fields=ext,
-            )
+            cmd = _new_command(cls)
+            cmd.code = int(obj["code"])
+            cmd.language = int(language)
+            cmd.version = int(get("version", 0))
+            cmd.opaque = int(get("opaque", 0))
+            cmd.flag = int(get("flag", 0))
+            cmd.remark = get("remark")
+            cmd.ext_fields = ext
+            return cmd
         except (KeyError, TypeError, ValueError) as exc:
             raise FrameError(f"malformed JSON remoting header: {exc!r}") from None
 
