@@ -101,7 +101,9 @@ def encode_stored_message(*, topic: bytes, body: bytes, properties: bytes, queue
     32767 bytes (the caller validates). Returns a bytearray so the broker can patch the queue
     offset, physical offset and store timestamp inside its append lock.
     """
-    total = (48 + len(born_host) + 8 + len(store_host) + 16 + 4 + len(body) + 1 + len(topic)
+    # 48 fixed head + born host + store timestamp + store host + reconsumeTimes(4) +
+    # preparedTxOffset(8) + bodyLen(4) + body + topicLen(1) + topic + propsLen(2) + props
+    total = (48 + len(born_host) + 8 + len(store_host) + 16 + len(body) + 1 + len(topic)
              + 2 + len(properties))
     rec = bytearray(total)
     _HEAD.pack_into(rec, 0, total, MESSAGE_MAGIC_CODE, body_crc(body) if crc is None else crc, queue_id, flag,
@@ -122,7 +124,7 @@ def encode_stored_message(*, topic: bytes, body: bytes, properties: bytes, queue
     rec[pos:pos + len(topic)] = topic
     pos += len(topic)
     _H.pack_into(rec, pos, len(properties))
-    rec[pos + 2:] = properties
+    rec[pos + 2:pos + 2 + len(properties)] = properties
     return rec
 
 
@@ -163,7 +165,9 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
         (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag,
          born_ts) = _HEAD.unpack_from(buf, pos)
         if magic != MESSAGE_MAGIC_CODE or total <= 0:
-            raise FrameError(f"bad message magic code {magic:#x} at {pos}")
+            raise FrameError(f"bad message magic code {magic & 0xFFFFFFFF:#x} at {pos}")
+        if pos + total > len(buf):
+            raise FrameError(f"message record at {pos} declares {total} bytes but only {len(buf) - pos} remain")
         m = MessageExt()
         m.store_size = total
         m.body_crc = crc
@@ -254,7 +258,7 @@ def decode_batch(body) -> list[BatchEntry]:
             p += 2
             props = bytes(body[p:p + props_len]).decode("utf-8")
             p += props_len
-            if p - pos != total or len(b) != body_len:
+            if p - pos != total or p > end or body_len < 0 or props_len < 0:
                 raise FrameError(f"batch entry at {pos} declares {total} bytes but holds {p - pos}")
             out.append(BatchEntry(flag, b, props))
             pos = p
