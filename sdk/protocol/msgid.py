@@ -139,6 +139,7 @@ def get_nearly_time_from_id(msg_id: str) -> int:
     """Approximate creation time (epoch ms) of a ``UNIQ_KEY`` id, as Java
     ``MessageClientIDSetter.getNearlyTimeFromID``: the ms-since-month-start field is added to the
     start of the current local month, or of the previous one if that lies in the future.
+    Ids are only meaningful within about a month of their creation.
 
     Raises:
         ValueError: not a 32 (IPv4) or 56 (IPv6) hex character id.
@@ -150,7 +151,7 @@ def get_nearly_time_from_id(msg_id: str) -> int:
     delta = int.from_bytes(raw[ip_len + 6:ip_len + 10], "big")
     now_ms = int(time.time() * 1000)
     start = _month_start_ms(now_ms)
-    if start + delta >= now_ms:
+    if start + delta > now_ms:  # Java uses >=, which sends an id made this very ms a month back
         prev = _dt.datetime.fromtimestamp(start / 1000) - _dt.timedelta(days=1)
         start = _month_start_ms(int(prev.timestamp() * 1000))
     return start + delta
