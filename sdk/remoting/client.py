@@ -19,7 +19,7 @@ from rocketmq_sdk.exceptions import (
     RemotingConnectError,
     RemotingTimeoutError,
 )
-from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher
+from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher, close_channels
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
@@ -198,17 +198,11 @@ class RemotingClient(RequestDispatcher):
         """Close every connection; pending requests fail with ``RemotingSendRequestError``.
 
         Args:
-            timeout_s: how long to wait for the sockets to close, in seconds.
+            timeout_s: how long queued data may take to reach a peer before the connection is
+                aborted, in seconds.
         """
         self._closed = True
         channels = list(self._channels.values())
         self._channels.clear()
-        for channel in channels:
-            channel.close()
         self._cancel_tasks()
-        if channels:
-            try:
-                async with asyncio.timeout(timeout_s):
-                    await asyncio.gather(*(ch.wait_closed() for ch in channels))
-            except TimeoutError:
-                log.warning("connections did not close within %.1f s", timeout_s)
+        await close_channels(channels, timeout_s)

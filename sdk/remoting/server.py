@@ -14,7 +14,7 @@ import logging
 import time
 
 from rocketmq_sdk.exceptions import ClientStateError
-from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher
+from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher, close_channels
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
 __all__ = ["RemotingServer"]
@@ -77,7 +77,8 @@ class RemotingServer(RequestDispatcher):
         """Stop listening, close every connection and cancel running processors. Idempotent.
 
         Args:
-            timeout_s: how long to wait for connections to close, in seconds.
+            timeout_s: how long queued data may take to reach the peers before the connections
+                are aborted, in seconds.
         """
         server, self._server = self._server, None
         if server is None:
@@ -87,15 +88,13 @@ class RemotingServer(RequestDispatcher):
             self._idle_task.cancel()
             self._idle_task = None
         channels = list(self._channels)
-        for channel in channels:
-            channel.close()
         self._cancel_tasks()
+        await close_channels(channels, timeout_s)
         try:
             async with asyncio.timeout(timeout_s):
-                await asyncio.gather(*(ch.wait_closed() for ch in channels))
                 await server.wait_closed()
         except TimeoutError:
-            log.warning("%s: connections did not close within %.1f s", self.name, timeout_s)
+            log.warning("%s: listener did not close within %.1f s", self.name, timeout_s)
         log.info("%s on %s:%s stopped", self.name, self.host, self.port)
 
     def _channel_opened(self, channel: Channel) -> None:

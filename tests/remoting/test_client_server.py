@@ -414,3 +414,29 @@ def test_response_is_json_for_a_cpp_style_request():
             writer.close()
             await server.stop()
     run(main())
+
+
+def test_oneway_respects_backpressure_when_the_peer_stops_reading():
+    async def main():
+        server, addr = await start_server()
+        stalled = asyncio.Event()
+
+        def stall(channel, cmd):
+            channel.transport.pause_reading()
+            stalled.set()
+
+        server.register_processor(ECHO, stall)
+        client = RemotingClient()
+        try:
+            await client.invoke_oneway(addr, RemotingCommand.request(ECHO))
+            await asyncio.wait_for(stalled.wait(), 5)
+            body = b"x" * (1024 * 1024)
+            with pytest.raises(RemotingTimeoutError):
+                for _ in range(500):  # kernel buffers absorb a few MiB, then the writer must wait
+                    await client.invoke_oneway(addr, RemotingCommand.request(SILENT, body=body), timeout_ms=200)
+            channel = await client.get_channel(addr)
+            assert channel.transport.get_write_buffer_size() < 8 * len(body)  # buffering stayed bounded
+        finally:
+            await client.close(timeout_s=0.2)  # the peer never reads: unsent data is dropped
+            await server.stop()
+    run(main())
