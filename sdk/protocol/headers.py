@@ -52,6 +52,7 @@ def wire(name: str) -> dict:
 class Header:
     """Base of all typed headers."""
 
+    __slots__ = ()
     _spec: ClassVar[tuple[tuple[str, str, str], ...]]  # (attr, wire key, kind)
 
     def __init_subclass__(cls, **kw: Any) -> None:
@@ -322,3 +323,246 @@ class CheckTransactionStateRequestHeader(Header):
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
+
+
+@dataclass(slots=True)
+class QueryMessageResponseHeader(Header):
+    index_last_update_timestamp: int | None = None
+    index_last_update_phyoffset: int | None = None
+
+
+@dataclass(slots=True)
+class KVConfigResponseHeader(Header):
+    """GET_KV_CONFIG response."""
+
+    value: str | None = None
+
+
+@dataclass(slots=True)
+class QueryDataVersionResponseHeader(Header):
+    changed: bool | None = None
+
+
+@dataclass(slots=True)
+class GetBrokerConfigResponseHeader(Header):
+    version: str | None = None
+
+
+# --- consumers, admin ----------------------------------------------------------------------------
+@dataclass(slots=True)
+class ResetOffsetRequestHeader(Header):
+    """INVOKE_BROKER_TO_RESET_OFFSET (222) and RESET_CONSUMER_CLIENT_OFFSET (220);
+    ``timestamp`` -1 means the max offset."""
+
+    topic: str | None = None
+    group: str | None = None
+    timestamp: int | None = None
+    is_force: bool | None = None
+
+
+@dataclass(slots=True)
+class GetConsumerStatusRequestHeader(Header):
+    """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223) / GET_CONSUMER_STATUS_FROM_CLIENT (221)."""
+
+    topic: str | None = None
+    group: str | None = None
+    client_addr: str | None = None
+
+
+@dataclass(slots=True)
+class GetConsumerRunningInfoRequestHeader(Header):
+    consumer_group: str | None = None
+    client_id: str | None = None
+    jstack_enable: bool | None = None
+
+
+@dataclass(slots=True)
+class ConsumeMessageDirectlyResultRequestHeader(Header):
+    consumer_group: str | None = None
+    client_id: str | None = None
+    msg_id: str | None = None
+    broker_name: str | None = None
+
+
+@dataclass(slots=True)
+class ProducerGroupRequestHeader(Header):
+    """GET_PRODUCER_CONNECTION_LIST."""
+
+    producer_group: str | None = None
+
+
+@dataclass(slots=True)
+class DeleteSubscriptionGroupRequestHeader(Header):
+    group_name: str | None = None
+    remove_offset: bool | None = None
+
+
+@dataclass(slots=True)
+class BrokerNameRequestHeader(Header):
+    """WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER."""
+
+    broker_name: str | None = None
+
+
+@dataclass(slots=True)
+class WipeWritePermOfBrokerResponseHeader(Header):
+    wipe_topic_count: int | None = None
+
+
+@dataclass(slots=True)
+class AddWritePermOfBrokerResponseHeader(Header):
+    add_topic_count: int | None = None
+
+
+@dataclass(slots=True)
+class GetTopicsByClusterRequestHeader(Header):
+    cluster: str | None = None
+
+
+@dataclass(slots=True)
+class GetConsumeStatsRequestHeader(Header):
+    consumer_group: str | None = None
+    topic: str | None = None
+
+
+@dataclass(slots=True)
+class QueryConsumeTimeSpanRequestHeader(Header):
+    topic: str | None = None
+    group: str | None = None
+
+
+@dataclass(slots=True)
+class ViewBrokerStatsDataRequestHeader(Header):
+    stats_name: str | None = None
+    stats_key: str | None = None
+
+
+@dataclass(slots=True)
+class GetBrokerConsumeStatsRequestHeader(Header):
+    is_order: bool | None = None
+
+
+@dataclass(slots=True)
+class QueryConsumeQueueRequestHeader(Header):
+    topic: str | None = None
+    queue_id: int | None = None
+    index: int | None = None
+    count: int | None = None
+    consumer_group: str | None = None
+
+
+@dataclass(slots=True)
+class PlainAccessConfigRequestHeader(Header):
+    """UPDATE_AND_CREATE_ACL_CONFIG (50) / DELETE_ACL_CONFIG (51, ``accessKey`` only)."""
+
+    access_key: str | None = None
+    secret_key: str | None = None
+    white_remote_address: str | None = None
+    default_topic_perm: str | None = None
+    default_group_perm: str | None = None
+    admin: bool | None = None
+    topic_perms: str | None = None
+    group_perms: str | None = None
+
+
+@dataclass(slots=True)
+class UpdateGlobalWhiteAddrsConfigRequestHeader(Header):
+    global_white_addrs: str | None = None
+
+
+@dataclass(slots=True)
+class ReplyMessageRequestHeader(Header):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker → requesting client."""
+
+    producer_group: str | None = None
+    topic: str | None = None
+    default_topic: str | None = None
+    default_topic_queue_nums: int | None = None
+    queue_id: int | None = None
+    sys_flag: int | None = None
+    born_timestamp: int | None = None
+    flag: int | None = None
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool | None = None
+    born_host: str | None = None
+    store_host: str | None = None
+    store_timestamp: int | None = None
+
+
+# --- Java class names for the shared families ------------------------------------------------------
+QueryConsumerOffsetResponseHeader = OffsetResponseHeader
+GetMaxOffsetResponseHeader = OffsetResponseHeader
+GetMinOffsetResponseHeader = OffsetResponseHeader
+SearchOffsetResponseHeader = OffsetResponseHeader
+GetMaxOffsetRequestHeader = QueueRequestHeader
+GetMinOffsetRequestHeader = QueueRequestHeader
+GetEarliestMsgStoretimeRequestHeader = QueueRequestHeader
+GetEarliestMsgStoretimeResponseHeader = EarliestMsgStoretimeResponseHeader
+GetRouteInfoRequestHeader = TopicRequestHeader
+DeleteTopicRequestHeader = TopicRequestHeader
+GetTopicStatsInfoRequestHeader = TopicRequestHeader
+QueryTopicConsumeByWhoRequestHeader = TopicRequestHeader
+GetConsumerListByGroupRequestHeader = ConsumerGroupRequestHeader
+NotifyConsumerIdsChangedRequestHeader = ConsumerGroupRequestHeader
+GetConsumerConnectionListRequestHeader = ConsumerGroupRequestHeader
+UpdateAndCreateTopicRequestHeader = CreateTopicRequestHeader
+UnregisterBrokerRequestHeader = BrokerIdentityHeader
+QueryDataVersionRequestHeader = BrokerIdentityHeader
+PutKVConfigRequestHeader = KVConfigRequestHeader
+GetKVConfigRequestHeader = KVConfigRequestHeader
+DeleteKVConfigRequestHeader = KVConfigRequestHeader
+GetKVListByNamespaceRequestHeader = KVConfigRequestHeader
+GetKVConfigResponseHeader = KVConfigResponseHeader
+GetProducerConnectionListRequestHeader = ProducerGroupRequestHeader
+
+#: Request code → header class of its ``extFields`` (SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and
+#: SEND_REPLY_MESSAGE_V2 use :meth:`SendMessageRequestHeader.from_v2`; see :func:`parse_request_header`).
+REQUEST_HEADERS: dict[int, type[Header]] = {
+    10: SendMessageRequestHeader, 11: PullMessageRequestHeader, 12: QueryMessageRequestHeader,
+    14: QueryConsumerOffsetRequestHeader, 15: UpdateConsumerOffsetRequestHeader,
+    17: CreateTopicRequestHeader, 29: SearchOffsetRequestHeader, 30: QueueRequestHeader,
+    31: QueueRequestHeader, 32: QueueRequestHeader, 33: ViewMessageRequestHeader,
+    35: UnregisterClientRequestHeader, 36: ConsumerSendMsgBackRequestHeader,
+    37: EndTransactionRequestHeader, 38: ConsumerGroupRequestHeader, 39: CheckTransactionStateRequestHeader,
+    40: ConsumerGroupRequestHeader, 50: PlainAccessConfigRequestHeader, 51: PlainAccessConfigRequestHeader,
+    53: UpdateGlobalWhiteAddrsConfigRequestHeader, 100: KVConfigRequestHeader, 101: KVConfigRequestHeader,
+    102: KVConfigRequestHeader, 103: RegisterBrokerRequestHeader, 104: BrokerIdentityHeader,
+    105: TopicRequestHeader, 202: TopicRequestHeader, 203: ConsumerGroupRequestHeader,
+    204: ProducerGroupRequestHeader, 205: BrokerNameRequestHeader, 207: DeleteSubscriptionGroupRequestHeader,
+    208: GetConsumeStatsRequestHeader, 215: TopicRequestHeader, 216: TopicRequestHeader,
+    219: KVConfigRequestHeader, 220: ResetOffsetRequestHeader, 221: GetConsumerStatusRequestHeader,
+    222: ResetOffsetRequestHeader, 223: GetConsumerStatusRequestHeader, 224: GetTopicsByClusterRequestHeader,
+    300: TopicRequestHeader, 303: QueryConsumeTimeSpanRequestHeader, 307: GetConsumerRunningInfoRequestHeader,
+    309: ConsumeMessageDirectlyResultRequestHeader, 310: SendMessageRequestHeader,
+    315: ViewBrokerStatsDataRequestHeader, 317: GetBrokerConsumeStatsRequestHeader,
+    320: SendMessageRequestHeader, 321: QueryConsumeQueueRequestHeader, 322: BrokerIdentityHeader,
+    325: SendMessageRequestHeader, 326: ReplyMessageRequestHeader, 327: BrokerNameRequestHeader,
+}
+#: Codes whose send header uses the single-letter V2 form.
+V2_SEND_CODES = frozenset({310, 320, 325})
+
+#: Request code → header class of a SUCCESS response's ``extFields``.
+RESPONSE_HEADERS: dict[int, type[Header]] = {
+    10: SendMessageResponseHeader, 310: SendMessageResponseHeader, 320: SendMessageResponseHeader,
+    325: SendMessageResponseHeader, 11: PullMessageResponseHeader, 12: QueryMessageResponseHeader,
+    14: OffsetResponseHeader, 29: OffsetResponseHeader, 30: OffsetResponseHeader, 31: OffsetResponseHeader,
+    32: EarliestMsgStoretimeResponseHeader, 26: GetBrokerConfigResponseHeader, 101: KVConfigResponseHeader,
+    103: RegisterBrokerResponseHeader, 205: WipeWritePermOfBrokerResponseHeader,
+    322: QueryDataVersionResponseHeader, 327: AddWritePermOfBrokerResponseHeader,
+}
+
+
+def parse_request_header(code: int, ext: dict[str, Any] | None) -> Header | None:
+    """Typed header of a request with ``code``, or None for codes without one.
+
+    A send on code 310/320/325 is read in the V2 form, unless it carries the long names (the
+    C++ client may send code 310 with either form), so the result is always a
+    :class:`SendMessageRequestHeader` for sends.
+    """
+    cls = REQUEST_HEADERS.get(code)
+    if cls is None:
+        return None
+    if code in V2_SEND_CODES and ext and "b" in ext:
+        return SendMessageRequestHeader.from_v2(ext)
+    return cls.from_ext_fields(ext)
