@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import socket
 import struct
 import time
@@ -10,12 +11,14 @@ import time
 import pytest
 from rocketmq_sdk.exceptions import (
     ClientStateError,
+    IllegalArgumentError,
     RemotingConnectError,
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
 from rocketmq_sdk.protocol.codes import ResponseCode, SerializeType
-from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServer
+from rocketmq_sdk.remoting import EventLoopThread, RemotingClient, RemotingCommand, RemotingServer
+from rocketmq_sdk.remoting.client import parse_addr
 from rocketmq_sdk.remoting.frame import FrameDecoder
 
 pytestmark = pytest.mark.timeout(30)
@@ -438,5 +441,48 @@ def test_oneway_respects_backpressure_when_the_peer_stops_reading():
             assert channel.transport.get_write_buffer_size() < 8 * len(body)  # buffering stayed bounded
         finally:
             await client.close(timeout_s=0.2)  # the peer never reads: unsent data is dropped
+            await server.stop()
+    run(main())
+
+
+@pytest.mark.parametrize("addr", ["nohost", ":9876", "h:", "h:x", "h:0", "h:70000"])
+def test_parse_addr_rejects_bad_addresses(addr):
+    with pytest.raises(IllegalArgumentError):
+        parse_addr(addr)
+
+
+def test_parse_addr():
+    assert parse_addr("127.0.0.1:9876") == ("127.0.0.1", 9876)
+    assert parse_addr("[::1]:10911") == ("::1", 10911)
+
+
+def test_sync_facade_over_event_loop_thread():
+    """The SDK's sync API shape: a client living on an EventLoopThread, called from other threads."""
+    io = EventLoopThread("facade-io")
+    try:
+        server, addr = io.run(start_server(), 5)
+        client = RemotingClient()
+
+        def call(i: int) -> bytes:
+            return io.run(client.invoke(addr, RemotingCommand.request(ECHO, body=str(i).encode()), 3000), 5).body
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(call, range(200))) == [str(i).encode() for i in range(200)]
+        with pytest.raises(RemotingTimeoutError):
+            io.run(client.invoke(addr, RemotingCommand.request(SILENT), 100), 5)
+        io.run(client.close(), 5)
+        io.run(server.stop(), 5)
+        io.run(server.stop(), 5)  # idempotent
+    finally:
+        io.stop()
+
+
+def test_server_cannot_start_twice():
+    async def main():
+        server, _ = await start_server()
+        try:
+            with pytest.raises(ClientStateError):
+                await server.start()
+        finally:
             await server.stop()
     run(main())
