@@ -1,0 +1,399 @@
+"""CommitLog (§5.2): every message of every topic, appended to one sequence of files.
+
+Records are §4.5 layouts built with
+:func:`rocketmq_sdk.protocol.message_codec.encode_stored_message` outside the lock (including
+the body CRC); inside the one append lock the store assigns the physical offset, the queue
+offset (table keyed by topic and queue id, advanced only for TRANSACTION_NOT/COMMIT records)
+and the store timestamp, patching them into the record, then writes it. A record never spans
+files: when ``len + 8 > remaining`` an end-of-file blank ``int remaining, int 0xCBD43194`` is
+written and the record goes to the next file.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.protocol.codes import MessageSysFlag
+from rocketmq_sdk.protocol.message_codec import (
+    BLANK_MAGIC_CODE,
+    MAX_PROPERTIES_LENGTH,
+    MESSAGE_MAGIC_CODE,
+    decode_properties,
+    encode_stored_message,
+    pack_host,
+    store_timestamp_pos,
+)
+from rocketmq_sdk.protocol.msgid import offset_msg_id_from_packed
+
+from .config import StoreConfig
+from .inner_message import InnerMessage, tags_string_to_tags_code
+from .mapped_file import MappedFile, MappedFileQueue
+from .results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
+
+log = logging.getLogger("rocketmq_broker.store.commit_log")
+
+END_FILE_MIN_BLANK_LENGTH = 8
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+_BLANK = struct.Struct(">ii")
+_Q = struct.Struct(">q")
+_HEAD = struct.Struct(">iiiiiqqiq")
+_TAIL = struct.Struct(">iqi")
+_NOT_OR_COMMIT = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+_ZERO_WINDOW = 8 * 1024 * 1024  # bytes zeroed after a truncation point (> any record)
+
+
+@functools.lru_cache(maxsize=4096)
+def _packed_host(host: str) -> bytes:
+    return pack_host(host)[0]
+
+
+def parse_delay_levels(spec: str) -> dict[int, int]:
+    """``"1s 5s 10s 30s 1m ..."`` → ``{1: 1000, 2: 5000, ...}`` (ms; units s, m, h, d)."""
+    units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+    return {i + 1: int(tok[:-1]) * units[tok[-1]] for i, tok in enumerate(spec.split())}
+
+
+@dataclass(slots=True)
+class DispatchRequest:
+    """What the dispatcher needs to index one record (RocketMQ ``DispatchRequest``)."""
+
+    topic: str
+    queue_id: int
+    commit_log_offset: int
+    msg_size: int
+    tags_code: int
+    store_timestamp: int
+    consume_queue_offset: int
+    sys_flag: int
+    prepared_transaction_offset: int
+    properties: dict[str, str] | None
+    properties_string: str | None = None
+
+    def get_properties(self) -> dict[str, str]:
+        if self.properties is None:
+            self.properties = decode_properties(self.properties_string or "")
+        return self.properties
+
+
+Dispatcher = Callable[[DispatchRequest], None]
+"""Called inside the append lock (or during recovery) for every appended record."""
+
+# sentinel results of check_message_and_return_size
+END_OF_DATA = "end"
+BLANK = "blank"
+INVALID = "invalid"
+
+
+class CommitLog:
+    """The CommitLog of a store.
+
+    Args:
+        config: store configuration.
+        dispatcher: called for each appended record, under the append lock.
+        delay_levels: delay level → ms, to recompute ``SCHEDULE_TOPIC_XXXX`` tag codes (deliver
+            times) when records are re-dispatched at recovery.
+    """
+
+    def __init__(self, config: StoreConfig, dispatcher: Dispatcher,
+                 delay_levels: dict[int, int] | None = None) -> None:
+        self.config = config
+        self.file_size = config.mapped_file_size_commit_log
+        self.mapped_file_queue = MappedFileQueue(config.commit_log_dir, self.file_size)
+        self.dispatcher = dispatcher
+        self.delay_levels = delay_levels or {}
+        self.put_lock = threading.Lock()
+        self.topic_queue_table: dict[tuple[str, int], int] = {}
+        self.last_store_timestamp = 0  # store time of the last appended record, ms
+        self.available = True  # cleared under the lock at shutdown
+
+    # -- building records ------------------------------------------------------------------
+    def _check_and_encode(self, msg: InnerMessage) -> tuple[bytearray | None, PutMessageStatus | None]:
+        topic = msg.topic.encode("utf-8")
+        if not topic or len(topic) > 127:
+            return None, PutMessageStatus.MESSAGE_ILLEGAL
+        props = msg.properties_string.encode("utf-8") if msg.properties_string else b""
+        if len(props) > MAX_PROPERTIES_LENGTH:
+            return None, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        if len(msg.body) > self.config.max_message_size:
+            return None, PutMessageStatus.MESSAGE_ILLEGAL
+        rec = encode_stored_message(topic=topic, body=msg.body, properties=props, queue_id=msg.queue_id,
+                                    flag=msg.flag, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp,
+                                    born_host=_packed_host(msg.born_host), store_host=_packed_host(msg.store_host),
+                                    reconsume_times=msg.reconsume_times,
+                                    prepared_transaction_offset=msg.prepared_transaction_offset)
+        if len(rec) > self.config.max_message_size + 32 * 1024 or len(rec) + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return None, PutMessageStatus.MESSAGE_ILLEGAL
+        return rec, None
+
+    def _writable_file(self, needed: int) -> MappedFile:
+        """The file that has room for ``needed`` bytes plus the end blank (lock held)."""
+        mf = self.mapped_file_queue.get_last_mapped_file(0)
+        if needed + END_FILE_MIN_BLANK_LENGTH > mf.remaining():
+            remaining = mf.remaining()
+            mf.append(_BLANK.pack(remaining, BLANK_MAGIC_CODE))
+            mf.wrote_position = self.file_size
+            mf = self.mapped_file_queue.get_last_mapped_file(0)
+        return mf
+
+    def _place(self, mf: MappedFile, msg: InnerMessage, rec: bytearray, now: int) -> tuple[int, int, DispatchRequest]:
+        """Patch and write one record (lock held); returns (physical offset, queue offset, request)."""
+        phy = mf.file_from_offset + mf.wrote_position
+        key = (msg.topic, msg.queue_id)
+        tx = msg.sys_flag & MessageSysFlag.TRANSACTION_MASK
+        queue_offset = self.topic_queue_table.get(key, 0) if tx in _NOT_OR_COMMIT else 0
+        _Q.pack_into(rec, 20, queue_offset)
+        _Q.pack_into(rec, 28, phy)
+        _Q.pack_into(rec, store_timestamp_pos(msg.sys_flag), now)
+        mf.append(rec)
+        if tx in _NOT_OR_COMMIT:
+            self.topic_queue_table[key] = queue_offset + 1
+        req = DispatchRequest(msg.topic, msg.queue_id, phy, len(rec), msg.tags_code, now, queue_offset,
+                              msg.sys_flag, msg.prepared_transaction_offset, msg.properties,
+                              msg.properties_string)
+        self.dispatcher(req)
+        return phy, queue_offset, req
+
+    # -- appending -------------------------------------------------------------------------
+    def put_message(self, msg: InnerMessage) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """Append one record; returns the result and its dispatch request (for listeners)."""
+        rec, bad = self._check_and_encode(msg)
+        if rec is None:
+            return PutMessageResult(bad, AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
+                                                             if bad is PutMessageStatus.MESSAGE_ILLEGAL
+                                                             else AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)), []
+        with self.put_lock:
+            if not self.available:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
+            now = int(time.time() * 1000)
+            if now < self.last_store_timestamp:  # keep store times monotonic for time search
+                now = self.last_store_timestamp
+            mf = self._writable_file(len(rec))
+            phy, queue_offset, req = self._place(mf, msg, rec, now)
+            self.last_store_timestamp = now
+        result = AppendMessageResult(AppendMessageStatus.PUT_OK, phy, len(rec),
+                                     offset_msg_id_from_packed(_packed_host(msg.store_host), phy), now,
+                                     queue_offset, 1)
+        return PutMessageResult(PutMessageStatus.PUT_OK, result), [req]
+
+    def put_messages(self, msgs: Sequence[InnerMessage]) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """Append a batch under one lock acquisition: consecutive queue offsets, all records in
+        the same file. Batches of PREPARED/ROLLBACK records are refused (MESSAGE_ILLEGAL)."""
+        if not msgs:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                    AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR, msg_num=0)), []
+        recs = []
+        for msg in msgs:
+            if msg.sys_flag & MessageSysFlag.TRANSACTION_MASK not in _NOT_OR_COMMIT:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+            rec, bad = self._check_and_encode(msg)
+            if rec is None:
+                return PutMessageResult(bad), []
+            recs.append(rec)
+        total = sum(len(r) for r in recs)
+        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
+        reqs = []
+        phys = []
+        with self.put_lock:
+            if not self.available:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
+            now = int(time.time() * 1000)
+            if now < self.last_store_timestamp:
+                now = self.last_store_timestamp
+            mf = self._writable_file(total)
+            first_queue_offset = 0
+            for i, (msg, rec) in enumerate(zip(msgs, recs, strict=True)):
+                phy, queue_offset, req = self._place(mf, msg, rec, now)
+                if i == 0:
+                    first_queue_offset = queue_offset
+                phys.append(phy)
+                reqs.append(req)
+            self.last_store_timestamp = now
+        ids = ",".join(offset_msg_id_from_packed(_packed_host(m.store_host), p) for m, p in zip(msgs, phys, strict=True))
+        result = AppendMessageResult(AppendMessageStatus.PUT_OK, phys[0], total, ids, now, first_queue_offset, len(msgs))
+        return PutMessageResult(PutMessageStatus.PUT_OK, result), reqs
+
+    # -- reading ---------------------------------------------------------------------------
+    def get_message(self, offset: int, size: int) -> bytes | None:
+        """The ``size`` bytes at CommitLog ``offset`` if written and not deleted, else None."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        return mf.read(offset - mf.file_from_offset, size)
+
+    def look_message_by_offset(self, offset: int) -> bytes | None:
+        """The whole record at ``offset`` (size read from its first int), or None."""
+        head = self.get_message(offset, 8)
+        if head is None:
+            return None
+        size, magic = _BLANK.unpack(head)
+        if magic != MESSAGE_MAGIC_CODE or size <= 0:
+            return None
+        return self.get_message(offset, size)
+
+    def get_store_timestamp(self, offset: int) -> int:
+        """Store time (ms) of the record at ``offset``, or -1."""
+        head = self.get_message(offset, 76)
+        if head is None:
+            return -1
+        return _Q.unpack_from(head, store_timestamp_pos(struct.unpack_from(">i", head, 36)[0]))[0]
+
+    def get_min_offset(self) -> int:
+        """Offset of the first byte still stored (-1 when empty)."""
+        return self.mapped_file_queue.get_min_offset()
+
+    def get_max_offset(self) -> int:
+        """Offset just after the last written byte."""
+        return self.mapped_file_queue.get_max_offset()
+
+    def roll_next_file(self, offset: int) -> int:
+        return offset + self.file_size - offset % self.file_size
+
+    # -- recovery --------------------------------------------------------------------------
+    def check_message_and_return_size(self, mf: MappedFile, pos: int, check_crc: bool):
+        """Parse the record at file-relative ``pos`` without copying it.
+
+        Returns a :class:`DispatchRequest`, ``END_OF_DATA`` (zeros), ``BLANK`` (end-of-file
+        marker) or ``INVALID`` (torn or corrupt record).
+        """
+        buf = mf.raw_view()
+        if pos + 8 > self.file_size:
+            return BLANK
+        total, magic = _BLANK.unpack_from(buf, pos)
+        if magic == BLANK_MAGIC_CODE:
+            return BLANK
+        if total == 0 and magic == 0:
+            return END_OF_DATA
+        if magic != MESSAGE_MAGIC_CODE or total < 91 or pos + total > self.file_size:
+            return INVALID
+        try:
+            (_t, _m, crc, queue_id, _flag, queue_offset, phy, sys_flag, _born) = _HEAD.unpack_from(buf, pos)
+            if phy != mf.file_from_offset + pos:
+                return INVALID
+            p = pos + 48 + (20 if sys_flag & MessageSysFlag.BORNHOST_V6 else 8)
+            store_ts = _Q.unpack_from(buf, p)[0]
+            p += 8 + (20 if sys_flag & MessageSysFlag.STOREHOST_V6 else 8)
+            _reconsume, prepared, body_len = _TAIL.unpack_from(buf, p)
+            p += 16
+            if body_len < 0 or p + body_len > pos + total:
+                return INVALID
+            if check_crc and zlib.crc32(buf[p:p + body_len]) & 0x7FFFFFFF != crc:
+                log.warning("CRC mismatch of record at %d", phy)
+                return INVALID
+            p += body_len
+            topic_len = struct.unpack_from(">b", buf, p)[0]
+            p += 1
+            topic = bytes(buf[p:p + topic_len]).decode("utf-8")
+            p += topic_len
+            props_len = struct.unpack_from(">h", buf, p)[0]
+            p += 2
+            props_str = bytes(buf[p:p + props_len]).decode("utf-8") if props_len > 0 else ""
+            p += max(props_len, 0)
+            if topic_len <= 0 or props_len < 0 or p - pos != total:
+                return INVALID
+        except (struct.error, UnicodeDecodeError):
+            return INVALID
+        props = decode_properties(props_str)
+        tags_code = tags_string_to_tags_code(props.get(MC.TAGS))
+        if topic == SCHEDULE_TOPIC:
+            level = int(props.get(MC.DELAY_TIME_LEVEL, "0") or 0)
+            if level and self.delay_levels:
+                level = min(level, max(self.delay_levels))
+                tags_code = store_ts + self.delay_levels.get(level, 0)
+        return DispatchRequest(topic, queue_id, phy, total, tags_code, store_ts, queue_offset, sys_flag,
+                               prepared, props, props_str)
+
+    def _scan(self, start_index: int, dispatch: Dispatcher | None, check_crc: bool, start_pos: int = 0) -> int:
+        """Walk records from file ``start_index`` (at file-relative ``start_pos``); returns the
+        offset after the last valid record."""
+        files = self.mapped_file_queue.files
+        process_offset = files[start_index].file_from_offset + start_pos
+        for i, mf in enumerate(files[start_index:]):
+            pos = start_pos if i == 0 else 0
+            while True:
+                r = self.check_message_and_return_size(mf, pos, check_crc)
+                if isinstance(r, DispatchRequest):
+                    pos += r.msg_size
+                    process_offset = mf.file_from_offset + pos
+                    self.last_store_timestamp = max(self.last_store_timestamp, r.store_timestamp)
+                    if dispatch is not None:
+                        dispatch(r)
+                    continue
+                if r == BLANK:
+                    process_offset = mf.file_from_offset + self.file_size
+                    break
+                if r == INVALID:
+                    log.warning("commit log recovery: invalid record at %d, truncating there",
+                                mf.file_from_offset + pos)
+                return process_offset
+        return process_offset
+
+    def recover_normally(self) -> int:
+        """After a clean shutdown: validate the last three files and cut after the last good
+        record. Returns the CommitLog end offset."""
+        files = self.mapped_file_queue.files
+        if not files:
+            return 0
+        end = self._scan(max(0, len(files) - 3), None, self.config.check_crc_on_recover)
+        self._truncate(end)
+        return end
+
+    def recover_abnormally(self, min_checkpoint_timestamp: int, dispatch: Dispatcher) -> int:
+        """After a crash: re-dispatch every record from the newest file whose first record is
+        older than ``min_checkpoint_timestamp`` (ms), checking CRCs, and cut the torn tail."""
+        files = self.mapped_file_queue.files
+        if not files:
+            return 0
+        start = 0
+        for i in range(len(files) - 1, -1, -1):
+            r = self.check_message_and_return_size(files[i], 0, False)
+            if isinstance(r, DispatchRequest) and r.store_timestamp and r.store_timestamp <= min_checkpoint_timestamp:
+                start = i
+                break
+        log.info("abnormal recovery from commit log file %s", files[start].path)
+        end = self._scan(start, dispatch, self.config.check_crc_on_recover)
+        self._truncate(end)
+        return end
+
+    def dispatch_from(self, offset: int, dispatch: Dispatcher) -> int:
+        """Re-dispatch every record from CommitLog ``offset`` to the end (start-up reput of what
+        the consume queues miss); returns the end offset."""
+        files = self.mapped_file_queue.files
+        for i, mf in enumerate(files):
+            if mf.file_from_offset <= offset < mf.file_from_offset + self.file_size:
+                return self._scan(i, dispatch, False, offset - mf.file_from_offset)
+        return self.get_max_offset()
+
+    def _truncate(self, end: int) -> None:
+        self.mapped_file_queue.truncate_dirty_files(end, _ZERO_WINDOW)
+        self.mapped_file_queue.flushed_where = end
+
+    # -- durability / lifecycle ------------------------------------------------------------
+    def flush(self) -> int:
+        """``msync`` everything written; returns the flushed offset."""
+        return self.mapped_file_queue.flush()
+
+    @property
+    def flushed_where(self) -> int:
+        return self.mapped_file_queue.flushed_where
+
+    def load(self) -> None:
+        self.mapped_file_queue.load()
+
+    def shutdown_writes(self) -> None:
+        """Refuse further appends (waits for one in progress)."""
+        with self.put_lock:
+            self.available = False
+
+    def shutdown(self) -> None:
+        """Refuse further appends, then unmap the files."""
+        self.shutdown_writes()
+        self.mapped_file_queue.shutdown()

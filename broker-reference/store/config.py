@@ -1,0 +1,88 @@
+"""Store configuration (``MessageStoreConfig`` of RocketMQ 4.9.8, snake_case names)."""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass, field
+
+
+class FlushDiskType(enum.Enum):
+    """When a put is acknowledged relative to the disk flush."""
+
+    ASYNC_FLUSH = "ASYNC_FLUSH"  # acknowledged once in the page cache; flushed every interval
+    SYNC_FLUSH = "SYNC_FLUSH"  # acknowledged after fsync (group commit)
+
+
+@dataclass
+class StoreConfig:
+    """Settings of :class:`~rocketmq_broker.store.message_store.MessageStore`.
+
+    Sizes are bytes, intervals milliseconds. Defaults are RocketMQ 4.9.8's; tests use small files.
+
+    Attributes:
+        store_path_root_dir: root directory (``~/store`` in RocketMQ).
+        store_path_commit_log: CommitLog directory; default ``<root>/commitlog``.
+        mapped_file_size_commit_log: CommitLog file size (1 GiB).
+        mapped_file_size_consume_queue: ConsumeQueue file size (300,000 entries × 20 bytes).
+        flush_disk_type: :class:`FlushDiskType` (ASYNC_FLUSH).
+        flush_interval_commit_log: async flush period of the CommitLog (500 ms).
+        flush_interval_consume_queue: flush period of the consume queues and checkpoint (1000 ms).
+        sync_flush_timeout: how long a SYNC_FLUSH put waits for its fsync (5000 ms); on expiry
+            the put returns ``FLUSH_DISK_TIMEOUT`` (the message stays stored).
+        max_message_size: largest record accepted (4 MiB).
+        file_reserved_time: hours a CommitLog file is kept (72); see ``delete_expired_files``.
+        check_crc_on_recover: verify BODYCRC while recovering (True).
+        message_index_enable: build IndexFiles (not implemented yet; kept for config parity).
+        max_hash_slot_num / max_index_num: IndexFile geometry (5,000,000 / 20,000,000).
+        max_transfer_bytes_on_message_in_memory / max_transfer_count_on_message_in_memory:
+            pull batch limits (256 KiB / 32 messages).
+        access_message_in_memory_max_ratio: kept for parity; every message is treated as hot.
+        message_delay_level: delay levels (units s, m, h, d); used to recompute the deliver
+            time of ``SCHEDULE_TOPIC_XXXX`` records re-dispatched at recovery.
+    """
+
+    store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
+    store_path_commit_log: str | None = None
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_interval_commit_log: int = 500
+    flush_interval_consume_queue: int = 1000
+    sync_flush_timeout: int = 5000
+    max_message_size: int = 4 * 1024 * 1024
+    file_reserved_time: int = 72
+    check_crc_on_recover: bool = True
+    message_index_enable: bool = True
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 20_000_000
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+    max_transfer_count_on_message_in_memory: int = 32
+    access_message_in_memory_max_ratio: int = 40
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.flush_disk_type, str):
+            self.flush_disk_type = FlushDiskType(self.flush_disk_type)
+        if self.mapped_file_size_consume_queue % 20:
+            raise ValueError("mapped_file_size_consume_queue must be a multiple of 20 bytes")
+
+    @property
+    def commit_log_dir(self) -> str:
+        return self.store_path_commit_log or os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def consume_queue_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def checkpoint_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "checkpoint")
+
+    @property
+    def abort_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "abort")
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "lock")

@@ -1,0 +1,155 @@
+"""Background flushing: the CommitLog flush service (ASYNC_FLUSH periodic flush, or SYNC_FLUSH
+group commit) and the consume-queue/checkpoint flush service.
+
+Group commit: a SYNC_FLUSH writer registers the CommitLog offset it needs durable and waits;
+the single flush thread takes the highest requested offset, flushes once (``fdatasync``) and
+wakes every writer whose offset is now covered, so one disk flush serves all writers that
+arrived meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from .checkpoint import StoreCheckpoint
+from .commit_log import CommitLog
+from .config import FlushDiskType, StoreConfig
+from .consume_queue import ConsumeQueue
+
+log = logging.getLogger("rocketmq_broker.store.flush")
+
+
+class CommitLogFlushService:
+    """Flushes the CommitLog and records ``physicMsgTimestamp`` in the checkpoint.
+
+    Args:
+        config: ``flush_disk_type`` picks periodic (every ``flush_interval_commit_log`` ms) or
+            group-commit flushing.
+        commit_log / checkpoint: what to flush and where to note progress.
+    """
+
+    def __init__(self, config: StoreConfig, commit_log: CommitLog, checkpoint: StoreCheckpoint) -> None:
+        self.config = config
+        self.commit_log = commit_log
+        self.checkpoint = checkpoint
+        self.sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._cond = threading.Condition()
+        self._requested = 0
+        self._flushed = commit_log.flushed_where
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="rocketmq-store-flush-commitlog", daemon=True)
+        self.flush_count = 0  # number of disk flushes done (observability/tests)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _flush_once(self) -> int:
+        ts = self.commit_log.last_store_timestamp
+        flushed = self.commit_log.flush()
+        if ts:
+            self.checkpoint.physic_msg_timestamp = ts
+        self.flush_count += 1
+        return flushed
+
+    def _run(self) -> None:
+        interval = self.config.flush_interval_commit_log / 1000.0
+        while True:
+            with self._cond:
+                if self.sync:
+                    while self._requested <= self._flushed and not self._stopped:
+                        self._cond.wait()
+                elif not self._stopped:
+                    self._cond.wait(interval)
+                if self._stopped:
+                    break
+            try:
+                flushed = self._flush_once()
+            except (OSError, ValueError):
+                log.exception("commit log flush failed")
+                continue
+            with self._cond:
+                self._flushed = flushed
+                self._cond.notify_all()
+        try:
+            flushed = self._flush_once()
+        except (OSError, ValueError):
+            log.exception("final commit log flush failed")
+            return
+        with self._cond:
+            self._flushed = flushed
+            self._cond.notify_all()
+
+    def wait_for_flush(self, offset: int, timeout_ms: int) -> bool:
+        """Block until the CommitLog is durable up to ``offset`` (SYNC_FLUSH group commit).
+
+        Returns False on timeout (``sync_flush_timeout``) or when the service stopped first.
+        """
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        with self._cond:
+            if self._flushed >= offset:
+                return True
+            if offset > self._requested:
+                self._requested = offset
+                self._cond.notify_all()
+            while self._flushed < offset:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stopped:
+                    return self._flushed >= offset
+                self._cond.wait(remaining)
+            return True
+
+    def wakeup(self, offset: int) -> None:
+        """Ask for a flush without waiting (SYNC_FLUSH put with ``WAIT=false``)."""
+        with self._cond:
+            if offset > self._requested:
+                self._requested = offset
+                self._cond.notify_all()
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Stop after a final flush."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+
+class ConsumeQueueFlushService:
+    """Every ``flush_interval_consume_queue`` ms: flush all consume queues, record
+    ``logicsMsgTimestamp`` and write the checkpoint page."""
+
+    def __init__(self, config: StoreConfig, commit_log: CommitLog, checkpoint: StoreCheckpoint,
+                 queues: Callable[[], Iterable[ConsumeQueue]]) -> None:
+        self.config = config
+        self.commit_log = commit_log
+        self.checkpoint = checkpoint
+        self.queues = queues
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rocketmq-store-flush-cq", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def flush_all(self) -> None:
+        ts = self.commit_log.last_store_timestamp
+        for cq in list(self.queues()):
+            cq.flush()
+        if ts:
+            self.checkpoint.logics_msg_timestamp = ts
+        self.checkpoint.flush()
+
+    def _run(self) -> None:
+        interval = self.config.flush_interval_consume_queue / 1000.0
+        while not self._stop.wait(interval):
+            try:
+                self.flush_all()
+            except (OSError, ValueError):
+                log.exception("consume queue flush failed")
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)

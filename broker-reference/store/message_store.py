@@ -1,0 +1,447 @@
+"""``MessageStore``: RocketMQ's ``DefaultMessageStore`` for the reference broker.
+
+It owns the CommitLog, the consume queues, the checkpoint, the flush services and recovery, and
+knows nothing of the network. Records are dispatched to their consume queue synchronously,
+inside the append lock, so a message is visible to ``get_message`` as soon as ``put_message``
+returns; arrival listeners (long polling) are called right after, outside the lock.
+
+Thread safety: puts may come from any thread (one append lock); reads run concurrently with
+appends and never take that lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+
+from rocketmq_sdk.exceptions import MQError
+from rocketmq_sdk.protocol.codes import MessageSysFlag
+
+from .checkpoint import StoreCheckpoint
+from .commit_log import CommitLog, DispatchRequest, parse_delay_levels
+from .config import StoreConfig
+from .consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, INT_MAX, ConsumeQueue
+from .flush import CommitLogFlushService, ConsumeQueueFlushService
+from .inner_message import InnerMessage
+from .results import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus
+
+log = logging.getLogger("rocketmq_broker.store")
+
+ArrivalListener = Callable[[str, int, int, int, "dict[str, str] | None"], None]
+"""``(topic, queue_id, max_offset, tags_code, properties)``: ``max_offset`` is the queue's new
+max offset, i.e. the message's consume-queue offset + 1 (Java ``MessageArrivingListener``)."""
+
+TagFilter = Callable[[int], bool]
+_NOT_OR_COMMIT = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
+_MAX_FILTER_BYTES = 16000
+
+
+class StoreError(MQError):
+    """The store cannot start: directory locked by another store, or unreadable files."""
+
+
+class MessageStore:
+    """The message store.
+
+    Args:
+        config: :class:`StoreConfig` (paths, file sizes, flush mode, limits).
+
+    Usage: ``store = MessageStore(cfg); store.start(); ...; store.shutdown()``.
+    """
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        self.commit_log = CommitLog(config, self._dispatch, parse_delay_levels(config.message_delay_level))
+        self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self.checkpoint: StoreCheckpoint | None = None
+        self._flush_commit_log: CommitLogFlushService | None = None
+        self._flush_consume_queue: ConsumeQueueFlushService | None = None
+        self._listeners: list[ArrivalListener] = []
+        self._lock_fd: int | None = None
+        self.running = False
+        self.last_exit_ok = True
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Lock the store directory, load files, recover, create the ``abort`` marker and start
+        the flush threads.
+
+        Recovery: with ``abort`` present (no clean shutdown) the CommitLog is re-scanned with
+        CRC checks from the checkpoint's safe point, consume queues are rebuilt from it and a
+        torn tail is cut; otherwise the last three CommitLog files are validated. In both cases
+        consume-queue entries beyond the CommitLog end are dropped and records missing from
+        the consume queues are re-dispatched.
+
+        Raises:
+            StoreError: another store holds the directory lock, or a file has a wrong size.
+        """
+        cfg = self.config
+        os.makedirs(cfg.store_path_root_dir, exist_ok=True)
+        fd = os.open(cfg.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(f"store directory {cfg.store_path_root_dir} is locked by another store") from exc
+        self._lock_fd = fd
+        try:
+            self.last_exit_ok = not os.path.exists(cfg.abort_path)
+            self.commit_log.load()
+            self._load_consume_queues()
+            self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+            self._recover()
+        except ValueError as exc:
+            self._release_lock()
+            raise StoreError(f"cannot load store {cfg.store_path_root_dir}: {exc}") from exc
+        with open(cfg.abort_path, "wb"):
+            pass
+        self._flush_commit_log = CommitLogFlushService(cfg, self.commit_log, self.checkpoint)
+        self._flush_consume_queue = ConsumeQueueFlushService(cfg, self.commit_log, self.checkpoint,
+                                                             self.all_consume_queues)
+        self._flush_commit_log.start()
+        self._flush_consume_queue.start()
+        self.running = True
+        log.info("message store started at %s (last exit %s, commit log %d..%d)", cfg.store_path_root_dir,
+                 "clean" if self.last_exit_ok else "ABNORMAL", self.get_min_phy_offset(), self.get_max_phy_offset())
+
+    def shutdown(self) -> None:
+        """Flush everything, write the checkpoint, unmap files, delete ``abort``. Idempotent."""
+        if not self.running:
+            return
+        self.running = False
+        self.commit_log.shutdown_writes()
+        if self._flush_commit_log is not None:
+            self._flush_commit_log.shutdown()
+        if self._flush_consume_queue is not None:
+            self._flush_consume_queue.shutdown()
+            self._flush_consume_queue.flush_all()
+        self.commit_log.flush()
+        assert self.checkpoint is not None
+        ts = self.commit_log.last_store_timestamp
+        if ts:
+            self.checkpoint.physic_msg_timestamp = self.checkpoint.logics_msg_timestamp = ts
+        self.checkpoint.shutdown()
+        self.commit_log.shutdown()
+        for cq in self.all_consume_queues():
+            cq.shutdown()
+        try:
+            os.remove(self.config.abort_path)
+        except FileNotFoundError:
+            pass
+        self._release_lock()
+        log.info("message store at %s shut down", self.config.store_path_root_dir)
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> MessageStore:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    # -- consume queues --------------------------------------------------------------------
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not os.path.isdir(root):
+            return
+        for topic in sorted(os.listdir(root)):
+            tdir = os.path.join(root, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for qid in sorted(os.listdir(tdir)):
+                if qid.lstrip("-").isdigit():
+                    cq = self.find_consume_queue(topic, int(qid))
+                    cq.load()
+
+    def find_consume_queue(self, topic: str, queue_id: int, create: bool = True) -> ConsumeQueue | None:
+        """The consume queue of topic/queue id, created (without files) when ``create``."""
+        queues = self.consume_queue_table.get(topic)
+        if queues is not None:
+            cq = queues.get(queue_id)
+            if cq is not None or not create:
+                return cq
+        elif not create:
+            return None
+        # copy-on-write so readers iterating a snapshot never see a dict change size
+        queues = dict(self.consume_queue_table.get(topic) or {})
+        cq = queues.get(queue_id)
+        if cq is None:
+            cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
+                              self.config.mapped_file_size_consume_queue)
+            queues[queue_id] = cq
+            table = dict(self.consume_queue_table)
+            table[topic] = queues
+            self.consume_queue_table = table
+        return cq
+
+    def all_consume_queues(self) -> Iterable[ConsumeQueue]:
+        return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
+
+    # -- dispatch --------------------------------------------------------------------------
+    def _dispatch(self, req: DispatchRequest) -> None:
+        """Index one record (called under the append lock and during recovery)."""
+        if req.sys_flag & MessageSysFlag.TRANSACTION_MASK in _NOT_OR_COMMIT:
+            cq = self.find_consume_queue(req.topic, req.queue_id)
+            cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
+                                         req.consume_queue_offset)
+
+    def register_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Call ``listener(topic, queue_id, max_offset, tags_code, properties)`` after each
+        dispatched NOT/COMMIT record; ``max_offset`` = consume-queue offset + 1. Runs on the
+        putting thread, outside the append lock; exceptions are logged and swallowed."""
+        self._listeners = [*self._listeners, listener]
+
+    def _notify(self, reqs: Sequence[DispatchRequest]) -> None:
+        listeners = self._listeners
+        if not listeners:
+            return
+        for req in reqs:
+            if req.sys_flag & MessageSysFlag.TRANSACTION_MASK not in _NOT_OR_COMMIT:
+                continue
+            props = req.get_properties()
+            for listener in listeners:
+                try:
+                    listener(req.topic, req.queue_id, req.consume_queue_offset + 1, req.tags_code, props)
+                except Exception:
+                    log.exception("message arrival listener failed")
+
+    # -- recovery --------------------------------------------------------------------------
+    def _recover(self) -> None:
+        cl = self.commit_log
+        for cq in self.all_consume_queues():
+            cq.recover()
+        if self.last_exit_ok:
+            end = cl.recover_normally()
+        else:
+            assert self.checkpoint is not None
+            end = cl.recover_abnormally(self.checkpoint.get_min_timestamp(), self._dispatch)
+        for cq in self.all_consume_queues():
+            cq.truncate_dirty_logic_files(end)
+        reput_from = max([cq.max_physic_offset for cq in self.all_consume_queues()] + [0])
+        reput_from = max(reput_from, cl.get_min_offset())
+        if reput_from < end:
+            log.info("re-dispatching commit log %d..%d to the consume queues", reput_from, end)
+            cl.dispatch_from(reput_from, self._dispatch)
+        min_phy = max(cl.get_min_offset(), 0)
+        table = {}
+        for cq in self.all_consume_queues():
+            cq.correct_min_offset(min_phy)
+            table[(cq.topic, cq.queue_id)] = cq.get_max_offset_in_queue()
+        cl.topic_queue_table = table
+
+    # -- writing ---------------------------------------------------------------------------
+    def put_message(self, msg: InnerMessage) -> PutMessageResult:
+        """Store one message.
+
+        Returns PUT_OK; MESSAGE_ILLEGAL (topic empty or > 127 bytes, body > ``max_message_size``,
+        record larger than a CommitLog file); PROPERTIES_SIZE_EXCEEDED (properties > 32767
+        bytes); SERVICE_NOT_AVAILABLE (not started or shut down); FLUSH_DISK_TIMEOUT (SYNC_FLUSH
+        and no fsync within ``sync_flush_timeout``; the message is stored).
+        """
+        if not self.running:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        result, reqs = self.commit_log.put_message(msg)
+        return self._after_put(result, reqs, msg.wait_store_msg_ok)
+
+    def put_messages(self, batch: Sequence[InnerMessage]) -> PutMessageResult:
+        """Store a batch (one lock acquisition, consecutive queue offsets, one file); same
+        statuses as :meth:`put_message`. All records must be TRANSACTION_NOT/COMMIT."""
+        if not self.running:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        result, reqs = self.commit_log.put_messages(batch)
+        return self._after_put(result, reqs, all(m.wait_store_msg_ok for m in batch))
+
+    def _after_put(self, result: PutMessageResult, reqs: list[DispatchRequest], wait: bool) -> PutMessageResult:
+        if result.put_message_status is not PutMessageStatus.PUT_OK:
+            return result
+        self._notify(reqs)
+        flusher = self._flush_commit_log
+        if flusher is not None and flusher.sync:
+            ar = result.append_message_result
+            end = ar.wrote_offset + ar.wrote_bytes
+            if wait:
+                if not flusher.wait_for_flush(end, self.config.sync_flush_timeout):
+                    log.warning("flush disk timeout for commit log offset %d", end)
+                    result.put_message_status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+            else:
+                flusher.wakeup(end)
+        return result
+
+    # -- reading ---------------------------------------------------------------------------
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                    tag_filter: TagFilter | None = None,
+                    max_total_bytes: int | None = None) -> GetMessageResult | None:
+        """Read up to ``max_msg_nums`` records of topic/queue id from consume-queue ``offset``.
+
+        Args:
+            group: consumer group (logging only).
+            tag_filter: ``f(tags_code) -> bool`` deciding from the consume-queue tag code;
+                None accepts all.
+            max_total_bytes: stop before exceeding this many record bytes (default
+                ``max_transfer_bytes_on_message_in_memory``, 256 KiB); at most
+                ``max_transfer_count_on_message_in_memory`` (32) records per call.
+
+        Returns:
+            A :class:`GetMessageResult` whose status follows protocol doc §3.4 step 3, or None
+            when the store is not running (the broker answers SYSTEM_ERROR).
+        """
+        if not self.running:
+            return None
+        cfg = self.config
+        max_bytes = cfg.max_transfer_bytes_on_message_in_memory if max_total_bytes is None else max_total_bytes
+        max_count = cfg.max_transfer_count_on_message_in_memory
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        if cq is None:
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        min_offset = cq.get_min_offset_in_queue()
+        max_offset = cq.get_max_offset_in_queue()
+        res = GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if max_offset == 0:
+            return res
+        if offset < min_offset:
+            res.status, res.next_begin_offset = GetMessageStatus.OFFSET_TOO_SMALL, min_offset
+            return res
+        if offset == max_offset:
+            res.status, res.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_ONE, offset
+            return res
+        if offset > max_offset:
+            res.status, res.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
+            return res
+        buf = cq.get_index_buffer(offset)
+        if buf is None:
+            res.status, res.next_begin_offset = GetMessageStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset)
+            return res
+        res.status = GetMessageStatus.NO_MATCHED_MESSAGE
+        limit = min(len(buf), max(_MAX_FILTER_BYTES, max_msg_nums * CQ_STORE_UNIT_SIZE))
+        limit -= limit % CQ_STORE_UNIT_SIZE
+        buffers = res.message_buffers
+        queue_offsets = res.message_queue_offsets
+        total = 0
+        next_phy_file_start = -1
+        get = self.commit_log.get_message
+        scanned = 0
+        for phy, size, tags_code in CQ_ENTRY.iter_unpack(memoryview(buf)[:limit]):
+            if buffers and (len(buffers) >= max_msg_nums or total + size > max_bytes or len(buffers) >= max_count):
+                break
+            scanned += CQ_STORE_UNIT_SIZE
+            if next_phy_file_start >= 0 and phy < next_phy_file_start:
+                continue
+            if tag_filter is not None and not tag_filter(tags_code):
+                if not buffers:
+                    res.status = GetMessageStatus.NO_MATCHED_MESSAGE
+                continue
+            rec = get(phy, size) if size != INT_MAX else None
+            if rec is None:
+                if not buffers:
+                    res.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                next_phy_file_start = self.commit_log.roll_next_file(phy)
+                continue
+            buffers.append(rec)
+            queue_offsets.append(offset + scanned // CQ_STORE_UNIT_SIZE - 1)
+            total += size
+            res.status = GetMessageStatus.FOUND
+            next_phy_file_start = -1
+        res.buffer_total_size = total
+        res.next_begin_offset = offset + scanned // CQ_STORE_UNIT_SIZE
+        return res
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """Consume-queue max offset (exclusive; 0 for an unknown queue)."""
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return cq.get_max_offset_in_queue() if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """Consume-queue min offset (0 for an unknown queue)."""
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return cq.get_min_offset_in_queue() if cq is not None else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        """CommitLog offset of the message at a consume-queue offset (0 if none)."""
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        entry = cq.get_entry(consume_queue_offset) if cq is not None else None
+        return entry[0] if entry is not None else 0
+
+    def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
+        """The §4.5 record at a CommitLog offset, or None (bad offset, deleted, not written)."""
+        if size is not None:
+            return self.commit_log.get_message(commit_log_offset, size)
+        return self.commit_log.look_message_by_offset(commit_log_offset)
+
+    def _store_time_at(self, cq: ConsumeQueue, index: int) -> int:
+        entry = cq.get_entry(index)
+        if entry is None or entry[1] == INT_MAX or entry[0] < self.commit_log.get_min_offset():
+            return -1
+        return self.commit_log.get_store_timestamp(entry[0])
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_queue_offset: int) -> int:
+        """Store time (ms) of the message at a consume-queue offset, or -1."""
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return self._store_time_at(cq, consume_queue_offset) if cq is not None else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """Store time (ms) of the oldest message still in the queue, or -1."""
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        return self._store_time_at(cq, cq.get_min_offset_in_queue()) if cq is not None else -1
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """Consume-queue offset of the message stored at ``timestamp`` (ms): the first exact
+        match, else the nearer of its two neighbours (the earlier one on a tie); the first or
+        last entry when the time is outside the queue; 0 for an unknown or empty queue."""
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        if cq is None:
+            return 0
+        lo, hi = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue() - 1
+        if hi < lo:
+            return lo
+        left, right = lo, hi + 1
+        while left < right:
+            mid = (left + right) // 2
+            if self._store_time_at(cq, mid) < timestamp:
+                left = mid + 1
+            else:
+                right = mid
+        if left > hi:
+            return hi
+        t_right = self._store_time_at(cq, left)
+        if t_right == timestamp or left == lo:
+            return left
+        t_left = self._store_time_at(cq, left - 1)
+        return left if abs(timestamp - t_left) > abs(timestamp - t_right) else left - 1
+
+    def get_min_phy_offset(self) -> int:
+        return max(self.commit_log.get_min_offset(), 0)
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.get_max_offset()
+
+    def get_topic_queue_offsets(self) -> dict[tuple[str, int], int]:
+        """Snapshot of the next queue offset per (topic, queue id)."""
+        return dict(self.commit_log.topic_queue_table)
+
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        """Drop the consume queues (files included) of ``topics``; their CommitLog records stay
+        until expiry. Returns the number of queues removed."""
+        removed = 0
+        with self.commit_log.put_lock:
+            table = dict(self.consume_queue_table)
+            for topic in topics:
+                queues = table.pop(topic, None)
+                for qid, cq in (queues or {}).items():
+                    cq.destroy()
+                    self.commit_log.topic_queue_table.pop((topic, qid), None)
+                    removed += 1
+                try:
+                    os.rmdir(os.path.join(self.config.consume_queue_dir, topic))
+                except OSError:
+                    pass
+            self.consume_queue_table = table
+        return removed
+
+
