@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import fastjson
+from .beans import INT, MQ, MQ_KEY, PLAIN, JsonBean, bean, enum_codec, json_field, list_of, map_of
 from .javahash import java_string_hash
 from .message import MessageQueue
 
@@ -46,14 +47,29 @@ class ConsumeFromWhere(_NamedEnum):
 
 
 def _dumps(d: Any) -> bytes:
-    return json.dumps(d, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode("utf-8")
+    # Bean dicts below are built with their keys in fastjson's (alphabetical) order; maps keep
+    # their own order, so a body read from Java is written back byte for byte.
+    return json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 SUB_ALL = "*"
 
 
+class _DictJson:
+    """``to_json``/``from_json`` for the hand-written classes that have ``to_dict``/``from_dict``."""
+
+    __slots__ = ()
+
+    def to_json(self) -> bytes:
+        return _dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, body: bytes | str):
+        return cls.from_dict(fastjson.loads(body))
+
+
 @dataclass
-class SubscriptionData:
+class SubscriptionData(_DictJson):
     """A topic subscription: tag expression ``*`` or ``TagA || TagB`` (or SQL92)."""
 
     topic: str
@@ -104,7 +120,7 @@ class SubscriptionData:
 
 
 @dataclass
-class ConsumerData:
+class ConsumerData(_DictJson):
     group_name: str
     consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
     message_model: MessageModel = MessageModel.CLUSTERING
@@ -146,7 +162,7 @@ class HeartbeatData:
 
 
 @dataclass
-class QueueData:
+class QueueData(_DictJson):
     broker_name: str
     read_queue_nums: int
     write_queue_nums: int
@@ -164,7 +180,7 @@ class QueueData:
 
 
 @dataclass
-class BrokerData:
+class BrokerData(_DictJson):
     broker_name: str
     cluster: str
     broker_addrs: dict[int, str] = field(default_factory=dict)
@@ -201,7 +217,7 @@ class TopicRouteData:
 
 
 @dataclass
-class TopicConfig:
+class TopicConfig(_DictJson):
     topic_name: str
     read_queue_nums: int = 8
     write_queue_nums: int = 8
@@ -223,7 +239,7 @@ class TopicConfig:
 
 
 @dataclass
-class DataVersion:
+class DataVersion(_DictJson):
     timestamp: int = 0
     counter: int = 0
 
@@ -238,7 +254,7 @@ class DataVersion:
 
 
 @dataclass
-class TopicConfigSerializeWrapper:
+class TopicConfigSerializeWrapper(_DictJson):
     topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
 
@@ -279,3 +295,102 @@ def consumer_list_from_json(body: bytes) -> list[str]:
 def mq_set_to_json(client_id: str, group: str, mqs: list[MessageQueue]) -> bytes:
     """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ request body."""
     return _dumps({"clientId": client_id, "consumerGroup": group, "mqSet": [m.to_dict() for m in mqs]})
+
+
+# --- bodies built on the declarative JsonBean base -------------------------------------------
+@dataclass(slots=True)
+class ProducerData(JsonBean):
+    """One producer group of a heartbeat (``{"groupName": ...}``)."""
+
+    group_name: str = ""
+
+
+@dataclass(slots=True)
+class ConsumerListBody(JsonBean):
+    """GET_CONSUMER_LIST_BY_GROUP response: ``{"consumerIdList": [...]}``."""
+
+    consumer_id_list: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LockBatchRequestBody(JsonBean):
+    """LOCK_BATCH_MQ / UNLOCK_BATCH_MQ request: ``{"clientId","consumerGroup","mqSet"}``."""
+
+    client_id: str | None = None
+    consumer_group: str | None = None
+    mq_set: list[MessageQueue] = json_field(default_factory=list, codec=list_of(MQ))
+
+
+UnlockBatchRequestBody = LockBatchRequestBody
+
+
+@dataclass(slots=True)
+class LockBatchResponseBody(JsonBean):
+    """LOCK_BATCH_MQ response: ``{"lockOKMQSet": [MessageQueue...]}``."""
+
+    lock_ok_mq_set: list[MessageQueue] = json_field(default_factory=list, key="lockOKMQSet", codec=list_of(MQ))
+
+
+@dataclass(slots=True)
+class ResetOffsetBody(JsonBean):
+    """RESET_CONSUMER_CLIENT_OFFSET body for Java consumers (and the INVOKE_BROKER_TO_RESET_OFFSET
+    response): ``{"offsetTable":{{MessageQueue}:offset}}`` with object keys."""
+
+    offset_table: dict[MessageQueue, int] = json_field(default_factory=dict, codec=map_of(INT, MQ_KEY))
+
+
+@dataclass(slots=True)
+class MessageQueueForC(JsonBean):
+    broker_name: str = ""
+    offset: int = 0
+    queue_id: int = 0
+    topic: str = ""
+
+
+@dataclass(slots=True)
+class ResetOffsetBodyForC(JsonBean):
+    """RESET_CONSUMER_CLIENT_OFFSET body the C++ client parses:
+    ``{"offsetTable":[{"brokerName","offset","queueId","topic"}]}``."""
+
+    offset_table: list[MessageQueueForC] = json_field(default_factory=list, codec=list_of(bean(MessageQueueForC)))
+
+    @classmethod
+    def from_offsets(cls, offsets: dict[MessageQueue, int]) -> ResetOffsetBodyForC:
+        return cls([MessageQueueForC(mq.broker_name, off, mq.queue_id, mq.topic) for mq, off in offsets.items()])
+
+    def offsets(self) -> dict[MessageQueue, int]:
+        return {MessageQueue(e.topic, e.broker_name, e.queue_id): e.offset for e in self.offset_table}
+
+
+class ConsumeMessageDirectlyResultCode(enum.Enum):
+    CR_SUCCESS = "CR_SUCCESS"
+    CR_LATER = "CR_LATER"
+    CR_ROLLBACK = "CR_ROLLBACK"
+    CR_COMMIT = "CR_COMMIT"
+    CR_THROW_EXCEPTION = "CR_THROW_EXCEPTION"
+    CR_RETURN_NULL = "CR_RETURN_NULL"
+
+
+@dataclass(slots=True)
+class ConsumeMessageDirectlyResult(JsonBean):
+    """CONSUME_MESSAGE_DIRECTLY response body."""
+
+    auto_commit: bool = True
+    consume_result: ConsumeMessageDirectlyResultCode | None = json_field(
+        None, codec=enum_codec(ConsumeMessageDirectlyResultCode))
+    order: bool = False
+    remark: str | None = None
+    spent_time_mills: int = 0
+
+
+@dataclass(slots=True)
+class ConsumerRunningInfo(JsonBean):
+    """GET_CONSUMER_RUNNING_INFO response (kept loose: process-queue and status entries stay dicts,
+    as the C++ client writes some numbers as strings)."""
+
+    jstack: str | None = None
+    mq_table: dict[MessageQueue, dict] = json_field(default_factory=dict, codec=map_of(PLAIN, MQ_KEY))
+    properties: dict[str, str] = field(default_factory=dict)
+    status_table: dict[str, Any] = field(default_factory=dict)
+    subscription_set: list[SubscriptionData] = json_field(default_factory=list,
+                                                          codec=list_of(bean(SubscriptionData)))

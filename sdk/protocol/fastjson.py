@@ -158,16 +158,16 @@ def loads(data: bytes | str) -> Any:
     return v
 
 
-def _write(obj: Any, standard: bool, out: list[str]) -> None:
+def _write(obj: Any, standard: bool, out: list[str], sort_keys: bool = True) -> None:
     if isinstance(obj, Mapping):
         out.append("{")
         first = True
-        for k in sorted(obj, key=lambda k: (str(type(k)), k)):
+        for k in (sorted(obj, key=lambda k: (str(type(k)), k)) if sort_keys else obj):
             if not first:
                 out.append(",")
             first = False
             if isinstance(k, ObjectKey):
-                _write(k.as_dict(), standard, out)
+                _write(k.as_dict(), standard, out, sort_keys)
             elif isinstance(k, str):
                 out.append(json.dumps(k, ensure_ascii=standard))
             elif standard:
@@ -175,21 +175,33 @@ def _write(obj: Any, standard: bool, out: list[str]) -> None:
             else:
                 out.append(str(k))
             out.append(":")
-            _write(obj[k], standard, out)
+            _write(obj[k], standard, out, sort_keys)
         out.append("}")
     elif isinstance(obj, list | tuple | set | frozenset):
         out.append("[")
         for n, v in enumerate(obj):
             if n:
                 out.append(",")
-            _write(v, standard, out)
+            _write(v, standard, out, sort_keys)
         out.append("]")
     else:
         out.append(json.dumps(obj, ensure_ascii=standard))
 
 
-def dumps(obj: Any, *, standard: bool = True) -> str:
-    """Compact JSON with sorted keys. ``standard=False`` writes int keys bare like fastjson."""
+def dumps(obj: Any, *, standard: bool = True, sort_keys: bool = True) -> str:
+    """Compact JSON.
+
+    Args:
+        obj: dicts (any hashable keys: str, int, :class:`ObjectKey`), lists, tuples, sets,
+            str, int, float, bool, None.
+        standard: True writes every map key as a JSON string and non-ASCII as ``\\uXXXX``
+            (fastjson's ``WriteNonStringKeyAsString``/``BrowserCompatible``); False writes int keys
+            bare (``{0:"x"}``) and non-ASCII as UTF-8, as fastjson does by default.
+        sort_keys: True sorts map keys (fastjson sorts bean properties); False keeps the dicts'
+            own order, so a reader's order (Java ``HashMap`` order) can be reproduced.
+
+    :class:`ObjectKey` keys are always written as JSON objects (``{{"brokerName":...}:5}``).
+    """
     out: list[str] = []
-    _write(obj, standard, out)
+    _write(obj, standard, out, sort_keys)
     return "".join(out)
