@@ -37,6 +37,11 @@ _H = struct.Struct(">h")
 _B = struct.Struct(">b")
 _TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTxOffset, bodyLen
 _BATCH_HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, bodyLen
+# bornHost(4 B + port), storeTimestamp, storeHost(4 B + port), reconsumeTimes, preparedTxOffset, bodyLen
+_V4_MID = struct.Struct(">BBBBiqBBBBiiqi")
+_V6_BITS = MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6
+_U64 = 0xFFFFFFFFFFFFFFFF
+_new_ext = object.__new__
 
 
 def encode_properties(properties: dict[str, str], *, trailing_separator: bool = False) -> str:
@@ -156,10 +161,20 @@ def store_timestamp_pos(sys_flag: int) -> int:
 
 
 def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: bool = True) -> tuple[MessageExt, int]:
-    """Decode the record starting at ``pos``; returns (message, position after it).
+    """Decode the §4.5 record starting at ``pos``.
+
+    Args:
+        buf: bytes, bytearray or memoryview holding one or more records.
+        pos: offset of the record's TOTALSIZE field.
+        decompress: inflate the body (zlib) when sysFlag bit 0 is set (default True).
+        read_body: False skips copying the body (``body`` stays ``b""``), for index scans.
+
+    Returns:
+        (message, offset just after the record). ``offset_msg_id`` is computed from the store
+        host and PHYSICALOFFSET; ``msg_id`` is the UNIQ_KEY when present.
 
     Raises:
-        FrameError: the bytes are not a well-formed record.
+        FrameError: bad magic code, truncated record, inconsistent lengths, bad UTF-8 or zlib data.
     """
     try:
         (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag,
@@ -168,7 +183,7 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
             raise FrameError(f"bad message magic code {magic & 0xFFFFFFFF:#x} at {pos}")
         if pos + total > len(buf):
             raise FrameError(f"message record at {pos} declares {total} bytes but only {len(buf) - pos} remain")
-        m = MessageExt()
+        m = _new_ext(MessageExt)
         m.store_size = total
         m.body_crc = crc
         m.queue_id = queue_id
@@ -177,20 +192,39 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
         m.commit_log_offset = phys
         m.sys_flag = sys_flag
         m.born_timestamp = born_ts
-        p = pos + 48
-        m.born_host, p = _unpack_host(buf, p, bool(sys_flag & MessageSysFlag.BORNHOST_V6))
-        m.store_timestamp = _Q.unpack_from(buf, p)[0]
-        store_host_pos = p + 8
-        m.store_host, p = _unpack_host(buf, store_host_pos, bool(sys_flag & MessageSysFlag.STOREHOST_V6))
-        m.reconsume_times, m.prepared_transaction_offset, body_len = _TAIL.unpack_from(buf, p)
-        p += 16
+        m.transaction_id = None
+        m.broker_name = ""
+        if not sys_flag & _V6_BITS:  # the common IPv4/IPv4 layout in one unpack
+            (b1, b2, b3, b4, bport, store_ts, s1, s2, s3, s4, sport, m.reconsume_times,
+             m.prepared_transaction_offset, body_len) = _V4_MID.unpack_from(buf, pos + 48)
+            m.born_host = f"{b1}.{b2}.{b3}.{b4}:{bport}"
+            m.store_host = f"{s1}.{s2}.{s3}.{s4}:{sport}"
+            m.offset_msg_id = f"{s1:02X}{s2:02X}{s3:02X}{s4:02X}{sport & 0xFFFFFFFF:08X}{phys & _U64:016X}"
+            p = pos + 88
+        else:
+            p = pos + 48
+            m.born_host, p = _unpack_host(buf, p, bool(sys_flag & MessageSysFlag.BORNHOST_V6))
+            store_ts = _Q.unpack_from(buf, p)[0]
+            store_host_pos = p + 8
+            m.store_host, p = _unpack_host(buf, store_host_pos, bool(sys_flag & MessageSysFlag.STOREHOST_V6))
+            ip_port = bytes(buf[store_host_pos:p])
+            m.offset_msg_id = offset_msg_id_from_packed(ip_port, phys)
+            m.reconsume_times, m.prepared_transaction_offset, body_len = _TAIL.unpack_from(buf, p)
+            p += 16
+        m.store_timestamp = store_ts
+        if body_len < 0:
+            raise FrameError(f"negative body length at {pos}")
         if read_body:
             body = bytes(buf[p:p + body_len])
             if decompress and sys_flag & MessageSysFlag.COMPRESSED:
                 body = zlib.decompress(body)
             m.body = body
+        else:
+            m.body = b""
         p += body_len
-        topic_len = _B.unpack_from(buf, p)[0]
+        topic_len = buf[p]
+        if topic_len > 127:
+            raise FrameError(f"negative topic length at {pos}")
         p += 1
         m.topic = bytes(buf[p:p + topic_len]).decode("utf-8")
         p += topic_len
@@ -199,11 +233,11 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
         if props_len > 0:
             m.properties = decode_properties(bytes(buf[p:p + props_len]).decode("utf-8"))
             p += props_len
+        else:
+            m.properties = {}
         if p - pos != total:
             raise FrameError(f"message record at {pos} declares {total} bytes but holds {p - pos}")
-        ip_port = buf[store_host_pos:store_host_pos + (20 if sys_flag & MessageSysFlag.STOREHOST_V6 else 8)]
-        m.offset_msg_id = offset_msg_id_from_packed(bytes(ip_port), phys)
-        return m, pos + total
+        return m, p
     except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as exc:
         raise FrameError(f"malformed message record at {pos}: {exc}") from exc
 
