@@ -4,12 +4,14 @@ Each header is a small dataclass with snake_case attributes; the wire key is the
 name (camelCase, or an explicit ``wire`` name such as ``clientID``). ``to_ext_fields()`` writes
 every non-None field as a string (booleans ``"true"``/``"false"``); ``from_ext_fields()`` is
 lenient like the Java broker: values may be strings, JSON numbers or booleans (the C++ client
-sends numbers), unparsable numbers become None, booleans accept ``"true"`` and ``"1"``.
+sends numbers), unparsable numbers become None, booleans follow ``Boolean.parseBoolean`` but
+``batch``/``unitMode`` also accept ``"1"`` (the C++ client's true).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -27,21 +29,36 @@ def _to_str(v: Any) -> str:
     return str(v)
 
 
-def _parse(kind: str, v: Any) -> Any:
-    if v is None:
-        return None
-    if kind == "int":
-        if isinstance(v, bool):
-            return int(v)
-        try:
-            return int(v)
-        except (TypeError, ValueError):
-            return None
-    if kind == "bool":
-        if isinstance(v, bool):
-            return v
-        return str(v).strip().lower() in ("true", "1")
+def _parse_int(v: Any) -> int | None:
+    if type(v) is int:
+        return v
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None  # Java logs the bad number and leaves the field null
+
+
+def _parse_bool(v: Any) -> bool:
+    """Java ``Boolean.parseBoolean``: only a case-insensitive ``true`` is true."""
+    if isinstance(v, bool):
+        return v
+    return isinstance(v, str) and v.lower() == "true"
+
+
+def _parse_bool_or_one(v: Any) -> bool:
+    """``Boolean.parseBoolean`` that also takes ``"1"``/1, which the C++ client sends for
+    ``batch`` and ``unitMode``."""
+    if isinstance(v, bool):
+        return v
+    return str(v).strip().lower() in ("true", "1")
+
+
+def _parse_str(v: Any) -> str:
     return v if isinstance(v, str) else _to_str(v)
+
+
+#: Fields whose boolean the C++ client writes as ``"0"``/``"1"``.
+_ONE_IS_TRUE = frozenset({"batch", "unit_mode"})
 
 
 def wire(name: str) -> dict:
@@ -50,39 +67,52 @@ def wire(name: str) -> dict:
 
 
 class Header:
-    """Base of all typed headers."""
+    """Base of all typed headers: a slots dataclass whose fields are all optional.
+
+    The spec of each subclass (attribute, wire key, parser) is derived once from its dataclass
+    fields: ``int`` fields parse decimal strings or JSON numbers (unparsable → None), ``bool``
+    fields follow ``Boolean.parseBoolean`` (plus ``"1"`` for ``batch``/``unitMode``), others are
+    strings.
+    """
 
     __slots__ = ()
-    _spec: ClassVar[tuple[tuple[str, str, str], ...]]  # (attr, wire key, kind)
-
-    def __init_subclass__(cls, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
 
     @classmethod
-    def _get_spec(cls) -> tuple[tuple[str, str, str], ...]:
+    def _get_spec(cls) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
         spec = cls.__dict__.get("_spec_cache")
         if spec is None:
             items = []
             for f in dataclasses.fields(cls):
                 t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-                kind = "bool" if "bool" in t else "int" if "int" in t else "str"
-                items.append((f.name, f.metadata.get("wire", _camel(f.name)), kind))
+                if "bool" in t:
+                    parser = _parse_bool_or_one if f.name in _ONE_IS_TRUE else _parse_bool
+                elif "int" in t:
+                    parser = _parse_int
+                else:
+                    parser = _parse_str
+                items.append((f.name, f.metadata.get("wire", _camel(f.name)), parser))
             spec = tuple(items)
             cls._spec_cache = spec
         return spec
 
     def to_ext_fields(self) -> dict[str, str]:
+        """The header as ``extFields``: Java field names, string values, None fields omitted."""
         out: dict[str, str] = {}
-        for attr, key, _kind in self._get_spec():
+        for attr, key, _parser in self._get_spec():
             v = getattr(self, attr)
             if v is not None:
-                out[key] = _to_str(v)
+                out[key] = v if type(v) is str else _to_str(v)
         return out
 
     @classmethod
     def from_ext_fields(cls: type[T], ext: dict[str, Any] | None) -> T:
-        ext = ext or {}
-        kwargs = {attr: _parse(kind, ext.get(key)) for attr, key, kind in cls._get_spec()}
+        """Read ``extFields`` (values may be str, int or bool); unknown keys are ignored."""
+        kwargs = {}
+        if ext:
+            for attr, key, parser in cls._get_spec():
+                v = ext.get(key)
+                if v is not None:
+                    kwargs[attr] = parser(v)
         return cls(**kwargs)
 
 
@@ -117,13 +147,23 @@ class SendMessageRequestHeader(Header):
         for key, attr in self._V2:
             v = getattr(self, attr)
             if v is not None:
-                out[key] = _to_str(v)
+                out[key] = v if type(v) is str else _to_str(v)
         return out
 
     @classmethod
     def from_v2(cls, ext: dict[str, Any]) -> SendMessageRequestHeader:
-        spec = {a: k for a, _w, k in cls._get_spec()}
-        return cls(**{attr: _parse(spec[attr], ext.get(key)) for key, attr in cls._V2})
+        """Read the single-letter form (values may be str, int or bool)."""
+        spec = cls.__dict__.get("_v2_spec")
+        if spec is None:
+            parsers = {a: p for a, _w, p in cls._get_spec()}
+            spec = tuple((key, attr, parsers[attr]) for key, attr in cls._V2)
+            cls._v2_spec = spec
+        kwargs = {}
+        for key, attr, parser in spec:
+            v = ext.get(key)
+            if v is not None:
+                kwargs[attr] = parser(v)
+        return cls(**kwargs)
 
 
 @dataclass(slots=True)

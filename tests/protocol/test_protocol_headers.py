@@ -123,3 +123,13 @@ def test_java_named_aliases_exist():
     assert H.QueryConsumerOffsetResponseHeader is H.OffsetResponseHeader
     assert H.UpdateAndCreateTopicRequestHeader().to_ext_fields() == {}
     assert parse_request_header(34, {}) is None
+
+
+def test_booleans_follow_java_parse_boolean_except_cpp_batch_and_unit_mode():
+    assert H.TopicRequestHeader.from_ext_fields({"acceptStandardJsonOnly": "1"}).accept_standard_json_only is False
+    assert H.TopicRequestHeader.from_ext_fields({"acceptStandardJsonOnly": True}).accept_standard_json_only is True
+    assert H.EndTransactionRequestHeader.from_ext_fields({"fromTransactionCheck": "True"}).from_transaction_check
+    h = SendMessageRequestHeader.from_ext_fields({"batch": "1", "unitMode": 1})
+    assert h.batch is True and h.unit_mode is True
+    assert SendMessageRequestHeader.from_v2({"m": "1", "k": "0"}).batch is True
+    assert H.ConsumerSendMsgBackRequestHeader.from_ext_fields({"unitMode": "1"}).unit_mode is True
