@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 import json
+import struct
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -231,6 +233,23 @@ class TopicConfig(_DictJson):
                 "topicFilterType": self.topic_filter_type, "topicName": self.topic_name,
                 "topicSysFlag": self.topic_sys_flag, "writeQueueNums": self.write_queue_nums}
 
+    def encode_compact(self) -> str:
+        """Java ``TopicConfig.encode()``: ``"<name> <read> <write> <perm> <filterType>"``."""
+        return (f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} {self.perm} "
+                f"{self.topic_filter_type}")
+
+    @classmethod
+    def decode_compact(cls, text: str) -> TopicConfig:
+        """Inverse of :meth:`encode_compact`.
+
+        Raises:
+            ValueError: fewer than five fields or non-numeric counts.
+        """
+        parts = text.split(" ")
+        if len(parts) < 5:
+            raise ValueError(f"not an encoded TopicConfig: {text!r}")
+        return cls(parts[0], int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
+
     @classmethod
     def from_dict(cls, d: dict) -> TopicConfig:
         return cls(d["topicName"], int(d.get("readQueueNums", 8)), int(d.get("writeQueueNums", 8)),
@@ -282,6 +301,62 @@ class RegisterBrokerBody:
         d = fastjson.loads(body)
         return cls(TopicConfigSerializeWrapper.from_dict(d.get("topicConfigSerializeWrapper") or {}),
                    list(d.get("filterServerList") or []))
+
+    def encode(self, compress: bool = False) -> bytes:
+        """The REGISTER_BROKER body: JSON, or with ``compress=True`` the compressed form (header
+        ``compressed=true``): a zlib stream of ``int len + DataVersion JSON``, ``int topicCount``,
+        per topic ``int len + "<name> <read> <write> <perm> <filterType>"``, then ``int len +
+        filterServerList JSON``. The compressed form loses topicSysFlag and order, as in Java.
+        """
+        if not compress:
+            return self.to_json()
+        parts = [_len_prefixed(self.topic_config_wrapper.data_version.to_json())]
+        table = self.topic_config_wrapper.topic_config_table
+        parts.append(_INT.pack(len(table)))
+        for tc in table.values():
+            parts.append(_len_prefixed(tc.encode_compact().encode("utf-8")))
+        parts.append(_len_prefixed(_dumps(self.filter_server_list)))
+        return zlib.compress(b"".join(parts), 9)
+
+    @classmethod
+    def decode(cls, body: bytes, compressed: bool = False) -> RegisterBrokerBody:
+        """Read either form of the REGISTER_BROKER body.
+
+        Raises:
+            ValueError: the body is not valid in the announced form.
+        """
+        if not compressed:
+            return cls.from_json(body)
+        try:
+            raw = zlib.decompress(body)
+            pos = 0
+
+            def chunk() -> bytes:
+                nonlocal pos
+                (n,) = _INT.unpack_from(raw, pos)
+                if n < 0 or pos + 4 + n > len(raw):
+                    raise ValueError(f"bad length {n} at {pos}")
+                pos += 4 + n
+                return raw[pos - n:pos]
+
+            version = DataVersion.from_json(chunk())
+            (count,) = _INT.unpack_from(raw, pos)
+            pos += 4
+            table = {}
+            for _ in range(count):
+                tc = TopicConfig.decode_compact(chunk().decode("utf-8"))
+                table[tc.topic_name] = tc
+            servers = list(fastjson.loads(chunk())) if pos < len(raw) else []
+        except (zlib.error, struct.error, UnicodeDecodeError) as exc:
+            raise ValueError(f"malformed compressed RegisterBrokerBody: {exc}") from exc
+        return cls(TopicConfigSerializeWrapper(table, version), servers)
+
+
+_INT = struct.Struct(">i")
+
+
+def _len_prefixed(data: bytes) -> bytes:
+    return _INT.pack(len(data)) + data
 
 
 def consumer_list_to_json(client_ids: list[str]) -> bytes:

@@ -181,3 +181,21 @@ def test_consumer_list_and_lock_bodies():
     assert B.LockBatchResponseBody.from_json(b'{"lockOKMQSet":[{"brokerName":"b","queueId":1,"topic":"T"}]}'
                                              ).lock_ok_mq_set == [mq]
     assert B.ProducerData("PG").to_dict() == {"groupName": "PG"}
+
+
+def test_register_broker_body_compressed_form_roundtrips():
+    recs = [r for r in load_capture("broker-namesrv") if r["code"] == 103 and not r["flag"] & 1]
+    body = B.RegisterBrokerBody.decode(base64.b64decode(recs[0]["body_b64"]), compressed=False)
+    assert "TBW102" in body.topic_config_wrapper.topic_config_table
+    packed = body.encode(compress=True)
+    back = B.RegisterBrokerBody.decode(packed, compressed=True)
+    assert back.topic_config_wrapper.data_version == body.topic_config_wrapper.data_version
+    assert back.filter_server_list == body.filter_server_list
+    for name, tc in body.topic_config_wrapper.topic_config_table.items():
+        got = back.topic_config_wrapper.topic_config_table[name]
+        assert (got.read_queue_nums, got.write_queue_nums, got.perm, got.topic_filter_type) == (
+            tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_filter_type)
+    assert body.encode() == base64.b64decode(recs[0]["body_b64"])
+    with pytest.raises(ValueError):
+        B.RegisterBrokerBody.decode(b"not zlib", compressed=True)
+    assert B.TopicConfig.decode_compact("T 4 4 6 SINGLE_TAG").encode_compact() == "T 4 4 6 SINGLE_TAG"
