@@ -22,6 +22,12 @@ from .message import MessageQueue
 
 
 class _NamedEnum(enum.Enum):
+    """Enum written by name (Java form), read from a name or an ordinal (C++ form)."""
+
+    @property
+    def ordinal(self) -> int:
+        return list(type(self)).index(self)
+
     @classmethod
     def parse(cls, v: Any):
         if isinstance(v, int) or (isinstance(v, str) and v.isdigit()):

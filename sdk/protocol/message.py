@@ -226,6 +226,12 @@ class SendStatus(enum.Enum):
     FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 
+    @classmethod
+    def from_response_code(cls, code: int) -> SendStatus | None:
+        """Java client mapping (§3.3): 0, 10, 12, 11 → a status; any other code → None (the
+        caller raises ``MQBrokerError``)."""
+        return _SEND_STATUS_BY_CODE.get(code)
+
 
 @dataclass(slots=True)
 class SendResult:
@@ -242,11 +248,25 @@ class SendResult:
     trace_on: bool = True
 
 
+_SEND_STATUS_BY_CODE = {0: SendStatus.SEND_OK, 10: SendStatus.FLUSH_DISK_TIMEOUT,
+                        12: SendStatus.FLUSH_SLAVE_TIMEOUT, 11: SendStatus.SLAVE_NOT_AVAILABLE}
+
+
 class PullStatus(enum.Enum):
     FOUND = "FOUND"
     NO_NEW_MSG = "NO_NEW_MSG"
     NO_MATCHED_MSG = "NO_MATCHED_MSG"
     OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+    @classmethod
+    def from_response_code(cls, code: int) -> PullStatus | None:
+        """Java/C++ client mapping (§3.4): 0 FOUND, 19 NO_NEW_MSG, 20 NO_MATCHED_MSG,
+        21 OFFSET_ILLEGAL; any other code → None (the caller raises ``MQBrokerError``)."""
+        return _PULL_STATUS_BY_CODE.get(code)
+
+
+_PULL_STATUS_BY_CODE = {0: PullStatus.FOUND, 19: PullStatus.NO_NEW_MSG, 20: PullStatus.NO_MATCHED_MSG,
+                        21: PullStatus.OFFSET_ILLEGAL}
 
 
 @dataclass(slots=True)

@@ -199,3 +199,10 @@ def test_register_broker_body_compressed_form_roundtrips():
     with pytest.raises(ValueError):
         B.RegisterBrokerBody.decode(b"not zlib", compressed=True)
     assert B.TopicConfig.decode_compact("T 4 4 6 SINGLE_TAG").encode_compact() == "T 4 4 6 SINGLE_TAG"
+
+
+def test_enum_ordinals_match_java():
+    assert [e.ordinal for e in B.ConsumeFromWhere] == [0, 1, 2, 3, 4, 5]
+    assert B.ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET.ordinal == 4
+    assert B.MessageModel.parse(1) is B.MessageModel.CLUSTERING and B.MessageModel.parse("BROADCASTING").ordinal == 0
+    assert B.ConsumeType.parse("1") is B.ConsumeType.CONSUME_PASSIVELY

@@ -94,3 +94,13 @@ def test_send_and_pull_results():
     assert p.msg_found_list == [] and PullStatus.FOUND.name == "FOUND"
     assert [s.name for s in SendStatus] == ["SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT",
                                             "SLAVE_NOT_AVAILABLE"]
+
+
+def test_status_mapping_from_response_codes():
+    assert SendStatus.from_response_code(0) is SendStatus.SEND_OK
+    assert SendStatus.from_response_code(10) is SendStatus.FLUSH_DISK_TIMEOUT
+    assert SendStatus.from_response_code(11) is SendStatus.SLAVE_NOT_AVAILABLE
+    assert SendStatus.from_response_code(12) is SendStatus.FLUSH_SLAVE_TIMEOUT
+    assert SendStatus.from_response_code(17) is None
+    assert [PullStatus.from_response_code(c) for c in (0, 19, 20, 21, 25)] == [
+        PullStatus.FOUND, PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG, PullStatus.OFFSET_ILLEGAL, None]
