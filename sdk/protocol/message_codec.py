@@ -253,11 +253,14 @@ def decode_messages(body, *, decompress: bool = True) -> list[MessageExt]:
     return out
 
 
-def encode_batch(messages: Sequence[Message]) -> bytes:
-    """Encode messages as a batch body (§4.6); each message's own properties are included."""
+def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = False) -> bytes:
+    """Encode messages as a batch body (§4.6): per message TOTALSIZE, MAGIC 0, BODYCRC 0, FLAG,
+    body and its own properties string (``trailing_separator`` as in :func:`encode_properties`;
+    the C++ client writes it, Java does not). The caller checks the batch rules (same topic, no
+    delay, no retry topic) and gives each message its UNIQ_KEY beforehand."""
     parts: list[bytes] = []
     for msg in messages:
-        props = encode_properties(msg.properties).encode("utf-8")
+        props = encode_properties(msg.properties, trailing_separator=trailing_separator).encode("utf-8")
         body = msg.body
         parts.append(_BATCH_HEAD.pack(20 + len(body) + 2 + len(props), 0, 0, msg.flag, len(body)))
         parts.append(body)

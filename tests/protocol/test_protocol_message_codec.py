@@ -232,3 +232,15 @@ def test_batch_malformed_raises_frame_error():
     with pytest.raises(FrameError):
         decode_batch(raw[:-1])
     assert decode_batch(b"") == []
+
+
+def test_cpp_batch_body_decodes_and_reencodes_with_trailing_separators():
+    recs = [r for r in load_capture("cpp-client-producer") if "batch" in (r.get("decoded") or {})]
+    if not recs:
+        pytest.skip("no captures")
+    raw = base64.b64decode(recs[0]["body_b64"])
+    expected = recs[0]["decoded"]["batch"]
+    msgs = decode_batch_messages(raw, "CapCppTopic")
+    assert [(m.body.decode(), m.properties) for m in msgs] == [(x["body_text"], x["properties"]) for x in expected]
+    assert encode_batch(msgs, trailing_separator=True) == raw
+    assert recs[0]["header"]["extFields"]["batch"] == "1"
