@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import struct
 
-from conftest import CL_FILE, inner, read_commit_log, read_consume_queue
-
 from rocketmq_broker.store import InnerMessage, PutMessageStatus
 from rocketmq_sdk.protocol.javahash import java_string_hash
 from rocketmq_sdk.protocol.message_codec import decode_messages
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
+from store_helpers import CL_FILE, inner, read_commit_log, read_consume_queue
 
 
 def test_put_and_read_back_round_trip(store):

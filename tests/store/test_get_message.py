@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from conftest import inner
-
 from rocketmq_broker.store import GetMessageStatus as S
 from rocketmq_sdk.protocol.javahash import java_string_hash
 from rocketmq_sdk.protocol.message_codec import decode_messages
+from store_helpers import inner
 
 
 def fill(store, n, topic="TopicA", queue_id=0, **kw):
@@ -65,9 +64,8 @@ def test_found_next_begin_offset_and_limits(store):
 
 
 def test_at_most_32_messages_per_lookup(tmp_path):
-    from conftest import make_config
-
     from rocketmq_broker.store import MessageStore
+    from store_helpers import make_config
     with MessageStore(make_config(tmp_path, mapped_file_size_commit_log=1 << 20,
                                   mapped_file_size_consume_queue=20 * 1000)) as store:
         fill(store, 40)

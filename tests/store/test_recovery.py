@@ -7,10 +7,9 @@ import shutil
 import struct
 
 import pytest
-from conftest import CL_FILE, inner, read_consume_queue, simulate_crash
-
 from rocketmq_broker.store import GetMessageStatus, MessageStore, StoreError
 from rocketmq_sdk.protocol.message_codec import decode_messages
+from store_helpers import CL_FILE, inner, read_consume_queue, simulate_crash
 
 
 def put_many(store, n, start=0):
