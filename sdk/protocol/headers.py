@@ -172,8 +172,9 @@ class SendMessageResponseHeader(Header):
     queue_id: int | None = None
     queue_offset: int | None = None
     transaction_id: str | None = None
-    msg_region: str | None = dataclasses.field(default=None, metadata=wire("MSG_REGION"))
+    # order as a 4.9.8 broker writes them in a ROCKETMQ-serialized response
     trace_on: str | None = dataclasses.field(default=None, metadata=wire("TRACE_ON"))
+    msg_region: str | None = dataclasses.field(default=None, metadata=wire("MSG_REGION"))
 
 
 # --- pull and offsets ------------------------------------------------------------------------
