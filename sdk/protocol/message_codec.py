@@ -34,7 +34,6 @@ _HEAD = struct.Struct(">iiiiiqqiq")  # total, magic, crc, queueId, flag, queueOf
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
 _H = struct.Struct(">h")
-_B = struct.Struct(">b")
 _TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTxOffset, bodyLen
 _BATCH_HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, bodyLen
 # bornHost(4 B + port), storeTimestamp, storeHost(4 B + port), reconsumeTimes, preparedTxOffset, bodyLen

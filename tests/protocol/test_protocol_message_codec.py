@@ -244,3 +244,29 @@ def test_cpp_batch_body_decodes_and_reencodes_with_trailing_separators():
     assert [(m.body.decode(), m.properties) for m in msgs] == [(x["body_text"], x["properties"]) for x in expected]
     assert encode_batch(msgs, trailing_separator=True) == raw
     assert recs[0]["header"]["extFields"]["batch"] == "1"
+
+
+def test_read_body_false_skips_the_body_and_mixed_host_families():
+    m = MessageExt(topic="T", body=b"payload", born_host="10.1.2.3:5", store_host="[fe80::1]:10911",
+                   properties={"UNIQ_KEY": "U"}, commit_log_offset=77)
+    rec = bytes(encode_message_ext(m))
+    got, end = decode_message(rec, 0, read_body=False)
+    assert end == len(rec) and got.body == b"" and got.msg_id == "U"
+    assert got.born_host == "10.1.2.3:5" and got.store_host == "[fe80::1]:10911"
+    assert got.sys_flag & 0x30 == 0x20 and got.offset_msg_id.endswith(f"{77:016X}")
+
+
+def test_records_at_an_offset_inside_a_larger_buffer():
+    a = bytes(encode_message_ext(MessageExt(topic="A", body=b"1", born_host="1.1.1.1:1", store_host="2.2.2.2:2")))
+    b = bytes(encode_message_ext(MessageExt(topic="B", body=b"22", born_host="1.1.1.1:1", store_host="2.2.2.2:2")))
+    buf = bytearray(b"\0" * 5 + a + b)
+    m1, nxt = decode_message(memoryview(buf), 5)
+    m2, end = decode_message(buf, nxt)
+    assert (m1.topic, m2.topic, m2.body, end) == ("A", "B", b"22", len(buf))
+
+
+def test_bad_hosts_raise_value_error():
+    with pytest.raises(ValueError):
+        pack_host("nohost")
+    with pytest.raises(ValueError):
+        pack_host("1.2.3:x")
