@@ -409,6 +409,8 @@ NOT_ALLOWED_SEND_TOPICS = frozenset({
     SELF_TEST_TOPIC, OFFSET_MOVED_EVENT,
 })
 TOPIC_MAX_LENGTH = 127
+#: ``Validators.CHARACTER_MAX_LENGTH``: the Java client's limit for group names.
+GROUP_MAX_LENGTH = 255
 _NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 
 

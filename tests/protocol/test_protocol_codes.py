@@ -190,3 +190,9 @@ def test_java_mod_and_abs_mod_follow_java_semantics():
     assert java_abs_mod(-2147483648, 5) == 3  # Java: Math.abs(Integer.MIN_VALUE % 5) = abs(-3)
     assert select_queue_index_by_hash("order-1", 4) == 2  # hashCode -1207111310: Java abs(-2) = 2
     assert all(0 <= select_queue_index_by_hash(f"k{i}", 7) < 7 for i in range(200))
+
+
+def test_group_names_may_be_longer_than_topics():
+    assert codes.check_name("g" * 255, "group", codes.GROUP_MAX_LENGTH)
+    with pytest.raises(IllegalArgumentError):
+        codes.check_name("g" * 256, "group", codes.GROUP_MAX_LENGTH)
