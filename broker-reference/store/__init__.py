@@ -11,10 +11,11 @@ from .results import (
     GetMessageStatus,
     PutMessageResult,
     PutMessageStatus,
+    QueryMessageResult,
 )
 
 __all__ = [
     "AppendMessageResult", "AppendMessageStatus", "ArrivalListener", "FlushDiskType", "GetMessageResult",
-    "GetMessageStatus", "InnerMessage", "MessageStore", "PutMessageResult", "PutMessageStatus", "StoreConfig",
+    "GetMessageStatus", "InnerMessage", "MessageStore", "PutMessageResult", "PutMessageStatus", "QueryMessageResult", "StoreConfig",
     "StoreError", "tags_string_to_tags_code",
 ]

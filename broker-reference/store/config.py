@@ -33,8 +33,11 @@ class StoreConfig:
         max_message_size: largest record accepted (4 MiB).
         file_reserved_time: hours a CommitLog file is kept (72); see ``delete_expired_files``.
         check_crc_on_recover: verify BODYCRC while recovering (True).
-        message_index_enable: build IndexFiles (not implemented yet; kept for config parity).
-        max_hash_slot_num / max_index_num: IndexFile geometry (5,000,000 / 20,000,000).
+        message_index_enable: build IndexFiles (keys ``topic#key`` and ``topic#UNIQ_KEY``).
+        max_hash_slot_num / max_index_num: IndexFile geometry (5,000,000 / 20,000,000; a file
+            is 40 + slots·4 + entries·20 bytes, created sparse).
+        max_msgs_num_batch: most records one ``query_message`` returns (64).
+        message_index_safe: let the index checkpoint bound the abnormal-recovery start (False).
         max_transfer_bytes_on_message_in_memory / max_transfer_count_on_message_in_memory:
             pull batch limits (256 KiB / 32 messages).
         access_message_in_memory_max_ratio: kept for parity; every message is treated as hot.
@@ -56,6 +59,8 @@ class StoreConfig:
     message_index_enable: bool = True
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 20_000_000
+    max_msgs_num_batch: int = 64
+    message_index_safe: bool = False
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     max_transfer_count_on_message_in_memory: int = 32
     access_message_in_memory_max_ratio: int = 40
@@ -74,6 +79,10 @@ class StoreConfig:
     @property
     def consume_queue_dir(self) -> str:
         return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
 
     @property
     def checkpoint_path(self) -> str:

@@ -18,6 +18,7 @@ from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
 from .config import FlushDiskType, StoreConfig
 from .consume_queue import ConsumeQueue
+from .index_file import IndexService
 
 log = logging.getLogger("rocketmq_broker.store.flush")
 
@@ -118,12 +119,13 @@ class CommitLogFlushService:
 
 
 class ConsumeQueueFlushService:
-    """Every ``flush_interval_consume_queue`` ms: flush all consume queues, record
-    ``logicsMsgTimestamp`` and write the checkpoint page."""
+    """Every ``flush_interval_consume_queue`` ms: flush all consume queues (and index files),
+    record ``logicsMsgTimestamp`` (``indexMsgTimestamp``) and write the checkpoint page."""
 
     def __init__(self, config: StoreConfig, commit_log: CommitLog, checkpoint: StoreCheckpoint,
-                 queues: Callable[[], Iterable[ConsumeQueue]]) -> None:
+                 queues: Callable[[], Iterable[ConsumeQueue]], index: IndexService | None = None) -> None:
         self.config = config
+        self.index = index
         self.commit_log = commit_log
         self.checkpoint = checkpoint
         self.queues = queues
@@ -139,6 +141,10 @@ class ConsumeQueueFlushService:
             cq.flush()
         if ts:
             self.checkpoint.logics_msg_timestamp = ts
+        if self.index is not None:
+            self.index.flush()
+            if ts:
+                self.checkpoint.index_msg_timestamp = ts
         self.checkpoint.flush()
 
     def _run(self) -> None:

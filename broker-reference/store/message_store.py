@@ -24,8 +24,15 @@ from .commit_log import CommitLog, DispatchRequest, parse_delay_levels
 from .config import StoreConfig
 from .consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, INT_MAX, ConsumeQueue
 from .flush import CommitLogFlushService, ConsumeQueueFlushService
+from .index_file import IndexService
 from .inner_message import InnerMessage
-from .results import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus
+from .results import (
+    GetMessageResult,
+    GetMessageStatus,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+)
 
 log = logging.getLogger("rocketmq_broker.store")
 
@@ -56,6 +63,8 @@ class MessageStore:
         self.commit_log = CommitLog(config, self._dispatch, parse_delay_levels(config.message_delay_level))
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self.checkpoint: StoreCheckpoint | None = None
+        self.index_service = (IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num)
+                              if config.message_index_enable else None)
         self._flush_commit_log: CommitLogFlushService | None = None
         self._flush_consume_queue: ConsumeQueueFlushService | None = None
         self._listeners: list[ArrivalListener] = []
@@ -91,6 +100,8 @@ class MessageStore:
             self.commit_log.load()
             self._load_consume_queues()
             self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+            if self.index_service is not None:
+                self.index_service.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
             self._recover()
         except ValueError as exc:
             self._release_lock()
@@ -99,7 +110,7 @@ class MessageStore:
             pass
         self._flush_commit_log = CommitLogFlushService(cfg, self.commit_log, self.checkpoint)
         self._flush_consume_queue = ConsumeQueueFlushService(cfg, self.commit_log, self.checkpoint,
-                                                             self.all_consume_queues)
+                                                             self.all_consume_queues, self.index_service)
         self._flush_commit_log.start()
         self._flush_consume_queue.start()
         self.running = True
@@ -122,6 +133,10 @@ class MessageStore:
         ts = self.commit_log.last_store_timestamp
         if ts:
             self.checkpoint.physic_msg_timestamp = self.checkpoint.logics_msg_timestamp = ts
+            if self.index_service is not None:
+                self.checkpoint.index_msg_timestamp = ts
+        if self.index_service is not None:
+            self.index_service.shutdown()
         self.checkpoint.shutdown()
         self.commit_log.shutdown()
         for cq in self.all_consume_queues():
@@ -191,6 +206,9 @@ class MessageStore:
             cq = self.find_consume_queue(req.topic, req.queue_id)
             cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
                                          req.consume_queue_offset)
+        if self.index_service is not None:
+            self.index_service.build_index(req.topic, req.commit_log_offset, req.store_timestamp,
+                                           req.sys_flag, req.get_properties())
 
     def register_arrival_listener(self, listener: ArrivalListener) -> None:
         """Call ``listener(topic, queue_id, max_offset, tags_code, properties)`` after each
@@ -221,7 +239,10 @@ class MessageStore:
             end = cl.recover_normally()
         else:
             assert self.checkpoint is not None
-            end = cl.recover_abnormally(self.checkpoint.get_min_timestamp(), self._dispatch)
+            end = cl.recover_abnormally(self.checkpoint.get_min_timestamp(self.config.message_index_safe),
+                                        self._dispatch)
+        if self.index_service is not None:
+            self.index_service.truncate(end)
         for cq in self.all_consume_queues():
             cq.truncate_dirty_logic_files(end)
         reput_from = max([cq.max_physic_offset for cq in self.all_consume_queues()] + [0])
@@ -414,6 +435,24 @@ class MessageStore:
             return left
         t_left = self._store_time_at(cq, left - 1)
         return left if abs(timestamp - t_left) > abs(timestamp - t_right) else left - 1
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int = 0,
+                      end: int = 2**63 - 1) -> QueryMessageResult:
+        """Records indexed under ``topic#key`` (a KEYS item or a UNIQ_KEY) with a store time in
+        [begin, end] ms, newest first, at most ``min(max_num, max_msgs_num_batch)``. Callers
+        check the keys of what they get (hash collisions are possible), as the Java client does."""
+        res = QueryMessageResult()
+        if self.index_service is None or not self.running:
+            return res
+        found = self.index_service.query_offset(topic, key, min(max_num, self.config.max_msgs_num_batch), begin, end)
+        res.index_last_update_timestamp = found.index_last_update_timestamp
+        res.index_last_update_phyoffset = found.index_last_update_phyoffset
+        for phy in found.phy_offsets:
+            rec = self.commit_log.look_message_by_offset(phy)
+            if rec is not None:
+                res.message_buffers.append(rec)
+                res.buffer_total_size += len(rec)
+        return res
 
     def get_min_phy_offset(self) -> int:
         return max(self.commit_log.get_min_offset(), 0)

@@ -112,3 +112,17 @@ class GetMessageResult:
     def body(self) -> bytes:
         """The pull response body: the records back to back."""
         return b"".join(self.message_buffers)
+
+
+@dataclass(slots=True)
+class QueryMessageResult:
+    """Records found by :meth:`MessageStore.query_message` (QUERY_MESSAGE), with the index
+    progress the broker returns in the response header."""
+
+    message_buffers: list[bytes] = field(default_factory=list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+    buffer_total_size: int = 0
+
+    def body(self) -> bytes:
+        return b"".join(self.message_buffers)

@@ -20,7 +20,7 @@ CQ_FILE = 200  # 10 entries
 def make_config(root, **overrides) -> StoreConfig:
     kw = dict(store_path_root_dir=str(root), mapped_file_size_commit_log=CL_FILE,
               mapped_file_size_consume_queue=CQ_FILE, flush_interval_commit_log=50,
-              flush_interval_consume_queue=50)
+              flush_interval_consume_queue=50, max_hash_slot_num=64, max_index_num=256)
     kw.update(overrides)
     return StoreConfig(**kw)
 

@@ -1,0 +1,292 @@
+"""IndexFile and IndexService (§5.4): a hash index from ``topic#key`` to CommitLog offsets,
+used by QUERY_MESSAGE (by key or by ``UNIQ_KEY``).
+
+File layout (big-endian): 40-byte header ``beginTimestamp(8) endTimestamp(8)
+beginPhyOffset(8) endPhyOffset(8) hashSlotCount(4) indexCount(4)``; then ``max_hash_slot_num``
+int slots (index of the newest entry of the slot, 0 = empty); then ``max_index_num`` 20-byte
+entries ``keyHash(4) phyOffset(8) timeDiff(4, seconds since beginTimestamp) prevIndex(4)``.
+``indexCount`` starts at 1 (entry 0 unused). Files live under ``index/`` and are named by their
+creation local time ``yyyyMMddHHmmssSSS``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+import mmap
+import os
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.protocol.codes import MessageSysFlag
+from rocketmq_sdk.protocol.javahash import java_string_hash
+
+log = logging.getLogger("rocketmq_broker.store.index")
+
+INDEX_HEADER_SIZE = 40
+HASH_SLOT_SIZE = 4
+INDEX_SIZE = 20
+_HEADER = struct.Struct(">qqqqii")
+_ENTRY = struct.Struct(">iqii")
+_SLOT = struct.Struct(">i")
+_INT_MAX = 0x7FFFFFFF
+
+
+def index_key_hash(key: str) -> int:
+    """``abs(key.hashCode())`` with ``Integer.MIN_VALUE`` → 0, as RocketMQ."""
+    h = java_string_hash(key)
+    return 0 if h == -0x80000000 else abs(h)
+
+
+def build_key(topic: str, key: str) -> str:
+    return f"{topic}#{key}"
+
+
+class IndexFile:
+    """One index file.
+
+    Args:
+        path: file path (base name ``yyyyMMddHHmmssSSS``).
+        hash_slot_num / index_num: geometry (5,000,000 / 20,000,000 by default).
+        end_phy_offset / end_timestamp: carried over from the previous file for a new one.
+    """
+
+    def __init__(self, path: str, hash_slot_num: int, index_num: int,
+                 end_phy_offset: int = 0, end_timestamp: int = 0) -> None:
+        self.path = path
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.file_size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+        self._mm = _MappedIndex(path, self.file_size)
+        buf = self._mm.buf
+        (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+         self.hash_slot_count, self.index_count) = _HEADER.unpack_from(buf, 0)
+        if self.index_count <= 0:  # new file
+            self.index_count = 1
+            self.end_phy_offset = end_phy_offset
+            self.end_timestamp = end_timestamp
+            self._write_header()
+
+    def _write_header(self) -> None:
+        _HEADER.pack_into(self._mm.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                          self.end_phy_offset, self.hash_slot_count, self.index_count)
+
+    def is_write_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """Index ``key`` → ``phy_offset``; False when the file is full."""
+        if self.is_write_full():
+            return False
+        buf = self._mm.buf
+        key_hash = index_key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        slot_value = _SLOT.unpack_from(buf, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        if self.index_count <= 1:
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
+        diff = 0 if self.begin_timestamp <= 0 else (store_timestamp - self.begin_timestamp) // 1000
+        diff = min(max(diff, 0), _INT_MAX)
+        entry_pos = INDEX_HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE + self.index_count * INDEX_SIZE
+        _ENTRY.pack_into(buf, entry_pos, key_hash, phy_offset, diff, slot_value)
+        _SLOT.pack_into(buf, slot_pos, self.index_count)
+        if slot_value == 0:
+            self.hash_slot_count += 1
+        self.index_count += 1
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        self._write_header()
+        return True
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        return begin <= self.end_timestamp and end >= self.begin_timestamp
+
+    def select_phy_offset(self, key: str, max_num: int, begin: int, end: int) -> list[int]:
+        """CommitLog offsets indexed under ``key`` with a store time in [begin, end] (ms),
+        newest first, at most ``max_num``."""
+        out: list[int] = []
+        buf = self._mm.buf
+        key_hash = index_key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        count = self.index_count
+        nxt = _SLOT.unpack_from(buf, slot_pos)[0]
+        if nxt <= 0 or nxt > count or count <= 1:
+            return out
+        base = INDEX_HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE
+        while len(out) < max_num:
+            h, phy, diff, prev = _ENTRY.unpack_from(buf, base + nxt * INDEX_SIZE)
+            if diff < 0:
+                break
+            t = self.begin_timestamp + diff * 1000
+            if h == key_hash and begin <= t <= end:
+                out.append(phy)
+            if prev <= 0 or prev > count or prev == nxt or t < begin:
+                break
+            nxt = prev
+        return out
+
+    def flush(self) -> None:
+        self._mm.flush()
+
+    def close(self) -> None:
+        self._mm.close()
+
+    def destroy(self) -> None:
+        self._mm.close()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class _MappedIndex:
+    """A whole-file mapping of an index file (its name is not an offset, unlike MappedFile)."""
+
+    def __init__(self, path: str, size: int) -> None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            st = os.fstat(fd).st_size
+            if st == 0:
+                os.ftruncate(fd, size)
+            elif st != size:
+                raise ValueError(f"{path} has {st} bytes, expected {size}")
+            self.buf = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+
+    def flush(self) -> None:
+        if not self.buf.closed:
+            self.buf.flush()
+
+    def close(self) -> None:
+        if not self.buf.closed:
+            self.buf.flush()
+            self.buf.close()
+
+
+@dataclass(slots=True)
+class QueryOffsetResult:
+    phy_offsets: list[int] = field(default_factory=list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+
+
+class IndexService:
+    """The ``index/`` directory: builds entries for dispatched records and answers queries.
+
+    Args:
+        store_path: the ``index`` directory.
+        hash_slot_num / index_num: per-file geometry.
+    """
+
+    def __init__(self, store_path: str, hash_slot_num: int, index_num: int) -> None:
+        self.store_path = store_path
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.files: list[IndexFile] = []
+
+    def load(self, last_exit_ok: bool, index_checkpoint_timestamp: int) -> None:
+        """Open existing files; after a crash, drop files written past the checkpoint (their
+        entries are rebuilt by re-dispatch)."""
+        if not os.path.isdir(self.store_path):
+            return
+        files = []
+        for name in sorted(os.listdir(self.store_path)):
+            if not name.isdigit():
+                continue
+            f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num)
+            if not last_exit_ok and f.end_timestamp > index_checkpoint_timestamp:
+                log.info("dropping index file %s written after the checkpoint", f.path)
+                f.destroy()
+                continue
+            files.append(f)
+        self.files = files
+
+    def _new_file(self) -> IndexFile:
+        os.makedirs(self.store_path, exist_ok=True)
+        now = _dt.datetime.now()
+        while True:
+            name = now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
+            path = os.path.join(self.store_path, name)
+            if not os.path.exists(path):
+                break
+            now += _dt.timedelta(milliseconds=1)
+        last = self.files[-1] if self.files else None
+        f = IndexFile(path, self.hash_slot_num, self.index_num,
+                      last.end_phy_offset if last else 0, last.end_timestamp if last else 0)
+        if last is not None:
+            last.flush()
+        self.files = [*self.files, f]
+        return f
+
+    def _put(self, key: str, phy: int, ts: int) -> None:
+        f = self.files[-1] if self.files else self._new_file()
+        if not f.put_key(key, phy, ts):
+            self._new_file().put_key(key, phy, ts)
+
+    def build_index(self, topic: str, phy_offset: int, store_timestamp: int, sys_flag: int,
+                    properties: dict[str, str]) -> None:
+        """Index ``topic#UNIQ_KEY`` and ``topic#key`` per KEYS item; rollback records and
+        offsets already indexed are skipped."""
+        if sys_flag & MessageSysFlag.TRANSACTION_MASK == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
+            return
+        if self.files and phy_offset < self.files[-1].end_phy_offset:
+            return
+        uniq = properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if uniq:
+            self._put(build_key(topic, uniq), phy_offset, store_timestamp)
+        keys = properties.get(MC.KEYS)
+        if keys:
+            for k in keys.split(MC.KEY_SEPARATOR):
+                if k:
+                    self._put(build_key(topic, k), phy_offset, store_timestamp)
+
+    def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryOffsetResult:
+        """Offsets of ``topic#key`` stored within [begin, end] ms, newest files first."""
+        res = QueryOffsetResult()
+        files = self.files
+        if not files:
+            return res
+        res.index_last_update_timestamp = files[-1].end_timestamp
+        res.index_last_update_phyoffset = files[-1].end_phy_offset
+        full_key = build_key(topic, key)
+        for f in reversed(files):
+            if len(res.phy_offsets) >= max_num:
+                break
+            if f.is_time_matched(begin, end):
+                res.phy_offsets += f.select_phy_offset(full_key, max_num - len(res.phy_offsets), begin, end)
+            if f.begin_timestamp < begin:
+                break
+        return res
+
+    def truncate(self, phy_offset: int) -> None:
+        """Forget index data at or beyond CommitLog ``phy_offset`` (torn tail): files starting
+        there are deleted; the last file's end offset is pulled back so the records appended
+        again from there get indexed. (Stale entries of that file may remain; query callers
+        verify keys.)"""
+        keep = []
+        for f in self.files:
+            if f.index_count > 1 and f.begin_phy_offset >= phy_offset:
+                f.destroy()
+            else:
+                keep.append(f)
+        self.files = keep
+        if keep and keep[-1].end_phy_offset > phy_offset:
+            keep[-1].end_phy_offset = phy_offset
+
+    def flush(self) -> None:
+        for f in list(self.files):
+            f.flush()
+
+    def shutdown(self) -> None:
+        for f in self.files:
+            f.close()
+
+    def all_files(self) -> Iterable[IndexFile]:
+        return list(self.files)
+
+
