@@ -1,0 +1,40 @@
+"""Write Spark DataFrames to RocketMQ, one message per row (needs the ``spark`` extra).
+
+Two ways in:
+
+- :func:`write_dataframe` (``DataFrame.foreachPartition``), returning per-partition counts;
+- the ``rocketmq`` Python data source (Spark 4.0): ``register_data_source(spark)`` then
+  ``df.write.format("rocketmq").option("namesrv", ...).option("topic", ...).save()``.
+
+Both use one producer per Python worker process, reused across partitions
+(:mod:`.producers`), and a :class:`RowMessageMapper` describing how a row becomes a message.
+"""
+
+from .mapping import FieldTemplate, RowMessageMapper, row_as_dict, row_to_json
+from .producers import DEFAULT_PRODUCER_GROUP, ProducerCache, ProducerSpec, get_producer, shutdown_producers
+from .writer import WriteProgress, WriteResult, send_rows, write_dataframe
+
+
+def register_data_source(spark: object) -> None:
+    """Register the ``rocketmq`` data source format with a ``SparkSession`` (see :mod:`.datasource`)."""
+    from .datasource import register_data_source as _register
+
+    _register(spark)
+
+
+__all__ = [
+    "DEFAULT_PRODUCER_GROUP",
+    "FieldTemplate",
+    "ProducerCache",
+    "ProducerSpec",
+    "RowMessageMapper",
+    "WriteProgress",
+    "WriteResult",
+    "get_producer",
+    "register_data_source",
+    "row_as_dict",
+    "row_to_json",
+    "send_rows",
+    "shutdown_producers",
+    "write_dataframe",
+]

@@ -1,0 +1,140 @@
+"""One started producer per Python worker process, reused across Spark partitions.
+
+Spark's Python workers are long-lived processes (``spark.python.worker.reuse``, the default)
+that run one task after another. Starting a producer per partition would pay a name-server
+route lookup and a broker connection each time, so :func:`get_producer` keeps a module-level
+cache keyed by :class:`ProducerSpec`: the first partition a worker runs creates and starts the
+producer, later partitions reuse it.
+
+Fork safety: PySpark forks its workers from a daemon process. An entry created in another
+process (the cache is keyed by ``os.getpid()`` too) is never reused: its I/O thread and sockets
+do not exist in the child. It is dropped without ``shutdown()``, which would touch the parent's
+connections.
+
+Shutdown: producers are shut down at interpreter exit via ``atexit``. PySpark's daemon ends
+its forked workers with ``os._exit`` (no ``atexit``), in which case the operating system closes
+the sockets and the broker forgets the producer when its connection closes; nothing is lost
+because every send is synchronous and acknowledged before the partition counts it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+logger = logging.getLogger("rocketmq_sdk.integrations.spark")
+
+DEFAULT_PRODUCER_GROUP = "spark_rocketmq_writer"
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """What identifies a cached producer: name server address, group and extra config.
+
+    Args:
+        namesrv_addr: ``host:port`` of the name server (``;``-separated for several).
+        group: producer group (default ``spark_rocketmq_writer``).
+        config: extra keyword arguments for ``rocketmq_sdk.Producer`` as sorted ``(name, value)``
+            pairs; build with :meth:`create`.
+    """
+
+    namesrv_addr: str
+    group: str = DEFAULT_PRODUCER_GROUP
+    config: tuple[tuple[str, Any], ...] = field(default=())
+
+    @classmethod
+    def create(cls, namesrv_addr: str, group: str = DEFAULT_PRODUCER_GROUP,
+               config: Mapping[str, Any] | None = None) -> ProducerSpec:
+        """Build a spec from a config mapping (values must be hashable)."""
+        return cls(namesrv_addr, group, tuple(sorted((config or {}).items())))
+
+
+ProducerFactory = Callable[[ProducerSpec], Any]
+
+
+def _default_factory(spec: ProducerSpec) -> Any:
+    from rocketmq_sdk import Producer
+
+    return Producer(spec.group, spec.namesrv_addr, **dict(spec.config))
+
+
+class ProducerCache:
+    """Started producers of this process, keyed by spec; thread-safe.
+
+    Args:
+        factory: ``spec -> producer`` (not yet started); default builds ``rocketmq_sdk.Producer``.
+            The producer must have ``start()`` and ``shutdown()``.
+    """
+
+    def __init__(self, factory: ProducerFactory = _default_factory) -> None:
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._producers: dict[ProducerSpec, Any] = {}
+
+    def get(self, spec: ProducerSpec) -> Any:
+        """The started producer for ``spec``, created and started on first use in this process.
+
+        Raises:
+            whatever the producer's ``start()`` raises (e.g. ``MQClientError``); nothing is
+            cached then, so the next call tries again.
+        """
+        with self._lock:
+            self._forget_if_forked()
+            producer = self._producers.get(spec)
+            if producer is None:
+                producer = self._factory(spec)
+                producer.start()
+                self._producers[spec] = producer
+                logger.info("started producer group=%s namesrv=%s in pid %d",
+                            spec.group, spec.namesrv_addr, self._pid)
+            return producer
+
+    def shutdown_all(self) -> None:
+        """Shut down every producer this process started (errors are logged, not raised)."""
+        with self._lock:
+            self._forget_if_forked()
+            producers, self._producers = list(self._producers.values()), {}
+        for producer in producers:
+            try:
+                producer.shutdown()
+            except Exception:  # noqa: BLE001 - best effort at exit
+                logger.warning("producer shutdown failed", exc_info=True)
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._forget_if_forked()
+            return len(self._producers)
+
+    def _forget_if_forked(self) -> None:
+        pid = os.getpid()
+        if pid != self._pid:
+            # Inherited across fork(): the parent's producers are unusable here; never shut them
+            # down from the child, just drop the references.
+            self._producers = {}
+            self._pid = pid
+
+
+    def _after_fork_in_child(self) -> None:
+        # A lock held by another thread at fork time would stay held forever in the child.
+        self._lock = threading.Lock()
+
+
+_cache = ProducerCache()
+atexit.register(_cache.shutdown_all)
+os.register_at_fork(after_in_child=_cache._after_fork_in_child)
+
+
+def get_producer(spec: ProducerSpec) -> Any:
+    """The process-wide started producer for ``spec`` (see :class:`ProducerCache.get`)."""
+    return _cache.get(spec)
+
+
+def shutdown_producers() -> None:
+    """Shut down every cached producer of this process now (also runs at interpreter exit)."""
+    _cache.shutdown_all()
