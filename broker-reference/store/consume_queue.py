@@ -172,16 +172,20 @@ class ConsumeQueue:
             return None
         return self._entry_at(index * CQ_STORE_UNIT_SIZE)
 
-    def get_index_buffer(self, start_index: int) -> bytes | None:
-        """Entries from ``start_index`` to the end of written data within its file, or None
-        when that file does not exist (any more)."""
+    def get_index_buffer(self, start_index: int, max_bytes: int | None = None) -> bytes | None:
+        """Entries from ``start_index`` to the end of written data within its file (at most
+        ``max_bytes``), or None when that file does not exist (any more)."""
         offset = start_index * CQ_STORE_UNIT_SIZE
         if offset < self.min_logic_offset:
             return None
         mf: MappedFile | None = self.mapped_file_queue.find_mapped_file_by_offset(offset)
         if mf is None:
             return None
-        return mf.read_to_end(offset - mf.file_from_offset)
+        pos = offset - mf.file_from_offset
+        if max_bytes is None:
+            return mf.read_to_end(pos)
+        size = min(max_bytes - max_bytes % CQ_STORE_UNIT_SIZE, mf.wrote_position - pos)
+        return mf.read(pos, size) if size >= 0 else None
 
     def roll_next_file(self, index: int) -> int:
         """First logical offset of the file after the one holding ``index``."""

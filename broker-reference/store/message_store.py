@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from rocketmq_sdk.exceptions import MQError
@@ -62,6 +63,7 @@ class MessageStore:
         self.config = config
         self.commit_log = CommitLog(config, self._dispatch, parse_delay_levels(config.message_delay_level))
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
+        self._cq_lock = threading.Lock()
         self.checkpoint: StoreCheckpoint | None = None
         self.index_service = (IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num)
                               if config.message_index_enable else None)
@@ -184,17 +186,18 @@ class MessageStore:
                 return cq
         elif not create:
             return None
-        # copy-on-write so readers iterating a snapshot never see a dict change size
-        queues = dict(self.consume_queue_table.get(topic) or {})
-        cq = queues.get(queue_id)
-        if cq is None:
-            cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
-                              self.config.mapped_file_size_consume_queue)
-            queues[queue_id] = cq
-            table = dict(self.consume_queue_table)
-            table[topic] = queues
-            self.consume_queue_table = table
-        return cq
+        with self._cq_lock:
+            # copy-on-write so readers iterating a snapshot never see a dict change size
+            queues = dict(self.consume_queue_table.get(topic) or {})
+            cq = queues.get(queue_id)
+            if cq is None:
+                cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
+                                  self.config.mapped_file_size_consume_queue)
+                queues[queue_id] = cq
+                table = dict(self.consume_queue_table)
+                table[topic] = queues
+                self.consume_queue_table = table
+            return cq
 
     def all_consume_queues(self) -> Iterable[ConsumeQueue]:
         return [cq for queues in self.consume_queue_table.values() for cq in queues.values()]
@@ -335,13 +338,12 @@ class MessageStore:
         if offset > max_offset:
             res.status, res.next_begin_offset = GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset
             return res
-        buf = cq.get_index_buffer(offset)
+        buf = cq.get_index_buffer(offset, max(_MAX_FILTER_BYTES, max_msg_nums * CQ_STORE_UNIT_SIZE))
         if buf is None:
             res.status, res.next_begin_offset = GetMessageStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset)
             return res
         res.status = GetMessageStatus.NO_MATCHED_MESSAGE
-        limit = min(len(buf), max(_MAX_FILTER_BYTES, max_msg_nums * CQ_STORE_UNIT_SIZE))
-        limit -= limit % CQ_STORE_UNIT_SIZE
+        limit = len(buf) - len(buf) % CQ_STORE_UNIT_SIZE
         buffers = res.message_buffers
         queue_offsets = res.message_queue_offsets
         total = 0
@@ -468,7 +470,7 @@ class MessageStore:
         """Drop the consume queues (files included) of ``topics``; their CommitLog records stay
         until expiry. Returns the number of queues removed."""
         removed = 0
-        with self.commit_log.put_lock:
+        with self.commit_log.put_lock, self._cq_lock:
             table = dict(self.consume_queue_table)
             for topic in topics:
                 queues = table.pop(topic, None)
