@@ -32,6 +32,8 @@ class StoreConfig:
             the put returns ``FLUSH_DISK_TIMEOUT`` (the message stays stored).
         max_message_size: largest record accepted (4 MiB).
         file_reserved_time: hours a CommitLog file is kept (72); see ``delete_expired_files``.
+        delete_when: local hours (``"04"``, ``"04;16"``) when expired files are deleted.
+        clean_resource_interval: how often the expiry check runs (10000 ms).
         check_crc_on_recover: verify BODYCRC while recovering (True).
         message_index_enable: build IndexFiles (keys ``topic#key`` and ``topic#UNIQ_KEY``).
         max_hash_slot_num / max_index_num: IndexFile geometry (5,000,000 / 20,000,000; a file
@@ -55,6 +57,8 @@ class StoreConfig:
     sync_flush_timeout: int = 5000
     max_message_size: int = 4 * 1024 * 1024
     file_reserved_time: int = 72
+    delete_when: str = "04"
+    clean_resource_interval: int = 10000
     check_crc_on_recover: bool = True
     message_index_enable: bool = True
     max_hash_slot_num: int = 5_000_000

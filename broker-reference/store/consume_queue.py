@@ -192,6 +192,24 @@ class ConsumeQueue:
         per_file = self.file_size // CQ_STORE_UNIT_SIZE
         return index + per_file - index % per_file
 
+    def delete_expired_files(self, phy_min_offset: int) -> int:
+        """Delete leading files (never the last) whose entries all point below CommitLog
+        ``phy_min_offset``, then move the min offset; returns the number of files deleted."""
+        files = self.mapped_file_queue.files
+        count = 0
+        for mf in files[:-1]:
+            last = mf.read(mf.wrote_position - CQ_STORE_UNIT_SIZE, CQ_STORE_UNIT_SIZE)
+            if last is None:
+                break
+            phy, _size, _tags = CQ_ENTRY.unpack(last)
+            if phy >= phy_min_offset:
+                break
+            count += 1
+        if count:
+            self.mapped_file_queue.delete_first_files(count)
+        self.correct_min_offset(phy_min_offset)
+        return count
+
     # -- durability / lifecycle ------------------------------------------------------------
     def flush(self) -> None:
         self.mapped_file_queue.flush()

@@ -120,12 +120,15 @@ class CommitLogFlushService:
 
 class ConsumeQueueFlushService:
     """Every ``flush_interval_consume_queue`` ms: flush all consume queues (and index files),
-    record ``logicsMsgTimestamp`` (``indexMsgTimestamp``) and write the checkpoint page."""
+    record ``logicsMsgTimestamp`` (``indexMsgTimestamp``) and write the checkpoint page; every
+    ``clean_resource_interval`` ms run ``cleaner`` (expired file deletion)."""
 
     def __init__(self, config: StoreConfig, commit_log: CommitLog, checkpoint: StoreCheckpoint,
-                 queues: Callable[[], Iterable[ConsumeQueue]], index: IndexService | None = None) -> None:
+                 queues: Callable[[], Iterable[ConsumeQueue]], index: IndexService | None = None,
+                 cleaner: Callable[[], object] | None = None) -> None:
         self.config = config
         self.index = index
+        self.cleaner = cleaner
         self.commit_log = commit_log
         self.checkpoint = checkpoint
         self.queues = queues
@@ -149,11 +152,19 @@ class ConsumeQueueFlushService:
 
     def _run(self) -> None:
         interval = self.config.flush_interval_consume_queue / 1000.0
+        clean_every = self.config.clean_resource_interval / 1000.0
+        next_clean = time.monotonic() + clean_every
         while not self._stop.wait(interval):
             try:
                 self.flush_all()
             except (OSError, ValueError):
                 log.exception("consume queue flush failed")
+            if self.cleaner is not None and time.monotonic() >= next_clean:
+                next_clean = time.monotonic() + clean_every
+                try:
+                    self.cleaner()
+                except (OSError, ValueError):
+                    log.exception("expired file cleanup failed")
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
         self._stop.set()

@@ -278,6 +278,16 @@ class IndexService:
         if keep and keep[-1].end_phy_offset > phy_offset:
             keep[-1].end_phy_offset = phy_offset
 
+    def delete_expired_files(self, phy_min_offset: int) -> int:
+        """Delete files (never the last) whose entries all point below ``phy_min_offset``."""
+        files = self.files
+        gone = [f for f in files[:-1] if f.end_phy_offset < phy_min_offset]
+        if gone:
+            self.files = [f for f in files if f not in gone]
+            for f in gone:
+                f.destroy()
+        return len(gone)
+
     def flush(self) -> None:
         for f in list(self.files):
             f.flush()

@@ -15,6 +15,7 @@ import fcntl
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 
 from rocketmq_sdk.exceptions import MQError
@@ -112,7 +113,8 @@ class MessageStore:
             pass
         self._flush_commit_log = CommitLogFlushService(cfg, self.commit_log, self.checkpoint)
         self._flush_consume_queue = ConsumeQueueFlushService(cfg, self.commit_log, self.checkpoint,
-                                                             self.all_consume_queues, self.index_service)
+                                                             self.all_consume_queues, self.index_service,
+                                                             self.delete_expired_files)
         self._flush_commit_log.start()
         self._flush_consume_queue.start()
         self.running = True
@@ -455,6 +457,33 @@ class MessageStore:
                 res.message_buffers.append(rec)
                 res.buffer_total_size += len(rec)
         return res
+
+    def delete_expired_files(self, now_ms: int | None = None, force: bool = False) -> int:
+        """Delete CommitLog files (never the last one) older than ``file_reserved_time`` hours
+        by modification time, then the consume-queue and index files that only point into
+        deleted data. RocketMQ does this at the ``delete_when`` hour only; ``force`` skips that
+        check. Returns the number of CommitLog files deleted."""
+        now = time.time() if now_ms is None else now_ms / 1000
+        if not force:
+            hours = {int(h) for h in self.config.delete_when.split(";") if h.strip().isdigit()}
+            if time.localtime(now).tm_hour not in hours:
+                return 0
+        mfq = self.commit_log.mapped_file_queue
+        expired = 0
+        with self.commit_log.put_lock:  # file lists are replaced, not mutated: one updater at a time
+            for mf in mfq.files[:-1]:
+                if mf.last_modified() + self.config.file_reserved_time * 3600 > now:
+                    break
+                expired += 1
+            if expired:
+                gone = mfq.delete_first_files(expired)
+                log.info("deleted %d expired commit log files up to %s", expired, gone[-1].path)
+            min_phy = self.get_min_phy_offset()
+            for cq in self.all_consume_queues():
+                cq.delete_expired_files(min_phy)
+            if self.index_service is not None:
+                self.index_service.delete_expired_files(min_phy)
+        return expired
 
     def get_min_phy_offset(self) -> int:
         return max(self.commit_log.get_min_offset(), 0)

@@ -120,3 +120,26 @@ def test_offset_helpers(store):
     assert store.get_earliest_message_time("TopicA", 2) == res[0].append_message_result.store_timestamp
     assert store.get_earliest_message_time("Nope", 0) == -1
     assert (store.get_min_offset_in_queue("Nope", 0), store.get_max_offset_in_queue("Nope", 0)) == (0, 0)
+
+
+def test_expired_files_are_deleted_and_offsets_move(store, config):
+    import os
+    for i in range(30):
+        m = inner(body=b"e" * 300, keys=f"k{i}")
+        store.put_message(m)
+    files = store.commit_log.mapped_file_queue.files
+    assert len(files) >= 3
+    for mf in files[:2]:
+        os.utime(mf.path, (1, 1))
+    assert store.delete_expired_files(force=True) == 2
+    assert store.delete_expired_files() == 0  # not the delete hour, or nothing left to expire
+    assert store.get_min_phy_offset() == 2 * 4096
+    assert sorted(os.listdir(config.commit_log_dir))[0] == f"{2 * 4096:020d}"
+    low = store.get_min_offset_in_queue("TopicA", 0)
+    assert low > 0
+    assert store.get_commit_log_offset_in_queue("TopicA", 0, low) >= 2 * 4096
+    r = store.get_message("g", "TopicA", 0, 0, 32)
+    assert (r.status, r.next_begin_offset) == (S.OFFSET_TOO_SMALL, low)
+    r = store.get_message("g", "TopicA", 0, low, 32)
+    assert r.status is S.FOUND
+    assert store.query_message("TopicA", "k29", 32).message_buffers
