@@ -134,7 +134,7 @@ class ConsumeQueue:
         current = mfq.get_max_offset()
         if expect < current:
             return True
-        first_file = not mfq.files
+        first_file = current == 0
         mf = mfq.get_last_mapped_file(expect)
         if first_file and expect:
             self.min_logic_offset = expect

@@ -362,7 +362,9 @@ class MessageStore:
                 if not buffers:
                     res.status = GetMessageStatus.NO_MATCHED_MESSAGE
                 continue
-            rec = get(phy, size) if size != INT_MAX else None
+            if size == INT_MAX:  # blank pre-fill entry
+                continue
+            rec = get(phy, size)
             if rec is None:
                 if not buffers:
                     res.status = GetMessageStatus.MESSAGE_WAS_REMOVING

@@ -127,3 +127,11 @@ def test_batch_rolls_whole_to_next_file(store):
     store.put_message(inner(body=b"x" * 3700))
     r = store.put_messages([inner(body=b"y" * 100) for _ in range(3)])
     assert r.append_message_result.wrote_offset == CL_FILE
+
+
+def test_queue_first_written_at_nonzero_offset_is_prefilled_with_blanks(store, config):
+    store.commit_log.topic_queue_table[("TopicA", 0)] = 3
+    r = store.put_message(inner()).append_message_result
+    store.shutdown()
+    entries = read_consume_queue(config.store_path_root_dir, "TopicA", 0)
+    assert entries == [(0, 0x7FFFFFFF, 0)] * 3 + [(r.wrote_offset, r.wrote_bytes, 0)]
