@@ -7,7 +7,7 @@ Usage: ``python _cpp_worker.py '<json args>'``. Runs one role of the official C+
     {"event": "sent", "index": 0, "ok": true, "status": "OK", "msg_id": "...", "offset": 3}
     {"event": "sent", "index": 1, "ok": false, "error_type": "ProducerSendSyncFailed", "error": "..."}
     {"event": "message", "topic": ..., "body_b64": ..., "status": "CONSUME_SUCCESS", ...}
-    {"event": "assigned", "mq": "...", "offset": 0}           # from the native log (best effort)
+    {"event": "assigned", "topic": "T", "broker_name": "b", "queue_id": 0, "offset": 0}  # native log
     {"event": "pull", "queue_id": 0, "status": "FOUND", "next_begin_offset": 4, ...}
     {"event": "fatal", "error_type": ..., "error": ...}      # then exit code 2
     {"event": "done"} / {"event": "stopped"}                 # then exit code 0
@@ -49,7 +49,9 @@ SYSTEM_PROPERTY_KEYS = (
     "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "CLUSTER",
 )
 LOG_LEVELS = {"fatal": 1, "error": 2, "warn": 3, "info": 4, "debug": 5, "trace": 6}
-_ASSIGNED_RE = re.compile(r"before resume the pull handle of this pullRequest, its mq is:(.*?), its offset is:(-?\d+)")
+# librocketmq's INFO line when a rebalance gives this client a queue and its start offset is known.
+_ASSIGNED_RE = re.compile(
+    r"add mq:MessageQueue \[topic=(.*?), brokerName=(.*?), queueId=(\d+)\], request initiall offset:(-?\d+)")
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -253,7 +255,8 @@ def _tail_log(path: str, stop: threading.Event) -> None:
         for line in chunk.splitlines():
             match = _ASSIGNED_RE.search(line)
             if match:
-                emit("assigned", mq=match.group(1), offset=int(match.group(2)))
+                emit("assigned", topic=match.group(1), broker_name=match.group(2),
+                     queue_id=int(match.group(3)), offset=int(match.group(4)))
         stop.wait(0.1)
 
 

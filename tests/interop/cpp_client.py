@@ -443,13 +443,20 @@ class CppConsumer:
                                    f"{[m.keys for m in got]}\n{exc}") from None
         return matching()
 
-    def wait_assigned(self, n_queues: int, timeout_s: float = 20.0) -> list[dict]:
-        """Wait until the native log reports ``n_queues`` pull requests with resolved offsets."""
+    def wait_assigned(self, n_queues: int, timeout_s: float = 20.0, topic: str | None = None) -> list[dict]:
+        """Wait until the rebalance gave this consumer ``n_queues`` queues of ``topic`` (default:
+        the subscribed topic) with a resolved start offset; return those ``assigned`` events.
+
+        The C++ client pulls right after this point, so messages produced afterwards are seen
+        (read from its INFO log line ``add mq:... request initiall offset:N``).
+        """
+        topic = topic or self.args["subscriptions"][0][0]
+
         def assigned(_ev: list[dict]) -> list[dict]:
-            found = {e["mq"]: e for e in self.worker.of("assigned")}
+            found = {(e["broker_name"], e["queue_id"]): e for e in self.worker.of("assigned") if e["topic"] == topic}
             return list(found.values()) if len(found) >= n_queues else []
 
-        return self.worker.wait_event(assigned, timeout_s, f"{n_queues} queue assignments")
+        return self.worker.wait_event(assigned, timeout_s, f"{n_queues} queue assignments of {topic}")
 
     def wait_live(self, send_probe: Callable[[str], None], timeout_s: float = 30.0,
                   interval_s: float = 1.0) -> None:
