@@ -34,24 +34,33 @@ DEFAULT_PRODUCER_GROUP = "spark_rocketmq_writer"
 
 @dataclass(frozen=True)
 class ProducerSpec:
-    """What identifies a cached producer: name server address, group and extra config.
+    """What identifies a cached producer: name server address, group, extra config and factory.
 
     Args:
         namesrv_addr: ``host:port`` of the name server (``;``-separated for several).
         group: producer group (default ``spark_rocketmq_writer``).
         config: extra keyword arguments for ``rocketmq_sdk.Producer`` as sorted ``(name, value)``
             pairs; build with :meth:`create`.
+        factory: ``spec -> producer`` (not started) replacing ``rocketmq_sdk.Producer``, e.g. a
+            subclass with hooks; compared by ``factory_id`` (its qualified name), because each
+            Spark task unpickles its own copy of it.
+        factory_id: the factory's qualified name (set by :meth:`create`).
     """
 
     namesrv_addr: str
     group: str = DEFAULT_PRODUCER_GROUP
     config: tuple[tuple[str, Any], ...] = field(default=())
+    factory: Callable[[ProducerSpec], Any] | None = field(default=None, compare=False, hash=False)
+    factory_id: str = ""
 
     @classmethod
     def create(cls, namesrv_addr: str, group: str = DEFAULT_PRODUCER_GROUP,
-               config: Mapping[str, Any] | None = None) -> ProducerSpec:
+               config: Mapping[str, Any] | None = None,
+               factory: Callable[[ProducerSpec], Any] | None = None) -> ProducerSpec:
         """Build a spec from a config mapping (values must be hashable)."""
-        return cls(namesrv_addr, group, tuple(sorted((config or {}).items())))
+        factory_id = f"{factory.__module__}.{getattr(factory, '__qualname__', type(factory).__qualname__)}" \
+            if factory is not None else ""
+        return cls(namesrv_addr, group, tuple(sorted((config or {}).items())), factory, factory_id)
 
 
 ProducerFactory = Callable[[ProducerSpec], Any]
@@ -88,7 +97,7 @@ class ProducerCache:
             self._forget_if_forked()
             producer = self._producers.get(spec)
             if producer is None:
-                producer = self._factory(spec)
+                producer = (spec.factory or self._factory)(spec)
                 producer.start()
                 self._producers[spec] = producer
                 logger.info("started producer group=%s namesrv=%s in pid %d",

@@ -97,7 +97,7 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
     return sent
 
 
-def _partition_sender(mapper: RowMessageMapper, spec: ProducerSpec, send_timeout_ms: int,
+def _partition_sender(mapper: RowMessageMapper, spec: ProducerSpec, selector: Any, send_timeout_ms: int,
                       accumulator: Any) -> Callable[[Iterable[Any]], None]:
     def send_partition(rows: Iterable[Any]) -> None:
         from pyspark import TaskContext
@@ -105,7 +105,7 @@ def _partition_sender(mapper: RowMessageMapper, spec: ProducerSpec, send_timeout
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx is not None else -1
         producer = get_producer(spec)
-        count = send_rows(rows, mapper, producer, send_timeout_ms=send_timeout_ms)
+        count = send_rows(rows, mapper, producer, selector=selector, send_timeout_ms=send_timeout_ms)
         accumulator.add({partition: count})
 
     return send_partition
@@ -128,8 +128,9 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
                     keys_col: str | None = None, keys_fn: RowFn | None = None,
                     properties_fn: RowFn | None = None,
                     selector_col: str | None = None, selector_fn: RowFn | None = None,
-                    exclude_from_body: Iterable[str] = (), mapper: RowMessageMapper | None = None,
+                    selector: Any = None, exclude_from_body: Iterable[str] = (), mapper: RowMessageMapper | None = None,
                     group: str = DEFAULT_PRODUCER_GROUP, producer_config: Mapping[str, Any] | None = None,
+                    producer_factory: Callable[[ProducerSpec], Any] | None = None,
                     send_timeout_ms: int = 3000,
                     progress: Callable[[WriteProgress], None] | None = None,
                     progress_interval_s: float = 1.0) -> WriteResult:
@@ -145,8 +146,13 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         df: the DataFrame to write.
         namesrv_addr: ``host:port`` of the name server.
         topic: destination topic (ignored when ``mapper`` is given: the mapper's topic is used).
+        selector: the ``MessageQueueSelector`` given the selector argument (picklable);
+            default ``SelectMessageQueueByHash()``.
         group: producer group of the workers' producers.
         producer_config: extra keyword arguments for ``rocketmq_sdk.Producer`` (hashable values).
+        producer_factory: ``spec -> producer`` (not started) used instead of
+            ``rocketmq_sdk.Producer(spec.group, spec.namesrv_addr, **config)``; it must be
+            picklable and is cached per worker under its qualified name.
         send_timeout_ms: per-message send timeout, milliseconds (default 3000).
         progress: called on the driver about every ``progress_interval_s`` seconds while the job
             runs, and once at the end, with a :class:`WriteProgress` (counts grow as partitions
@@ -163,7 +169,7 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         mapper = RowMessageMapper(topic, body=body, tag_col=tag_col, tag_fn=tag_fn, keys_col=keys_col,
                                   keys_fn=keys_fn, properties_fn=properties_fn, selector_col=selector_col,
                                   selector_fn=selector_fn, exclude_from_body=tuple(exclude_from_body))
-    spec = ProducerSpec.create(namesrv_addr, group, producer_config)
+    spec = ProducerSpec.create(namesrv_addr, group, producer_config, producer_factory)
     sc = df.sparkSession.sparkContext
     acc = sc.accumulator({}, _DictSum())
     total_partitions = df.rdd.getNumPartitions()
@@ -184,7 +190,7 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         watcher = threading.Thread(target=watch, name="rocketmq-spark-progress", daemon=True)
         watcher.start()
     try:
-        df.foreachPartition(_partition_sender(mapper, spec, send_timeout_ms, acc))
+        df.foreachPartition(_partition_sender(mapper, spec, selector, send_timeout_ms, acc))
     finally:
         stop.set()
         if watcher is not None:
