@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from rocketmq_sdk.protocol.codes import RequestCode
 
+from .conftest import query_route, wait_for_route
 from .cpp_client import CppConsumer, cpp_produce, cpp_pull
 from .fake_cluster import FakeCluster
 
@@ -109,3 +110,9 @@ def test_pull_consumer_reads_every_queue(fake):
     assert sorted(q["queue_id"] for q in outcome.queues) == [0, 1, 2, 3]
     assert sorted(m.keys for m in outcome.messages) == sorted(f"key-{i} alt-{i}" for i in range(6))
     assert {(m.queue_id, m.queue_offset) for m in outcome.messages} == {(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1)}
+
+
+def test_route_polling_helper_sees_topics_the_name_server_knows(fake):
+    assert query_route(fake.addr, "AnyTopic") == 0
+    wait_for_route(fake.addr, "AnyTopic", timeout_s=2)
+    assert fake.requests_of(RequestCode.GET_ROUTEINFO_BY_TOPIC)[0].ext_fields == {"topic": "AnyTopic"}
