@@ -6,9 +6,9 @@ order, i.e. UTF-16 code units; the C++ client's ``std::map`` byte order is the s
 keys RocketMQ uses), followed by the raw body bytes. The client first adds ``AccessKey`` (and
 ``SecurityToken`` when it has one) to the fields, so they are signed too.
 
-Checked against the captures: all 211 requests mqadmin 4.9.8 signed (secret ``12345678``)
-recompute exactly, and the C++ client's 236 signatures (fields ``AccessKey`` "", ``OnsChannel``
-"ALIYUN" and the header) recompute with the empty secret it was configured with.
+Checked against the captures: all 210 requests mqadmin 4.9.8 signed (secret ``12345678``)
+recompute exactly, and the C++ client's 236 signatures (234 requests and a response; fields
+``AccessKey`` "", ``OnsChannel`` "ALIYUN" and the header) recompute with the empty secret.
 
 The ``_UNIQUE_KEY_QUERY`` quirk: Java 4.9.x clients sign it (it is an ext field of
 QUERY_MESSAGE), but the 4.9.x broker leaves it out when verifying, so ``queryMsgByUniqueKey``
