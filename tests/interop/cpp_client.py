@@ -25,14 +25,27 @@ measured with this harness:
   and ``PushConsumer.start()`` succeed even when nothing listens on the address.
 * Name server refusing connections (nothing listening): ``send_sync`` fails at once (<20 ms) with
   ``ProducerSendSyncFailed: No route info of this topic: <topic>``.
-* Name server accepting but silent: each GET_ROUTEINFO_BY_TOPIC waits a hard-coded ~5 s (3 s for
-  the very first one of the process), unaffected by ``set_timeout``; a ``send_sync`` looks
-  the route up twice per attempt (topic, then TBW102) over 5 attempts, so it gives up after
-  about **50 s**, and ``shutdown()`` then takes another ~5 s. Tests against a hung name server
-  must therefore use a worker timeout well above 55 s, or expect :class:`CppWorkerTimeout`.
-* Log: ``$HOME/logs/rocketmq-cpp/<pid>_rocketmq-cpp.log.0`` (boost.log, INFO by default; the
-  ``Set*LogPath`` calls do not move it). BROADCASTING consumers also keep offsets under
-  ``$HOME/.rocketmq_offsets/``. Both are why every worker runs with a temporary ``HOME``.
+* Name server accepting but silent: each GET_ROUTEINFO_BY_TOPIC waits a hard-coded 5 s,
+  unaffected by ``set_timeout``; a ``send_sync`` looks the route up twice per attempt (topic,
+  then TBW102) over 5 attempts, so it gives up after about **50 s**, and ``shutdown()`` then
+  takes another ~5 s. Tests against a hung name server must use a worker timeout above 55 s or
+  expect :class:`CppWorkerTimeout`.
+* Push consumer start-up against a live cluster: rebalance, QUERY_CONSUMER_OFFSET and the first
+  PULL_MESSAGE happen within ~10 ms of ``start()`` when the topic's route exists. If the topic
+  does not exist yet (TOPIC_NOT_EXIST), the consumer only picks it up at its next periodic
+  rebalance/route refresh, about **10 s** later: create the topic (send once) before starting.
+* New consumer groups: the C++ client declares CONSUME_FROM_LAST_OFFSET. When
+  QUERY_CONSUMER_OFFSET succeeds (a 4.9.8 broker answers offset 0 for a queue whose minimum
+  offset is 0) it starts there; when the broker answers an error (QUERY_NOT_FOUND, 22) it sends
+  GET_MAX_OFFSET and starts at the end, skipping what was produced before.
+* Retry: RECONSUME_LATER sends CONSUMER_SEND_MSG_BACK (delayLevel 0, numeric extFields); the
+  message comes back through ``%RETRY%<group>`` about 10 s later with ``reconsume_times`` 1.
+* Every C++ request carries ``AccessKey``/``Signature``/``OnsChannel`` extFields (empty key when
+  no credentials), and SEND_MESSAGE (10), never SEND_MESSAGE_V2, with numeric ``queueId``,
+  ``flag``, ``defaultTopicQueueNums`` values in the JSON header.
+* Log: ``$HOME/logs/rocketmq-cpp/<pid>_rocketmq-cpp.log.0`` (written as it goes, INFO by
+  default; :meth:`CppConsumer.wait_assigned` reads it, so keep ``log_level="info"`` for that).
+  BROADCASTING consumers also keep offsets under ``$HOME/.rocketmq_offsets/``. Both are why every worker runs with a temporary ``HOME``.
 * Settings exposed by the C API: producer group (``SetProducerGroupName``), instance name
   (``Set{Producer,PushConsumer}InstanceName``; the client id is ``<pid>-<ip>@<instance>``,
   ``DEFAULT`` by default), name server address or domain, session credentials (access key,
@@ -43,9 +56,11 @@ measured with this harness:
   BROADCASTING), orderly listener. No consume-from-where setting: a group without a committed
   offset starts where the broker's QUERY_CONSUMER_OFFSET/GET_MAX_OFFSET answers put it.
 * Bodies: ``Message.set_body`` (char*) cuts at the first NUL byte; the worker uses
-  ``SetByteMessageBody`` so any bytes can be sent, but on receive ``GetMessageBody`` is a
-  char* again, so received bodies are cut at the first NUL. Keep bodies NUL-free when the C++
-  side consumes.
+  ``SetByteMessageBody`` so any bytes reach the broker intact (verified), but on receive
+  ``GetMessageBody`` is a char* again, so received bodies are cut at the first NUL. Keep
+  bodies NUL-free when the C++ side consumes. Bodies of 4096 bytes or more are
+  zlib-compressed by the C++ producer (sysFlag bit 0; 4095 bytes are sent as they are), and
+  its consumer inflates them.
 * Received messages expose no "all properties" accessor: pass ``property_keys`` to
   :class:`CppConsumer` to read user properties back (system ones are always read).
 """

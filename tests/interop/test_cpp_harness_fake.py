@@ -116,3 +116,15 @@ def test_route_polling_helper_sees_topics_the_name_server_knows(fake):
     assert query_route(fake.addr, "AnyTopic") == 0
     wait_for_route(fake.addr, "AnyTopic", timeout_s=2)
     assert fake.requests_of(RequestCode.GET_ROUTEINFO_BY_TOPIC)[0].ext_fields == {"topic": "AnyTopic"}
+
+
+def test_bodies_from_4096_bytes_are_compressed_and_inflated_by_the_consumer(fake):
+    bodies = {"small": "x" * 4095, "threshold": "y" * 4096, "big": "0123456789abcdef" * 512}
+    with CppConsumer(fake.addr, "FakeTopic", group="fake_zip") as consumer:
+        consumer.wait_assigned(4, timeout_s=15)
+        cpp_produce(fake.addr, "FakeTopic", [{"body": b, "keys": k} for k, b in bodies.items()])
+        got = {m.keys: m.body for m in consumer.wait_for(3, timeout_s=15)}
+    assert got == {k: b.encode() for k, b in bodies.items()}
+    flags = {r.ext_fields["properties"].split("\x01")[1].split("\x02")[0]: r.ext_fields["sysFlag"]
+             for r in fake.requests_of(RequestCode.SEND_MESSAGE)}
+    assert flags == {"small": "0", "threshold": "1", "big": "1"}
