@@ -1,7 +1,7 @@
 """A scripted in-memory name server + broker on one port: a test double for the harness self-tests.
 
 Not a broker: just enough of the protocol (route lookup, heartbeat, send, long-polled pull,
-consumer list, offsets) for the C++ client to produce and consume, so the harness can be proven
+consumer list, offsets, queue locks) for the C++ client to produce and consume, so the harness can be proven
 end to end before the reference broker exists, and so tests can see exactly which requests the
 C++ client sent (``FakeCluster.requests``). One topic config for every topic (4 queues, perm 6),
 auto-created on first use; offsets are per (group, topic, queue); new groups start at 0, as a
@@ -84,6 +84,8 @@ class FakeCluster:
             RequestCode.GET_MAX_OFFSET: self._max_offset,
             RequestCode.GET_MIN_OFFSET: self._min_offset,
             RequestCode.CONSUMER_SEND_MSG_BACK: self._ok,
+            RequestCode.LOCK_BATCH_MQ: self._lock_batch,
+            RequestCode.UNLOCK_BATCH_MQ: self._ok,
         }
         for code, handler in handlers.items():
             self.server.register_processor(code, self._recording(handler))
@@ -219,6 +221,11 @@ class FakeCluster:
         with self._lock:
             n = len(self.queues.get((h.topic, h.queue_id), []))
         return cmd.response(ResponseCode.SUCCESS, ext_fields={"offset": str(n)})
+
+    async def _lock_batch(self, _channel, cmd):
+        # every lock is granted (one consumer per group in these tests)
+        mqs = json.loads(cmd.body or b"{}").get("mqSet") or []
+        return cmd.response(ResponseCode.SUCCESS, body=json.dumps({"lockOKMQSet": mqs}).encode())
 
     async def _min_offset(self, _channel, cmd):
         return cmd.response(ResponseCode.SUCCESS, ext_fields={"offset": "0"})

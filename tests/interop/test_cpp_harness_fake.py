@@ -128,3 +128,25 @@ def test_bodies_from_4096_bytes_are_compressed_and_inflated_by_the_consumer(fake
     flags = {r.ext_fields["properties"].split("\x01")[1].split("\x02")[0]: r.ext_fields["sysFlag"]
              for r in fake.requests_of(RequestCode.SEND_MESSAGE)}
     assert flags == {"small": "0", "threshold": "1", "big": "1"}
+
+
+def test_orderly_consumer_locks_queues_and_keeps_queue_order(fake):
+    with CppConsumer(fake.addr, "FakeTopic", group="fake_orderly", orderly=True) as consumer:
+        consumer.wait_assigned(4, timeout_s=15)
+        cpp_produce(fake.addr, "FakeTopic", [dict(spec(i), arg=i % 2) for i in range(8)], mode="orderly")
+        got = consumer.wait_for(8, timeout_s=15)
+    assert fake.requests_of(RequestCode.LOCK_BATCH_MQ)
+    for queue_id in (0, 1):
+        offsets = [m.queue_offset for m in got if m.queue_id == queue_id]
+        assert offsets == [0, 1, 2, 3]
+
+
+def test_broadcasting_consumers_each_get_every_message(fake):
+    with CppConsumer(fake.addr, "FakeTopic", group="fake_bcast", model="BROADCASTING") as first, \
+            CppConsumer(fake.addr, "FakeTopic", group="fake_bcast", model="BROADCASTING") as second:
+        first.wait_assigned(4, timeout_s=15)
+        second.wait_assigned(4, timeout_s=15)
+        cpp_produce(fake.addr, "FakeTopic", [spec(i) for i in range(3)])
+        for consumer in (first, second):
+            assert sorted(m.keys for m in consumer.wait_for(3, timeout_s=15)) == [f"key-{i} alt-{i}" for i in range(3)]
+            assert list((consumer.home / ".rocketmq_offsets").iterdir())  # local offset store under HOME

@@ -245,3 +245,32 @@ def test_cpp_pull_consumer_reads_what_cpp_produced(reference_broker, unique):
     for i, spec in enumerate(messages_under_test()):
         assert by_key[spec["keys"][0]].queue_id == i % queue_count
         assert by_key[spec["keys"][0]].body == _body(spec)
+
+
+def test_cpp_orderly_consumer_keeps_per_queue_order(reference_broker, unique):
+    namesrv, topic = reference_broker.namesrv_addr, f"InteropCppOrder_{unique}"
+    cpp_create_topic(namesrv, topic)
+    with CppConsumer(namesrv, topic, group=f"interop_cpp_order_{unique}", orderly=True) as consumer:
+        consumer.wait_live(cpp_probe(namesrv, topic), timeout_s=30)
+        specs = [{"body": f"step-{i}", "tags": "TagA", "keys": f"order-{i % 2}-{i}", "arg": i % 2} for i in range(10)]
+        outcomes = cpp_produce(namesrv, topic, specs, mode="orderly")
+        assert all(o.ok for o in outcomes), outcomes
+        got = consumer.wait_for(10, timeout_s=20)
+    for lane in (0, 1):
+        lane_msgs = [m for m in got if m.keys.startswith(f"order-{lane}-")]
+        assert [m.body for m in lane_msgs] == [f"step-{i}".encode() for i in range(lane, 10, 2)]
+        assert len({m.queue_id for m in lane_msgs}) == 1
+
+
+def test_cpp_broadcasting_consumers_each_receive_everything(reference_broker, unique):
+    namesrv, topic = reference_broker.namesrv_addr, f"InteropCppBcast_{unique}"
+    group = f"interop_cpp_bcast_{unique}"
+    cpp_create_topic(namesrv, topic)
+    with CppConsumer(namesrv, topic, group=group, model="BROADCASTING") as first, \
+            CppConsumer(namesrv, topic, group=group, model="BROADCASTING") as second:
+        first.wait_live(cpp_probe(namesrv, topic), timeout_s=30)
+        second.wait_live(cpp_probe(namesrv, topic), timeout_s=30)
+        cpp_produce(namesrv, topic, [{"body": f"b{i}", "tags": "TagA", "keys": f"bcast-{i}"} for i in range(4)])
+        for consumer in (first, second):
+            got = consumer.wait_for(4, timeout_s=20)
+            assert sorted(m.keys for m in got) == [f"bcast-{i}" for i in range(4)]
