@@ -150,3 +150,15 @@ def test_broadcasting_consumers_each_get_every_message(fake):
         for consumer in (first, second):
             assert sorted(m.keys for m in consumer.wait_for(3, timeout_s=15)) == [f"key-{i} alt-{i}" for i in range(3)]
             assert list((consumer.home / ".rocketmq_offsets").iterdir())  # local offset store under HOME
+
+
+def test_credentials_and_instance_name_reach_the_wire(fake):
+    credentials = {"access_key": "interop-ak", "secret_key": "interop-sk", "channel": "LOCAL"}
+    [outcome] = cpp_produce(fake.addr, "FakeTopic", [spec(0)], credentials=credentials, instance_name="inst-a")
+    assert outcome.ok
+    [send] = fake.requests_of(RequestCode.SEND_MESSAGE)
+    assert send.ext_fields["AccessKey"] == "interop-ak" and send.ext_fields["OnsChannel"] == "LOCAL"
+    assert send.ext_fields["Signature"]
+    [unregister] = fake.requests_of(RequestCode.UNREGISTER_CLIENT)
+    assert unregister.ext_fields["clientID"].endswith("@inst-a")
+    assert unregister.ext_fields["producerGroup"] == "cpp_interop_producer"
