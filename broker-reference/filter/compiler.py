@@ -207,11 +207,39 @@ def _in(node: In) -> Evaluator:
 
 def _between(node: Between) -> Evaluator:
     # RocketMQ: BETWEEN is (v >= low AND v <= high); NOT BETWEEN is (v < low OR v > high).
+    low, high = node.low, node.high
+    if (isinstance(node.operand, Prop) and isinstance(low, Const) and isinstance(high, Const)
+            and type(low.value) in (int, float) and type(high.value) in (int, float)):
+        return _prop_between(node.operand.name, low.value, high.value, node.negated)  # type: ignore[arg-type]
     if node.negated:
         return _or(_compare(Compare(node.pos, "<", node.operand, node.low)),
                    _compare(Compare(node.pos, ">", node.operand, node.high)))
     return _and(_compare(Compare(node.pos, ">=", node.operand, node.low)),
                 _compare(Compare(node.pos, "<=", node.operand, node.high)))
+
+
+def _prop_between(name: str, low: float, high: float, negated: bool) -> Evaluator:
+    """``prop [NOT] BETWEEN n AND m`` with numeric literals: the property is parsed once, per
+    bound as a long or a double like the two comparisons RocketMQ builds."""
+    low_parse = java_long if type(low) is int else java_double
+    high_parse = java_long if type(high) is int else java_double
+
+    def between(props: Mapping[str, str]) -> object:
+        value = props.get(name)
+        if value is None:
+            return None
+        lv = low_parse(value)
+        hv = lv if high_parse is low_parse else high_parse(value)
+        below = None if lv is None else lv < low
+        above = None if hv is None else hv > high
+        if negated:  # below OR above
+            if below or above:
+                return True
+            return None if below is None or above is None else False
+        if below is False and above is False:  # NOT below AND NOT above
+            return True
+        return False if below or above else None
+    return between
 
 
 def _string_match(node: StringMatch) -> Evaluator:

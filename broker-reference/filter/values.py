@@ -25,6 +25,8 @@ _JAVA_TRIM = "".join(chr(c) for c in range(0x21))  # String.trim() strips every 
 
 def java_long(text: str) -> int | None:
     """``Long.valueOf(text)`` or ``None`` where Java throws (not an integer, out of range)."""
+    if len(text) < 19 and text.isascii() and text.isdigit():  # fast path: plain, in range
+        return int(text)
     if _LONG_RE.fullmatch(text) is None:
         return None
     value = int(text)

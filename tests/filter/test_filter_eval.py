@@ -112,6 +112,11 @@ CASES: list[tuple[str, dict[str, str], bool]] = [
     ("a BETWEEN 1 AND 20 AND b = 'abc'", P, True),
     ("b BETWEEN 1 AND 20", P, False),
     ("b NOT BETWEEN 1 AND 20", P, False),
+    ("a BETWEEN 1 AND 20.5", P, True),
+    ("c BETWEEN 1 AND 4.0", P, False),  # "3.5" is no long for the lower bound: UNKNOWN
+    ("c NOT BETWEEN 1 AND 4.0", P, False),
+    ("c NOT BETWEEN 1 AND 3.0", P, True),  # UNKNOWN OR TRUE
+    ("a BETWEEN -10 AND -1", P, False),
     # IS [NOT] NULL
     ("missing IS NULL", P, True),
     ("a IS NULL", P, False),
