@@ -318,10 +318,8 @@ def run_push(args: dict) -> None:
     threading.Thread(target=watch_stdin, daemon=True).start()
     while not stop.wait(0.2):
         pass
-    consumer.shutdown()
+    consumer.shutdown()  # `callback` (a local) stays alive until here: the native side calls it
     emit("stopped")
-    _keep_alive = callback  # the native side holds a pointer to it until shutdown returned
-    del _keep_alive
 
 
 def run_pull(args: dict) -> None:
