@@ -53,7 +53,7 @@ class Request:
     code: int
     ext_fields: dict[str, str]
     body: bytes
-    language: str
+    language: int  # LanguageCode value (CPP = 1)
 
 
 class FakeCluster:
@@ -126,7 +126,7 @@ class FakeCluster:
         async def process(channel, cmd: RemotingCommand):
             with self._lock:
                 self.requests.append(Request(cmd.code, dict(cmd.ext_fields), bytes(cmd.body or b""),
-                                             str(cmd.language)))
+                                             int(cmd.language)))
             return await handler(channel, cmd)
         return process
 

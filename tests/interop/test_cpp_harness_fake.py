@@ -5,7 +5,7 @@ plus what the C++ client puts on the wire for them."""
 from __future__ import annotations
 
 import pytest
-from rocketmq_sdk.protocol.codes import RequestCode
+from rocketmq_sdk.protocol.codes import LanguageCode, RequestCode
 
 from .conftest import query_route, wait_for_route
 from .cpp_client import CppConsumer, cpp_produce, cpp_pull
@@ -162,3 +162,14 @@ def test_credentials_and_instance_name_reach_the_wire(fake):
     [unregister] = fake.requests_of(RequestCode.UNREGISTER_CLIENT)
     assert unregister.ext_fields["clientID"].endswith("@inst-a")
     assert unregister.ext_fields["producerGroup"] == "cpp_interop_producer"
+
+
+def test_harness_sends_the_same_header_fields_as_the_captured_cpp_producer(fake):
+    from tests.conftest import load_capture
+
+    captured = next(f for f in load_capture("cpp-client-producer")
+                    if f.get("name") == "SEND_MESSAGE" and f["from"] == "client")
+    cpp_produce(fake.addr, "FakeTopic", [spec(0)])
+    [send] = fake.requests_of(RequestCode.SEND_MESSAGE)
+    assert set(send.ext_fields) == set(captured["header"]["extFields"])
+    assert LanguageCode(send.language).name == captured["header"]["language"] == "CPP"
