@@ -290,7 +290,7 @@ def run_push(args: dict) -> None:
                         failures_left[key] -= 1
                         status = "RECONSUME_LATER"
                         break
-            emit("message", status=status, **fields)
+            emit("message", status=status, received_ms=int(time.time() * 1000), **fields)
             return 0 if status == "CONSUME_SUCCESS" else 1
         except Exception as exc:  # never let an exception cross the ctypes boundary
             emit("callback_error", **_error_fields(exc), traceback=traceback.format_exc())

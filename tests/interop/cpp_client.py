@@ -130,6 +130,21 @@ class ConsumedMessage:
     raw: dict = field(repr=False, compare=False)
 
     @property
+    def born_timestamp(self) -> int:
+        """Epoch ms the producer stamped."""
+        return int(self.raw["born_timestamp"])
+
+    @property
+    def store_timestamp(self) -> int:
+        """Epoch ms the broker stored the message."""
+        return int(self.raw["store_timestamp"])
+
+    @property
+    def received_ms(self) -> int | None:
+        """Epoch ms the C++ callback ran (push consumer only)."""
+        return self.raw.get("received_ms")
+
+    @property
     def key_list(self) -> list[str]:
         return self.keys.split()
 

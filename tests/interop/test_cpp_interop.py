@@ -13,19 +13,17 @@ consumes (it reads bodies as C strings).
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 
 import pytest
 
 from .conftest import wait_for_route
 from .cpp_client import CppConsumer, cpp_produce, cpp_pull
+from .sdk_client import PROBE, Collector, sdk_api, start_sdk_consumer
 
 pytest.importorskip("rocketmq.client", reason="the official C++ client (rocketmq==0.4.4) is not installed")
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
 
-PROBE = CppConsumer.PROBE_KEY_PREFIX
 USER_PROPS = {"color": "blue", "unicode": "héllo-✓"}
 BIG_BODY = ("0123456789abcdef" * 512).encode()  # 8 KiB: over the C++ client's 4 KiB compression threshold
 
@@ -44,18 +42,6 @@ EXPECTED = [m for m in messages_under_test() if m["tags"] != "TagC"]
 
 def _body(spec: dict) -> bytes:
     return spec["body"] if isinstance(spec["body"], bytes) else spec["body"].encode()
-
-
-def sdk():
-    """The SDK's public API, or skip while it does not exist yet."""
-    try:
-        import rocketmq_sdk as api
-
-        for name in ("Producer", "PushConsumer", "Message", "ConsumeConcurrentlyStatus"):
-            getattr(api, name)
-    except (ImportError, AttributeError) as exc:
-        pytest.skip(f"rocketmq_sdk public API not available yet: {exc}")
-    return api
 
 
 def cpp_create_topic(namesrv: str, topic: str) -> None:
@@ -103,7 +89,7 @@ def test_cpp_producer_to_cpp_push_consumer(reference_broker, unique):
 
 # --- (b) SDK producer -> C++ push consumer ---------------------------------------------------
 def test_sdk_producer_to_cpp_push_consumer(reference_broker, unique):
-    api = sdk()
+    api = sdk_api()
     namesrv, topic = reference_broker.namesrv_addr, f"InteropSdkToCpp_{unique}"
     producer = api.Producer(f"interop_sdk_prod_{unique}", namesrv_addr=namesrv)
     producer.start()
@@ -130,55 +116,8 @@ def test_sdk_producer_to_cpp_push_consumer(reference_broker, unique):
 
 
 # --- (c) C++ producer -> SDK push consumer ---------------------------------------------------
-class Collector:
-    """An SDK listener that records every message and answers CONSUME_SUCCESS."""
-
-    def __init__(self, api) -> None:
-        self.api = api
-        self.messages: list = []
-        self.cond = threading.Condition()
-
-    def __call__(self, msgs, _context):
-        with self.cond:
-            self.messages.extend(msgs)
-            self.cond.notify_all()
-        return self.api.ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    def wait(self, predicate: Callable[[list], bool], timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        with self.cond:
-            while not predicate(self.messages):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self.cond.wait(remaining)
-            return True
-
-    def real(self) -> list:
-        with self.cond:
-            return [m for m in self.messages if not any(k.startswith(PROBE) for k in m.keys)]
-
-
-def start_sdk_consumer(api, namesrv: str, topic: str, group: str, expression: str, collector: Collector,
-                       probe: Callable[[str], None], timeout_s: float = 30.0):
-    consumer = api.PushConsumer(group, namesrv_addr=namesrv)
-    consumer.subscribe(topic, expression)
-    consumer.register_message_listener(collector)
-    consumer.start()
-    deadline = time.monotonic() + timeout_s
-    n = 0
-    while True:
-        probe(f"{PROBE}{n}")
-        n += 1
-        if collector.wait(lambda ms: any(k.startswith(PROBE) for m in ms for k in m.keys), 1.0):
-            return consumer
-        if time.monotonic() > deadline:
-            consumer.shutdown()
-            pytest.fail(f"SDK consumer consumed none of {n} probes in {timeout_s} s")
-
-
 def test_cpp_producer_to_sdk_push_consumer(reference_broker, unique):
-    api = sdk()
+    api = sdk_api()
     namesrv, topic = reference_broker.namesrv_addr, f"InteropCppToSdk_{unique}"
     cpp_create_topic(namesrv, topic)
     collector = Collector(api)
@@ -187,7 +126,7 @@ def test_cpp_producer_to_sdk_push_consumer(reference_broker, unique):
     try:
         outcomes = cpp_produce(namesrv, topic, messages_under_test())
         assert all(o.ok for o in outcomes), outcomes
-        assert collector.wait(lambda _ms: len(collector.real()) >= len(EXPECTED), 20), collector.real()
+        collector.wait_real(len(EXPECTED), 20)
     finally:
         consumer.shutdown()
     got = collector.real()
@@ -198,7 +137,7 @@ def test_cpp_producer_to_sdk_push_consumer(reference_broker, unique):
 
 def test_cpp_binary_body_reaches_sdk_consumer_intact(reference_broker, unique):
     """The C++ send path carries NUL bytes (SetByteMessageBody); only its consumer cuts them."""
-    api = sdk()
+    api = sdk_api()
     namesrv, topic = reference_broker.namesrv_addr, f"InteropCppBin_{unique}"
     cpp_create_topic(namesrv, topic)
     collector = Collector(api)
@@ -208,7 +147,7 @@ def test_cpp_binary_body_reaches_sdk_consumer_intact(reference_broker, unique):
     try:
         [outcome] = cpp_produce(namesrv, topic, [{"body": body, "tags": "TagBin", "keys": "bin-1"}])
         assert outcome.ok, outcome
-        assert collector.wait(lambda _ms: len(collector.real()) >= 1, 20)
+        collector.wait_real(1, 20)
     finally:
         consumer.shutdown()
     [msg] = collector.real()
@@ -274,3 +213,16 @@ def test_cpp_broadcasting_consumers_each_receive_everything(reference_broker, un
         for consumer in (first, second):
             got = consumer.wait_for(4, timeout_s=20)
             assert sorted(m.keys for m in got) == [f"bcast-{i}" for i in range(4)]
+
+
+def test_cpp_delayed_message_is_held_for_its_delay_level(reference_broker, unique):
+    namesrv, topic = reference_broker.namesrv_addr, f"InteropCppDelay_{unique}"
+    cpp_create_topic(namesrv, topic)
+    with CppConsumer(namesrv, topic, group=f"interop_cpp_delay_{unique}") as consumer:
+        consumer.wait_live(cpp_probe(namesrv, topic), timeout_s=30)
+        [outcome] = cpp_produce(namesrv, topic, [{"body": "later", "tags": "TagA", "keys": "delay-1",
+                                                  "delay_level": 1}])  # level 1 = 1 s
+        assert outcome.ok, outcome
+        [msg] = consumer.wait_for(1, timeout_s=20)
+    assert msg.body == b"later" and msg.topic == topic
+    assert msg.received_ms - msg.born_timestamp >= 900
