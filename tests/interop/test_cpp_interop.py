@@ -3,7 +3,7 @@
 (a) C++ producer -> reference broker -> C++ push consumer;
 (b) our SDK ``Producer`` -> C++ push consumer;
 (c) C++ producer -> our SDK ``PushConsumer``;
-plus the C++ retry path and the C++ pull consumer.
+plus C++-only paths the reference broker must serve: retry, pull, orderly, broadcasting, delay.
 
 Each test makes its topic exist first (one send: auto-creation through TBW102, then the name
 server route is polled), starts the consumer, proves it is pulling with hidden probe messages,
