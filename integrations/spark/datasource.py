@@ -60,9 +60,10 @@ def _options_to_writer_args(options: dict[str, str], schema: StructType) -> tupl
         if not opts.get(required):
             raise IllegalArgumentError(f'the rocketmq data source needs .option("{required}", ...)')
     columns = set(schema.names)
-    for opt in ("bodycol", "tagcol", "keyscol", "selectorcol"):
-        if opts.get(opt) and opts[opt] not in columns:
-            raise IllegalArgumentError(f"option {opt}={opts[opt]!r} names no column of {sorted(columns)}")
+    for opt in ("bodyCol", "tagCol", "keysCol", "selectorCol"):
+        value = opts.get(opt.lower())
+        if value and value not in columns:
+            raise IllegalArgumentError(f"option {opt}={value!r} names no column of {sorted(columns)}")
     keys_template = opts.get("keystemplate")
     exclude = tuple(c.strip() for c in opts.get("excludefrombody", "").split(",") if c.strip())
     mapper = RowMessageMapper(

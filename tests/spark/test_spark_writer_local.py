@@ -13,7 +13,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from rocketmq_sdk.integrations.spark import FieldTemplate, WriteProgress, write_dataframe
+from rocketmq_sdk.integrations.spark import (
+    FieldTemplate,
+    WriteProgress,
+    register_data_source,
+    write_dataframe,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -94,3 +99,12 @@ def test_empty_dataframe_sends_nothing(spark, tmp_path):
     result = write_dataframe(spark.range(0), "fake:9876", "t", producer_factory=FileProducer,
                              producer_config={"out_dir": str(tmp_path)})
     assert result.sent == 0 and result.throughput == 0.0
+
+
+def test_data_source_refuses_missing_options_and_unknown_columns(spark):
+    register_data_source(spark)
+    with pytest.raises(Exception, match="namesrv"):
+        spark.range(1).write.format("rocketmq").option("topic", "t").mode("append").save()
+    with pytest.raises(Exception, match="tagCol='nope' names no column"):
+        (spark.range(1).write.format("rocketmq").option("namesrv", "x:1").option("topic", "t")
+         .option("tagCol", "nope").mode("append").save())
