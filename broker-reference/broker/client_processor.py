@@ -1,0 +1,88 @@
+"""HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38) and consumer offsets
+(QUERY_CONSUMER_OFFSET 14, UPDATE_CONSUMER_OFFSET 15)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from rocketmq_sdk.protocol.bodies import HeartbeatData, MessageModel, consumer_list_to_json
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode, retry_topic
+from rocketmq_sdk.protocol.headers import (
+    ConsumerGroupRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from rocketmq_sdk.remoting import Channel, RemotingCommand
+
+from .client_manager import ClientChannelInfo
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketmq_broker")
+
+
+class ClientProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server) -> None:
+        server.register_processor(RequestCode.HEART_BEAT, self.heartbeat)
+        server.register_processor(RequestCode.UNREGISTER_CLIENT, self.unregister)
+        server.register_processor(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list)
+        server.register_processor(RequestCode.QUERY_CONSUMER_OFFSET, self.query_offset)
+        server.register_processor(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_offset)
+
+    def heartbeat(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        b = self.broker
+        hb = HeartbeatData.from_json(cmd.body)
+        ch.attributes["client_id"] = hb.client_id
+        for cd in hb.consumers:
+            if cd.message_model == MessageModel.CLUSTERING:
+                _, created = b.topics.create_system(retry_topic(cd.group_name), 1)
+                if created:
+                    b.register_to_namesrv_soon()
+            info = ClientChannelInfo(ch, hb.client_id, cmd.language, cmd.version)
+            if b.consumers.register(cd, info):
+                b.notify_consumer_ids_changed(cd.group_name)
+        for group in hb.producer_groups:
+            b.producers.register(group, ClientChannelInfo(ch, hb.client_id, cmd.language, cmd.version))
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def unregister(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = UnregisterClientRequestHeader.from_ext_fields(cmd.ext_fields)
+        b = self.broker
+        if h.producer_group:
+            b.producers.unregister_channel(ch, h.producer_group)
+        if h.consumer_group:
+            for g in b.consumers.unregister_channel(ch, h.consumer_group):
+                b.notify_consumer_ids_changed(g)
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def consumer_list(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = ConsumerGroupRequestHeader.from_ext_fields(cmd.ext_fields)
+        g = self.broker.consumers.groups.get(h.consumer_group or "")
+        if g is None or not g.channels:
+            return cmd.response(ResponseCode.SYSTEM_ERROR,
+                                f"no consumer for this group, {h.consumer_group}")
+        return cmd.response(ResponseCode.SUCCESS, body=consumer_list_to_json(g.client_ids()))
+
+    def query_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = QueryConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
+        b = self.broker
+        offset = b.offsets.query(h.consumer_group or "", h.topic or "", h.queue_id or 0)
+        if offset >= 0:
+            return cmd.response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
+        # Java: a queue whose first message is still in memory reports offset 0 for a new group
+        min_offset = b.store.get_min_offset_in_queue(h.topic or "", h.queue_id or 0)
+        max_offset = b.store.get_max_offset_in_queue(h.topic or "", h.queue_id or 0)
+        if min_offset <= 0 < max_offset:
+            return cmd.response(ResponseCode.SUCCESS, ext_fields={"offset": "0"})
+        return cmd.response(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+
+    def update_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = UpdateConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
+        self.broker.offsets.commit(h.consumer_group or "", h.topic or "", h.queue_id or 0, h.commit_offset or 0)
+        return cmd.response(ResponseCode.SUCCESS)

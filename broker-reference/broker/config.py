@@ -1,0 +1,132 @@
+"""Broker settings: the standard ``broker.conf`` keys, in snake_case.
+
+``BrokerConfig.from_properties`` reads a ``broker.conf`` (Java properties: ``key=value``) using
+RocketMQ's camelCase key names; unknown keys are logged and ignored.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field, fields
+
+from rocketmq_broker.store.config import FlushDiskType, StoreConfig
+
+log = logging.getLogger("rocketmq_broker")
+
+
+@dataclass
+class BrokerConfig:
+    """Broker configuration (defaults are Apache RocketMQ 4.9.8's unless noted).
+
+    Attributes:
+        broker_cluster_name / broker_name / broker_id: identity (``DefaultCluster``, ``broker-a``, 0).
+        listen_port: remoting port (10911; 0 picks a free one).
+        broker_ip1: address advertised to the name server and clients (127.0.0.1 here, since the
+            reference broker binds loopback by default).
+        namesrv_addr: ``host:port;host:port`` of the name servers.
+        store_path_root_dir: store root (``~/store``).
+        auto_create_topic_enable: create unknown topics on first send from TBW102 (true).
+        default_topic_queue_nums: queues of TBW102 and auto-created topics (8).
+        mapped_file_size_commit_log: CommitLog file size in bytes (1 GiB).
+        flush_disk_type: ``ASYNC_FLUSH`` or ``SYNC_FLUSH``.
+        max_message_size: largest body accepted, bytes (4 MiB).
+        long_polling_enable: hold pulls that find nothing (true).
+        short_polling_time_mills: hold time when long polling is off (1000 ms).
+        register_name_server_period: full registration period (30000 ms).
+        flush_consumer_offset_interval: consumerOffset.json write period (5000 ms).
+        channel_expired_timeout: drop client channels silent this long (120000 ms).
+        enable_property_filter: allow SQL92 subscriptions (false).
+        message_index_enable: build IndexFiles (true).
+    """
+
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = "broker-a"
+    broker_id: int = 0
+    listen_port: int = 10911
+    bind_address: str = "127.0.0.1"
+    broker_ip1: str = "127.0.0.1"
+    namesrv_addr: str | None = None
+    store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
+    store_path_commit_log: str | None = None
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    flush_disk_type: str = "ASYNC_FLUSH"
+    max_message_size: int = 4 * 1024 * 1024
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    register_name_server_period: int = 30_000
+    flush_consumer_offset_interval: int = 5_000
+    channel_expired_timeout: int = 120_000
+    enable_property_filter: bool = False
+    message_index_enable: bool = True
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    def store_config(self) -> StoreConfig:
+        return StoreConfig(store_path_root_dir=self.store_path_root_dir,
+                           store_path_commit_log=self.store_path_commit_log,
+                           mapped_file_size_commit_log=self.mapped_file_size_commit_log,
+                           mapped_file_size_consume_queue=self.mapped_file_size_consume_queue,
+                           flush_disk_type=FlushDiskType(self.flush_disk_type),
+                           max_message_size=self.max_message_size,
+                           file_reserved_time=self.file_reserved_time, delete_when=self.delete_when,
+                           message_index_enable=self.message_index_enable,
+                           message_delay_level=self.message_delay_level)
+
+    @property
+    def config_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "config")
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> BrokerConfig:
+        return _from_properties(cls, props)
+
+
+def snake(name: str) -> str:
+    """``brokerClusterName`` → ``broker_cluster_name``; ``brokerIP1`` → ``broker_ip1``."""
+    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    return re.sub(r"([a-z\d])([A-Z])", r"\1_\2", name).lower()
+
+
+def _from_properties(cls, props: dict[str, str]):
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {}
+    for key, raw in props.items():
+        name = snake(key)
+        f = known.get(name)
+        if f is None:
+            log.warning("ignoring unknown config key %s", key)
+            continue
+        t = f.type if isinstance(f.type, str) else f.type.__name__
+        value: object = raw.strip()
+        if "bool" in t:
+            value = str(value).lower() == "true"
+        elif "int" in t:
+            value = int(str(value))
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Parse a Java ``.properties``-style file (``key=value``, ``#`` comments)."""
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line or line[0] in "#!":
+                continue
+            k, sep, v = line.partition("=")
+            if not sep:
+                k, _, v = line.partition(":")
+            out[k.strip()] = v.strip()
+    return out

@@ -1,0 +1,199 @@
+"""``BrokerController``: wires the store, the managers and the request processors to one
+remoting server, and keeps the broker registered with its name servers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import zlib
+
+from rocketmq_broker.store.inner_message import InnerMessage
+from rocketmq_broker.store.message_store import MessageStore
+from rocketmq_broker.store.results import PutMessageResult
+from rocketmq_sdk.exceptions import MQError
+from rocketmq_sdk.protocol.bodies import RegisterBrokerBody
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.headers import (
+    BrokerIdentityHeader,
+    ConsumerGroupRequestHeader,
+    RegisterBrokerRequestHeader,
+)
+from rocketmq_sdk.remoting import Channel, RemotingClient, RemotingCommand, RemotingServer
+
+from .admin_processor import AdminProcessor
+from .client_manager import ConsumerManager, ProducerManager
+from .client_processor import ClientProcessor
+from .config import BrokerConfig
+from .offset_manager import ConsumerOffsetManager
+from .pull_processor import PullProcessor
+from .schedule import ScheduleService
+from .send_processor import SendProcessor
+from .topic_manager import TopicConfigManager
+
+log = logging.getLogger("rocketmq_broker")
+
+
+class BrokerController:
+    """A broker: ``await start()`` binds, recovers the store and registers with the name servers."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        os.makedirs(config.config_dir, exist_ok=True)
+        self.store = MessageStore(config.store_config())
+        self.topics = TopicConfigManager(config)
+        self.offsets = ConsumerOffsetManager(config.config_dir)
+        self.consumers = ConsumerManager()
+        self.producers = ProducerManager()
+        self.schedule = ScheduleService(self)
+        self.server = RemotingServer()
+        self.namesrv_client = RemotingClient()
+        self.pull = PullProcessor(self)
+        self.send = SendProcessor(self)
+        for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self)):
+            p.register(self.server)
+        self.server.on_channel_close(self._channel_closed)
+        self.store.register_arrival_listener(self._on_arrival)
+        self._tasks: list[asyncio.Task] = []
+        self._register_soon: asyncio.Event | None = None
+        self.stats_put = 0
+        self.stats_get = 0
+
+    @property
+    def is_master(self) -> bool:
+        return self.config.broker_id == 0
+
+    async def start(self) -> int:
+        loop = asyncio.get_running_loop()
+        self.topics.load()
+        self.offsets.load()
+        self.schedule.load()
+        await loop.run_in_executor(None, self.store.start)
+        self.pull.loop = loop
+        port = await self.server.start(self.config.bind_address, self.config.listen_port)
+        self.config.listen_port = port
+        self._register_soon = asyncio.Event()
+        self.schedule.start(loop)
+        self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._persist_loop()),
+                       loop.create_task(self._scan_channels_loop())]
+        log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.config.broker_addr,
+                 self.config.store_path_root_dir)
+        await self.register_all(oneway=False)
+        return port
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await self.schedule.stop()
+        self.pull.release_all()
+        await self._unregister_all()
+        await self.server.stop()
+        await self.namesrv_client.close()
+        self.offsets.persist(force=True)
+        await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
+        log.info("broker %s stopped", self.config.broker_name)
+
+    # -- storing --------------------------------------------------------------------------------
+    async def put_message(self, inner: InnerMessage, schedule: bool = True) -> PutMessageResult | None:
+        if schedule:
+            inner = self.schedule.transform(inner)
+        if self.config.flush_disk_type == "SYNC_FLUSH" and inner.wait_store_msg_ok:
+            return await asyncio.get_running_loop().run_in_executor(None, self.store.put_message, inner)
+        return self.store.put_message(inner)
+
+    async def put_messages(self, batch: list[InnerMessage]) -> PutMessageResult | None:
+        if self.config.flush_disk_type == "SYNC_FLUSH":
+            return await asyncio.get_running_loop().run_in_executor(None, self.store.put_messages, batch)
+        return self.store.put_messages(batch)
+
+    def _on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int, props) -> None:
+        self.pull.on_arrival(topic, queue_id, max_offset, tags_code, props)
+        if topic == "SCHEDULE_TOPIC_XXXX" and self.pull.loop is not None:
+            self.pull.loop.call_soon_threadsafe(self.schedule.notify, queue_id)
+
+    # -- clients ----------------------------------------------------------------------------------
+    def notify_consumer_ids_changed(self, group: str) -> None:
+        g = self.consumers.groups.get(group)
+        if g is None:
+            return
+        for ch in list(g.channels):
+            cmd = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                          ConsumerGroupRequestHeader(consumer_group=group).to_ext_fields(),
+                                          oneway=True)
+            try:
+                ch.send(cmd)
+            except MQError:
+                pass
+
+    def _channel_closed(self, ch: Channel) -> None:
+        self.producers.unregister_channel(ch)
+        for g in self.consumers.unregister_channel(ch):
+            self.notify_consumer_ids_changed(g)
+
+    async def _scan_channels_loop(self) -> None:
+        while True:
+            await asyncio.sleep(10)
+            for ch in self.consumers.scan_expired(self.config.channel_expired_timeout):
+                log.info("closing idle consumer channel %s", ch.remote_addr)
+                ch.close()
+
+    # -- name server registration -------------------------------------------------------------------
+    def register_to_namesrv_soon(self) -> None:
+        if self._register_soon is not None:
+            self._register_soon.set()
+
+    async def _register_loop(self) -> None:
+        period = self.config.register_name_server_period / 1000.0
+        while True:
+            try:
+                await asyncio.wait_for(self._register_soon.wait(), period)
+                self._register_soon.clear()
+                await self.register_all(oneway=True)
+            except TimeoutError:
+                await self.register_all(oneway=False)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - registration retries next period
+                log.exception("name server registration failed")
+
+    def _namesrvs(self) -> list[str]:
+        return [a.strip() for a in (self.config.namesrv_addr or "").split(";") if a.strip()]
+
+    async def register_all(self, oneway: bool) -> None:
+        c = self.config
+        body = RegisterBrokerBody(self.topics.wrapper()).to_json()
+        ext = RegisterBrokerRequestHeader(broker_name=c.broker_name, broker_addr=c.broker_addr,
+                                          cluster_name=c.broker_cluster_name, ha_server_addr=f"{c.broker_ip1}:0",
+                                          broker_id=c.broker_id, compressed=False,
+                                          body_crc32=zlib.crc32(body) & 0x7FFFFFFF).to_ext_fields()
+        for addr in self._namesrvs():
+            cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body, oneway=oneway)
+            try:
+                if oneway:
+                    await self.namesrv_client.invoke_oneway(addr, cmd)
+                else:
+                    resp = await self.namesrv_client.invoke(addr, cmd, 3000)
+                    if resp.code != ResponseCode.SUCCESS:
+                        log.warning("register to %s failed: %s %s", addr, resp.code, resp.remark)
+            except MQError as exc:
+                log.warning("register to name server %s failed: %s", addr, exc)
+
+    async def _unregister_all(self) -> None:
+        c = self.config
+        ext = BrokerIdentityHeader(broker_name=c.broker_name, broker_addr=c.broker_addr,
+                                   cluster_name=c.broker_cluster_name, broker_id=c.broker_id).to_ext_fields()
+        for addr in self._namesrvs():
+            try:
+                await self.namesrv_client.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER,
+                                                                               dict(ext)), 1000)
+            except MQError:
+                pass
+
+    async def _persist_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.flush_consumer_offset_interval / 1000.0)
+            try:
+                self.offsets.persist()
+                self.schedule.persist()
+            except OSError:
+                log.exception("persisting offsets failed")

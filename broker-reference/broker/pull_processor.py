@@ -1,0 +1,168 @@
+"""PULL_MESSAGE (11) with long polling (protocol doc §3.4).
+
+A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag is held for
+``suspendTimeoutMillis`` and answered as soon as a message arrives on its queue (the store's
+arrival listener wakes it) or when the time is up, exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from rocketmq_broker.store.results import GetMessageStatus
+from rocketmq_sdk.protocol.bodies import SubscriptionData
+from rocketmq_sdk.protocol.codes import PermName, PullSysFlag, RequestCode, ResponseCode
+from rocketmq_sdk.protocol.headers import PullMessageRequestHeader
+from rocketmq_sdk.remoting import Channel, RemotingCommand
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketmq_broker")
+
+_PULL_CODES = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+class PullProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        # (topic, queue_id) -> held pulls: (offset, channel, request, header, subscription, timer)
+        self._held: dict[tuple[str, int], list] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def register(self, server) -> None:
+        server.register_processor(RequestCode.PULL_MESSAGE, self.pull)
+
+    def pull(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
+        return self._process(ch, cmd, allow_suspend=True)
+
+    def _subscription(self, cmd: RemotingCommand, h: PullMessageRequestHeader, sys_flag: int):
+        """(subscription, error response)."""
+        if sys_flag & PullSysFlag.SUBSCRIPTION:
+            etype = h.expression_type or "TAG"
+            if etype != "TAG":
+                if not self.broker.config.enable_property_filter:
+                    return None, cmd.response(ResponseCode.SYSTEM_ERROR,
+                                              "The broker does not support consumer to filter message by SQL92")
+            return SubscriptionData.build(h.topic or "", h.subscription, h.sub_version or 0, etype), None
+        group = self.broker.consumers.groups.get(h.consumer_group or "")
+        if group is None:
+            return None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                      f"the consumer's group info not exist, group: {h.consumer_group}")
+        sub = group.subscriptions.get(h.topic or "")
+        if sub is None:
+            return None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                      f"the consumer's subscription not exist, topic: {h.topic}")
+        if sub.sub_version < (h.sub_version or 0):
+            return None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        return sub, None
+
+    def _process(self, ch: Channel, cmd: RemotingCommand, allow_suspend: bool) -> RemotingCommand | None:
+        b = self.broker
+        h = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+        topic = h.topic or ""
+        tc = b.topics.get(topic)
+        if tc is None:
+            return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
+        if not PermName.is_readable(tc.perm):
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden")
+        queue_id = h.queue_id if h.queue_id is not None else -1
+        if queue_id < 0 or queue_id >= tc.read_queue_nums:
+            return cmd.response(ResponseCode.SYSTEM_ERROR,
+                                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                                f"[{tc.read_queue_nums}] consumer:[{ch.remote_addr}]")
+        sys_flag = h.sys_flag or 0
+        sub, err = self._subscription(cmd, h, sys_flag)
+        if err is not None:
+            return err
+        offset = h.queue_offset or 0
+        codes = set(sub.code_set) if sub.tags_set else None
+        tag_filter = (lambda code: code in codes) if codes else None
+        result = b.store.get_message(h.consumer_group or "", topic, queue_id, offset, h.max_msg_nums or 32,
+                                     tag_filter)
+        if result is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
+        if result.status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _PULL_CODES.get(result.status, ResponseCode.PULL_NOT_FOUND)
+        if allow_suspend and sys_flag & PullSysFlag.COMMIT_OFFSET and (h.commit_offset or 0) >= 0 and b.is_master:
+            b.offsets.commit(h.consumer_group or "", topic, queue_id, h.commit_offset or 0)
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
+            timeout_ms = (h.suspend_timeout_millis or 15000) if b.config.long_polling_enable \
+                else b.config.short_polling_time_mills
+            self._hold(topic, queue_id, offset, ch, cmd, timeout_ms)
+            return None
+        ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": str(result.next_begin_offset),
+               "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}
+        if code == ResponseCode.SUCCESS:
+            b.stats_get += result.message_count
+            return cmd.response(code, result.status.value, ext_fields=ext, body=result.body())
+        return cmd.response(code, result.status.value, ext_fields=ext)
+
+    # -- long polling --------------------------------------------------------------------------
+    def _hold(self, topic: str, queue_id: int, offset: int, ch: Channel, cmd: RemotingCommand, timeout_ms: int) -> None:
+        loop = asyncio.get_running_loop()
+        entry = [offset, ch, cmd, None]
+        key = (topic, queue_id)
+        entry[3] = loop.call_later(timeout_ms / 1000.0, self._release, key, entry)
+        self._held.setdefault(key, []).append(entry)
+
+    def _release(self, key: tuple[str, int], entry: list) -> None:
+        held = self._held.get(key)
+        if held is None or entry not in held:
+            return
+        held.remove(entry)
+        if not held:
+            del self._held[key]
+        entry[3].cancel()
+        _offset, ch, cmd, _timer = entry
+        if getattr(ch, "is_closed", False) or (ch.transport is None or ch.transport.is_closing()):
+            return
+        try:
+            resp = self._process(ch, cmd, allow_suspend=False)
+        except Exception:  # noqa: BLE001 - answer rather than leave the client waiting
+            log.exception("held pull failed")
+            resp = cmd.response(ResponseCode.SYSTEM_ERROR, "pull failed")
+        if resp is not None:
+            try:
+                ch.send(resp)
+            except Exception:  # noqa: BLE001 - the client went away
+                log.debug("could not answer held pull on %s", ch.remote_addr)
+
+    def on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int, properties) -> None:
+        """Store arrival listener; may run on a store thread."""
+        key = (topic, queue_id)
+        if key not in self._held:
+            return
+        loop = self.loop
+        if loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._wake(key, max_offset)
+        else:
+            loop.call_soon_threadsafe(self._wake, key, max_offset)
+
+    def _wake(self, key: tuple[str, int], max_offset: int) -> None:
+        for entry in list(self._held.get(key, ())):
+            if max_offset > entry[0]:
+                self._release(key, entry)
+
+    def release_all(self) -> None:
+        for key, entries in list(self._held.items()):
+            for entry in list(entries):
+                self._release(key, entry)

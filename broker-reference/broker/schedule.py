@@ -1,0 +1,132 @@
+"""Delayed delivery (RocketMQ ``ScheduleMessageService``, protocol doc §5.7).
+
+A message with ``DELAY`` level L > 0 is stored in ``SCHEDULE_TOPIC_XXXX`` queue L-1 with
+``REAL_TOPIC``/``REAL_QID`` and a consume-queue tag code equal to its deliver time. One task per
+level re-puts due messages to their real topic; progress (``delayOffset.json``) survives
+restarts, so delayed messages are delivered on time after a restart too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import TYPE_CHECKING
+
+from rocketmq_broker.store.commit_log import parse_delay_levels
+from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
+from rocketmq_broker.store.results import GetMessageStatus
+from rocketmq_sdk.protocol import fastjson
+from rocketmq_sdk.protocol.codes import SCHEDULE_TOPIC
+from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.protocol.message_codec import decode_message, encode_properties
+
+from .config_file import read_json, write_atomically
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+log = logging.getLogger("rocketmq_broker.schedule")
+
+
+class ScheduleService:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+        self.levels = parse_delay_levels(broker.config.message_delay_level)  # level -> ms
+        self.max_level = max(self.levels) if self.levels else 0
+        self.offsets: dict[int, int] = {}
+        self.path = os.path.join(broker.config.config_dir, "delayOffset.json")
+        self._tasks: list[asyncio.Task] = []
+        self._wakeups: dict[int, asyncio.Event] = {}
+
+    def load(self) -> None:
+        d = read_json(self.path)
+        if d:
+            self.offsets = {int(k): int(v) for k, v in (d.get("offsetTable") or {}).items()}
+
+    def persist(self) -> None:
+        write_atomically(self.path, fastjson.dumps({"offsetTable": dict(self.offsets)}, standard=False))
+
+    def transform(self, inner: InnerMessage) -> InnerMessage:
+        """Redirect a delayed message to the schedule topic (called before the put)."""
+        props = inner.get_properties()
+        level = int(props.get(MC.DELAY_TIME_LEVEL, "0") or 0)
+        if level <= 0 or not self.levels:
+            return inner
+        level = min(level, self.max_level)
+        props[MC.REAL_TOPIC] = inner.topic
+        props[MC.REAL_QUEUE_ID] = str(inner.queue_id)
+        inner.topic = SCHEDULE_TOPIC
+        inner.queue_id = level - 1
+        inner.tags_code = int(time.time() * 1000) + self.levels[level]
+        inner.properties_string = encode_properties(props)
+        return inner
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        for level in sorted(self.levels):
+            self._wakeups[level] = asyncio.Event()
+            self._tasks.append(loop.create_task(self._run_level(level)))
+
+    def notify(self, queue_id: int) -> None:
+        ev = self._wakeups.get(queue_id + 1)
+        if ev is not None:
+            ev.set()
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        self.persist()
+
+    async def _run_level(self, level: int) -> None:
+        qid = level - 1
+        store = self.broker.store
+        ev = self._wakeups[level]
+        while True:
+            wait_s = 1.0
+            try:
+                offset = self.offsets.get(level, 0)
+                res = store.get_message("SCHEDULE", SCHEDULE_TOPIC, qid, offset, 32)
+                if res is not None and res.status is GetMessageStatus.FOUND:
+                    now = int(time.time() * 1000)
+                    for raw, qoff in zip(res.message_buffers, res.message_queue_offsets, strict=True):
+                        msg, _ = decode_message(raw, 0, decompress=False)
+                        deliver = msg.store_timestamp + self.levels[level]
+                        if deliver > now:
+                            wait_s = min(wait_s, (deliver - now) / 1000.0)
+                            break
+                        await self._deliver(msg)
+                        self.offsets[level] = qoff + 1
+                    else:
+                        wait_s = 0.0
+                elif res is not None and res.status is GetMessageStatus.OFFSET_TOO_SMALL:
+                    self.offsets[level] = res.next_begin_offset
+                    wait_s = 0.0
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - keep the level running
+                log.exception("schedule level %d failed", level)
+            if wait_s > 0:
+                ev.clear()
+                try:
+                    await asyncio.wait_for(ev.wait(), min(wait_s, 1.0))
+                except TimeoutError:
+                    pass
+
+    async def _deliver(self, msg) -> None:
+        props = dict(msg.properties)
+        topic = props.get(MC.REAL_TOPIC, msg.topic)
+        qid = int(props.get(MC.REAL_QUEUE_ID, "0"))
+        props.pop(MC.DELAY_TIME_LEVEL, None)
+        props[MC.WAIT_STORE_MSG_OK] = "false"
+        inner = InnerMessage(topic=topic, queue_id=qid, body=msg.body, properties_string=encode_properties(props),
+                             flag=msg.flag, tags_code=tags_string_to_tags_code(props.get(MC.TAGS)),
+                             sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
+                             store_host=msg.store_host, reconsume_times=msg.reconsume_times, properties=props,
+                             wait_store_msg_ok=False)
+        await self.broker.put_message(inner, schedule=False)

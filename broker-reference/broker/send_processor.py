@@ -1,0 +1,204 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and CONSUMER_SEND_MSG_BACK (36).
+
+Follows protocol doc §3.3 and §3.5: topic validation, auto-creation from TBW102, random queue
+for ``queueId < 0``, MESSAGE_ILLEGAL for oversized bodies or properties, the CLUSTER property,
+WAIT stripped from stored single messages, retry → DLQ after max reconsume times. Whether a
+request is a batch is decided by the header's ``batch`` flag (the C++ client sends batches as
+310 and the flag as ``"1"``).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TYPE_CHECKING
+
+from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
+from rocketmq_broker.store.results import PutMessageStatus
+from rocketmq_sdk.exceptions import FrameError
+from rocketmq_sdk.protocol.codes import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    V3_4_9,
+    MessageSysFlag,
+    PermName,
+    RequestCode,
+    ResponseCode,
+    dlq_topic,
+    is_valid_name,
+    retry_topic,
+)
+from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
+from rocketmq_sdk.protocol.message_codec import (
+    decode_batch,
+    decode_message,
+    decode_properties,
+    encode_properties,
+)
+from rocketmq_sdk.remoting import Channel, RemotingCommand
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+_STATUS_CODES = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+    PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+}
+_MAX_PROPERTIES = 32767
+
+
+class SendProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
+
+    def register(self, server) -> None:
+        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+            server.register_processor(code, self.send)
+        server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.send_back)
+
+    # -- send ------------------------------------------------------------------------------
+    async def send(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
+        if cmd.code == RequestCode.SEND_MESSAGE:
+            h = SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+        else:
+            h = SendMessageRequestHeader.from_v2(cmd.ext_fields)
+        topic = h.topic or ""
+        if not is_valid_name(topic):
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic"
+                                if topic else "topic is blank")
+        if topic in NOT_ALLOWED_SEND_TOPICS:
+            return cmd.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        b = self.broker
+        tc = b.topics.get(topic)
+        if tc is None:
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                tc, _ = b.topics.create_system(topic, 1)
+            else:
+                tc = b.topics.create_in_send(topic, h.default_topic or "", h.default_topic_queue_nums or 4,
+                                             0)
+                if tc is None:
+                    return cmd.response(ResponseCode.TOPIC_NOT_EXIST,
+                                        f"topic[{topic}] not exist, apply first please!")
+                b.register_to_namesrv_soon()
+        if not PermName.is_writeable(tc.perm):
+            return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        queue_id = h.queue_id if h.queue_id is not None else -1
+        if queue_id < 0:
+            queue_id = random.randrange(tc.write_queue_nums)
+        if queue_id >= max(tc.read_queue_nums, tc.write_queue_nums):
+            return cmd.response(ResponseCode.SYSTEM_ERROR,
+                                f"request queueId[{queue_id}] is illegal, {tc} Producer: {ch.remote_addr}")
+        body = cmd.body
+        if len(body) > b.config.max_message_size:
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL,
+                                f"the message body size over max value, MAX: {b.config.max_message_size}")
+        props_string = h.properties or ""
+        if len(props_string.encode("utf-8")) > _MAX_PROPERTIES:
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "the message properties length too long")
+        sys_flag = h.sys_flag or 0
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS
+        born = h.born_timestamp or int(time.time() * 1000)
+        reconsume = h.reconsume_times or 0
+        if h.batch:
+            return await self._send_batch(cmd, h, topic, queue_id, sys_flag, born, reconsume, ch)
+        props = decode_properties(props_string)
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            max_times = h.max_reconsume_times if h.max_reconsume_times is not None else 16
+            if reconsume >= max_times:
+                topic = dlq_topic(topic[len(RETRY_GROUP_TOPIC_PREFIX):])
+                b.topics.create_system(topic, 1)
+                queue_id = 0
+        props[MC.CLUSTER] = b.config.broker_cluster_name
+        wait = props.pop(MC.WAIT_STORE_MSG_OK, "true") != "false"
+        inner = self._inner(topic, queue_id, body, props, h.flag or 0, sys_flag, born, ch.remote_addr, reconsume)
+        inner.wait_store_msg_ok = wait
+        result = await b.put_message(inner)
+        return self._response(cmd, result, queue_id)
+
+    def _inner(self, topic: str, queue_id: int, body: bytes, props: dict[str, str], flag: int, sys_flag: int,
+               born: int, born_host: str, reconsume: int) -> InnerMessage:
+        return InnerMessage(topic=topic, queue_id=queue_id, body=body, properties_string=encode_properties(props),
+                            flag=flag, tags_code=tags_string_to_tags_code(props.get(MC.TAGS)), sys_flag=sys_flag,
+                            born_timestamp=born, born_host=born_host, store_host=self.broker.config.broker_addr,
+                            reconsume_times=reconsume, properties=props)
+
+    async def _send_batch(self, cmd, h, topic, queue_id, sys_flag, born, reconsume, ch) -> RemotingCommand:
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "Retry group topic can not be sent in batch")
+        try:
+            entries = decode_batch(cmd.body)
+        except FrameError as exc:
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"malformed batch body: {exc}")
+        batch_props = decode_properties(h.properties or "")
+        batch_props[MC.CLUSTER] = self.broker.config.broker_cluster_name
+        inners = []
+        for flag, body, props_text in entries:
+            props = decode_properties(props_text)
+            for k, v in batch_props.items():
+                props.setdefault(k, v)
+            inners.append(self._inner(topic, queue_id, body, props, flag, sys_flag, born, ch.remote_addr, reconsume))
+        if not inners:
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
+        result = await self.broker.put_messages(inners)
+        return self._response(cmd, result, queue_id)
+
+    def _response(self, cmd: RemotingCommand, result, queue_id: int) -> RemotingCommand:
+        if result is None:
+            return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, "store is not running")
+        code = _STATUS_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+        ar = result.append_message_result
+        if ar is None or code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
+                                      ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
+            return cmd.response(code, f"store put failed: {result.status.value}")
+        self.broker.stats_put += ar.msg_num
+        return cmd.response(code, ext_fields={"msgId": ar.msg_id, "queueId": str(queue_id),
+                                              "queueOffset": str(ar.logics_offset),
+                                              "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
+
+    # -- consumer send-back ---------------------------------------------------------------------
+    async def send_back(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
+        b = self.broker
+        raw = b.store.look_message_by_offset(h.offset or 0)
+        if raw is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
+        try:
+            msg, _ = decode_message(raw, 0, decompress=False)
+        except FrameError as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"stored message unreadable: {exc}")
+        group = h.group or ""
+        props = dict(msg.properties)
+        props.setdefault(MC.RETRY_TOPIC, msg.topic)
+        props[MC.WAIT_STORE_MSG_OK] = "false"
+        max_times = h.max_reconsume_times if (h.max_reconsume_times is not None and cmd.version >= V3_4_9) else 16
+        delay = h.delay_level or 0
+        if msg.reconsume_times >= max_times or delay < 0:
+            topic, queue_id, delay = dlq_topic(group), 0, 0
+            b.topics.create_system(topic, 1, PermName.WRITE)
+        else:
+            topic = retry_topic(group)
+            b.topics.create_system(topic, 1)
+            queue_id = 0
+            delay = delay or 3 + msg.reconsume_times
+        props.setdefault(MC.ORIGIN_MESSAGE_ID, h.origin_msg_id or msg.offset_msg_id)
+        if delay > 0:
+            props[MC.DELAY_TIME_LEVEL] = str(delay)
+        inner = self._inner(topic, queue_id, msg.body, props, msg.flag, msg.sys_flag, msg.born_timestamp,
+                            msg.born_host, msg.reconsume_times + 1)
+        inner.store_host = msg.store_host
+        result = await b.put_message(inner)
+        if result is None or not result.is_ok():
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "send back failed to store")
+        return cmd.response(ResponseCode.SUCCESS)
+
+
+def is_dlq(topic: str) -> bool:
+    return topic.startswith(DLQ_GROUP_TOPIC_PREFIX)

@@ -1,0 +1,60 @@
+"""Console commands ``rocketmq-namesrv -c namesrv.conf`` and ``rocketmq-broker -c broker.conf``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from .broker.config import BrokerConfig, read_properties, snake
+from .broker.controller import BrokerController
+from .namesrv.server import NameServer, NamesrvConfig
+from .runner import announce, serve_until_signal, setup_logging
+
+
+@click.command()
+@click.option("-c", "--config", "config_path", type=click.Path(exists=True, dir_okay=False),
+              help="namesrv.conf (key listenPort, default 9876).")
+@click.option("-p", "--port", type=int, default=None, help="Override listenPort.")
+@click.option("--log-level", default="INFO", show_default=True)
+def namesrv_main(config_path: str | None, port: int | None, log_level: str) -> None:
+    """Run the reference name server."""
+    setup_logging(log_level)
+    cfg = NamesrvConfig()
+    if config_path:
+        for k, v in read_properties(config_path).items():
+            name = snake(k)
+            if hasattr(cfg, name):
+                setattr(cfg, name, type(getattr(cfg, name))(v))
+            else:
+                click.echo(f"warning: ignoring unknown key {k}", err=True)
+    if port is not None:
+        cfg.listen_port = port
+    ns = NameServer(cfg)
+
+    async def start() -> None:
+        await ns.start()
+        announce("NAMESRV", ns.addr)
+
+    asyncio.run(serve_until_signal(start, ns.stop))
+
+
+@click.command()
+@click.option("-c", "--config", "config_path", type=click.Path(exists=True, dir_okay=False), required=True,
+              help="broker.conf with the standard keys (brokerClusterName, brokerName, brokerId, listenPort, "
+                   "namesrvAddr, storePathRootDir, autoCreateTopicEnable, mappedFileSizeCommitLog, flushDiskType).")
+@click.option("-n", "--namesrv-addr", default=None, help="Override namesrvAddr.")
+@click.option("--log-level", default="INFO", show_default=True)
+def broker_main(config_path: str, namesrv_addr: str | None, log_level: str) -> None:
+    """Run the reference broker."""
+    setup_logging(log_level)
+    cfg = BrokerConfig.from_properties(read_properties(config_path))
+    if namesrv_addr:
+        cfg.namesrv_addr = namesrv_addr
+    broker = BrokerController(cfg)
+
+    async def start() -> None:
+        await broker.start()
+        announce("BROKER", cfg.broker_addr)
+
+    asyncio.run(serve_until_signal(start, broker.stop))

@@ -1,0 +1,155 @@
+"""The name server: route registration from brokers, route lookup for clients (§3.2, §5.10)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import zlib
+from dataclasses import dataclass
+
+from rocketmq_sdk.protocol import fastjson
+from rocketmq_sdk.protocol.bodies import RegisterBrokerBody
+from rocketmq_sdk.protocol.codes import V4_9_4, RequestCode, ResponseCode
+from rocketmq_sdk.protocol.headers import (
+    BrokerIdentityHeader,
+    KVConfigRequestHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    TopicRequestHeader,
+)
+from rocketmq_sdk.remoting import Channel, RemotingCommand, RemotingServer
+
+from .route_info import RouteInfoManager
+
+log = logging.getLogger("rocketmq_broker.namesrv")
+
+
+@dataclass
+class NamesrvConfig:
+    """Name server settings (``namesrv.conf`` keys in snake_case)."""
+
+    listen_port: int = 9876
+    bind_address: str = "127.0.0.1"
+    #: expire a broker after this long without REGISTER_BROKER (Java: 120 s)
+    broker_channel_expired_time: int = 120_000
+    #: how often to scan for expired brokers (Java: 10 s)
+    scan_not_active_broker_interval: int = 10_000
+
+
+class NameServer:
+    """An asyncio name server; ``await start()`` returns the bound port."""
+
+    def __init__(self, config: NamesrvConfig | None = None) -> None:
+        self.config = config or NamesrvConfig()
+        self.routes = RouteInfoManager()
+        self.kv: dict[str, dict[str, str]] = {}
+        self.server = RemotingServer()
+        self._scan_task: asyncio.Task | None = None
+        self.port = 0
+        # Java's name server gives no reply to unknown codes (the caller times out)
+        self.server.default_processor = lambda ch, cmd: None
+        for code, fn in {
+            RequestCode.REGISTER_BROKER: self._register_broker,
+            RequestCode.UNREGISTER_BROKER: self._unregister_broker,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: self._get_route,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self._cluster_info,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self._all_topics,
+            RequestCode.QUERY_DATA_VERSION: self._query_data_version,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: self._delete_topic,
+            RequestCode.PUT_KV_CONFIG: self._put_kv,
+            RequestCode.GET_KV_CONFIG: self._get_kv,
+            RequestCode.DELETE_KV_CONFIG: self._delete_kv,
+        }.items():
+            self.server.register_processor(code, fn)
+
+    @property
+    def addr(self) -> str:
+        return f"{self.config.bind_address}:{self.port}"
+
+    async def start(self) -> int:
+        self.port = await self.server.start(self.config.bind_address, self.config.listen_port)
+        self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
+        log.info("name server listening on %s", self.addr)
+        return self.port
+
+    async def stop(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+        await self.server.stop()
+
+    async def _scan_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.scan_not_active_broker_interval / 1000)
+            self.routes.scan_not_active_broker(self.config.broker_channel_expired_time)
+
+    # -- processors --------------------------------------------------------------------------
+    def _register_broker(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = RegisterBrokerRequestHeader.from_ext_fields(cmd.ext_fields)
+        if h.body_crc32 and cmd.body and (zlib.crc32(cmd.body) & 0x7FFFFFFF) != h.body_crc32:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        topics = data_version = None
+        if cmd.body:
+            body = RegisterBrokerBody.decode(cmd.body, compressed=bool(h.compressed))
+            wrapper = body.topic_config_wrapper
+            topics = wrapper.topic_config_table
+            data_version = wrapper.data_version.to_dict()
+        master = self.routes.register_broker(h.cluster_name or "", h.broker_addr or "", h.broker_name or "",
+                                             int(h.broker_id or 0), h.ha_server_addr or "", topics, data_version, ch)
+        resp = RegisterBrokerResponseHeader(ha_server_addr=None, master_addr=master)
+        return cmd.response(ResponseCode.SUCCESS, ext_fields=resp.to_ext_fields())
+
+    def _unregister_broker(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = BrokerIdentityHeader.from_ext_fields(cmd.ext_fields)
+        self.routes.unregister_broker(h.cluster_name or "", h.broker_addr or "", h.broker_name or "",
+                                      int(h.broker_id or 0))
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def _get_route(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = TopicRequestHeader.from_ext_fields(cmd.ext_fields)
+        route = self.routes.pick_route(h.topic or "")
+        if route is None:
+            return cmd.response(ResponseCode.TOPIC_NOT_EXIST,
+                                f"No topic route info in name server for the topic: {h.topic}")
+        standard = cmd.version >= V4_9_4 or bool(h.accept_standard_json_only)
+        return cmd.response(ResponseCode.SUCCESS, body=route.to_json(standard=standard))
+
+    def _cluster_info(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.response(ResponseCode.SUCCESS, body=fastjson.dumps(self.routes.cluster_info(),
+                                                                      standard=False).encode())
+
+    def _all_topics(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.response(ResponseCode.SUCCESS,
+                            body=fastjson.dumps({"topicList": self.routes.all_topics()}).encode())
+
+    def _query_data_version(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = BrokerIdentityHeader.from_ext_fields(cmd.ext_fields)
+        live = self.routes.broker_live_table.get(h.broker_addr or "")
+        changed = True
+        if live is not None and cmd.body:
+            try:
+                changed = fastjson.loads(cmd.body) != live.data_version
+            except ValueError:
+                changed = True
+            live.last_update_ms = asyncio.get_running_loop().time() * 1000
+        return cmd.response(ResponseCode.SUCCESS, ext_fields={"changed": "true" if changed else "false"})
+
+    def _delete_topic(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        self.routes.delete_topic(TopicRequestHeader.from_ext_fields(cmd.ext_fields).topic or "")
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def _put_kv(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = KVConfigRequestHeader.from_ext_fields(cmd.ext_fields)
+        self.kv.setdefault(h.namespace or "", {})[h.key or ""] = h.value or ""
+        return cmd.response(ResponseCode.SUCCESS)
+
+    def _get_kv(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = KVConfigRequestHeader.from_ext_fields(cmd.ext_fields)
+        v = self.kv.get(h.namespace or "", {}).get(h.key or "")
+        if v is None:
+            return cmd.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace} Key: {h.key}")
+        return cmd.response(ResponseCode.SUCCESS, ext_fields={"value": v})
+
+    def _delete_kv(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        h = KVConfigRequestHeader.from_ext_fields(cmd.ext_fields)
+        self.kv.get(h.namespace or "", {}).pop(h.key or "", None)
+        return cmd.response(ResponseCode.SUCCESS)
