@@ -182,7 +182,7 @@ class SendProcessor:
         delay = h.delay_level or 0
         if msg.reconsume_times >= max_times or delay < 0:
             topic, queue_id, delay = dlq_topic(group), 0, 0
-            b.topics.create_system(topic, 1, PermName.WRITE)
+            b.topics.create_system(topic, 1)
         else:
             topic = retry_topic(group)
             b.topics.create_system(topic, 1)
