@@ -1,0 +1,44 @@
+"""rocketmq_sdk: a pure-Python Apache RocketMQ 4.x client (remoting protocol).
+
+Public API (see docs/architecture.md, "SDK public API")::
+
+    from rocketmq_sdk import Message, Producer, PushConsumer, ConsumeConcurrentlyStatus
+
+    with Producer("my_group", "127.0.0.1:9876") as producer:
+        producer.send(Message("MyTopic", b"hello", tags="TagA"))
+"""
+
+from .config import ConsumerConfig, ProducerConfig
+from .exceptions import (
+    ClientStateError,
+    IllegalArgumentError,
+    MQBrokerError,
+    MQClientError,
+    MQError,
+    RemotingError,
+    RemotingTimeoutError,
+)
+from .producer import MessageQueueSelector, Producer, SelectMessageQueueByHash, SelectMessageQueueByRandom
+from .protocol.message import Message, MessageExt, MessageQueue, PullStatus, SendResult, SendStatus
+
+__all__ = [
+    "ClientStateError",
+    "ConsumerConfig",
+    "IllegalArgumentError",
+    "MQBrokerError",
+    "MQClientError",
+    "MQError",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "MessageQueueSelector",
+    "Producer",
+    "ProducerConfig",
+    "PullStatus",
+    "RemotingError",
+    "RemotingTimeoutError",
+    "SelectMessageQueueByHash",
+    "SelectMessageQueueByRandom",
+    "SendResult",
+    "SendStatus",
+]

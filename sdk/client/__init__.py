@@ -1,0 +1,17 @@
+"""Client machinery shared by producers and consumers: ``MQClientInstance`` (one per client id),
+``MQClientAPI`` (typed request helpers) and route conversion."""
+
+from .instance import MQClientInstance, get_client_instance, release_client_instance
+from .mq_client_api import MQClientAPI, NameServerList
+from .route import TopicPublishInfo, publish_info_from_route, subscribe_queues_from_route
+
+__all__ = [
+    "MQClientAPI",
+    "MQClientInstance",
+    "NameServerList",
+    "TopicPublishInfo",
+    "get_client_instance",
+    "publish_info_from_route",
+    "release_client_instance",
+    "subscribe_queues_from_route",
+]

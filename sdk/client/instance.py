@@ -1,0 +1,333 @@
+"""``MQClientInstance``: the machinery shared by the producers and consumers of one client id
+(Java ``MQClientInstance``).
+
+One instance owns one I/O event loop thread, one ``RemotingClient`` (one connection per broker
+and name server, many requests in flight on each), the route cache, the broker address table,
+the periodic tasks (route refresh, heartbeat, offset persist, rebalance) and the processors of
+broker → client requests. Its core is async; producers and consumers call it from the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+from ..config import ClientConfig
+from ..exceptions import ClientStateError, MQError, TopicNotExistError
+from ..protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
+from ..protocol.codes import MASTER_ID, RequestCode
+from ..protocol.message import MessageQueue
+from ..remoting.client import RemotingClient
+from ..remoting.command import RemotingCommand
+from ..remoting.loop import EventLoopThread
+from .mq_client_api import MQClientAPI
+from .route import TopicPublishInfo, publish_info_from_route, subscribe_queues_from_route, tbw102_route_for
+
+__all__ = ["ConsumerInner", "MQClientInstance", "ProducerInner", "get_client_instance"]
+
+log = logging.getLogger("rocketmq_sdk.client")
+
+T = TypeVar("T")
+
+
+class ProducerInner(Protocol):
+    """What the instance needs from a producer."""
+
+    group: str
+
+    def publish_topics(self) -> list[str]: ...
+
+    def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
+
+
+class ConsumerInner(Protocol):
+    """What the instance needs from a consumer."""
+
+    group: str
+
+    def consumer_data(self) -> ConsumerData: ...
+
+    def subscribed_topics(self) -> list[str]: ...
+
+    def update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None: ...
+
+    async def do_rebalance(self) -> None: ...
+
+    async def persist_offsets(self) -> None: ...
+
+
+class MQClientInstance:
+    """Shared client machinery for one client id. Get one with :func:`get_client_instance`.
+
+    Args:
+        config: the settings of the first client that created it (intervals, name servers).
+        client_id: ``ip@instance``.
+    """
+
+    def __init__(self, config: ClientConfig, client_id: str) -> None:
+        self.config = config
+        self.client_id = client_id
+        self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}")
+        self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=list(config.rpc_hooks))
+        self.api = MQClientAPI(self.remoting, config.namesrv_addr_list, config.mq_client_api_timeout)
+        self.producers: dict[str, ProducerInner] = {}
+        self.consumers: dict[str, ConsumerInner] = {}
+        self.routes: dict[str, TopicRouteData] = {}
+        self.broker_addrs: dict[str, dict[int, str]] = {}
+        self._route_locks: dict[str, asyncio.Lock] = {}
+        self._tasks: list[asyncio.Task] = []
+        self._rebalance_event: asyncio.Event | None = None
+        self._heartbeat_lock: asyncio.Lock | None = None
+        self._started = False
+        self._closed = False
+        self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+
+    # -------------------------------------------------------------- sync helpers
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None) -> T:
+        """Run ``coro`` on the I/O loop and wait for its result (see ``EventLoopThread.run``)."""
+        return self.loop_thread.run(coro, timeout_s)
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        """Start the periodic tasks (idempotent). Must run on the instance's loop."""
+        if self._started:
+            return
+        if self._closed:
+            raise ClientStateError(f"client instance {self.client_id} is shut down")
+        self._started = True
+        self._rebalance_event = asyncio.Event()
+        self._heartbeat_lock = asyncio.Lock()
+        cfg = self.config
+        self._tasks = [
+            self._spawn(self._periodic("route refresh", cfg.poll_name_server_interval, self.update_all_routes)),
+            self._spawn(self._periodic("heartbeat", cfg.heartbeat_broker_interval, self.send_heartbeat_to_all)),
+            self._spawn(self._periodic("offset persist", cfg.persist_consumer_offset_interval,
+                                       self.persist_all_offsets)),
+            self._spawn(self._rebalance_loop()),
+        ]
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
+        return asyncio.get_running_loop().create_task(coro)
+
+    async def shutdown(self) -> None:
+        """Cancel the periodic tasks and close every connection."""
+        self._closed = True
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+        await self.remoting.close()
+
+    async def _periodic(self, name: str, interval_ms: int, fn: Callable[[], Awaitable[Any]]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000.0)
+            try:
+                await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("%s of client %s failed", name, self.client_id, exc_info=True)
+
+    async def _rebalance_loop(self) -> None:
+        assert self._rebalance_event is not None
+        while True:
+            intervals = [getattr(getattr(c, "config", None), "rebalance_interval", 20_000)
+                         for c in self.consumers.values()]
+            try:
+                await asyncio.wait_for(self._rebalance_event.wait(), min(intervals or [20_000]) / 1000.0)
+            except TimeoutError:
+                pass
+            self._rebalance_event.clear()
+            try:
+                await self.rebalance_all()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("rebalance of client %s failed", self.client_id, exc_info=True)
+
+    # -------------------------------------------------------------- registration
+
+    def register_producer(self, producer: ProducerInner) -> None:
+        """Raises ClientStateError: the group already has a producer in this instance."""
+        if producer.group in self.producers:
+            raise ClientStateError(f"producer group {producer.group!r} is already registered in client "
+                                   f"{self.client_id}; use another instance_name")
+        self.producers[producer.group] = producer
+
+    def register_consumer(self, consumer: ConsumerInner) -> None:
+        """Raises ClientStateError: the group already has a consumer in this instance."""
+        if consumer.group in self.consumers:
+            raise ClientStateError(f"consumer group {consumer.group!r} is already registered in client "
+                                   f"{self.client_id}; use another instance_name")
+        self.consumers[consumer.group] = consumer
+
+    async def unregister(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
+        """Remove a group and tell every broker (UNREGISTER_CLIENT); failures are logged."""
+        if producer_group:
+            self.producers.pop(producer_group, None)
+        if consumer_group:
+            self.consumers.pop(consumer_group, None)
+        addrs = {addr for addrs in self.broker_addrs.values() for addr in addrs.values()}
+        for addr in sorted(addrs):
+            try:
+                await self.api.unregister_client(addr, self.client_id, producer_group=producer_group,
+                                                 consumer_group=consumer_group)
+            except MQError as exc:
+                log.warning("unregister of client %s from %s failed: %s", self.client_id, addr, exc)
+
+    @property
+    def in_use(self) -> bool:
+        return bool(self.producers or self.consumers)
+
+    # -------------------------------------------------------------- routes
+
+    async def update_topic_route(self, topic: str, *, default_topic: str | None = None,
+                                 default_queue_nums: int = 4) -> TopicRouteData | None:
+        """Fetch ``topic``'s route from a name server and hand it to producers and consumers.
+
+        With ``default_topic`` (producers, after the topic's own lookup failed), the topic gets
+        the default topic's route (TBW102, §6.2) so the first send can auto-create it.
+
+        Returns:
+            the route, or None when there is none (a warning is logged).
+        """
+        lock = self._route_locks.setdefault(topic, asyncio.Lock())
+        async with lock:
+            try:
+                if default_topic:
+                    route = tbw102_route_for(await self.api.get_topic_route(default_topic), default_queue_nums)
+                else:
+                    route = await self.api.get_topic_route(topic)
+            except TopicNotExistError:
+                log.log(logging.WARNING if default_topic else logging.DEBUG, "no route for topic %s",
+                        default_topic or topic)
+                return None
+            self._apply_route(topic, route)
+            return route
+
+    def _apply_route(self, topic: str, route: TopicRouteData) -> None:
+        for bd in route.broker_datas:
+            self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
+        self.routes[topic] = route
+        info: TopicPublishInfo | None = None
+        for producer in self.producers.values():
+            if topic in producer.publish_topics():
+                info = info or publish_info_from_route(topic, route)
+                producer.update_publish_info(topic, info)
+        mqs: list[MessageQueue] | None = None
+        for consumer in self.consumers.values():
+            if topic in consumer.subscribed_topics():
+                mqs = mqs if mqs is not None else subscribe_queues_from_route(topic, route)
+                consumer.update_subscribe_info(topic, mqs)
+
+    async def update_all_routes(self) -> None:
+        """Refresh the route of every topic used by a producer or consumer of this instance."""
+        topics = {t for p in self.producers.values() for t in p.publish_topics()}
+        topics.update(t for c in self.consumers.values() for t in c.subscribed_topics())
+        for topic in sorted(topics):
+            try:
+                await self.update_topic_route(topic)
+            except MQError as exc:
+                log.warning("route refresh of %s failed: %s", topic, exc)
+
+    def find_broker_master(self, broker_name: str) -> str | None:
+        """Master address of ``broker_name`` from the routes seen so far."""
+        return self.broker_addrs.get(broker_name, {}).get(MASTER_ID)
+
+    def find_broker_any(self, broker_name: str) -> str | None:
+        """Master address, else any known address of ``broker_name``."""
+        addrs = self.broker_addrs.get(broker_name) or {}
+        return addrs.get(MASTER_ID) or next(iter(addrs.values()), None)
+
+    async def find_broker_master_or_refresh(self, broker_name: str, topic: str) -> str | None:
+        """Like :meth:`find_broker_master`, refreshing ``topic``'s route once if unknown."""
+        addr = self.find_broker_master(broker_name)
+        if addr is None:
+            await self.update_topic_route(topic)
+            addr = self.find_broker_master(broker_name)
+        return addr
+
+    # -------------------------------------------------------------- heartbeat
+
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(self.client_id, sorted(self.producers),
+                             [c.consumer_data() for c in self.consumers.values()])
+
+    async def send_heartbeat_to_all(self) -> None:
+        """HEART_BEAT to every known broker (masters only when there is no consumer)."""
+        if not self.in_use:
+            return
+        assert self._heartbeat_lock is not None
+        async with self._heartbeat_lock:
+            data = self.heartbeat_data()
+            with_slaves = bool(data.consumers)
+            targets = sorted({addr for addrs in self.broker_addrs.values() for bid, addr in addrs.items()
+                              if with_slaves or bid == MASTER_ID})
+            results = await asyncio.gather(*(self.api.send_heartbeat(a, data) for a in targets),
+                                           return_exceptions=True)
+            for addr, result in zip(targets, results, strict=True):
+                if isinstance(result, Exception):
+                    log.warning("heartbeat of client %s to %s failed: %s", self.client_id, addr, result)
+
+    # -------------------------------------------------------------- consumers
+
+    async def rebalance_all(self) -> None:
+        for consumer in list(self.consumers.values()):
+            try:
+                await consumer.do_rebalance()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("rebalance of group %s failed", consumer.group, exc_info=True)
+
+    def wakeup_rebalance(self) -> None:
+        """Ask for a rebalance now (call from the loop)."""
+        if self._rebalance_event is not None:
+            self._rebalance_event.set()
+
+    async def persist_all_offsets(self) -> None:
+        for consumer in list(self.consumers.values()):
+            await consumer.persist_offsets()
+
+    async def _on_consumer_ids_changed(self, channel: Any, cmd: RemotingCommand) -> None:
+        log.info("broker %s says the consumers of group %s changed; rebalancing",
+                 channel.remote_addr, cmd.ext_fields.get("consumerGroup"))
+        self.wakeup_rebalance()
+        return None
+
+
+# ------------------------------------------------------------------ instance table
+
+_instances: dict[str, MQClientInstance] = {}
+_instances_lock = threading.Lock()
+
+
+def get_client_instance(config: ClientConfig) -> MQClientInstance:
+    """The instance of ``config``'s client id, created if needed (Java ``MQClientManager``)."""
+    client_id = config.build_client_id()
+    with _instances_lock:
+        inst = _instances.get(client_id)
+        if inst is None or inst._closed or not inst.loop_thread.is_running:
+            inst = _instances[client_id] = MQClientInstance(config, client_id)
+        return inst
+
+
+def release_client_instance(inst: MQClientInstance, timeout_s: float = 5.0) -> None:
+    """Shut ``inst`` down if no producer or consumer uses it any more (call from outside its loop)."""
+    with _instances_lock:
+        if inst.in_use or inst._closed:
+            return
+        if _instances.get(inst.client_id) is inst:
+            del _instances[inst.client_id]
+        inst._closed = True
+    try:
+        inst.run(inst.shutdown(), timeout_s)
+    except (MQError, TimeoutError):
+        log.warning("client instance %s did not shut down cleanly", inst.client_id, exc_info=True)
+    finally:
+        inst.loop_thread.stop(timeout_s)

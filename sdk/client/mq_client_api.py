@@ -1,0 +1,309 @@
+"""``MQClientAPI``: typed request helpers over ``RemotingClient`` (Java ``MQClientAPIImpl``).
+
+Every helper is a coroutine for the client instance's event loop. Non-success response codes
+become ``MQBrokerError`` (``TopicNotExistError`` for a missing route); network failures raise the
+``RemotingError`` family unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from ..exceptions import MQBrokerError, RemotingError, TopicNotExistError
+from ..protocol.bodies import ConsumerListBody, HeartbeatData, TopicRouteData
+from ..protocol.codes import RequestCode, ResponseCode
+from ..protocol.headers import (
+    ConsumerGroupRequestHeader,
+    ConsumerSendMsgBackRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueueRequestHeader,
+    SearchOffsetRequestHeader,
+    SendMessageRequestHeader,
+    TopicRequestHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from ..protocol.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
+from ..protocol.message_codec import decode_messages
+from ..remoting.client import RemotingClient
+from ..remoting.command import RemotingCommand
+
+__all__ = ["MQClientAPI", "NameServerList"]
+
+log = logging.getLogger("rocketmq_sdk.client.api")
+
+_SUCCESS = ResponseCode.SUCCESS
+_new_request = RemotingCommand.request
+
+
+class NameServerList:
+    """Name server addresses, tried from a random start and then round robin (Java §6.3): the
+    last address that answered stays chosen until it fails."""
+
+    def __init__(self, addrs: list[str]) -> None:
+        self.addrs = list(addrs)
+        self._index = random.randrange(999)
+        self.chosen: str | None = None
+
+    def candidates(self) -> list[str]:
+        """Addresses to try for one request, the chosen one first."""
+        if not self.addrs:
+            return []
+        out = [self.chosen] if self.chosen in self.addrs else []
+        for _ in range(len(self.addrs)):
+            self._index += 1
+            addr = self.addrs[self._index % len(self.addrs)]
+            if addr not in out:
+                out.append(addr)
+        return out
+
+
+def _check(resp: RemotingCommand, addr: str) -> RemotingCommand:
+    if resp.code != _SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, addr)
+    return resp
+
+
+class MQClientAPI:
+    """Request helpers.
+
+    Args:
+        remoting: the instance's remoting client (one connection per address).
+        namesrv_addrs: name server ``host:port`` list.
+        timeout_ms: default timeout of requests without their own, ms.
+    """
+
+    def __init__(self, remoting: RemotingClient, namesrv_addrs: list[str], timeout_ms: float = 3000.0) -> None:
+        self.remoting = remoting
+        self.namesrv = NameServerList(namesrv_addrs)
+        self.timeout_ms = timeout_ms
+
+    # -------------------------------------------------------------- name server
+
+    async def invoke_namesrv(self, cmd: RemotingCommand, timeout_ms: float | None = None) -> RemotingCommand:
+        """Send ``cmd`` to a name server, trying the next one on a network failure.
+
+        Raises:
+            MQBrokerError: no name server address configured (code -1).
+            RemotingError: every name server failed (the last error).
+        """
+        candidates = self.namesrv.candidates()
+        if not candidates:
+            raise MQBrokerError(-1, "no name server address configured (namesrv_addr)")
+        last: RemotingError | None = None
+        for addr in candidates:
+            try:
+                resp = await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms)
+            except RemotingError as exc:
+                log.warning("name server %s failed: %s", addr, exc)
+                self.namesrv.chosen = None
+                self.remoting.close_connection(addr)
+                last = exc
+                # a fresh opaque for the next attempt: the failed one may still be answered
+                cmd = _new_request(cmd.code, cmd.ext_fields, cmd.body)
+                continue
+            self.namesrv.chosen = addr
+            return resp
+        assert last is not None
+        raise last
+
+    async def get_topic_route(self, topic: str, timeout_ms: float | None = None) -> TopicRouteData:
+        """GET_ROUTEINFO_BY_TOPIC (105).
+
+        Raises:
+            TopicNotExistError: the name server knows no route for ``topic`` (17).
+            MQBrokerError: another error code.
+            RemotingError: no name server answered.
+        """
+        cmd = _new_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, TopicRequestHeader(topic=topic).to_ext_fields())
+        resp = await self.invoke_namesrv(cmd, timeout_ms)
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            raise TopicNotExistError(resp.code, resp.remark or f"no route info of topic {topic}")
+        _check(resp, self.namesrv.chosen or "")
+        if not resp.body:
+            raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, f"empty route info of topic {topic}")
+        return TopicRouteData.from_json(resp.body)
+
+    # -------------------------------------------------------------- producer
+
+    async def send_message(self, addr: str, mq: MessageQueue, header: SendMessageRequestHeader | dict[str, str],
+                           body: bytes, uniq_id: str, timeout_ms: float, *,
+                           code: int = RequestCode.SEND_MESSAGE_V2) -> SendResult:
+        """SEND_MESSAGE_V2 (310) with the single-letter header; map the answer as Java does.
+
+        ``header`` is a ``SendMessageRequestHeader`` or its ``to_v2()`` dict (producers build the
+        dict once per message and only patch the queue between retries).
+
+        Returns:
+            a ``SendResult`` for codes 0, 10, 11, 12 (SEND_OK and the three degraded statuses).
+
+        Raises:
+            MQBrokerError: any other code (``.code`` holds it).
+            RemotingError: network failure or timeout.
+        """
+        ext = header if isinstance(header, dict) else header.to_v2()
+        cmd = _new_request(code, ext, body)
+        resp = await self.remoting.invoke(addr, cmd, timeout_ms)
+        status = SendStatus.from_response_code(resp.code)
+        if status is None:
+            raise MQBrokerError(resp.code, resp.remark, addr)
+        ext = resp.ext_fields
+        queue_id = ext.get("queueId")
+        return SendResult(
+            send_status=status, msg_id=uniq_id, offset_msg_id=ext.get("msgId", ""),
+            message_queue=mq if queue_id is None or int(queue_id) == mq.queue_id
+            else MessageQueue(mq.topic, mq.broker_name, int(queue_id)),
+            queue_offset=int(ext.get("queueOffset", -1)), transaction_id=ext.get("transactionId"),
+            region_id=ext.get("MSG_REGION"), trace_on=ext.get("TRACE_ON", "true") != "false")
+
+    # -------------------------------------------------------------- heartbeat, clients
+
+    async def send_heartbeat(self, addr: str, data: HeartbeatData, timeout_ms: float | None = None) -> int:
+        """HEART_BEAT (34); returns the broker's version.
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        cmd = _new_request(RequestCode.HEART_BEAT, None, data.to_json())
+        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        return resp.version
+
+    async def unregister_client(self, addr: str, client_id: str, *, producer_group: str | None = None,
+                                consumer_group: str | None = None, timeout_ms: float | None = None) -> None:
+        """UNREGISTER_CLIENT (35).
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        header = UnregisterClientRequestHeader(client_id=client_id, producer_group=producer_group,
+                                               consumer_group=consumer_group)
+        cmd = _new_request(RequestCode.UNREGISTER_CLIENT, header.to_ext_fields())
+        _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+
+    async def get_consumer_id_list(self, addr: str, group: str, timeout_ms: float | None = None) -> list[str]:
+        """GET_CONSUMER_LIST_BY_GROUP (38): client ids of the group's live consumers.
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        cmd = _new_request(RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+                           ConsumerGroupRequestHeader(consumer_group=group).to_ext_fields())
+        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        if not resp.body:
+            return []
+        return list(ConsumerListBody.from_json(resp.body).consumer_id_list)
+
+    # -------------------------------------------------------------- pull
+
+    async def pull_message(self, addr: str, header: PullMessageRequestHeader, timeout_ms: float) -> PullResult:
+        """PULL_MESSAGE (11); messages are decoded (bodies inflated) but not tag-filtered.
+
+        Raises:
+            MQBrokerError: a code other than 0/19/20/21.
+            RemotingError: network failure or timeout.
+        """
+        cmd = _new_request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
+        resp = await self.remoting.invoke(addr, cmd, timeout_ms)
+        status = PullStatus.from_response_code(resp.code)
+        if status is None:
+            raise MQBrokerError(resp.code, resp.remark, addr)
+        h = PullMessageResponseHeader.from_ext_fields(resp.ext_fields)
+        msgs = decode_messages(resp.body) if status is PullStatus.FOUND and resp.body else []
+        return PullResult(status, h.next_begin_offset or 0, h.min_offset or 0, h.max_offset or 0, msgs,
+                          h.suggest_which_broker_id or 0)
+
+    # -------------------------------------------------------------- offsets
+
+    async def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue,
+                                    timeout_ms: float | None = None) -> int:
+        """QUERY_CONSUMER_OFFSET (14).
+
+        Raises:
+            MQBrokerError: the broker has no offset (code 22) or another error.
+            RemotingError.
+        """
+        header = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
+                                                  bname=mq.broker_name)
+        cmd = _new_request(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields())
+        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        return int(resp.ext_fields.get("offset", -1))
+
+    async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
+        """UPDATE_CONSUMER_OFFSET (15), oneway as Java's periodic persist.
+
+        Raises:
+            RemotingError.
+        """
+        header = UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
+                                                   commit_offset=offset, bname=mq.broker_name)
+        cmd = _new_request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields(), oneway=True)
+        await self.remoting.invoke_oneway(addr, cmd)
+
+    async def update_consumer_offset(self, addr: str, group: str, mq: MessageQueue, offset: int,
+                                     timeout_ms: float | None = None) -> None:
+        """UPDATE_CONSUMER_OFFSET (15), waiting for the answer (used at shutdown).
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        header = UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
+                                                   commit_offset=offset, bname=mq.broker_name)
+        cmd = _new_request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields())
+        _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+
+    async def get_max_offset(self, addr: str, mq: MessageQueue, timeout_ms: float | None = None) -> int:
+        """GET_MAX_OFFSET (30): the queue's next offset to be written.
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        header = QueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)
+        cmd = _new_request(RequestCode.GET_MAX_OFFSET, header.to_ext_fields())
+        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        return int(resp.ext_fields.get("offset", 0))
+
+    async def get_min_offset(self, addr: str, mq: MessageQueue, timeout_ms: float | None = None) -> int:
+        """GET_MIN_OFFSET (31).
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        header = QueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)
+        cmd = _new_request(RequestCode.GET_MIN_OFFSET, header.to_ext_fields())
+        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        return int(resp.ext_fields.get("offset", 0))
+
+    async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int,
+                            timeout_ms: float | None = None) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP (29).
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        header = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms,
+                                           bname=mq.broker_name)
+        cmd = _new_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext_fields())
+        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        return int(resp.ext_fields.get("offset", 0))
+
+    # -------------------------------------------------------------- consumer send-back
+
+    async def consumer_send_message_back(self, addr: str, *, group: str, commit_log_offset: int,
+                                         delay_level: int, origin_msg_id: str, origin_topic: str,
+                                         max_reconsume_times: int, broker_name: str | None = None,
+                                         timeout_ms: float | None = None) -> None:
+        """CONSUMER_SEND_MSG_BACK (36): have the broker re-deliver a message through
+        ``%RETRY%group`` (delay level 0 lets the broker use ``3 + reconsumeTimes``, as Java).
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=commit_log_offset, group=group, delay_level=delay_level, origin_msg_id=origin_msg_id,
+            origin_topic=origin_topic, unit_mode=False, max_reconsume_times=max_reconsume_times,
+            bname=broker_name)
+        cmd = _new_request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields())
+        _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)

@@ -1,0 +1,188 @@
+"""Configuration objects of producers and consumers (snake_case names of the Java client's).
+
+``Producer(group, namesrv_addr, **config)`` and ``PushConsumer(group, namesrv_addr, **config)``
+turn their keyword arguments into one of these with :meth:`ClientConfig.from_kwargs`, which
+refuses unknown names (a typo would otherwise be silently ignored). All times are milliseconds
+unless the name says otherwise; sizes are bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .exceptions import IllegalArgumentError
+from .protocol.bodies import ConsumeFromWhere, MessageModel
+from .protocol.codes import DEFAULT_TOPIC
+
+__all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "local_ip"]
+
+C = TypeVar("C", bound="ClientConfig")
+
+
+def local_ip() -> str:
+    """The IPv4 address of the outbound interface (no packet is sent), or 127.0.0.1."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))
+            return s.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+
+
+@dataclass
+class ClientConfig:
+    """Settings shared by every client (Java ``ClientConfig``).
+
+    Attributes:
+        namesrv_addr: name server list ``"host:port;host:port"`` (Java ``namesrvAddr``).
+        instance_name: ``"DEFAULT"`` is replaced by ``<pid>#<ns>`` as Java does for producers and
+            clustering consumers, so each client object gets its own client instance.
+        client_ip: the IP written into the client id (default: the outbound interface's).
+        unit_name: optional unit name appended to the client id.
+        poll_name_server_interval: route refresh period, ms (30000).
+        heartbeat_broker_interval: heartbeat period, ms (30000).
+        persist_consumer_offset_interval: consumer offset persist period, ms (5000).
+        mq_client_api_timeout: timeout of admin-like requests (routes, offsets...), ms (3000).
+        connect_timeout: TCP connect timeout, ms (3000).
+        rpc_hooks: objects with ``before_request``/``after_response`` (e.g. ACL signing).
+    """
+
+    namesrv_addr: str | None = None
+    instance_name: str = "DEFAULT"
+    client_ip: str | None = None
+    unit_name: str | None = None
+    poll_name_server_interval: int = 30_000
+    heartbeat_broker_interval: int = 30_000
+    persist_consumer_offset_interval: int = 5_000
+    mq_client_api_timeout: int = 3_000
+    connect_timeout: int = 3_000
+    rpc_hooks: tuple[Any, ...] = ()
+
+    @classmethod
+    def from_kwargs(cls: type[C], **kwargs: Any) -> C:
+        """Build a config from keyword arguments.
+
+        Raises:
+            IllegalArgumentError: an unknown setting name.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise IllegalArgumentError(f"unknown {cls.__name__} setting(s): {', '.join(unknown)}")
+        if "rpc_hooks" in kwargs:
+            kwargs["rpc_hooks"] = tuple(kwargs["rpc_hooks"] or ())
+        return cls(**kwargs)
+
+    @property
+    def namesrv_addr_list(self) -> list[str]:
+        """The name server addresses (``;``-separated in ``namesrv_addr``)."""
+        return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+
+    def build_client_id(self) -> str:
+        """Java ``buildMQClientId``: ``ip@instanceName[@unitName]``; ``DEFAULT`` becomes
+        ``<pid>#<nanotime>``."""
+        instance = self.instance_name
+        if instance == "DEFAULT":
+            instance = f"{os.getpid()}#{time.monotonic_ns()}"
+        cid = f"{self.client_ip or local_ip()}@{instance}"
+        if self.unit_name:
+            cid += f"@{self.unit_name}"
+        return cid
+
+
+@dataclass
+class ProducerConfig(ClientConfig):
+    """Producer settings (Java ``DefaultMQProducer``).
+
+    Attributes:
+        send_msg_timeout: default send timeout, ms (3000); covers all retries of a sync send.
+        retry_times_when_send_failed: extra attempts of a sync send (2 → 3 attempts).
+        compress_msg_body_over_howmuch: bodies of at least this many bytes are zlib-compressed
+            (4096).
+        compress_level: zlib level (5).
+        max_message_size: largest body accepted, bytes (4 MiB).
+        create_topic_key: the default topic whose route is used for topics that do not exist
+            yet (``TBW102``).
+        default_topic_queue_nums: queues of an auto-created topic (4).
+    """
+
+    send_msg_timeout: int = 3_000
+    retry_times_when_send_failed: int = 2
+    compress_msg_body_over_howmuch: int = 4096
+    compress_level: int = 5
+    max_message_size: int = 4 * 1024 * 1024
+    create_topic_key: str = DEFAULT_TOPIC
+    default_topic_queue_nums: int = 4
+
+
+def _default_consume_timestamp() -> str:
+    return (_dt.datetime.now() - _dt.timedelta(minutes=30)).strftime("%Y%m%d%H%M%S")
+
+
+@dataclass
+class ConsumerConfig(ClientConfig):
+    """Push consumer settings (Java ``DefaultMQPushConsumer``).
+
+    Attributes:
+        consume_thread_min / consume_thread_max: listener thread pool size (20/20; the pool
+            uses ``consume_thread_max`` threads).
+        pull_batch_size: messages asked per pull (32).
+        consume_message_batch_max_size: messages handed to one listener call (1).
+        pull_threshold_for_queue: pulling of a queue pauses while this many messages are
+            cached (1000).
+        pull_threshold_size_for_queue: same, in MiB of bodies (100).
+        pull_interval: pause between pulls of a queue, ms (0).
+        consume_from_where: where a group with no stored offset starts (LAST_OFFSET).
+        consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (now − 30 min).
+        message_model: CLUSTERING (BROADCASTING is not supported yet).
+        max_reconsume_times: deliveries before the broker moves a message to the DLQ (-1 → 16).
+        rebalance_interval: rebalance period, ms (20000).
+        suspend_timeout: broker long-poll hold time, ms (15000).
+        pull_timeout: client timeout of a long-polling pull, ms (30000).
+        pull_time_delay_when_exception: back-off after a failed pull, ms (1000).
+        suspend_current_queue_time: unused for concurrent consumers; kept for parity.
+        await_termination_timeout: how long ``shutdown()`` waits for running listeners, ms.
+        post_subscription_when_pull: send the subscription with every pull (SUBSCRIPTION flag).
+    """
+
+    consume_thread_min: int = 20
+    consume_thread_max: int = 20
+    pull_batch_size: int = 32
+    consume_message_batch_max_size: int = 1
+    pull_threshold_for_queue: int = 1000
+    pull_threshold_size_for_queue: int = 100
+    pull_interval: int = 0
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    consume_timestamp: str = field(default_factory=_default_consume_timestamp)
+    message_model: MessageModel = MessageModel.CLUSTERING
+    max_reconsume_times: int = -1
+    rebalance_interval: int = 20_000
+    suspend_timeout: int = 15_000
+    pull_timeout: int = 30_000
+    pull_time_delay_when_exception: int = 1_000
+    suspend_current_queue_time: int = 1_000
+    await_termination_timeout: int = 10_000
+    post_subscription_when_pull: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.consume_from_where, str):
+            self.consume_from_where = ConsumeFromWhere[self.consume_from_where]
+        if isinstance(self.message_model, str):
+            self.message_model = MessageModel[self.message_model]
+        if not 1 <= self.pull_batch_size <= 1024:
+            raise IllegalArgumentError("pull_batch_size must be in 1..1024")
+        if not 1 <= self.consume_message_batch_max_size <= 1024:
+            raise IllegalArgumentError("consume_message_batch_max_size must be in 1..1024")
+        if self.consume_thread_max < 1 or self.consume_thread_min > self.consume_thread_max:
+            raise IllegalArgumentError("consume_thread_min must be ≤ consume_thread_max, and both ≥ 1")
+
+    @property
+    def effective_max_reconsume_times(self) -> int:
+        """``max_reconsume_times``, with -1 meaning 16 (Java)."""
+        return 16 if self.max_reconsume_times == -1 else self.max_reconsume_times
