@@ -25,6 +25,7 @@ from .admin_processor import AdminProcessor
 from .client_manager import ConsumerManager, ProducerManager
 from .client_processor import ClientProcessor
 from .config import BrokerConfig
+from .lock_manager import LockProcessor
 from .offset_manager import ConsumerOffsetManager
 from .pull_processor import PullProcessor
 from .schedule import ScheduleService
@@ -50,7 +51,8 @@ class BrokerController:
         self.namesrv_client = RemotingClient()
         self.pull = PullProcessor(self)
         self.send = SendProcessor(self)
-        for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self)):
+        self.lock = LockProcessor(self)
+        for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self), self.lock):
             p.register(self.server)
         self.server.on_channel_close(self._channel_closed)
         self.store.register_arrival_listener(self._on_arrival)
