@@ -10,7 +10,7 @@ import hmac
 from pathlib import Path
 
 import pytest
-from conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol.acl import (
     ACCESS_KEY,
     SECURITY_TOKEN,

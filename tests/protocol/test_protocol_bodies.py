@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol import admin_bodies as A
 from rocketmq_sdk.protocol import bodies as B
 from rocketmq_sdk.protocol.message import MessageQueue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.protocol import codes
 from rocketmq_sdk.protocol.codes import (

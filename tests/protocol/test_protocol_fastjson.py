@@ -6,7 +6,7 @@ import base64
 import json
 
 import pytest
-from conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.fastjson import ObjectKey
 

@@ -6,7 +6,7 @@ import base64
 import struct
 
 import pytest
-from conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol import headers as H
 from rocketmq_sdk.protocol.headers import (
     REQUEST_HEADERS,

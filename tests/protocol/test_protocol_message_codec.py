@@ -6,7 +6,7 @@ import base64
 import zlib
 
 import pytest
-from conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.message import Message, MessageExt

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol.msgid import (
     UniqIdGenerator,
     create_offset_msg_id,

@@ -8,7 +8,7 @@ import struct
 import threading
 
 import pytest
-from conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import LanguageCode, SerializeType
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
