@@ -9,6 +9,14 @@ Public API (see docs/architecture.md, "SDK public API")::
 """
 
 from .config import ConsumerConfig, ProducerConfig
+from .consumer import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle,
+    AllocateMessageQueueStrategy,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    PushConsumer,
+)
 from .exceptions import (
     ClientStateError,
     IllegalArgumentError,
@@ -19,9 +27,18 @@ from .exceptions import (
     RemotingTimeoutError,
 )
 from .producer import MessageQueueSelector, Producer, SelectMessageQueueByHash, SelectMessageQueueByRandom
+from .protocol.bodies import ConsumeFromWhere, MessageModel
 from .protocol.message import Message, MessageExt, MessageQueue, PullStatus, SendResult, SendStatus
 
 __all__ = [
+    "AllocateMessageQueueAveragely",
+    "AllocateMessageQueueAveragelyByCircle",
+    "AllocateMessageQueueStrategy",
+    "ConsumeConcurrentlyContext",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeFromWhere",
+    "MessageModel",
+    "PushConsumer",
     "ClientStateError",
     "ConsumerConfig",
     "IllegalArgumentError",

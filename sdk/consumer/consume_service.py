@@ -1,0 +1,152 @@
+"""``ConsumeMessageConcurrentlyService``: runs the listener on a thread pool and settles the
+results (Java ``ConsumeMessageConcurrentlyService``, clustering).
+
+The listener never runs on the I/O loop, so a slow listener cannot stall heartbeats or pulls.
+RECONSUME_LATER (or an exception, or a None result) sends the messages back to the broker
+(CONSUMER_SEND_MSG_BACK), which redelivers them through ``%RETRY%group`` after a delay; a
+message whose send-back fails stays in flight (its offset is not committed) and is consumed
+again locally 5 s later, so no message is lost.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..exceptions import MQError
+from ..protocol.codes import MessageConst as MC
+from ..protocol.message import MessageExt, MessageQueue
+from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently
+from .process_queue import ProcessQueue
+
+if TYPE_CHECKING:
+    from .push_consumer import PushConsumer
+
+__all__ = ["ConsumeMessageConcurrentlyService"]
+
+log = logging.getLogger("rocketmq_sdk.consumer.consume")
+
+_SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+_LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+
+class ConsumeMessageConcurrentlyService:
+    """Thread pool of ``consume_thread_max`` workers for one push consumer.
+
+    Attributes:
+        resubmit_delay_s: delay before locally re-consuming messages whose send-back failed (5 s).
+    """
+
+    resubmit_delay_s = 5.0
+
+    def __init__(self, consumer: PushConsumer, listener: MessageListenerConcurrently) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        cfg = consumer.config
+        self.batch_size = cfg.consume_message_batch_max_size
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=cfg.consume_thread_max, thread_name_prefix=f"rocketmq-consume-{consumer.group}")
+        self._futures: set[concurrent.futures.Future] = set()
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    # -------------------------------------------------------------- submission (any thread)
+
+    def submit(self, msgs: Sequence[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Queue ``msgs`` for the listener, in chunks of ``consume_message_batch_max_size``."""
+        for i in range(0, len(msgs), self.batch_size):
+            chunk = list(msgs[i:i + self.batch_size])
+            with self._lock:
+                if self._stopped:
+                    return
+                try:
+                    fut = self.executor.submit(self._consume, chunk, pq, mq)
+                except RuntimeError:  # shut down meanwhile
+                    return
+                self._futures.add(fut)
+            fut.add_done_callback(self._done)
+
+    def _done(self, fut: concurrent.futures.Future) -> None:
+        with self._lock:
+            self._futures.discard(fut)
+
+    def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        timer = threading.Timer(self.resubmit_delay_s, self.submit, (msgs, pq, mq))
+        timer.daemon = True
+        timer.start()
+
+    # -------------------------------------------------------------- consume (pool thread)
+
+    def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        if pq.dropped:
+            log.debug("%s was dropped; not consuming %d messages", mq, len(msgs))
+            return
+        retry_topic = self.consumer.retry_topic
+        now = str(int(time.time() * 1000))
+        for m in msgs:
+            if m.topic == retry_topic:  # the listener sees the original topic
+                real = m.properties.get(MC.RETRY_TOPIC)
+                if real:
+                    m.topic = real
+            m.properties[MC.CONSUME_START_TIMESTAMP] = now
+        ctx = ConsumeConcurrentlyContext(mq)
+        try:
+            status = self.listener(msgs, ctx)
+        except Exception:
+            log.warning("listener of group %s raised on %d messages of %s; they will be redelivered",
+                        self.consumer.group, len(msgs), mq, exc_info=True)
+            status = _LATER
+        if status is not _SUCCESS and status is not _LATER:
+            log.warning("listener of group %s returned %r; treating it as RECONSUME_LATER",
+                        self.consumer.group, status)
+            status = _LATER
+        if pq.dropped:
+            log.info("%s was dropped while consuming; results of %d messages discarded", mq, len(msgs))
+            return
+        self._process_result(status, ctx, msgs, pq, mq)
+
+    def _process_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext,
+                        msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        ack = min(ctx.ack_index, len(msgs) - 1) if status is _SUCCESS else -1
+        failed: list[MessageExt] = []
+        for m in msgs[ack + 1:]:
+            if not self._send_back(m, ctx, mq):
+                m.reconsume_times += 1
+                failed.append(m)
+        consumed = [m for m in msgs if not any(m is f for f in failed)]
+        offset = pq.remove_messages(consumed)
+        if offset >= 0 and not pq.dropped:
+            self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
+        if failed:
+            log.warning("send-back of %d messages of %s failed; consuming them again in %.0f s",
+                        len(failed), mq, self.resubmit_delay_s)
+            self._submit_later(failed, pq, mq)
+
+    def _send_back(self, m: MessageExt, ctx: ConsumeConcurrentlyContext, mq: MessageQueue) -> bool:
+        consumer = self.consumer
+        try:
+            consumer.instance.run(consumer.send_message_back(m, ctx.delay_level_when_next_consume, mq),
+                                  consumer.config.mq_client_api_timeout / 1000.0 + 1.0)
+            return True
+        except MQError as exc:
+            log.warning("send-back of %s failed: %s", m.msg_id, exc)
+            return False
+
+    # -------------------------------------------------------------- shutdown
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Stop taking work, cancel queued batches and wait up to ``timeout_s`` for running
+        listeners. Returns True if all finished."""
+        with self._lock:
+            self._stopped = True
+            futures = set(self._futures)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        _done, not_done = concurrent.futures.wait(futures, timeout=timeout_s)
+        if not_done:
+            log.warning("group %s: %d listener calls still running at shutdown", self.consumer.group,
+                        len(not_done))
+        return not not_done

@@ -1,0 +1,85 @@
+"""``ProcessQueue``: the messages pulled from one queue and not yet consumed (Java
+``ProcessQueue``).
+
+The committed offset of a queue is the lowest offset still in flight, or, once nothing is in
+flight, the highest offset consumed + 1 (pitfalls.md): committing nothing when drained would
+replay the last message after a restart.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+
+from ..protocol.message import MessageExt
+
+__all__ = ["ProcessQueue"]
+
+
+class ProcessQueue:
+    """Thread-safe: the pull loop adds messages, consume threads remove them.
+
+    Attributes:
+        dropped: set when the queue is no longer ours (rebalance, shutdown, illegal offset); the
+            pull loop stops and results of in-flight listeners no longer move the offset.
+        last_pull_timestamp / last_consume_timestamp: ``time.monotonic()`` seconds.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # offsets are added in ascending order, so the first key is always the lowest
+        self._msgs: OrderedDict[int, MessageExt] = OrderedDict()
+        self._size = 0
+        self.queue_offset_max = -1
+        self.dropped = False
+        self.last_pull_timestamp = time.monotonic()
+        self.last_consume_timestamp = time.monotonic()
+
+    @property
+    def msg_count(self) -> int:
+        return len(self._msgs)
+
+    @property
+    def msg_size(self) -> int:
+        """Total body bytes of the cached messages."""
+        return self._size
+
+    def put_messages(self, msgs: Iterable[MessageExt]) -> int:
+        """Add pulled messages; offsets not above the highest seen are ignored (a duplicate
+        pull), which keeps the in-flight map in ascending order. Returns the number added."""
+        added = 0
+        with self._lock:
+            for m in msgs:
+                off = m.queue_offset
+                if off <= self.queue_offset_max:
+                    continue
+                self.queue_offset_max = off
+                self._msgs[off] = m
+                self._size += len(m.body)
+                added += 1
+        return added
+
+    def remove_messages(self, msgs: Iterable[MessageExt]) -> int:
+        """Remove consumed messages and return the offset to commit: the lowest offset still in
+        flight, else ``queue_offset_max + 1``; -1 when nothing was in flight."""
+        with self._lock:
+            if not self._msgs:
+                return -1
+            self.last_consume_timestamp = time.monotonic()
+            for m in msgs:
+                if self._msgs.pop(m.queue_offset, None) is not None:
+                    self._size -= len(m.body)
+            if self._msgs:
+                return next(iter(self._msgs))
+            return self.queue_offset_max + 1
+
+    def min_offset_in_flight(self) -> int | None:
+        with self._lock:
+            return next(iter(self._msgs), None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._msgs.clear()
+            self._size = 0

@@ -1,0 +1,111 @@
+"""The long-polling pull loop of one owned queue (Java ``PullMessageService`` +
+``DefaultMQPushConsumerImpl.pullMessage`` + ``PullAPIWrapper.processPullResult``).
+
+One asyncio task per owned queue: PULL_MESSAGE with SUSPEND (and COMMIT_OFFSET once an offset
+is known, piggy-backing the commit as Java does), the broker holds the request up to
+``suspend_timeout`` ms; found messages are filtered by exact tag and handed to the consume
+pool. The loop pauses while ``pull_threshold_for_queue`` messages are cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ..exceptions import MQError
+from ..protocol.codes import MessageConst as MC
+from ..protocol.codes import PullSysFlag, ResponseCode
+from ..protocol.headers import PullMessageRequestHeader
+from ..protocol.message import MessageQueue, PullStatus
+from .offset_store import ReadOffsetType
+from .process_queue import ProcessQueue
+
+if TYPE_CHECKING:
+    from .push_consumer import PushConsumer
+
+__all__ = ["pull_loop"]
+
+log = logging.getLogger("rocketmq_sdk.consumer.pull")
+
+FLOW_CONTROL_DELAY_S = 0.05  # Java PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
+FLOW_CONTROL_BROKER_DELAY_S = 0.02  # Java: 20 ms after a FLOW_CONTROL answer
+
+
+async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+    """Pull ``mq`` from ``offset`` until ``pq`` is dropped or the consumer stops."""
+    cfg = consumer.config
+    inst = consumer.instance
+    store = consumer.offset_store
+    threshold_count = cfg.pull_threshold_for_queue
+    threshold_bytes = cfg.pull_threshold_size_for_queue * 1024 * 1024
+    next_offset = offset
+    while not pq.dropped and consumer.running:
+        if pq.msg_count > threshold_count or pq.msg_size > threshold_bytes:
+            await asyncio.sleep(FLOW_CONTROL_DELAY_S)
+            continue
+        sub = consumer.rebalancer.subscriptions.get(mq.topic)
+        if sub is None:
+            await asyncio.sleep(cfg.pull_time_delay_when_exception / 1000.0)
+            continue
+        commit_offset = await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
+        post_sub = cfg.post_subscription_when_pull
+        header = PullMessageRequestHeader(
+            consumer_group=consumer.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=next_offset,
+            max_msg_nums=cfg.pull_batch_size,
+            sys_flag=PullSysFlag.build(commit_offset > 0, True, post_sub),
+            commit_offset=max(commit_offset, 0), suspend_timeout_millis=cfg.suspend_timeout,
+            subscription=sub.sub_string if post_sub else None, sub_version=sub.sub_version,
+            expression_type=sub.expression_type, bname=mq.broker_name)
+        addr = inst.find_broker_any(mq.broker_name)
+        try:
+            if addr is None:
+                addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
+                if addr is None:
+                    raise MQError(f"broker {mq.broker_name} not found")
+            pq.last_pull_timestamp = asyncio.get_running_loop().time()
+            result = await inst.api.pull_message(addr, header, cfg.pull_timeout)
+        except asyncio.CancelledError:
+            raise
+        except MQError as exc:
+            if pq.dropped or not consumer.running:
+                break
+            code = getattr(exc, "code", None)
+            delay = FLOW_CONTROL_BROKER_DELAY_S if code == ResponseCode.FLOW_CONTROL \
+                else cfg.pull_time_delay_when_exception / 1000.0
+            log.warning("pull of %s from %s failed: %s", mq, addr, exc)
+            await asyncio.sleep(delay)
+            continue
+        if pq.dropped:
+            break
+        status = result.pull_status
+        if status is PullStatus.FOUND:
+            next_offset = result.next_begin_offset
+            msgs = result.msg_found_list
+            if sub.tags_set:
+                msgs = [m for m in msgs if m.tags in sub.tags_set]
+            min_s, max_s = str(result.min_offset), str(result.max_offset)
+            for m in msgs:
+                m.broker_name = mq.broker_name
+                m.properties[MC.MIN_OFFSET] = min_s
+                m.properties[MC.MAX_OFFSET] = max_s
+            if msgs:
+                pq.put_messages(msgs)
+                consumer.consume_service.submit(msgs, pq, mq)
+            elif pq.msg_count == 0:
+                store.update_offset(mq, next_offset, increase_only=True)
+        elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            next_offset = result.next_begin_offset
+            if pq.msg_count == 0:  # Java correctTagsOffset: nothing in flight, skip filtered offsets
+                store.update_offset(mq, next_offset, increase_only=True)
+        else:  # OFFSET_ILLEGAL: restart the queue at the broker's offset at the next rebalance
+            log.warning("offset %d of %s is illegal; moving to %d", next_offset, mq, result.next_begin_offset)
+            pq.dropped = True
+            store.update_offset(mq, result.next_begin_offset, increase_only=False)
+            await store.persist(mq, oneway=False)
+            consumer.rebalancer.process_queues.pop(mq, None)
+            store.remove_offset(mq)
+            break
+        if cfg.pull_interval > 0:
+            await asyncio.sleep(cfg.pull_interval / 1000.0)
+    log.debug("pull loop of %s ended", mq)

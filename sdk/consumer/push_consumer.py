@@ -1,0 +1,299 @@
+"""``PushConsumer``: a clustering consumer whose listener is called with pulled messages
+(Java ``DefaultMQPushConsumer``, concurrently).
+
+Start-up order (pitfalls.md): routes of the subscribed topics, then a heartbeat (so the broker
+lists this client in the group), then a rebalance at once. Rebalances then run every
+``rebalance_interval`` ms and whenever a broker sends NOTIFY_CONSUMER_IDS_CHANGED. Offsets live
+on the broker (``RemoteBrokerOffsetStore``): piggy-backed on pulls, persisted every
+``persist_consumer_offset_interval`` ms, when a queue is dropped and at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import logging
+import threading
+import time
+from typing import Any
+
+from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
+from ..config import ConsumerConfig
+from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, MQError
+from ..protocol.bodies import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel, SubscriptionData
+from ..protocol.codes import GROUP_MAX_LENGTH, check_name, get_retry_topic, is_retry_topic
+from ..protocol.message import MessageExt, MessageQueue
+from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from .consume_service import ConsumeMessageConcurrentlyService
+from .listener import MessageListenerConcurrently
+from .offset_store import LOOKUP_FAILED, NO_OFFSET, ReadOffsetType, RemoteBrokerOffsetStore
+from .process_queue import ProcessQueue
+from .pull_loop import pull_loop
+from .rebalance import Rebalancer
+
+__all__ = ["PushConsumer"]
+
+log = logging.getLogger("rocketmq_sdk.consumer")
+
+_LAST_OFFSET_FAMILY = frozenset({
+    ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST,
+    ConsumeFromWhere.CONSUME_FROM_MIN_OFFSET, ConsumeFromWhere.CONSUME_FROM_MAX_OFFSET})
+
+
+class PushConsumer:
+    """A push consumer (clustering, concurrent listener).
+
+    Args:
+        group: consumer group (``^[%|a-zA-Z0-9_-]+$``, ≤ 255 characters).
+        namesrv_addr: name server list ``"host:port;host:port"``.
+        allocate_strategy: queue allocation (default ``AllocateMessageQueueAveragely``).
+        **config: any :class:`rocketmq_sdk.config.ConsumerConfig` setting
+            (``consume_thread_max``, ``pull_batch_size``, ``consume_from_where``,
+            ``instance_name``...).
+
+    Raises:
+        IllegalArgumentError: illegal group name, unknown setting, BROADCASTING (not supported
+            yet).
+    """
+
+    def __init__(self, group: str, namesrv_addr: str | None = None, *,
+                 allocate_strategy: AllocateMessageQueueStrategy | None = None, **config: Any) -> None:
+        self.group = check_name(group, "consumer group", GROUP_MAX_LENGTH)
+        self.config = ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
+        if self.config.message_model is not MessageModel.CLUSTERING:
+            raise IllegalArgumentError("only CLUSTERING consumers are supported so far")
+        self.retry_topic = get_retry_topic(group)
+        self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())
+        self._listener: MessageListenerConcurrently | None = None
+        self._instance: MQClientInstance | None = None
+        self.offset_store: RemoteBrokerOffsetStore | None = None  # type: ignore[assignment]
+        self.consume_service: ConsumeMessageConcurrentlyService | None = None  # type: ignore[assignment]
+        self._pull_tasks: dict[MessageQueue, asyncio.Task] = {}
+        self._state_lock = threading.Lock()
+        self._state = "CREATED"
+        self._sub_version = int(time.time() * 1000)
+
+    # -------------------------------------------------------------- configuration
+
+    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``*``, ``TagA``, ``TagA || TagB``).
+
+        Raises:
+            IllegalArgumentError: illegal topic name.
+        """
+        check_name(topic, "topic")
+        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, self._sub_version)
+        if self._state == "RUNNING":
+            inst = self.instance
+            inst.run(self._after_subscribe(topic), self.config.mq_client_api_timeout / 1000.0 + 1)
+
+    async def _after_subscribe(self, topic: str) -> None:
+        await self.instance.update_topic_route(topic)
+        await self.instance.send_heartbeat_to_all()
+        self.instance.wakeup_rebalance()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stop consuming ``topic`` (its queues are dropped at the next rebalance)."""
+        self.rebalancer.subscriptions.pop(topic, None)
+
+    def register_message_listener(self, listener: MessageListenerConcurrently | Any) -> None:
+        """Set the listener: ``fn(msgs: list[MessageExt], context) -> ConsumeConcurrentlyStatus``
+        or an object with ``consume_message(msgs, context)``. An exception or a None result
+        means RECONSUME_LATER. It runs on the consume thread pool.
+
+        Raises:
+            IllegalArgumentError: not callable.
+        """
+        fn = getattr(listener, "consume_message", listener)
+        if not callable(fn):
+            raise IllegalArgumentError("the listener must be callable or have consume_message()")
+        self._listener = fn
+
+    # -------------------------------------------------------------- lifecycle
+
+    @property
+    def running(self) -> bool:
+        return self._state == "RUNNING"
+
+    @property
+    def instance(self) -> MQClientInstance:
+        inst = self._instance
+        if inst is None:
+            raise ClientStateError(f"consumer {self.group} is not started")
+        return inst
+
+    def start(self) -> None:
+        """Start consuming.
+
+        Raises:
+            ClientStateError: no listener, no subscription, no name server, wrong state, or the
+                group already has a consumer in this client instance.
+        """
+        with self._state_lock:
+            if self._state != "CREATED":
+                raise ClientStateError(f"consumer {self.group} cannot start: it is {self._state}")
+            if self._listener is None:
+                raise ClientStateError("register a message listener before start()")
+            if not self.rebalancer.subscriptions:
+                raise ClientStateError("subscribe to a topic before start()")
+            if not self.config.namesrv_addr_list:
+                raise ClientStateError("namesrv_addr is not set")
+            self.rebalancer.subscriptions.setdefault(
+                self.retry_topic, SubscriptionData.build(self.retry_topic, "*", self._sub_version))
+            inst = get_client_instance(self.config)
+            self._instance = inst
+            self.offset_store = RemoteBrokerOffsetStore(inst, self.group)
+            self.consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
+            inst.register_consumer(self)
+            self._state = "RUNNING"
+            try:
+                inst.run(self._start_async(), self.config.mq_client_api_timeout / 1000.0 * 3)
+            except BaseException:
+                self._state = "CREATED"
+                inst.consumers.pop(self.group, None)
+                self.consume_service.shutdown(0)
+                self._instance = None
+                release_client_instance(inst)
+                raise
+        log.info("consumer %s started (client %s)", self.group, inst.client_id)
+
+    async def _start_async(self) -> None:
+        inst = self.instance
+        await inst.start()
+        for topic in list(self.rebalancer.subscriptions):
+            try:
+                await inst.update_topic_route(topic)
+            except MQError as exc:
+                log.warning("route of %s not available yet: %s", topic, exc)
+        await inst.send_heartbeat_to_all()
+        await self.do_rebalance()
+
+    def shutdown(self) -> None:
+        """Stop pulling, wait up to ``await_termination_timeout`` ms for running listeners,
+        persist the offsets, unregister from the brokers. Idempotent."""
+        with self._state_lock:
+            if self._state != "RUNNING":
+                self._state = "SHUTDOWN"
+                return
+            self._state = "SHUTDOWN"
+        inst = self.instance
+        timeout_s = self.config.mq_client_api_timeout / 1000.0 + 1
+        try:
+            inst.run(self._stop_pulling(), timeout_s)
+        except MQError:
+            log.warning("consumer %s: stopping the pull loops failed", self.group, exc_info=True)
+        self.consume_service.shutdown(self.config.await_termination_timeout / 1000.0)
+        try:
+            inst.run(self._persist_and_unregister(), timeout_s * 2)
+        except MQError:
+            log.warning("consumer %s: final offset persist or unregister failed", self.group, exc_info=True)
+            inst.consumers.pop(self.group, None)
+        self._instance = None
+        release_client_instance(inst)
+        log.info("consumer %s shut down", self.group)
+
+    async def _stop_pulling(self) -> None:
+        tasks = list(self._pull_tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._pull_tasks.clear()
+
+    async def _persist_and_unregister(self) -> None:
+        mqs = set(self.rebalancer.process_queues)
+        await self.offset_store.persist_all(mqs, oneway=False)
+        for pq in self.rebalancer.process_queues.values():
+            pq.dropped = True
+        self.rebalancer.process_queues.clear()
+        await self.instance.unregister(consumer_group=self.group)
+
+    def __enter__(self) -> PushConsumer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    # -------------------------------------------------------------- ConsumerInner (loop side)
+
+    def consumer_data(self) -> ConsumerData:
+        return ConsumerData(self.group, ConsumeType.CONSUME_PASSIVELY, self.config.message_model,
+                            self.config.consume_from_where, list(self.rebalancer.subscriptions.values()))
+
+    def subscribed_topics(self) -> list[str]:
+        return list(self.rebalancer.subscriptions)
+
+    def update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+        self.rebalancer.topic_queues[topic] = mqs
+
+    async def do_rebalance(self) -> None:
+        if self.running:
+            await self.rebalancer.do_rebalance()
+
+    async def persist_offsets(self) -> None:
+        if self.running and self.offset_store is not None:
+            await self.offset_store.persist_all(set(self.rebalancer.process_queues))
+
+    # -------------------------------------------------------------- used by the rebalancer
+
+    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+        """Start offset of a newly owned queue (protocol doc §6.5); negative means skip it for
+        now."""
+        last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
+        if last >= 0:
+            return last
+        if last == LOOKUP_FAILED:
+            return -1
+        assert last == NO_OFFSET
+        cfw = self.config.consume_from_where
+        api, inst = self.instance.api, self.instance
+        try:
+            if cfw is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+                return 0
+            addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
+            if addr is None:
+                return -1
+            if is_retry_topic(mq.topic):
+                return 0 if cfw in _LAST_OFFSET_FAMILY else await api.get_max_offset(addr, mq)
+            if cfw in _LAST_OFFSET_FAMILY:
+                return await api.get_max_offset(addr, mq)
+            ts = _dt.datetime.strptime(self.config.consume_timestamp, "%Y%m%d%H%M%S")
+            return await api.search_offset(addr, mq, int(ts.timestamp() * 1000))
+        except MQError as exc:
+            log.warning("start offset of %s for %s unavailable: %s", mq, self.group, exc)
+            return -1
+
+    def start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        """Start the pull loop of a newly owned queue (on the loop)."""
+        old = self._pull_tasks.pop(mq, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.get_running_loop().create_task(pull_loop(self, mq, pq, offset))
+        self._pull_tasks[mq] = task
+        task.add_done_callback(lambda t, mq=mq: self._pull_done(mq, t))
+
+    def _pull_done(self, mq: MessageQueue, task: asyncio.Task) -> None:
+        if self._pull_tasks.get(mq) is task:
+            del self._pull_tasks[mq]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("pull loop of %s crashed", mq, exc_info=task.exception())
+
+    # -------------------------------------------------------------- used by the consume service
+
+    async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> None:
+        """CONSUMER_SEND_MSG_BACK to the master of the queue's broker.
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        inst = self.instance
+        addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
+        if addr is None:
+            raise MQBrokerError(-1, f"broker {mq.broker_name} not found")
+        await inst.api.consumer_send_message_back(
+            addr, group=self.group, commit_log_offset=msg.commit_log_offset, delay_level=delay_level,
+            origin_msg_id=msg.msg_id, origin_topic=msg.topic,
+            max_reconsume_times=self.config.effective_max_reconsume_times, broker_name=mq.broker_name)
+
+    def __repr__(self) -> str:
+        return f"PushConsumer(group={self.group!r}, state={self._state})"

@@ -1,0 +1,104 @@
+"""``Rebalancer``: which queues of its subscribed topics a clustering consumer owns (Java
+``RebalanceImpl`` / ``RebalancePushImpl``, protocol doc §6.1).
+
+On every rebalance (every 20 s, at start, and when the broker sends NOTIFY_CONSUMER_IDS_CHANGED)
+each topic's read queues and the group's client ids, both sorted, go through the allocation
+strategy. Queues no longer owned are dropped (their offset is persisted first); new ones get a
+``ProcessQueue`` and a pull loop starting at the offset of §6.5.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import TYPE_CHECKING
+
+from ..exceptions import MQError
+from ..protocol.bodies import SubscriptionData
+from ..protocol.message import MessageQueue
+from .allocate import AllocateMessageQueueStrategy
+from .process_queue import ProcessQueue
+
+if TYPE_CHECKING:
+    from .push_consumer import PushConsumer
+
+__all__ = ["Rebalancer"]
+
+log = logging.getLogger("rocketmq_sdk.consumer.rebalance")
+
+
+class Rebalancer:
+    """Queue ownership of one push consumer. Runs on the client instance's loop.
+
+    Attributes:
+        subscriptions: topic → subscription (the retry topic included).
+        topic_queues: topic → its read queues (from the routes).
+        process_queues: owned queue → its ``ProcessQueue``.
+    """
+
+    def __init__(self, consumer: PushConsumer, strategy: AllocateMessageQueueStrategy) -> None:
+        self.consumer = consumer
+        self.strategy = strategy
+        self.subscriptions: dict[str, SubscriptionData] = {}
+        self.topic_queues: dict[str, list[MessageQueue]] = {}
+        self.process_queues: dict[MessageQueue, ProcessQueue] = {}
+
+    async def do_rebalance(self) -> None:
+        for topic in list(self.subscriptions):
+            try:
+                await self._rebalance_topic(topic)
+            except MQError as exc:
+                log.warning("rebalance of %s for group %s failed: %s", topic, self.consumer.group, exc)
+        for mq in [m for m in self.process_queues if m.topic not in self.subscriptions]:
+            await self.drop(mq)
+
+    async def _find_consumer_ids(self, topic: str) -> list[str]:
+        inst = self.consumer.instance
+        route = inst.routes.get(topic)
+        brokers = [b for b in (route.broker_datas if route else []) if b.broker_addrs]
+        if not brokers:
+            return []
+        broker = random.choice(brokers)
+        addr = broker.master_addr() or next(iter(broker.broker_addrs.values()))
+        return await inst.api.get_consumer_id_list(addr, self.consumer.group)
+
+    async def _rebalance_topic(self, topic: str) -> None:
+        inst = self.consumer.instance
+        mqs = self.topic_queues.get(topic)
+        if not mqs:  # e.g. the retry topic, created by the broker on our first heartbeat
+            await inst.update_topic_route(topic)
+            mqs = self.topic_queues.get(topic)
+            if not mqs:
+                log.debug("group %s: no queues of topic %s yet", self.consumer.group, topic)
+                return
+        cids = await self._find_consumer_ids(topic)
+        if not cids:
+            log.warning("group %s: no consumer ids for topic %s", self.consumer.group, topic)
+            return
+        allocated = self.strategy.allocate(self.consumer.group, inst.client_id, sorted(mqs), sorted(cids))
+        await self._update_process_queues(topic, set(allocated))
+
+    async def _update_process_queues(self, topic: str, allocated: set[MessageQueue]) -> None:
+        for mq in [m for m in self.process_queues if m.topic == topic and m not in allocated]:
+            await self.drop(mq)
+        for mq in sorted(allocated - self.process_queues.keys()):
+            offset = await self.consumer.compute_pull_from_where(mq)
+            if offset < 0:
+                log.warning("group %s: no start offset for %s; retrying at the next rebalance",
+                            self.consumer.group, mq)
+                continue
+            pq = ProcessQueue()
+            self.process_queues[mq] = pq
+            log.info("group %s now consumes %s from offset %d", self.consumer.group, mq, offset)
+            self.consumer.start_pulling(mq, pq, offset)
+
+    async def drop(self, mq: MessageQueue) -> None:
+        """Stop consuming ``mq``: its pull loop ends, its offset is persisted and forgotten."""
+        pq = self.process_queues.pop(mq, None)
+        if pq is None:
+            return
+        pq.dropped = True
+        store = self.consumer.offset_store
+        await store.persist(mq, oneway=False)
+        store.remove_offset(mq)
+        log.info("group %s dropped %s", self.consumer.group, mq)
