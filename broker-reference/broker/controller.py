@@ -25,6 +25,7 @@ from .admin_processor import AdminProcessor
 from .client_manager import ConsumerManager, ProducerManager
 from .client_processor import ClientProcessor
 from .config import BrokerConfig
+from .controller_util import MaybeAwaitable
 from .lock_manager import LockProcessor
 from .offset_manager import ConsumerOffsetManager
 from .pull_processor import PullProcessor
@@ -33,6 +34,7 @@ from .send_processor import SendProcessor
 from .topic_manager import TopicConfigManager
 
 log = logging.getLogger("rocketmq_broker")
+
 
 
 class BrokerController:
@@ -96,16 +98,19 @@ class BrokerController:
         log.info("broker %s stopped", self.config.broker_name)
 
     # -- storing --------------------------------------------------------------------------------
-    async def put_message(self, inner: InnerMessage, schedule: bool = True) -> PutMessageResult | None:
+    def put_message(self, inner: InnerMessage, schedule: bool = True) -> MaybeAwaitable[PutMessageResult | None]:
+        """Store a message. Under ASYNC_FLUSH the put runs inline on the loop (fast, one writer
+        thread as the store recommends) and the result is returned; under SYNC_FLUSH it runs on
+        a worker thread so concurrent senders share one fsync, and an awaitable is returned."""
         if schedule:
             inner = self.schedule.transform(inner)
         if self.config.flush_disk_type == "SYNC_FLUSH" and inner.wait_store_msg_ok:
-            return await asyncio.get_running_loop().run_in_executor(None, self.store.put_message, inner)
+            return asyncio.get_running_loop().run_in_executor(None, self.store.put_message, inner)
         return self.store.put_message(inner)
 
-    async def put_messages(self, batch: list[InnerMessage]) -> PutMessageResult | None:
+    def put_messages(self, batch: list[InnerMessage]) -> MaybeAwaitable[PutMessageResult | None]:
         if self.config.flush_disk_type == "SYNC_FLUSH":
-            return await asyncio.get_running_loop().run_in_executor(None, self.store.put_messages, batch)
+            return asyncio.get_running_loop().run_in_executor(None, self.store.put_messages, batch)
         return self.store.put_messages(batch)
 
     def _on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int, props) -> None:

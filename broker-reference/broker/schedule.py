@@ -9,6 +9,7 @@ restarts, so delayed messages are delivered on time after a restart too.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import time
@@ -129,4 +130,6 @@ class ScheduleService:
                              sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
                              store_host=msg.store_host, reconsume_times=msg.reconsume_times, properties=props,
                              wait_store_msg_ok=False)
-        await self.broker.put_message(inner, schedule=False)
+        result = self.broker.put_message(inner, schedule=False)
+        if inspect.isawaitable(result):
+            await result

@@ -39,6 +39,8 @@ from rocketmq_sdk.protocol.message_codec import (
 )
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
+from .controller_util import then
+
 if TYPE_CHECKING:
     from .controller import BrokerController
 
@@ -64,7 +66,7 @@ class SendProcessor:
         server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.send_back)
 
     # -- send ------------------------------------------------------------------------------
-    async def send(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
+    def send(self, ch: Channel, cmd: RemotingCommand):
         if cmd.code == RequestCode.SEND_MESSAGE:
             h = SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         else:
@@ -108,7 +110,7 @@ class SendProcessor:
         born = h.born_timestamp or int(time.time() * 1000)
         reconsume = h.reconsume_times or 0
         if h.batch:
-            return await self._send_batch(cmd, h, topic, queue_id, sys_flag, born, reconsume, ch)
+            return self._send_batch(cmd, h, topic, queue_id, sys_flag, born, reconsume, ch)
         props = decode_properties(props_string)
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             max_times = h.max_reconsume_times if h.max_reconsume_times is not None else 16
@@ -120,8 +122,7 @@ class SendProcessor:
         wait = props.pop(MC.WAIT_STORE_MSG_OK, "true") != "false"
         inner = self._inner(topic, queue_id, body, props, h.flag or 0, sys_flag, born, ch.remote_addr, reconsume)
         inner.wait_store_msg_ok = wait
-        result = await b.put_message(inner)
-        return self._response(cmd, result, queue_id)
+        return then(b.put_message(inner), lambda result: self._response(cmd, result, queue_id))
 
     def _inner(self, topic: str, queue_id: int, body: bytes, props: dict[str, str], flag: int, sys_flag: int,
                born: int, born_host: str, reconsume: int) -> InnerMessage:
@@ -130,7 +131,7 @@ class SendProcessor:
                             born_timestamp=born, born_host=born_host, store_host=self.broker.config.broker_addr,
                             reconsume_times=reconsume, properties=props)
 
-    async def _send_batch(self, cmd, h, topic, queue_id, sys_flag, born, reconsume, ch) -> RemotingCommand:
+    def _send_batch(self, cmd, h, topic, queue_id, sys_flag, born, reconsume, ch):
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "Retry group topic can not be sent in batch")
         try:
@@ -147,8 +148,7 @@ class SendProcessor:
             inners.append(self._inner(topic, queue_id, body, props, flag, sys_flag, born, ch.remote_addr, reconsume))
         if not inners:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
-        result = await self.broker.put_messages(inners)
-        return self._response(cmd, result, queue_id)
+        return then(self.broker.put_messages(inners), lambda result: self._response(cmd, result, queue_id))
 
     def _response(self, cmd: RemotingCommand, result, queue_id: int) -> RemotingCommand:
         if result is None:
@@ -164,7 +164,7 @@ class SendProcessor:
                                               "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
 
     # -- consumer send-back ---------------------------------------------------------------------
-    async def send_back(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+    def send_back(self, ch: Channel, cmd: RemotingCommand):
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker
         raw = b.store.look_message_by_offset(h.offset or 0)
@@ -194,10 +194,12 @@ class SendProcessor:
         inner = self._inner(topic, queue_id, msg.body, props, msg.flag, msg.sys_flag, msg.born_timestamp,
                             msg.born_host, msg.reconsume_times + 1)
         inner.store_host = msg.store_host
-        result = await b.put_message(inner)
-        if result is None or not result.is_ok():
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "send back failed to store")
-        return cmd.response(ResponseCode.SUCCESS)
+        def answer(result):
+            if result is None or not result.is_ok():
+                return cmd.response(ResponseCode.SYSTEM_ERROR, "send back failed to store")
+            return cmd.response(ResponseCode.SUCCESS)
+
+        return then(b.put_message(inner), answer)
 
 
 def is_dlq(topic: str) -> bool:

@@ -140,3 +140,13 @@ def test_oversized_body_and_illegal_topic_are_refused(cluster, client):
 def test_unknown_request_code_gets_request_code_not_supported(cluster, client):
     r = client.invoke(cluster.broker_addr, 9999)
     assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and "9999" in r.remark
+
+
+def test_sync_flush_broker_acknowledges_after_the_store_put(tmp_path, client):
+    from rocketmq_broker.embedded import start_dev_cluster
+    with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config={"flush_disk_type": "SYNC_FLUSH"}) as c:
+        r = _send(client, c, "SyncT", b"durable", {"WAIT": "true"})
+        assert r.code == ResponseCode.SUCCESS
+        wrote_end = int(r.ext_fields["queueOffset"]) + 1  # one record stored...
+        assert wrote_end == 1 and c.broker.store.commit_log.flushed_where() > 0  # ...and already fsynced
+        assert [m.body for m in decode_messages(_pull(client, c, "SyncT", 0, 0).body)] == [b"durable"]
