@@ -148,5 +148,5 @@ def test_sync_flush_broker_acknowledges_after_the_store_put(tmp_path, client):
         r = _send(client, c, "SyncT", b"durable", {"WAIT": "true"})
         assert r.code == ResponseCode.SUCCESS
         wrote_end = int(r.ext_fields["queueOffset"]) + 1  # one record stored...
-        assert wrote_end == 1 and c.broker.store.commit_log.flushed_where() > 0  # ...and already fsynced
+        assert wrote_end == 1 and c.broker.store.commit_log.flushed_where > 0  # ...and already fsynced
         assert [m.body for m in decode_messages(_pull(client, c, "SyncT", 0, 0).body)] == [b"durable"]
