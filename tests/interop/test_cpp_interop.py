@@ -186,8 +186,6 @@ def test_cpp_pull_consumer_reads_what_cpp_produced(reference_broker, unique):
         assert by_key[spec["keys"][0]].body == _body(spec)
 
 
-@pytest.mark.xfail(reason="reference broker does not answer LOCK_BATCH_MQ (41) yet; the C++ orderly consumer "
-                          "then retries the lock in a tight loop and never pulls", strict=False)
 def test_cpp_orderly_consumer_keeps_per_queue_order(reference_broker, unique):
     namesrv, topic = reference_broker.namesrv_addr, f"InteropCppOrder_{unique}"
     cpp_create_topic(namesrv, topic)
