@@ -9,6 +9,7 @@ strategy. Queues no longer owned are dropped (their offset is persisted first); 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from typing import TYPE_CHECKING
@@ -42,8 +43,17 @@ class Rebalancer:
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_queues: dict[str, list[MessageQueue]] = {}
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
+        self._lock: asyncio.Lock | None = None
 
     async def do_rebalance(self) -> None:
+        """Rebalance every subscribed topic; concurrent calls (timer, broker notification,
+        start) run one after the other."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await self._do_rebalance()
+
+    async def _do_rebalance(self) -> None:
         for topic in list(self.subscriptions):
             try:
                 await self._rebalance_topic(topic)
