@@ -37,6 +37,7 @@ from flights_kit.data import (  # noqa: E402
 )
 from flights_kit.progress import Progress  # noqa: E402
 from flights_kit.report import Report, Timings, format_report  # noqa: E402
+from flights_kit.topic import create_topic  # noqa: E402
 
 TOPIC = "flights"
 KEYS_TEMPLATE = "{year}-{month}-{day}-{carrier}{flight}"
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             log.info("loaded %d rows (%d carriers, %d tail numbers) in %.1f s", rows_read,
                      len(expected.carrier_counts), len(expected.tail_counts), timings.load_s)
 
-            create_topic(cluster, TOPIC, args.queues)
+            create_topic(cluster.namesrv_addr, cluster.broker_addr, TOPIC, args.queues)
             group = ConsumerGroup(cluster.namesrv_addr, TOPIC, "flights_tally", args.consumers,
                                   consumer_config=consumer_config())
             group.start()
@@ -131,19 +132,33 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result_audit.ok and result.sent == rows_read else 1
 
 
-def create_topic(cluster: object, topic: str, queues: int) -> None:
-    """Create ``topic`` with ``queues`` read/write queues before anyone subscribes to it."""
-    raise NotImplementedError
-
-
 def consumer_config() -> dict:
-    """PushConsumer settings of the demo."""
-    return {}
+    """PushConsumer settings of the demo: one listener thread per instance, so each instance hands
+    a queue's messages to the listener in queue order (the per-tail-number order is checked at the
+    listener), batches of up to 32 messages per call, and a fresh group starts at the first offset."""
+    return {"consume_thread_min": 1, "consume_thread_max": 1, "consume_message_batch_max_size": 32,
+            "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
 
 
 def wait_for_assignment(group: ConsumerGroup, queues: int, timeout_s: float = 30.0) -> None:
-    """Wait until the group's instances own all ``queues`` queues between them, without overlap."""
-    raise NotImplementedError
+    """Wait until the group's instances own all ``queues`` queues between them, without overlap,
+    so that no queue changes hands (and no message is delivered twice) while the demo runs.
+
+    Raises:
+        TimeoutError: the assignment did not settle within ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        owned = group.owned_queues()
+        total = sum(len(q) for q in owned.values())
+        union = set().union(*owned.values()) if owned else set()
+        if len(union) == queues and total == queues and all(owned.values()):
+            log.info("queues assigned: %s", ", ".join(f"{name}: {sorted(q.queue_id for q in qs)}"
+                                                      for name, qs in owned.items()))
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"consumer group did not settle on {queues} queues in {timeout_s} s: {owned}")
+        time.sleep(0.1)  # polling the consumers' state, not synchronising
 
 
 def main(argv: list[str] | None = None) -> int:

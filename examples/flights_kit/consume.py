@@ -116,6 +116,18 @@ class ConsumerGroup:
             self.consumers.append(consumer)
             logger.info("consumer %s of group %s started", name, self.group)
 
+    def owned_queues(self) -> dict[str, set[Any]]:
+        """Instance name → the queues of ``topic`` it currently consumes (its rebalancer's view)."""
+        owned: dict[str, set[Any]] = {}
+        for name, consumer in zip(self.names, self.consumers, strict=False):
+            for _ in range(3):  # the rebalancer may change the dict on the I/O thread meanwhile
+                try:
+                    owned[name] = {mq for mq in list(consumer.rebalancer.process_queues) if mq.topic == self.topic}
+                    break
+                except RuntimeError:
+                    continue
+        return owned
+
     def shutdown(self) -> None:
         for consumer in self.consumers:
             try:
