@@ -3,7 +3,7 @@ SDK tests that need failures or several broker names before the reference broker
 
 from __future__ import annotations
 
-from rocketmq_sdk.protocol.codes import ResponseCode
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import SendMessageRequestHeader
 
 from tests.interop.fake_cluster import QUEUES, FakeCluster
@@ -20,6 +20,12 @@ class ScriptedCluster(FakeCluster):
         self.brokers = brokers
         self.fail_send = dict(fail_send or {})
         self.missing_topics = set(missing_topics)
+        #: answer to CONSUMER_SEND_MSG_BACK (SUCCESS by default; the fake never redelivers)
+        self.send_back_code = ResponseCode.SUCCESS
+        self.server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self._recording(self._send_back))
+
+    async def _send_back(self, _channel, cmd):
+        return cmd.response(self.send_back_code, None if self.send_back_code == 0 else "scripted failure")
 
     async def _route(self, _channel, cmd):
         topic = cmd.ext_fields.get("topic", "")

@@ -1,0 +1,159 @@
+"""PushConsumer requests on the wire and its failure paths, against the scripted fake broker."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
+from rocketmq_sdk.consumer.consume_service import ConsumeMessageConcurrentlyService
+from rocketmq_sdk.exceptions import ClientStateError, IllegalArgumentError
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+
+from .fakes import ScriptedCluster
+from .test_e2e_broker import Collector, wait_until
+
+FAST = {"suspend_timeout": 500, "pull_timeout": 3000}
+
+
+@pytest.fixture
+def cluster():
+    with ScriptedCluster() as c:
+        yield c
+
+
+def _send(cluster, topic, n, **kw):
+    with Producer("pg_feed", cluster.addr) as p:
+        return [p.send(Message(topic, f"m{i}", **kw)).msg_id for i in range(n)]
+
+
+def test_start_heartbeats_pulls_like_java_and_shutdown_persists_and_unregisters(cluster):
+    ids = _send(cluster, "TopicW", 8, tags="TagA")
+    collector = Collector()
+    consumer = PushConsumer("cg_wire", cluster.addr, instance_name="w1", **FAST)
+    consumer.subscribe("TopicW", "TagA || TagB")
+    consumer.register_message_listener(collector.listener("w1"))
+    consumer.start()
+    client_id = consumer.instance.client_id
+    wait_until(lambda: collector.count() >= 8, what="8 messages")
+    wait_until(lambda: any(r.ext_fields.get("sysFlag") == "3" for r in cluster.requests_of(RequestCode.PULL_MESSAGE)),
+               what="a pull that commits an offset")
+    consumer.shutdown()
+    assert sorted(m.msg_id for _, m in collector.seen) == sorted(ids)
+
+    codes = [r.code for r in cluster.requests if r.code in (105, 34, 38, 11)]
+    # routes first, then the heartbeat, then the rebalance (consumer list) and pulls
+    assert codes.index(34) > codes.index(105) and codes.index(38) > codes.index(34)
+    assert codes.index(11) > codes.index(38)
+    hb = json.loads(cluster.requests_of(RequestCode.HEART_BEAT)[0].body)
+    assert hb["clientID"] == client_id and hb["producerDataSet"] == []
+    (cd,) = hb["consumerDataSet"]
+    assert (cd["groupName"], cd["consumeType"], cd["messageModel"], cd["consumeFromWhere"]) == \
+        ("cg_wire", "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET")
+    subs = {s["topic"]: s for s in cd["subscriptionDataSet"]}
+    assert subs["TopicW"]["tagsSet"] == ["TagA", "TagB"] and subs["TopicW"]["codeSet"] == [2598919, 2598920]
+    assert subs["%RETRY%cg_wire"]["subString"] == "*"
+
+    pulls = [r.ext_fields for r in cluster.requests_of(RequestCode.PULL_MESSAGE) if r.ext_fields["topic"] == "TopicW"]
+    first = next(p for p in pulls if p["queueOffset"] == "0")
+    assert {k: first[k] for k in ("sysFlag", "commitOffset", "maxMsgNums", "suspendTimeoutMillis",
+                                  "expressionType", "bname")} == \
+        {"sysFlag": "2", "commitOffset": "0", "maxMsgNums": "32", "suspendTimeoutMillis": "500",
+         "expressionType": "TAG", "bname": "fake-broker"}
+    assert "subscription" not in first and first["subVersion"] == str(subs["TopicW"]["subVersion"])
+    later = [p for p in pulls if p["sysFlag"] == "3"]
+    assert all(int(p["commitOffset"]) <= int(p["queueOffset"]) for p in later)
+    # shutdown: offsets persisted (every queue at its end), then UNREGISTER_CLIENT
+    assert {q: cluster.offsets[("cg_wire", "TopicW", q)] for q in range(4)} == {0: 2, 1: 2, 2: 2, 3: 2}
+    (unreg,) = cluster.requests_of(RequestCode.UNREGISTER_CLIENT)[-1:]
+    assert unreg.ext_fields == {"clientID": client_id, "consumerGroup": "cg_wire"}
+
+
+def test_messages_with_other_tags_are_filtered_on_the_client(cluster):
+    # the fake broker does no tag filtering at all: the client must drop TagC by exact tag
+    _send(cluster, "TopicF", 4, tags="TagC")
+    ids = _send(cluster, "TopicF", 4, tags="TagA")
+    collector = Collector()
+    consumer = PushConsumer("cg_filter", cluster.addr, instance_name="f1", **FAST)
+    consumer.subscribe("TopicF", "TagA")
+    consumer.register_message_listener(collector.listener("f1"))
+    consumer.start()
+    try:
+        wait_until(lambda: collector.count() >= 4, what="4 TagA messages")
+        wait_until(lambda: all(consumer.offset_store.read_memory(mq) == 2 for mq in consumer.rebalancer.process_queues
+                               if mq.topic == "TopicF"), what="offsets past the filtered messages")
+    finally:
+        consumer.shutdown()
+    assert sorted(m.msg_id for _, m in collector.seen) == sorted(ids)
+
+
+def test_send_back_header_and_local_reconsume_when_send_back_fails(cluster, monkeypatch):
+    monkeypatch.setattr(ConsumeMessageConcurrentlyService, "resubmit_delay_s", 0.1)
+    (mid,) = _send(cluster, "TopicB", 1, tags="T")
+    cluster.send_back_code = ResponseCode.SYSTEM_ERROR
+    attempts = []
+
+    def listener(msgs, ctx):
+        attempts.extend((m.msg_id, m.reconsume_times, m.topic) for m in msgs)
+        if len(attempts) < 3:
+            raise ValueError("not yet")
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("cg_back", cluster.addr, instance_name="b1", **FAST)
+    consumer.subscribe("TopicB", "*")
+    consumer.register_message_listener(listener)
+    consumer.start()
+    try:
+        wait_until(lambda: len(attempts) >= 3, what="3 attempts")
+        mq = next(mq for mq in consumer.rebalancer.process_queues
+                  if mq.topic == "TopicB" and consumer.rebalancer.process_queues[mq].queue_offset_max >= 0)
+        wait_until(lambda: consumer.offset_store.read_memory(mq) == 1, what="the offset after success")
+    finally:
+        consumer.shutdown()
+    # the message was never lost: consumed again locally, counting the attempts
+    assert attempts == [(mid, 0, "TopicB"), (mid, 1, "TopicB"), (mid, 2, "TopicB")]
+    backs = [r.ext_fields for r in cluster.requests_of(RequestCode.CONSUMER_SEND_MSG_BACK)]
+    assert len(backs) == 2
+    assert {k: backs[0][k] for k in ("group", "delayLevel", "originMsgId", "originTopic", "maxReconsumeTimes",
+                                     "unitMode", "bname")} == \
+        {"group": "cg_back", "delayLevel": "0", "originMsgId": mid, "originTopic": "TopicB",
+         "maxReconsumeTimes": "16", "unitMode": "false", "bname": "fake-broker"}
+    assert int(backs[0]["offset"]) == cluster.stored("TopicB")[0].commit_log_offset
+
+
+def test_shutdown_waits_for_running_listeners_and_commits_their_offsets(cluster):
+    _send(cluster, "TopicS", 1)
+    started, release = threading.Event(), threading.Event()
+
+    def slow(msgs, ctx):
+        started.set()
+        release.wait(5)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("cg_slow", cluster.addr, instance_name="s1", **FAST)
+    consumer.subscribe("TopicS", "*")
+    consumer.register_message_listener(slow)
+    consumer.start()
+    assert started.wait(5)
+    threading.Timer(0.2, release.set).start()
+    t0 = time.monotonic()
+    consumer.shutdown()
+    assert time.monotonic() - t0 >= 0.15  # it waited for the listener
+    stored = cluster.stored("TopicS")[0]
+    assert cluster.offsets[("cg_slow", "TopicS", stored.queue_id)] == 1
+
+
+def test_consumer_argument_and_state_errors(cluster):
+    with pytest.raises(IllegalArgumentError):
+        PushConsumer("bad group")
+    with pytest.raises(IllegalArgumentError):
+        PushConsumer("cg", cluster.addr, message_model="BROADCASTING")
+    consumer = PushConsumer("cg_state", cluster.addr)
+    with pytest.raises(ClientStateError, match="listener"):
+        consumer.start()
+    consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    with pytest.raises(ClientStateError, match="subscribe"):
+        consumer.start()
+    consumer.shutdown()  # never started: harmless
