@@ -47,7 +47,9 @@ log = logging.getLogger("flights_demo")
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--rows", type=int, default=None, help=f"first N rows only (default: all {FLIGHTS_ROWS:,})")
-    p.add_argument("--partitions", type=int, default=16, help="Spark partitions to send from (default 16)")
+    p.add_argument("--partitions", type=int, default=None,
+                   help="Spark partitions to send from (default: one per ~5,000 rows, at least 8); "
+                        "progress advances as partitions finish")
     p.add_argument("--consumers", type=int, default=2, help="consumer instances in the group (default 2)")
     p.add_argument("--queues", type=int, default=8, help="queues of the flights topic (default 8)")
     p.add_argument("--stall-timeout", type=float, default=60.0,
@@ -76,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="rocketmq-flights-") as tmp_name:
         tmp = Path(tmp_name)
         t = time.monotonic()
+        (tmp / "store").mkdir()
         cluster = start_dev_cluster(store_dir=str(tmp / "store"))
         timings.cluster_start_s = time.monotonic() - t
         log.info("name server %s, broker %s", cluster.namesrv_addr, cluster.broker_addr)
@@ -97,17 +100,19 @@ def run(args: argparse.Namespace) -> int:
             group.start()
             wait_for_assignment(group, args.queues)
 
-            ordered = df.repartition(args.partitions, "tailnum").sortWithinPartitions("tailnum", "tail_seq")
+            partitions = args.partitions or max(8, -(-rows_read // 5000))
+            ordered = df.repartition(partitions, "tailnum").sortWithinPartitions("tailnum", "tail_seq")
             send_progress = Progress("sent", rows_read)
             result = write_dataframe(
                 ordered, cluster.namesrv_addr, TOPIC, tag_col="carrier", keys_fn=FieldTemplate(KEYS_TEMPLATE),
                 selector_col="tailnum", group="flights_writer",
-                progress=lambda p: send_progress.update(p.sent), progress_interval_s=0.5)
-            send_progress.finish(result.sent)
+                progress=lambda p: send_progress.update(p.sent, extra=f" | consumed {len(group.tally):,}"),
+                progress_interval_s=0.5)
+            send_progress.finish(result.sent, extra=f" | consumed {len(group.tally):,}")
             timings.send_s = result.elapsed_s
             send_done = time.monotonic()
 
-            consume_progress = Progress("consumed", result.sent)
+            consume_progress = Progress("consumed", result.sent, started=group.tally.first_at)
             complete = group.tally.wait_for(result.sent, stall_timeout_s=args.stall_timeout,
                                             on_progress=consume_progress.update)
             consume_progress.finish(len(group.tally))
@@ -128,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     timings.total_s = time.monotonic() - started
     result_audit = audit(expected, list(group.tally.records))
     notes = [f"listener delivery order checked per tail number across {args.consumers} consumer instances"]
-    print(format_report(Report(rows_read, result.sent, expected, result_audit, timings, args.partitions, notes)))
+    print(format_report(Report(rows_read, result.sent, expected, result_audit, timings, partitions, notes)))
     return 0 if result_audit.ok and result.sent == rows_read else 1
 
 
