@@ -157,3 +157,78 @@ def test_consumer_argument_and_state_errors(cluster):
     with pytest.raises(ClientStateError, match="subscribe"):
         consumer.start()
     consumer.shutdown()  # never started: harmless
+
+
+def test_illegal_offset_moves_the_queue_to_the_broker_offset(cluster):
+    _send(cluster, "TopicI", 4)  # one old message per queue
+    for q in range(4):
+        cluster.offsets[("cg_illegal", "TopicI", q)] = 100  # beyond the end of every queue
+    collector = Collector()
+    consumer = PushConsumer("cg_illegal", cluster.addr, instance_name="i1", rebalance_interval=200, **FAST)
+    consumer.subscribe("TopicI", "*")
+    consumer.register_message_listener(collector.listener("i1"))
+    consumer.start()
+    try:
+        wait_until(lambda: all(cluster.offsets[("cg_illegal", "TopicI", q)] == 1 for q in range(4)),
+                   what="offsets moved to the queue ends")
+        wait_until(lambda: len([mq for mq in consumer.rebalancer.process_queues if mq.topic == "TopicI"]) == 4,
+                   what="queues taken again")
+        ids = _send(cluster, "TopicI", 4)
+        wait_until(lambda: collector.count() >= 4, what="the 4 new messages")
+    finally:
+        consumer.shutdown()
+    assert sorted(m.msg_id for _, m in collector.seen) == sorted(ids)  # old ones skipped, as Java
+
+
+def test_a_dead_name_server_is_skipped(cluster):
+    with Producer("pg_ns", f"127.0.0.1:1;{cluster.addr}", connect_timeout=500) as producer:
+        for _ in range(3):
+            assert producer.send(Message("TopicNS", b"x")).send_status.value == "SEND_OK"
+        assert producer.instance.api.namesrv.chosen == cluster.addr
+
+
+def test_send_to_an_explicit_queue(cluster):
+    with Producer("pg_mq", cluster.addr) as producer:
+        mqs = producer.fetch_publish_queues("TopicQ")
+        assert [mq.queue_id for mq in mqs] == [0, 1, 2, 3]
+        r = producer.send(Message("TopicQ", b"x"), mq=mqs[3])
+    assert r.message_queue == mqs[3] and cluster.stored("TopicQ")[0].queue_id == 3
+
+
+def test_routes_are_refreshed_periodically(cluster):
+    with Producer("pg_poll", cluster.addr, poll_name_server_interval=50) as producer:
+        producer.send(Message("TopicP", b"x"))
+        wait_until(lambda: len([r for r in cluster.requests_of(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+                                if r.ext_fields["topic"] == "TopicP"]) >= 3, what="route refreshes")
+
+
+def test_pulling_pauses_while_the_queue_holds_too_many_messages(cluster):
+    with Producer("pg_flow", cluster.addr) as p:
+        mq = p.fetch_publish_queues("TopicFlow")[0]
+        for i in range(40):
+            p.send(Message("TopicFlow", f"m{i}"), mq=mq)
+    release = threading.Event()
+    cached: list[int] = []
+    consumer = PushConsumer("cg_flow", cluster.addr, instance_name="fl", pull_threshold_for_queue=5,
+                            pull_batch_size=4, consume_thread_max=1, consume_thread_min=1, **FAST)
+
+    def listener(msgs, ctx):
+        pq = consumer.rebalancer.process_queues.get(ctx.message_queue)
+        cached.append(pq.msg_count if pq else 0)
+        release.wait(5)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.subscribe("TopicFlow", "*")
+    consumer.register_message_listener(listener)
+    consumer.start()
+    try:
+        pq = next(q for m, q in consumer.rebalancer.process_queues.items() if m.queue_id == mq.queue_id
+                  and m.topic == "TopicFlow")
+        # pulls of 4 continue while at most 5 are cached: 4, 8, then the loop waits
+        wait_until(lambda: pq.msg_count == 8, what="8 cached messages")
+        release.set()
+        wait_until(lambda: len(cached) >= 40, what="all 40 consumed")
+    finally:
+        release.set()
+        consumer.shutdown()
+    assert max(cached) <= 5 + 4

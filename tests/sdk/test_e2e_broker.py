@@ -128,8 +128,9 @@ def test_two_consumers_split_the_queues_and_each_message_is_consumed_once(cluste
     topic, group = unique("TopicSplit"), unique("cg")
     producer.send(Message(topic, b"create"))  # the topic exists before the consumers start
     collector = Collector()
-    c1 = start_consumer(cluster, group, topic, collector, "c1")
-    c2 = start_consumer(cluster, group, topic, collector, "c2")
+    # no periodic rebalance during the test: c1 must react to NOTIFY_CONSUMER_IDS_CHANGED
+    c1 = start_consumer(cluster, group, topic, collector, "c1", rebalance_interval=60_000)
+    c2 = start_consumer(cluster, group, topic, collector, "c2", rebalance_interval=60_000)
     try:
         wait_until(lambda: len(owned(c1, topic)) == 2 and len(owned(c2, topic)) == 2
                    and not owned(c1, topic) & owned(c2, topic), what="a 2/2 split")
