@@ -30,6 +30,7 @@ from ..exceptions import (
 )
 from ..protocol.codes import (
     GROUP_MAX_LENGTH,
+    RequestCode,
     ResponseCode,
     check_name,
     is_not_allowed_send_topic,
@@ -38,7 +39,7 @@ from ..protocol.codes import (
 from ..protocol.codes import MessageConst as MC
 from ..protocol.codes import MessageSysFlag as SF
 from ..protocol.message import Message, MessageQueue, SendResult
-from ..protocol.message_codec import encode_properties
+from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
 from .selector import SelectorLike
 
@@ -66,6 +67,7 @@ class _Prepared:
     ext: dict[str, str]
     body: bytes
     uniq_id: str
+    code: int = RequestCode.SEND_MESSAGE_V2
 
 
 class Producer:
@@ -206,6 +208,25 @@ class Producer:
         """``send(msg, selector, arg)``: one attempt on the queue the selector picks."""
         return self.send(msg, selector, arg, timeout_ms=timeout_ms)
 
+    def send_batch(self, msgs: Sequence[Message], *, mq: MessageQueue | None = None,
+                   timeout_ms: float | None = None) -> SendResult:
+        """Send messages of one topic as one SEND_BATCH_MESSAGE (320) request, retried like
+        :meth:`send`; the broker stores them contiguously in one queue.
+
+        Returns:
+            ``SendResult`` whose ``msg_id`` is the messages' ``UNIQ_KEY`` ids joined with commas
+            and ``queue_offset`` the offset of the first message (as Java).
+
+        Raises:
+            IllegalArgumentError: an empty batch, mixed topics, a delayed message, a retry
+                topic, or an encoded batch over ``max_message_size``.
+            ClientStateError, TopicNotExistError, MQBrokerError, RemotingError: as :meth:`send`.
+        """
+        inst = self._running()
+        timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
+        prepared = self._prepare_batch(msgs)
+        return inst.run(self._send_prepared(prepared, mq, timeout), timeout / 1000.0 + 1.0)
+
     async def send_async(self, msg: Message, selector: SelectorLike | None = None, arg: Any = None, *,
                          mq: MessageQueue | None = None, timeout_ms: float | None = None) -> SendResult:
         """Coroutine form of :meth:`send`; await it on the client instance's loop
@@ -232,9 +253,8 @@ class Producer:
             raise IllegalArgumentError(f"selector returned {mq!r}, not a MessageQueue")
         return mq
 
-    def _prepare(self, msg: Message) -> _Prepared:
-        """Validate (Java ``Validators.checkMessage``) and build the V2 header and body."""
-        cfg = self.config
+    def _check_message(self, msg: Message) -> str:
+        """Java ``Validators.checkMessage``; sets ``UNIQ_KEY`` if missing and returns it."""
         if not isinstance(msg, Message):
             raise IllegalArgumentError(f"expected a Message, got {type(msg).__name__}")
         topic = msg.topic
@@ -244,29 +264,65 @@ class Producer:
         body = msg.body
         if not body:
             raise IllegalArgumentError("the message body is empty")
-        if len(body) > cfg.max_message_size:
+        if len(body) > self.config.max_message_size:
             raise IllegalArgumentError(
-                f"the message body size {len(body)} exceeds max_message_size {cfg.max_message_size}")
+                f"the message body size {len(body)} exceeds max_message_size {self.config.max_message_size}")
         props = msg.properties
         uniq_id = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         if not uniq_id:
             uniq_id = props[MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = create_uniq_id()
+        return uniq_id
+
+    def _header(self, topic: str, sys_flag: int, flag: int, properties: str, batch: bool) -> dict[str, str]:
+        cfg = self.config
+        return {"a": self.group, "b": topic, "c": cfg.create_topic_key, "d": str(cfg.default_topic_queue_nums),
+                "e": "0", "f": str(sys_flag), "g": str(int(time.time() * 1000)), "h": str(flag),
+                "i": properties, "j": "0", "k": "false", "m": "true" if batch else "false"}
+
+    def _prepare(self, msg: Message) -> _Prepared:
+        """Validate and build the V2 header and the (possibly compressed) body."""
+        cfg = self.config
+        uniq_id = self._check_message(msg)
+        topic, body, props = msg.topic, msg.body, msg.properties
         sys_flag = 0
         if len(body) >= cfg.compress_msg_body_over_howmuch:
             body = zlib.compress(body, cfg.compress_level)
             sys_flag |= SF.COMPRESSED
         if props.get(MC.TRANSACTION_PREPARED) == "true":
             sys_flag |= SF.TRANSACTION_PREPARED_TYPE
-        reconsume_times = "0"
-        ext = {"a": self.group, "b": topic, "c": cfg.create_topic_key, "d": str(cfg.default_topic_queue_nums),
-               "e": "0", "f": str(sys_flag), "g": str(int(time.time() * 1000)), "h": str(msg.flag),
-               "i": encode_properties(props), "j": reconsume_times, "k": "false", "m": "false"}
+        ext = self._header(topic, sys_flag, msg.flag, encode_properties(props), False)
         if is_retry_topic(topic):
             ext["j"] = props.get(MC.RECONSUME_TIME, "0")
             max_times = props.get(MC.MAX_RECONSUME_TIMES)
             if max_times:
                 ext["l"] = max_times
         return _Prepared(topic, ext, body, uniq_id)
+
+    def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
+        """Java ``MessageBatch.generateFromList`` + checks: one topic, no delay, no retry topic,
+        one ``WAIT`` value; each message gets its ``UNIQ_KEY``; the batch is never compressed."""
+        msgs = list(msgs)
+        if not msgs:
+            raise IllegalArgumentError("the batch is empty")
+        first = msgs[0]
+        ids = []
+        for m in msgs:
+            ids.append(self._check_message(m))
+            if m.topic != first.topic:
+                raise IllegalArgumentError("the topic of the messages in one batch should be the same")
+            if m.delay_time_level > 0:
+                raise IllegalArgumentError("delayed messages are not supported in batches")
+            if is_retry_topic(m.topic):
+                raise IllegalArgumentError("retry group topics are not supported in batches")
+            if m.wait_store_msg_ok != first.wait_store_msg_ok:
+                raise IllegalArgumentError("the waitStoreMsgOK of the messages in one batch should be the same")
+        body = encode_batch(msgs)
+        if len(body) > self.config.max_message_size:
+            raise IllegalArgumentError(
+                f"the batch body size {len(body)} exceeds max_message_size {self.config.max_message_size}")
+        props = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"})
+        ext = self._header(first.topic, 0, 0, props, True)
+        return _Prepared(first.topic, ext, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE)
 
     # -------------------------------------------------------------- core (event loop)
 
@@ -332,7 +388,7 @@ class Producer:
         ext = dict(p.ext)
         ext["e"] = str(mq.queue_id)
         ext["n"] = mq.broker_name
-        return await inst.api.send_message(addr, mq, ext, p.body, p.uniq_id, remaining)
+        return await inst.api.send_message(addr, mq, ext, p.body, p.uniq_id, remaining, code=p.code)
 
     # -------------------------------------------------------------- misc
 

@@ -23,6 +23,13 @@ class ScriptedCluster(FakeCluster):
         #: answer to CONSUMER_SEND_MSG_BACK (SUCCESS by default; the fake never redelivers)
         self.send_back_code = ResponseCode.SUCCESS
         self.server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self._recording(self._send_back))
+        self.server.register_processor(RequestCode.SEND_BATCH_MESSAGE, self._recording(self._send_batch))
+
+    async def _send_batch(self, _channel, cmd):
+        """Recorded and acknowledged, not stored."""
+        header = SendMessageRequestHeader.from_v2(cmd.ext_fields)
+        return cmd.response(ResponseCode.SUCCESS, ext_fields={
+            "msgId": "7F0000010000000000000000000000AA", "queueId": str(header.queue_id), "queueOffset": "0"})
 
     async def _send_back(self, _channel, cmd):
         return cmd.response(self.send_back_code, None if self.send_back_code == 0 else "scripted failure")

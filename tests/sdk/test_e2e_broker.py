@@ -226,3 +226,21 @@ def test_listener_exception_leads_to_redelivery_through_send_back(cluster, produ
         first, second = ms
         assert first.reconsume_times == 0 and second.reconsume_times == 1
         assert second.topic == topic and second.body == first.body and second.tags == "T"
+
+
+def test_batch_messages_are_stored_contiguously_and_consumed_individually(cluster, producer):
+    topic, group = unique("TopicBatch"), unique("cg")
+    msgs = [Message(topic, f"b{i}", tags="TagA", keys=f"k{i}") for i in range(10)]
+    result = producer.send_batch(msgs)
+    assert result.msg_id.split(",") == [m.uniq_key for m in msgs]
+    collector = Collector()
+    consumer = start_consumer(cluster, group, topic, collector, "batch")
+    try:
+        wait_until(lambda: collector.count() >= 10, what="10 batched messages")
+    finally:
+        consumer.shutdown()
+    got = sorted(((m.queue_id, m.queue_offset, m.body, m.msg_id) for _, m in collector.seen))
+    assert {q for q, *_ in got} == {result.message_queue.queue_id}
+    assert [o for _, o, *_ in got] == list(range(result.queue_offset, result.queue_offset + 10))
+    assert [b for *_, b, _ in got] == [f"b{i}".encode() for i in range(10)]
+    assert [i for *_, i in got] == [m.uniq_key for m in msgs]

@@ -8,7 +8,7 @@ import zlib
 import pytest
 from rocketmq_sdk.exceptions import ClientStateError, IllegalArgumentError, MQBrokerError
 from rocketmq_sdk.producer import Producer, SelectMessageQueueByHash
-from rocketmq_sdk.protocol import Message, SendStatus
+from rocketmq_sdk.protocol import Message, SendStatus, decode_batch
 from rocketmq_sdk.protocol.codes import RequestCode
 
 from .fakes import ScriptedCluster
@@ -147,3 +147,22 @@ def test_heartbeat_carries_producer_group_and_shutdown_unregisters(cluster):
         producer.send(Message("TopicH", b"m"))
     producer.shutdown()  # idempotent
     assert not inst.loop_thread.is_running
+
+
+def test_batch_is_one_320_request_with_uniq_keys_and_no_compression(cluster):
+    msgs = [Message("TopicB", b"z" * 5000, keys=f"k{i}", tags="T") for i in range(3)]
+    with Producer("pg_batch", cluster.addr) as producer:
+        result = producer.send_batch(msgs)
+        with pytest.raises(IllegalArgumentError, match="same"):
+            producer.send_batch([Message("TopicB", b"a"), Message("Other", b"b")])
+        with pytest.raises(IllegalArgumentError, match="delayed"):
+            producer.send_batch([Message("TopicB", b"a", delay_time_level=2)])
+        with pytest.raises(IllegalArgumentError, match="empty"):
+            producer.send_batch([])
+    (req,) = [r for r in cluster.requests if r.code == RequestCode.SEND_BATCH_MESSAGE]
+    ext = req.ext_fields
+    assert (ext["m"], ext["f"], ext["i"], ext["b"]) == ("true", "0", "WAIT\x01true", "TopicB")
+    assert result.msg_id == ",".join(m.uniq_key for m in msgs)
+    entries = decode_batch(req.body)
+    assert [e.body for e in entries] == [b"z" * 5000] * 3  # batches are never compressed
+    assert all(f"UNIQ_KEY\x01{m.uniq_key}" in e.properties for e, m in zip(entries, msgs, strict=True))
