@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 from ..config import ClientConfig
 from ..exceptions import ClientStateError, MQError, TopicNotExistError
 from ..protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
-from ..protocol.codes import MASTER_ID, RequestCode
+from ..protocol.codes import MASTER_ID, RequestCode, ResponseCode
 from ..protocol.message import MessageQueue
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
@@ -84,6 +84,7 @@ class MQClientInstance:
         self._started = False
         self._closed = False
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+        self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_running_info)
 
     # -------------------------------------------------------------- sync helpers
 
@@ -293,6 +294,14 @@ class MQClientInstance:
     async def persist_all_offsets(self) -> None:
         for consumer in list(self.consumers.values()):
             await consumer.persist_offsets()
+
+    async def _on_get_running_info(self, channel: Any, cmd: RemotingCommand) -> RemotingCommand:
+        group = cmd.ext_fields.get("consumerGroup", "")
+        consumer = self.consumers.get(group)
+        info = getattr(consumer, "running_info", None)
+        if info is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
+        return cmd.response(ResponseCode.SUCCESS, body=info().to_json())
 
     async def _on_consumer_ids_changed(self, channel: Any, cmd: RemotingCommand) -> None:
         log.info("broker %s says the consumers of group %s changed; rebalancing",

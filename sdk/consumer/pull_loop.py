@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from ..exceptions import MQError
@@ -63,7 +64,7 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
                 addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
                 if addr is None:
                     raise MQError(f"broker {mq.broker_name} not found")
-            pq.last_pull_timestamp = asyncio.get_running_loop().time()
+            pq.last_pull_timestamp = time.monotonic()
             result = await inst.api.pull_message(addr, header, cfg.pull_timeout)
         except asyncio.CancelledError:
             raise

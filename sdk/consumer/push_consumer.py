@@ -20,7 +20,14 @@ from typing import Any
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..config import ConsumerConfig
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, MQError
-from ..protocol.bodies import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel, SubscriptionData
+from ..protocol.bodies import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumerRunningInfo,
+    ConsumeType,
+    MessageModel,
+    SubscriptionData,
+)
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name, get_retry_topic, is_retry_topic
 from ..protocol.message import MessageExt, MessageQueue
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
@@ -30,6 +37,7 @@ from .offset_store import LOOKUP_FAILED, NO_OFFSET, ReadOffsetType, RemoteBroker
 from .process_queue import ProcessQueue
 from .pull_loop import pull_loop
 from .rebalance import Rebalancer
+from .running_info import build_running_info
 
 __all__ = ["PushConsumer"]
 
@@ -72,6 +80,7 @@ class PushConsumer:
         self._state_lock = threading.Lock()
         self._state = "CREATED"
         self._sub_version = int(time.time() * 1000)
+        self.start_timestamp_ms = 0
 
     # -------------------------------------------------------------- configuration
 
@@ -146,6 +155,7 @@ class PushConsumer:
             self.consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
             inst.register_consumer(self)
             self._state = "RUNNING"
+            self.start_timestamp_ms = int(time.time() * 1000)
             try:
                 inst.run(self._start_async(), self.config.mq_client_api_timeout / 1000.0 * 3)
             except BaseException:
@@ -225,6 +235,10 @@ class PushConsumer:
 
     def update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
         self.rebalancer.topic_queues[topic] = mqs
+
+    def running_info(self) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO answer (settings, subscriptions, owned queues)."""
+        return build_running_info(self)
 
     async def do_rebalance(self) -> None:
         if self.running:

@@ -232,3 +232,38 @@ def test_pulling_pauses_while_the_queue_holds_too_many_messages(cluster):
         release.set()
         consumer.shutdown()
     assert max(cached) <= 5 + 4
+
+
+def test_broker_can_ask_the_consumer_for_its_running_info(cluster):
+    from rocketmq_sdk.protocol import ConsumerRunningInfo
+    from rocketmq_sdk.remoting import RemotingCommand
+
+    _send(cluster, "TopicRI", 4)
+    collector = Collector()
+    consumer = PushConsumer("cg_info", cluster.addr, instance_name="ri", **FAST)
+    consumer.subscribe("TopicRI", "*")
+    consumer.register_message_listener(collector.listener("ri"))
+    consumer.start()
+    try:
+        wait_until(lambda: collector.count() >= 4, what="4 messages")
+        wait_until(lambda: len(cluster.server.channels) == 1, what="the producer's connection closed")
+
+        async def ask(group):
+            (channel,) = cluster.server.channels
+            cmd = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO,
+                                          {"consumerGroup": group, "clientId": consumer.instance.client_id,
+                                           "jstackEnable": "false"})
+            return await channel.invoke(cmd, 3000)
+
+        ok = cluster.loop.run(ask("cg_info"), 5)
+        missing = cluster.loop.run(ask("nobody"), 5)
+    finally:
+        consumer.shutdown()
+    assert ok.code == ResponseCode.SUCCESS
+    info = ConsumerRunningInfo.from_json(ok.body)
+    assert info.properties["consumeFromWhere"] == "CONSUME_FROM_LAST_OFFSET"
+    assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY" and info.properties["pullBatchSize"] == "32"
+    assert {s.topic for s in info.subscription_set} == {"TopicRI", "%RETRY%cg_info"}
+    rows = {mq.queue_id: row for mq, row in info.mq_table.items() if mq.topic == "TopicRI"}
+    assert sorted(rows) == [0, 1, 2, 3] and all(r["commitOffset"] == 1 and not r["droped"] for r in rows.values())
+    assert missing.code == ResponseCode.SYSTEM_ERROR and "nobody" in missing.remark

@@ -1,0 +1,53 @@
+"""GET_CONSUMER_RUNNING_INFO (307) answers: what ``mqadmin consumerStatus`` shows about a
+consumer (Java ``DefaultMQPushConsumerImpl.consumerRunningInfo``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING
+
+from ..protocol.bodies import ConsumerRunningInfo
+
+if TYPE_CHECKING:
+    from .push_consumer import PushConsumer
+
+__all__ = ["build_running_info"]
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
+    """Settings (Java property names), subscriptions and the state of every owned queue."""
+    cfg = consumer.config
+    props = {}
+    for f in dataclasses.fields(cfg):
+        if f.name in ("rpc_hooks",):
+            continue
+        v = getattr(cfg, f.name)
+        props[_camel(f.name)] = v.value if hasattr(v, "value") else str(v)
+    props.update({
+        "PROP_NAMESERVER_ADDR": cfg.namesrv_addr or "", "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+        "PROP_CONSUMEORDERLY": "false", "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
+        "PROP_CONSUMER_START_TIMESTAMP": str(consumer.start_timestamp_ms), "PROP_CLIENT_VERSION": "V4_9_8"})
+    now_mono, now_ms = time.monotonic(), int(time.time() * 1000)
+
+    def wall(mono: float) -> int:
+        return now_ms - int((now_mono - mono) * 1000)
+
+    table = {}
+    store = consumer.offset_store
+    for mq, pq in list(consumer.rebalancer.process_queues.items()):
+        low = pq.min_offset_in_flight()
+        table[mq] = {
+            "cachedMsgCount": pq.msg_count, "cachedMsgMaxOffset": max(pq.queue_offset_max, 0) if low is not None else 0,
+            "cachedMsgMinOffset": low or 0, "cachedMsgSizeInMiB": pq.msg_size // (1024 * 1024),
+            "commitOffset": max(store.read_memory(mq), 0) if store else 0, "droped": pq.dropped,
+            "lastConsumeTimestamp": wall(pq.last_consume_timestamp), "lastLockTimestamp": 0,
+            "lastPullTimestamp": wall(pq.last_pull_timestamp), "locked": False, "transactionMsgCount": 0,
+            "transactionMsgMaxOffset": 0, "transactionMsgMinOffset": 0, "tryUnlockTimes": 0}
+    return ConsumerRunningInfo(mq_table=table, properties=props,
+                               subscription_set=list(consumer.rebalancer.subscriptions.values()))
