@@ -91,6 +91,8 @@ class PushConsumer:
             IllegalArgumentError: illegal topic name.
         """
         check_name(topic, "topic")
+        # a new version for every change, so brokers replace the group's older subscription
+        self._sub_version = max(self._sub_version + 1, int(time.time() * 1000))
         self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, self._sub_version)
         if self._state == "RUNNING":
             inst = self.instance
