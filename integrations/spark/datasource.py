@@ -21,7 +21,8 @@ Options (names are case-insensitive):
 ``keysTemplate``    ``str.format`` template over the row's columns, e.g. ``{year}-{flight}``
 ``selectorCol``     column hashed by ``SelectMessageQueueByHash`` (per-value queue and order)
 ``excludeFromBody`` comma-separated columns left out of the JSON body
-``sendTimeoutMs``   per-message send timeout in ms (default 3000)
+``sendTimeoutMs``   per-request send timeout in ms (default 3000)
+``batchSize``       messages per send request, per target queue (default 1; see ``batching``)
 ==================  ========================================================================
 
 Each Spark task sends its partition with the worker's cached producer, exactly as
@@ -54,7 +55,8 @@ class SentCount(WriterCommitMessage):
     sent: int
 
 
-def _options_to_writer_args(options: dict[str, str], schema: StructType) -> tuple[RowMessageMapper, ProducerSpec, int]:
+def _options_to_writer_args(options: dict[str, str],
+                            schema: StructType) -> tuple[RowMessageMapper, ProducerSpec, int, int]:
     opts = {k.lower(): v for k, v in options.items()}
     for required in ("namesrv", "topic"):
         if not opts.get(required):
@@ -72,18 +74,22 @@ def _options_to_writer_args(options: dict[str, str], schema: StructType) -> tupl
         keys_fn=FieldTemplate(keys_template) if keys_template else None,
         selector_col=opts.get("selectorcol") or None, exclude_from_body=exclude)
     spec = ProducerSpec.create(opts["namesrv"], opts.get("group") or DEFAULT_PRODUCER_GROUP)
-    return mapper, spec, int(opts.get("sendtimeoutms", "3000"))
+    batch_size = int(opts.get("batchsize", "1"))
+    if batch_size < 1:
+        raise IllegalArgumentError(f"option batchSize must be at least 1, got {batch_size}")
+    return mapper, spec, int(opts.get("sendtimeoutms", "3000")), batch_size
 
 
 class RocketMQDataSourceWriter(DataSourceWriter):
     """Sends the rows of one partition per ``write`` call (on the workers)."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        self.mapper, self.spec, self.send_timeout_ms = _options_to_writer_args(options, schema)
+        self.mapper, self.spec, self.send_timeout_ms, self.batch_size = _options_to_writer_args(options, schema)
 
     def write(self, iterator: Iterator[Any]) -> SentCount:
         producer = get_producer(self.spec)
-        return SentCount(send_rows(iterator, self.mapper, producer, send_timeout_ms=self.send_timeout_ms))
+        return SentCount(send_rows(iterator, self.mapper, producer, send_timeout_ms=self.send_timeout_ms,
+                                   batch_size=self.batch_size))
 
     def commit(self, messages: list[SentCount | None]) -> None:
         total = sum(m.sent for m in messages if m is not None)

@@ -6,7 +6,7 @@ same queue (the same hash-selector argument) are stored in the order the partiti
 repartition by the selector column and sort within partitions to get a per-key order.
 
 Delivery is at-least-once: a send that fails fails the Spark task; if Spark retries the task
-(``spark.task.maxFailures``, 1 retry-free attempt in ``local`` mode) its rows are sent again.
+(``spark.task.maxFailures``; ``local[N]`` masters do not retry) its rows are sent again.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_sdk.exceptions import IllegalArgumentError
+
+from .batching import send_rows_batched
 from .mapping import RowFn, RowMessageMapper
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerSpec, get_producer
 
@@ -58,7 +61,7 @@ class WriteResult:
 
 
 def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, selector: Any = None,
-              send_timeout_ms: int = 3000) -> int:
+              send_timeout_ms: int = 3000, batch_size: int = 1) -> int:
     """Send each row as one message, synchronously and in iteration order.
 
     Args:
@@ -67,7 +70,10 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
         producer: a started ``rocketmq_sdk.Producer`` (or anything with the same ``send``).
         selector: the ``MessageQueueSelector`` used when ``mapper.uses_selector``; default
             ``SelectMessageQueueByHash()``.
-        send_timeout_ms: timeout of each send, milliseconds.
+        send_timeout_ms: timeout of each send request, milliseconds.
+        batch_size: 1 (default) sends message by message; more packs up to that many
+            consecutive messages for the same queue into one batch request (``send_batch``),
+            keeping the per-queue order (see :mod:`.batching`).
 
     Returns:
         The number of messages the broker acknowledged.
@@ -79,6 +85,11 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
         from rocketmq_sdk import SelectMessageQueueByHash
 
         selector = SelectMessageQueueByHash()
+    if batch_size > 1:
+        sent, not_ok = send_rows_batched(rows, mapper, producer, selector=selector, batch_size=batch_size,
+                                         send_timeout_ms=send_timeout_ms)
+        _warn_not_ok(not_ok, sent)
+        return sent
     sent = 0
     not_ok = 0
     for row in rows:
@@ -91,21 +102,26 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
         status = getattr(getattr(result, "send_status", None), "value", "SEND_OK")
         if status != "SEND_OK":
             not_ok += 1
-    if not_ok:
-        logger.warning("%d of %d messages were stored with a non-OK status (e.g. FLUSH_DISK_TIMEOUT)",
-                       not_ok, sent)
+    _warn_not_ok(not_ok, sent)
     return sent
 
 
+def _warn_not_ok(not_ok: int, sent: int) -> None:
+    if not_ok:
+        logger.warning("%d of %d messages were stored with a non-OK status (e.g. FLUSH_DISK_TIMEOUT)",
+                       not_ok, sent)
+
+
 def _partition_sender(mapper: RowMessageMapper, spec: ProducerSpec, selector: Any, send_timeout_ms: int,
-                      accumulator: Any) -> Callable[[Iterable[Any]], None]:
+                      batch_size: int, accumulator: Any) -> Callable[[Iterable[Any]], None]:
     def send_partition(rows: Iterable[Any]) -> None:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx is not None else -1
         producer = get_producer(spec)
-        count = send_rows(rows, mapper, producer, selector=selector, send_timeout_ms=send_timeout_ms)
+        count = send_rows(rows, mapper, producer, selector=selector, send_timeout_ms=send_timeout_ms,
+                          batch_size=batch_size)
         accumulator.add({partition: count})
 
     return send_partition
@@ -131,7 +147,7 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
                     selector: Any = None, exclude_from_body: Iterable[str] = (), mapper: RowMessageMapper | None = None,
                     group: str = DEFAULT_PRODUCER_GROUP, producer_config: Mapping[str, Any] | None = None,
                     producer_factory: Callable[[ProducerSpec], Any] | None = None,
-                    send_timeout_ms: int = 3000,
+                    send_timeout_ms: int = 3000, batch_size: int = 1,
                     progress: Callable[[WriteProgress], None] | None = None,
                     progress_interval_s: float = 1.0) -> WriteResult:
     """Send every row of ``df`` to ``topic`` as one message (``DataFrame.foreachPartition``).
@@ -153,7 +169,10 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         producer_factory: ``spec -> producer`` (not started) used instead of
             ``rocketmq_sdk.Producer(spec.group, spec.namesrv_addr, **config)``; it must be
             picklable and is cached per worker under its qualified name.
-        send_timeout_ms: per-message send timeout, milliseconds (default 3000).
+        send_timeout_ms: per-request send timeout, milliseconds (default 3000).
+        batch_size: 1 (default): one send request per message. More: up to that many
+            consecutive messages bound for the same queue go in one SEND_BATCH_MESSAGE request;
+            still one stored message per row, in the same per-queue order (see :mod:`.batching`).
         progress: called on the driver about every ``progress_interval_s`` seconds while the job
             runs, and once at the end, with a :class:`WriteProgress` (counts grow as partitions
             finish).
@@ -169,6 +188,8 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         mapper = RowMessageMapper(topic, body=body, tag_col=tag_col, tag_fn=tag_fn, keys_col=keys_col,
                                   keys_fn=keys_fn, properties_fn=properties_fn, selector_col=selector_col,
                                   selector_fn=selector_fn, exclude_from_body=tuple(exclude_from_body))
+    if batch_size < 1:
+        raise IllegalArgumentError(f"batch_size must be at least 1, got {batch_size}")
     spec = ProducerSpec.create(namesrv_addr, group, producer_config, producer_factory)
     sc = df.sparkSession.sparkContext
     acc = sc.accumulator({}, _DictSum())
@@ -190,7 +211,7 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         watcher = threading.Thread(target=watch, name="rocketmq-spark-progress", daemon=True)
         watcher.start()
     try:
-        df.foreachPartition(_partition_sender(mapper, spec, selector, send_timeout_ms, acc))
+        df.foreachPartition(_partition_sender(mapper, spec, selector, send_timeout_ms, batch_size, acc))
     finally:
         stop.set()
         if watcher is not None:

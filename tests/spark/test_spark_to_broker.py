@@ -65,10 +65,11 @@ def _rows_df(spark, n: int, groups: int):
             .repartition(4, "k").sortWithinPartitions("k", "id"))
 
 
-def test_write_dataframe_round_trip_keeps_rows_tags_keys_and_per_key_order(spark, cluster):
+@pytest.mark.parametrize("batch_size", [1, 16])
+def test_write_dataframe_round_trip_keeps_rows_tags_keys_and_per_key_order(spark, cluster, batch_size):
     topic = f"spark_rt_{uuid.uuid4().hex[:6]}"
     result = write_dataframe(_rows_df(spark, 400, 20), cluster.namesrv_addr, topic, tag_col="parity",
-                             keys_fn=FieldTemplate("row-{id}"), selector_col="k")
+                             keys_fn=FieldTemplate("row-{id}"), selector_col="k", batch_size=batch_size)
     assert result.sent == 400 and sum(result.partitions.values()) == 400
 
     msgs = consume_all(cluster.namesrv_addr, topic, 400)
@@ -93,7 +94,7 @@ def test_rocketmq_data_source_writes_every_row(spark, cluster):
     (_rows_df(spark, 200, 5).write.format("rocketmq")
      .option("namesrv", cluster.namesrv_addr).option("topic", topic)
      .option("tagCol", "parity").option("keysTemplate", "row-{id}").option("selectorCol", "k")
-     .option("excludeFromBody", "parity").mode("append").save())
+     .option("excludeFromBody", "parity").option("batchSize", "8").mode("append").save())
 
     msgs = consume_all(cluster.namesrv_addr, topic, 200)
     bodies = [json.loads(m.body) for m in msgs]

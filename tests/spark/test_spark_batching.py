@@ -1,0 +1,66 @@
+"""Per-queue batching of the writer (fake producer, no broker)."""
+
+from __future__ import annotations
+
+import pytest
+from rocketmq_sdk.integrations.spark import RowMessageMapper, send_rows
+from rocketmq_sdk.integrations.spark.batching import QueueBatcher
+from rocketmq_sdk.protocol.message import Message
+
+
+class BatchProducer:
+    queues = ["q0", "q1", "q2"]
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, object, list[bytes]]] = []
+
+    def fetch_publish_queues(self, topic):
+        return list(self.queues)
+
+    def send(self, msg, selector=None, arg=None, *, mq=None, timeout_ms=3000):
+        self.requests.append(("send", mq, [msg.body]))
+
+    def send_batch(self, msgs, *, mq=None, timeout_ms=3000):
+        self.requests.append(("batch", mq, [m.body for m in msgs]))
+
+
+class ModSelector:
+    def select(self, mqs, msg, arg):
+        return mqs[int(arg) % len(mqs)]
+
+
+def test_rows_are_batched_per_selected_queue_in_row_order():
+    producer = BatchProducer()
+    rows = [{"k": i % 3, "i": i} for i in range(14)]
+    mapper = RowMessageMapper("t", body=lambda r: str(r["i"]), selector_col="k")
+    assert send_rows(rows, mapper, producer, selector=ModSelector(), batch_size=2) == 14
+    per_queue: dict[str, list[int]] = {}
+    for kind, mq, bodies in producer.requests:
+        assert kind == ("batch" if len(bodies) > 1 else "send") and len(bodies) <= 2
+        per_queue.setdefault(mq, []).extend(int(b) for b in bodies)
+    assert per_queue == {"q0": [0, 3, 6, 9, 12], "q1": [1, 4, 7, 10, 13], "q2": [2, 5, 8, 11]}
+    assert producer.requests[-1][0] == "send"  # the odd leftover of a queue goes alone
+
+
+def test_without_selector_one_buffer_and_the_producer_picks_the_queue():
+    producer = BatchProducer()
+    assert send_rows([{"i": i} for i in range(5)], RowMessageMapper("t"), producer, batch_size=4) == 5
+    assert [(k, mq, len(b)) for k, mq, b in producer.requests] == [("batch", None, 4), ("send", None, 1)]
+
+
+def test_buffer_is_flushed_before_it_exceeds_the_byte_limit():
+    producer = BatchProducer()
+    batcher = QueueBatcher(producer, batch_size=100, send_timeout_ms=1000, max_batch_bytes=10)
+    for body in (b"aaaa", b"bbbb", b"cccc", b"dd"):
+        batcher.add(Message("t", body), "q0")
+    batcher.flush_all()
+    assert [b for _, _, b in producer.requests] == [[b"aaaa", b"bbbb"], [b"cccc", b"dd"]]
+    assert batcher.sent == 4
+
+
+def test_batch_size_below_one_is_refused():
+    from rocketmq_sdk.exceptions import IllegalArgumentError
+    from rocketmq_sdk.integrations.spark import write_dataframe
+
+    with pytest.raises(IllegalArgumentError):
+        write_dataframe(object(), "x:1", "t", batch_size=0)
