@@ -44,7 +44,7 @@ def format_report(r: Report, top: int = 5) -> str:
         f"messages consumed        {a.consumed:>10,}   "
         + ", ".join(f"{name}: {n:,}" for name, n in sorted(a.per_consumer.items())),
         f"queues used              {a.queues_used:>10}   tail numbers checked: {a.tails_checked:,}",
-        f"keys repeated in data    {a.duplicate_keys_expected:>10}   (same day, carrier and flight number)",
+        f"rows repeating a key     {a.duplicate_keys_expected:>10}   (same day, carrier and flight number as another row)",
         "top carriers (consumed / Spark count):",
     ]
     ranked = sorted(r.expected.carrier_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
