@@ -2,9 +2,14 @@
 process queue, rebalance and the consume service."""
 
 from .allocate import (
+    AllocateMachineRoomNearby,
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
+    AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
+    AllocateMessageQueueConsistentHash,
     AllocateMessageQueueStrategy,
+    MachineRoomResolver,
 )
 from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently
 from .offset_store import ReadOffsetType, RemoteBrokerOffsetStore
@@ -12,9 +17,14 @@ from .process_queue import ProcessQueue
 from .push_consumer import PushConsumer
 
 __all__ = [
+    "AllocateMachineRoomNearby",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
+    "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
+    "AllocateMessageQueueConsistentHash",
     "AllocateMessageQueueStrategy",
+    "MachineRoomResolver",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
     "MessageListenerConcurrently",

@@ -7,14 +7,17 @@ Java's exactly or mixed-language groups would double-consume some queues and ski
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..exceptions import IllegalArgumentError
 from ..protocol.message import MessageQueue
 
-__all__ = ["AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle",
-           "AllocateMessageQueueStrategy"]
+__all__ = ["AllocateMachineRoomNearby", "AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle",
+           "AllocateMessageQueueByConfig", "AllocateMessageQueueByMachineRoom", "AllocateMessageQueueConsistentHash",
+           "AllocateMessageQueueStrategy", "MachineRoomResolver", "java_split", "md5_hash"]
 
 
 class AllocateMessageQueueStrategy(ABC):
@@ -71,3 +74,165 @@ class AllocateMessageQueueAveragelyByCircle(AllocateMessageQueueStrategy):
             return []
         index, c = list(cid_all).index(current_cid), len(cid_all)
         return [mq for i, mq in enumerate(mq_all) if i % c == index]
+
+
+def md5_hash(key: str) -> int:
+    """Java ``MD5Hash.hash``: the first 4 MD5 bytes of ``key`` (UTF-8) as an unsigned big-endian
+    int (0..2**32-1)."""
+    return int.from_bytes(hashlib.md5(key.encode("utf-8")).digest()[:4], "big")
+
+
+class AllocateMessageQueueConsistentHash(AllocateMessageQueueStrategy):
+    """Java ``CONSISTENT_HASH``: a ring of ``virtual_node_cnt`` nodes per client id (key
+    ``cid + "-" + i``, hashed with :func:`md5_hash` unless ``hash_function`` is given); a queue
+    (key ``str(mq)``, Java ``MessageQueue.toString()``) belongs to the first node whose hash is ≥
+    its own, wrapping to the lowest. On a hash collision the node inserted last wins (Java
+    ``TreeMap.put``).
+
+    Args:
+        virtual_node_cnt: virtual nodes per client id (10).
+        hash_function: ``str -> int`` (default MD5 as Java).
+
+    Raises:
+        IllegalArgumentError: ``virtual_node_cnt`` < 0.
+    """
+
+    name = "CONSISTENT_HASH"
+
+    def __init__(self, virtual_node_cnt: int = 10, hash_function: Callable[[str], int] | None = None) -> None:
+        if virtual_node_cnt < 0:
+            raise IllegalArgumentError(f"illegal virtual_node_cnt: {virtual_node_cnt}")
+        self.virtual_node_cnt = virtual_node_cnt
+        self.hash_function = hash_function or md5_hash
+
+    def allocate(self, group: str, current_cid: str, mq_all: Sequence[MessageQueue],
+                 cid_all: Sequence[str]) -> list[MessageQueue]:
+        if not self._check(current_cid, mq_all, cid_all):
+            return []
+        ring: dict[int, str] = {}
+        for cid in cid_all:
+            for i in range(self.virtual_node_cnt):
+                ring[self.hash_function(f"{cid}-{i}")] = cid
+        if not ring:
+            return []
+        keys = sorted(ring)
+        out = []
+        for mq in mq_all:
+            pos = bisect.bisect_left(keys, self.hash_function(str(mq)))
+            if ring[keys[pos if pos < len(keys) else 0]] == current_cid:
+                out.append(mq)
+        return out
+
+
+class AllocateMessageQueueByConfig(AllocateMessageQueueStrategy):
+    """Java ``CONFIG``: always the configured queues, whatever the inputs (no checks).
+
+    Args:
+        message_queue_list: the queues this consumer owns.
+    """
+
+    name = "CONFIG"
+
+    def __init__(self, message_queue_list: Iterable[MessageQueue] = ()) -> None:
+        self.message_queue_list = list(message_queue_list)
+
+    def allocate(self, group: str, current_cid: str, mq_all: Sequence[MessageQueue],
+                 cid_all: Sequence[str]) -> list[MessageQueue]:
+        return list(self.message_queue_list)
+
+
+def java_split(s: str, sep: str) -> list[str]:
+    """Java ``String.split`` with a literal one-character separator: trailing empty strings
+    are removed (``"a@".split("@")`` has one part)."""
+    parts = s.split(sep)
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+class AllocateMessageQueueByMachineRoom(AllocateMessageQueueStrategy):
+    """Java ``MACHINE_ROOM``: only queues of brokers named ``<room>@<name>`` whose room is in
+    ``consume_idcs``; ``p`` such queues give each consumer ``p // c`` contiguous ones, and the
+    first ``p % c`` consumers one more from the tail (``kept[index + (p // c) * c]``).
+
+    Args:
+        consume_idcs: the machine rooms (IDCs) this consumer group reads from.
+    """
+
+    name = "MACHINE_ROOM"
+
+    def __init__(self, consume_idcs: Iterable[str] = ()) -> None:
+        self.consume_idcs = set(consume_idcs)
+
+    def allocate(self, group: str, current_cid: str, mq_all: Sequence[MessageQueue],
+                 cid_all: Sequence[str]) -> list[MessageQueue]:
+        if not self._check(current_cid, mq_all, cid_all):
+            return []
+        index, c = list(cid_all).index(current_cid), len(cid_all)
+        kept = [mq for mq in mq_all
+                if len(parts := java_split(mq.broker_name, "@")) == 2 and parts[0] in self.consume_idcs]
+        mod, rem = divmod(len(kept), c)
+        out = kept[index * mod:index * mod + mod]
+        if rem > index:
+            out.append(kept[index + mod * c])
+        return out
+
+
+class MachineRoomResolver(ABC):
+    """Java ``AllocateMachineRoomNearby.MachineRoomResolver``: where brokers and consumers live."""
+
+    @abstractmethod
+    def broker_deploy_in(self, mq: MessageQueue) -> str:
+        """The machine room of ``mq``'s broker."""
+
+    @abstractmethod
+    def consumer_deploy_in(self, client_id: str) -> str:
+        """The machine room of the consumer ``client_id``."""
+
+
+class AllocateMachineRoomNearby(AllocateMessageQueueStrategy):
+    """Java ``MACHINE_ROOM_NEARBY-<inner>``: queues of the current consumer's machine room are
+    shared by ``inner`` among that room's consumers; queues of rooms without any consumer are
+    shared by ``inner`` among all consumers (rooms visited in sorted order).
+
+    Args:
+        inner: the strategy applied within each partition.
+        resolver: maps queues and client ids to machine rooms.
+
+    Raises:
+        IllegalArgumentError: ``inner`` or ``resolver`` missing (constructor); a queue or
+            consumer with an empty machine room (``allocate``).
+    """
+
+    def __init__(self, inner: AllocateMessageQueueStrategy, resolver: MachineRoomResolver) -> None:
+        if inner is None or resolver is None:
+            raise IllegalArgumentError("AllocateMachineRoomNearby needs an inner strategy and a resolver")
+        self.inner = inner
+        self.resolver = resolver
+        self.name = f"MACHINE_ROOM_NEARBY-{inner.name}"
+
+    def allocate(self, group: str, current_cid: str, mq_all: Sequence[MessageQueue],
+                 cid_all: Sequence[str]) -> list[MessageQueue]:
+        if not self._check(current_cid, mq_all, cid_all):
+            return []
+        room_mqs: dict[str, list[MessageQueue]] = {}
+        for mq in mq_all:
+            room = self.resolver.broker_deploy_in(mq)
+            if not room:
+                raise IllegalArgumentError(f"Machine room is null for mq {mq}")
+            room_mqs.setdefault(room, []).append(mq)
+        room_cids: dict[str, list[str]] = {}
+        for cid in cid_all:
+            room = self.resolver.consumer_deploy_in(cid)
+            if not room:
+                raise IllegalArgumentError(f"Machine room is null for consumer id {cid}")
+            room_cids.setdefault(room, []).append(cid)
+        current_room = self.resolver.consumer_deploy_in(current_cid)
+        out: list[MessageQueue] = []
+        mine = room_mqs.pop(current_room, None)
+        if mine:
+            out.extend(self.inner.allocate(group, current_cid, mine, room_cids.get(current_room, [])))
+        for room in sorted(room_mqs):
+            if room not in room_cids:
+                out.extend(self.inner.allocate(group, current_cid, room_mqs[room], cid_all))
+        return out
