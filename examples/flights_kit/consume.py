@@ -90,15 +90,27 @@ class ConsumerGroup:
         group: consumer group.
         instances: number of consumer instances (default 2).
         consumer_config: extra keyword arguments for ``rocketmq_sdk.PushConsumer``.
+        gated: listeners hold every delivery until :meth:`open` is called. Meant for starting
+            a group on a topic that already holds messages: the first instance to start takes
+            all queues and hands out a first pull before the others join. Held deliveries from
+            a queue the instance no longer owns when the gate opens are not recorded: the SDK
+            (as Java) discards the result of a dropped queue and the queue's new owner gets
+            them again from the committed offset.
     """
 
     def __init__(self, namesrv_addr: str, topic: str, group: str, instances: int = 2,
-                 consumer_config: Mapping[str, Any] | None = None) -> None:
+                 consumer_config: Mapping[str, Any] | None = None, gated: bool = False) -> None:
         self.namesrv_addr, self.topic, self.group = namesrv_addr, topic, group
         self.names = [f"{group}-{i + 1}" for i in range(instances)]
         self.config = dict(consumer_config or {})
         self.tally = Tally()
         self.consumers: list[Any] = []
+        self.gated = gated
+        self.gate = threading.Event()
+        if not gated:
+            self.gate.set()
+        self.opened_at: float | None = None
+        self.skipped_not_owned = 0
 
     def start(self) -> None:
         from rocketmq_sdk import ConsumeConcurrentlyStatus, PushConsumer
@@ -107,7 +119,11 @@ class ConsumerGroup:
             consumer = PushConsumer(self.group, self.namesrv_addr, instance_name=name, **self.config)
             consumer.subscribe(self.topic, "*")
 
-            def listener(msgs: list[Any], context: Any, _name: str = name) -> Any:
+            def listener(msgs: list[Any], context: Any, _name: str = name, _consumer: Any = consumer) -> Any:
+                self.gate.wait()
+                if self.gated and not _still_owns(_consumer, context.message_queue):
+                    self.skipped_not_owned += len(msgs)
+                    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
                 self.tally.add(_name, msgs)
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
@@ -115,6 +131,12 @@ class ConsumerGroup:
             consumer.start()
             self.consumers.append(consumer)
             logger.info("consumer %s of group %s started", name, self.group)
+
+    def open(self) -> None:
+        """Let held deliveries through (a no-op for an ungated group)."""
+        if not self.gate.is_set():
+            self.opened_at = time.monotonic()
+            self.gate.set()
 
     def owned_queues(self) -> dict[str, set[Any]]:
         """Instance name → the queues of ``topic`` it currently consumes (its rebalancer's view)."""
@@ -129,6 +151,7 @@ class ConsumerGroup:
         return owned
 
     def shutdown(self) -> None:
+        self.gate.set()  # never leave a listener waiting on the gate
         for consumer in self.consumers:
             try:
                 consumer.shutdown()
@@ -142,3 +165,8 @@ class ConsumerGroup:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+
+def _still_owns(consumer: Any, mq: Any) -> bool:
+    pq = consumer.rebalancer.process_queues.get(mq)
+    return pq is not None and not pq.dropped

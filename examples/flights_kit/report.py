@@ -54,7 +54,7 @@ def format_report(r: Report, top: int = 5) -> str:
     lines += [
         f"send throughput          {_rate(r.sent, t.send_s):>14}   ({t.send_s:.1f} s Spark job)",
         f"consume throughput       {_rate(a.consumed, t.consume_s):>14}   "
-        f"({t.consume_s:.1f} s first to last delivery; {t.drain_after_send_s:.1f} s after the send ended)",
+        f"({t.consume_s:.1f} s consuming; last message {t.drain_after_send_s:.1f} s after the send ended)",
         f"elapsed                  cluster start {t.cluster_start_s:.1f} s, load {t.load_s:.1f} s, "
         f"total {t.total_s:.1f} s",
     ]
