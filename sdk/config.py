@@ -146,7 +146,10 @@ class ConsumerConfig(ClientConfig):
         suspend_timeout: broker long-poll hold time, ms (15000).
         pull_timeout: client timeout of a long-polling pull, ms (30000).
         pull_time_delay_when_exception: back-off after a failed pull, ms (1000).
-        suspend_current_queue_time: unused for concurrent consumers; kept for parity.
+        suspend_current_queue_time: orderly consumers: delay before a suspended batch
+            (SUSPEND_CURRENT_QUEUE_A_MOMENT) is consumed again, ms (1000).
+        rebalance_lock_interval: orderly clustering consumers renew their broker queue locks
+            this often, ms (20000, Java ``rocketmq.client.rebalance.lockInterval``).
         await_termination_timeout: how long ``shutdown()`` waits for running listeners, ms.
         post_subscription_when_pull: send the subscription with every pull (SUBSCRIPTION flag).
     """
@@ -167,6 +170,7 @@ class ConsumerConfig(ClientConfig):
     pull_timeout: int = 30_000
     pull_time_delay_when_exception: int = 1_000
     suspend_current_queue_time: int = 1_000
+    rebalance_lock_interval: int = 20_000
     await_termination_timeout: int = 10_000
     post_subscription_when_pull: bool = False
 

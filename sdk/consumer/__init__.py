@@ -11,7 +11,14 @@ from .allocate import (
     AllocateMessageQueueStrategy,
     MachineRoomResolver,
 )
-from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently
+from .listener import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    MessageListenerConcurrently,
+    MessageListenerOrderly,
+)
 from .offset_store import ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .push_consumer import PushConsumer
@@ -27,7 +34,10 @@ __all__ = [
     "MachineRoomResolver",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
     "MessageListenerConcurrently",
+    "MessageListenerOrderly",
     "ProcessQueue",
     "PushConsumer",
     "ReadOffsetType",

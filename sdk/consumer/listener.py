@@ -1,4 +1,4 @@
-"""Listener results and context of concurrent consumption (Java ``MessageListenerConcurrently``)."""
+"""Listener results and contexts (Java ``MessageListenerConcurrently`` / ``MessageListenerOrderly``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from ..protocol.message import MessageExt, MessageQueue
 
-__all__ = ["ConsumeConcurrentlyContext", "ConsumeConcurrentlyStatus", "MessageListenerConcurrently"]
+__all__ = ["ConsumeConcurrentlyContext", "ConsumeConcurrentlyStatus", "ConsumeOrderlyContext", "ConsumeOrderlyStatus",
+           "MessageListenerConcurrently", "MessageListenerOrderly"]
 
 
 class ConsumeConcurrentlyStatus(enum.Enum):
@@ -39,3 +40,32 @@ class ConsumeConcurrentlyContext:
 
 
 MessageListenerConcurrently = Callable[[list[MessageExt], ConsumeConcurrentlyContext], ConsumeConcurrentlyStatus]
+
+
+class ConsumeOrderlyStatus(enum.Enum):
+    """What an orderly listener returns."""
+
+    #: the messages are consumed; the queue's offset moves past them.
+    SUCCESS = "SUCCESS"
+    #: consume the same messages again after ``suspend_current_queue_time_millis`` (nothing
+    #: behind them in the queue is consumed meanwhile).
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@dataclass
+class ConsumeOrderlyContext:
+    """Passed to an orderly listener with each batch.
+
+    Attributes:
+        message_queue: the queue the messages came from.
+        auto_commit: always True (Java's manual commit mode is deprecated and not offered).
+        suspend_current_queue_time_millis: delay before a suspended batch is consumed again,
+            ms; -1 (default) uses the consumer's ``suspend_current_queue_time`` (1000).
+    """
+
+    message_queue: MessageQueue
+    auto_commit: bool = True
+    suspend_current_queue_time_millis: int = -1
+
+
+MessageListenerOrderly = Callable[[list[MessageExt], ConsumeOrderlyContext], ConsumeOrderlyStatus]

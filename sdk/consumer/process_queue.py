@@ -36,10 +36,60 @@ class ProcessQueue:
         self.dropped = False
         self.last_pull_timestamp = time.monotonic()
         self.last_consume_timestamp = time.monotonic()
+        # orderly consumption (Java consumingMsgOrderlyTreeMap, locked, consumeLock)
+        self._consuming: OrderedDict[int, MessageExt] = OrderedDict()
+        #: the broker granted this client the queue's lock (orderly, clustering).
+        self.locked = False
+        #: ``time.monotonic()`` of the last successful LOCK_BATCH_MQ.
+        self.last_lock_timestamp = time.monotonic()
+        #: held by the thread running the orderly listener of this queue (one at a time).
+        self.consume_lock = threading.Lock()
+        #: an orderly consume request of this queue is queued or running.
+        self.consume_scheduled = False
 
     @property
     def msg_count(self) -> int:
-        return len(self._msgs)
+        """Messages cached, including those an orderly listener is consuming."""
+        return len(self._msgs) + len(self._consuming)
+
+    def is_lock_expired(self, max_live_s: float = 30.0) -> bool:
+        """True once ``max_live_s`` (Java client lock TTL, 30 s) passed since the last lock."""
+        return time.monotonic() - self.last_lock_timestamp > max_live_s
+
+    # -------------------------------------------------------------- orderly
+
+    def take_messages(self, batch_size: int) -> list[MessageExt]:
+        """Move the ``batch_size`` lowest cached messages to the consuming set (orderly)."""
+        with self._lock:
+            out = []
+            while self._msgs and len(out) < batch_size:
+                off, m = self._msgs.popitem(last=False)
+                self._consuming[off] = m
+                out.append(m)
+            return out
+
+    def commit(self) -> int:
+        """Forget the consuming set and return the offset after it (orderly), or -1."""
+        with self._lock:
+            if not self._consuming:
+                return -1
+            offset = next(reversed(self._consuming)) + 1
+            self._size -= sum(len(m.body) for m in self._consuming.values())
+            self._consuming.clear()
+            self.last_consume_timestamp = time.monotonic()
+            return offset
+
+    def make_messages_to_consume_again(self, msgs: Iterable[MessageExt]) -> None:
+        """Put taken messages back in front of the cache (orderly, suspended batch)."""
+        with self._lock:
+            back = [(m.queue_offset, m) for m in msgs if self._consuming.pop(m.queue_offset, None) is not None]
+            for off, m in sorted(back, reverse=True):
+                self._msgs[off] = m
+                self._msgs.move_to_end(off, last=False)
+
+    def has_messages(self) -> bool:
+        with self._lock:
+            return bool(self._msgs)
 
     @property
     def msg_size(self) -> int:
@@ -82,4 +132,5 @@ class ProcessQueue:
     def clear(self) -> None:
         with self._lock:
             self._msgs.clear()
+            self._consuming.clear()
             self._size = 0

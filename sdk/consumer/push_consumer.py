@@ -31,11 +31,13 @@ from ..protocol.bodies import (
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name, get_retry_topic, is_retry_topic
 from ..protocol.message import MessageExt, MessageQueue
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from .consume_orderly import ConsumeMessageOrderlyService
 from .consume_service import ConsumeMessageConcurrentlyService
-from .listener import MessageListenerConcurrently
+from .listener import MessageListenerConcurrently, MessageListenerOrderly
 from .offset_store import LOOKUP_FAILED, NO_OFFSET, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
 from .pull_loop import pull_loop
+from .queue_lock import QueueLocker
 from .rebalance import Rebalancer
 from .running_info import build_running_info
 
@@ -72,10 +74,14 @@ class PushConsumer:
             raise IllegalArgumentError("only CLUSTERING consumers are supported so far")
         self.retry_topic = get_retry_topic(group)
         self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())
-        self._listener: MessageListenerConcurrently | None = None
+        self._listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
+        #: the listener is orderly (``register_message_listener(..., orderly=True)``).
+        self.orderly = False
         self._instance: MQClientInstance | None = None
         self.offset_store: RemoteBrokerOffsetStore | None = None  # type: ignore[assignment]
-        self.consume_service: ConsumeMessageConcurrentlyService | None = None  # type: ignore[assignment]
+        self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
+        self.queue_locker: QueueLocker | None = None  # type: ignore[assignment]
+        self._lock_task: asyncio.Task | None = None
         self._pull_tasks: dict[MessageQueue, asyncio.Task] = {}
         self._state_lock = threading.Lock()
         self._state = "CREATED"
@@ -107,18 +113,28 @@ class PushConsumer:
         """Stop consuming ``topic`` (its queues are dropped at the next rebalance)."""
         self.rebalancer.subscriptions.pop(topic, None)
 
-    def register_message_listener(self, listener: MessageListenerConcurrently | Any) -> None:
-        """Set the listener: ``fn(msgs: list[MessageExt], context) -> ConsumeConcurrentlyStatus``
-        or an object with ``consume_message(msgs, context)``. An exception or a None result
-        means RECONSUME_LATER. It runs on the consume thread pool.
+    def register_message_listener(self, listener: MessageListenerConcurrently | MessageListenerOrderly | Any,
+                                  *, orderly: bool | None = None) -> None:
+        """Set the listener: ``fn(msgs: list[MessageExt], context) -> status`` or an object with
+        ``consume_message(msgs, context)``. It runs on the consume thread pool.
+
+        Concurrent (default): returns ``ConsumeConcurrentlyStatus``; an exception or a None
+        result means RECONSUME_LATER. Orderly (``orderly=True``, or an object whose ``orderly``
+        attribute is True; Java ``MessageListenerOrderly``): called with
+        ``ConsumeOrderlyContext``, one batch at a time per queue in queue order, returns
+        ``ConsumeOrderlyStatus``; an exception or None means SUSPEND_CURRENT_QUEUE_A_MOMENT.
 
         Raises:
             IllegalArgumentError: not callable.
+            ClientStateError: the consumer is already started.
         """
+        if self._state != "CREATED":
+            raise ClientStateError("register the listener before start()")
         fn = getattr(listener, "consume_message", listener)
         if not callable(fn):
             raise IllegalArgumentError("the listener must be callable or have consume_message()")
         self._listener = fn
+        self.orderly = bool(getattr(listener, "orderly", False)) if orderly is None else orderly
 
     # -------------------------------------------------------------- lifecycle
 
@@ -154,7 +170,11 @@ class PushConsumer:
             inst = get_client_instance(self.config)
             self._instance = inst
             self.offset_store = RemoteBrokerOffsetStore(inst, self.group)
-            self.consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
+            self.queue_locker = QueueLocker(inst, self.group)
+            if self.orderly:
+                self.consume_service = ConsumeMessageOrderlyService(self, self._listener)
+            else:
+                self.consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
             inst.register_consumer(self)
             self._state = "RUNNING"
             self.start_timestamp_ms = int(time.time() * 1000)
@@ -179,6 +199,22 @@ class PushConsumer:
                 log.warning("route of %s not available yet: %s", topic, exc)
         await inst.send_heartbeat_to_all()
         await self.do_rebalance()
+        if self.needs_queue_locks:
+            self._lock_task = asyncio.get_running_loop().create_task(self._renew_locks())
+
+    @property
+    def needs_queue_locks(self) -> bool:
+        """Orderly clustering consumers lock their queues on the brokers."""
+        return self.orderly and self.config.message_model is MessageModel.CLUSTERING
+
+    async def _renew_locks(self) -> None:
+        """Java ``lockAll`` every ``rebalance_lock_interval`` ms."""
+        while self.running:
+            await asyncio.sleep(self.config.rebalance_lock_interval / 1000.0)
+            try:
+                await self.queue_locker.lock_all(self.rebalancer.process_queues)
+            except MQError:
+                log.warning("group %s: lock renewal failed", self.group, exc_info=True)
 
     def shutdown(self) -> None:
         """Stop pulling, wait up to ``await_termination_timeout`` ms for running listeners,
@@ -206,6 +242,9 @@ class PushConsumer:
 
     async def _stop_pulling(self) -> None:
         tasks = list(self._pull_tasks.values())
+        if self._lock_task is not None:
+            tasks.append(self._lock_task)
+            self._lock_task = None
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -217,6 +256,8 @@ class PushConsumer:
         for pq in self.rebalancer.process_queues.values():
             pq.dropped = True
         self.rebalancer.process_queues.clear()
+        if self.needs_queue_locks:
+            await self.queue_locker.unlock_batch(mqs)
         await self.instance.unregister(consumer_group=self.group)
 
     def __enter__(self) -> PushConsumer:

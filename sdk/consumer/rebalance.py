@@ -59,7 +59,7 @@ class Rebalancer:
                 await self._rebalance_topic(topic)
             except MQError as exc:
                 log.warning("rebalance of %s for group %s failed: %s", topic, self.consumer.group, exc)
-        for mq in [m for m in self.process_queues if m.topic not in self.subscriptions]:
+        for mq in [m for m, pq in self.process_queues.items() if m.topic not in self.subscriptions or pq.dropped]:
             await self.drop(mq)
 
     async def _find_consumer_ids(self, topic: str) -> list[str]:
@@ -91,24 +91,48 @@ class Rebalancer:
     async def _update_process_queues(self, topic: str, allocated: set[MessageQueue]) -> None:
         for mq in [m for m in self.process_queues if m.topic == topic and m not in allocated]:
             await self.drop(mq)
-        for mq in sorted(allocated - self.process_queues.keys()):
+        new = sorted(allocated - self.process_queues.keys())
+        if new and self.consumer.needs_queue_locks:
+            granted = await self.consumer.queue_locker.lock_batch(new)
+            for mq in [m for m in new if m not in granted]:
+                log.info("group %s: %s is locked by another client; retrying at the next rebalance",
+                         self.consumer.group, mq)
+            new = [m for m in new if m in granted]
+        for mq in new:
             offset = await self.consumer.compute_pull_from_where(mq)
             if offset < 0:
                 log.warning("group %s: no start offset for %s; retrying at the next rebalance",
                             self.consumer.group, mq)
                 continue
             pq = ProcessQueue()
+            pq.locked = self.consumer.needs_queue_locks
             self.process_queues[mq] = pq
             log.info("group %s now consumes %s from offset %d", self.consumer.group, mq, offset)
             self.consumer.start_pulling(mq, pq, offset)
 
     async def drop(self, mq: MessageQueue) -> None:
-        """Stop consuming ``mq``: its pull loop ends, its offset is persisted and forgotten."""
-        pq = self.process_queues.pop(mq, None)
+        """Stop consuming ``mq``: its pull loop ends, its offset is persisted and forgotten.
+
+        Orderly clustering consumers first wait (up to 1 s, off the loop) for the listener
+        running on the queue to finish, then release the broker lock after the offset is
+        persisted; if the listener is still busy the queue stays (dropped) and the next
+        rebalance tries again (Java ``removeUnnecessaryMessageQueue``)."""
+        pq = self.process_queues.get(mq)
         if pq is None:
             return
         pq.dropped = True
-        store = self.consumer.offset_store
-        await store.persist(mq, oneway=False)
-        store.remove_offset(mq)
+        orderly = self.consumer.needs_queue_locks
+        if orderly and not await asyncio.to_thread(pq.consume_lock.acquire, True, 1.0):
+            log.info("group %s: %s is still being consumed; dropping it later", self.consumer.group, mq)
+            return
+        try:
+            self.process_queues.pop(mq, None)
+            store = self.consumer.offset_store
+            await store.persist(mq, oneway=False)
+            store.remove_offset(mq)
+            if orderly:
+                await self.consumer.queue_locker.unlock_batch([mq])
+        finally:
+            if orderly:
+                pq.consume_lock.release()
         log.info("group %s dropped %s", self.consumer.group, mq)

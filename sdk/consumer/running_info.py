@@ -31,7 +31,7 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
         props[_camel(f.name)] = v.value if hasattr(v, "value") else str(v)
     props.update({
         "PROP_NAMESERVER_ADDR": cfg.namesrv_addr or "", "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
-        "PROP_CONSUMEORDERLY": "false", "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
+        "PROP_CONSUMEORDERLY": str(bool(consumer.orderly)).lower(), "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
         "PROP_CONSUMER_START_TIMESTAMP": str(consumer.start_timestamp_ms), "PROP_CLIENT_VERSION": "V4_9_8"})
     now_mono, now_ms = time.monotonic(), int(time.time() * 1000)
 
@@ -46,8 +46,8 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
             "cachedMsgCount": pq.msg_count, "cachedMsgMaxOffset": max(pq.queue_offset_max, 0) if low is not None else 0,
             "cachedMsgMinOffset": low or 0, "cachedMsgSizeInMiB": pq.msg_size // (1024 * 1024),
             "commitOffset": max(store.read_memory(mq), 0) if store else 0, "droped": pq.dropped,
-            "lastConsumeTimestamp": wall(pq.last_consume_timestamp), "lastLockTimestamp": 0,
-            "lastPullTimestamp": wall(pq.last_pull_timestamp), "locked": False, "transactionMsgCount": 0,
+            "lastConsumeTimestamp": wall(pq.last_consume_timestamp), "lastLockTimestamp": wall(pq.last_lock_timestamp) if pq.locked else 0,
+            "lastPullTimestamp": wall(pq.last_pull_timestamp), "locked": pq.locked, "transactionMsgCount": 0,
             "transactionMsgMaxOffset": 0, "transactionMsgMinOffset": 0, "tryUnlockTimes": 0}
     return ConsumerRunningInfo(mq_table=table, properties=props,
                                subscription_set=list(consumer.rebalancer.subscriptions.values()))

@@ -1,0 +1,46 @@
+"""Shared helpers of the consumer tests: deadline polling, unique names, fast settings."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+
+#: short intervals so rebalances, persists and long polls settle within a second or two
+FAST = {"suspend_timeout": 1000, "pull_timeout": 4000, "rebalance_interval": 500,
+        "persist_consumer_offset_interval": 300, "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
+_names = itertools.count()
+
+
+def wait_until(cond: Callable[[], bool], timeout_s: float = 15.0, what: str = "condition") -> None:
+    """Poll ``cond`` every 20 ms until true; AssertionError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{next(_names)}_{int(time.time() * 1000) % 100000}"
+
+
+def owned(consumer, topic: str) -> set:
+    return {mq for mq, pq in consumer.rebalancer.process_queues.items() if mq.topic == topic and not pq.dropped}
+
+
+def pull_queue(consumer, broker_name: str, topic: str, queue_id: int = 0, group: str = "probe") -> list:
+    """Every message of one queue, pulled straight from the broker through ``consumer``'s
+    client instance (works for topics the name server does not list yet, e.g. a new DLQ)."""
+    from rocketmq_sdk.protocol.codes import PullSysFlag
+    from rocketmq_sdk.protocol.headers import PullMessageRequestHeader
+    from rocketmq_sdk.protocol.message import PullStatus
+
+    inst = consumer.instance
+    addr = inst.find_broker_master(broker_name)
+    header = PullMessageRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=0,
+                                      max_msg_nums=32, sys_flag=PullSysFlag.build(False, False, True), commit_offset=0,
+                                      suspend_timeout_millis=0, subscription="*", sub_version=0,
+                                      expression_type="TAG")
+    result = inst.run(inst.api.pull_message(addr, header, 3000), 5)
+    return list(result.msg_found_list) if result.pull_status is PullStatus.FOUND else []
