@@ -140,7 +140,12 @@ class ConsumerConfig(ClientConfig):
         pull_interval: pause between pulls of a queue, ms (0).
         consume_from_where: where a group with no stored offset starts (LAST_OFFSET).
         consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (now − 30 min).
-        message_model: CLUSTERING (BROADCASTING is not supported yet).
+        message_model: CLUSTERING (offsets on the broker, queues split in the group) or
+            BROADCASTING (every instance gets every message; offsets in a local file; no
+            send-back: a failed message is logged and dropped, as Java).
+        local_offset_store_dir: root of broadcasting offset files
+            (``<dir>/<clientId>/<group>/offsets.json``); None means ``~/.rocketmq_offsets``
+            (Java ``rocketmq.client.localOffsetStoreDir``).
         max_reconsume_times: deliveries before the broker moves a message to the DLQ (-1 → 16).
         rebalance_interval: rebalance period, ms (20000).
         suspend_timeout: broker long-poll hold time, ms (15000).
@@ -164,6 +169,7 @@ class ConsumerConfig(ClientConfig):
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     consume_timestamp: str = field(default_factory=_default_consume_timestamp)
     message_model: MessageModel = MessageModel.CLUSTERING
+    local_offset_store_dir: str | None = None
     max_reconsume_times: int = -1
     rebalance_interval: int = 20_000
     suspend_timeout: int = 15_000
@@ -175,16 +181,28 @@ class ConsumerConfig(ClientConfig):
     post_subscription_when_pull: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.consume_from_where, str):
-            self.consume_from_where = ConsumeFromWhere[self.consume_from_where]
-        if isinstance(self.message_model, str):
-            self.message_model = MessageModel[self.message_model]
+        try:
+            if isinstance(self.consume_from_where, str):
+                self.consume_from_where = ConsumeFromWhere[self.consume_from_where]
+            if isinstance(self.message_model, str):
+                self.message_model = MessageModel[self.message_model]
+        except KeyError as exc:
+            raise IllegalArgumentError(f"unknown consume_from_where or message_model: {exc}") from None
         if not 1 <= self.pull_batch_size <= 1024:
             raise IllegalArgumentError("pull_batch_size must be in 1..1024")
         if not 1 <= self.consume_message_batch_max_size <= 1024:
             raise IllegalArgumentError("consume_message_batch_max_size must be in 1..1024")
         if self.consume_thread_max < 1 or self.consume_thread_min > self.consume_thread_max:
             raise IllegalArgumentError("consume_thread_min must be ≤ consume_thread_max, and both ≥ 1")
+
+    def build_client_id(self) -> str:
+        """As :meth:`ClientConfig.build_client_id`, except that BROADCASTING consumers keep
+        ``DEFAULT`` (Java changes it to the pid only for clustering), so a restarted instance
+        finds its local offsets file."""
+        if self.message_model is MessageModel.BROADCASTING and self.instance_name == "DEFAULT":
+            cid = f"{self.client_ip or local_ip()}@DEFAULT"
+            return f"{cid}@{self.unit_name}" if self.unit_name else cid
+        return super().build_client_id()
 
     @property
     def effective_max_reconsume_times(self) -> int:

@@ -113,6 +113,10 @@ class ConsumeMessageConcurrentlyService:
                         msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         ack = min(ctx.ack_index, len(msgs) - 1) if status is _SUCCESS else -1
         failed: list[MessageExt] = []
+        if not self.consumer.clustering:  # broadcasting: Java drops failed messages
+            for m in msgs[ack + 1:]:
+                log.warning("BROADCASTING: consuming %s of %s failed; the message is dropped", m.msg_id, mq)
+            ack = len(msgs) - 1
         for m in msgs[ack + 1:]:
             if not self._send_back(m, ctx, mq):
                 m.reconsume_times += 1

@@ -1,20 +1,26 @@
 """Consumer offset stores (Java ``OffsetStore``): ``RemoteBrokerOffsetStore`` keeps clustering
-offsets on the broker (§6.5); a local file store for broadcasting comes later."""
+offsets on the broker (§6.5); ``LocalFileOffsetStore`` keeps broadcasting offsets in a local
+file (§6.7)."""
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
+import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..exceptions import MQBrokerError, MQError
+from ..protocol.bodies import ResetOffsetBody
 from ..protocol.message import MessageQueue
 
 if TYPE_CHECKING:
     from ..client.instance import MQClientInstance
 
-__all__ = ["ReadOffsetType", "RemoteBrokerOffsetStore"]
+__all__ = ["DEFAULT_LOCAL_OFFSET_STORE_DIR", "LocalFileOffsetStore", "OffsetTable", "ReadOffsetType",
+           "RemoteBrokerOffsetStore"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.offset")
 
@@ -30,20 +36,10 @@ NO_OFFSET = -1
 LOOKUP_FAILED = -2
 
 
-class RemoteBrokerOffsetStore:
-    """Offsets of one consumer group, cached in memory and persisted to the queues' brokers.
+class OffsetTable:
+    """The in-memory offsets of one group (thread-safe), shared by both stores."""
 
-    Memory updates come from consume threads (thread-safe); reads and persists run on the
-    client instance's event loop.
-
-    Args:
-        instance: the client instance (broker addresses, request helpers).
-        group: the consumer group.
-    """
-
-    def __init__(self, instance: MQClientInstance, group: str) -> None:
-        self.instance = instance
-        self.group = group
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._table: dict[MessageQueue, int] = {}
 
@@ -57,6 +53,31 @@ class RemoteBrokerOffsetStore:
     def read_memory(self, mq: MessageQueue) -> int:
         """The in-memory offset, or -1."""
         return self._table.get(mq, NO_OFFSET)
+
+    def remove_offset(self, mq: MessageQueue) -> None:
+        with self._lock:
+            self._table.pop(mq, None)
+
+    def snapshot(self) -> dict[MessageQueue, int]:
+        with self._lock:
+            return dict(self._table)
+
+
+class RemoteBrokerOffsetStore(OffsetTable):
+    """Offsets of one consumer group, cached in memory and persisted to the queues' brokers.
+
+    Memory updates come from consume threads (thread-safe); reads and persists run on the
+    client instance's event loop.
+
+    Args:
+        instance: the client instance (broker addresses, request helpers).
+        group: the consumer group.
+    """
+
+    def __init__(self, instance: MQClientInstance, group: str) -> None:
+        super().__init__()
+        self.instance = instance
+        self.group = group
 
     async def read_offset(self, mq: MessageQueue, kind: ReadOffsetType) -> int:
         """Java ``readOffset``: -1 when no offset exists, -2 when the broker lookup failed."""
@@ -113,10 +134,109 @@ class RemoteBrokerOffsetStore:
             for mq in [m for m in self._table if m not in mqs]:
                 del self._table[mq]
 
-    def remove_offset(self, mq: MessageQueue) -> None:
-        with self._lock:
-            self._table.pop(mq, None)
 
-    def snapshot(self) -> dict[MessageQueue, int]:
+#: Java ``rocketmq.client.localOffsetStoreDir`` default.
+DEFAULT_LOCAL_OFFSET_STORE_DIR = "~/.rocketmq_offsets"
+
+
+class LocalFileOffsetStore(OffsetTable):
+    """Broadcasting offsets in ``<store_dir>/<clientId>/<group>/offsets.json`` (Java
+    ``LocalFileOffsetStore``, protocol doc §6.7).
+
+    The file holds Java's form ``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:42}}``
+    (a Java consumer with the same client id and group can read it, and we read Java's pretty
+    form). It is written every ``persist_consumer_offset_interval`` ms and at shutdown through
+    ``offsets.json.tmp`` (flushed, then renamed over the file) after the previous content was
+    copied to ``offsets.json.bak``; a missing or unreadable file falls back to the ``.bak``.
+
+    Args:
+        store_dir: root directory (``~`` expanded); None means ``~/.rocketmq_offsets``.
+        client_id: the client id (``ip@instanceName``; broadcasting keeps ``DEFAULT`` as is, so
+            a restarted consumer finds its file).
+        group: the consumer group.
+    """
+
+    def __init__(self, store_dir: str | os.PathLike[str] | None, client_id: str, group: str) -> None:
+        super().__init__()
+        self.group = group
+        root = Path(os.path.expanduser(str(store_dir or DEFAULT_LOCAL_OFFSET_STORE_DIR)))
+        self.path = root / client_id / group / "offsets.json"
+        self._file_lock = threading.Lock()
+
+    # -------------------------------------------------------------- file
+
+    def load(self) -> None:
+        """Read the file (or its ``.bak`` when the file is missing, empty or corrupt) into
+        memory; offsets already in memory win."""
+        table = self._read(self.path)
+        if table is None:
+            table = self._read(self.path.with_name(self.path.name + ".bak"))
         with self._lock:
-            return dict(self._table)
+            for mq, off in (table or {}).items():
+                self._table.setdefault(mq, off)
+
+    def _read(self, path: Path) -> dict[MessageQueue, int] | None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning("cannot read offsets file %s: %s", path, exc)
+            return None
+        if not text.strip():
+            return None
+        try:
+            return ResetOffsetBody.from_json(text).offset_table
+        except ValueError as exc:
+            log.warning("offsets file %s is corrupt: %s", path, exc)
+            return None
+
+    def _write(self, table: dict[MessageQueue, int]) -> None:
+        """Java ``MixAll.string2File``: content to ``.tmp``, old file to ``.bak``, rename."""
+        data = ResetOffsetBody(dict(sorted(table.items()))).to_json()
+        with self._file_lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                old = self.path.read_bytes()
+            except FileNotFoundError:
+                old = None
+            if old is not None:
+                bak = self.path.with_name(self.path.name + ".bak")
+                bak.write_bytes(old)
+            os.replace(tmp, self.path)
+
+    # -------------------------------------------------------------- OffsetStore
+
+    async def read_offset(self, mq: MessageQueue, kind: ReadOffsetType) -> int:
+        """Memory, or the file for READ_FROM_STORE; -1 when there is none."""
+        if kind is not ReadOffsetType.READ_FROM_STORE:
+            off = self._table.get(mq)
+            if off is not None or kind is ReadOffsetType.READ_FROM_MEMORY:
+                return NO_OFFSET if off is None else off
+        table = self._read(self.path)
+        if table is None:
+            table = self._read(self.path.with_name(self.path.name + ".bak")) or {}
+        off = table.get(mq)
+        if off is None:
+            return NO_OFFSET
+        self.update_offset(mq, off, increase_only=False)
+        return off
+
+    async def persist(self, mq: MessageQueue, *, oneway: bool = True) -> None:
+        """Nothing: the file is rewritten whole by :meth:`persist_all` (as Java)."""
+
+    async def persist_all(self, mqs: set[MessageQueue], *, oneway: bool = True) -> None:
+        """Write the offsets of ``mqs`` (the file keeps no other queue, as Java)."""
+        with self._lock:
+            table = {mq: off for mq, off in self._table.items() if mq in mqs}
+        if not table:
+            return
+        try:
+            await asyncio.to_thread(self._write, table)
+        except OSError as exc:
+            log.warning("writing offsets file %s failed: %s", self.path, exc)

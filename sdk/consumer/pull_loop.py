@@ -54,7 +54,7 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
         header = PullMessageRequestHeader(
             consumer_group=consumer.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=next_offset,
             max_msg_nums=cfg.pull_batch_size,
-            sys_flag=PullSysFlag.build(commit_offset > 0, True, post_sub),
+            sys_flag=PullSysFlag.build(commit_offset > 0 and consumer.clustering, True, post_sub),
             commit_offset=max(commit_offset, 0), suspend_timeout_millis=cfg.suspend_timeout,
             subscription=sub.sub_string if post_sub else None, sub_version=sub.sub_version,
             expression_type=sub.expression_type, bname=mq.broker_name)

@@ -34,7 +34,13 @@ from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrateg
 from .consume_orderly import ConsumeMessageOrderlyService
 from .consume_service import ConsumeMessageConcurrentlyService
 from .listener import MessageListenerConcurrently, MessageListenerOrderly
-from .offset_store import LOOKUP_FAILED, NO_OFFSET, ReadOffsetType, RemoteBrokerOffsetStore
+from .offset_store import (
+    LOOKUP_FAILED,
+    NO_OFFSET,
+    LocalFileOffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
 from .process_queue import ProcessQueue
 from .pull_loop import pull_loop
 from .queue_lock import QueueLocker
@@ -62,23 +68,20 @@ class PushConsumer:
             ``instance_name``...).
 
     Raises:
-        IllegalArgumentError: illegal group name, unknown setting, BROADCASTING (not supported
-            yet).
+        IllegalArgumentError: illegal group name, unknown setting.
     """
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
                  allocate_strategy: AllocateMessageQueueStrategy | None = None, **config: Any) -> None:
         self.group = check_name(group, "consumer group", GROUP_MAX_LENGTH)
         self.config = ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
-        if self.config.message_model is not MessageModel.CLUSTERING:
-            raise IllegalArgumentError("only CLUSTERING consumers are supported so far")
         self.retry_topic = get_retry_topic(group)
         self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())
         self._listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
         #: the listener is orderly (``register_message_listener(..., orderly=True)``).
         self.orderly = False
         self._instance: MQClientInstance | None = None
-        self.offset_store: RemoteBrokerOffsetStore | None = None  # type: ignore[assignment]
+        self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None  # type: ignore[assignment]
         self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
         self.queue_locker: QueueLocker | None = None  # type: ignore[assignment]
         self._lock_task: asyncio.Task | None = None
@@ -165,11 +168,16 @@ class PushConsumer:
                 raise ClientStateError("subscribe to a topic before start()")
             if not self.config.namesrv_addr_list:
                 raise ClientStateError("namesrv_addr is not set")
-            self.rebalancer.subscriptions.setdefault(
-                self.retry_topic, SubscriptionData.build(self.retry_topic, "*", self._sub_version))
+            if self.clustering:  # Java subscribes to the retry topic only in clustering mode
+                self.rebalancer.subscriptions.setdefault(
+                    self.retry_topic, SubscriptionData.build(self.retry_topic, "*", self._sub_version))
             inst = get_client_instance(self.config)
             self._instance = inst
-            self.offset_store = RemoteBrokerOffsetStore(inst, self.group)
+            if self.clustering:
+                self.offset_store = RemoteBrokerOffsetStore(inst, self.group)
+            else:
+                self.offset_store = LocalFileOffsetStore(self.config.local_offset_store_dir, inst.client_id, self.group)
+                self.offset_store.load()
             self.queue_locker = QueueLocker(inst, self.group)
             if self.orderly:
                 self.consume_service = ConsumeMessageOrderlyService(self, self._listener)
@@ -201,6 +209,11 @@ class PushConsumer:
         await self.do_rebalance()
         if self.needs_queue_locks:
             self._lock_task = asyncio.get_running_loop().create_task(self._renew_locks())
+
+    @property
+    def clustering(self) -> bool:
+        """CLUSTERING (True) or BROADCASTING (False)."""
+        return self.config.message_model is MessageModel.CLUSTERING
 
     @property
     def needs_queue_locks(self) -> bool:

@@ -81,6 +81,9 @@ class Rebalancer:
             if not mqs:
                 log.debug("group %s: no queues of topic %s yet", self.consumer.group, topic)
                 return
+        if not self.consumer.clustering:  # broadcasting: every instance owns every queue
+            await self._update_process_queues(topic, set(mqs))
+            return
         cids = await self._find_consumer_ids(topic)
         if not cids:
             log.warning("group %s: no consumer ids for topic %s", self.consumer.group, topic)

@@ -149,7 +149,7 @@ def test_consumer_argument_and_state_errors(cluster):
     with pytest.raises(IllegalArgumentError):
         PushConsumer("bad group")
     with pytest.raises(IllegalArgumentError):
-        PushConsumer("cg", cluster.addr, message_model="BROADCASTING")
+        PushConsumer("cg", cluster.addr, message_model="NOPE")
     consumer = PushConsumer("cg_state", cluster.addr)
     with pytest.raises(ClientStateError, match="listener"):
         consumer.start()
