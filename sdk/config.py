@@ -138,6 +138,14 @@ class ConsumerConfig(ClientConfig):
             cached (1000).
         pull_threshold_size_for_queue: same, in MiB of bodies (100).
         pull_interval: pause between pulls of a queue, ms (0).
+        pull_threshold_for_topic / pull_threshold_size_for_topic: when not -1 (default), the
+            per-queue thresholds become these divided by the number of queues of the topic the
+            consumer owns (at least 1; messages / MiB), as Java.
+        consume_concurrently_max_span: concurrent consumers pause pulling a queue while the
+            offsets cached span more than this (2000), so one slow message cannot hold back
+            an unbounded committed-offset gap.
+        consume_timeout: minutes a message may be in a concurrent listener before it is sent
+            back for redelivery (15; fractions allowed); also bounds an async listener call.
         consume_from_where: where a group with no stored offset starts (LAST_OFFSET).
         consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (now − 30 min).
         message_model: CLUSTERING (offsets on the broker, queues split in the group) or
@@ -166,6 +174,10 @@ class ConsumerConfig(ClientConfig):
     pull_threshold_for_queue: int = 1000
     pull_threshold_size_for_queue: int = 100
     pull_interval: int = 0
+    pull_threshold_for_topic: int = -1
+    pull_threshold_size_for_topic: int = -1
+    consume_concurrently_max_span: int = 2000
+    consume_timeout: float = 15
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     consume_timestamp: str = field(default_factory=_default_consume_timestamp)
     message_model: MessageModel = MessageModel.CLUSTERING

@@ -140,6 +140,31 @@ class ConsumeMessageConcurrentlyService:
             log.warning("send-back of %s failed: %s", m.msg_id, exc)
             return False
 
+    # -------------------------------------------------------------- consume timeout
+
+    def clean_expired_messages(self) -> int:
+        """Java ``cleanExpireMsg`` (blocking; run off the loop): in each owned queue, up to 16
+        of the lowest in-flight messages whose listener started more than ``consume_timeout``
+        minutes ago are sent back (delay level 3) and leave the cache, so the queue's offset
+        can move on. Returns how many were sent back."""
+        consumer = self.consumer
+        timeout_ms = consumer.config.consume_timeout * 60_000
+        sent = 0
+        for mq, pq in list(consumer.rebalancer.process_queues.items()):
+            for _ in range(16):
+                m = pq.first_message()
+                started = m.properties.get(MC.CONSUME_START_TIMESTAMP) if m is not None else None
+                if m is None or not started or time.time() * 1000 - int(started) <= timeout_ms or pq.dropped:
+                    break
+                if not self._send_back(m, ConsumeConcurrentlyContext(mq, delay_level_when_next_consume=3), mq):
+                    break
+                log.info("message %s of %s exceeded consume_timeout; sent back", m.msg_id, mq)
+                sent += 1
+                offset = pq.remove_messages([m])
+                if offset >= 0 and not pq.dropped:
+                    consumer.offset_store.update_offset(mq, offset, increase_only=True)
+        return sent
+
     # -------------------------------------------------------------- shutdown
 
     def shutdown(self, timeout_s: float) -> bool:

@@ -125,6 +125,18 @@ class ProcessQueue:
                 return next(iter(self._msgs))
             return self.queue_offset_max + 1
 
+    def max_span(self) -> int:
+        """Highest minus lowest cached offset (0 when at most one is cached)."""
+        with self._lock:
+            if len(self._msgs) < 2:
+                return 0
+            return next(reversed(self._msgs)) - next(iter(self._msgs))
+
+    def first_message(self) -> MessageExt | None:
+        """The cached message with the lowest offset."""
+        with self._lock:
+            return next(iter(self._msgs.values()), None)
+
     def min_offset_in_flight(self) -> int | None:
         with self._lock:
             return next(iter(self._msgs), None)

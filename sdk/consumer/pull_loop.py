@@ -4,7 +4,10 @@
 One asyncio task per owned queue: PULL_MESSAGE with SUSPEND (and COMMIT_OFFSET once an offset
 is known, piggy-backing the commit as Java does), the broker holds the request up to
 ``suspend_timeout`` ms; found messages are filtered by exact tag and handed to the consume
-pool. The loop pauses while ``pull_threshold_for_queue`` messages are cached.
+pool. The loop pauses while ``pull_threshold_for_queue`` messages (or
+``pull_threshold_size_for_queue`` MiB; or the per-topic thresholds shared among the owned
+queues) are cached, and, for concurrent consumers, while the cached offsets span more than
+``consume_concurrently_max_span``; nothing is dropped, pulling resumes as the cache drains.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from .process_queue import ProcessQueue
 if TYPE_CHECKING:
     from .push_consumer import PushConsumer
 
-__all__ = ["pull_loop"]
+__all__ = ["flow_thresholds", "pull_loop"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.pull")
 
@@ -33,16 +36,31 @@ FLOW_CONTROL_DELAY_S = 0.05  # Java PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
 FLOW_CONTROL_BROKER_DELAY_S = 0.02  # Java: 20 ms after a FLOW_CONTROL answer
 
 
+def flow_thresholds(consumer: PushConsumer, mq: MessageQueue) -> tuple[int, int]:
+    """(messages, bytes) a queue may cache before its pulling pauses: the per-queue settings,
+    or the per-topic ones divided by the number of owned queues of the topic (Java
+    ``RebalancePushImpl.messageQueueChanged``)."""
+    cfg = consumer.config
+    count, mib = cfg.pull_threshold_for_queue, cfg.pull_threshold_size_for_queue
+    if cfg.pull_threshold_for_topic != -1 or cfg.pull_threshold_size_for_topic != -1:
+        n = max(1, sum(1 for m in consumer.rebalancer.process_queues if m.topic == mq.topic))
+        if cfg.pull_threshold_for_topic != -1:
+            count = max(1, cfg.pull_threshold_for_topic // n)
+        if cfg.pull_threshold_size_for_topic != -1:
+            mib = max(1, cfg.pull_threshold_size_for_topic // n)
+    return count, mib * 1024 * 1024
+
+
 async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
     """Pull ``mq`` from ``offset`` until ``pq`` is dropped or the consumer stops."""
     cfg = consumer.config
     inst = consumer.instance
     store = consumer.offset_store
-    threshold_count = cfg.pull_threshold_for_queue
-    threshold_bytes = cfg.pull_threshold_size_for_queue * 1024 * 1024
     next_offset = offset
     while not pq.dropped and consumer.running:
-        if pq.msg_count > threshold_count or pq.msg_size > threshold_bytes:
+        threshold_count, threshold_bytes = flow_thresholds(consumer, mq)
+        if pq.msg_count > threshold_count or pq.msg_size > threshold_bytes or (
+                not consumer.orderly and pq.max_span() > cfg.consume_concurrently_max_span):
             await asyncio.sleep(FLOW_CONTROL_DELAY_S)
             continue
         sub = consumer.rebalancer.subscriptions.get(mq.topic)

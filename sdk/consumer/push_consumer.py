@@ -15,6 +15,7 @@ import datetime as _dt
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
@@ -34,6 +35,7 @@ from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrateg
 from .consume_orderly import ConsumeMessageOrderlyService
 from .consume_service import ConsumeMessageConcurrentlyService
 from .listener import MessageListenerConcurrently, MessageListenerOrderly
+from .listener_adapters import AsyncListenerRunner, TopicDispatcher, is_async_listener
 from .offset_store import (
     LOOKUP_FAILED,
     NO_OFFSET,
@@ -84,7 +86,10 @@ class PushConsumer:
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None  # type: ignore[assignment]
         self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
         self.queue_locker: QueueLocker | None = None  # type: ignore[assignment]
+        self._async_runner = AsyncListenerRunner(f"rocketmq-listener-{group}")
+        self._dispatcher: TopicDispatcher | None = None
         self._lock_task: asyncio.Task | None = None
+        self._expiry_task: asyncio.Task | None = None
         self._pull_tasks: dict[MessageQueue, asyncio.Task] = {}
         self._state_lock = threading.Lock()
         self._state = "CREATED"
@@ -128,16 +133,54 @@ class PushConsumer:
         ``ConsumeOrderlyStatus``; an exception or None means SUSPEND_CURRENT_QUEUE_A_MOMENT.
 
         Raises:
-            IllegalArgumentError: not callable.
+            IllegalArgumentError: not callable, or ``on_message`` handlers are registered.
             ClientStateError: the consumer is already started.
         """
         if self._state != "CREATED":
             raise ClientStateError("register the listener before start()")
+        if self._dispatcher is not None and listener is not self._dispatcher:
+            raise IllegalArgumentError("handlers are registered with on_message(); use one style")
         fn = getattr(listener, "consume_message", listener)
         if not callable(fn):
             raise IllegalArgumentError("the listener must be callable or have consume_message()")
-        self._listener = fn
+        self._listener = self._async_runner.wrap(fn) if is_async_listener(fn) else fn
         self.orderly = bool(getattr(listener, "orderly", False)) if orderly is None else orderly
+
+    def listener(self, fn: Any = None, *, orderly: bool = False) -> Any:
+        """Decorator form of :meth:`register_message_listener`::
+
+            @consumer.listener
+            def handle(msgs, ctx): ...
+
+            @consumer.listener(orderly=True)
+            async def handle(msgs, ctx): ...   # coroutines run on a dedicated loop thread
+
+        Returns the function unchanged."""
+        def register(f: Any) -> Any:
+            self.register_message_listener(f, orderly=orderly)
+            return f
+        return register(fn) if fn is not None else register
+
+    def on_message(self, topic: str, expression: str | None = "*", *, orderly: bool = False) -> Callable[[Any], Any]:
+        """Decorator: subscribe to ``topic`` with ``expression`` and consume its messages with
+        the decorated function (sync or ``async``; same signature and results as a listener).
+        Several topics may each have their own handler; all are orderly or none.
+
+        Raises:
+            IllegalArgumentError: the topic already has a handler, or a listener was registered
+                with :meth:`register_message_listener`.
+        """
+        def register(f: Any) -> Any:
+            if self._dispatcher is None:
+                if self._listener is not None:
+                    raise IllegalArgumentError("a listener is already registered; use one style")
+                self._dispatcher = TopicDispatcher()
+                self.register_message_listener(self._dispatcher, orderly=orderly)
+            fn = getattr(f, "consume_message", f)
+            self._dispatcher.add(topic, self._async_runner.wrap(fn) if is_async_listener(fn) else fn)
+            self.subscribe(topic, expression)
+            return f
+        return register
 
     # -------------------------------------------------------------- lifecycle
 
@@ -179,6 +222,8 @@ class PushConsumer:
                 self.offset_store = LocalFileOffsetStore(self.config.local_offset_store_dir, inst.client_id, self.group)
                 self.offset_store.load()
             self.queue_locker = QueueLocker(inst, self.group)
+            self._async_runner.timeout_s = self.config.consume_timeout * 60.0
+            self._async_runner.start()
             if self.orderly:
                 self.consume_service = ConsumeMessageOrderlyService(self, self._listener)
             else:
@@ -194,6 +239,7 @@ class PushConsumer:
                 self.consume_service.shutdown(0)
                 self._instance = None
                 release_client_instance(inst)
+                self._async_runner.stop()
                 raise
         log.info("consumer %s started (client %s)", self.group, inst.client_id)
 
@@ -207,8 +253,20 @@ class PushConsumer:
                 log.warning("route of %s not available yet: %s", topic, exc)
         await inst.send_heartbeat_to_all()
         await self.do_rebalance()
+        loop = asyncio.get_running_loop()
         if self.needs_queue_locks:
-            self._lock_task = asyncio.get_running_loop().create_task(self._renew_locks())
+            self._lock_task = loop.create_task(self._renew_locks())
+        if not self.orderly:
+            self._expiry_task = loop.create_task(self._clean_expired())
+
+    async def _clean_expired(self) -> None:
+        """Every ``consume_timeout`` minutes, send back messages stuck in a listener."""
+        while self.running:
+            await asyncio.sleep(self.config.consume_timeout * 60.0)
+            try:
+                await asyncio.to_thread(self.consume_service.clean_expired_messages)
+            except MQError:
+                log.warning("group %s: cleaning expired messages failed", self.group, exc_info=True)
 
     @property
     def clustering(self) -> bool:
@@ -251,13 +309,15 @@ class PushConsumer:
             inst.consumers.pop(self.group, None)
         self._instance = None
         release_client_instance(inst)
+        self._async_runner.stop()
         log.info("consumer %s shut down", self.group)
 
     async def _stop_pulling(self) -> None:
         tasks = list(self._pull_tasks.values())
-        if self._lock_task is not None:
-            tasks.append(self._lock_task)
-            self._lock_task = None
+        for extra in (self._lock_task, self._expiry_task):
+            if extra is not None:
+                tasks.append(extra)
+        self._lock_task = self._expiry_task = None
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

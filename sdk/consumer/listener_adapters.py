@@ -1,0 +1,82 @@
+"""Listener adapters of the push consumer: coroutine listeners and per-topic handlers.
+
+- :class:`AsyncListenerRunner`: an ``async def`` listener runs on a dedicated asyncio loop
+  thread (``rocketmq-listener-<group>``), never on the client's I/O loop, so a listener that
+  awaits slow work cannot stall heartbeats or pulls; the consume thread waits for its result.
+- :class:`TopicDispatcher`: the listener behind ``@consumer.on_message(topic, tags)``: each
+  batch (always from one queue, so one topic) goes to the handler registered for its topic.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..exceptions import IllegalArgumentError
+from ..protocol.message import MessageExt
+from ..remoting.loop import EventLoopThread
+
+__all__ = ["AsyncListenerRunner", "TopicDispatcher", "is_async_listener"]
+
+log = logging.getLogger("rocketmq_sdk.consumer.listener")
+
+
+def is_async_listener(fn: Any) -> bool:
+    """True for ``async def`` functions and objects whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or (callable(fn) and inspect.iscoroutinefunction(type(fn).__call__))
+
+
+class AsyncListenerRunner:
+    """One loop thread per consumer for its coroutine listeners; :meth:`wrap` turns an
+    ``async def fn(msgs, context)`` into the plain callable the consume threads call.
+
+    Args:
+        name: loop thread name.
+        timeout_s: how long one call may take before the consume thread gives up (the
+            coroutine is cancelled and the batch counts as failed); None: no limit.
+    """
+
+    def __init__(self, name: str, timeout_s: float | None = None) -> None:
+        self.name = name
+        self.timeout_s = timeout_s
+        self._loop: EventLoopThread | None = None
+
+    def start(self) -> None:
+        if self._loop is None or not self._loop.is_running:
+            self._loop = EventLoopThread(name=self.name)
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[[list[MessageExt], Any], Any]:
+        def call(msgs: list[MessageExt], context: Any) -> Any:
+            loop = self._loop
+            if loop is None:
+                raise IllegalArgumentError("the asyncio listener loop is not started")
+            return loop.run(fn(msgs, context), self.timeout_s)
+        return call
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        if self._loop is not None:
+            self._loop.stop(timeout_s)
+            self._loop = None
+
+
+class TopicDispatcher:
+    """Routes each batch to the handler of its topic (handlers may be sync or async; async
+    ones are run by :class:`AsyncListenerRunner` instances the consumer starts)."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, Callable[..., Any]] = {}
+
+    def add(self, topic: str, fn: Callable[..., Any]) -> None:
+        """Raises IllegalArgumentError: ``topic`` already has a handler."""
+        if topic in self.handlers:
+            raise IllegalArgumentError(f"topic {topic!r} already has a handler")
+        self.handlers[topic] = fn
+
+    def __call__(self, msgs: list[MessageExt], context: Any) -> Any:
+        fn = self.handlers.get(msgs[0].topic)
+        if fn is None:  # e.g. a topic subscribed without a handler: treat as a failure
+            log.warning("no handler for topic %s; %d messages not consumed", msgs[0].topic, len(msgs))
+            return None
+        return fn(msgs, context)
