@@ -85,6 +85,7 @@ class MQClientInstance:
         self._closed = False
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_running_info)
+        self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
 
     # -------------------------------------------------------------- sync helpers
 
@@ -302,6 +303,22 @@ class MQClientInstance:
         if info is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
         return cmd.response(ResponseCode.SUCCESS, body=info().to_json())
+
+    async def _on_reset_offset(self, channel: Any, cmd: RemotingCommand) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (220, oneway): hand the offsets to the group's consumer
+        (``reset_offset(topic, {mq: offset})``, see ``rocketmq_sdk.consumer``)."""
+        from ..protocol.bodies import ResetOffsetBody
+        from ..protocol.headers import ResetOffsetRequestHeader
+
+        h = ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
+        reset = getattr(self.consumers.get(h.group or ""), "reset_offset", None)
+        if reset is None or not cmd.body:
+            log.warning("reset offset request for unknown group %s or without a body; ignored", h.group)
+            return None
+        log.info("broker %s resets the offsets of group %s, topic %s", getattr(channel, "remote_addr", "?"),
+                 h.group, h.topic)
+        await reset(h.topic or "", ResetOffsetBody.from_json(cmd.body).offset_table)
+        return None
 
     async def _on_consumer_ids_changed(self, channel: Any, cmd: RemotingCommand) -> None:
         log.info("broker %s says the consumers of group %s changed; rebalancing",

@@ -360,6 +360,12 @@ class PushConsumer:
         if self.running:
             await self.rebalancer.do_rebalance()
 
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """Broker request RESET_CONSUMER_CLIENT_OFFSET (220): restart ``topic``'s queues
+        from ``offsets`` (see ``Rebalancer.reset_offsets``)."""
+        if self.running:
+            await self.rebalancer.reset_offsets(topic, offsets)
+
     async def persist_offsets(self) -> None:
         if self.running and self.offset_store is not None:
             await self.offset_store.persist_all(set(self.rebalancer.process_queues))

@@ -53,6 +53,26 @@ class Rebalancer:
         async with self._lock:
             await self._do_rebalance()
 
+    async def reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (220, Java ``resetOffset``): drop the owned queues of
+        ``topic`` (in-flight results are discarded, orderly locks released), store ``offsets``
+        (persisted at once), then rebalance so the queues restart from them."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            owned = [mq for mq in self.process_queues if mq.topic == topic]
+            for mq in owned:
+                await self.drop(mq)
+            store = self.consumer.offset_store
+            for mq, offset in offsets.items():
+                if mq.topic == topic:
+                    store.update_offset(mq, offset, increase_only=False)
+                    await store.persist(mq, oneway=False)
+            await store.persist_all(set(self.process_queues) | {mq for mq in offsets if mq.topic == topic},
+                                    oneway=False)
+            log.info("group %s: offsets of %s reset for %d queues", self.consumer.group, topic, len(offsets))
+            await self._do_rebalance()
+
     async def _do_rebalance(self) -> None:
         for topic in list(self.subscriptions):
             try:
