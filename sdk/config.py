@@ -20,7 +20,7 @@ from .exceptions import IllegalArgumentError
 from .protocol.bodies import ConsumeFromWhere, MessageModel
 from .protocol.codes import DEFAULT_TOPIC
 
-__all__ = ["ClientConfig", "ConsumerConfig", "ProducerConfig", "local_ip"]
+__all__ = ["ClientConfig", "ConsumerConfig", "LitePullConsumerConfig", "ProducerConfig", "local_ip"]
 
 C = TypeVar("C", bound="ClientConfig")
 
@@ -110,6 +110,17 @@ class ProducerConfig(ClientConfig):
         create_topic_key: the default topic whose route is used for topics that do not exist
             yet (``TBW102``).
         default_topic_queue_nums: queues of an auto-created topic (4).
+        retry_times_when_send_async_failed: extra attempts of ``send_async`` / ``asend`` (2).
+        retry_another_broker_when_not_store_ok: a sync send whose status is not SEND_OK
+            (flush/slave timeouts) is sent again to another broker (False, as Java).
+        send_latency_fault_enable: latency fault tolerance (§6.2): slow or failed brokers are
+            avoided for a while (False).
+        latency_max: latency thresholds, ms (50, 100, 550, 1000, 2000, 3000, 15000).
+        not_available_duration: how long a broker is avoided for each threshold, ms
+            (0, 0, 30000, 60000, 120000, 180000, 600000).
+        async_send_max_in_flight: ``send_async`` requests in flight per producer before new
+            ones wait (10000; Java's ``backPressureForAsyncSendNum``-like bound).
+        shutdown_timeout: how long ``shutdown()`` waits for in-flight async sends, ms (3000).
     """
 
     send_msg_timeout: int = 3_000
@@ -119,6 +130,13 @@ class ProducerConfig(ClientConfig):
     max_message_size: int = 4 * 1024 * 1024
     create_topic_key: str = DEFAULT_TOPIC
     default_topic_queue_nums: int = 4
+    retry_times_when_send_async_failed: int = 2
+    retry_another_broker_when_not_store_ok: bool = False
+    send_latency_fault_enable: bool = False
+    latency_max: tuple[int, ...] = (50, 100, 550, 1000, 2000, 3000, 15000)
+    not_available_duration: tuple[int, ...] = (0, 0, 30000, 60000, 120000, 180000, 600000)
+    async_send_max_in_flight: int = 10_000
+    shutdown_timeout: int = 3_000
 
 
 def _default_consume_timestamp() -> str:
@@ -220,3 +238,27 @@ class ConsumerConfig(ClientConfig):
     def effective_max_reconsume_times(self) -> int:
         """``max_reconsume_times``, with -1 meaning 16 (Java)."""
         return 16 if self.max_reconsume_times == -1 else self.max_reconsume_times
+
+
+@dataclass
+class LitePullConsumerConfig(ConsumerConfig):
+    """Lite-pull consumer settings (Java ``DefaultLitePullConsumer``); the push settings that
+    make sense (``pull_threshold_for_queue``, ``message_model``, ``consume_from_where``,
+    ``rebalance_interval``...) apply too.
+
+    Attributes:
+        pull_batch_size: messages asked per pull and at most returned by one ``poll`` (10).
+        pull_threshold_for_all: background pulling pauses while this many messages wait in the
+            consumer, all queues together (10000).
+        auto_commit: commit the polled position automatically (True).
+        auto_commit_interval: at most this often, checked at each ``poll``, ms (5000).
+        poll_timeout_millis: default ``poll`` timeout, ms (5000).
+        suspend_timeout: broker long-poll hold time, ms (20000).
+    """
+
+    pull_batch_size: int = 10
+    pull_threshold_for_all: int = 10_000
+    auto_commit: bool = True
+    auto_commit_interval: int = 5_000
+    poll_timeout_millis: int = 5_000
+    suspend_timeout: int = 20_000

@@ -1,5 +1,6 @@
-"""Consumers: ``PushConsumer`` (clustering, concurrent), allocation strategies, offset store,
-process queue, rebalance and the consume service."""
+"""Consumers: ``PushConsumer`` (concurrent or orderly, clustering or broadcasting),
+``PullConsumer``, ``LitePullConsumer``, the six allocation strategies, offset stores, process
+queue, rebalance and the consume services."""
 
 from .allocate import (
     AllocateMachineRoomNearby,
@@ -19,8 +20,10 @@ from .listener import (
     MessageListenerConcurrently,
     MessageListenerOrderly,
 )
-from .offset_store import ReadOffsetType, RemoteBrokerOffsetStore
+from .lite_pull_consumer import LitePullConsumer
+from .offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from .process_queue import ProcessQueue
+from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
 
 __all__ = [
@@ -31,6 +34,8 @@ __all__ = [
     "AllocateMessageQueueByMachineRoom",
     "AllocateMessageQueueConsistentHash",
     "AllocateMessageQueueStrategy",
+    "LitePullConsumer",
+    "LocalFileOffsetStore",
     "MachineRoomResolver",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
@@ -39,6 +44,7 @@ __all__ = [
     "MessageListenerConcurrently",
     "MessageListenerOrderly",
     "ProcessQueue",
+    "PullConsumer",
     "PushConsumer",
     "ReadOffsetType",
     "RemoteBrokerOffsetStore",

@@ -141,6 +141,14 @@ class ProcessQueue:
         with self._lock:
             return next(iter(self._msgs), None)
 
+    def reset(self) -> None:
+        """Forget every cached message and the highest offset seen (after a seek)."""
+        with self._lock:
+            self._msgs.clear()
+            self._consuming.clear()
+            self._size = 0
+            self.queue_offset_max = -1
+
     def clear(self) -> None:
         with self._lock:
             self._msgs.clear()

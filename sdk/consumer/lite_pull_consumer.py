@@ -1,0 +1,345 @@
+"""``LitePullConsumer``: background pulling, the application polls (Java
+``DefaultLitePullConsumer``).
+
+Queues come from :meth:`~LitePullConsumer.subscribe` (the group's rebalance, as push
+consumers) or :meth:`~LitePullConsumer.assign` (fixed). One long-polling task per queue pulls on
+the client's I/O loop into a shared buffer; pulling of a queue pauses while
+``pull_threshold_for_queue`` messages of it, or ``pull_threshold_for_all`` of all queues, wait
+to be polled, and while the queue is paused. :meth:`~LitePullConsumer.poll` returns the oldest
+pulled batch (up to ``pull_batch_size`` messages of one queue) and advances that queue's
+consumed position; :meth:`~LitePullConsumer.commit_sync` (or auto-commit, every
+``auto_commit_interval`` ms, checked at each poll) stores the positions in the group's offset
+store and persists them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import LitePullConsumerConfig
+from ..exceptions import ClientStateError, IllegalArgumentError, MQError
+from ..protocol.bodies import SubscriptionData
+from ..protocol.codes import MessageConst as MC
+from ..protocol.codes import PullSysFlag, ResponseCode, check_name
+from ..protocol.headers import PullMessageRequestHeader
+from ..protocol.message import MessageExt, MessageQueue, PullStatus
+from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from .offset_store import ReadOffsetType
+from .process_queue import ProcessQueue
+from .pull_consumer import ActiveConsumerBase
+from .push_consumer import PushConsumer
+from .rebalance import Rebalancer
+
+__all__ = ["LitePullConsumer"]
+
+log = logging.getLogger("rocketmq_sdk.consumer.lite")
+
+_PAUSE_S = 0.05
+
+
+@dataclass
+class _QueueState:
+    """One pulled queue: where the pull is, what was polled, and a generation bumped by seek
+    (results of pulls begun before a seek are dropped)."""
+
+    pq: ProcessQueue
+    pull_offset: int
+    consume_offset: int
+    paused: bool = False
+    generation: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    task: asyncio.Task | None = None
+
+
+class LitePullConsumer(ActiveConsumerBase):
+    """Poll-style consumer.
+
+    Args:
+        group: consumer group.
+        namesrv_addr: name server list.
+        allocate_strategy: queue allocation in subscribe mode (Averagely).
+        **config: :class:`~rocketmq_sdk.config.LitePullConsumerConfig` settings.
+
+    Raises:
+        IllegalArgumentError: illegal group name or unknown setting.
+    """
+
+    def __init__(self, group: str, namesrv_addr: str | None = None, *,
+                 allocate_strategy: AllocateMessageQueueStrategy | None = None, **config: Any) -> None:
+        super().__init__(group, LitePullConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
+        self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())  # type: ignore[arg-type]
+        self.subscriptions = self.rebalancer.subscriptions
+        self._mode: str | None = None  # "subscribe" or "assign"
+        self._assigned: set[MessageQueue] = set()
+        self._states: dict[MessageQueue, _QueueState] = {}
+        self._buffer: collections.deque[tuple[MessageQueue, _QueueState, int, list[MessageExt]]] = collections.deque()
+        self._cond = threading.Condition()
+        self._last_commit = time.monotonic()
+        self.orderly = False
+        self.needs_queue_locks = False
+
+    # -------------------------------------------------------------- queues
+
+    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+        """Consume ``topic`` with the queues the group's rebalance gives this consumer.
+
+        Raises:
+            IllegalArgumentError: illegal topic; ``assign`` was used.
+        """
+        check_name(topic, "topic")
+        if self._mode == "assign":
+            raise IllegalArgumentError("subscribe and assign are mutually exclusive")
+        self._mode = "subscribe"
+        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, int(time.time() * 1000))
+        if self.running:
+            self.instance.run(self._after_subscribe(topic), self._timeout_s())
+
+    async def _after_subscribe(self, topic: str) -> None:
+        await self.instance.update_topic_route(topic)
+        await self.instance.send_heartbeat_to_all()
+        await self.rebalancer.do_rebalance()
+
+    def assign(self, mqs: Iterable[MessageQueue]) -> None:
+        """Consume exactly ``mqs`` (no rebalance); queues no longer listed stop.
+
+        Raises:
+            IllegalArgumentError: ``subscribe`` was used.
+        """
+        if self._mode == "subscribe":
+            raise IllegalArgumentError("subscribe and assign are mutually exclusive")
+        self._mode = "assign"
+        self._assigned = set(mqs)
+        for mq in self._assigned:
+            self.subscriptions.setdefault(mq.topic, SubscriptionData.build(mq.topic, "*", 0))
+        if self.running:
+            self.instance.run(self._apply_assignment(), self._timeout_s() * 2)
+
+    async def _apply_assignment(self) -> None:
+        for mq in [m for m in self.rebalancer.process_queues if m not in self._assigned]:
+            await self.rebalancer.drop(mq)
+        for mq in sorted(self._assigned - self.rebalancer.process_queues.keys()):
+            offset = await self.compute_pull_from_where(mq)
+            if offset < 0:
+                log.warning("no start offset for %s yet", mq)
+                continue
+            pq = ProcessQueue()
+            self.rebalancer.process_queues[mq] = pq
+            self.start_pulling(mq, pq, offset)
+
+    def assignment(self) -> set[MessageQueue]:
+        """The queues being consumed now."""
+        return {mq for mq, st in list(self._states.items()) if not st.pq.dropped}
+
+    # -------------------------------------------------------------- lifecycle
+
+    async def _start_async(self) -> None:
+        await super()._start_async()
+        if self._mode == "assign":
+            await self._apply_assignment()
+        else:
+            await self.rebalancer.do_rebalance()
+
+    def _before_shutdown(self) -> None:
+        if self.config.auto_commit:
+            self.commit_sync()
+
+        async def stop() -> None:
+            tasks = [st.task for st in self._states.values() if st.task is not None]
+            for st in self._states.values():
+                st.pq.dropped = True
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            self.instance.run(stop(), self._timeout_s())
+        except MQError:
+            log.warning("stopping the pull tasks of %s failed", self.group, exc_info=True)
+        with self._cond:
+            self._cond.notify_all()
+
+    def _offset_queues(self) -> set[MessageQueue]:
+        return set(self._states) | set(self.offset_store.snapshot())
+
+    # -------------------------------------------------------------- rebalancer hooks
+
+    async def do_rebalance(self) -> None:
+        if self.running and self._mode == "subscribe":
+            await self.rebalancer.do_rebalance()
+
+    def update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+        self.rebalancer.topic_queues[topic] = mqs
+
+    compute_pull_from_where = PushConsumer.compute_pull_from_where
+
+    def start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+        """Start the background pull of a newly owned queue (on the loop)."""
+        old = self._states.get(mq)
+        if old is not None and old.task is not None:
+            old.task.cancel()
+        st = _QueueState(pq, offset, offset)
+        self._states[mq] = st
+        st.task = asyncio.get_running_loop().create_task(self._pull_queue(mq, st))
+
+    # -------------------------------------------------------------- background pulling (loop)
+
+    def _cached_total(self) -> int:
+        return sum(st.pq.msg_count for st in list(self._states.values()))
+
+    async def _pull_queue(self, mq: MessageQueue, st: _QueueState) -> None:
+        cfg = self.config
+        inst = self.instance
+        while self.running and not st.pq.dropped:
+            if (st.paused or st.pq.msg_count >= cfg.pull_threshold_for_queue
+                    or self._cached_total() >= cfg.pull_threshold_for_all):
+                await asyncio.sleep(_PAUSE_S)
+                continue
+            sub = self.subscriptions.get(mq.topic)
+            if sub is None:
+                await asyncio.sleep(cfg.pull_time_delay_when_exception / 1000.0)
+                continue
+            with st.lock:
+                gen, offset = st.generation, st.pull_offset
+            header = PullMessageRequestHeader(
+                consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+                max_msg_nums=cfg.pull_batch_size, sys_flag=PullSysFlag.build(False, True, True), commit_offset=0,
+                suspend_timeout_millis=cfg.suspend_timeout, subscription=sub.sub_string, sub_version=sub.sub_version,
+                expression_type=sub.expression_type, bname=mq.broker_name)
+            try:
+                addr = inst.find_broker_any(mq.broker_name) or await self._addr(mq)
+                result = await inst.api.pull_message(addr, header, cfg.pull_timeout)
+            except asyncio.CancelledError:
+                raise
+            except MQError as exc:
+                if st.pq.dropped or not self.running:
+                    break
+                delay = 0.02 if getattr(exc, "code", None) == ResponseCode.FLOW_CONTROL \
+                    else cfg.pull_time_delay_when_exception / 1000.0
+                log.warning("pull of %s failed: %s", mq, exc)
+                await asyncio.sleep(delay)
+                continue
+            with st.lock:
+                if gen != st.generation or st.pq.dropped:
+                    continue  # a seek happened meanwhile: this result is stale
+                st.pull_offset = result.next_begin_offset
+            if result.pull_status is PullStatus.FOUND:
+                msgs = result.msg_found_list
+                if sub.tags_set:
+                    msgs = [m for m in msgs if m.tags in sub.tags_set]
+                for m in msgs:
+                    m.broker_name = mq.broker_name
+                    m.properties[MC.MIN_OFFSET] = str(result.min_offset)
+                    m.properties[MC.MAX_OFFSET] = str(result.max_offset)
+                if msgs:
+                    st.pq.put_messages(msgs)
+                    with self._cond:
+                        self._buffer.append((mq, st, gen, msgs))
+                        self._cond.notify_all()
+                elif st.pq.msg_count == 0:
+                    with st.lock:
+                        if gen == st.generation:
+                            st.consume_offset = max(st.consume_offset, result.next_begin_offset)
+            elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
+                log.warning("offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
+            if cfg.pull_interval > 0:
+                await asyncio.sleep(cfg.pull_interval / 1000.0)
+
+    # -------------------------------------------------------------- application API
+
+    def poll(self, timeout_ms: int | None = None) -> list[MessageExt]:
+        """The oldest pulled batch (one queue, ≤ ``pull_batch_size`` messages), waiting up to
+        ``timeout_ms`` (default ``poll_timeout_millis``); [] on timeout. Auto-commits first when
+        due.
+
+        Raises:
+            ClientStateError: not started.
+        """
+        if not self.running:
+            raise ClientStateError(f"consumer {self.group} is not running")
+        cfg = self.config
+        if cfg.auto_commit and (time.monotonic() - self._last_commit) * 1000 >= cfg.auto_commit_interval:
+            self.commit_sync()
+        deadline = time.monotonic() + (cfg.poll_timeout_millis if timeout_ms is None else timeout_ms) / 1000.0
+        with self._cond:
+            while True:
+                while self._buffer:
+                    mq, st, gen, msgs = self._buffer.popleft()
+                    with st.lock:
+                        if st.pq.dropped or gen != st.generation:
+                            continue
+                        offset = st.pq.remove_messages(msgs)
+                        if offset >= 0:
+                            st.consume_offset = offset
+                    return msgs
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self.running:
+                    return []
+                self._cond.wait(remaining)
+
+    def _queue_state(self, mq: MessageQueue) -> _QueueState:
+        st = self._states.get(mq)
+        if st is None or st.pq.dropped:
+            raise IllegalArgumentError(f"{mq} is not assigned to this consumer")
+        return st
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Consume ``mq`` from ``offset`` next: cached messages of it are dropped.
+
+        Raises:
+            IllegalArgumentError: ``mq`` not assigned, or ``offset`` outside [min, max].
+        """
+        st = self._queue_state(mq)
+        lo, hi = self.min_offset(mq), self.max_offset(mq)
+        if not lo <= offset <= hi:
+            raise IllegalArgumentError(f"seek offset {offset} of {mq} is outside [{lo}, {hi}]")
+        with st.lock:
+            st.generation += 1
+            st.pq.reset()
+            st.pull_offset = st.consume_offset = offset
+
+    def seek_to_begin(self, mq: MessageQueue) -> None:
+        """:meth:`seek` to the queue's min offset."""
+        self.seek(mq, self.min_offset(mq))
+
+    def seek_to_end(self, mq: MessageQueue) -> None:
+        """:meth:`seek` to the queue's max offset (only new messages)."""
+        self.seek(mq, self.max_offset(mq))
+
+    def pause(self, mqs: Iterable[MessageQueue]) -> None:
+        """Stop pulling ``mqs`` (already pulled messages can still be polled)."""
+        for mq in mqs:
+            if mq in self._states:
+                self._states[mq].paused = True
+
+    def resume(self, mqs: Iterable[MessageQueue]) -> None:
+        """Pull ``mqs`` again."""
+        for mq in mqs:
+            if mq in self._states:
+                self._states[mq].paused = False
+
+    def commit_sync(self) -> None:
+        """Store the polled position of every queue and persist them (broker or file)."""
+        self._last_commit = time.monotonic()
+        store = self.offset_store
+        for mq, st in list(self._states.items()):
+            with st.lock:
+                if not st.pq.dropped and st.consume_offset >= 0:
+                    store.update_offset(mq, st.consume_offset, increase_only=False)
+        self.instance.run(store.persist_all(self._offset_queues(), oneway=False), self._timeout_s() * 2)
+
+    def committed(self, mq: MessageQueue) -> int:
+        """The group's stored offset of ``mq`` (-1 none, -2 lookup failed)."""
+        return self.instance.run(self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE), self._timeout_s())
+
+    def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the message stored nearest ``timestamp_ms`` (epoch ms)."""
+        return self.search_offset(mq, timestamp_ms)
+
+    def __repr__(self) -> str:
+        return f"LitePullConsumer(group={self.group!r}, state={self._state})"
