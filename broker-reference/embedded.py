@@ -96,6 +96,7 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
         cmd += ["--flush-disk-type", str(extra["flush_disk_type"])]
     if "mapped_file_size_commit_log" in extra:
         cmd += ["--commit-log-file-size", str(extra["mapped_file_size_commit_log"])]
+    os.makedirs(store_dir, exist_ok=True)
     err_path = os.path.join(store_dir, "dev-cluster.log")
     err = open(err_path, "ab")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
