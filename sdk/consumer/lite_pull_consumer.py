@@ -31,6 +31,7 @@ from ..protocol.codes import PullSysFlag, ResponseCode, check_name
 from ..protocol.headers import PullMessageRequestHeader
 from ..protocol.message import MessageExt, MessageQueue, PullStatus
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from .backlog import QueueLag, collect_lags
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 from .pull_consumer import ActiveConsumerBase
@@ -340,6 +341,13 @@ class LitePullConsumer(ActiveConsumerBase):
     def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The offset of the message stored nearest ``timestamp_ms`` (epoch ms)."""
         return self.search_offset(mq, timestamp_ms)
+
+    def lag_report(self, topic: str | None = None) -> list[QueueLag]:
+        """Per-queue backlog of the queues being consumed (see ``PushConsumer.lag_report``);
+        the consumer offset is the last committed position."""
+        queues = [(mq, st.pq) for mq, st in list(self._states.items())
+                  if not st.pq.dropped and (topic is None or mq.topic == topic)]
+        return self.instance.run(collect_lags(self, queues), self._timeout_s() * 2)
 
     def __repr__(self) -> str:
         return f"LitePullConsumer(group={self.group!r}, state={self._state})"

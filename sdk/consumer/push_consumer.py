@@ -32,6 +32,7 @@ from ..protocol.bodies import (
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name, get_retry_topic, is_retry_topic
 from ..protocol.message import MessageExt, MessageQueue
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
+from .backlog import QueueLag, collect_lags
 from .consume_orderly import ConsumeMessageOrderlyService
 from .consume_service import ConsumeMessageConcurrentlyService
 from .listener import MessageListenerConcurrently, MessageListenerOrderly
@@ -430,6 +431,17 @@ class PushConsumer:
             addr, group=self.group, commit_log_offset=msg.commit_log_offset, delay_level=delay_level,
             origin_msg_id=msg.msg_id, origin_topic=msg.topic,
             max_reconsume_times=self.config.effective_max_reconsume_times, broker_name=mq.broker_name)
+
+    def lag_report(self, topic: str | None = None) -> list[QueueLag]:
+        """Per-queue backlog of the queues this consumer owns (``%RETRY%`` included), sorted:
+        the broker's max offset, the committed offset, messages in flight, and the lag.
+
+        Raises:
+            ClientStateError: not started.
+        """
+        queues = [(mq, pq) for mq, pq in self.rebalancer.process_queues.items()
+                  if not pq.dropped and (topic is None or mq.topic == topic)]
+        return self.instance.run(collect_lags(self, queues), self.config.mq_client_api_timeout / 1000.0 * 2 + 1)
 
     def __repr__(self) -> str:
         return f"PushConsumer(group={self.group!r}, state={self._state})"
