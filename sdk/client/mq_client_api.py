@@ -159,6 +159,15 @@ class MQClientAPI:
             queue_offset=int(ext.get("queueOffset", -1)), transaction_id=ext.get("transactionId"),
             region_id=ext.get("MSG_REGION"), trace_on=ext.get("TRACE_ON", "true") != "false")
 
+    async def send_message_oneway(self, addr: str, header: dict[str, str], body: bytes, *,
+                                  code: int = RequestCode.SEND_MESSAGE_V2, timeout_ms: float = 3000.0) -> None:
+        """A send request with the ONEWAY flag: written to the socket, never answered.
+
+        Raises:
+            RemotingError: cannot connect, or the socket did not drain within ``timeout_ms``.
+        """
+        await self.remoting.invoke_oneway(addr, _new_request(code, header, body, oneway=True), timeout_ms)
+
     # -------------------------------------------------------------- heartbeat, clients
 
     async def send_heartbeat(self, addr: str, data: HeartbeatData, timeout_ms: float | None = None) -> int:

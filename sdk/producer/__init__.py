@@ -1,6 +1,8 @@
-"""Producers: ``Producer`` and the queue selectors of ordered sends."""
+"""Producers: ``Producer``, the queue selectors of ordered sends, batching and fault tolerance."""
 
-from .producer import RETRY_RESPONSE_CODES, Producer
+from .batch import split_batches
+from .fault import MQFaultStrategy
+from .producer import RETRY_RESPONSE_CODES, Producer, SendCallback
 from .selector import (
     MessageQueueSelector,
     SelectMessageQueueByHash,
@@ -10,6 +12,9 @@ from .selector import (
 
 __all__ = [
     "RETRY_RESPONSE_CODES",
+    "MQFaultStrategy",
+    "SendCallback",
+    "split_batches",
     "MessageQueueSelector",
     "Producer",
     "SelectMessageQueueByHash",

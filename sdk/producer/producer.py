@@ -7,15 +7,17 @@ many threads can send at once over one connection per broker with many requests 
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_none
+from tenacity import AsyncRetrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_none
 
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import TopicPublishInfo
@@ -38,14 +40,30 @@ from ..protocol.codes import (
 )
 from ..protocol.codes import MessageConst as MC
 from ..protocol.codes import MessageSysFlag as SF
-from ..protocol.message import Message, MessageQueue, SendResult
+from ..protocol.message import Message, MessageQueue, SendResult, SendStatus
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
+from .fault import MQFaultStrategy
 from .selector import SelectorLike
 
-__all__ = ["Producer", "RETRY_RESPONSE_CODES"]
+__all__ = ["Producer", "RETRY_RESPONSE_CODES", "SendCallback"]
 
 log = logging.getLogger("rocketmq_sdk.producer")
+
+#: ``callback(result, error)`` of :meth:`Producer.send_async`: exactly one of them is None.
+SendCallback = Callable[[SendResult | None, BaseException | None], Any]
+
+
+def _run_callback(callback: SendCallback, fut: concurrent.futures.Future) -> None:
+    try:
+        if fut.cancelled():
+            callback(None, concurrent.futures.CancelledError())
+        elif (exc := fut.exception()) is not None:
+            callback(None, exc)
+        else:
+            callback(fut.result(), None)
+    except Exception:
+        log.exception("send callback %r raised", callback)
 
 #: Broker codes after which Java's sync send retries (another queue, avoiding the failed broker).
 RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
@@ -93,6 +111,14 @@ class Producer:
         self._instance: MQClientInstance | None = None
         self._state_lock = threading.Lock()
         self._state = "CREATED"
+        cfg = self.config
+        self._fault = MQFaultStrategy(cfg.send_latency_fault_enable, cfg.latency_max, cfg.not_available_duration)
+        self._inflight = 0  # send_async calls not finished yet
+        self._inflight_lock = threading.Lock()
+        self._inflight_slots = threading.BoundedSemaphore(max(1, cfg.async_send_max_in_flight))
+        self._idle = threading.Event()
+        self._idle.set()
+        self._callbacks: concurrent.futures.ThreadPoolExecutor | None = None
 
     # -------------------------------------------------------------- lifecycle
 
@@ -121,14 +147,23 @@ class Producer:
         log.info("producer %s started (client %s)", self.group, inst.client_id)
 
     def shutdown(self) -> None:
-        """Unregister from the brokers and release the client instance. Idempotent."""
+        """Wait up to ``shutdown_timeout`` ms for in-flight async sends, unregister from the
+        brokers and release the client instance. Idempotent."""
         with self._state_lock:
             if self._state != "RUNNING":
                 self._state = "SHUTDOWN"
                 return
-            self._state = "SHUTDOWN"
-            inst, self._instance = self._instance, None
+            self._state = "SHUTTING_DOWN"  # refuses new sends; in-flight ones finish
+            inst = self._instance
         assert inst is not None
+        if not self._idle.wait(self.config.shutdown_timeout / 1000.0):
+            log.warning("producer %s: %d async sends still in flight after %d ms; shutting down anyway",
+                        self.group, self._inflight, self.config.shutdown_timeout)
+        with self._state_lock:
+            self._state = "SHUTDOWN"
+            self._instance = None
+        if self._callbacks is not None:
+            self._callbacks.shutdown(wait=False)
         try:
             inst.run(inst.unregister(producer_group=self.group), self.config.mq_client_api_timeout / 1000.0 + 1)
         except Exception:
@@ -148,6 +183,13 @@ class Producer:
         inst = self._instance
         if inst is None or self._state != "RUNNING":
             raise ClientStateError(f"producer {self.group} is not running ({self._state}); call start()")
+        return inst
+
+    def _inst(self) -> MQClientInstance:
+        """The instance for work already accepted (in-flight sends finish during shutdown)."""
+        inst = self._instance
+        if inst is None:
+            raise ClientStateError(f"producer {self.group} is shut down")
         return inst
 
     # -------------------------------------------------------------- ProducerInner (instance side)
@@ -227,17 +269,130 @@ class Producer:
         prepared = self._prepare_batch(msgs)
         return inst.run(self._send_prepared(prepared, mq, timeout), timeout / 1000.0 + 1.0)
 
-    async def send_async(self, msg: Message, selector: SelectorLike | None = None, arg: Any = None, *,
-                         mq: MessageQueue | None = None, timeout_ms: float | None = None) -> SendResult:
-        """Coroutine form of :meth:`send`; await it on the client instance's loop
-        (``producer.instance.loop_thread.loop``)."""
-        self._running()
+    def send_async(self, msg: Message | Sequence[Message], callback: SendCallback | None = None,
+                   selector: SelectorLike | None = None, arg: Any = None, *, mq: MessageQueue | None = None,
+                   timeout_ms: float | None = None) -> concurrent.futures.Future[SendResult]:
+        """Start sending ``msg`` and return at once; usable from any thread.
+
+        Validation happens in the caller's thread (errors are raised here, not through the
+        future); the network part runs on the client instance's I/O loop, so thousands of sends
+        can be in flight on one connection per broker. Failed attempts are retried
+        ``retry_times_when_send_async_failed`` times (default 2) on another queue, as :meth:`send`
+        (one attempt with ``selector`` or ``mq``). A list of messages is sent as one batch.
+
+        Args:
+            msg: a message, or a list of messages of one topic (a batch).
+            callback: ``callback(result, error)`` called once with the ``SendResult`` and None, or
+                None and the exception; it runs on a small callback thread pool, never on the I/O
+                thread, so it may block or send again. An exception it raises is logged.
+            selector, arg, mq, timeout_ms: as :meth:`send`; the timeout covers the retries.
+
+        Returns:
+            a ``concurrent.futures.Future`` of the ``SendResult`` (``result(timeout)`` blocks;
+            asyncio code can ``await asyncio.wrap_future(fut)`` or use :meth:`asend`).
+
+        Raises:
+            IllegalArgumentError: illegal message (before anything is sent).
+            ClientStateError: the producer is not running (or was inherited through fork()).
+            RemotingTimeoutError: ``async_send_max_in_flight`` sends are in flight and none
+                finished within the timeout.
+        """
+        inst = self._running()
+        timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
+        if isinstance(msg, Message):
+            prepared = self._prepare(msg)
+        else:
+            prepared = self._prepare_batch(msg)
+            selector = None
+        coro = self._send_async_core(prepared, msg, selector, arg, mq, timeout)
+        if not self._inflight_slots.acquire(timeout=timeout / 1000.0):
+            coro.close()
+            raise RemotingTimeoutError("producer", timeout, f"send_async ({self.config.async_send_max_in_flight} "
+                                                            "sends in flight)")
+        with self._inflight_lock:
+            self._inflight += 1
+            self._idle.clear()
+        try:
+            fut = inst.loop_thread.submit(coro)
+        except BaseException:
+            self._async_done(None)
+            raise
+        fut.add_done_callback(self._async_done)
+        if callback is not None:
+            fut.add_done_callback(lambda f: self._callback_pool().submit(_run_callback, callback, f))
+        return fut
+
+    async def _send_async_core(self, prepared: _Prepared, msg: Any, selector: SelectorLike | None, arg: Any,
+                               mq: MessageQueue | None, timeout: float) -> SendResult:
+        if selector is not None and mq is None:
+            info = await self._find_publish_info(prepared.topic)
+            mq = self._select(selector, info.queues, msg, arg)
+        return await self._send_prepared(prepared, mq, timeout, self.config.retry_times_when_send_async_failed)
+
+    def _async_done(self, _fut: concurrent.futures.Future | None) -> None:
+        self._inflight_slots.release()
+        with self._inflight_lock:
+            self._inflight -= 1
+            if not self._inflight:
+                self._idle.set()
+
+    def _callback_pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        pool = self._callbacks
+        if pool is None:
+            with self._inflight_lock:
+                if self._callbacks is None:
+                    self._callbacks = concurrent.futures.ThreadPoolExecutor(
+                        max_workers=4, thread_name_prefix=f"rocketmq-send-callback-{self.group}")
+                pool = self._callbacks
+        return pool
+
+    async def asend(self, msg: Message | Sequence[Message], selector: SelectorLike | None = None, arg: Any = None,
+                    *, mq: MessageQueue | None = None, timeout_ms: float | None = None) -> SendResult:
+        """Send ``msg`` from asyncio code: ``result = await producer.asend(msg)``.
+
+        Awaitable on any event loop (the application's own); the loop is never blocked: the
+        send runs on the client's I/O loop and its future is bridged with
+        ``asyncio.wrap_future``. Same arguments, retries and errors as :meth:`send_async`;
+        cancelling the awaiting task does not recall a message already written.
+        """
+        return await asyncio.wrap_future(self.send_async(msg, None, selector, arg, mq=mq, timeout_ms=timeout_ms))
+
+    def send_oneway(self, msg: Message, selector: SelectorLike | None = None, arg: Any = None, *,
+                    mq: MessageQueue | None = None, timeout_ms: float | None = None) -> None:
+        """Send ``msg`` with the ONEWAY flag: the broker stores it but sends no answer, so the
+        outcome is unknown (Java ``sendOneway``). One attempt, no retry; returns once the request
+        is written to the socket.
+
+        Args:
+            msg, selector, arg, mq: as :meth:`send`.
+            timeout_ms: how long to wait for the route and the socket write, ms
+                (default ``send_msg_timeout``).
+
+        Raises:
+            IllegalArgumentError, ClientStateError, TopicNotExistError: as :meth:`send`.
+            RemotingError: cannot connect or write.
+        """
+        inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare(msg)
-        if selector is not None and mq is None:
-            info = await self._find_publish_info(msg.topic)
-            mq = self._select(selector, info.queues, msg, arg)
-        return await self._send_prepared(prepared, mq, timeout)
+        inst.run(self._send_oneway_core(prepared, msg, selector, arg, mq, timeout), timeout / 1000.0 + 1.0)
+
+    async def _send_oneway_core(self, p: _Prepared, msg: Message, selector: SelectorLike | None, arg: Any,
+                                mq: MessageQueue | None, timeout: float) -> None:
+        if mq is None:
+            info = await self._find_publish_info(p.topic)
+            mq = self._select(selector, info.queues, msg, arg) if selector is not None \
+                else self._fault.select_one_queue(info, None)
+        inst = self._inst()
+        addr = await self._master_addr(inst, mq, p.topic)
+        ext = dict(p.ext)
+        ext["e"] = str(mq.queue_id)
+        ext["n"] = mq.broker_name
+        await inst.api.send_message_oneway(addr, ext, p.body, code=p.code, timeout_ms=timeout)
+
+    def wait_for_in_flight(self, timeout_s: float) -> bool:
+        """Wait until no ``send_async`` is in flight; False if some still are after ``timeout_s``."""
+        return self._idle.wait(timeout_s)
 
     @property
     def instance(self) -> MQClientInstance:
@@ -335,7 +490,7 @@ class Producer:
         info = self._publish.get(topic)
         if info is not None and info.ok:
             return info
-        inst = self._running()
+        inst = self._inst()
         self._publish.setdefault(topic, TopicPublishInfo(topic, []))
         await inst.update_topic_route(topic)
         info = self._publish[topic]
@@ -347,48 +502,70 @@ class Producer:
             raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, f"no route info of topic {topic}")
         return info
 
-    async def _send_prepared(self, p: _Prepared, mq: MessageQueue | None, timeout_ms: float) -> SendResult:
+    async def _send_prepared(self, p: _Prepared, mq: MessageQueue | None, timeout_ms: float,
+                             retries: int | None = None) -> SendResult:
+        """Send ``p`` to ``mq``, or to queues chosen by the fault strategy with ``retries`` extra
+        attempts (default ``retry_times_when_send_failed``) on retryable errors and, with
+        ``retry_another_broker_when_not_store_ok``, on a status other than SEND_OK."""
         deadline = time.monotonic() + timeout_ms / 1000.0
         if mq is not None:
             return await self._send_to(mq, p, deadline, timeout_ms)
         info = await self._find_publish_info(p.topic)
-        mq = info.select_one_queue(None)
-        attempts = 1 + max(0, self.config.retry_times_when_send_failed)
-        try:  # fast path: the first attempt without building a retry controller
-            return await self._send_to(mq, p, deadline, timeout_ms)
-        except Exception as exc:
-            if attempts == 1 or not _retryable(exc):
+        if retries is None:
+            retries = self.config.retry_times_when_send_failed
+        last: list[str | None] = [None]
+
+        async def attempt() -> SendResult:
+            queue = self._fault.select_one_queue(info, last[0])
+            started = time.monotonic()
+            try:
+                result = await self._send_to(queue, p, deadline, timeout_ms)
+            except Exception as exc:
+                self._fault.update_fault_item(queue.broker_name, (time.monotonic() - started) * 1000.0, True)
+                last[0] = queue.broker_name
+                log.debug("send of %s to %s failed (%s)", p.uniq_id, queue, exc)
                 raise
-            log.debug("send of %s to %s failed (%s); retrying", p.uniq_id, mq, exc)
-            last_broker = mq.broker_name
-        retrying = AsyncRetrying(stop=stop_after_attempt(attempts - 1), wait=wait_none(),
-                                 retry=retry_if_exception(_retryable), reraise=True)
-        async for attempt in retrying:
-            with attempt:
-                mq = info.select_one_queue(last_broker)
-                try:
-                    return await self._send_to(mq, p, deadline, timeout_ms)
-                except Exception as exc:
-                    last_broker = mq.broker_name
-                    log.debug("send of %s to %s failed (%s)", p.uniq_id, mq, exc)
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+            self._fault.update_fault_item(queue.broker_name, (time.monotonic() - started) * 1000.0, False)
+            if result.send_status is not SendStatus.SEND_OK:
+                last[0] = queue.broker_name
+            return result
+
+        try:  # fast path: the first attempt without building a retry controller
+            result = await attempt()
+        except Exception as exc:
+            if retries <= 0 or not _retryable(exc):
+                raise
+        else:
+            if retries <= 0 or not self._retry_result(result):
+                return result
+        retrying = AsyncRetrying(stop=stop_after_attempt(retries), wait=wait_none(),
+                                 retry=retry_if_exception(_retryable) | retry_if_result(self._retry_result),
+                                 retry_error_callback=lambda state: state.outcome.result())
+        return await retrying(attempt)
+
+    def _retry_result(self, result: SendResult) -> bool:
+        return self.config.retry_another_broker_when_not_store_ok and result.send_status is not SendStatus.SEND_OK
 
     async def _send_to(self, mq: MessageQueue, p: _Prepared, deadline: float, timeout_ms: float) -> SendResult:
         remaining = (deadline - time.monotonic()) * 1000.0
         if remaining <= 0:
             raise RemotingTimeoutError(mq.broker_name, timeout_ms, "send")
-        inst = self._running()
-        addr = inst.find_broker_master(mq.broker_name)
-        if addr is None:
-            addr = await inst.find_broker_master_or_refresh(mq.broker_name, p.topic)
-            if addr is None:
-                raise MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE,
-                                    f"no master address for broker {mq.broker_name}")
+        inst = self._inst()
+        addr = await self._master_addr(inst, mq, p.topic)
         ext = dict(p.ext)
         ext["e"] = str(mq.queue_id)
         ext["n"] = mq.broker_name
         return await inst.api.send_message(addr, mq, ext, p.body, p.uniq_id, remaining, code=p.code)
+
+    @staticmethod
+    async def _master_addr(inst: MQClientInstance, mq: MessageQueue, topic: str) -> str:
+        addr = inst.find_broker_master(mq.broker_name)
+        if addr is None:
+            addr = await inst.find_broker_master_or_refresh(mq.broker_name, topic)
+            if addr is None:
+                raise MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE,
+                                    f"no master address for broker {mq.broker_name}")
+        return addr
 
     # -------------------------------------------------------------- misc
 

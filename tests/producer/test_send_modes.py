@@ -1,0 +1,154 @@
+"""Send modes against the reference broker: sync, send_async (Future + callback, any thread),
+asend (awaited on the application's own loop), oneway, batches and split_batches."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+
+import pytest
+from rocketmq_sdk import Message, Producer, SendStatus
+from rocketmq_sdk.exceptions import IllegalArgumentError
+from rocketmq_sdk.producer import split_batches
+from rocketmq_sdk.producer.batch import encoded_size
+from rocketmq_sdk.protocol.codes import RequestCode
+
+from .conftest import stored_count, unique, wait_until
+
+
+@pytest.fixture
+def producer(cluster):
+    with Producer(unique("pg"), cluster.namesrv_addr) as p:
+        yield p
+
+
+def test_send_async_returns_future_and_calls_callback_off_the_io_thread(cluster, producer):
+    topic = unique("TopicAsync")
+    seen: list[tuple] = []
+    done = threading.Event()
+
+    def callback(result, error):
+        seen.append((result, error, threading.current_thread().name))
+        done.set()
+
+    fut = producer.send_async(Message(topic, b"async-1", tags="A"), callback)
+    assert isinstance(fut, concurrent.futures.Future)
+    result = fut.result(5)
+    assert result.send_status is SendStatus.SEND_OK and result.queue_offset == 0
+    assert done.wait(5)
+    ((cb_result, cb_error, thread_name),) = seen
+    assert cb_result is result and cb_error is None
+    assert thread_name.startswith("rocketmq-send-callback")
+
+
+def test_many_async_sends_in_flight_from_many_threads(cluster, producer):
+    topic = unique("TopicMany")
+    futures: list[concurrent.futures.Future] = []
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        for i in range(50):
+            f = producer.send_async(Message(topic, f"{n}-{i}".encode()))
+            with lock:
+                futures.append(f)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    results = [f.result(10) for f in futures]
+    assert len({r.msg_id for r in results}) == 200
+    assert all(r.send_status is SendStatus.SEND_OK for r in results)
+    wait_until(lambda: stored_count(cluster.broker, topic) == 200, what="200 stored")
+    # one connection to the broker carried them all
+    assert len([a for a in producer.instance.remoting.addresses if a == cluster.broker_addr]) == 1
+
+
+def test_send_async_error_reaches_future_and_callback(cluster):
+    errors: list[BaseException] = []
+    done = threading.Event()
+    with Producer(unique("pg"), cluster.namesrv_addr, send_msg_timeout=1000) as p:
+        # a queue on a broker nobody knows: no master address, one attempt (explicit mq)
+        from rocketmq_sdk import MessageQueue
+        fut = p.send_async(Message(unique("TopicErr"), b"x"), lambda r, e: (errors.append(e), done.set()),
+                           mq=MessageQueue("T", "no-such-broker", 0))
+        with pytest.raises(Exception) as info:
+            fut.result(5)
+        assert done.wait(5)
+    assert errors == [info.value]
+
+
+def test_asend_is_awaited_on_the_applications_own_loop(cluster, producer):
+    topic = unique("TopicAsyncio")
+
+    async def app() -> list:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        t = asyncio.create_task(ticker())
+        results = await asyncio.gather(*(producer.asend(Message(topic, f"m{i}".encode())) for i in range(20)))
+        t.cancel()
+        assert ticks > 0  # the loop kept running while the sends were in flight
+        return results
+
+    results = asyncio.run(app())
+    assert [r.send_status for r in results] == [SendStatus.SEND_OK] * 20
+    wait_until(lambda: stored_count(cluster.broker, topic) == 20, what="20 stored")
+
+
+def test_send_oneway_stores_without_an_answer(cluster, producer):
+    topic = unique("TopicOneway")
+    for i in range(10):
+        assert producer.send_oneway(Message(topic, f"o{i}".encode())) is None
+    wait_until(lambda: stored_count(cluster.broker, topic) == 10, what="10 oneway messages stored")
+
+
+def test_oneway_sets_the_oneway_flag_on_the_wire(cluster):
+    sent = []
+
+    class Recorder:
+        def before_request(self, addr, cmd):
+            sent.append(cmd)
+
+        def after_response(self, addr, cmd, resp):
+            pass
+
+    with Producer(unique("pg"), cluster.namesrv_addr, rpc_hooks=[Recorder()]) as p:
+        p.send_oneway(Message(unique("TopicFlag"), b"x"))
+    (req,) = [c for c in sent if c.code == RequestCode.SEND_MESSAGE_V2]
+    assert req.is_oneway
+
+
+def test_split_batches_then_send_batch_and_async_batch(cluster, producer):
+    topic = unique("TopicBatch")
+    msgs = [Message(topic, bytes([i % 256]) * 1000, keys=f"k{i}") for i in range(100)]
+    batches = list(split_batches(msgs, 16 * 1024))
+    assert [m for b in batches for m in b] == msgs
+    assert all(sum(encoded_size(m) for m in b) <= 16 * 1024 for b in batches) and len(batches) == 7
+    for b in batches[:-1]:
+        result = producer.send_batch(b)
+        assert len(result.msg_id.split(",")) == len(b)
+    last = producer.send_async(batches[-1]).result(5)
+    assert len(last.msg_id.split(",")) == len(batches[-1])
+    wait_until(lambda: stored_count(cluster.broker, topic) == 100, what="100 batched messages stored")
+
+
+def test_split_batches_refuses_a_message_larger_than_the_limit():
+    with pytest.raises(IllegalArgumentError, match="does not fit"):
+        list(split_batches([Message("T", b"x" * 100)], 50))
+
+
+def test_shutdown_waits_for_in_flight_async_sends(cluster):
+    topic = unique("TopicDrain")
+    p = Producer(unique("pg"), cluster.namesrv_addr)
+    p.start()
+    futures = [p.send_async(Message(topic, b"d")) for _ in range(100)]
+    p.shutdown()
+    assert [(f.done(), f.exception()) for f in futures] == [(True, None)] * 100
