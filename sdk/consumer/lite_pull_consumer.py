@@ -88,17 +88,21 @@ class LitePullConsumer(ActiveConsumerBase):
 
     # -------------------------------------------------------------- queues
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Consume ``topic`` with the queues the group's rebalance gives this consumer.
+    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
+        """Consume ``topic`` with the queues the group's rebalance gives this consumer (tag
+        expression, or SQL92 selector with ``expression_type="SQL92"``).
 
         Raises:
-            IllegalArgumentError: illegal topic; ``assign`` was used.
+            IllegalArgumentError: illegal topic or expression type; ``assign`` was used.
         """
         check_name(topic, "topic")
+        if expression_type not in ("TAG", "SQL92"):
+            raise IllegalArgumentError(f"expression_type must be TAG or SQL92, not {expression_type!r}")
         if self._mode == "assign":
             raise IllegalArgumentError("subscribe and assign are mutually exclusive")
         self._mode = "subscribe"
-        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, int(time.time() * 1000))
+        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, int(time.time() * 1000),
+                                                                      expression_type)
         if self.running:
             self.instance.run(self._after_subscribe(topic), self._timeout_s())
 

@@ -99,16 +99,21 @@ class PushConsumer:
 
     # -------------------------------------------------------------- configuration
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe to ``topic`` with a tag expression (``*``, ``TagA``, ``TagA || TagB``).
+    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
+        """Subscribe to ``topic`` with a tag expression (``*``, ``TagA``, ``TagA || TagB``) or,
+        with ``expression_type="SQL92"``, a SQL92 selector over message properties
+        (``"a > 5 AND region = 'eu'"``; the broker must have ``enablePropertyFilter``).
 
         Raises:
-            IllegalArgumentError: illegal topic name.
+            IllegalArgumentError: illegal topic name or expression type.
         """
         check_name(topic, "topic")
+        if expression_type not in ("TAG", "SQL92"):
+            raise IllegalArgumentError(f"expression_type must be TAG or SQL92, not {expression_type!r}")
         # a new version for every change, so brokers replace the group's older subscription
         self._sub_version = max(self._sub_version + 1, int(time.time() * 1000))
-        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, self._sub_version)
+        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, self._sub_version,
+                                                                      expression_type)
         if self._state == "RUNNING":
             inst = self.instance
             inst.run(self._after_subscribe(topic), self.config.mq_client_api_timeout / 1000.0 + 1)
