@@ -32,3 +32,7 @@ lint: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+
+# make bench [QUICK=1] - SDK vs the official C++ client on a reference broker; writes benchmarks/results/
+bench: install
+	$(PY) benchmarks/run.py $(if $(QUICK),--quick,)

@@ -1,0 +1,444 @@
+"""One benchmark scenario for one client, in its own process (started by ``benchmarks/run.py``).
+
+Usage: ``python benchmarks/_worker.py '<json args>'``. Args: ``client`` (``sdk`` | ``cpp``),
+``scenario`` (``sync`` | ``async`` | ``oneway`` | ``batch`` | ``consume`` | ``latency``),
+``namesrv``, ``topic``, ``size`` (body bytes), ``threads``, ``batch``, ``inflight``,
+``max_count`` (messages), ``max_seconds`` (measured phase), ``rate`` (latency, msg/s),
+``group``, ``deadline_s`` (hard stop of the whole process).
+
+The last stdout line is one JSON object: ``count`` (messages done in the measured phase),
+``errors``, ``elapsed_s``, ``cpu_s`` (this process's user+system CPU during the measured phase,
+every thread, native ones included), ``latencies_us`` summary for ``latency``, or ``error``.
+The native C++ library writes to fd 1 on some paths, so the result channel is a duplicate of
+the original stdout and fd 1 points at stderr (as in tests/interop/_cpp_worker.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+_OUT = os.fdopen(os.dup(1), "w", buffering=1)
+os.dup2(2, 1)
+
+
+def cpu_now() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def body_of(size: int, tag: int = 0) -> bytes:
+    """``size`` bytes, printable and NUL-free (the C++ consumer cuts bodies at NUL)."""
+    return (b"%020d" % tag + b"x" * size)[:size] if size >= 20 else b"x" * size
+
+
+class Measure:
+    """Wall and CPU time of the measured phase."""
+
+    def __enter__(self) -> Measure:
+        self.t0, self.c0 = time.perf_counter(), cpu_now()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.elapsed, self.cpu = time.perf_counter() - self.t0, cpu_now() - self.c0
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {}
+    v = sorted(values)
+
+    def p(q: float) -> float:
+        return v[min(len(v) - 1, int(q * len(v)))]
+
+    return {"n": len(v), "p50": p(0.50), "p99": p(0.99), "p999": p(0.999), "max": v[-1]}
+
+
+# ------------------------------------------------------------------------------------------ SDK
+
+def sdk_producer(a: dict) -> Any:
+    from rocketmq_sdk import Producer
+
+    p = Producer(a["group"], a["namesrv"], instance_name=f"bench-{os.getpid()}")
+    p.start()
+    return p
+
+
+def sdk_send_loop(a: dict, send_one: Any) -> dict:
+    """``threads`` threads call ``send_one()`` until max_count or max_seconds."""
+    threads, max_count, max_s = a["threads"], a["max_count"], a["max_seconds"]
+    per = max_count // threads
+    counts = [0] * threads
+    errors = [0] * threads
+    first_error: list[str] = []
+    stop_at = time.perf_counter() + max_s
+
+    def worker(i: int) -> None:
+        n = e = 0
+        while n + e < per:
+            try:
+                send_one()
+                n += 1
+            except Exception as exc:  # counted; the run goes on
+                e += 1
+                if not first_error:
+                    first_error.append(f"{type(exc).__name__}: {exc}"[:300])
+            if (n & 63) == 0 and time.perf_counter() > stop_at:
+                break
+        counts[i], errors[i] = n, e
+
+    ths = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    with Measure() as m:
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+    res = {"count": sum(counts), "errors": sum(errors), "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+    if first_error:
+        res["first_error"] = first_error[0]
+    return res
+
+
+def run_sdk_send(a: dict) -> dict:
+    from rocketmq_sdk import Message
+
+    p = sdk_producer(a)
+    topic, body = a["topic"], body_of(a["size"])
+    try:
+        p.send(Message(topic, body))  # route lookup + connection, outside the measured phase
+        scen = a["scenario"]
+        if scen == "sync":
+            return sdk_send_loop(a, lambda: p.send(Message(topic, body)))
+        if scen == "batch":
+            k = a["batch"]
+            res = sdk_send_loop({**a, "max_count": max(1, a["max_count"] // k)},
+                                lambda: p.send_batch([Message(topic, body) for _ in range(k)]))
+            res["count"] *= k
+            return res
+        if scen == "oneway":
+            return sdk_send_loop(a, lambda: p.send_oneway(Message(topic, body)))
+        if scen == "async":  # Producer.send_async -> concurrent Future, ``inflight`` outstanding
+            total, inflight, max_s = a["max_count"], a["inflight"], a["max_seconds"]
+            sem = threading.BoundedSemaphore(inflight)
+            done = [0, 0]
+            lock = threading.Lock()
+
+            def finish(fut: Any) -> None:
+                ok = fut.exception() is None
+                with lock:
+                    done[0 if ok else 1] += 1
+                sem.release()
+
+            stop_at = time.perf_counter() + max_s
+            with Measure() as m:
+                n = 0
+                for i in range(total):
+                    if not sem.acquire(timeout=30):
+                        break
+                    try:
+                        p.send_async(Message(topic, body)).add_done_callback(finish)
+                    except Exception:
+                        with lock:
+                            done[1] += 1
+                        sem.release()
+                    n += 1
+                    if (i & 255) == 0 and time.perf_counter() > stop_at:
+                        break
+                end = time.monotonic() + 30
+                while time.monotonic() < end and done[0] + done[1] < n:
+                    time.sleep(0.002)
+            return {"count": done[0], "errors": done[1], "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+        raise ValueError(f"unsupported sdk scenario {scen}")
+    finally:
+        p.shutdown()
+
+
+def sdk_consumer(a: dict, on_msgs: Any) -> Any:
+    from rocketmq_sdk import ConsumeConcurrentlyStatus, PushConsumer
+
+    c = PushConsumer(a["group"], a["namesrv"], instance_name=f"bench-{os.getpid()}",
+                     consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    c.subscribe(a["topic"], "*")
+
+    def listener(msgs: list, ctx: Any) -> Any:
+        on_msgs(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    c.register_message_listener(listener)
+    return c
+
+
+def run_sdk_consume(a: dict) -> dict:
+    target, max_s = a["max_count"], a["max_seconds"]
+    lock = threading.Lock()
+    got = [0]
+    done = threading.Event()
+
+    def on_msgs(msgs: list) -> None:
+        with lock:
+            got[0] += len(msgs)
+            if got[0] >= target:
+                done.set()
+
+    c = sdk_consumer(a, on_msgs)
+    with Measure() as m:  # start-up (route, rebalance, offsets) is part of draining a backlog
+        c.start()
+        done.wait(max_s)
+    count = got[0]
+    c.shutdown()
+    return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+
+
+def paced(rate: float, max_count: int, max_s: float, send: Any) -> int:
+    """Call ``send(i, scheduled_ns)`` at ``rate``/s (scheduled times, so a stall shows in latency)."""
+    interval = 1e9 / rate
+    start = time.monotonic_ns() + 50_000_000
+    end = start + int(max_s * 1e9)
+    i = 0
+    while i < max_count:
+        due = start + int(i * interval)
+        if due > end:
+            break
+        now = time.monotonic_ns()
+        if due > now:
+            time.sleep((due - now) / 1e9)
+        send(i, due)
+        i += 1
+    return i
+
+
+def run_sdk_latency(a: dict) -> dict:
+    from rocketmq_sdk import Message
+
+    lat: list[float] = []
+    lock = threading.Lock()
+
+    def on_msgs(msgs: list) -> None:
+        now = time.monotonic_ns()
+        with lock:
+            for msg in msgs:
+                lat.append((now - int(msg.body[:20])) / 1000.0)
+
+    topic, size = a["topic"], max(20, a["size"])
+    p = sdk_producer(a)
+    p.send(Message(topic, body_of(size, time.monotonic_ns())))
+    c = sdk_consumer(a, on_msgs)
+    c.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not lat:  # the warm-up message proves the consumer pulls
+        time.sleep(0.01)
+    with lock:
+        lat.clear()
+    errors = [0]
+
+    def send(i: int, due: int) -> None:
+        fut = p.send_async(Message(topic, body_of(size, due)))
+        fut.add_done_callback(lambda f: f.exception() and errors.__setitem__(0, errors[0] + 1))
+
+    with Measure() as m:
+        sent = paced(a["rate"], a["max_count"], a["max_seconds"], send)
+        wait_end = time.monotonic() + 10
+        while time.monotonic() < wait_end and len(lat) < sent - errors[0]:
+            time.sleep(0.01)
+    c.shutdown()
+    p.shutdown()
+    return {"count": len(lat), "sent": sent, "errors": errors[0], "elapsed_s": m.elapsed, "cpu_s": m.cpu,
+            "latency_us": percentiles(lat)}
+
+
+# ------------------------------------------------------------------------------------------ C++
+
+def cpp_producer(a: dict) -> tuple[Any, Any, Any]:
+    from rocketmq import client
+    from rocketmq.ffi import dll
+
+    p = client.Producer(a["group"])
+    dll.SetProducerLogLevel(p._handle, 2)  # errors only
+    p.set_namesrv_addr(a["namesrv"])
+    if a["scenario"] == "batch":
+        # librocketmq zlib-compresses a whole batch body over 4 KiB, which no broker can split
+        # ("malformed batch body"): batches are sent uncompressed, as the SDK sends them
+        import ctypes
+
+        fn = dll.SetProducerCompressMsgBodyOverHowmuch
+        fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
+        fn(p._handle, 1 << 30)
+    p.start()
+    return client, dll, p
+
+
+def cpp_message(client: Any, dll: Any, topic: str, body: bytes) -> Any:
+    msg = client.Message(topic)
+    dll.SetByteMessageBody(msg, body, len(body))
+    return msg
+
+
+def run_cpp_send(a: dict) -> dict:
+    client, dll, p = cpp_producer(a)
+    topic, body, scen = a["topic"], body_of(a["size"]), a["scenario"]
+    try:
+        p.send_sync(cpp_message(client, dll, topic, body))
+        if scen in ("sync", "oneway"):
+            fn = p.send_sync if scen == "sync" else p.send_oneway
+            return sdk_send_loop(a, lambda: fn(cpp_message(client, dll, topic, body)))
+        if scen == "batch":
+            k = a["batch"]
+            res = sdk_send_loop({**a, "max_count": max(1, a["max_count"] // k)},
+                                lambda: p.send_batch([cpp_message(client, dll, topic, body) for _ in range(k)]))
+            res["count"] *= k
+            return res
+        if scen == "async":
+            total, inflight, max_s = a["max_count"], a["inflight"], a["max_seconds"]
+            sem = threading.BoundedSemaphore(inflight)
+            done = [0, 0]
+            lock = threading.Lock()
+            keep: dict[int, Any] = {}
+
+            def finish(i: int, ok: bool) -> None:
+                with lock:
+                    done[0 if ok else 1] += 1
+                    keep.pop(i, None)
+                sem.release()
+
+            stop_at = time.perf_counter() + max_s
+            with Measure() as m:
+                n = 0
+                for i in range(total):
+                    if not sem.acquire(timeout=30):
+                        break
+                    msg = cpp_message(client, dll, topic, body)
+                    with lock:
+                        keep[i] = msg
+                    try:
+                        p.send_async(msg, lambda _r, i=i: finish(i, True), lambda _e, i=i: finish(i, False))
+                    except Exception:
+                        finish(i, False)
+                    n += 1
+                    if (i & 255) == 0 and time.perf_counter() > stop_at:
+                        break
+                end = time.monotonic() + 30
+                while time.monotonic() < end and done[0] + done[1] < n:
+                    time.sleep(0.005)
+            return {"count": done[0], "errors": done[1], "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+        raise ValueError(f"unsupported cpp scenario {scen}")
+    finally:
+        p.shutdown()
+
+
+def cpp_consumer(a: dict, on_body: Any) -> tuple[Any, Any]:
+    from rocketmq import client
+    from rocketmq.ffi import MSG_CALLBACK_FUNC, dll
+
+    c = client.PushConsumer(a["group"])
+    dll.SetPushConsumerLogLevel(c._handle, 2)
+    c.set_namesrv_addr(a["namesrv"])
+
+    def on_message(_consumer: Any, msg_handle: Any) -> int:
+        try:
+            on_body(dll.GetMessageBody(msg_handle))
+        except Exception:
+            pass
+        return 0
+
+    callback = MSG_CALLBACK_FUNC(on_message)
+    dll.Subscribe(c._handle, a["topic"].encode(), b"*")
+    dll.RegisterMessageCallback(c._handle, callback)
+    return c, callback
+
+
+def run_cpp_consume(a: dict) -> dict:
+    target, max_s = a["max_count"], a["max_seconds"]
+    lock = threading.Lock()
+    got = [0]
+    done = threading.Event()
+
+    def on_body(_body: bytes) -> None:
+        with lock:
+            got[0] += 1
+            if got[0] >= target:
+                done.set()
+
+    c, cb = cpp_consumer(a, on_body)
+    with Measure() as m:
+        c.start()
+        done.wait(max_s)
+    count = got[0]
+    c.shutdown()
+    del cb
+    return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+
+
+def run_cpp_latency(a: dict) -> dict:
+    lat: list[float] = []
+    lock = threading.Lock()
+
+    def on_body(body: bytes) -> None:
+        now = time.monotonic_ns()
+        with lock:
+            lat.append((now - int(body[:20])) / 1000.0)
+
+    topic, size = a["topic"], max(20, a["size"])
+    client, dll, p = cpp_producer(a)
+    p.send_sync(cpp_message(client, dll, topic, body_of(size, time.monotonic_ns())))
+    c, cb = cpp_consumer(a, on_body)
+    c.start()
+    # a new C++ group may start at the end of the queues: send probes until one arrives
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not lat:
+        p.send_sync(cpp_message(client, dll, topic, body_of(size, time.monotonic_ns())))
+        time.sleep(0.2)
+    with lock:
+        lat.clear()
+    errors = [0]
+    keep: list[Any] = []
+
+    def send(i: int, due: int) -> None:
+        msg = cpp_message(client, dll, topic, body_of(size, due))
+        keep.append(msg)
+        try:
+            p.send_async(msg, lambda _r: None, lambda _e: errors.__setitem__(0, errors[0] + 1))
+        except Exception:
+            errors[0] += 1
+
+    with Measure() as m:
+        sent = paced(a["rate"], a["max_count"], a["max_seconds"], send)
+        wait_end = time.monotonic() + 10
+        while time.monotonic() < wait_end and len(lat) < sent - errors[0]:
+            time.sleep(0.01)
+    c.shutdown()
+    p.shutdown()
+    del cb
+    return {"count": len(lat), "sent": sent, "errors": errors[0], "elapsed_s": m.elapsed, "cpu_s": m.cpu,
+            "latency_us": percentiles(lat)}
+
+
+RUNNERS = {
+    ("sdk", "sync"): run_sdk_send, ("sdk", "batch"): run_sdk_send, ("sdk", "async"): run_sdk_send, ("sdk", "oneway"): run_sdk_send,
+    ("sdk", "consume"): run_sdk_consume, ("sdk", "latency"): run_sdk_latency,
+    ("cpp", "sync"): run_cpp_send, ("cpp", "oneway"): run_cpp_send, ("cpp", "batch"): run_cpp_send,
+    ("cpp", "async"): run_cpp_send, ("cpp", "consume"): run_cpp_consume, ("cpp", "latency"): run_cpp_latency,
+}
+
+
+def main() -> None:
+    a = json.loads(sys.argv[1])
+    # hard stop: whatever hangs (native threads included), the process ends by itself
+    signal.signal(signal.SIGALRM, lambda *_: os._exit(3))
+    signal.alarm(int(a.get("deadline_s", 120)))
+    try:
+        res = RUNNERS[(a["client"], a["scenario"])](a)
+    except Exception as exc:
+        res = {"error": f"{type(exc).__name__}: {exc}"}
+    _OUT.write(json.dumps(res) + "\n")
+    _OUT.flush()
+    os._exit(0)  # skip the C++ bindings' __del__ (double shutdown) and lingering threads
+
+
+if __name__ == "__main__":
+    main()
