@@ -15,6 +15,10 @@ from .consumer import (
     AllocateMessageQueueStrategy,
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    LitePullConsumer,
+    PullConsumer,
     PushConsumer,
 )
 from .exceptions import (
@@ -36,6 +40,10 @@ __all__ = [
     "AllocateMessageQueueStrategy",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyContext",
+    "ConsumeOrderlyStatus",
+    "LitePullConsumer",
+    "PullConsumer",
     "ConsumeFromWhere",
     "MessageModel",
     "PushConsumer",
