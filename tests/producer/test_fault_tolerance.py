@@ -61,9 +61,9 @@ def test_stopped_broker_sends_keep_succeeding_on_the_other(brokers, mode):
         results = [send(Message(topic, f"after-{i}".encode())) for i in range(20)]
     assert all(r.send_status is SendStatus.SEND_OK for r in results)
     assert {r.message_queue.broker_name for r in results} == {"broker-a"}
-    # without fault tolerance, round robin keeps trying broker-b first for about half of the sends
+    # without fault tolerance, round robin keeps trying broker-b first (then retries on broker-a)
     tail = rec.addrs[8:]
-    assert tail.count(brokers.addr("broker-b")) >= 5
+    assert tail.count(brokers.addr("broker-b")) >= 3
 
 
 def test_latency_fault_tolerance_avoids_the_failed_broker_for_the_configured_duration(brokers):
