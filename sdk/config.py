@@ -40,7 +40,12 @@ class ClientConfig:
     """Settings shared by every client (Java ``ClientConfig``).
 
     Attributes:
-        namesrv_addr: name server list ``"host:port;host:port"`` (Java ``namesrvAddr``).
+        namesrv_addr: name server list ``"host:port;host:port"`` (Java ``namesrvAddr``); default
+            the ``NAMESRV_ADDR`` environment variable.
+        namesrv_domain: address server (``rocketmq.namesrv.domain``: ``host[:port]`` or a URL)
+            asked for the name server list when ``namesrv_addr`` is unset, then every 2 minutes
+            (default the ``ROCKETMQ_NAMESRV_DOMAIN`` environment variable).
+        namesrv_domain_subgroup: path part of the address server URL (``nsaddr``).
         instance_name: ``"DEFAULT"`` is replaced by ``<pid>#<ns>`` as Java does for producers and
             clustering consumers, so each client object gets its own client instance.
         client_ip: the IP written into the client id (default: the outbound interface's).
@@ -54,6 +59,8 @@ class ClientConfig:
     """
 
     namesrv_addr: str | None = None
+    namesrv_domain: str | None = None
+    namesrv_domain_subgroup: str = "nsaddr"
     instance_name: str = "DEFAULT"
     client_ip: str | None = None
     unit_name: str | None = None
@@ -81,8 +88,17 @@ class ClientConfig:
 
     @property
     def namesrv_addr_list(self) -> list[str]:
-        """The name server addresses (``;``-separated in ``namesrv_addr``)."""
-        return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+        """The name server addresses (``;``-separated in ``namesrv_addr``, else ``$NAMESRV_ADDR``)."""
+        value = self.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
+        return [a.strip() for a in value.split(";") if a.strip()]
+
+    @property
+    def address_server(self) -> str | None:
+        """The address server URL, when ``namesrv_domain`` (or ``$ROCKETMQ_NAMESRV_DOMAIN``) is set."""
+        from .client.namesrv_lookup import address_server_url
+
+        domain = self.namesrv_domain or os.environ.get("ROCKETMQ_NAMESRV_DOMAIN")
+        return address_server_url(domain, self.namesrv_domain_subgroup) if domain else None
 
     def build_client_id(self) -> str:
         """Java ``buildMQClientId``: ``ip@instanceName[@unitName]``; ``DEFAULT`` becomes

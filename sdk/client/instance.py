@@ -24,6 +24,7 @@ from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
 from ..remoting.loop import EventLoopThread
 from .mq_client_api import MQClientAPI
+from .namesrv_lookup import fetch_namesrv_addr
 from .route import TopicPublishInfo, publish_info_from_route, subscribe_queues_from_route, tbw102_route_for
 
 __all__ = ["ConsumerInner", "MQClientInstance", "ProducerInner", "get_client_instance"]
@@ -31,6 +32,9 @@ __all__ = ["ConsumerInner", "MQClientInstance", "ProducerInner", "get_client_ins
 log = logging.getLogger("rocketmq_sdk.client")
 
 T = TypeVar("T")
+
+#: Java ``fetchNameServerAddr`` period (2 minutes), ms.
+NAMESRV_FETCH_INTERVAL_MS = 120_000
 
 
 class ProducerInner(Protocol):
@@ -105,13 +109,28 @@ class MQClientInstance:
         self._rebalance_event = asyncio.Event()
         self._heartbeat_lock = asyncio.Lock()
         cfg = self.config
-        self._tasks = [
+        if cfg.address_server and not cfg.namesrv_addr_list:
+            await self.fetch_namesrv_addrs()
+            self._tasks.append(self._spawn(self._periodic("name server address fetch", NAMESRV_FETCH_INTERVAL_MS,
+                                                          self.fetch_namesrv_addrs)))
+        self._tasks += [
             self._spawn(self._periodic("route refresh", cfg.poll_name_server_interval, self.update_all_routes)),
             self._spawn(self._periodic("heartbeat", cfg.heartbeat_broker_interval, self.send_heartbeat_to_all)),
             self._spawn(self._periodic("offset persist", cfg.persist_consumer_offset_interval,
                                        self.persist_all_offsets)),
             self._spawn(self._rebalance_loop()),
         ]
+
+    async def fetch_namesrv_addrs(self) -> None:
+        """Ask the address server (``namesrv_domain``) for the name server list; a failed fetch
+        keeps the current list."""
+        url = self.config.address_server
+        if not url:
+            return
+        addrs = await asyncio.get_running_loop().run_in_executor(
+            None, fetch_namesrv_addr, url, self.config.mq_client_api_timeout / 1000.0)
+        if addrs and self.api.namesrv.update(addrs):
+            log.info("client %s: name servers from %s: %s", self.client_id, url, ";".join(addrs))
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(coro)

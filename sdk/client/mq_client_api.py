@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Iterator
 
 from ..exceptions import MQBrokerError, RemotingError, TopicNotExistError
 from ..protocol.bodies import ConsumerListBody, HeartbeatData, TopicRouteData
@@ -48,17 +49,32 @@ class NameServerList:
         self._index = random.randrange(999)
         self.chosen: str | None = None
 
-    def candidates(self) -> list[str]:
-        """Addresses to try for one request, the chosen one first."""
-        if not self.addrs:
-            return []
-        out = [self.chosen] if self.chosen in self.addrs else []
+    def update(self, addrs: list[str]) -> bool:
+        """Replace the list (shuffled, as Java does when it changes); True if it changed."""
+        if sorted(addrs) == sorted(self.addrs):
+            return False
+        addrs = list(addrs)
+        random.shuffle(addrs)
+        self.addrs = addrs
+        if self.chosen not in addrs:
+            self.chosen = None
+        return True
+
+    def candidates(self) -> Iterator[str]:
+        """Addresses to try for one request, lazily: the chosen one, then the next ones in round
+        robin order (the index only advances for addresses actually tried, as Java's)."""
+        tried: set[str] = set()
+        if self.chosen in self.addrs:
+            tried.add(self.chosen)
+            yield self.chosen
         for _ in range(len(self.addrs)):
+            if not self.addrs:
+                return
             self._index += 1
             addr = self.addrs[self._index % len(self.addrs)]
-            if addr not in out:
-                out.append(addr)
-        return out
+            if addr not in tried:
+                tried.add(addr)
+                yield addr
 
 
 def _check(resp: RemotingCommand, addr: str) -> RemotingCommand:
@@ -90,11 +106,10 @@ class MQClientAPI:
             MQBrokerError: no name server address configured (code -1).
             RemotingError: every name server failed (the last error).
         """
-        candidates = self.namesrv.candidates()
-        if not candidates:
+        if not self.namesrv.addrs:
             raise MQBrokerError(-1, "no name server address configured (namesrv_addr)")
         last: RemotingError | None = None
-        for addr in candidates:
+        for addr in self.namesrv.candidates():
             try:
                 resp = await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms)
             except RemotingError as exc:

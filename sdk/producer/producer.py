@@ -132,8 +132,8 @@ class Producer:
         with self._state_lock:
             if self._state != "CREATED":
                 raise ClientStateError(f"producer {self.group} cannot start: it is {self._state}")
-            if not self.config.namesrv_addr_list:
-                raise ClientStateError("namesrv_addr is not set")
+            if not self.config.namesrv_addr_list and not self.config.address_server:
+                raise ClientStateError("no name server: set namesrv_addr (or $NAMESRV_ADDR) or namesrv_domain")
             inst = get_client_instance(self.config)
             inst.register_producer(self)
             try:
