@@ -31,7 +31,8 @@ def owned(consumer, topic: str) -> set:
 
 def pull_queue(consumer, broker_name: str, topic: str, queue_id: int = 0, group: str = "probe") -> list:
     """Every message of one queue, pulled straight from the broker through ``consumer``'s
-    client instance (works for topics the name server does not list yet, e.g. a new DLQ)."""
+    client instance (works for topics the name server does not list yet, e.g. a new DLQ);
+    [] while the topic does not exist."""
     from rocketmq_sdk.protocol.codes import PullSysFlag
     from rocketmq_sdk.protocol.headers import PullMessageRequestHeader
     from rocketmq_sdk.protocol.message import PullStatus
@@ -42,5 +43,12 @@ def pull_queue(consumer, broker_name: str, topic: str, queue_id: int = 0, group:
                                       max_msg_nums=32, sys_flag=PullSysFlag.build(False, False, True), commit_offset=0,
                                       suspend_timeout_millis=0, subscription="*", sub_version=0,
                                       expression_type="TAG")
-    result = inst.run(inst.api.pull_message(addr, header, 3000), 5)
+    from rocketmq_sdk.exceptions import MQBrokerError
+
+    try:
+        result = inst.run(inst.api.pull_message(addr, header, 3000), 5)
+    except MQBrokerError as exc:
+        if exc.code == 17:  # TOPIC_NOT_EXIST: nothing there yet
+            return []
+        raise
     return list(result.msg_found_list) if result.pull_status is PullStatus.FOUND else []
