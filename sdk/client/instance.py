@@ -90,6 +90,8 @@ class MQClientInstance:
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_running_info)
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
+        self.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        self.remoting.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
 
     # -------------------------------------------------------------- sync helpers
 
@@ -337,6 +339,43 @@ class MQClientInstance:
         log.info("broker %s resets the offsets of group %s, topic %s", getattr(channel, "remote_addr", "?"),
                  h.group, h.topic)
         await reset(h.topic or "", ResetOffsetBody.from_json(cmd.body).offset_table)
+        return None
+
+    async def _on_consume_message_directly(self, channel: Any, cmd: RemotingCommand) -> RemotingCommand:
+        """CONSUME_MESSAGE_DIRECTLY (309): the group's listener consumes the message in the body
+        (off the loop); the answer is its ConsumeMessageDirectlyResult."""
+        from ..protocol.headers import ConsumeMessageDirectlyResultRequestHeader
+        from ..protocol.message_codec import decode_message
+
+        h = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(cmd.ext_fields)
+        fn = getattr(self.consumers.get(h.consumer_group or ""), "consume_message_directly", None)
+        if fn is None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR,
+                                f"The Consumer Group <{h.consumer_group}> not exist in this consumer")
+        msg, _ = decode_message(cmd.body)
+        result = await asyncio.to_thread(fn, msg, h.broker_name)
+        return cmd.response(ResponseCode.SUCCESS, body=result.to_json())
+
+    async def _on_check_transaction_state(self, channel: Any, cmd: RemotingCommand) -> None:
+        """CHECK_TRANSACTION_STATE (39, oneway): hand the message to the producer of its
+        ``PGROUP`` (``check_transaction_state(addr, msg, header)``, a TransactionProducer)."""
+        from ..protocol.codes import MessageConst
+        from ..protocol.headers import CheckTransactionStateRequestHeader
+        from ..protocol.message_codec import decode_messages
+
+        header = CheckTransactionStateRequestHeader.from_ext_fields(cmd.ext_fields)
+        msgs = decode_messages(cmd.body) if cmd.body else []
+        if not msgs:
+            log.warning("transaction check without a message from %s; ignored", getattr(channel, "remote_addr", "?"))
+            return None
+        msg = msgs[0]
+        msg.transaction_id = header.transaction_id or msg.get_property(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        group = msg.get_property(MessageConst.PRODUCER_GROUP) or ""
+        check = getattr(self.producers.get(group), "check_transaction_state", None)
+        if check is None:
+            log.warning("transaction check for group %r, which has no transaction producer here; ignored", group)
+            return None
+        check(channel.remote_addr, msg, header)
         return None
 
     async def _on_consumer_ids_changed(self, channel: Any, cmd: RemotingCommand) -> None:

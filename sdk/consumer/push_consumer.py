@@ -23,6 +23,7 @@ from ..config import ConsumerConfig
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, MQError
 from ..protocol.bodies import (
     ConsumeFromWhere,
+    ConsumeMessageDirectlyResult,
     ConsumerData,
     ConsumerRunningInfo,
     ConsumeType,
@@ -35,6 +36,7 @@ from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrateg
 from .backlog import QueueLag, collect_lags
 from .consume_orderly import ConsumeMessageOrderlyService
 from .consume_service import ConsumeMessageConcurrentlyService
+from .direct_consume import consume_directly
 from .listener import MessageListenerConcurrently, MessageListenerOrderly
 from .listener_adapters import AsyncListenerRunner, TopicDispatcher, is_async_listener
 from .offset_store import (
@@ -436,6 +438,11 @@ class PushConsumer:
             addr, group=self.group, commit_log_offset=msg.commit_log_offset, delay_level=delay_level,
             origin_msg_id=msg.msg_id, origin_topic=msg.topic,
             max_reconsume_times=self.config.effective_max_reconsume_times, broker_name=mq.broker_name)
+
+    def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
+        """Broker request CONSUME_MESSAGE_DIRECTLY (309): run the listener on ``msg`` and say
+        how it went (blocking; see ``direct_consume``)."""
+        return consume_directly(self, msg, broker_name)
 
     def lag_report(self, topic: str | None = None) -> list[QueueLag]:
         """Per-queue backlog of the queues this consumer owns (``%RETRY%`` included), sorted:
