@@ -1,0 +1,5 @@
+"""``python -m rocketmq_sdk.admin``: the ``rocketmq-admin`` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,431 @@
+"""``rocketmq-admin``: mqadmin's commands over :class:`AdminClient`.
+
+Subcommands and short flags follow Apache RocketMQ's ``mqadmin`` (``-n`` name servers, ``-t``
+topic, ``-g`` group, ``-c`` cluster, ``-b`` broker...). Output is an aligned table by default,
+JSON with ``--json``. Exit codes: 0 success, 1 the operation failed (message on stderr),
+2 usage error. ``NAMESRV_ADDR`` is used when ``-n`` is not given.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rocketmq_sdk.exceptions import IllegalArgumentError, MQError
+
+from .client import AdminClient, parse_namesrv_addr
+from .models import ConsumerProgress, to_jsonable
+from .render import fmt_ms, key_values, message_block, table
+
+__all__ = ["cli", "main"]
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class AdminCommand(click.Command):
+    """A subcommand whose RocketMQ errors become ``ERROR: ...`` on stderr and exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MQError as exc:
+            click.echo(f"ERROR: {exc}", err=True)
+            ctx.exit(1)
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="rocketmq-python-sdk", message="rocketmq-admin %(version)s")
+def cli() -> None:
+    """RocketMQ 4.x administration (mqadmin's commands). NAMESRV_ADDR is honoured."""
+
+
+def command(name: str, help_text: str) -> Callable:
+    """Register a subcommand with the common options -n/--namesrvAddr, --json and --timeout;
+    the callback receives an open ``admin`` client and ``as_json``."""
+
+    def deco(fn: Callable) -> Callable:
+        @cli.command(name, cls=AdminCommand, help=help_text, context_settings=CONTEXT_SETTINGS)
+        @click.option("-n", "--namesrvAddr", "namesrv", metavar="ADDR",
+                      help="name servers, 'host:port;host:port' (default $NAMESRV_ADDR)")
+        @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
+        @click.option("--timeout", "timeout_ms", type=click.IntRange(min=1), default=5000, show_default=True,
+                      help="request timeout in ms")
+        @functools.wraps(fn)
+        def wrapper(namesrv: str | None, as_json: bool, timeout_ms: int, **kwargs: Any) -> None:
+            try:
+                addrs = parse_namesrv_addr(namesrv)
+            except IllegalArgumentError as exc:
+                raise click.UsageError(str(exc)) from None
+            with AdminClient(addrs, timeout_ms=timeout_ms) as admin:
+                fn(admin=admin, as_json=as_json, **kwargs)
+
+        return wrapper
+
+    return deco
+
+
+def emit(as_json: bool, data: Any, text: Callable[[], str]) -> None:
+    """Print ``data`` as JSON, or the text ``text()`` renders."""
+    if as_json:
+        click.echo(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False, sort_keys=False))
+    else:
+        click.echo(text())
+
+
+def require_one(**opts: Any) -> None:
+    if not any(v for v in opts.values()):
+        names = " or ".join(f"-{k}" for k in opts)
+        raise click.UsageError(f"give {names}")
+
+
+def parse_time_ms(value: str) -> int:
+    """mqadmin's timestamp forms: epoch ms, ``now``, or ``yyyy-MM-dd#HH:mm:ss:SSS`` (local)."""
+    v = value.strip()
+    if v == "now":
+        return int(time.time() * 1000)
+    if v.lstrip("-").isdigit():
+        return int(v)
+    for fmt in ("%Y-%m-%d#%H:%M:%S:%f", "%Y-%m-%d#%H:%M:%S", "%Y-%m-%dT%H:%M:%S"):
+        try:
+            return int(_dt.datetime.strptime(v, fmt).timestamp() * 1000)
+        except ValueError:
+            continue
+    raise click.BadParameter(f"{value!r} is not epoch ms, 'now' or yyyy-MM-dd#HH:mm:ss:SSS")
+
+
+TIME = click.STRING
+BOOL = click.BOOL
+
+# ---------------------------------------------------------------------------------- topics
+
+
+@command("updateTopic", "Create or update a topic on a broker (-b) or every master of a cluster (-c).")
+@click.option("-t", "--topic", required=True)
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+@click.option("-r", "--readQueueNums", "read_queue_nums", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("-w", "--writeQueueNums", "write_queue_nums", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("-p", "--perm", type=click.Choice(["2", "4", "6"]), default="6", show_default=True,
+              help="2 write, 4 read, 6 read+write")
+@click.option("-o", "--order", type=BOOL, default=False, show_default=True, help="ordered topic")
+def update_topic(admin: AdminClient, as_json: bool, topic: str, broker_addr: str | None, cluster: str | None,
+                 read_queue_nums: int, write_queue_nums: int, perm: str, order: bool) -> None:
+    require_one(b=broker_addr, c=cluster)
+    addrs = admin.create_topic(topic, cluster=cluster, broker_addr=broker_addr, read_queue_nums=read_queue_nums,
+                               write_queue_nums=write_queue_nums, perm=int(perm), order=order)
+    data = {"topic": topic, "readQueueNums": read_queue_nums, "writeQueueNums": write_queue_nums,
+            "perm": int(perm), "order": order, "brokers": addrs}
+    emit(as_json, data, lambda: "\n".join(f"create topic to {a} success." for a in addrs)
+         + f"\nTopicConfig [topicName={topic}, readQueueNums={read_queue_nums}, writeQueueNums={write_queue_nums}, "
+           f"perm={perm}, order={str(order).lower()}]")
+
+
+@command("deleteTopic", "Delete a topic from every master of a cluster and from the name servers.")
+@click.option("-t", "--topic", required=True)
+@click.option("-c", "--clusterName", "cluster", required=True)
+def delete_topic(admin: AdminClient, as_json: bool, topic: str, cluster: str) -> None:
+    addrs = admin.delete_topic(topic, cluster=cluster)
+    emit(as_json, {"topic": topic, "cluster": cluster, "brokers": addrs},
+         lambda: f"delete topic [{topic}] from cluster [{cluster}] success.")
+
+
+@command("topicList", "List the topics the name server knows.")
+def topic_list(admin: AdminClient, as_json: bool) -> None:
+    topics = admin.topic_list()
+    emit(as_json, topics, lambda: "\n".join(topics))
+
+
+@command("topicRoute", "Show a topic's route: brokers and queues.")
+@click.option("-t", "--topic", required=True)
+def topic_route(admin: AdminClient, as_json: bool, topic: str) -> None:
+    route = admin.topic_route(topic)
+    if as_json:
+        click.echo(json.dumps(json.loads(route.to_json(standard=True)), indent=2))
+        return
+    brokers = table(["#Cluster", "#Broker Name", "#BID", "#Addr"],
+                    [(bd.cluster, bd.broker_name, bid, addr)
+                     for bd in sorted(route.broker_datas, key=lambda b: b.broker_name)
+                     for bid, addr in sorted(bd.broker_addrs.items())])
+    queues = table(["#Broker Name", "#Read Queues", "#Write Queues", "#Perm", "#Sys Flag"],
+                   [(q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag)
+                    for q in sorted(route.queue_datas, key=lambda q: q.broker_name)])
+    click.echo(brokers + "\n\n" + queues)
+
+
+@command("topicStatus", "Per-queue min/max offsets and last update time of a topic.")
+@click.option("-t", "--topic", required=True)
+def topic_status(admin: AdminClient, as_json: bool, topic: str) -> None:
+    rows = admin.topic_status(topic)
+    emit(as_json, rows, lambda: table(
+        ["#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"],
+        [(q.broker_name, q.queue_id, q.min_offset, q.max_offset, fmt_ms(q.last_update_timestamp)) for q in rows],
+        numeric=(1, 2, 3)))
+
+
+# ---------------------------------------------------------------------------------- cluster
+
+
+@command("clusterList", "List clusters and their brokers (address, role, version, TPS).")
+@click.option("-c", "--clusterName", "cluster", help="only this cluster")
+def cluster_list(admin: AdminClient, as_json: bool, cluster: str | None) -> None:
+    rows = [b for b in admin.cluster_list() if not cluster or b.cluster == cluster]
+    emit(as_json, rows, lambda: table(
+        ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role", "#Version", "#InTPS", "#OutTPS"],
+        [(b.cluster, b.broker_name, b.broker_id, b.addr, b.role, b.version, b.in_tps, b.out_tps) for b in rows],
+        numeric=(2, 6, 7)))
+
+
+def _broker_targets(admin: AdminClient, broker_addr: str | None, cluster: str | None) -> list[str]:
+    require_one(b=broker_addr, c=cluster)
+    return [broker_addr] if broker_addr else admin.cluster_broker_addrs(cluster or "")
+
+
+@command("brokerStatus", "Runtime statistics of a broker (-b) or of every master of a cluster (-c).")
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+def broker_status(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None) -> None:
+    data = {a: admin.broker_runtime_info(a) for a in _broker_targets(admin, broker_addr, cluster)}
+    emit(as_json, data, lambda: "\n\n".join(
+        (f"[{a}]\n" if len(data) > 1 else "") + key_values(sorted(t.items())) for a, t in data.items()))
+
+
+@command("getBrokerConfig", "Configuration of a broker (-b) or of every master of a cluster (-c).")
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+def get_broker_config(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None) -> None:
+    data = {a: admin.broker_config(a) for a in _broker_targets(admin, broker_addr, cluster)}
+    emit(as_json, data, lambda: "\n\n".join(
+        f"============{a}============\n" + key_values(sorted(c.items())) for a, c in data.items()))
+
+
+# ---------------------------------------------------------------------------------- groups
+
+
+def _progress_table(p: ConsumerProgress) -> str:
+    body = table(["#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime"],
+                 [(q.topic, q.broker_name, q.queue_id, q.broker_offset, q.consumer_offset, q.lag,
+                   fmt_ms(q.last_timestamp)) for q in p.queues], numeric=(2, 3, 4, 5))
+    return body + f"\n\nConsume TPS: {p.consume_tps:.2f}\nDiff Total: {p.total_lag}"
+
+
+@command("consumerProgress", "A consumer group's offsets and lag per queue; --watch refreshes it.")
+@click.option("-g", "--groupName", "group", required=True)
+@click.option("-t", "--topic", help="only this topic")
+@click.option("--watch", is_flag=True, help="refresh until interrupted (or --count refreshes)")
+@click.option("--interval", type=click.FloatRange(min=0.0), default=2.0, show_default=True,
+              help="seconds between refreshes")
+@click.option("--count", type=click.IntRange(min=1), help="stop after this many refreshes")
+def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic: str | None, watch: bool,
+                      interval: float, count: int | None) -> None:
+    if not watch:
+        p = admin.consumer_progress(group, topic)
+        emit(as_json, p, lambda: _progress_table(p))
+        return
+    tty = sys.stdout.isatty() and not as_json
+    n = 0
+    try:
+        while True:
+            p = admin.consumer_progress(group, topic)
+            n += 1
+            stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+            if as_json:
+                click.echo(json.dumps({"time": stamp, **to_jsonable(p)}, ensure_ascii=False))
+            elif tty:
+                click.echo("\x1b[H\x1b[2J" + f"{stamp}  group {group}  (every {interval:g}s, Ctrl-C to stop)\n\n"
+                           + _progress_table(p))
+            else:
+                click.echo(f"{stamp}  group={group}  queues={len(p.queues)}  "
+                           f"tps={p.consume_tps:.2f}  lag={p.total_lag}")
+            if count is not None and n >= count:
+                return
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return
+
+
+@command("consumerConnection", "The clients online in a consumer group and their subscriptions.")
+@click.option("-g", "--consumerGroup", "group", required=True)
+def consumer_connection(admin: AdminClient, as_json: bool, group: str) -> None:
+    c = admin.consumer_connection(group)
+
+    def text() -> str:
+        conns = table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"],
+                      [(i, x.client_id, x.client_addr, x.language, x.version)
+                       for i, x in enumerate(c.connections, 1)], numeric=(0, 4))
+        subs = table(["#Topic", "#SubExpression"], [(s.topic, s.expression) for s in c.subscriptions])
+        return (conns + "\n\nBelow is subscription:\n" + subs + "\n\n"
+                + key_values([("ConsumeType:", c.consume_type), ("MessageModel:", c.message_model),
+                              ("ConsumeFromWhere:", c.consume_from_where)]))
+
+    emit(as_json, c, text)
+
+
+@command("consumerStatus", "Running info of a group's consumers (asked through the broker).")
+@click.option("-g", "--consumerGroup", "group", required=True)
+@click.option("-i", "--clientId", "client_id")
+@click.option("-s", "--jstackEnable", "jstack", type=BOOL, default=False)
+def consumer_status(admin: AdminClient, as_json: bool, group: str, client_id: str | None, jstack: bool) -> None:
+    infos = admin.consumer_running_info(group, client_id, jstack)
+    data = {cid: json.loads(info.to_json(standard=True)) for cid, info in infos.items()}
+    emit(as_json, data, lambda: "\n\n".join(
+        f"[{cid}]\n" + key_values(sorted(d.get("properties", {}).items()))
+        + "\nqueues: " + str(len(d.get("mqTable", {}))) for cid, d in data.items()))
+
+
+@command("updateSubGroup", "Create or update a subscription group on a broker (-b) or cluster (-c).")
+@click.option("-g", "--groupName", "group", required=True)
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+@click.option("-s", "--consumeEnable", "consume_enable", type=BOOL, default=True, show_default=True)
+@click.option("-m", "--consumeFromMinEnable", "consume_from_min", type=BOOL, default=False, show_default=True)
+@click.option("-d", "--consumeBroadcastEnable", "broadcast", type=BOOL, default=False, show_default=True)
+@click.option("-q", "--retryQueueNums", "retry_queue_nums", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option("-r", "--retryMaxTimes", "retry_max_times", type=click.IntRange(min=-1), default=16,
+              show_default=True)
+@click.option("-i", "--brokerId", "broker_id", type=int, default=0, show_default=True)
+@click.option("-w", "--whichBrokerWhenConsumeSlowly", "slow_broker", type=int, default=1, show_default=True)
+@click.option("-a", "--notifyConsumerIdsChanged", "notify", type=BOOL, default=True, show_default=True)
+def update_sub_group(admin: AdminClient, as_json: bool, group: str, broker_addr: str | None, cluster: str | None,
+                     consume_enable: bool, consume_from_min: bool, broadcast: bool, retry_queue_nums: int,
+                     retry_max_times: int, broker_id: int, slow_broker: int, notify: bool) -> None:
+    require_one(b=broker_addr, c=cluster)
+    addrs = admin.update_subscription_group(
+        group, cluster=cluster, broker_addr=broker_addr, consume_enable=consume_enable,
+        consume_from_min_enable=consume_from_min, consume_broadcast_enable=broadcast,
+        retry_queue_nums=retry_queue_nums, retry_max_times=retry_max_times, broker_id=broker_id,
+        which_broker_when_consume_slowly=slow_broker, notify_consumer_ids_changed_enable=notify)
+    emit(as_json, {"group": group, "brokers": addrs},
+         lambda: "\n".join(f"create subscription group to {a} success." for a in addrs))
+
+
+@command("resetOffsetByTime", "Reset a group's offsets on a topic to a point in time (online clients follow).")
+@click.option("-g", "--group", required=True)
+@click.option("-t", "--topic", required=True)
+@click.option("-s", "--timestamp", "when", required=True,
+              help="epoch ms, 'now', or yyyy-MM-dd#HH:mm:ss:SSS")
+@click.option("-f", "--force", type=BOOL, default=True, show_default=True)
+def reset_offset_by_time(admin: AdminClient, as_json: bool, group: str, topic: str, when: str, force: bool) -> None:
+    ts = parse_time_ms(when)
+    rows = admin.reset_offset_by_time(group, topic, ts, force=force)
+    emit(as_json, rows, lambda: f"reset consumer offset of group {group} on {topic} to {fmt_ms(ts)}\n" + table(
+        ["#Broker Name", "#Queue", "#Offset"], [(e.broker_name, e.queue_id, e.offset) for e in rows],
+        numeric=(1, 2)))
+
+
+# ---------------------------------------------------------------------------------- messages
+
+
+def _show_messages(as_json: bool, msgs: list) -> None:
+    emit(as_json, msgs, lambda: "\n\n".join(message_block(m) for m in msgs))
+
+
+@command("queryMsgById", "Show a message by id (offset id, or unique id with -t); -g/-d resends it to a consumer.")
+@click.option("-i", "--msgId", "msg_id", required=True)
+@click.option("-t", "--topic", help="topic, to look the id up as a unique (client) id")
+@click.option("-g", "--consumerGroup", "group", help="resend the message to this group's consumer")
+@click.option("-d", "--clientId", "client_id", help="the consumer client id (default: every client)")
+def query_msg_by_id(admin: AdminClient, as_json: bool, msg_id: str, topic: str | None, group: str | None,
+                    client_id: str | None) -> None:
+    if group:
+        results = admin.consume_message_directly(group, msg_id, client_id, topic)
+        data = {cid: json.loads(r.to_json(standard=True)) for cid, r in results.items()}
+        emit(as_json, data, lambda: table(["#ClientId", "#Result", "#SpentMs", "#Remark"],
+                                          [(cid, d.get("consumeResult"), d.get("spentTimeMills"), d.get("remark"))
+                                           for cid, d in data.items()]))
+        return
+    _show_messages(as_json, [admin.query_message_by_id(msg_id, topic)])
+
+
+@command("queryMsgByUniqueKey", "Show a message by its unique (client) id.")
+@click.option("-i", "--msgId", "msg_id", required=True)
+@click.option("-t", "--topic", required=True)
+def query_msg_by_unique_key(admin: AdminClient, as_json: bool, msg_id: str, topic: str) -> None:
+    _show_messages(as_json, [admin.query_message_by_unique_key(topic, msg_id)])
+
+
+@command("queryMsgByKey", "Messages of a topic with a key (optionally within a time range).")
+@click.option("-t", "--topic", required=True)
+@click.option("-k", "--msgKey", "key", required=True)
+@click.option("-b", "--beginTimestamp", "begin", default="0", help="epoch ms / 'now' / yyyy-MM-dd#HH:mm:ss:SSS")
+@click.option("-e", "--endTimestamp", "end", help="same forms; default: no limit")
+@click.option("-c", "--maxNum", "max_num", type=click.IntRange(min=1), default=64, show_default=True)
+def query_msg_by_key(admin: AdminClient, as_json: bool, topic: str, key: str, begin: str, end: str | None,
+                     max_num: int) -> None:
+    kwargs: dict[str, int] = {"begin_ms": parse_time_ms(begin)}
+    if end is not None:
+        kwargs["end_ms"] = parse_time_ms(end)
+    msgs = admin.query_message_by_key(topic, key, max_num=max_num, **kwargs)
+    emit(as_json, msgs, lambda: table(["#Message ID", "#QID", "#Offset", "#Store Time", "#Tags"],
+                                      [(m.msg_id, m.queue_id, m.queue_offset, fmt_ms(m.store_timestamp), m.tags)
+                                       for m in msgs], numeric=(1, 2)))
+
+
+@command("queryMsgByOffset", "Show the message at an offset of a queue.")
+@click.option("-t", "--topic", required=True)
+@click.option("-b", "--brokerName", "broker_name", required=True)
+@click.option("-i", "--queueId", "queue_id", type=click.IntRange(min=0), required=True)
+@click.option("-o", "--offset", type=click.IntRange(min=0), required=True)
+def query_msg_by_offset(admin: AdminClient, as_json: bool, topic: str, broker_name: str, queue_id: int,
+                        offset: int) -> None:
+    _show_messages(as_json, [admin.query_message_by_offset(topic, broker_name, queue_id, offset)])
+
+
+# ---------------------------------------------------------------------------------- name server
+
+
+@command("wipeWritePerm", "Remove a broker's write permission on the name servers (drain before maintenance).")
+@click.option("-b", "--brokerName", "broker_name", required=True)
+def wipe_write_perm(admin: AdminClient, as_json: bool, broker_name: str) -> None:
+    counts = admin.wipe_write_perm(broker_name)
+    emit(as_json, counts, lambda: "\n".join(
+        f"wipe write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+
+
+@command("addWritePerm", "Give a broker its write permission back on the name servers.")
+@click.option("-b", "--brokerName", "broker_name", required=True)
+def add_write_perm(admin: AdminClient, as_json: bool, broker_name: str) -> None:
+    counts = admin.add_write_perm(broker_name)
+    emit(as_json, counts, lambda: "\n".join(
+        f"add write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+
+
+@command("updateKvConfig", "Create or update a KV config entry on the name servers.")
+@click.option("-s", "--namespace", required=True)
+@click.option("-k", "--key", required=True)
+@click.option("-v", "--value", required=True)
+def update_kv_config(admin: AdminClient, as_json: bool, namespace: str, key: str, value: str) -> None:
+    admin.put_kv_config(namespace, key, value)
+    emit(as_json, {"namespace": namespace, "key": key, "value": value}, lambda: "update kv config in namespace success.")
+
+
+@command("deleteKvConfig", "Delete a KV config entry from the name servers.")
+@click.option("-s", "--namespace", required=True)
+@click.option("-k", "--key", required=True)
+def delete_kv_config(admin: AdminClient, as_json: bool, namespace: str, key: str) -> None:
+    admin.delete_kv_config(namespace, key)
+    emit(as_json, {"namespace": namespace, "key": key}, lambda: "delete kv config from namespace success.")
+
+
+@command("getKvConfig", "Read a KV config entry (or, without -k, the whole namespace).")
+@click.option("-s", "--namespace", required=True)
+@click.option("-k", "--key")
+def get_kv_config(admin: AdminClient, as_json: bool, namespace: str, key: str | None) -> None:
+    if key is None:
+        kv = admin.kv_list(namespace)
+        emit(as_json, kv, lambda: table(["#Key", "#Value"], sorted(kv.items())))
+        return
+    value = admin.get_kv_config(namespace, key)
+    if value is None:
+        raise MQError(f"no key {key!r} in namespace {namespace!r}")
+    emit(as_json, {"namespace": namespace, "key": key, "value": value}, lambda: value)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (``rocketmq-admin``)."""
+    cli.main(args=argv, prog_name="rocketmq-admin")
