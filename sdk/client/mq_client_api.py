@@ -17,6 +17,7 @@ from ..protocol.codes import RequestCode, ResponseCode
 from ..protocol.headers import (
     ConsumerGroupRequestHeader,
     ConsumerSendMsgBackRequestHeader,
+    EndTransactionRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
@@ -182,6 +183,17 @@ class MQClientAPI:
             RemotingError: cannot connect, or the socket did not drain within ``timeout_ms``.
         """
         await self.remoting.invoke_oneway(addr, _new_request(code, header, body, oneway=True), timeout_ms)
+
+    async def end_transaction_oneway(self, addr: str, header: EndTransactionRequestHeader, *,
+                                     remark: str | None = None, timeout_ms: float = 3000.0) -> None:
+        """END_TRANSACTION (37), oneway as Java (commit 8, rollback 12, unknown 0).
+
+        Raises:
+            RemotingError: cannot connect or write.
+        """
+        cmd = _new_request(RequestCode.END_TRANSACTION, header.to_ext_fields(), oneway=True)
+        cmd.remark = remark
+        await self.remoting.invoke_oneway(addr, cmd, timeout_ms)
 
     # -------------------------------------------------------------- heartbeat, clients
 

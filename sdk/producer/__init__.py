@@ -9,10 +9,20 @@ from .selector import (
     SelectMessageQueueByRandom,
     java_hash_code,
 )
+from .transaction import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "RETRY_RESPONSE_CODES",
+    "LocalTransactionState",
     "MQFaultStrategy",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "SendCallback",
     "split_batches",
     "MessageQueueSelector",
