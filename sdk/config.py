@@ -56,6 +56,8 @@ class ClientConfig:
         mq_client_api_timeout: timeout of admin-like requests (routes, offsets...), ms (3000).
         connect_timeout: TCP connect timeout, ms (3000).
         rpc_hooks: objects with ``before_request``/``after_response`` (e.g. ACL signing).
+        access_key / secret_key / security_token: ACL credentials; when ``access_key`` is set
+            every request is signed (``AclClientRPCHook``, HMAC-SHA1, protocol doc §6.8).
     """
 
     namesrv_addr: str | None = None
@@ -70,6 +72,9 @@ class ClientConfig:
     mq_client_api_timeout: int = 3_000
     connect_timeout: int = 3_000
     rpc_hooks: tuple[Any, ...] = ()
+    access_key: str | None = None
+    secret_key: str | None = None
+    security_token: str | None = None
 
     @classmethod
     def from_kwargs(cls: type[C], **kwargs: Any) -> C:
@@ -85,6 +90,17 @@ class ClientConfig:
         if "rpc_hooks" in kwargs:
             kwargs["rpc_hooks"] = tuple(kwargs["rpc_hooks"] or ())
         return cls(**kwargs)
+
+    @property
+    def effective_rpc_hooks(self) -> list[Any]:
+        """``rpc_hooks`` plus, with ``access_key``, an ``AclClientRPCHook`` (last: it signs the
+        request as the other hooks left it)."""
+        hooks = list(self.rpc_hooks)
+        if self.access_key:
+            from .protocol.acl import AclClientRPCHook
+
+            hooks.append(AclClientRPCHook(self.access_key, self.secret_key or "", self.security_token))
+        return hooks
 
     @property
     def namesrv_addr_list(self) -> list[str]:
@@ -126,6 +142,8 @@ class ProducerConfig(ClientConfig):
         create_topic_key: the default topic whose route is used for topics that do not exist
             yet (``TBW102``).
         default_topic_queue_nums: queues of an auto-created topic (4).
+        namespace: prefix of the group and topics on the broker (``<namespace>%<name>``, Java
+            ``NamespaceUtil``); results show the topic without it.
         retry_times_when_send_async_failed: extra attempts of ``send_async`` / ``asend`` (2).
         retry_another_broker_when_not_store_ok: a sync send whose status is not SEND_OK
             (flush/slave timeouts) is sent again to another broker (False, as Java).
@@ -146,6 +164,7 @@ class ProducerConfig(ClientConfig):
     max_message_size: int = 4 * 1024 * 1024
     create_topic_key: str = DEFAULT_TOPIC
     default_topic_queue_nums: int = 4
+    namespace: str | None = None
     retry_times_when_send_async_failed: int = 2
     retry_another_broker_when_not_store_ok: bool = False
     send_latency_fault_enable: bool = False

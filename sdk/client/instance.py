@@ -75,7 +75,7 @@ class MQClientInstance:
         self.config = config
         self.client_id = client_id
         self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}")
-        self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=list(config.rpc_hooks))
+        self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=config.effective_rpc_hooks)
         self.api = MQClientAPI(self.remoting, config.namesrv_addr_list, config.mq_client_api_timeout)
         self.producers: dict[str, ProducerInner] = {}
         self.consumers: dict[str, ConsumerInner] = {}

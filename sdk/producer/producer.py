@@ -44,6 +44,7 @@ from ..protocol.message import Message, MessageQueue, SendResult, SendStatus
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
 from .fault import MQFaultStrategy
+from .namespace import unwrap_namespace, wrap_namespace
 from .selector import SelectorLike
 
 __all__ = ["Producer", "RETRY_RESPONSE_CODES", "SendCallback"]
@@ -107,6 +108,7 @@ class Producer:
     def __init__(self, group: str, namesrv_addr: str | None = None, **config: Any) -> None:
         self.group = check_name(group, "producer group", GROUP_MAX_LENGTH)
         self.config = ProducerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
+        self.group = wrap_namespace(self.config.namespace, self.group)
         self._publish: dict[str, TopicPublishInfo] = {}
         self._instance: MQClientInstance | None = None
         self._state_lock = threading.Lock()
@@ -238,11 +240,11 @@ class Producer:
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare(msg)
         if selector is not None and mq is None:
-            info = self._publish.get(msg.topic)
+            info = self._publish.get(prepared.topic)
             if info is None or not info.ok:
-                info = inst.run(self._find_publish_info(msg.topic), timeout / 1000.0)
+                info = inst.run(self._find_publish_info(prepared.topic), timeout / 1000.0)
             mq = self._select(selector, info.queues, msg, arg)
-        coro = self._send_prepared(prepared, mq, timeout)
+        coro = self._send_prepared(prepared, self._wrap_mq(mq), timeout)
         return inst.run(coro, timeout / 1000.0 + 1.0)
 
     def send_orderly(self, msg: Message, selector: SelectorLike, arg: Any, *,
@@ -267,7 +269,7 @@ class Producer:
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare_batch(msgs)
-        return inst.run(self._send_prepared(prepared, mq, timeout), timeout / 1000.0 + 1.0)
+        return inst.run(self._send_prepared(prepared, self._wrap_mq(mq), timeout), timeout / 1000.0 + 1.0)
 
     def send_async(self, msg: Message | Sequence[Message], callback: SendCallback | None = None,
                    selector: SelectorLike | None = None, arg: Any = None, *, mq: MessageQueue | None = None,
@@ -304,7 +306,7 @@ class Producer:
         else:
             prepared = self._prepare_batch(msg)
             selector = None
-        coro = self._send_async_core(prepared, msg, selector, arg, mq, timeout)
+        coro = self._send_async_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout)
         if not self._inflight_slots.acquire(timeout=timeout / 1000.0):
             coro.close()
             raise RemotingTimeoutError("producer", timeout, f"send_async ({self.config.async_send_max_in_flight} "
@@ -375,7 +377,8 @@ class Producer:
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare(msg)
-        inst.run(self._send_oneway_core(prepared, msg, selector, arg, mq, timeout), timeout / 1000.0 + 1.0)
+        inst.run(self._send_oneway_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout),
+                 timeout / 1000.0 + 1.0)
 
     async def _send_oneway_core(self, p: _Prepared, msg: Message, selector: SelectorLike | None, arg: Any,
                                 mq: MessageQueue | None, timeout: float) -> None:
@@ -438,7 +441,7 @@ class Producer:
         """Validate and build the V2 header and the (possibly compressed) body."""
         cfg = self.config
         uniq_id = self._check_message(msg)
-        topic, body, props = msg.topic, msg.body, msg.properties
+        topic, body, props = self._wrap(msg.topic), msg.body, msg.properties
         sys_flag = 0
         if len(body) >= cfg.compress_msg_body_over_howmuch:
             body = zlib.compress(body, cfg.compress_level)
@@ -476,8 +479,9 @@ class Producer:
             raise IllegalArgumentError(
                 f"the batch body size {len(body)} exceeds max_message_size {self.config.max_message_size}")
         props = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"})
-        ext = self._header(first.topic, 0, 0, props, True)
-        return _Prepared(first.topic, ext, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE)
+        topic = self._wrap(first.topic)
+        ext = self._header(topic, 0, 0, props, True)
+        return _Prepared(topic, ext, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE)
 
     # -------------------------------------------------------------- core (event loop)
 
@@ -555,7 +559,20 @@ class Producer:
         ext = dict(p.ext)
         ext["e"] = str(mq.queue_id)
         ext["n"] = mq.broker_name
-        return await inst.api.send_message(addr, mq, ext, p.body, p.uniq_id, remaining, code=p.code)
+        result = await inst.api.send_message(addr, mq, ext, p.body, p.uniq_id, remaining, code=p.code)
+        if self.config.namespace:
+            q = result.message_queue
+            result.message_queue = MessageQueue(unwrap_namespace(self.config.namespace, q.topic), q.broker_name,
+                                                q.queue_id)
+        return result
+
+    def _wrap(self, topic: str) -> str:
+        return wrap_namespace(self.config.namespace, topic)
+
+    def _wrap_mq(self, mq: MessageQueue | None) -> MessageQueue | None:
+        if mq is None or not self.config.namespace:
+            return mq
+        return MessageQueue(self._wrap(mq.topic), mq.broker_name, mq.queue_id)
 
     @staticmethod
     async def _master_addr(inst: MQClientInstance, mq: MessageQueue, topic: str) -> str:
@@ -576,7 +593,8 @@ class Producer:
             ClientStateError, TopicNotExistError, RemotingError.
         """
         inst = self._running()
-        return list(inst.run(self._find_publish_info(topic), self.config.mq_client_api_timeout / 1000.0).queues)
+        info = inst.run(self._find_publish_info(self._wrap(topic)), self.config.mq_client_api_timeout / 1000.0)
+        return list(info.queues)
 
     def __repr__(self) -> str:
         return f"Producer(group={self.group!r}, state={self._state})"
