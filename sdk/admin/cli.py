@@ -20,7 +20,7 @@ import click
 from rocketmq_sdk.exceptions import IllegalArgumentError, MQError
 
 from .client import AdminClient, parse_namesrv_addr
-from .models import ConsumerProgress, to_jsonable
+from .models import ConsumerProgress, running_info_to_dict, to_jsonable
 from .render import fmt_ms, key_values, message_block, table
 
 __all__ = ["cli", "main"]
@@ -272,7 +272,7 @@ def consumer_connection(admin: AdminClient, as_json: bool, group: str) -> None:
 @click.option("-s", "--jstackEnable", "jstack", type=BOOL, default=False)
 def consumer_status(admin: AdminClient, as_json: bool, group: str, client_id: str | None, jstack: bool) -> None:
     infos = admin.consumer_running_info(group, client_id, jstack)
-    data = {cid: json.loads(info.to_json(standard=True)) for cid, info in infos.items()}
+    data = {cid: running_info_to_dict(info) for cid, info in infos.items()}
     emit(as_json, data, lambda: "\n\n".join(
         f"[{cid}]\n" + key_values(sorted(d.get("properties", {}).items()))
         + "\nqueues: " + str(len(d.get("mqTable", {}))) for cid, d in data.items()))

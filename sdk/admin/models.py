@@ -164,3 +164,21 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return value
+
+
+def mq_label(mq: MessageQueue) -> str:
+    """``topic@broker@queueId``: a message queue as a JSON object key."""
+    return f"{mq.topic}@{mq.broker_name}@{mq.queue_id}"
+
+
+def running_info_to_dict(info: Any) -> dict[str, Any]:
+    """A :class:`~rocketmq_sdk.protocol.bodies.ConsumerRunningInfo` as standard JSON values
+    (queue keys as ``topic@broker@queueId``)."""
+    return {
+        "properties": dict(info.properties),
+        "subscriptions": [{"topic": s.topic, "expression": s.sub_string, "expression_type": s.expression_type}
+                          for s in info.subscription_set],
+        "mqTable": {mq_label(mq): to_jsonable(v) for mq, v in info.mq_table.items()},
+        "statusTable": to_jsonable(info.status_table),
+        "jstack": info.jstack,
+    }
