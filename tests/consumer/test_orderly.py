@@ -144,3 +144,33 @@ def test_suspend_is_retried_locally_then_the_message_goes_to_the_dlq(cluster, pr
     assert m.body == b"poison" and m.tags == "T" and m.reconsume_times == 2
     assert m.get_property(MessageConst.RETRY_TOPIC) == topic
     assert m.get_property(MessageConst.ORIGIN_MESSAGE_ID)
+
+
+def test_broadcasting_orderly_needs_no_locks_and_keeps_order(cluster, producer, tmp_path):
+    topic, group = unique("TopicOrderlyBcast"), unique("cg")
+    keys = ["k0", "k1", "k2"]
+    send_keyed(producer, topic, keys, range(20))
+    recs = [OrderRecorder(), OrderRecorder()]
+    consumers = []
+    try:
+        for i, rec in enumerate(recs):
+            c = PushConsumer(group, cluster.namesrv_addr, instance_name=f"ob{i}", message_model="BROADCASTING",
+                             local_offset_store_dir=str(tmp_path), **FAST)
+            c.subscribe(topic)
+
+            @c.listener(orderly=True)
+            async def handle(msgs, ctx, rec=rec):  # a coroutine orderly listener
+                return rec.listener("b")(msgs, ctx)
+
+            c.start()
+            consumers.append(c)
+        wait_until(lambda: all(r.count() >= 60 for r in recs), what="60 messages at each instance")
+        assert not any(pq.locked for c in consumers for pq in c.rebalancer.process_queues.values())
+    finally:
+        for c in consumers:
+            c.shutdown()
+    for rec in recs:
+        per_key = defaultdict(list)
+        for _, key, seq, _ in rec.seen:
+            per_key[key].append(seq)
+        assert all(per_key[k] == list(range(20)) for k in keys)
