@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import threading
 import time
 import zlib
@@ -113,6 +114,7 @@ class Producer:
         self._instance: MQClientInstance | None = None
         self._state_lock = threading.Lock()
         self._state = "CREATED"
+        self._pid = os.getpid()
         cfg = self.config
         self._fault = MQFaultStrategy(cfg.send_latency_fault_enable, cfg.latency_max, cfg.not_available_duration)
         self._inflight = 0  # send_async calls not finished yet
@@ -145,6 +147,7 @@ class Producer:
                 release_client_instance(inst)
                 raise
             self._instance = inst
+            self._pid = os.getpid()
             self._state = "RUNNING"
         log.info("producer %s started (client %s)", self.group, inst.client_id)
 
@@ -152,8 +155,11 @@ class Producer:
         """Wait up to ``shutdown_timeout`` ms for in-flight async sends, unregister from the
         brokers and release the client instance. Idempotent."""
         with self._state_lock:
-            if self._state != "RUNNING":
+            if self._state != "RUNNING" or os.getpid() != self._pid:
+                # never started, already shut down, or inherited through fork(): the I/O thread
+                # and connections belong to the parent, so there is nothing to close here
                 self._state = "SHUTDOWN"
+                self._instance = None
                 return
             self._state = "SHUTTING_DOWN"  # refuses new sends; in-flight ones finish
             inst = self._instance
@@ -182,6 +188,11 @@ class Producer:
         self.shutdown()
 
     def _running(self) -> MQClientInstance:
+        if os.getpid() != self._pid:
+            raise ClientStateError(
+                f"producer {self.group} was started in process {self._pid} and cannot be used after fork() "
+                f"(this is process {os.getpid()}); create and start a new Producer in the child, e.g. in a "
+                "post-fork hook (gunicorn post_fork, Celery worker_process_init)")
         inst = self._instance
         if inst is None or self._state != "RUNNING":
             raise ClientStateError(f"producer {self.group} is not running ({self._state}); call start()")
