@@ -75,10 +75,11 @@ class ClientProcessor:
         offset = b.offsets.query(h.consumer_group or "", h.topic or "", h.queue_id or 0)
         if offset >= 0:
             return cmd.response(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
-        # Java: a queue whose first message is still in memory reports offset 0 for a new group
+        # Java: a queue that never lost its first message (min offset ≤ 0, offset 0 not swapped out
+        # of the page cache; an empty or unknown queue too, as the 4.9.8 captures show) reports
+        # offset 0 for a new group. This store keeps no page-cache notion, so min ≤ 0 is enough.
         min_offset = b.store.get_min_offset_in_queue(h.topic or "", h.queue_id or 0)
-        max_offset = b.store.get_max_offset_in_queue(h.topic or "", h.queue_id or 0)
-        if min_offset <= 0 < max_offset:
+        if min_offset <= 0:
             return cmd.response(ResponseCode.SUCCESS, ext_fields={"offset": "0"})
         return cmd.response(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
