@@ -334,8 +334,24 @@ class AdminClient:
                 mq = MessageQueue(topic, name, qid)
                 lo = await self._api.get_min_offset(addr, mq, self.timeout_ms)
                 hi = await self._api.get_max_offset(addr, mq, self.timeout_ms)
-                out.append(QueueStatus(name, qid, lo, hi, 0))
+                last = 0
+                if hi > lo:  # the store time of the last message, as the broker's stats do
+                    msg = await self._pull_one(addr, mq, hi - 1)
+                    last = msg.store_timestamp if msg is not None else 0
+                out.append(QueueStatus(name, qid, lo, hi, last))
         return out
+
+    async def _pull_one(self, addr: str, mq: MessageQueue, offset: int) -> MessageExt | None:
+        """The message at ``offset`` of ``mq`` (one PULL_MESSAGE as ``TOOLS_CONSUMER``, the
+        fields mqadmin sends), None when there is none."""
+        header = PullMessageRequestHeader(consumer_group=TOOLS_CONSUMER_GROUP, topic=mq.topic, queue_id=mq.queue_id,
+                                          queue_offset=offset, max_msg_nums=1, sys_flag=4, commit_offset=0,
+                                          suspend_timeout_millis=20000, subscription="*", sub_version=0,
+                                          expression_type="TAG", bname=mq.broker_name)
+        result = await self._api.pull_message(addr, header, self.timeout_ms)
+        if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
+            return None
+        return result.msg_found_list[0]
 
     # ================================================================== cluster
 
@@ -660,15 +676,10 @@ class AdminClient:
             addr = self._route_masters(route).get(broker_name)
             if addr is None:
                 raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
-            header = PullMessageRequestHeader(consumer_group=TOOLS_CONSUMER_GROUP, topic=topic, queue_id=queue_id,
-                                              queue_offset=offset, max_msg_nums=1, sys_flag=4, commit_offset=0,
-                                              suspend_timeout_millis=20000, subscription="*", sub_version=0,
-                                              expression_type="TAG", bname=broker_name)
-            result = await self._api.pull_message(addr, header, self.timeout_ms)
-            if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
-                raise MQClientError(f"no message at offset {offset} of {topic}/{broker_name}/{queue_id} "
-                                    f"({result.pull_status.name}; queue holds {result.min_offset}..{result.max_offset})")
-            return result.msg_found_list[0]
+            msg = await self._pull_one(addr, MessageQueue(topic, broker_name, queue_id), offset)
+            if msg is None:
+                raise MQClientError(f"no message at offset {offset} of {topic}/{broker_name}/{queue_id}")
+            return msg
 
         return self._run(go())
 
