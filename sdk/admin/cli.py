@@ -99,8 +99,12 @@ def parse_time_ms(value: str) -> int:
     raise click.BadParameter(f"{value!r} is not epoch ms, 'now' or yyyy-MM-dd#HH:mm:ss:SSS")
 
 
-TIME = click.STRING
 BOOL = click.BOOL
+
+
+def stdout_is_tty() -> bool:
+    """Whether ``--watch`` redraws in place (a terminal) or prints one line per refresh."""
+    return sys.stdout.isatty()
 
 # ---------------------------------------------------------------------------------- topics
 
@@ -227,7 +231,7 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic: str 
         p = admin.consumer_progress(group, topic)
         emit(as_json, p, lambda: _progress_table(p))
         return
-    tty = sys.stdout.isatty() and not as_json
+    tty = stdout_is_tty() and not as_json
     n = 0
     try:
         while True:
@@ -238,7 +242,7 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic: str 
                 click.echo(json.dumps({"time": stamp, **to_jsonable(p)}, ensure_ascii=False))
             elif tty:
                 click.echo("\x1b[H\x1b[2J" + f"{stamp}  group {group}  (every {interval:g}s, Ctrl-C to stop)\n\n"
-                           + _progress_table(p))
+                           + _progress_table(p), color=True)
             else:
                 click.echo(f"{stamp}  group={group}  queues={len(p.queues)}  "
                            f"tps={p.consume_tps:.2f}  lag={p.total_lag}")
