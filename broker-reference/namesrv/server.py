@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import zlib
 from dataclasses import dataclass
 
@@ -130,8 +131,11 @@ class NameServer:
                 changed = fastjson.loads(cmd.body) != live.data_version
             except ValueError:
                 changed = True
-            live.last_update_ms = asyncio.get_running_loop().time() * 1000
-        return cmd.response(ResponseCode.SUCCESS, ext_fields={"changed": "true" if changed else "false"})
+            live.last_update_ms = time.monotonic() * 1000  # the clock of the route table
+        # Java also returns the data version it holds for the broker (broker-namesrv capture)
+        body = fastjson.dumps(live.data_version).encode() if live is not None and live.data_version else b""
+        return cmd.response(ResponseCode.SUCCESS, ext_fields={"changed": "true" if changed else "false"},
+                            body=body)
 
     def _delete_topic(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         self.routes.delete_topic(TopicRequestHeader.from_ext_fields(cmd.ext_fields).topic or "")

@@ -16,6 +16,7 @@ import base64
 import json
 
 import pytest
+from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
 from rocketmq_sdk.protocol.codes import PullSysFlag, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.message_codec import decode_messages
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
@@ -233,7 +234,35 @@ def test_push_consumer_captures_get_the_answers_of_a_4_9_8_broker(cluster, name)
     assert found and all(o.body for o in found)
 
 
-def test_broker_registration_capture_gets_the_answers_of_a_4_9_8_name_server(cluster):
-    answered = _run(cluster, "broker-namesrv")
+def test_broker_registration_capture_gets_the_answers_of_a_4_9_8_name_server():
+    """broker-a's and broker-b's registrations, QUERY_DATA_VERSION and UNREGISTER_BROKER, on a
+    name server of its own (the capture's broker-a would clash with a dev cluster's)."""
+    frames = load_capture("broker-namesrv")
+    topics_of_a: set[str] = set()
+    for f in frames:
+        if f.get("name") == "REGISTER_BROKER" and f["header"]["extFields"]["brokerName"] == "broker-a":
+            topics_of_a |= set(f["body_json"]["topicConfigSerializeWrapper"]["topicConfigTable"])
+
+    async def main():
+        ns = NameServer(NamesrvConfig(listen_port=0))
+        await ns.start()
+        try:
+            frames_before_unregister = [f for f in frames if f.get("name") != "UNREGISTER_BROKER"]
+            answered = await _replay(frames_before_unregister, ns.addr, "")
+            routable = {t for t in topics_of_a if ns.routes.pick_route(t) is not None}
+            rest = await _replay([f for f in frames if f.get("name") == "UNREGISTER_BROKER"
+                                  or f.get("request_name") == "UNREGISTER_BROKER"], ns.addr, "")
+            return answered + rest, routable, ns.routes.pick_route("CapProducerTopic")
+        finally:
+            await ns.stop()
+
+    answered, routable, after = asyncio.run(main())
     assert sum(1 for r, _, _ in answered if r["name"] == "REGISTER_BROKER") >= 20
+    assert sum(1 for r, _, _ in answered if r["name"] == "UNREGISTER_BROKER") == 2
     assert _mismatches(answered) == []
+    assert "CapProducerTopic" in topics_of_a and routable == topics_of_a
+    assert after is None  # both brokers unregistered: no route left
+    for req, captured, resp in answered:
+        if req["name"] == "QUERY_DATA_VERSION":
+            assert resp.ext_fields["changed"] == captured["header"]["extFields"]["changed"]
+            assert json.loads(resp.body) == captured["body_json"]
