@@ -38,8 +38,9 @@ class OrderRecorder:
                     time.sleep(self.delay_s)
                 with self.lock:
                     for m in msgs:
-                        key, seq = m.body.decode().split(":")
-                        self.seen.append((name, key, int(seq), qid))
+                        if b":" in m.body:  # "key:seq"; other bodies (topic creation) are ignored
+                            key, seq = m.body.decode().split(":")
+                            self.seen.append((name, key, int(seq), qid))
             finally:
                 with self.lock:
                     self.active[qid] -= 1
