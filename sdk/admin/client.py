@@ -102,7 +102,13 @@ def parse_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
     return addrs
 
 
-def _check(resp: RemotingCommand, addr: str) -> RemotingCommand:
+def _check(resp: RemotingCommand, addr: str, request_code: int | None = None) -> RemotingCommand:
+    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and request_code is not None:
+        try:
+            name = RequestCode(request_code).name
+        except ValueError:
+            name = "request"
+        raise MQBrokerError(resp.code, f"{name} ({request_code}) is not supported by this server", addr)
     if resp.code == ResponseCode.TOPIC_NOT_EXIST:
         raise TopicNotExistError(resp.code, resp.remark, addr)
     if resp.code != ResponseCode.SUCCESS:
@@ -184,12 +190,12 @@ class AdminClient:
 
     async def _namesrv(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
         resp = await self._api.invoke_namesrv(RemotingCommand.request(code, ext or {}, body), self.timeout_ms)
-        return _check(resp, self._api.namesrv.chosen or "")
+        return _check(resp, self._api.namesrv.chosen or "", code)
 
     async def _broker(self, addr: str, code: int, ext: dict[str, str] | None = None,
                       body: bytes = b"") -> RemotingCommand:
         resp = await self._remoting.invoke(addr, RemotingCommand.request(code, ext or {}, body), self.timeout_ms)
-        return _check(resp, addr)
+        return _check(resp, addr, code)
 
     async def _route(self, topic: str) -> TopicRouteData:
         return await self._api.get_topic_route(topic, self.timeout_ms)

@@ -241,3 +241,22 @@ def test_namesrv_addr_env_is_honoured(replay, monkeypatch):
     monkeypatch.setenv("NAMESRV_ADDR", NS)
     r = run("topicList")
     assert r.exit_code == 0 and TOPIC in r.output.split()
+
+
+def test_topic_status_falls_back_to_queue_offsets(replay):
+    """A broker without GET_TOPIC_STATS_INFO: offsets per queue (GET_MIN/MAX_OFFSET as mqadmin
+    sends them), the last store time from the last message."""
+    replay.overrides[RC.GET_TOPIC_STATS_INFO] = {"code": 3, "header": {"remark": " request type 202 not supported"}}
+    j = json.loads(run("topicStatus", "-n", NS, "-t", TOPIC, "--json").output)
+    assert [(q["queue_id"], q["min_offset"], q["max_offset"]) for q in j] == [(0, 0, 2), (1, 0, 2), (2, 0, 1),
+                                                                               (3, 0, 1)]
+    assert all(q["last_update_timestamp"] > 0 for q in j)
+    assert_same_as_mqadmin(replay, RC.GET_MIN_OFFSET, queueId="3")
+    assert_same_as_mqadmin(replay, RC.GET_MAX_OFFSET, queueId="3")
+
+
+def test_unsupported_request_is_named_in_the_error(replay):
+    replay.overrides[RC.GET_CONSUME_STATS] = {"code": 3, "header": {"remark": " request type 208 not supported"}}
+    r = CliRunner().invoke(cli, ["consumerProgress", "-n", NS, "-g", GROUP])
+    assert r.exit_code == 1
+    assert "GET_CONSUME_STATS (208) is not supported by this server" in r.stderr
