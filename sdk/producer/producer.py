@@ -14,9 +14,9 @@ import os
 import threading
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_none
 
@@ -47,10 +47,13 @@ from ..protocol.msgid import create_uniq_id
 from .fault import MQFaultStrategy
 from .namespace import unwrap_namespace, wrap_namespace
 from .selector import SelectorLike
+from .tracing import PublishSpan, start_publish_span, tracing_available
 
 __all__ = ["Producer", "RETRY_RESPONSE_CODES", "SendCallback"]
 
 log = logging.getLogger("rocketmq_sdk.producer")
+
+T = TypeVar("T")
 
 #: ``callback(result, error)`` of :meth:`Producer.send_async`: exactly one of them is None.
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
@@ -88,6 +91,7 @@ class _Prepared:
     body: bytes
     uniq_id: str
     code: int = RequestCode.SEND_MESSAGE_V2
+    span: PublishSpan | None = None
 
 
 class Producer:
@@ -249,14 +253,10 @@ class Producer:
         """
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
-        prepared = self._prepare(msg)
-        if selector is not None and mq is None:
-            info = self._publish.get(prepared.topic)
-            if info is None or not info.ok:
-                info = inst.run(self._find_publish_info(prepared.topic), timeout / 1000.0)
-            mq = self._select(selector, info.queues, msg, arg)
-        coro = self._send_prepared(prepared, self._wrap_mq(mq), timeout)
-        return inst.run(coro, timeout / 1000.0 + 1.0)
+        prepared = self._prepare(msg, fifo=selector is not None)
+        coro = self._send_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout,
+                               self.config.retry_times_when_send_failed)
+        return self._run_traced(inst, prepared, coro, timeout)
 
     def send_orderly(self, msg: Message, selector: SelectorLike, arg: Any, *,
                      timeout_ms: float | None = None) -> SendResult:
@@ -280,7 +280,20 @@ class Producer:
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare_batch(msgs)
-        return inst.run(self._send_prepared(prepared, self._wrap_mq(mq), timeout), timeout / 1000.0 + 1.0)
+        return self._run_traced(inst, prepared, self._send_prepared(prepared, self._wrap_mq(mq), timeout), timeout)
+
+    def _run_traced(self, inst: MQClientInstance, p: _Prepared, coro: Coroutine[Any, Any, T],
+                    timeout_ms: float) -> T:
+        """Run a send coroutine on the I/O loop, ending ``p``'s publish span with its outcome."""
+        try:
+            result = inst.run(coro, timeout_ms / 1000.0 + 1.0)
+        except BaseException as exc:
+            if p.span is not None:
+                p.span.end(None, exc)
+            raise
+        if p.span is not None:
+            p.span.end(result if isinstance(result, SendResult) else None)
+        return result
 
     def send_async(self, msg: Message | Sequence[Message], callback: SendCallback | None = None,
                    selector: SelectorLike | None = None, arg: Any = None, *, mq: MessageQueue | None = None,
@@ -313,13 +326,16 @@ class Producer:
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         if isinstance(msg, Message):
-            prepared = self._prepare(msg)
+            prepared = self._prepare(msg, fifo=selector is not None)
         else:
             prepared = self._prepare_batch(msg)
             selector = None
-        coro = self._send_async_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout)
+        coro = self._send_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout,
+                               self.config.retry_times_when_send_async_failed)
         if not self._inflight_slots.acquire(timeout=timeout / 1000.0):
             coro.close()
+            if prepared.span is not None:
+                prepared.span.end(None, RemotingTimeoutError("producer", timeout, "send_async"))
             raise RemotingTimeoutError("producer", timeout, f"send_async ({self.config.async_send_max_in_flight} "
                                                             "sends in flight)")
         with self._inflight_lock:
@@ -327,20 +343,26 @@ class Producer:
             self._idle.clear()
         try:
             fut = inst.loop_thread.submit(coro)
-        except BaseException:
+        except BaseException as exc:
             self._async_done(None)
+            if prepared.span is not None:
+                prepared.span.end(None, exc)
             raise
         fut.add_done_callback(self._async_done)
+        if prepared.span is not None:
+            span = prepared.span
+            fut.add_done_callback(lambda f: span.end(None if f.cancelled() or f.exception() else f.result(),
+                                                     None if f.cancelled() else f.exception()))
         if callback is not None:
             fut.add_done_callback(lambda f: self._callback_pool().submit(_run_callback, callback, f))
         return fut
 
-    async def _send_async_core(self, prepared: _Prepared, msg: Any, selector: SelectorLike | None, arg: Any,
-                               mq: MessageQueue | None, timeout: float) -> SendResult:
+    async def _send_core(self, prepared: _Prepared, msg: Any, selector: SelectorLike | None, arg: Any,
+                         mq: MessageQueue | None, timeout: float, retries: int) -> SendResult:
         if selector is not None and mq is None:
             info = await self._find_publish_info(prepared.topic)
             mq = self._select(selector, info.queues, msg, arg)
-        return await self._send_prepared(prepared, mq, timeout, self.config.retry_times_when_send_async_failed)
+        return await self._send_prepared(prepared, mq, timeout, retries)
 
     def _async_done(self, _fut: concurrent.futures.Future | None) -> None:
         self._inflight_slots.release()
@@ -387,9 +409,9 @@ class Producer:
         """
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
-        prepared = self._prepare(msg)
-        inst.run(self._send_oneway_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout),
-                 timeout / 1000.0 + 1.0)
+        prepared = self._prepare(msg, fifo=selector is not None, oneway=True)
+        self._run_traced(inst, prepared, self._send_oneway_core(prepared, msg, selector, arg, self._wrap_mq(mq),
+                                                                timeout), timeout)
 
     async def _send_oneway_core(self, p: _Prepared, msg: Message, selector: SelectorLike | None, arg: Any,
                                 mq: MessageQueue | None, timeout: float) -> None:
@@ -448,11 +470,13 @@ class Producer:
                 "e": "0", "f": str(sys_flag), "g": str(int(time.time() * 1000)), "h": str(flag),
                 "i": properties, "j": "0", "k": "false", "m": "true" if batch else "false"}
 
-    def _prepare(self, msg: Message) -> _Prepared:
-        """Validate and build the V2 header and the (possibly compressed) body."""
+    def _prepare(self, msg: Message, *, fifo: bool = False, oneway: bool = False) -> _Prepared:
+        """Validate, start the publish span (its context goes into the properties), and build
+        the V2 header and the (possibly compressed) body."""
         cfg = self.config
         uniq_id = self._check_message(msg)
         topic, body, props = self._wrap(msg.topic), msg.body, msg.properties
+        span = self._start_span(msg, topic, fifo, oneway)
         sys_flag = 0
         if len(body) >= cfg.compress_msg_body_over_howmuch:
             body = zlib.compress(body, cfg.compress_level)
@@ -465,7 +489,15 @@ class Producer:
             max_times = props.get(MC.MAX_RECONSUME_TIMES)
             if max_times:
                 ext["l"] = max_times
-        return _Prepared(topic, ext, body, uniq_id)
+        return _Prepared(topic, ext, body, uniq_id, span=span)
+
+    def _start_span(self, msgs: Message | Sequence[Message], topic: str, fifo: bool = False,
+                    oneway: bool = False) -> PublishSpan | None:
+        if not tracing_available():
+            return None
+        inst = self._instance
+        return start_publish_span(msgs, topic, self.group, client_id=inst.client_id if inst else None,
+                                  namespace=self.config.namespace, fifo=fifo, oneway=oneway)
 
     def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
         """Java ``MessageBatch.generateFromList`` + checks: one topic, no delay, no retry topic,
@@ -485,14 +517,17 @@ class Producer:
                 raise IllegalArgumentError("retry group topics are not supported in batches")
             if m.wait_store_msg_ok != first.wait_store_msg_ok:
                 raise IllegalArgumentError("the waitStoreMsgOK of the messages in one batch should be the same")
+        topic = self._wrap(first.topic)
+        span = self._start_span(msgs, topic)
         body = encode_batch(msgs)
         if len(body) > self.config.max_message_size:
+            if span is not None:
+                span.end(None, IllegalArgumentError("batch too large"))
             raise IllegalArgumentError(
                 f"the batch body size {len(body)} exceeds max_message_size {self.config.max_message_size}")
         props = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"})
-        topic = self._wrap(first.topic)
         ext = self._header(topic, 0, 0, props, True)
-        return _Prepared(topic, ext, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE)
+        return _Prepared(topic, ext, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE, span)
 
     # -------------------------------------------------------------- core (event loop)
 

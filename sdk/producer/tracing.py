@@ -1,0 +1,137 @@
+"""OpenTelemetry publish spans of producers (messaging semantic conventions for RocketMQ).
+
+Every send gets a PRODUCER span ``"<topic> publish"`` with ``messaging.*`` attributes, and the
+span's context is injected into the message's user properties (``traceparent``/``tracestate``
+with the default W3C propagator) so consumers can link their spans to it. Without the optional
+``opentelemetry-api`` package (``pip install rocketmq-python-sdk[otel]``) this module does
+nothing; with the API but no SDK configured, OpenTelemetry's own no-op tracer makes it free.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from ..protocol.codes import MessageConst as MC
+from ..protocol.message import Message, SendResult
+
+__all__ = ["PublishSpan", "start_publish_span", "tracing_available"]
+
+log = logging.getLogger("rocketmq_sdk.producer.tracing")
+
+try:  # optional dependency
+    from opentelemetry import propagate as _propagate
+    from opentelemetry import trace as _trace
+    from opentelemetry.trace import SpanKind as _SpanKind
+    from opentelemetry.trace import Status as _Status
+    from opentelemetry.trace import StatusCode as _StatusCode
+except ImportError:  # pragma: no cover - depends on the environment
+    _trace = None
+
+_INSTRUMENTATION = "rocketmq_sdk"
+
+
+def tracing_available() -> bool:
+    """True when ``opentelemetry-api`` is importable."""
+    return _trace is not None
+
+
+def _message_type(msg: Message) -> str:
+    props = msg.properties
+    if props.get(MC.TRANSACTION_PREPARED) == "true":
+        return "transaction"
+    if props.get(MC.DELAY_TIME_LEVEL):
+        return "delay"
+    return "normal"
+
+
+class PublishSpan:
+    """An open publish span; call :meth:`end` exactly once (idempotent)."""
+
+    __slots__ = ("_span", "_ended")
+
+    def __init__(self, span: Any) -> None:
+        self._span = span
+        self._ended = False
+
+    def end(self, result: SendResult | None = None, error: BaseException | None = None) -> None:
+        """Record the outcome (message id, queue, offset, or the exception) and end the span."""
+        if self._ended:
+            return
+        self._ended = True
+        span = self._span
+        try:
+            if span.is_recording():
+                if result is not None:
+                    span.set_attribute("messaging.message.id", result.msg_id)
+                    span.set_attribute("messaging.rocketmq.send_status", result.send_status.name)
+                    mq = result.message_queue
+                    span.set_attribute("messaging.rocketmq.broker_name", mq.broker_name)
+                    span.set_attribute("messaging.destination.partition.id", str(mq.queue_id))
+                    if result.queue_offset >= 0:
+                        span.set_attribute("messaging.rocketmq.queue_offset", result.queue_offset)
+                if error is not None:
+                    span.record_exception(error)
+                    span.set_status(_Status(_StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        finally:
+            span.end()
+
+
+def start_publish_span(msgs: Message | Sequence[Message], topic: str, group: str, *,
+                       client_id: str | None = None, namespace: str | None = None,
+                       fifo: bool = False, oneway: bool = False) -> PublishSpan | None:
+    """Start the publish span of a send and inject its context into every message's properties.
+
+    Args:
+        msgs: the message, or the messages of a batch.
+        topic: the topic as sent (with the namespace, if any).
+        group: the producer group.
+        client_id: the client instance id (``messaging.client.id``).
+        namespace: the namespace (``messaging.rocketmq.namespace``).
+        fifo: an ordered send (selector); sets ``messaging.rocketmq.message.type`` to ``fifo``.
+        oneway: a oneway send (``messaging.rocketmq.send_mode``).
+
+    Returns:
+        the span, or None when OpenTelemetry is not installed.
+    """
+    if _trace is None:
+        return None
+    batch = not isinstance(msgs, Message)
+    msg_list: Sequence[Message] = msgs if batch else [msgs]  # type: ignore[assignment]
+    first = msg_list[0]
+    try:
+        tracer = _trace.get_tracer(_INSTRUMENTATION)
+        span = tracer.start_span(f"{topic} publish", kind=_SpanKind.PRODUCER)
+        if span.is_recording():
+            attrs: dict[str, Any] = {
+                "messaging.system": "rocketmq",
+                "messaging.operation": "publish",
+                "messaging.operation.type": "publish",
+                "messaging.destination.name": topic,
+                "messaging.rocketmq.client_group": group,
+                "messaging.rocketmq.message.type": "fifo" if fifo else _message_type(first),
+                "messaging.rocketmq.send_mode": "oneway" if oneway else "request",
+            }
+            if client_id:
+                attrs["messaging.client.id"] = client_id
+            if namespace:
+                attrs["messaging.rocketmq.namespace"] = namespace
+            if batch:
+                attrs["messaging.batch.message_count"] = len(msg_list)
+            else:
+                attrs["messaging.message.body.size"] = len(first.body)
+                if first.tags:
+                    attrs["messaging.rocketmq.message.tag"] = first.tags
+                if first.keys:
+                    attrs["messaging.rocketmq.message.keys"] = list(first.keys)
+                if first.delay_time_level:
+                    attrs["messaging.rocketmq.message.delay_time_level"] = first.delay_time_level
+            span.set_attributes(attrs)
+        ctx = _trace.set_span_in_context(span)
+        for m in msg_list:
+            _propagate.inject(m.properties, context=ctx)
+        return PublishSpan(span)
+    except Exception:  # tracing must never break a send
+        log.debug("starting the publish span failed", exc_info=True)
+        return None

@@ -1,0 +1,79 @@
+"""OpenTelemetry publish spans: a no-op without the optional package; with it, one PRODUCER span
+per send with messaging.* attributes and the W3C context injected into the message properties."""
+
+from __future__ import annotations
+
+import pytest
+from rocketmq_sdk import Message, MQBrokerError, Producer, SelectMessageQueueByHash
+from rocketmq_sdk.producer import tracing
+
+from .conftest import unique
+
+
+def test_without_opentelemetry_sends_carry_no_trace_properties(cluster, monkeypatch):
+    monkeypatch.setattr(tracing, "_trace", None)
+    with Producer(unique("pg"), cluster.namesrv_addr) as p:
+        msg = Message(unique("TopicNoTrace"), b"x")
+        p.send(msg)
+    assert "traceparent" not in msg.properties
+
+
+@pytest.fixture
+def spans():
+    pytest.importorskip("opentelemetry.sdk", reason="the optional opentelemetry packages are not installed")
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch = pytest.MonkeyPatch()
+    # a private provider for this test (the global one can be set only once per process)
+    monkeypatch.setattr(trace, "get_tracer", lambda name, *a, **k: provider.get_tracer(name, *a, **k))
+    yield exporter
+    monkeypatch.undo()
+    provider.shutdown()
+
+
+def test_publish_spans_with_messaging_attributes_and_injected_context(cluster, spans):
+    from opentelemetry.trace import SpanKind, StatusCode
+
+    topic = unique("TopicTrace")
+    with Producer(unique("pg"), cluster.namesrv_addr, namespace="NsT") as p:
+        m1 = Message(topic, b"hello", tags="TagA", keys=["k1", "k2"])
+        r1 = p.send(m1)
+        m2 = Message(topic, b"ordered")
+        p.send(m2, SelectMessageQueueByHash(), 7)
+        m3 = Message(topic, b"async")
+        r3 = p.send_async(m3).result(5)
+        batch = [Message(topic, b"b1"), Message(topic, b"b2")]
+        p.send_batch(batch)
+        p.send_oneway(Message(topic, b"oneway"))
+        with pytest.raises(MQBrokerError):
+            p.send(Message(topic, b"nowhere"), mq=type(r1.message_queue)(topic, "no-such-broker", 0))
+    wire_topic = f"NsT%{topic}"
+    finished = spans.get_finished_spans()
+    assert [s.name for s in finished] == [f"{wire_topic} publish"] * 6
+    assert all(s.kind is SpanKind.PRODUCER for s in finished)
+    first, ordered, asynch, batched, oneway, failed = finished
+    a = first.attributes
+    assert a["messaging.system"] == "rocketmq" and a["messaging.operation"] == "publish"
+    assert a["messaging.destination.name"] == wire_topic
+    assert a["messaging.rocketmq.client_group"] == p.group
+    assert a["messaging.rocketmq.namespace"] == "NsT"
+    assert a["messaging.rocketmq.message.tag"] == "TagA"
+    assert tuple(a["messaging.rocketmq.message.keys"]) == ("k1", "k2")
+    assert a["messaging.rocketmq.message.type"] == "normal"
+    assert a["messaging.message.id"] == r1.msg_id and a["messaging.message.body.size"] == 5
+    assert ordered.attributes["messaging.rocketmq.message.type"] == "fifo"
+    assert asynch.attributes["messaging.message.id"] == r3.msg_id
+    assert batched.attributes["messaging.batch.message_count"] == 2
+    assert oneway.attributes["messaging.rocketmq.send_mode"] == "oneway"
+    assert failed.status.status_code is StatusCode.ERROR and failed.events[0].name == "exception"
+    # the span context travels in the message properties (W3C traceparent)
+    trace_id = f"{first.context.trace_id:032x}"
+    span_id = f"{first.context.span_id:016x}"
+    assert m1.properties["traceparent"].startswith(f"00-{trace_id}-{span_id}-")
+    assert all("traceparent" in m.properties for m in batch)
