@@ -218,15 +218,25 @@ def _progress_table(p: ConsumerProgress) -> str:
     return body + f"\n\nConsume TPS: {p.consume_tps:.2f}\nDiff Total: {p.total_lag}"
 
 
-@command("consumerProgress", "A consumer group's offsets and lag per queue; --watch refreshes it.")
-@click.option("-g", "--groupName", "group", required=True)
+@command("consumerProgress", "A consumer group's offsets and lag per queue (every group without -g); "
+                             "--watch refreshes it.")
+@click.option("-g", "--groupName", "group")
 @click.option("-t", "--topic", help="only this topic")
 @click.option("--watch", is_flag=True, help="refresh until interrupted (or --count refreshes)")
 @click.option("--interval", type=click.FloatRange(min=0.0), default=2.0, show_default=True,
               help="seconds between refreshes")
 @click.option("--count", type=click.IntRange(min=1), help="stop after this many refreshes")
-def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic: str | None, watch: bool,
+def consumer_progress(admin: AdminClient, as_json: bool, group: str | None, topic: str | None, watch: bool,
                       interval: float, count: int | None) -> None:
+    if group is None:
+        if watch:
+            raise click.UsageError("--watch needs a group (-g)")
+        groups = admin.consumer_groups()
+        emit(as_json, groups, lambda: table(
+            ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"],
+            [(g.group, g.count, g.version, g.consume_type, g.message_model, g.consume_tps, g.diff_total)
+             for g in groups], numeric=(1, 2, 5, 6)))
+        return
     if not watch:
         p = admin.consumer_progress(group, topic)
         emit(as_json, p, lambda: _progress_table(p))

@@ -25,6 +25,7 @@ from rocketmq_sdk.exceptions import (
     IllegalArgumentError,
     MQBrokerError,
     MQClientError,
+    MQError,
     RemotingError,
     TopicNotExistError,
 )
@@ -69,6 +70,7 @@ from .models import (
     ClientConnection,
     ConsumerProgress,
     GroupConnections,
+    GroupSummary,
     QueueProgress,
     QueueStatus,
     ResetOffsetEntry,
@@ -454,6 +456,39 @@ class AdminClient:
                                                 w.last_timestamp))
             queues.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
             return ConsumerProgress(group, tps, queues)
+
+        return self._run(go())
+
+    def consumer_groups(self) -> list[GroupSummary]:
+        """Every consumer group with a retry topic on the name server, with its online client
+        count, TPS and total lag, as ``mqadmin consumerProgress`` without ``-g``. Groups whose
+        brokers do not answer are listed with zero TPS and lag.
+        """
+        async def go() -> list[GroupSummary]:
+            resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+            groups = sorted(t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in TopicList.from_json(resp.body).topic_list
+                            if t.startswith(RETRY_GROUP_TOPIC_PREFIX))
+            out = []
+            for group in groups:
+                tps, diff = 0.0, 0
+                try:
+                    for addr in (await self._group_masters(group)).values():
+                        r = await self._broker(addr, RequestCode.GET_CONSUME_STATS,
+                                               GetConsumeStatsRequestHeader(consumer_group=group).to_ext_fields())
+                        stats = ConsumeStats.from_json(r.body)
+                        tps += stats.consume_tps
+                        diff += stats.diff_total()
+                except (MQError, RemotingError) as exc:
+                    log.debug("consume stats of %s: %s", group, exc)
+                try:
+                    conns = await self._connections(group)
+                except (MQError, RemotingError):
+                    out.append(GroupSummary(group, 0, None, None, None, tps, diff))
+                    continue
+                version = max((c.version for c in conns.connections), default=None)
+                out.append(GroupSummary(group, len(conns.connections), version, conns.consume_type,
+                                        conns.message_model, tps, diff))
+            return out
 
         return self._run(go())
 

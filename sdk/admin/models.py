@@ -71,6 +71,23 @@ class ConsumerProgress:
 
 
 @dataclass(slots=True)
+class GroupSummary:
+    """One line of ``consumerProgress`` without ``-g``: a group, its online clients and lag.
+
+    ``count`` is the number of online clients (0 when none is connected, and then ``version``,
+    ``consume_type`` and ``message_model`` are None).
+    """
+
+    group: str
+    count: int
+    version: int | None
+    consume_type: str | None
+    message_model: str | None
+    consume_tps: float
+    diff_total: int
+
+
+@dataclass(slots=True)
 class ClientConnection:
     """One online client of a group."""
 

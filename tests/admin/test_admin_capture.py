@@ -260,3 +260,15 @@ def test_unsupported_request_is_named_in_the_error(replay):
     r = CliRunner().invoke(cli, ["consumerProgress", "-n", NS, "-g", GROUP])
     assert r.exit_code == 1
     assert "GET_CONSUME_STATS (208) is not supported by this server" in r.stderr
+
+
+def test_consumer_progress_of_every_group(replay):
+    r = run("consumerProgress", "-n", NS)
+    assert r.exit_code == 0, r.output
+    table = [ln.split() for ln in r.output.splitlines()]
+    assert table[0] == ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff", "Total"]
+    assert [GROUP, "1", "409", "CONSUME_PASSIVELY", "CLUSTERING", "0.12", "0"] in table
+    j = json.loads(run("consumerProgress", "-n", NS, "--json").output)
+    assert {"group": GROUP, "count": 1, "version": 409, "consume_type": "CONSUME_PASSIVELY",
+            "message_model": "CLUSTERING", "consume_tps": pytest.approx(0.12, abs=1e-3), "diff_total": 0} in j
+    assert CliRunner().invoke(cli, ["consumerProgress", "-n", NS, "--watch"]).exit_code == 2
