@@ -30,11 +30,26 @@ from .exceptions import (
     RemotingError,
     RemotingTimeoutError,
 )
-from .producer import MessageQueueSelector, Producer, SelectMessageQueueByHash, SelectMessageQueueByRandom
+from .producer import (
+    LocalTransactionState,
+    MessageQueueSelector,
+    Producer,
+    SelectMessageQueueByHash,
+    SelectMessageQueueByRandom,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+    split_batches,
+)
 from .protocol.bodies import ConsumeFromWhere, MessageModel
 from .protocol.message import Message, MessageExt, MessageQueue, PullStatus, SendResult, SendStatus
 
 __all__ = [
+    "LocalTransactionState",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
+    "split_batches",
     "AllocateMessageQueueAveragely",
     "AllocateMessageQueueAveragelyByCircle",
     "AllocateMessageQueueStrategy",
