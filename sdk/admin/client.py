@@ -549,6 +549,8 @@ class AdminClient:
                                                           jstack_enable=jstack).to_ext_fields()
                 resp = await self._broker(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
                 out[c.client_id] = ConsumerRunningInfo.from_json(resp.body)
+            if client_id and not out:
+                raise MQClientError(f"client {client_id} of group {group} is not online")
             return out
 
         return self._run(go())
@@ -751,7 +753,8 @@ class AdminClient:
                 resp = await self._broker(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext)
                 out[c.client_id] = ConsumeMessageDirectlyResult.from_json(resp.body)
             if not out:
-                raise MQClientError(f"no client {client_id or ''} of group {group} is online".replace("  ", " "))
+                who = f"client {client_id}" if client_id else "no client"
+                raise MQClientError(f"{who} of group {group} is not online")
             return out
 
         return self._run(go())

@@ -1,0 +1,56 @@
+"""The Python API on its own: typed results and the errors it raises (replayed 4.9.8 answers)."""
+
+from __future__ import annotations
+
+import pytest
+from rocketmq_sdk.admin import AdminClient, ConsumerProgress, QueueStatus
+from rocketmq_sdk.exceptions import IllegalArgumentError, MQBrokerError, MQClientError, TopicNotExistError
+from rocketmq_sdk.protocol.codes import RequestCode as RC
+from rocketmq_sdk.protocol.message import MessageExt
+
+from .test_admin_capture import GROUP, NS, OFFSET_ID, TOPIC, UNIQ
+
+
+@pytest.fixture
+def admin(replay):
+    with AdminClient(NS, timeout_ms=2000) as a:
+        yield a
+
+
+def test_typed_results(admin):
+    status = admin.topic_status(TOPIC)
+    assert all(isinstance(q, QueueStatus) for q in status) and len(status) == 4
+    p = admin.consumer_progress(GROUP)
+    assert isinstance(p, ConsumerProgress) and p.total_lag == sum(q.lag for q in p.queues) == 0
+    m = admin.view_message(OFFSET_ID)
+    assert isinstance(m, MessageExt) and m.msg_id == UNIQ and m.body == b"admin message 1"
+    assert admin.query_message_by_id(UNIQ, TOPIC).offset_msg_id == OFFSET_ID
+    assert admin.get_kv_config("CAP_NAMESPACE", "missing") is None
+    assert admin.kv_list("CAP_NAMESPACE") == {"k1": "v1"}
+
+
+def test_errors(admin, replay):
+    with pytest.raises(IllegalArgumentError):
+        admin.view_message("zz")
+    with pytest.raises(IllegalArgumentError):
+        admin.create_topic("T")  # neither cluster nor broker
+    with pytest.raises(MQClientError, match="cluster 'Nope' not found"):
+        admin.create_topic("T", cluster="Nope")
+    with pytest.raises(MQClientError, match="give the topic"):
+        admin.query_message_by_id(UNIQ)  # a unique id is not an offset id
+    with pytest.raises(MQClientError, match="not online"):
+        admin.consumer_running_info(GROUP, client_id="nobody")
+    replay.overrides[RC.GET_ROUTEINFO_BY_TOPIC] = {"code": 17, "header": {"remark": "No topic route info"}}
+    with pytest.raises(TopicNotExistError):
+        admin.topic_route("Missing")
+    with pytest.raises(MQClientError, match="consumer group 'g' not found"):
+        admin.consumer_progress("g")
+    replay.overrides[RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER] = {"code": 1, "header": {"remark": "x"}}
+    with pytest.raises(MQBrokerError) as e:
+        admin.topic_list()
+    assert e.value.code == 1
+
+
+def test_namesrv_failover_to_the_second_address(replay):
+    with AdminClient(f"127.0.0.1:1;{NS}", timeout_ms=2000) as a:
+        assert TOPIC in a.topic_list()
