@@ -49,7 +49,8 @@ SCENARIOS: dict[str, tuple[str, dict]] = {
     "batch32": ("batch", {"batch": 32}),
     "batch256": ("batch", {"batch": 256}),
     "consume": ("consume", {}),
-    "latency": ("latency", {}),
+    "latency1k": ("latency", {"rate": 1_000}),
+    "latency5k": ("latency", {"rate": 5_000}),
 }
 
 
@@ -95,8 +96,21 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def settle(broker_pid: int, limit_s: float = 30.0) -> float:
+    """Wait until the broker is idle (under 5% of a core over 0.3 s) so a scenario does not
+    inherit the previous one's backlog; return the seconds waited (bounded by ``limit_s``)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        c0 = proc_cpu_s(broker_pid)
+        time.sleep(0.3)
+        if proc_cpu_s(broker_pid) - c0 < 0.015:
+            break
+    return time.monotonic() - t0
+
+
 def run_worker(args: dict, broker_pid: int, timeout_s: float) -> dict:
     """Run one worker process; its JSON result plus process and broker CPU."""
+    settled = settle(broker_pid)
     home = tempfile.mkdtemp(prefix="bench-home-")  # librocketmq logs under $HOME
     env = {k: v for k, v in os.environ.items() if k not in ("NAMESRV_ADDR", "ROCKETMQ_HOME")}
     env["HOME"] = home
@@ -127,6 +141,7 @@ def run_worker(args: dict, broker_pid: int, timeout_s: float) -> dict:
     res["process_cpu_s"] = ru.ru_utime + ru.ru_stime
     res["process_wall_s"] = wall
     res["broker_cpu_s"] = b1 - b0
+    res["settle_s"] = settled
     return res
 
 
@@ -147,7 +162,7 @@ def plan(quick: bool) -> dict:
         return {"seconds": 1.0, "sync": 2_000, "async": 5_000, "batch": 20_000, "backlog": 5_000,
                 "rate": 1_000, "lat_seconds": 1.0, "consume_seconds": 20}
     return {"seconds": 2.5, "sync": 50_000, "async": 200_000, "batch": 1_000_000, "backlog": 50_000,
-            "rate": 5_000, "lat_seconds": 3.0, "consume_seconds": 30}
+        "rate": 5_000, "lat_seconds": 3.0, "consume_seconds": 30}
 
 
 def backlog_count(p: dict, size: int) -> int:
@@ -167,7 +182,9 @@ def scenario_args(name: str, size: int, p: dict) -> tuple[str, dict] | str:
     elif scen == "async":
         a["max_count"] = p["async"] if size <= 1024 else p["async"] // 4
     elif scen == "latency":
-        a["max_count"] = int(p["rate"] * p["lat_seconds"])
+        if extra["rate"] > p["rate"]:
+            return f"rate {extra['rate']:,}/s is above this plan's {p['rate']:,}/s (QUICK)"
+        a["max_count"] = int(a["rate"] * p["lat_seconds"])
         a["max_seconds"] = p["lat_seconds"]
     elif scen == "consume":
         a["max_count"] = backlog_count(p, size)
@@ -244,7 +261,7 @@ def main() -> int:
                         wargs = {"topic": topic, **base, "client": c, "namesrv": cluster.namesrv_addr,
                                  "group": f"bench_{c}_{name}_{run_no}"}
                         if scen == "latency":
-                            wargs["topic"] = f"Lat_{flush[:1]}_{size}_{c}"
+                            wargs["topic"] = f"Lat_{flush[:1]}_{size}_{name}_{c}"
                         prog.step(f"{flush} {size:>5} B {name:<9} {c}: running (≤{wargs['max_seconds']:.0f} s)")
                         res = derive(run_worker(wargs, pid, wargs["max_seconds"] + 60))
                         results.append({**rec, **res})
@@ -342,7 +359,7 @@ def to_markdown(doc: dict) -> str:
             out.append(f"| {size:,} B | {name} | {cell(s, 'msgs_per_s', ',.0f')} | {cell(c, 'msgs_per_s', ',.0f')} "
                        f"| {ratio} | {cell(s, 'client_cpu_s_per_100k', '.2f')} | {cell(c, 'client_cpu_s_per_100k', '.2f')} "
                        f"| {cell(s, 'broker_cpu_us_per_msg', '.1f')} / {cell(c, 'broker_cpu_us_per_msg', '.1f')} "
-                       f"| {lat(s) + '; ' + lat(c) if name == 'latency' else ''} |")
+                       f"| {lat(s) + '; ' + lat(c) if name.startswith('latency') else ''} |")
         out.append("")
     notes = sorted({f"{r['client']} {r['scenario']}: {r['skipped']}" for r in doc["results"] if "skipped" in r}
                    | {f"{r['client']} {r['scenario']} {r['size']} B ({r['flush']}): {r['error']}"
