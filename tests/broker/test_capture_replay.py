@@ -52,6 +52,16 @@ class _PhysMap:
     def translate(self, offset: int) -> int:
         return self.ours.get(self.captured.get(offset, ("", -1, -1)), offset)
 
+    async def learned(self, offset: int, timeout_s: float = 5.0) -> None:
+        """Wait until the pull that delivered the message at a captured offset was answered
+        here too (a long poll answered on arrival may still be on its way)."""
+        if offset not in self.captured:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.captured[offset] not in self.ours and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+
 
 def _learn_offsets(req: dict, captured: dict | None, resp: RemotingCommand, phys: _PhysMap) -> None:
     if req["code"] != RequestCode.PULL_MESSAGE:
@@ -103,6 +113,8 @@ async def _replay(frames: list[dict], namesrv: str, broker: str) -> list[tuple[d
             client = clients.get(req["conn"])
             if client is None:
                 client = clients[req["conn"]] = RemotingClient()
+            if req["code"] == RequestCode.CONSUMER_SEND_MSG_BACK:
+                await phys.learned(int(req["header"]["extFields"]["offset"]))
             cmd = _command(req, phys)
             if cmd.is_oneway:
                 await client.invoke_oneway(addr, cmd)
