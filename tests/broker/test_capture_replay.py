@@ -17,7 +17,7 @@ import json
 
 import pytest
 from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
-from rocketmq_sdk.protocol.codes import PullSysFlag, RequestCode, ResponseCode
+from rocketmq_sdk.protocol.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
 from rocketmq_sdk.protocol.message_codec import decode_messages
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 
@@ -82,7 +82,9 @@ def _command(frame: dict, phys: _PhysMap | None = None) -> RemotingCommand:
         ext["suspendTimeoutMillis"] = str(_SUSPEND_MS)
     body = base64.b64decode(frame["body_b64"]) if frame.get("body_b64") else b""
     lang = h.get("language", "JAVA")
-    cmd = RemotingCommand.request(h["code"], ext, body, oneway=bool(h["flag"] & 2))  # a fresh opaque
+    serialize = SerializeType.ROCKETMQ if frame.get("serialize") == "ROCKETMQ" else SerializeType.JSON
+    cmd = RemotingCommand.request(h["code"], ext, body, oneway=bool(h["flag"] & 2),  # a fresh opaque
+                                  serialize_type=serialize)
     cmd.language = lang if isinstance(lang, int) else _LANG.get(lang, 0)
     cmd.version = h.get("version", 0)
     return cmd
@@ -278,3 +280,12 @@ def test_broker_registration_capture_gets_the_answers_of_a_4_9_8_name_server():
         if req["name"] == "QUERY_DATA_VERSION":
             assert resp.ext_fields["changed"] == captured["header"]["extFields"]["changed"]
             assert json.loads(resp.body) == captured["body_json"]
+
+
+def test_rocketmq_binary_header_capture_is_answered_in_the_same_serialize_type(cluster):
+    """java-rocketmq-serialize: every request uses the binary ROCKETMQ header; 4.9.8 answers
+    each in the request's serialize type with the same codes and ext fields."""
+    answered = _run(cluster, "java-rocketmq-serialize")
+    assert len(answered) >= 25
+    assert _mismatches(answered, _pull_timing) == []
+    assert all(resp.serialize_type == SerializeType.ROCKETMQ for _, _, resp in answered)
