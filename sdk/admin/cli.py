@@ -269,15 +269,27 @@ def consumer_connection(admin: AdminClient, as_json: bool, group: str) -> None:
     c = admin.consumer_connection(group)
 
     def text() -> str:
-        conns = table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"],
-                      [(i, x.client_id, x.client_addr, x.language, x.version)
-                       for i, x in enumerate(c.connections, 1)], numeric=(0, 4))
+        conns = _connections_table(c.connections)
         subs = table(["#Topic", "#SubExpression"], [(s.topic, s.expression) for s in c.subscriptions])
         return (conns + "\n\nBelow is subscription:\n" + subs + "\n\n"
                 + key_values([("ConsumeType:", c.consume_type), ("MessageModel:", c.message_model),
                               ("ConsumeFromWhere:", c.consume_from_where)]))
 
     emit(as_json, c, text)
+
+
+def _connections_table(conns: list) -> str:
+    return table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"],
+                 [(i, x.client_id, x.client_addr, x.language, x.version) for i, x in enumerate(conns, 1)],
+                 numeric=(0, 4))
+
+
+@command("producerConnection", "The producers online in a producer group.")
+@click.option("-g", "--producerGroup", "group", required=True)
+@click.option("-t", "--topic", required=True, help="a topic the group sends to (its brokers are asked)")
+def producer_connection(admin: AdminClient, as_json: bool, group: str, topic: str) -> None:
+    conns = admin.producer_connection(group, topic)
+    emit(as_json, conns, lambda: _connections_table(conns))
 
 
 @command("consumerStatus", "Running info of a group's consumers (asked through the broker).")

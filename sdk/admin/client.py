@@ -34,6 +34,7 @@ from rocketmq_sdk.protocol.admin_bodies import (
     ConsumerConnection,
     ConsumeStats,
     KVTable,
+    ProducerConnection,
     SubscriptionGroupConfig,
     TopicList,
     TopicStatsTable,
@@ -524,6 +525,32 @@ class AdminClient:
             client is connected. RemotingError.
         """
         return self._run(self._connections(group))
+
+    def producer_connection(self, group: str, topic: str) -> list[ClientConnection]:
+        """The online producers of ``group`` (GET_PRODUCER_CONNECTION_LIST 204 to the masters of
+        ``topic``'s route; the first that answers), as ``mqadmin producerConnection``.
+
+        Raises:
+            TopicNotExistError. MQBrokerError: e.g. 1 when no producer of the group is online.
+        """
+        async def go() -> list[ClientConnection]:
+            route = await self._route(topic)
+            last: Exception | None = None
+            for addr in self._route_masters(route).values():
+                try:
+                    resp = await self._broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                                              {"producerGroup": group})
+                except (MQBrokerError, RemotingError) as exc:
+                    last = exc
+                    continue
+                pc = ProducerConnection.from_json(resp.body)
+                return sorted((ClientConnection(c.client_id, c.client_addr, str(c.language), int(c.version))
+                               for c in pc.connection_set), key=lambda c: c.client_id)
+            if last is not None:
+                raise last
+            raise MQClientError(f"topic {topic} has no master broker")
+
+        return self._run(go())
 
     def consumer_running_info(self, group: str, client_id: str | None = None,
                               jstack: bool = False) -> dict[str, ConsumerRunningInfo]:

@@ -255,3 +255,21 @@ def test_update_and_delete_a_topic(env):
     assert "AdminTmp" not in run(env, "topicList").output.split()
     r = CliRunner().invoke(cli, ["topicRoute", "-n", env["ns"], "-t", "AdminTmp"])
     assert r.exit_code == 1 and "ERROR" in r.output
+
+
+def test_producer_connection(env):
+    with Producer("admin_live_pg", env["ns"], heartbeat_broker_interval=300) as p:
+        p.send(Message(TOPIC, "x", tags="TagC"))
+
+        def online() -> bool:
+            try:
+                return bool(env["admin"].producer_connection("admin_live_pg", TOPIC))
+            except MQBrokerError as exc:
+                if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    pytest.skip(f"the reference broker does not support producerConnection yet: {exc}")
+                return False  # "the producer group not exist" until its heartbeat arrives
+
+        wait_until(online, what="producer heartbeat")
+        j = json.loads(run(env, "producerConnection", "-g", "admin_live_pg", "-t", TOPIC, "--json").output)
+        assert [c["client_id"] for c in j] == [p.instance.client_id]
+        assert j[0]["language"] == "PYTHON"

@@ -272,3 +272,11 @@ def test_consumer_progress_of_every_group(replay):
     assert {"group": GROUP, "count": 1, "version": 409, "consume_type": "CONSUME_PASSIVELY",
             "message_model": "CLUSTERING", "consume_tps": pytest.approx(0.12, abs=1e-3), "diff_total": 0} in j
     assert CliRunner().invoke(cli, ["consumerProgress", "-n", NS, "--watch"]).exit_code == 2
+
+
+def test_producer_connection(replay):
+    r = run("producerConnection", "-n", NS, "-g", "cap_admin_producer_group", "-t", TOPIC, "--json")
+    assert r.exit_code == 0, r.output
+    assert_same_as_mqadmin(replay, RC.GET_PRODUCER_CONNECTION_LIST)
+    [c] = json.loads(r.output)
+    assert c["language"] == "JAVA" and c["version"] == 409 and c["client_id"].startswith("192.0.2.2@")
