@@ -770,7 +770,8 @@ class AdminClient:
         async def go() -> dict[str, ConsumeMessageDirectlyResult]:
             conns = await self._connections(group)
             masters = await self._group_masters(group)
-            addr = masters.get(msg.broker_name) or next(iter(masters.values()))
+            # the broker that stores the message, as mqadmin (it serves the group's clients too)
+            addr = msg.store_host or masters.get(msg.broker_name) or next(iter(masters.values()))
             out = {}
             for c in conns.connections:
                 if client_id and c.client_id != client_id:
