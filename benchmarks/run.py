@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -211,6 +212,8 @@ def main() -> int:
 
     from rocketmq_broker.embedded import start_dev_cluster
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the broker on the way out
+    load_before = os.getloadavg()
     p = plan(args.quick)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([100] if args.quick else [100, 1024, 16384])
     flushes = args.flush.split(",") if args.flush else ["ASYNC_FLUSH", "SYNC_FLUSH"]
@@ -281,7 +284,8 @@ def main() -> int:
         "quick": args.quick,
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                     "implementation": platform.python_implementation(), "platform": platform.platform(),
-                    "processor": _cpu_model()},
+                    "processor": _cpu_model(), "loadavg_before": load_before,
+                    "loadavg_after": os.getloadavg()},
         "clients": {"sdk": "rocketmq_sdk (this repository)", "cpp": _cpp_version()},
         "plan": p,
         "results": results,
@@ -321,7 +325,9 @@ def _cpp_version() -> str:
 def to_markdown(doc: dict) -> str:
     m = doc["machine"]
     out = [f"# Benchmark results {doc['started_utc']}", "",
-           f"Machine: {m['cores']} cores ({m['processor']}), Python {m['python']}, {m['platform']}.  ",
+           f"Machine: {m['cores']} cores ({m['processor']}), Python {m['python']}, {m['platform']}; "
+           f"load average before/after {m['loadavg_before'][0]:.1f}/{m['loadavg_after'][0]:.1f} "
+           "(other work on the machine adds noise).  ",
            f"Command: `{doc['command']}`{' (QUICK)' if doc['quick'] else ''}.  ",
            f"Clients: SDK = {doc['clients']['sdk']}; C++ = {doc['clients']['cpp']}, driven through its "
            "ctypes bindings in the same kind of worker process.", "",
