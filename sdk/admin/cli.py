@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-from rocketmq_sdk.exceptions import IllegalArgumentError, MQError
+from rocketmq_sdk.exceptions import IllegalArgumentError, MQError, RemotingError
 
 from .client import AdminClient, parse_namesrv_addr
 from .models import ConsumerProgress, running_info_to_dict, to_jsonable
@@ -245,22 +245,29 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str | None, topi
     n = 0
     try:
         while True:
-            p = admin.consumer_progress(group, topic)
             n += 1
             stamp = _dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-            if as_json:
-                click.echo(json.dumps({"time": stamp, **to_jsonable(p)}, ensure_ascii=False))
-            elif tty:
-                click.echo("\x1b[H\x1b[2J" + f"{stamp}  group {group}  (every {interval:g}s, Ctrl-C to stop)\n\n"
-                           + _progress_table(p), color=True)
+            try:
+                p = admin.consumer_progress(group, topic)
+            except RemotingError as exc:  # a broker restarting: report it and keep watching
+                click.echo(f"{stamp}  ERROR: {exc}", err=True)
             else:
-                click.echo(f"{stamp}  group={group}  queues={len(p.queues)}  "
-                           f"tps={p.consume_tps:.2f}  lag={p.total_lag}")
+                click.echo(_watch_frame(p, stamp, interval, as_json, tty), color=tty or None)
             if count is not None and n >= count:
                 return
             time.sleep(interval)
     except KeyboardInterrupt:
         return
+
+
+def _watch_frame(p: ConsumerProgress, stamp: str, interval: float, as_json: bool, tty: bool) -> str:
+    """One refresh of ``--watch``: a JSON line, a full-screen redraw (terminal) or a plain line."""
+    if as_json:
+        return json.dumps({"time": stamp, **to_jsonable(p)}, ensure_ascii=False)
+    if tty:
+        return ("\x1b[H\x1b[2J" + f"{stamp}  group {p.group}  (every {interval:g}s, Ctrl-C to stop)\n\n"
+                + _progress_table(p))
+    return f"{stamp}  group={p.group}  queues={len(p.queues)}  tps={p.consume_tps:.2f}  lag={p.total_lag}"
 
 
 @command("consumerConnection", "The clients online in a consumer group and their subscriptions.")

@@ -62,3 +62,24 @@ def test_watch_json_lines(replay):
     assert r.exit_code == 0, r.output
     docs = [json.loads(ln) for ln in r.output.splitlines()]
     assert len(docs) == 2 and all(d["group"] == GROUP and d["total_lag"] == 0 and "time" in d for d in docs)
+
+
+def test_watch_keeps_going_through_a_network_error(replay, monkeypatch):
+    from rocketmq_sdk.admin.client import AdminClient
+    from rocketmq_sdk.exceptions import RemotingTimeoutError
+
+    real = AdminClient.consumer_progress
+    calls = []
+
+    def flaky(self, group, topic=None):
+        calls.append(group)
+        if len(calls) == 1:
+            raise RemotingTimeoutError("127.0.0.1:10911", 5000)
+        return real(self, group, topic)
+
+    monkeypatch.setattr(AdminClient, "consumer_progress", flaky)
+    r = CliRunner().invoke(cli, ["consumerProgress", "-n", NS, "-g", GROUP, "--watch", "--interval", "0",
+                                 "--count", "2"])
+    assert r.exit_code == 0
+    assert "ERROR: request to 127.0.0.1:10911 timed out" in r.stderr
+    assert r.stdout.count("lag=0") == 1
