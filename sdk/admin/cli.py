@@ -130,6 +130,18 @@ def update_topic(admin: AdminClient, as_json: bool, topic: str, broker_addr: str
            f"perm={perm}, order={str(order).lower()}]")
 
 
+@command("updateTopicPerm", "Change a topic's permission on its brokers (2 write, 4 read, 6 both).")
+@click.option("-t", "--topic", required=True)
+@click.option("-p", "--perm", type=click.Choice(["2", "4", "6"]), required=True)
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+def update_topic_perm(admin: AdminClient, as_json: bool, topic: str, perm: str, broker_addr: str | None,
+                      cluster: str | None) -> None:
+    addrs = admin.update_topic_perm(topic, int(perm), cluster=cluster, broker_addr=broker_addr)
+    emit(as_json, {"topic": topic, "perm": int(perm), "brokers": addrs},
+         lambda: "\n".join(f"update topic perm to {perm} in {a} success." for a in addrs))
+
+
 @command("deleteTopic", "Delete a topic from every master of a cluster and from the name servers.")
 @click.option("-t", "--topic", required=True)
 @click.option("-c", "--clusterName", "cluster", required=True)

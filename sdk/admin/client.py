@@ -265,6 +265,45 @@ class AdminClient:
 
         return self._run(go())
 
+    def update_topic_perm(self, topic: str, perm: int, *, cluster: str | None = None,
+                          broker_addr: str | None = None) -> list[str]:
+        """Change a topic's permission (2 write, 4 read, 6 both) on the brokers of its route,
+        keeping its queue numbers (UPDATE_AND_CREATE_TOPIC 17), as ``mqadmin updateTopicPerm``.
+
+        Args:
+            cluster / broker_addr: only the masters of this cluster, or this broker (default:
+                every master of the route).
+
+        Returns:
+            the broker addresses updated.
+
+        Raises:
+            TopicNotExistError: no route. MQClientError: ``broker_addr`` is not in the route.
+        """
+        if perm not in (PermName.WRITE, PermName.READ, PermName.READ | PermName.WRITE):
+            raise IllegalArgumentError(f"perm must be 2, 4 or 6, not {perm}")
+
+        async def go() -> list[str]:
+            route = await self._route(topic)
+            masters = self._route_masters(route)
+            wanted = set(await self._master_addrs(cluster)) if cluster else None
+            if broker_addr and broker_addr not in masters.values():
+                raise MQClientError(f"broker {broker_addr} is not in the route of topic {topic}")
+            done = []
+            for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+                addr = masters.get(qd.broker_name)
+                if addr is None or (broker_addr and addr != broker_addr) or (wanted is not None and addr not in wanted):
+                    continue
+                header = CreateTopicRequestHeader(topic=topic, default_topic="TBW102", read_queue_nums=qd.read_queue_nums,
+                                                  write_queue_nums=qd.write_queue_nums, perm=perm,
+                                                  topic_filter_type="SINGLE_TAG", topic_sys_flag=qd.topic_sys_flag,
+                                                  order=False)
+                await self._broker(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext_fields())
+                done.append(addr)
+            return done
+
+        return self._run(go())
+
     def delete_topic(self, topic: str, *, cluster: str) -> list[str]:
         """Delete a topic on every master of ``cluster`` (DELETE_TOPIC_IN_BROKER 215), then on
         the name servers (DELETE_TOPIC_IN_NAMESRV 216), as ``mqadmin deleteTopic``.

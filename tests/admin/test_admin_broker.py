@@ -273,3 +273,12 @@ def test_producer_connection(env):
         j = json.loads(run(env, "producerConnection", "-g", "admin_live_pg", "-t", TOPIC, "--json").output)
         assert [c["client_id"] for c in j] == [p.instance.client_id]
         assert j[0]["language"] == "PYTHON"
+
+
+def test_update_topic_perm_on_one_broker(env):
+    run(env, "updateTopic", "-c", "DefaultCluster", "-t", "AdminPerm", "-r", "2", "-w", "3")
+    j = json.loads(run(env, "updateTopicPerm", "-t", "AdminPerm", "-p", "4", "-b", env["addr_b"], "--json").output)
+    assert j["brokers"] == [env["addr_b"]]
+    wait_until(lambda: {q.broker_name: (q.perm, q.read_queue_nums, q.write_queue_nums)
+                        for q in env["admin"].topic_route("AdminPerm").queue_datas}
+               == {"broker-a": (6, 2, 3), "broker-b": (4, 2, 3)}, what="perm 4 on broker-b in the route")

@@ -280,3 +280,10 @@ def test_producer_connection(replay):
     assert_same_as_mqadmin(replay, RC.GET_PRODUCER_CONNECTION_LIST)
     [c] = json.loads(r.output)
     assert c["language"] == "JAVA" and c["version"] == 409 and c["client_id"].startswith("192.0.2.2@")
+
+
+def test_update_topic_perm_keeps_queue_numbers(replay):
+    r = run("updateTopicPerm", "-n", NS, "-t", "CapAdminTmpTopic", "-p", "4", "--json")
+    assert r.exit_code == 0, r.output
+    assert_same_as_mqadmin(replay, RC.UPDATE_AND_CREATE_TOPIC, topic="CapAdminTmpTopic", perm="4")
+    assert json.loads(r.output)["brokers"] == [BROKER]
