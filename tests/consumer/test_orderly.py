@@ -23,16 +23,17 @@ class OrderRecorder:
     def __init__(self, delay_s: float = 0.0) -> None:
         self.lock = threading.Lock()
         self.seen: list[tuple[str, str, int, int]] = []
-        self.active: dict[int, int] = defaultdict(int)
+        self.active: dict[object, int] = defaultdict(int)  # per MessageQueue (queue ids repeat across brokers)
         self.max_active = 0
         self.delay_s = delay_s
 
     def listener(self, name: str):
         def fn(msgs, ctx):
-            qid = ctx.message_queue.queue_id
+            mq = ctx.message_queue
+            qid = mq.queue_id
             with self.lock:
-                self.active[qid] += 1
-                self.max_active = max(self.max_active, self.active[qid])
+                self.active[mq] += 1
+                self.max_active = max(self.max_active, self.active[mq])
             try:
                 if self.delay_s:
                     time.sleep(self.delay_s)
@@ -43,7 +44,7 @@ class OrderRecorder:
                             self.seen.append((name, key, int(seq), qid))
             finally:
                 with self.lock:
-                    self.active[qid] -= 1
+                    self.active[mq] -= 1
             return SUCCESS
         return fn
 
