@@ -47,6 +47,7 @@ from ..protocol.msgid import create_uniq_id
 from .fault import MQFaultStrategy
 from .namespace import unwrap_namespace, wrap_namespace
 from .selector import SelectorLike
+from .submit import BatchedSubmitter
 from .tracing import PublishSpan, start_publish_span, tracing_available
 
 __all__ = ["Producer", "RETRY_RESPONSE_CODES", "SendCallback"]
@@ -127,6 +128,7 @@ class Producer:
         self._idle = threading.Event()
         self._idle.set()
         self._callbacks: concurrent.futures.ThreadPoolExecutor | None = None
+        self._batched: BatchedSubmitter | None = None
 
     # -------------------------------------------------------------- lifecycle
 
@@ -342,7 +344,7 @@ class Producer:
             self._inflight += 1
             self._idle.clear()
         try:
-            fut = inst.loop_thread.submit(coro)
+            fut = self._submitter(inst).submit(coro)
         except BaseException as exc:
             self._async_done(None)
             if prepared.span is not None:
@@ -356,6 +358,12 @@ class Producer:
         if callback is not None:
             fut.add_done_callback(lambda f: self._callback_pool().submit(_run_callback, callback, f))
         return fut
+
+    def _submitter(self, inst: MQClientInstance) -> BatchedSubmitter:
+        sub = self._batched
+        if sub is None or sub.loop_thread is not inst.loop_thread:
+            sub = self._batched = BatchedSubmitter(inst.loop_thread)
+        return sub
 
     async def _send_core(self, prepared: _Prepared, msg: Any, selector: SelectorLike | None, arg: Any,
                          mq: MessageQueue | None, timeout: float, retries: int) -> SendResult:
