@@ -334,7 +334,9 @@ class Producer:
             selector = None
         coro = self._send_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout,
                                self.config.retry_times_when_send_async_failed)
-        if not self._inflight_slots.acquire(timeout=timeout / 1000.0):
+        # never block the client's own I/O thread (asend awaited there): fail fast instead
+        wait_s = 0 if inst.loop_thread.in_loop_thread else timeout / 1000.0
+        if not self._inflight_slots.acquire(timeout=wait_s):
             coro.close()
             if prepared.span is not None:
                 prepared.span.end(None, RemotingTimeoutError("producer", timeout, "send_async"))

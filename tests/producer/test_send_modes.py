@@ -152,3 +152,27 @@ def test_shutdown_waits_for_in_flight_async_sends(cluster):
     futures = [p.send_async(Message(topic, b"d")) for _ in range(100)]
     p.shutdown()
     assert [(f.done(), f.exception()) for f in futures] == [(True, None)] * 100
+
+
+def test_asend_also_works_on_the_clients_own_io_loop(cluster, producer):
+    topic = unique("TopicOwnLoop")
+
+    async def on_io_loop():
+        return await producer.asend(Message(topic, b"from the I/O loop"))
+
+    result = producer.instance.run(on_io_loop(), 10)
+    assert result.send_status is SendStatus.SEND_OK
+
+
+def test_in_flight_limit_bounds_send_async(cluster):
+    from rocketmq_sdk.exceptions import RemotingTimeoutError
+
+    with Producer(unique("pg"), cluster.namesrv_addr, async_send_max_in_flight=1, send_msg_timeout=200) as p:
+        p.send(Message(unique("TopicGate"), b"warm"))
+        p._inflight_slots.acquire()  # as if one send were in flight
+        try:
+            with pytest.raises(RemotingTimeoutError, match="in flight"):
+                p.send_async(Message(unique("TopicGate"), b"x"))
+        finally:
+            p._inflight_slots.release()
+        assert p.send_async(Message(unique("TopicGate"), b"y")).result(5).send_status is SendStatus.SEND_OK
