@@ -56,6 +56,9 @@ log = logging.getLogger("rocketmq_sdk.producer")
 
 T = TypeVar("T")
 
+#: Oneway sends handed to the I/O loop and not yet written (Java ``semaphoreOneway``: 65535).
+ONEWAY_MAX_QUEUED = 65535
+
 #: ``callback(result, error)`` of :meth:`Producer.send_async`: exactly one of them is None.
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
 
@@ -129,6 +132,8 @@ class Producer:
         self._idle.set()
         self._callbacks: concurrent.futures.ThreadPoolExecutor | None = None
         self._batched: BatchedSubmitter | None = None
+        self._oneway_slots = threading.BoundedSemaphore(ONEWAY_MAX_QUEUED)
+        self._topics_ok: set[str] = set()  # topic names already validated
 
     # -------------------------------------------------------------- lifecycle
 
@@ -374,8 +379,9 @@ class Producer:
             mq = self._select(selector, info.queues, msg, arg)
         return await self._send_prepared(prepared, mq, timeout, retries)
 
-    def _async_done(self, _fut: concurrent.futures.Future | None) -> None:
-        self._inflight_slots.release()
+    def _async_done(self, _fut: concurrent.futures.Future | None, release_slot: bool = True) -> None:
+        if release_slot:
+            self._inflight_slots.release()
         with self._inflight_lock:
             self._inflight -= 1
             if not self._inflight:
@@ -405,8 +411,10 @@ class Producer:
     def send_oneway(self, msg: Message, selector: SelectorLike | None = None, arg: Any = None, *,
                     mq: MessageQueue | None = None, timeout_ms: float | None = None) -> None:
         """Send ``msg`` with the ONEWAY flag: the broker stores it but sends no answer, so the
-        outcome is unknown (Java ``sendOneway``). One attempt, no retry; returns once the request
-        is written to the socket.
+        outcome is unknown (Java ``sendOneway``). One attempt, no retry. When the topic's route
+        and broker address are cached the write is handed to the I/O loop and the call returns at
+        once (at most 65535 queued, as Java's ``semaphoreOneway``; a failed write is logged);
+        otherwise (first send of a topic) it returns once the request is written.
 
         Args:
             msg, selector, arg, mq: as :meth:`send`.
@@ -420,8 +428,54 @@ class Producer:
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare(msg, fifo=selector is not None, oneway=True)
-        self._run_traced(inst, prepared, self._send_oneway_core(prepared, msg, selector, arg, self._wrap_mq(mq),
-                                                                timeout), timeout)
+        mq = self._wrap_mq(mq)
+        target = self._cached_target(inst, prepared, msg, selector, arg, mq)
+        if target is None or inst.loop_thread.in_loop_thread:  # first send of the topic: wait for the route
+            self._run_traced(inst, prepared, self._send_oneway_core(prepared, msg, selector, arg, mq, timeout),
+                             timeout)
+            return
+        # fast path (Java's semaphoreOneway): hand the write to the I/O loop and return at once
+        if not self._oneway_slots.acquire(timeout=timeout / 1000.0):
+            raise RemotingTimeoutError("producer", timeout, "send_oneway (too many oneway sends queued)")
+        with self._inflight_lock:
+            self._inflight += 1
+            self._idle.clear()
+        mq, addr = target
+        try:
+            fut = self._submitter(inst).submit(
+                inst.api.send_message_oneway(addr, self._ext_for(prepared, mq), prepared.body, code=prepared.code,
+                                             timeout_ms=timeout))
+        except BaseException as exc:
+            self._oneway_done(prepared, None, exc)
+            raise
+        fut.add_done_callback(lambda f: self._oneway_done(prepared, mq, None if f.cancelled() else f.exception()))
+
+    def _cached_target(self, inst: MQClientInstance, p: _Prepared, msg: Message, selector: SelectorLike | None,
+                       arg: Any, mq: MessageQueue | None) -> tuple[MessageQueue, str] | None:
+        """Queue and master address from the caches alone, or None (a route lookup is needed)."""
+        if mq is None:
+            info = self._publish.get(p.topic)
+            if info is None or not info.ok:
+                return None
+            mq = self._select(selector, info.queues, msg, arg) if selector is not None \
+                else self._fault.select_one_queue(info, None)
+        addr = inst.find_broker_master(mq.broker_name)
+        return None if addr is None else (mq, addr)
+
+    def _oneway_done(self, p: _Prepared, mq: MessageQueue | None, error: BaseException | None) -> None:
+        self._oneway_slots.release()
+        self._async_done(None, release_slot=False)
+        if error is not None:
+            log.warning("oneway send of %s to %s failed: %s", p.uniq_id, mq, error)
+        if p.span is not None:
+            p.span.end(None, error)
+
+    @staticmethod
+    def _ext_for(p: _Prepared, mq: MessageQueue) -> dict[str, str]:
+        ext = dict(p.ext)
+        ext["e"] = str(mq.queue_id)
+        ext["n"] = mq.broker_name
+        return ext
 
     async def _send_oneway_core(self, p: _Prepared, msg: Message, selector: SelectorLike | None, arg: Any,
                                 mq: MessageQueue | None, timeout: float) -> None:
@@ -431,10 +485,7 @@ class Producer:
                 else self._fault.select_one_queue(info, None)
         inst = self._inst()
         addr = await self._master_addr(inst, mq, p.topic)
-        ext = dict(p.ext)
-        ext["e"] = str(mq.queue_id)
-        ext["n"] = mq.broker_name
-        await inst.api.send_message_oneway(addr, ext, p.body, code=p.code, timeout_ms=timeout)
+        await inst.api.send_message_oneway(addr, self._ext_for(p, mq), p.body, code=p.code, timeout_ms=timeout)
 
     def wait_for_in_flight(self, timeout_s: float) -> bool:
         """Wait until no ``send_async`` is in flight; False if some still are after ``timeout_s``."""
@@ -459,9 +510,12 @@ class Producer:
         if not isinstance(msg, Message):
             raise IllegalArgumentError(f"expected a Message, got {type(msg).__name__}")
         topic = msg.topic
-        check_name(topic, "topic")
-        if is_not_allowed_send_topic(topic):
-            raise IllegalArgumentError(f"sending a message to topic {topic} is forbidden")
+        if topic not in self._topics_ok:
+            check_name(topic, "topic")
+            if is_not_allowed_send_topic(topic):
+                raise IllegalArgumentError(f"sending a message to topic {topic} is forbidden")
+            if len(self._topics_ok) < 10_000:
+                self._topics_ok.add(topic)
         body = msg.body
         if not body:
             raise IllegalArgumentError("the message body is empty")

@@ -176,3 +176,14 @@ def test_in_flight_limit_bounds_send_async(cluster):
         finally:
             p._inflight_slots.release()
         assert p.send_async(Message(unique("TopicGate"), b"y")).result(5).send_status is SendStatus.SEND_OK
+
+
+def test_oneway_burst_is_drained_by_shutdown(cluster):
+    topic = unique("TopicOnewayBurst")
+    p = Producer(unique("pg"), cluster.namesrv_addr)
+    p.start()
+    p.send(Message(topic, b"route"))
+    for i in range(500):
+        p.send_oneway(Message(topic, f"b{i}".encode()))
+    p.shutdown()  # waits for the queued oneway writes
+    wait_until(lambda: stored_count(cluster.broker, topic) == 501, what="501 stored")
