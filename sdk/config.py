@@ -155,6 +155,9 @@ class ProducerConfig(ClientConfig):
         async_send_max_in_flight: ``send_async`` requests in flight per producer before new
             ones wait (10000; Java's ``backPressureForAsyncSendNum``-like bound).
         shutdown_timeout: how long ``shutdown()`` waits for in-flight async sends, ms (3000).
+        sync_send_in_caller_thread: once a topic's route is cached, ``send`` (without selector)
+            and ``send_batch`` talk to the broker over a blocking connection owned by the calling
+            thread instead of hopping to the I/O thread (True; ~60 % less client CPU).
     """
 
     send_msg_timeout: int = 3_000
@@ -171,6 +174,7 @@ class ProducerConfig(ClientConfig):
     latency_max: tuple[int, ...] = (50, 100, 550, 1000, 2000, 3000, 15000)
     not_available_duration: tuple[int, ...] = (0, 0, 30000, 60000, 120000, 180000, 600000)
     async_send_max_in_flight: int = 10_000
+    sync_send_in_caller_thread: bool = True
     shutdown_timeout: int = 3_000
 
 

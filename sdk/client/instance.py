@@ -23,6 +23,7 @@ from ..protocol.message import MessageQueue
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
 from ..remoting.loop import EventLoopThread
+from .blocking import BlockingConnections
 from .mq_client_api import MQClientAPI
 from .namesrv_lookup import fetch_namesrv_addr
 from .route import TopicPublishInfo, publish_info_from_route, subscribe_queues_from_route, tbw102_route_for
@@ -75,7 +76,10 @@ class MQClientInstance:
         self.config = config
         self.client_id = client_id
         self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}")
-        self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=config.effective_rpc_hooks)
+        hooks = config.effective_rpc_hooks
+        self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=hooks)
+        #: per-thread blocking connections for sync sends from caller threads (no I/O-thread hop)
+        self.blocking = BlockingConnections(config.connect_timeout, hooks)
         self.api = MQClientAPI(self.remoting, config.namesrv_addr_list, config.mq_client_api_timeout)
         self.producers: dict[str, ProducerInner] = {}
         self.consumers: dict[str, ConsumerInner] = {}
@@ -144,6 +148,7 @@ class MQClientInstance:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        self.blocking.close()
         await self.remoting.close()
 
     async def _periodic(self, name: str, interval_ms: int, fn: Callable[[], Awaitable[Any]]) -> None:

@@ -32,6 +32,7 @@ from ..protocol.message import MessageQueue, PullResult, PullStatus, SendResult,
 from ..protocol.message_codec import decode_messages
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
+from .blocking import BlockingConnections
 
 __all__ = ["MQClientAPI", "NameServerList"]
 
@@ -76,6 +77,21 @@ class NameServerList:
             if addr not in tried:
                 tried.add(addr)
                 yield addr
+
+
+def _send_result(resp: RemotingCommand, addr: str, mq: MessageQueue, uniq_id: str) -> SendResult:
+    """Map a send response as Java does (codes 0, 10, 11, 12 → SendResult; others raise)."""
+    status = SendStatus.from_response_code(resp.code)
+    if status is None:
+        raise MQBrokerError(resp.code, resp.remark, addr)
+    ext = resp.ext_fields
+    queue_id = ext.get("queueId")
+    return SendResult(
+        send_status=status, msg_id=uniq_id, offset_msg_id=ext.get("msgId", ""),
+        message_queue=mq if queue_id is None or int(queue_id) == mq.queue_id
+        else MessageQueue(mq.topic, mq.broker_name, int(queue_id)),
+        queue_offset=int(ext.get("queueOffset", -1)), transaction_id=ext.get("transactionId"),
+        region_id=ext.get("MSG_REGION"), trace_on=ext.get("TRACE_ON", "true") != "false")
 
 
 def _check(resp: RemotingCommand, addr: str) -> RemotingCommand:
@@ -162,18 +178,18 @@ class MQClientAPI:
         """
         ext = header if isinstance(header, dict) else header.to_v2()
         cmd = _new_request(code, ext, body)
-        resp = await self.remoting.invoke(addr, cmd, timeout_ms)
-        status = SendStatus.from_response_code(resp.code)
-        if status is None:
-            raise MQBrokerError(resp.code, resp.remark, addr)
-        ext = resp.ext_fields
-        queue_id = ext.get("queueId")
-        return SendResult(
-            send_status=status, msg_id=uniq_id, offset_msg_id=ext.get("msgId", ""),
-            message_queue=mq if queue_id is None or int(queue_id) == mq.queue_id
-            else MessageQueue(mq.topic, mq.broker_name, int(queue_id)),
-            queue_offset=int(ext.get("queueOffset", -1)), transaction_id=ext.get("transactionId"),
-            region_id=ext.get("MSG_REGION"), trace_on=ext.get("TRACE_ON", "true") != "false")
+        return _send_result(await self.remoting.invoke(addr, cmd, timeout_ms), addr, mq, uniq_id)
+
+    def send_message_blocking(self, conns: BlockingConnections, addr: str, mq: MessageQueue, header: dict[str, str],
+                              body: bytes, uniq_id: str, timeout_ms: float, *,
+                              code: int = RequestCode.SEND_MESSAGE_V2) -> SendResult:
+        """:meth:`send_message` in the calling thread over its own blocking connection.
+
+        Raises:
+            MQBrokerError, RemotingError: as :meth:`send_message`.
+        """
+        cmd = _new_request(code, header, body)
+        return _send_result(conns.invoke(addr, cmd, timeout_ms), addr, mq, uniq_id)
 
     async def send_message_oneway(self, addr: str, header: dict[str, str], body: bytes, *,
                                   code: int = RequestCode.SEND_MESSAGE_V2, timeout_ms: float = 3000.0) -> None:

@@ -18,7 +18,14 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tenacity import AsyncRetrying, retry_if_exception, retry_if_result, stop_after_attempt, wait_none
+from tenacity import (
+    AsyncRetrying,
+    Retrying,
+    retry_if_exception,
+    retry_if_result,
+    stop_after_attempt,
+    wait_none,
+)
 
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import TopicPublishInfo
@@ -261,9 +268,24 @@ class Producer:
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare(msg, fifo=selector is not None)
-        coro = self._send_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout,
-                               self.config.retry_times_when_send_failed)
+        mq = self._wrap_mq(mq)
+        retries = self.config.retry_times_when_send_failed
+        if self._can_send_blocking(inst, prepared, selector):
+            return self._traced(prepared, self._send_blocking, inst, prepared, mq, timeout, retries)
+        coro = self._send_core(prepared, msg, selector, arg, mq, timeout, retries)
         return self._run_traced(inst, prepared, coro, timeout)
+
+    def _traced(self, p: _Prepared, fn: Callable[..., SendResult], *args: Any) -> SendResult:
+        """Call ``fn(*args)`` ending ``p``'s publish span with its outcome."""
+        try:
+            result = fn(*args)
+        except BaseException as exc:
+            if p.span is not None:
+                p.span.end(None, exc)
+            raise
+        if p.span is not None:
+            p.span.end(result)
+        return result
 
     def send_orderly(self, msg: Message, selector: SelectorLike, arg: Any, *,
                      timeout_ms: float | None = None) -> SendResult:
@@ -287,7 +309,11 @@ class Producer:
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare_batch(msgs)
-        return self._run_traced(inst, prepared, self._send_prepared(prepared, self._wrap_mq(mq), timeout), timeout)
+        mq = self._wrap_mq(mq)
+        if self._can_send_blocking(inst, prepared, None):
+            return self._traced(prepared, self._send_blocking, inst, prepared, mq, timeout,
+                                self.config.retry_times_when_send_failed)
+        return self._run_traced(inst, prepared, self._send_prepared(prepared, mq, timeout), timeout)
 
     def _run_traced(self, inst: MQClientInstance, p: _Prepared, coro: Coroutine[Any, Any, T],
                     timeout_ms: float) -> T:
@@ -635,14 +661,9 @@ class Producer:
             try:
                 result = await self._send_to(queue, p, deadline, timeout_ms)
             except Exception as exc:
-                self._fault.update_fault_item(queue.broker_name, (time.monotonic() - started) * 1000.0, True)
-                last[0] = queue.broker_name
-                log.debug("send of %s to %s failed (%s)", p.uniq_id, queue, exc)
+                self._attempt_done(p, queue, started, last, exc=exc)
                 raise
-            self._fault.update_fault_item(queue.broker_name, (time.monotonic() - started) * 1000.0, False)
-            if result.send_status is not SendStatus.SEND_OK:
-                last[0] = queue.broker_name
-            return result
+            return self._attempt_done(p, queue, started, last, result=result)
 
         try:  # fast path: the first attempt without building a retry controller
             result = await attempt()
@@ -652,13 +673,79 @@ class Producer:
         else:
             if retries <= 0 or not self._retry_result(result):
                 return result
-        retrying = AsyncRetrying(stop=stop_after_attempt(retries), wait=wait_none(),
-                                 retry=retry_if_exception(_retryable) | retry_if_result(self._retry_result),
-                                 retry_error_callback=lambda state: state.outcome.result())
-        return await retrying(attempt)
+        return await AsyncRetrying(**self._retry_policy(retries))(attempt)
+
+    def _attempt_done(self, p: _Prepared, queue: MessageQueue, started: float, last: list[str | None], *,
+                      result: SendResult | None = None, exc: Exception | None = None) -> SendResult:
+        """Fault-strategy bookkeeping after one attempt; remembers the broker to avoid next."""
+        failed = exc is not None
+        self._fault.update_fault_item(queue.broker_name, (time.monotonic() - started) * 1000.0, failed)
+        if failed:
+            log.debug("send of %s to %s failed (%s)", p.uniq_id, queue, exc)
+        if failed or (result is not None and result.send_status is not SendStatus.SEND_OK):
+            last[0] = queue.broker_name
+        return result  # type: ignore[return-value]
+
+    def _retry_policy(self, retries: int) -> dict[str, Any]:
+        """tenacity arguments of the attempts after the first: ``retries`` more, no wait, on
+        retryable errors and (``retry_another_broker_when_not_store_ok``) non-OK results; the
+        last outcome is returned or raised."""
+        return {"stop": stop_after_attempt(retries), "wait": wait_none(),
+                "retry": retry_if_exception(_retryable) | retry_if_result(self._retry_result),
+                "retry_error_callback": lambda state: state.outcome.result()}
 
     def _retry_result(self, result: SendResult) -> bool:
         return self.config.retry_another_broker_when_not_store_ok and result.send_status is not SendStatus.SEND_OK
+
+    # -------------------------------------------------------------- sync sends in the caller thread
+
+    def _send_blocking(self, inst: MQClientInstance, p: _Prepared, mq: MessageQueue | None, timeout_ms: float,
+                       retries: int) -> SendResult:
+        """:meth:`_send_prepared` in the calling thread over its own connection (no I/O-thread
+        hop; ``benchmarks/PROFILE.md`` P1). The caller checked that the route is cached."""
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        if mq is not None:
+            return self._send_to_blocking(inst, mq, p, deadline, timeout_ms)
+        info = self._publish[p.topic]
+        last: list[str | None] = [None]
+
+        def attempt() -> SendResult:
+            queue = self._fault.select_one_queue(info, last[0])
+            started = time.monotonic()
+            try:
+                result = self._send_to_blocking(inst, queue, p, deadline, timeout_ms)
+            except Exception as exc:
+                self._attempt_done(p, queue, started, last, exc=exc)
+                raise
+            return self._attempt_done(p, queue, started, last, result=result)
+
+        try:
+            result = attempt()
+        except Exception as exc:
+            if retries <= 0 or not _retryable(exc):
+                raise
+        else:
+            if retries <= 0 or not self._retry_result(result):
+                return result
+        return Retrying(**self._retry_policy(retries))(attempt)
+
+    def _send_to_blocking(self, inst: MQClientInstance, mq: MessageQueue, p: _Prepared, deadline: float,
+                          timeout_ms: float) -> SendResult:
+        remaining = (deadline - time.monotonic()) * 1000.0
+        if remaining <= 0:
+            raise RemotingTimeoutError(mq.broker_name, timeout_ms, "send")
+        addr = inst.find_broker_master(mq.broker_name)
+        if addr is None:
+            raise MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE, f"no master address for broker {mq.broker_name}")
+        result = inst.api.send_message_blocking(inst.blocking, addr, mq, self._ext_for(p, mq), p.body, p.uniq_id,
+                                                remaining, code=p.code)
+        return self._unwrap_result(result)
+
+    def _can_send_blocking(self, inst: MQClientInstance, p: _Prepared, selector: SelectorLike | None) -> bool:
+        if not self.config.sync_send_in_caller_thread or selector is not None or inst.loop_thread.in_loop_thread:
+            return False
+        info = self._publish.get(p.topic)
+        return info is not None and info.ok
 
     async def _send_to(self, mq: MessageQueue, p: _Prepared, deadline: float, timeout_ms: float) -> SendResult:
         remaining = (deadline - time.monotonic()) * 1000.0
@@ -670,6 +757,9 @@ class Producer:
         ext["e"] = str(mq.queue_id)
         ext["n"] = mq.broker_name
         result = await inst.api.send_message(addr, mq, ext, p.body, p.uniq_id, remaining, code=p.code)
+        return self._unwrap_result(result)
+
+    def _unwrap_result(self, result: SendResult) -> SendResult:
         if self.config.namespace:
             q = result.message_queue
             result.message_queue = MessageQueue(unwrap_namespace(self.config.namespace, q.topic), q.broker_name,

@@ -1,0 +1,156 @@
+"""``BlockingConnections``: request/response over plain blocking sockets owned by the calling
+thread (one connection per thread and broker), for sync sends without the I/O-thread hop.
+
+Measured in ``benchmarks/PROFILE.md`` (proposal P1): the hop to the event loop thread and back
+costs more than the rest of a sync send; a thread that owns its socket saves ~60 % client CPU.
+Only requests whose answer comes back on the same connection use it (sends); broker → client
+requests never arrive here because these connections never send heartbeats.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from ..exceptions import (
+    ClientStateError,
+    RemotingConnectError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+)
+from ..remoting.client import parse_addr
+from ..remoting.command import RemotingCommand
+from ..remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
+
+__all__ = ["BlockingConnections"]
+
+log = logging.getLogger("rocketmq_sdk.client.blocking")
+
+
+class _Conn:
+    __slots__ = ("sock", "decoder", "__weakref__")
+
+    def __init__(self, sock: socket.socket, max_frame_length: int) -> None:
+        self.sock = sock
+        self.decoder = FrameDecoder(max_frame_length)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    __del__ = close  # a thread's connections close when the thread (and its locals) go away
+
+
+class BlockingConnections:
+    """Per-thread blocking connections.
+
+    Args:
+        connect_timeout_ms: TCP connect timeout, ms.
+        rpc_hooks: the instance's hooks (ACL signing), run as for the asyncio client.
+        max_frame_length: largest accepted frame, bytes.
+    """
+
+    def __init__(self, connect_timeout_ms: float, rpc_hooks: Sequence[Any] = (),
+                 max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
+        self.connect_timeout_ms = connect_timeout_ms
+        self.rpc_hooks = list(rpc_hooks)
+        self.max_frame_length = max_frame_length
+        self._local = threading.local()
+        self._all: weakref.WeakSet[_Conn] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _conns(self) -> dict[str, _Conn]:
+        conns = getattr(self._local, "conns", None)
+        if conns is None:
+            conns = self._local.conns = {}
+        return conns
+
+    def _get(self, addr: str) -> _Conn:
+        conns = self._conns()
+        conn = conns.get(addr)
+        if conn is not None:
+            return conn
+        if self._closed:
+            raise ClientStateError("the client's connections are closed")
+        host, port = parse_addr(addr)
+        try:
+            sock = socket.create_connection((host, port), timeout=self.connect_timeout_ms / 1000.0)
+        except TimeoutError:
+            raise RemotingConnectError(addr, f"timed out after {self.connect_timeout_ms:.0f} ms") from None
+        except OSError as exc:
+            raise RemotingConnectError(addr, str(exc)) from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = conns[addr] = _Conn(sock, self.max_frame_length)
+        with self._lock:
+            self._all.add(conn)
+        return conn
+
+    def _drop(self, addr: str, conn: _Conn) -> None:
+        conns = self._conns()
+        if conns.get(addr) is conn:
+            del conns[addr]
+        conn.close()
+
+    def invoke(self, addr: str, cmd: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        """Send ``cmd`` and wait for its response in the calling thread.
+
+        Raises:
+            RemotingConnectError: cannot connect.
+            RemotingTimeoutError: no response within ``timeout_ms`` (the connection is dropped).
+            RemotingSendRequestError: the connection broke.
+            FrameError: a malformed frame (the connection is dropped).
+            ClientStateError: closed.
+        """
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        for hook in self.rpc_hooks:
+            hook.before_request(addr, cmd)
+        conn = self._get(addr)
+        sock = conn.sock
+        opaque = cmd.opaque
+        try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.sendall(cmd.encode())
+            resp = None
+            while resp is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                sock.settimeout(remaining)
+                data = sock.recv(65536)
+                if not data:
+                    raise RemotingSendRequestError(f"connection to {addr} closed by the peer "
+                                                   f"(request opaque {opaque} pending)")
+                for frame in conn.decoder.feed(data):
+                    answer = RemotingCommand.decode(frame)
+                    if answer.is_response and answer.opaque == opaque:
+                        resp = answer
+                    else:
+                        log.debug("ignored frame code %d opaque %d from %s", answer.code, answer.opaque, addr)
+        except TimeoutError:
+            self._drop(addr, conn)
+            raise RemotingTimeoutError(addr, timeout_ms, f"request code {cmd.code}") from None
+        except OSError as exc:
+            self._drop(addr, conn)
+            raise RemotingSendRequestError(f"connection to {addr} failed: {exc}") from exc
+        except BaseException:
+            self._drop(addr, conn)
+            raise
+        for hook in self.rpc_hooks:
+            hook.after_response(addr, cmd, resp)
+        return resp
+
+    def close(self) -> None:
+        """Close every connection of every thread (idempotent)."""
+        self._closed = True
+        with self._lock:
+            conns = list(self._all)
+        for conn in conns:
+            conn.close()
