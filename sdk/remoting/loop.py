@@ -36,6 +36,65 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+class _BlockingCall:
+    """One ``EventLoopThread.run``: the task's outcome handed to a waiting thread through a lock."""
+
+    __slots__ = ("coro", "done", "task", "result", "error", "gave_up", "_state_lock")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.task: asyncio.Task | None = None
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.gave_up = False
+        self._state_lock = threading.Lock()
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:  # on the loop thread
+        with self._state_lock:
+            if self.gave_up:
+                self.coro.close()
+                return
+            try:
+                self.task = loop.create_task(self.coro)
+            except BaseException as exc:  # pragma: no cover - loop closing
+                self.error = exc
+                self.done.release()
+                return
+        self.task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task) -> None:  # on the loop thread
+        if task.cancelled():
+            self.error = concurrent.futures.CancelledError()
+        else:
+            self.error = task.exception()
+            if self.error is None:
+                self.result = task.result()
+        self.done.release()
+
+    def cancel(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Called by the waiter after its timeout: True if the call was abandoned (cancelled)."""
+        with self._state_lock:
+            if self.done.locked() is False:
+                return False
+            self.gave_up = True
+            task = self.task
+        if task is not None:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # loop closed
+                pass
+        return True
+
+    def outcome(self) -> Any:
+        error = self.error
+        if error is not None:
+            self.error = None  # no reference cycle through the traceback
+            raise error
+        return self.result
+
+
 class EventLoopThread:
     """An asyncio loop in a named daemon thread, started by the constructor.
 
@@ -129,15 +188,22 @@ class EventLoopThread:
         if self.in_loop_thread:
             coro.close()
             raise ClientStateError("blocking call made from the client's own I/O thread; await instead")
-        fut = self.submit(coro)
         try:
-            return fut.result(timeout_s)
-        except concurrent.futures.TimeoutError:
-            if fut.done():  # the coroutine itself raised TimeoutError
-                raise
-            fut.cancel()
-            raise RemotingTimeoutError(f"event loop {self.name}", (timeout_s or 0) * 1000.0,
-                                       "call") from None
+            self._check()
+        except ClientStateError:
+            coro.close()
+            raise
+        # A lighter path than run_coroutine_threadsafe + Future.result (every sync send goes
+        # through here): one plain lock as the waiter instead of a Condition-based
+        # concurrent.futures.Future chained to the task with cross-loop callbacks.
+        call = _BlockingCall(coro)
+        self._loop.call_soon_threadsafe(call.start, self._loop)
+        if not call.done.acquire(timeout=-1 if timeout_s is None else max(0.0, timeout_s)):
+            if call.cancel(self._loop):
+                raise RemotingTimeoutError(f"event loop {self.name}", (timeout_s or 0) * 1000.0,
+                                           "call") from None
+            call.done.acquire()  # it finished while we gave up: use its outcome
+        return call.outcome()
 
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
         """Schedule ``callback(*args)`` on the loop from any thread.
