@@ -214,6 +214,7 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the broker on the way out
     load_before = os.getloadavg()
+    commit_before = _git_head()
     p = plan(args.quick)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([100] if args.quick else [100, 1024, 16384])
     flushes = args.flush.split(",") if args.flush else ["ASYNC_FLUSH", "SYNC_FLUSH"]
@@ -282,6 +283,7 @@ def main() -> int:
         "finished_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "quick": args.quick,
+        "git_commit": {"start": commit_before, "end": _git_head()},
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                     "implementation": platform.python_implementation(), "platform": platform.platform(),
                     "processor": _cpu_model(), "loadavg_before": load_before,
@@ -300,6 +302,18 @@ def main() -> int:
         (out / f"{stem}.md").write_text(md)
         prog.line(f"wrote {out / stem}.json and .md")
     return 0
+
+
+def _git_head() -> str:
+    """The repository's HEAD (``+dirty`` with uncommitted changes), or "" outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
+                              text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def _cpu_model() -> str:
@@ -328,7 +342,9 @@ def to_markdown(doc: dict) -> str:
            f"Machine: {m['cores']} cores ({m['processor']}), Python {m['python']}, {m['platform']}; "
            f"load average before/after {m['loadavg_before'][0]:.1f}/{m['loadavg_after'][0]:.1f} "
            "(other work on the machine adds noise).  ",
-           f"Command: `{doc['command']}`{' (QUICK)' if doc['quick'] else ''}.  ",
+           f"Command: `{doc['command']}`{' (QUICK)' if doc['quick'] else ''}; git {doc['git_commit']['start']}"
+           + (f" → {doc['git_commit']['end']} (code changed during the run)"
+              if doc['git_commit']['end'] != doc['git_commit']['start'] else "") + ".  ",
            f"Clients: SDK = {doc['clients']['sdk']}; C++ = {doc['clients']['cpp']}, driven through its "
            "ctypes bindings in the same kind of worker process.", "",
            "Throughput in messages/s over the measured phase; ratio = SDK / C++; client CPU = CPU seconds "
