@@ -10,8 +10,9 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
@@ -102,7 +103,39 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
     err.close()
     cluster = DevCluster(store_dir=store_dir, _proc=proc, _owns_store=owns)
-    deadline = time.monotonic() + start_timeout_s
+    try:
+        lines = read_announcements(proc, start_timeout_s)
+    except DevClusterError as exc:
+        tail = ""
+        if os.path.exists(err_path):
+            with open(err_path, errors="replace") as fh:
+                tail = fh.read()[-2000:]
+        cluster.stop()
+        raise DevClusterError(f"dev cluster did not start: {exc}: {tail}") from None
+    cluster.namesrv_addr = lines["NAMESRV"]
+    cluster.broker_addr = lines["BROKER"]
+    return cluster
+
+
+def read_announcements(proc: subprocess.Popen, timeout_s: float = 30.0) -> dict[str, str]:
+    """Read the ``KIND value`` lines a server process prints on stdout, up to ``READY``.
+
+    ``python -m rocketmq_broker dev``, ``rocketmq-namesrv`` and ``rocketmq-broker`` print
+    ``NAMESRV host:port``, ``BROKER host:port``, ``STORE dir`` and then ``READY``. The process must
+    have been started with ``stdout=subprocess.PIPE, text=True``; lines after READY are left unread.
+
+    Args:
+        proc: the server process.
+        timeout_s: how long to wait for READY, in seconds (enforced even when the process prints
+            nothing: the pipe is read on a helper thread).
+
+    Returns:
+        ``{kind: value}``, e.g. ``{"NAMESRV": "127.0.0.1:40123", ..., "READY": ""}``.
+
+    Raises:
+        DevClusterError: no READY line within ``timeout_s``, or stdout closed first (the process
+            exited; its exit code is in the message).
+    """
     lines: dict[str, str] = {}
 
     def reader() -> None:
@@ -113,19 +146,13 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
             if kind == "READY":
                 break
 
-    t = threading.Thread(target=reader, daemon=True)
+    t = threading.Thread(target=reader, name="rocketmq-announcements", daemon=True)
     t.start()
-    t.join(max(0.0, deadline - time.monotonic()))
+    t.join(timeout_s)
     if "READY" not in lines:
-        cluster.stop()
-        tail = ""
-        if os.path.exists(err_path):
-            with open(err_path, errors="replace") as fh:
-                tail = fh.read()[-2000:]
-        raise DevClusterError(f"dev cluster did not start within {start_timeout_s}s: {tail}")
-    cluster.namesrv_addr = lines["NAMESRV"]
-    cluster.broker_addr = lines["BROKER"]
-    return cluster
+        state = "still running" if proc.poll() is None else f"exit code {proc.returncode}"
+        raise DevClusterError(f"{proc.args!r} printed no READY within {timeout_s}s ({state}; got {lines})")
+    return dict(lines)
 
 
 def _start_in_process(store_dir: str, owns: bool, extra: dict, timeout_s: float) -> DevCluster:
@@ -153,4 +180,129 @@ def _start_in_process(store_dir: str, owns: bool, extra: dict, timeout_s: float)
     except Exception as exc:
         cluster.stop()
         raise DevClusterError(f"dev cluster did not start: {exc}") from exc
+    return cluster
+
+
+class EmbeddedCluster:
+    """Name servers and brokers of one cluster on a background asyncio thread of this process.
+
+    Use :func:`start_cluster`. Attributes:
+        namesrv_addrs: ``["127.0.0.1:<port>", ...]``, one per name server.
+        namesrv_addr: the same joined with ``;`` (what clients and brokers take).
+        brokers: ``{broker_name: BrokerController}`` in start order.
+        namesrvs: the :class:`NameServer` objects.
+        store_dir: store root; broker ``<name>`` stores under ``<store_dir>/<name>``.
+    """
+
+    def __init__(self, store_dir: str, owns_store: bool, timeout_s: float) -> None:
+        self.store_dir = store_dir
+        self.timeout_s = timeout_s
+        self.namesrvs: list[NameServer] = []
+        self.brokers: dict[str, BrokerController] = {}
+        self._owns_store = owns_store
+        self._stopped_brokers: set[str] = set()
+        self._stopped = False
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="rocketmq-embedded-cluster",
+                                        daemon=True)
+        self._thread.start()
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [ns.addr for ns in self.namesrvs]
+
+    @property
+    def namesrv_addr(self) -> str:
+        return ";".join(self.namesrv_addrs)
+
+    def addr(self, broker_name: str) -> str:
+        """``127.0.0.1:<port>`` of broker ``broker_name`` (KeyError when there is no such broker)."""
+        return self.brokers[broker_name].config.broker_addr
+
+    def run(self, coro: Any) -> Any:
+        """Run ``coro`` on the cluster's loop and return its result (waits ``timeout_s``)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(self.timeout_s)
+
+    def stop_broker(self, broker_name: str) -> None:
+        """Stop one broker cleanly (store flushed, unregistered from the name servers). Idempotent."""
+        if broker_name not in self._stopped_brokers:
+            self._stopped_brokers.add(broker_name)
+            self.run(self.brokers[broker_name].stop())
+
+    def stop(self) -> None:
+        """Stop every broker, then the name servers and the loop; a temporary store is removed.
+        Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            for name in list(self.brokers):
+                self.stop_broker(name)
+            for ns in reversed(self.namesrvs):
+                self.run(ns.stop())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(self.timeout_s)
+            if self._owns_store:
+                shutil.rmtree(self.store_dir, ignore_errors=True)
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, namesrvs: int = 1,
+                  cluster_name: str = "DefaultCluster", store_dir: str | None = None,
+                  broker_config: dict | None = None, start_timeout_s: float = 30.0) -> EmbeddedCluster:
+    """Start ``namesrvs`` name servers and one master broker per name in ``broker_names``, all of
+    cluster ``cluster_name`` on free 127.0.0.1 ports, in this process (one background loop thread).
+
+    Every broker registers with every name server (``namesrvAddr`` = all of them, ``;``-joined), so
+    a topic created on several brokers has a route listing each of them, as in a real cluster of
+    masters ``broker-a``, ``broker-b``.
+
+    Args:
+        broker_names: brokerName of each broker (unique), default ``("broker-a", "broker-b")``.
+        namesrvs: number of name servers (at least 1).
+        cluster_name: brokerClusterName of every broker.
+        store_dir: store root, broker ``<name>`` under ``<store_dir>/<name>``; a temporary
+            directory (removed at stop) when None.
+        broker_config: extra :class:`BrokerConfig` fields (snake_case) for every broker; the
+            CommitLog file size defaults to 16 MiB here.
+        start_timeout_s: how long to wait for all servers, in seconds.
+
+    Raises:
+        ValueError: no broker name, a repeated name, or ``namesrvs < 1``.
+        DevClusterError: a server did not start (everything started so far is stopped).
+    """
+    names = list(broker_names)
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"broker_names must be non-empty and unique, got {names}")
+    if namesrvs < 1:
+        raise ValueError(f"namesrvs must be at least 1, got {namesrvs}")
+    owns = store_dir is None
+    store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-cluster-")
+    cluster = EmbeddedCluster(store_dir, owns, start_timeout_s)
+    extra = {"mapped_file_size_commit_log": 16 * 1024 * 1024, **(broker_config or {})}
+
+    async def start() -> None:
+        for _ in range(namesrvs):
+            ns = NameServer(NamesrvConfig(listen_port=0))
+            await ns.start()
+            cluster.namesrvs.append(ns)
+        for name in names:
+            cfg = BrokerConfig(listen_port=0, namesrv_addr=cluster.namesrv_addr, broker_name=name,
+                               broker_cluster_name=cluster_name,
+                               store_path_root_dir=os.path.join(store_dir, name), **extra)
+            broker = BrokerController(cfg)
+            await broker.start()
+            cluster.brokers[name] = broker
+
+    try:
+        cluster.run(start())
+    except Exception as exc:
+        cluster.stop()
+        raise DevClusterError(f"embedded cluster did not start: {exc!r}") from exc
     return cluster
