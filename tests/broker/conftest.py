@@ -1,12 +1,18 @@
-"""Fixtures: an in-process name server + broker, and a remoting client bound to a private loop."""
+"""Fixtures: an in-process name server + broker, a remoting client bound to a private loop, and
+server processes (``python -m rocketmq_broker dev``, ``rocketmq-namesrv``, ``rocketmq-broker``)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
 import threading
+from collections.abc import Callable, Iterator
 
 import pytest
-from rocketmq_broker.embedded import start_dev_cluster
+from rocketmq_broker.embedded import DevClusterError, read_announcements, start_dev_cluster
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 
 
@@ -51,3 +57,65 @@ def client():
     c = SyncClient()
     yield c
     c.close()
+
+
+BIN = os.path.dirname(sys.executable)
+"""Directory of the console scripts ``rocketmq-namesrv`` / ``rocketmq-broker`` of this venv."""
+
+
+class ServerProcess:
+    """A server child process started by the ``server_process`` fixture.
+
+    Attributes:
+        proc: the ``subprocess.Popen``.
+        lines: what it announced on stdout up to READY (``{"NAMESRV": addr, "BROKER": addr, ...}``).
+        log_path: file receiving its stderr (the logs).
+    """
+
+    def __init__(self, cmd: list[str], log_path: str, timeout_s: float) -> None:
+        self.log_path = log_path
+        with open(log_path, "ab") as err:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
+                                         text=True)
+        try:
+            self.lines = read_announcements(self.proc, timeout_s)
+        except DevClusterError as exc:
+            self.kill()
+            raise AssertionError(f"{cmd[0]} did not start: {exc}\n{self.log()[-3000:]}") from None
+
+    def log(self) -> str:
+        """Everything the process wrote on stderr so far."""
+        with open(self.log_path, errors="replace") as fh:
+            return fh.read()
+
+    def stop(self, timeout_s: float = 20.0) -> int:
+        """SIGTERM (clean shutdown), SIGKILL after ``timeout_s``; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.proc.wait(5)
+
+    def kill(self) -> int:
+        """SIGKILL at once (a crash: no flush, the abort file stays); returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        return self.proc.wait(5)
+
+
+@pytest.fixture
+def server_process(tmp_path) -> Iterator[Callable[..., ServerProcess]]:
+    """Factory ``server_process(cmd, timeout_s=30)``: start ``cmd``, wait for its READY line and
+    return a :class:`ServerProcess`; every process still running is stopped at teardown."""
+    started: list[ServerProcess] = []
+
+    def start(cmd: list[str], timeout_s: float = 30.0) -> ServerProcess:
+        sp = ServerProcess(cmd, str(tmp_path / f"server-{len(started)}.log"), timeout_s)
+        started.append(sp)
+        return sp
+
+    yield start
+    for sp in reversed(started):
+        sp.stop()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import socket
-import subprocess
 import sys
 import time
 
@@ -58,26 +56,13 @@ def test_malformed_frame_closes_only_that_connection(cluster, client):
     assert r.code == ResponseCode.SUCCESS
 
 
-def test_dev_command_prints_addresses_and_stops_on_sigterm(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        lines = {}
-        deadline = time.monotonic() + 30
-        while "READY" not in lines and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            kind, _, value = line.strip().partition(" ")
-            lines[kind] = value
-        assert lines["NAMESRV"].startswith("127.0.0.1:") and lines["BROKER"].startswith("127.0.0.1:")
-        assert os.path.exists(tmp_path / "abort")
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(20) == 0
-        assert not os.path.exists(tmp_path / "abort"), "clean shutdown removes the abort file"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+def test_dev_command_prints_addresses_and_stops_on_sigterm(tmp_path, server_process):
+    dev = server_process([sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", str(tmp_path / "st")])
+    assert dev.lines["NAMESRV"].startswith("127.0.0.1:") and dev.lines["BROKER"].startswith("127.0.0.1:")
+    assert dev.lines["STORE"] == str(tmp_path / "st")
+    assert os.path.exists(tmp_path / "st" / "abort")
+    assert dev.stop() == 0
+    assert not os.path.exists(tmp_path / "st" / "abort"), "clean shutdown removes the abort file"
 
 
 def test_broker_command_reads_standard_broker_conf(tmp_path):
