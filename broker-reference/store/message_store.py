@@ -43,6 +43,7 @@ ArrivalListener = Callable[[str, int, int, int, "dict[str, str] | None"], None]
 max offset, i.e. the message's consume-queue offset + 1 (Java ``MessageArrivingListener``)."""
 
 TagFilter = Callable[[int], bool]
+RecordFilter = Callable[[bytes], bool]
 _NOT_OR_COMMIT = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 _MAX_FILTER_BYTES = 16000
 
@@ -303,7 +304,8 @@ class MessageStore:
     # -- reading ---------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                     tag_filter: TagFilter | None = None,
-                    max_total_bytes: int | None = None) -> GetMessageResult | None:
+                    max_total_bytes: int | None = None,
+                    record_filter: RecordFilter | None = None) -> GetMessageResult | None:
         """Read up to ``max_msg_nums`` records of topic/queue id from consume-queue ``offset``.
 
         Args:
@@ -313,6 +315,8 @@ class MessageStore:
             max_total_bytes: stop before exceeding this many record bytes (default
                 ``max_transfer_bytes_on_message_in_memory``, 256 KiB); at most
                 ``max_transfer_count_on_message_in_memory`` (32) records per call.
+            record_filter: ``f(record) -> bool`` deciding from the stored record itself
+                (RocketMQ ``isMatchedByCommitLog``, e.g. an SQL92 subscription); None accepts all.
 
         Returns:
             A :class:`GetMessageResult` whose status follows protocol doc §3.4 step 3, or None
@@ -369,6 +373,10 @@ class MessageStore:
                 if not buffers:
                     res.status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 next_phy_file_start = self.commit_log.roll_next_file(phy)
+                continue
+            if record_filter is not None and not record_filter(rec):
+                if not buffers:
+                    res.status = GetMessageStatus.NO_MATCHED_MESSAGE
                 continue
             buffers.append(rec)
             queue_offsets.append(offset + scanned // CQ_STORE_UNIT_SIZE - 1)
