@@ -40,12 +40,13 @@ class ClientProcessor:
         hb = HeartbeatData.from_json(cmd.body)
         ch.attributes["client_id"] = hb.client_id
         for cd in hb.consumers:
-            if cd.message_model == MessageModel.CLUSTERING:
-                _, created = b.topics.create_system(retry_topic(cd.group_name), 1)
+            sg = b.groups.find(cd.group_name)  # auto-creates the group's settings, as Java does
+            if sg is not None and cd.message_model == MessageModel.CLUSTERING:
+                _, created = b.topics.create_system(retry_topic(cd.group_name), max(sg.retry_queue_nums, 1))
                 if created:
                     b.register_to_namesrv_soon()
             info = ClientChannelInfo(ch, hb.client_id, cmd.language, cmd.version)
-            if b.consumers.register(cd, info):
+            if b.consumers.register(cd, info) and (sg is None or sg.notify_consumer_ids_changed_enable):
                 b.notify_consumer_ids_changed(cd.group_name)
         for group in hb.producer_groups:
             b.producers.register(group, ClientChannelInfo(ch, hb.client_id, cmd.language, cmd.version))

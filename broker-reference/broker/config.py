@@ -98,9 +98,20 @@ def snake(name: str) -> str:
     return re.sub(r"([a-z\d])([A-Z])", r"\1_\2", name).lower()
 
 
-def _from_properties(cls, props: dict[str, str]):
+def camel(name: str) -> str:
+    """``broker_cluster_name`` → ``brokerClusterName``; ``broker_ip1`` → ``brokerIP1``."""
+    head, *rest = name.split("_")
+    return head + "".join("IP" + p[2:] if p.startswith("ip") else p.capitalize() for p in rest)
+
+
+def _convert(cls, props: dict[str, str]) -> dict[str, object]:
+    """Known keys of ``props`` converted to the field types of ``cls`` (unknown ones logged).
+
+    Raises:
+        ValueError: a value does not parse as its field's type.
+    """
     known = {f.name: f for f in fields(cls)}
-    kwargs = {}
+    kwargs: dict[str, object] = {}
     for key, raw in props.items():
         name = snake(key)
         f = known.get(name)
@@ -114,19 +125,54 @@ def _from_properties(cls, props: dict[str, str]):
         elif "int" in t:
             value = int(str(value))
         kwargs[name] = value
-    return cls(**kwargs)
+    return kwargs
+
+
+def _from_properties(cls, props: dict[str, str]):
+    return cls(**_convert(cls, props))
+
+
+def apply_properties(obj, props: dict[str, str]) -> dict[str, object]:
+    """Set the known keys of ``props`` on the dataclass ``obj`` (UPDATE_BROKER_CONFIG /
+    UPDATE_NAMESRV_CONFIG); returns what was set.
+
+    Raises:
+        ValueError: a value does not parse (nothing is set then).
+    """
+    changed = _convert(type(obj), props)
+    for name, value in changed.items():
+        setattr(obj, name, value)
+    return changed
+
+
+def config_to_properties(obj) -> str:
+    """``key=value`` lines with camelCase keys, as GET_BROKER_CONFIG / GET_NAMESRV_CONFIG answer."""
+    lines = []
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if value is None:
+            value = ""
+        elif isinstance(value, bool):
+            value = "true" if value else "false"
+        lines.append(f"{camel(f.name)}={value}")
+    return "\n".join(lines) + "\n"
+
+
+def read_properties_text(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text (``key=value``, ``#`` comments)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        k, sep, v = line.partition("=")
+        if not sep:
+            k, _, v = line.partition(":")
+        out[k.strip()] = v.strip()
+    return out
 
 
 def read_properties(path: str) -> dict[str, str]:
     """Parse a Java ``.properties``-style file (``key=value``, ``#`` comments)."""
-    out: dict[str, str] = {}
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line or line[0] in "#!":
-                continue
-            k, sep, v = line.partition("=")
-            if not sep:
-                k, _, v = line.partition(":")
-            out[k.strip()] = v.strip()
-    return out
+        return read_properties_text(fh.read())

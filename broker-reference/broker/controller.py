@@ -6,13 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import zlib
 
 from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.message_store import MessageStore
 from rocketmq_broker.store.results import PutMessageResult
 from rocketmq_sdk.exceptions import MQError
-from rocketmq_sdk.protocol.bodies import RegisterBrokerBody
+from rocketmq_sdk.protocol.bodies import DataVersion, RegisterBrokerBody
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
     BrokerIdentityHeader,
@@ -24,13 +25,16 @@ from rocketmq_sdk.remoting import Channel, RemotingClient, RemotingCommand, Remo
 from .admin_processor import AdminProcessor
 from .client_manager import ConsumerManager, ProducerManager
 from .client_processor import ClientProcessor
-from .config import BrokerConfig
+from .config import BrokerConfig, apply_properties
 from .controller_util import MaybeAwaitable
+from .group_processor import GroupProcessor
 from .lock_manager import LockProcessor
 from .offset_manager import ConsumerOffsetManager
 from .pull_processor import PullProcessor
 from .schedule import ScheduleService
 from .send_processor import SendProcessor
+from .stats_processor import ConsumeTpsMeter, StatsProcessor
+from .subscription_group import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
 
 log = logging.getLogger("rocketmq_broker")
@@ -46,6 +50,9 @@ class BrokerController:
         self.store = MessageStore(config.store_config())
         self.topics = TopicConfigManager(config)
         self.offsets = ConsumerOffsetManager(config.config_dir)
+        self.groups = SubscriptionGroupManager(config.config_dir, config.auto_create_subscription_group)
+        self.config_version = DataVersion(int(time.time() * 1000), 0)
+        self.get_meter = ConsumeTpsMeter()
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
         self.schedule = ScheduleService(self)
@@ -54,7 +61,8 @@ class BrokerController:
         self.pull = PullProcessor(self)
         self.send = SendProcessor(self)
         self.lock = LockProcessor(self)
-        for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self), self.lock):
+        for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self), self.lock,
+                  GroupProcessor(self), StatsProcessor(self)):
             p.register(self.server)
         self.server.on_channel_close(self._channel_closed)
         self.store.register_arrival_listener(self._on_arrival)
@@ -71,6 +79,7 @@ class BrokerController:
         loop = asyncio.get_running_loop()
         self.topics.load()
         self.offsets.load()
+        self.groups.load()
         self.schedule.load()
         await loop.run_in_executor(None, self.store.start)
         self.pull.loop = loop
@@ -117,6 +126,30 @@ class BrokerController:
         self.pull.on_arrival(topic, queue_id, max_offset, tags_code, props)
         if topic == "SCHEDULE_TOPIC_XXXX" and self.pull.loop is not None:
             self.pull.loop.call_soon_threadsafe(self.schedule.notify, queue_id)
+
+    # -- statistics and settings ----------------------------------------------------------------
+    def record_get(self, group: str, count: int) -> None:
+        """Count ``count`` messages pulled by ``group`` (runtime info and consume TPS)."""
+        self.stats_get += count
+        self.get_meter.add(group, count)
+
+    def consume_tps(self, group: str) -> float:
+        """Messages/s pulled by ``group`` over the last minute (ConsumeStats.consumeTps)."""
+        return self.get_meter.tps(group)
+
+    def update_config(self, props: dict[str, str]) -> dict[str, object]:
+        """UPDATE_BROKER_CONFIG: set the known keys of ``props`` on the running broker's
+        config and bump its data version; returns what was set. Like Java, settings read only at
+        start (ports, store paths) take effect after a restart.
+
+        Raises:
+            ValueError: a value does not parse as its setting's type (nothing changes).
+        """
+        changed = apply_properties(self.config, props)
+        if "auto_create_subscription_group" in changed:
+            self.groups.auto_create = self.config.auto_create_subscription_group
+        self.config_version = DataVersion(int(time.time() * 1000), self.config_version.counter + 1)
+        return changed
 
     # -- clients ----------------------------------------------------------------------------------
     def notify_consumer_ids_changed(self, group: str) -> None:

@@ -38,6 +38,17 @@ class ConsumerOffsetManager:
     def groups_of_topic(self, topic: str) -> list[str]:
         return [k.split("@", 1)[1] for k in list(self.table) if k.split("@", 1)[0] == topic]
 
+    def topics_of_group(self, group: str) -> list[str]:
+        """Topics on which ``group`` committed offsets (Java ``whichTopicByConsumer``)."""
+        return sorted(k.split("@", 1)[0] for k in list(self.table) if k.split("@", 1)[1] == group)
+
+    def remove_group(self, group: str) -> None:
+        """Forget every offset of ``group`` (DELETE_SUBSCRIPTIONGROUP with removeOffset)."""
+        with self._lock:
+            for k in [k for k in self.table if k.split("@", 1)[1] == group]:
+                del self.table[k]
+            self._dirty = True
+
     def persist(self, force: bool = False) -> None:
         with self._lock:
             if not (self._dirty or force):

@@ -104,9 +104,15 @@ class PullProcessor:
             self._hold(topic, queue_id, offset, ch, cmd, timeout_ms)
             return None
         ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": str(result.next_begin_offset),
+        sg = b.groups.find(h.consumer_group or "")
+        if sg is None:
+            return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                f"subscription group [{h.consumer_group}] does not exist")
+        if not sg.consume_enable:
+            return cmd.response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
                "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}
         if code == ResponseCode.SUCCESS:
-            b.stats_get += result.message_count
+            b.record_get(h.consumer_group or "", result.message_count)
             return cmd.response(code, result.status.value, ext_fields=ext, body=result.body())
         return cmd.response(code, result.status.value, ext_fields=ext)
 

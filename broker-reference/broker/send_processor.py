@@ -175,10 +175,16 @@ class SendProcessor:
         except FrameError as exc:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"stored message unreadable: {exc}")
         group = h.group or ""
+        sg = b.groups.find(group)
+        if sg is None:
+            return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+        if sg.retry_queue_nums <= 0:
+            return cmd.response(ResponseCode.SUCCESS)  # Java: the group keeps no retry queue
         props = dict(msg.properties)
         props.setdefault(MC.RETRY_TOPIC, msg.topic)
         props[MC.WAIT_STORE_MSG_OK] = "false"
-        max_times = h.max_reconsume_times if (h.max_reconsume_times is not None and cmd.version >= V3_4_9) else 16
+        max_times = (h.max_reconsume_times if (h.max_reconsume_times is not None and cmd.version >= V3_4_9)
+                     else sg.retry_max_times)
         delay = h.delay_level or 0
         if msg.reconsume_times >= max_times or delay < 0:
             topic, queue_id, delay = dlq_topic(group), 0, 0
