@@ -6,6 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from rocketmq_broker.filter.consumer_filter import ConsumerFilterManager
 from rocketmq_sdk.protocol.bodies import ConsumerData, SubscriptionData
 from rocketmq_sdk.remoting import Channel
 
@@ -37,6 +38,8 @@ class ConsumerGroupInfo:
 class ConsumerManager:
     def __init__(self) -> None:
         self.groups: dict[str, ConsumerGroupInfo] = {}
+        #: compiled SQL92 subscriptions of the groups (Java ``ConsumerFilterManager``)
+        self.filters = ConsumerFilterManager()
 
     def register(self, data: ConsumerData, info: ClientChannelInfo) -> bool:
         """Record a consumer heartbeat; True when membership or subscriptions changed."""
@@ -61,6 +64,7 @@ class ConsumerManager:
             if prev is not None and prev.sub_version > s.sub_version and old_sig.get(t) == new_sig.get(t):
                 new_subs[t] = prev
         g.subscriptions = new_subs
+        self.filters.register(g.group, new_subs.values())
         if changed:
             log.info("consumer group %s now has clients %s", g.group, g.client_ids())
         return changed
@@ -75,6 +79,7 @@ class ConsumerManager:
                 changed.append(name)
                 if not g.channels:
                     del self.groups[name]
+                    self.filters.unregister(name)
                     log.info("consumer group %s has no clients left", name)
         return changed
 

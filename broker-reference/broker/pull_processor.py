@@ -11,6 +11,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from rocketmq_broker.filter.consumer_filter import is_tag_type
 from rocketmq_broker.store.results import GetMessageStatus
 from rocketmq_sdk.protocol.bodies import SubscriptionData
 from rocketmq_sdk.protocol.codes import PermName, PullSysFlag, RequestCode, ResponseCode
@@ -33,6 +34,16 @@ _PULL_CODES = {
 }
 
 
+def _arrival_matcher(tag_filter, fd):
+    """``f(tags_code, properties) -> bool`` for a held pull: the tag-hash check of a TAG
+    subscription, the SQL92 evaluation of a filtered one, None when every message matches."""
+    if fd is not None:
+        return lambda _code, props: fd.matches_properties(props)
+    if tag_filter is not None:
+        return lambda code, _props: code is None or tag_filter(code)
+    return None
+
+
 class PullProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
@@ -47,30 +58,58 @@ class PullProcessor:
         return self._process(ch, cmd, allow_suspend=True)
 
     def _subscription(self, cmd: RemotingCommand, h: PullMessageRequestHeader, sys_flag: int):
-        """(subscription, error response)."""
+        """(subscription, SQL92 filter data or None, error response) as Java's PullMessageProcessor
+        resolves them: from the header (SUBSCRIPTION flag) or from the group's heartbeat."""
+        group_name, topic = h.consumer_group or "", h.topic or ""
+        filters = self.broker.consumers.filters
+        fd = None
         if sys_flag & PullSysFlag.SUBSCRIPTION:
             etype = h.expression_type or "TAG"
-            if etype != "TAG":
-                if not self.broker.config.enable_property_filter:
-                    return None, cmd.response(ResponseCode.SYSTEM_ERROR,
-                                              "The broker does not support consumer to filter message by SQL92")
-            return SubscriptionData.build(h.topic or "", h.subscription, h.sub_version or 0, etype), None
-        group = self.broker.consumers.groups.get(h.consumer_group or "")
-        if group is None:
-            return None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                      f"the consumer's group info not exist, group: {h.consumer_group}")
-        sub = group.subscriptions.get(h.topic or "")
-        if sub is None:
-            return None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                      f"the consumer's subscription not exist, topic: {h.topic}")
-        if sub.sub_version < (h.sub_version or 0):
-            return None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
-        return sub, None
+            sub = SubscriptionData.build(topic, h.subscription, h.sub_version or 0, etype)
+            if not is_tag_type(etype):
+                # Java: FilterAPI.build rejects an empty expression, ConsumerFilterManager.build
+                # compiles it; both failures answer SUBSCRIPTION_PARSE_FAILED here
+                fd = filters.build(topic, group_name, h.subscription, etype, h.sub_version or 0)
+                if fd is None:
+                    log.warning("Parse the consumer's subscription[%s] failed, group: %s", h.subscription, group_name)
+                    return None, None, cmd.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                                                    "parse the consumer's subscription failed")
+        else:
+            group = self.broker.consumers.groups.get(group_name)
+            if group is None:
+                return None, None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                                f"the consumer's group info not exist, group: {h.consumer_group}")
+            sub = group.subscriptions.get(topic)
+            if sub is None:
+                return None, None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                                f"the consumer's subscription not exist, topic: {h.topic}")
+            if sub.sub_version < (h.sub_version or 0):
+                return None, None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_LATEST,
+                                                "the consumer's subscription not latest")
+            if not is_tag_type(sub.expression_type):
+                fd = filters.get(topic, group_name)
+                if fd is None:
+                    return None, None, cmd.response(
+                        ResponseCode.FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!")
+                if fd.client_version < (h.sub_version or 0):
+                    return None, None, cmd.response(ResponseCode.FILTER_DATA_NOT_LATEST,
+                                                    "the consumer's consumer filter data not latest")
+        if not is_tag_type(sub.expression_type) and not self.broker.config.enable_property_filter:
+            return None, None, cmd.response(
+                ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sub.expression_type}")
+        return sub, fd, None
 
     def _process(self, ch: Channel, cmd: RemotingCommand, allow_suspend: bool) -> RemotingCommand | None:
         b = self.broker
         h = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         topic = h.topic or ""
+        sg = b.groups.find(h.consumer_group or "")
+        if sg is None:
+            return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                f"subscription group [{h.consumer_group}] does not exist")
+        if not sg.consume_enable:
+            return cmd.response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
         tc = b.topics.get(topic)
         if tc is None:
             return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!")
@@ -82,14 +121,14 @@ class PullProcessor:
                                 f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
                                 f"[{tc.read_queue_nums}] consumer:[{ch.remote_addr}]")
         sys_flag = h.sys_flag or 0
-        sub, err = self._subscription(cmd, h, sys_flag)
+        sub, fd, err = self._subscription(cmd, h, sys_flag)
         if err is not None:
             return err
         offset = h.queue_offset or 0
-        codes = set(sub.code_set) if sub.tags_set else None
-        tag_filter = (lambda code: code in codes) if codes else None
+        codes = set(sub.code_set) if sub.tags_set and is_tag_type(sub.expression_type) else None
+        tag_filter = codes.__contains__ if codes else None
         result = b.store.get_message(h.consumer_group or "", topic, queue_id, offset, h.max_msg_nums or 32,
-                                     tag_filter)
+                                     tag_filter, record_filter=fd.matches_record if fd is not None else None)
         if result is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
         if result.status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
@@ -101,15 +140,9 @@ class PullProcessor:
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
             timeout_ms = (h.suspend_timeout_millis or 15000) if b.config.long_polling_enable \
                 else b.config.short_polling_time_mills
-            self._hold(topic, queue_id, offset, ch, cmd, timeout_ms)
+            self._hold(topic, queue_id, offset, ch, cmd, timeout_ms, _arrival_matcher(tag_filter, fd))
             return None
         ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": str(result.next_begin_offset),
-        sg = b.groups.find(h.consumer_group or "")
-        if sg is None:
-            return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                f"subscription group [{h.consumer_group}] does not exist")
-        if not sg.consume_enable:
-            return cmd.response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
                "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}
         if code == ResponseCode.SUCCESS:
             b.record_get(h.consumer_group or "", result.message_count)
@@ -117,9 +150,12 @@ class PullProcessor:
         return cmd.response(code, result.status.value, ext_fields=ext)
 
     # -- long polling --------------------------------------------------------------------------
-    def _hold(self, topic: str, queue_id: int, offset: int, ch: Channel, cmd: RemotingCommand, timeout_ms: int) -> None:
+    def _hold(self, topic: str, queue_id: int, offset: int, ch: Channel, cmd: RemotingCommand, timeout_ms: int,
+              matcher=None) -> None:
+        """Park a pull; ``matcher(tags_code, properties)`` (None: any message) decides which
+        arriving messages wake it (Java ``PullRequestHoldService.notifyMessageArriving``)."""
         loop = asyncio.get_running_loop()
-        entry = [offset, ch, cmd, None]
+        entry = [offset, ch, cmd, None, matcher]
         key = (topic, queue_id)
         entry[3] = loop.call_later(timeout_ms / 1000.0, self._release, key, entry)
         self._held.setdefault(key, []).append(entry)
@@ -132,7 +168,7 @@ class PullProcessor:
         if not held:
             del self._held[key]
         entry[3].cancel()
-        _offset, ch, cmd, _timer = entry
+        ch, cmd = entry[1], entry[2]
         if getattr(ch, "is_closed", False) or (ch.transport is None or ch.transport.is_closing()):
             return
         try:
@@ -159,13 +195,13 @@ class PullProcessor:
         except RuntimeError:
             running = None
         if running is loop:
-            self._wake(key, max_offset)
+            self._wake(key, max_offset, tags_code, properties)
         else:
-            loop.call_soon_threadsafe(self._wake, key, max_offset)
+            loop.call_soon_threadsafe(self._wake, key, max_offset, tags_code, properties)
 
-    def _wake(self, key: tuple[str, int], max_offset: int) -> None:
+    def _wake(self, key: tuple[str, int], max_offset: int, tags_code: int | None = None, properties=None) -> None:
         for entry in list(self._held.get(key, ())):
-            if max_offset > entry[0]:
+            if max_offset > entry[0] and (entry[4] is None or entry[4](tags_code, properties)):
                 self._release(key, entry)
 
     def release_all(self) -> None:

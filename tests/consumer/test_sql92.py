@@ -21,7 +21,6 @@ def sql_cluster():
         yield c
 
 
-@pytest.mark.xfail(reason="the reference broker does not evaluate SQL92 selectors in pulls yet", strict=False)
 def test_sql92_selector_delivers_only_matching_messages(sql_cluster):
     topic, group = unique("TopicSql"), unique("cg")
     lock = threading.Lock()
