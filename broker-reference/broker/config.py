@@ -39,6 +39,11 @@ class BrokerConfig:
         channel_expired_timeout: drop client channels silent this long (120000 ms).
         enable_property_filter: allow SQL92 subscriptions (false).
         message_index_enable: build IndexFiles (true).
+        acl_enable: check every request against the ACL file (``aclEnable``, false; see
+            ``rocketmq_broker.broker.acl``).
+        acl_config_file: the ``plain_acl.yml`` to use (``aclConfigFile``, not a Java key; Java reads
+            ``$ROCKETMQ_HOME/conf/plain_acl.yml``). Default: that file when ``ROCKETMQ_HOME`` is
+            set, else ``<storePathRootDir>/conf/plain_acl.yml``; see :attr:`acl_file_path`.
     """
 
     broker_cluster_name: str = "DefaultCluster"
@@ -67,6 +72,8 @@ class BrokerConfig:
     file_reserved_time: int = 72
     delete_when: str = "04"
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    acl_enable: bool = False
+    acl_config_file: str | None = None
 
     @property
     def broker_addr(self) -> str:
@@ -82,6 +89,14 @@ class BrokerConfig:
                            file_reserved_time=self.file_reserved_time, delete_when=self.delete_when,
                            message_index_enable=self.message_index_enable,
                            message_delay_level=self.message_delay_level)
+
+    @property
+    def acl_file_path(self) -> str:
+        """The ACL file read when ``acl_enable`` is set (see ``acl_config_file``)."""
+        if self.acl_config_file:
+            return self.acl_config_file
+        home = os.environ.get("ROCKETMQ_HOME")
+        return os.path.join(home or self.store_path_root_dir, "conf", "plain_acl.yml")
 
     @property
     def config_dir(self) -> str:

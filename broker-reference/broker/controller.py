@@ -22,6 +22,7 @@ from rocketmq_sdk.protocol.headers import (
 )
 from rocketmq_sdk.remoting import Channel, RemotingClient, RemotingCommand, RemotingServer
 
+from .acl import PlainAccessValidator
 from .admin_processor import AdminProcessor
 from .client_manager import ConsumerManager, ProducerManager
 from .client_processor import ClientProcessor
@@ -65,6 +66,9 @@ class BrokerController:
                   GroupProcessor(self), StatsProcessor(self)):
             p.register(self.server)
         self.server.on_channel_close(self._channel_closed)
+        self.acl = PlainAccessValidator(config.acl_file_path) if config.acl_enable else None  # aclEnable
+        if self.acl is not None:
+            self.server.add_request_hook(self.acl.before_request)
         self.store.register_arrival_listener(self._on_arrival)
         self._tasks: list[asyncio.Task] = []
         self._register_soon: asyncio.Event | None = None

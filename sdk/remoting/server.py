@@ -12,12 +12,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 from rocketmq_sdk.exceptions import ClientStateError
 from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher, close_channels
+from rocketmq_sdk.remoting.command import RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
-__all__ = ["RemotingServer"]
+__all__ = ["RemotingServer", "RequestHook"]
+
+RequestHook = Callable[[Channel, RemotingCommand], "RemotingCommand | None"]
 
 log = logging.getLogger("rocketmq_sdk.remoting.server")
 
@@ -48,6 +52,28 @@ class RemotingServer(RequestDispatcher):
         self._server: asyncio.Server | None = None
         self._channels: set[Channel] = set()
         self._idle_task: asyncio.Task | None = None
+        self._request_hooks: list[RequestHook] = []
+
+    def add_request_hook(self, hook: RequestHook) -> None:
+        """Run ``hook(channel, cmd)`` before a request goes to its processor (Java server RPC hook
+        ``doBeforeRequest``, e.g. the broker's ACL check). A returned response is sent instead of
+        running the processor (never for oneway requests); None lets the request through; an
+        exception becomes ``SYSTEM_ERROR`` like a failing processor. Requests whose code has no
+        processor are answered ``REQUEST_CODE_NOT_SUPPORTED`` without running hooks, as in Java."""
+        self._request_hooks.append(hook)
+
+    def _on_request(self, channel: Channel, cmd: RemotingCommand) -> None:
+        if self._request_hooks and (cmd.code in self._processors or self.default_processor is not None):
+            for hook in self._request_hooks:
+                try:
+                    refusal = hook(channel, cmd)
+                except Exception as exc:
+                    self._reply(channel, cmd, self._error_response(channel, cmd, exc))
+                    return
+                if refusal is not None:
+                    self._reply(channel, cmd, refusal)
+                    return
+        super()._on_request(channel, cmd)
 
     @property
     def channels(self) -> set[Channel]:
