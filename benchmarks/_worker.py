@@ -438,12 +438,27 @@ RUNNERS = {
 }
 
 
+def apply_patches(patch: dict[str, Any]) -> None:
+    """``{"package.module:Class.attr": value}``: set attributes before the run (A/B variants,
+    see ``benchmarks/ab.py``)."""
+    import importlib
+
+    for target, value in patch.items():
+        mod_name, _, path = target.partition(":")
+        obj: Any = importlib.import_module(mod_name)
+        *parents, attr = path.split(".")
+        for name in parents:
+            obj = getattr(obj, name)
+        setattr(obj, attr, value)
+
+
 def main() -> None:
     a = json.loads(sys.argv[1])
     # hard stop: whatever hangs (native threads included), the process ends by itself
     signal.signal(signal.SIGALRM, lambda *_: os._exit(3))
     signal.alarm(int(a.get("deadline_s", 120)))
     try:
+        apply_patches(a.get("patch") or {})
         res = RUNNERS[(a["client"], a["scenario"])](a)
     except Exception as exc:
         res = {"error": f"{type(exc).__name__}: {exc}"}

@@ -39,9 +39,14 @@ class ConsumeMessageConcurrentlyService:
 
     Attributes:
         resubmit_delay_s: delay before locally re-consuming messages whose send-back failed (5 s).
+        fan_out_threshold_s: average listener duration above which chunks of one pulled list
+            run on separate pool threads (1 ms).
     """
 
     resubmit_delay_s = 5.0
+    #: listener calls slower than this on average (seconds) are spread over the pool chunk
+    #: by chunk; faster ones run a whole pulled list in one pool task (see :meth:`submit`).
+    fan_out_threshold_s = 0.001
 
     def __init__(self, consumer: PushConsumer, listener: MessageListenerConcurrently) -> None:
         self.consumer = consumer
@@ -53,22 +58,39 @@ class ConsumeMessageConcurrentlyService:
         self._futures: set[concurrent.futures.Future] = set()
         self._lock = threading.Lock()
         self._stopped = False
+        # start as "slow" (chunk by chunk, as Java) until fast calls pull the average down
+        self._listener_avg_s = 2 * self.fan_out_threshold_s
 
     # -------------------------------------------------------------- submission (any thread)
 
     def submit(self, msgs: Sequence[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        """Queue ``msgs`` for the listener, in chunks of ``consume_message_batch_max_size``."""
-        for i in range(0, len(msgs), self.batch_size):
-            chunk = list(msgs[i:i + self.batch_size])
-            with self._lock:
-                if self._stopped:
+        """Queue ``msgs`` for the listener, in chunks of ``consume_message_batch_max_size``.
+
+        While the listener is fast (its recent calls average under ``fan_out_threshold_s``) the
+        whole list is one pool task that calls the listener chunk by chunk: handing a chunk to
+        another thread costs a wake-up (~30-50 µs in CPython), more than a fast listener
+        call. A slow listener gets one task per chunk, as Java, so chunks run in parallel.
+        """
+        n = self.batch_size
+        chunks = [list(msgs[i:i + n]) for i in range(0, len(msgs), n)]
+        if len(chunks) > 1 and self._listener_avg_s > self.fan_out_threshold_s:
+            for chunk in chunks:
+                if not self._submit_task([chunk], pq, mq):
                     return
-                try:
-                    fut = self.executor.submit(self._consume, chunk, pq, mq)
-                except RuntimeError:  # shut down meanwhile
-                    return
-                self._futures.add(fut)
-            fut.add_done_callback(self._done)
+        elif chunks:
+            self._submit_task(chunks, pq, mq)
+
+    def _submit_task(self, chunks: list[list[MessageExt]], pq: ProcessQueue, mq: MessageQueue) -> bool:
+        with self._lock:
+            if self._stopped:
+                return False
+            try:
+                fut = self.executor.submit(self._consume_chunks, chunks, pq, mq)
+            except RuntimeError:  # shut down meanwhile
+                return False
+            self._futures.add(fut)
+        fut.add_done_callback(self._done)
+        return True
 
     def _done(self, fut: concurrent.futures.Future) -> None:
         with self._lock:
@@ -81,10 +103,22 @@ class ConsumeMessageConcurrentlyService:
 
     # -------------------------------------------------------------- consume (pool thread)
 
-    def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+    def _consume_chunks(self, chunks: list[list[MessageExt]], pq: ProcessQueue, mq: MessageQueue) -> None:
+        for i, chunk in enumerate(chunks):
+            if i and (self._stopped or self._listener_avg_s > self.fan_out_threshold_s):
+                # the listener turned slow (or we are stopping): the rest goes chunk by chunk
+                for rest in chunks[i:]:
+                    if not self._submit_task([rest], pq, mq):
+                        return
+                return
+            if not self._consume(chunk, pq, mq):
+                return
+
+    def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> bool:
+        """Run the listener on ``msgs`` and settle the result; False when ``pq`` was dropped."""
         if pq.dropped:
             log.debug("%s was dropped; not consuming %d messages", mq, len(msgs))
-            return
+            return False
         retry_topic = self.consumer.retry_topic
         now = str(int(time.time() * 1000))
         for m in msgs:
@@ -94,20 +128,24 @@ class ConsumeMessageConcurrentlyService:
                     m.topic = real
             m.properties[MC.CONSUME_START_TIMESTAMP] = now
         ctx = ConsumeConcurrentlyContext(mq)
+        t0 = time.perf_counter()
         try:
             status = self.listener(msgs, ctx)
         except Exception:
             log.warning("listener of group %s raised on %d messages of %s; they will be redelivered",
                         self.consumer.group, len(msgs), mq, exc_info=True)
             status = _LATER
+        # moving average of the listener's duration (unlocked: a lost update is harmless)
+        self._listener_avg_s = 0.9 * self._listener_avg_s + 0.1 * (time.perf_counter() - t0)
         if status is not _SUCCESS and status is not _LATER:
             log.warning("listener of group %s returned %r; treating it as RECONSUME_LATER",
                         self.consumer.group, status)
             status = _LATER
         if pq.dropped:
             log.info("%s was dropped while consuming; results of %d messages discarded", mq, len(msgs))
-            return
+            return False
         self._process_result(status, ctx, msgs, pq, mq)
+        return True
 
     def _process_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext,
                         msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:

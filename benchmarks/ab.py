@@ -1,0 +1,161 @@
+"""Interleaved A/B of benchmark scenarios: variants differ in the code the client and/or the
+broker run (a git revision of ``sdk/`` + ``broker-reference/``) or in attributes patched in the
+client worker, and run alternately (A B B A ...) so machine load hits both alike.
+
+Usage::
+
+    python benchmarks/ab.py --scenario consume --count 20000 --rounds 3 \\
+        --variant 'old:client=HEAD' --variant 'new'
+    python benchmarks/ab.py --scenario sync1 --count 5000 \\
+        --variant 'old:broker=HEAD,client=HEAD' --variant 'new'
+    python benchmarks/ab.py --scenario consume --variant \\
+        'fanout:patch={"rocketmq_sdk.consumer.consume_service:ConsumeMessageConcurrentlyService.fan_out_threshold_s": 0}'
+
+A variant is ``name[:key=value,...]``: ``client=REV`` / ``broker=REV`` run that revision's code
+(extracted with ``git archive`` into a temporary directory put first on ``PYTHONPATH``; without
+them the working tree runs), ``patch=JSON`` (last key) sets attributes in the client worker
+(``_worker.apply_patches``). Every distinct broker code gets its own dev cluster (ASYNC_FLUSH
+unless ``--flush``); scenarios are those of ``run.py`` (``sync1``, ``async``, ``consume``,
+``latency5k``, ...). Prints one line per run and the per-variant medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import run as suite  # noqa: E402  (benchmarks/run.py: scenario args, worker runner)
+
+
+def parse_variant(text: str) -> dict:
+    name, _, rest = text.partition(":")
+    v = {"name": name, "client": None, "broker": None, "patch": {}}
+    while rest:
+        key, _, val = rest.partition("=")
+        if key == "patch":
+            v["patch"] = json.loads(val)
+            break
+        val, _, rest = val.partition(",")
+        v[key] = val
+    return v
+
+
+def checkout(rev: str, tmp: Path) -> str:
+    """``sdk/`` and ``broker-reference/`` of ``rev`` under ``tmp``; returns a PYTHONPATH entry."""
+    root = tmp / rev.replace("/", "_")
+    if not root.exists():
+        root.mkdir(parents=True)
+        repo = HERE.parent
+        archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "sdk", "broker-reference", "integrations"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+        py = root / "py"
+        py.mkdir()
+        (py / "rocketmq_sdk").symlink_to(root / "sdk")
+        (py / "rocketmq_broker").symlink_to(root / "broker-reference")
+    return str(root / "py")
+
+
+@contextmanager
+def env_path(path: str | None):
+    old = os.environ.get("PYTHONPATH")
+    if path:
+        os.environ["PYTHONPATH"] = path + (os.pathsep + old if old else "")
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", required=True, help=f"one of {','.join(suite.SCENARIOS)}")
+    ap.add_argument("--variant", action="append", required=True)
+    ap.add_argument("--count", type=int, default=0, help="messages per run (default: the full plan's)")
+    ap.add_argument("--seconds", type=float, default=0, help="measured phase limit (default: the plan's)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--flush", default="ASYNC_FLUSH")
+    args = ap.parse_args()
+    variants = [parse_variant(v) for v in args.variant]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ab-"))
+    from rocketmq_broker.embedded import start_dev_cluster
+
+    scen, base = suite.scenario_args(args.scenario, args.size, suite.plan(False))
+    if args.count:
+        base["max_count"] = args.count
+    if args.seconds:
+        base["max_seconds"] = args.seconds
+    rows: dict[str, list[dict]] = {v["name"]: [] for v in variants}
+    try:
+        with ExitStack() as stack:
+            clusters: dict[str | None, object] = {}
+            for v in variants:
+                if v["broker"] not in clusters:
+                    with env_path(checkout(v["broker"], tmp) if v["broker"] else None):
+                        clusters[v["broker"]] = stack.enter_context(start_dev_cluster(broker_config={
+                            "flush_disk_type": args.flush, "mapped_file_size_commit_log": 256 * 1024 * 1024}))
+            backlog = {}
+            if scen == "consume":  # one backlog per cluster; every run drains it with a new group
+                for key, cl in clusters.items():
+                    fill = suite.run_worker({"client": "sdk", "scenario": "batch", "namesrv": cl.namesrv_addr,
+                                             "topic": "AbBacklog", "size": args.size, "threads": 1, "batch": 32,
+                                             "inflight": 1, "max_count": base["max_count"], "max_seconds": 120,
+                                             "rate": 0, "group": "ab_fill"}, cl._proc.pid, 180)
+                    backlog[key] = fill.get("count") or base["max_count"]
+            run_no = 0
+            for r in range(args.rounds):
+                order = variants if r % 2 == 0 else list(reversed(variants))
+                for v in order:
+                    run_no += 1
+                    cl = clusters[v["broker"]]
+                    wargs = {"topic": f"Ab_{args.scenario}", **base, "client": "sdk", "namesrv": cl.namesrv_addr,
+                             "group": f"ab_{run_no}", "patch": v["patch"]}
+                    if scen == "consume":
+                        wargs.update(topic="AbBacklog", max_count=backlog[v["broker"]])
+                    if scen == "latency":
+                        wargs["topic"] = f"AbLat_{run_no}"
+                    with env_path(checkout(v["client"], tmp) if v["client"] else None):
+                        res = suite.derive(suite.run_worker(wargs, cl._proc.pid, wargs["max_seconds"] + 60))
+                    rows[v["name"]].append(res)
+                    lat = res.get("latency_us") or {}
+                    print(f"round {r + 1} {v['name']:<10} " + (
+                        f"{res['msgs_per_s']:>9,.0f} msg/s  client {res['client_cpu_us_per_msg']:6.1f} µs/msg  "
+                        f"broker {res['broker_cpu_us_per_msg']:6.1f} µs/msg"
+                        + (f"  p50 {lat['p50'] / 1000:.2f} ms p99 {lat['p99'] / 1000:.2f} ms" if lat else "")
+                        if "msgs_per_s" in res else f"FAILED {res.get('error')} {res.get('stderr_tail', '')}"),
+                        flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"medians ({args.scenario}, {args.size} B, {args.flush}, load {os.getloadavg()[0]:.1f}):")
+    for name, rs in rows.items():
+        ok = [r for r in rs if "msgs_per_s" in r]
+        if not ok:
+            print(f"  {name:<10} no result")
+            continue
+
+        def med(key: str, ok: list[dict] = ok) -> float:
+            return statistics.median(r[key] for r in ok)
+
+        lat = [r["latency_us"]["p99"] / 1000 for r in ok if r.get("latency_us")]
+        print(f"  {name:<10} {med('msgs_per_s'):>9,.0f} msg/s  client {med('client_cpu_us_per_msg'):6.1f} µs/msg  "
+              f"broker {med('broker_cpu_us_per_msg'):6.1f} µs/msg"
+              + (f"  p99 {statistics.median(lat):.2f} ms" if lat else ""))
+
+
+if __name__ == "__main__":
+    main()
