@@ -272,7 +272,7 @@ class RemotingCommand:
     def _decode_json_header(cls, header: bytes) -> RemotingCommand:
         try:
             obj = _json_loads(header.decode())
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: "[[[[..."
             raise FrameError(f"malformed JSON remoting header: {exc}") from None
         if type(obj) is not dict:
             raise FrameError("malformed JSON remoting header: not an object")
@@ -297,7 +297,7 @@ class RemotingCommand:
             cmd.remark = get("remark")
             cmd.ext_fields = ext
             return cmd
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:  # 1e400, Infinity
             raise FrameError(f"malformed JSON remoting header: {exc!r}") from None
 
     @classmethod
