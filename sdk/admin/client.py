@@ -29,6 +29,7 @@ from rocketmq_sdk.exceptions import (
     RemotingError,
     TopicNotExistError,
 )
+from rocketmq_sdk.protocol.acl import AclClientRPCHook
 from rocketmq_sdk.protocol.admin_bodies import (
     ClusterInfo,
     ConsumerConnection,
@@ -148,6 +149,8 @@ class AdminClient:
     Args:
         namesrv_addr: ``"host:port;host:port"`` or a list; defaults to ``$NAMESRV_ADDR``.
         timeout_ms: timeout of each request in milliseconds (default 5000, mqadmin's).
+        access_key / secret_key: ACL credentials; when ``access_key`` is given every request is
+            signed (``AclClientRPCHook``, what mqadmin does with ``conf/tools.yml``).
 
     Raises:
         IllegalArgumentError: no name server address.
@@ -159,11 +162,13 @@ class AdminClient:
     :class:`~rocketmq_sdk.exceptions.MQClientError` (nothing to ask: no route, no consumer...).
     """
 
-    def __init__(self, namesrv_addr: str | Iterable[str] | None = None, *, timeout_ms: float = 5000.0) -> None:
+    def __init__(self, namesrv_addr: str | Iterable[str] | None = None, *, timeout_ms: float = 5000.0,
+                 access_key: str | None = None, secret_key: str | None = None) -> None:
         self.namesrv_addrs = parse_namesrv_addr(namesrv_addr)
         self.timeout_ms = timeout_ms
         self._loop = EventLoopThread("rocketmq-admin")
-        self._remoting = RemotingClient()
+        hooks = [AclClientRPCHook(access_key, secret_key or "")] if access_key else []
+        self._remoting = RemotingClient(rpc_hooks=hooks)
         self._api = MQClientAPI(self._remoting, self.namesrv_addrs, timeout_ms)
 
     # ------------------------------------------------------------------ lifecycle
