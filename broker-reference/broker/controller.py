@@ -32,11 +32,13 @@ from .group_processor import GroupProcessor
 from .lock_manager import LockProcessor
 from .offset_manager import ConsumerOffsetManager
 from .pull_processor import PullProcessor
+from .reply_processor import ReplyProcessor
 from .schedule import ScheduleService
 from .send_processor import SendProcessor
 from .stats_processor import ConsumeTpsMeter, StatsProcessor
 from .subscription_group import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
+from .transaction import BrokerTransactions
 
 log = logging.getLogger("rocketmq_broker")
 
@@ -62,9 +64,11 @@ class BrokerController:
         self.pull = PullProcessor(self)
         self.send = SendProcessor(self)
         self.lock = LockProcessor(self)
+        self.transactions = BrokerTransactions(self)
         for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self), self.lock,
-                  GroupProcessor(self), StatsProcessor(self)):
+                  GroupProcessor(self), StatsProcessor(self), self.transactions):
             p.register(self.server)
+        ReplyProcessor(self).register(self.server)  # request-reply: SEND_REPLY_MESSAGE(_V2)
         self.server.on_channel_close(self._channel_closed)
         self.acl = PlainAccessValidator(config.acl_file_path) if config.acl_enable else None  # aclEnable
         if self.acl is not None:
@@ -91,6 +95,7 @@ class BrokerController:
         self.config.listen_port = port
         self._register_soon = asyncio.Event()
         self.schedule.start(loop)
+        self.transactions.start(loop)
         self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._persist_loop()),
                        loop.create_task(self._scan_channels_loop())]
         log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.config.broker_addr,
@@ -102,6 +107,7 @@ class BrokerController:
         for t in self._tasks:
             t.cancel()
         await self.schedule.stop()
+        await self.transactions.stop()
         self.pull.release_all()
         await self._unregister_all()
         await self.server.stop()

@@ -122,6 +122,8 @@ class SendProcessor:
         wait = props.pop(MC.WAIT_STORE_MSG_OK, "true") != "false"
         inner = self._inner(topic, queue_id, body, props, h.flag or 0, sys_flag, born, ch.remote_addr, reconsume)
         inner.wait_store_msg_ok = wait
+        if MC.TRANSACTION_PREPARED in props:  # half message (TRAN_MSG)
+            inner = b.transactions.prepare(inner)
         return then(b.put_message(inner), lambda result: self._response(cmd, result, queue_id))
 
     def _inner(self, topic: str, queue_id: int, body: bytes, props: dict[str, str], flag: int, sys_flag: int,
@@ -157,6 +159,10 @@ class SendProcessor:
         ar = result.append_message_result
         if ar is None or code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
                                       ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
+            if code == ResponseCode.SERVICE_NOT_AVAILABLE:
+                return cmd.response(code, "service not available now. It may be caused by one of the following "
+                                          "reasons: the broker's disk is full, messages are put to the slave, "
+                                          "message store has been shut down, etc.")
             return cmd.response(code, f"store put failed: {result.status.value}")
         self.broker.stats_put += ar.msg_num
         return cmd.response(code, ext_fields={"msgId": ar.msg_id, "queueId": str(queue_id),
