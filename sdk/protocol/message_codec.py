@@ -37,7 +37,13 @@ _H = struct.Struct(">h")
 _TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTxOffset, bodyLen
 _BATCH_HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, bodyLen
 # bornHost(4 B + port), storeTimestamp, storeHost(4 B + port), reconsumeTimes, preparedTxOffset, bodyLen
-_V4_MID = struct.Struct(">BBBBiqBBBBiiqi")
+_V4_MID = struct.Struct(">IiqIiiqi")
+# IPv4 hosts seen in records: (ip << 32 | port) -> "a.b.c.d:port" and the 16 hex digits the
+# offset message id starts with; bounded (cleared when full), records repeat a few hosts
+_HOSTS: dict[int, tuple[str, str]] = {}
+_HOSTS_MAX = 4096
+_TOPICS: dict[bytes, str] = {}
+_TOPICS_MAX = 4096
 _V6_BITS = MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6
 _U64 = 0xFFFFFFFFFFFFFFFF
 _new_ext = object.__new__
@@ -79,6 +85,27 @@ def pack_host(host: str) -> tuple[bytes, bool]:
         return socket.inet_aton(ip or "127.0.0.1") + _I.pack(int(port or 0)), False
     except (OSError, struct.error, ValueError) as exc:
         raise ValueError(f"not an ip:port host: {host!r}") from exc
+
+
+def _v4_host(ip: int, port: int) -> tuple[str, str]:
+    """("a.b.c.d:port", offset-msg-id prefix) of an IPv4 host, memoised."""
+    key = ip << 32 | (port & 0xFFFFFFFF)
+    host = _HOSTS.get(key)
+    if host is None:
+        if len(_HOSTS) >= _HOSTS_MAX:
+            _HOSTS.clear()
+        host = _HOSTS[key] = (f"{ip >> 24}.{ip >> 16 & 255}.{ip >> 8 & 255}.{ip & 255}:{port}",
+                              f"{ip:08X}{port & 0xFFFFFFFF:08X}")
+    return host
+
+
+def _topic_str(raw: bytes) -> str:
+    topic = _TOPICS.get(raw)
+    if topic is None:
+        if len(_TOPICS) >= _TOPICS_MAX:
+            _TOPICS.clear()
+        topic = _TOPICS[raw] = raw.decode("utf-8")
+    return topic
 
 
 def _unpack_host(buf, pos: int, v6: bool) -> tuple[str, int]:
@@ -194,11 +221,11 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
         m.transaction_id = None
         m.broker_name = ""
         if not sys_flag & _V6_BITS:  # the common IPv4/IPv4 layout in one unpack
-            (b1, b2, b3, b4, bport, store_ts, s1, s2, s3, s4, sport, m.reconsume_times,
+            (bip, bport, store_ts, sip, sport, m.reconsume_times,
              m.prepared_transaction_offset, body_len) = _V4_MID.unpack_from(buf, pos + 48)
-            m.born_host = f"{b1}.{b2}.{b3}.{b4}:{bport}"
-            m.store_host = f"{s1}.{s2}.{s3}.{s4}:{sport}"
-            m.offset_msg_id = f"{s1:02X}{s2:02X}{s3:02X}{s4:02X}{sport & 0xFFFFFFFF:08X}{phys & _U64:016X}"
+            m.born_host = _v4_host(bip, bport)[0]
+            m.store_host, id_prefix = _v4_host(sip, sport)
+            m.offset_msg_id = f"{id_prefix}{phys & _U64:016X}"
             p = pos + 88
         else:
             p = pos + 48
@@ -214,7 +241,9 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
         if body_len < 0:
             raise FrameError(f"negative body length at {pos}")
         if read_body:
-            body = bytes(buf[p:p + body_len])
+            body = buf[p:p + body_len]
+            if type(body) is not bytes:
+                body = bytes(body)
             if decompress and sys_flag & MessageSysFlag.COMPRESSED:
                 body = zlib.decompress(body)
             m.body = body
@@ -225,12 +254,12 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
         if topic_len > 127:
             raise FrameError(f"negative topic length at {pos}")
         p += 1
-        m.topic = bytes(buf[p:p + topic_len]).decode("utf-8")
+        m.topic = _topic_str(bytes(buf[p:p + topic_len]))
         p += topic_len
         props_len = _H.unpack_from(buf, p)[0]
         p += 2
         if props_len > 0:
-            m.properties = decode_properties(bytes(buf[p:p + props_len]).decode("utf-8"))
+            m.properties = decode_properties(str(buf[p:p + props_len], "utf-8"))
             p += props_len
         else:
             m.properties = {}
@@ -245,7 +274,7 @@ def decode_messages(body, *, decompress: bool = True) -> list[MessageExt]:
     """Decode a pull/query body: back-to-back records (§4.5)."""
     out: list[MessageExt] = []
     pos, end = 0, len(body)
-    view = memoryview(body)
+    view = body if type(body) is bytes else memoryview(body)  # slices of bytes are the copies we keep
     while pos < end:
         m, pos = decode_message(view, pos, decompress=decompress)
         out.append(m)
