@@ -18,6 +18,7 @@ from .consumer import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
     LitePullConsumer,
+    MessageSelector,
     PullConsumer,
     PushConsumer,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
     "LitePullConsumer",
+    "MessageSelector",
     "PullConsumer",
     "ConsumeFromWhere",
     "MessageModel",

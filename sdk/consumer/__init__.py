@@ -25,6 +25,7 @@ from .offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffs
 from .process_queue import ProcessQueue
 from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
+from .selector import MessageSelector
 
 __all__ = [
     "AllocateMachineRoomNearby",
@@ -37,6 +38,7 @@ __all__ = [
     "LitePullConsumer",
     "LocalFileOffsetStore",
     "MachineRoomResolver",
+    "MessageSelector",
     "ConsumeConcurrentlyContext",
     "ConsumeConcurrentlyStatus",
     "ConsumeOrderlyContext",

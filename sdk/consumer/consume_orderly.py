@@ -36,6 +36,7 @@ from ..protocol.message_codec import encode_properties
 from ..protocol.msgid import create_uniq_id
 from .listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
 from .process_queue import ProcessQueue
+from .tracing import start_process_spans
 
 if TYPE_CHECKING:
     from .push_consumer import PushConsumer
@@ -183,7 +184,9 @@ class ConsumeMessageOrderlyService:
     def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext,
                        mq: MessageQueue) -> ConsumeOrderlyStatus:
         try:
-            status = self.listener(msgs, ctx)
+            inst = getattr(self.consumer, "_instance", None)
+            spans = start_process_spans(msgs, self.consumer.group, inst.client_id if inst is not None else None)
+            status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
         except Exception:
             log.warning("orderly listener of group %s raised on %s; suspending the queue",
                         self.consumer.group, mq, exc_info=True)

@@ -22,6 +22,7 @@ from ..protocol.codes import MessageConst as MC
 from ..protocol.message import MessageExt, MessageQueue
 from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently
 from .process_queue import ProcessQueue
+from .tracing import start_process_spans
 
 if TYPE_CHECKING:
     from .push_consumer import PushConsumer
@@ -130,7 +131,8 @@ class ConsumeMessageConcurrentlyService:
         ctx = ConsumeConcurrentlyContext(mq)
         t0 = time.perf_counter()
         try:
-            status = self.listener(msgs, ctx)
+            spans = start_process_spans(msgs, self.consumer.group, self._client_id())
+            status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
         except Exception:
             log.warning("listener of group %s raised on %d messages of %s; they will be redelivered",
                         self.consumer.group, len(msgs), mq, exc_info=True)
@@ -146,6 +148,10 @@ class ConsumeMessageConcurrentlyService:
             return False
         self._process_result(status, ctx, msgs, pq, mq)
         return True
+
+    def _client_id(self) -> str | None:
+        inst = getattr(self.consumer, "_instance", None)
+        return inst.client_id if inst is not None else None
 
     def _process_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext,
                         msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:

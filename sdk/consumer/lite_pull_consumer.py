@@ -37,6 +37,7 @@ from .process_queue import ProcessQueue
 from .pull_consumer import ActiveConsumerBase
 from .push_consumer import PushConsumer
 from .rebalance import Rebalancer
+from .selector import MessageSelector, resolve_selector
 
 __all__ = ["LitePullConsumer"]
 
@@ -88,16 +89,17 @@ class LitePullConsumer(ActiveConsumerBase):
 
     # -------------------------------------------------------------- queues
 
-    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*",
+                  expression_type: str = "TAG") -> None:
         """Consume ``topic`` with the queues the group's rebalance gives this consumer (tag
-        expression, or SQL92 selector with ``expression_type="SQL92"``).
+        expression, or SQL92 selector with ``expression_type="SQL92"`` or a
+        :class:`~rocketmq_sdk.consumer.selector.MessageSelector`).
 
         Raises:
             IllegalArgumentError: illegal topic or expression type; ``assign`` was used.
         """
         check_name(topic, "topic")
-        if expression_type not in ("TAG", "SQL92"):
-            raise IllegalArgumentError(f"expression_type must be TAG or SQL92, not {expression_type!r}")
+        expression, expression_type = resolve_selector(expression, expression_type)
         if self._mode == "assign":
             raise IllegalArgumentError("subscribe and assign are mutually exclusive")
         self._mode = "subscribe"

@@ -26,6 +26,7 @@ from ..protocol.codes import MessageConst as MC
 from ..protocol.headers import PullMessageRequestHeader
 from ..protocol.message import MessageQueue, PullResult, PullStatus
 from .offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .selector import MessageSelector, resolve_selector
 
 __all__ = ["ActiveConsumerBase", "PullConsumer"]
 
@@ -235,14 +236,16 @@ class PullConsumer(ActiveConsumerBase):
     def __init__(self, group: str, namesrv_addr: str | None = None, **config: Any) -> None:
         super().__init__(group, ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
 
-    def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int, *,
+    def pull(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int, max_nums: int, *,
              block: bool = False, timeout_ms: int | None = None) -> PullResult:
         """PULL_MESSAGE of up to ``max_nums`` messages of ``mq`` from ``offset``.
 
         Args:
             mq: the queue.
             expression: tag expression (``*``, ``TagA || TagB``); the result holds only messages
-                with one of the tags (the broker filters by tag hash, this by exact tag).
+                with one of the tags (the broker filters by tag hash, this by exact tag). Or a
+                :class:`~rocketmq_sdk.consumer.selector.MessageSelector`; ``by_sql`` selectors
+                are evaluated by the broker (``enablePropertyFilter``).
             offset: first offset wanted.
             max_nums: at most this many messages (1..1024 sensible; the broker caps it).
             block: long poll: the broker holds the request up to ``broker_suspend_max_time`` ms
@@ -258,7 +261,8 @@ class PullConsumer(ActiveConsumerBase):
         """
         if offset < 0 or max_nums <= 0:
             raise IllegalArgumentError("offset must be ≥ 0 and max_nums > 0")
-        sub = SubscriptionData.build(mq.topic, expression, 0)
+        expression, expression_type = resolve_selector(expression)
+        sub = SubscriptionData.build(mq.topic, expression, 0, expression_type)
         if mq.topic not in self.subscriptions:
             self.subscriptions[mq.topic] = SubscriptionData.build(mq.topic, "*", 0)
         timeout = timeout_ms or (self.consumer_timeout_when_suspend if block else self.consumer_pull_timeout)
@@ -284,7 +288,7 @@ class PullConsumer(ActiveConsumerBase):
             result.msg_found_list = msgs
         return result
 
-    def pull_block_if_not_found(self, mq: MessageQueue, expression: str | None, offset: int,
+    def pull_block_if_not_found(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int,
                                 max_nums: int) -> PullResult:
         """Java ``pullBlockIfNotFound``: :meth:`pull` with ``block=True``."""
         return self.pull(mq, expression, offset, max_nums, block=True)

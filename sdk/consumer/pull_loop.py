@@ -24,6 +24,7 @@ from ..protocol.headers import PullMessageRequestHeader
 from ..protocol.message import MessageQueue, PullStatus
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
+from .tracing import record_receive_span
 
 if TYPE_CHECKING:
     from .push_consumer import PushConsumer
@@ -109,6 +110,7 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
                 m.properties[MC.MIN_OFFSET] = min_s
                 m.properties[MC.MAX_OFFSET] = max_s
             if msgs:
+                record_receive_span(msgs, mq.topic, consumer.group, inst.client_id)
                 pq.put_messages(msgs)
                 consumer.consume_service.submit(msgs, pq, mq)
             elif pq.msg_count == 0:

@@ -51,6 +51,7 @@ from .pull_loop import pull_loop
 from .queue_lock import QueueLocker
 from .rebalance import Rebalancer
 from .running_info import build_running_info
+from .selector import MessageSelector, resolve_selector
 
 __all__ = ["PushConsumer"]
 
@@ -101,17 +102,19 @@ class PushConsumer:
 
     # -------------------------------------------------------------- configuration
 
-    def subscribe(self, topic: str, expression: str | None = "*", expression_type: str = "TAG") -> None:
+    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*",
+                  expression_type: str = "TAG") -> None:
         """Subscribe to ``topic`` with a tag expression (``*``, ``TagA``, ``TagA || TagB``) or,
-        with ``expression_type="SQL92"``, a SQL92 selector over message properties
-        (``"a > 5 AND region = 'eu'"``; the broker must have ``enablePropertyFilter``).
+        with ``expression_type="SQL92"`` or ``MessageSelector.by_sql(...)``, a SQL92 selector
+        over message properties (``"a > 5 AND region = 'eu'"``; the broker must have
+        ``enablePropertyFilter``, else its pulls fail with "The broker does not support consumer
+        to filter message by SQL92").
 
         Raises:
             IllegalArgumentError: illegal topic name or expression type.
         """
         check_name(topic, "topic")
-        if expression_type not in ("TAG", "SQL92"):
-            raise IllegalArgumentError(f"expression_type must be TAG or SQL92, not {expression_type!r}")
+        expression, expression_type = resolve_selector(expression, expression_type)
         # a new version for every change, so brokers replace the group's older subscription
         self._sub_version = max(self._sub_version + 1, int(time.time() * 1000))
         self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, self._sub_version,
