@@ -10,6 +10,8 @@
     ├── MQBrokerError                the broker (or name server) answered with a non-success
     │   │                            response code; ``.code`` and ``.remark`` hold the answer
     │   └── TopicNotExistError       response code 17 TOPIC_NOT_EXIST (route lookup)
+    ├── RequestTimeoutError          request-reply: the request was sent but no reply came back
+    │                                in time (also a builtin ``TimeoutError``)
     └── RemotingError                the network layer failed
         ├── RemotingConnectError     could not connect to ``addr``
         ├── RemotingTimeoutError     no response within the timeout (ms)
@@ -59,6 +61,28 @@ class MQBrokerError(MQError):
 
 class TopicNotExistError(MQBrokerError):
     """No route for the topic (response code 17 TOPIC_NOT_EXIST)."""
+
+
+class RequestTimeoutError(MQError, TimeoutError):
+    """No reply arrived within the timeout of ``Producer.request`` (Java ``RequestTimeoutException``,
+    ``ClientErrorCode.REQUEST_TIMEOUT_EXCEPTION``).
+
+    Attributes:
+        topic: the request's topic.
+        timeout_ms: the request timeout, ms.
+        correlation_id: the request's ``CORRELATION_ID`` property.
+        sent: True when the broker had accepted the request message (the replier was slow or
+            absent); False when the send itself had not finished.
+    """
+
+    def __init__(self, topic: str, timeout_ms: float, correlation_id: str = "", sent: bool = True) -> None:
+        self.topic = topic
+        self.timeout_ms = timeout_ms
+        self.correlation_id = correlation_id
+        self.sent = sent
+        what = "OK, but wait reply message timeout" if sent else "not finished within the timeout"
+        super().__init__(f"send request message to <{topic}> {what}, {timeout_ms:.0f} ms "
+                         f"(correlation id {correlation_id})")
 
 
 class RemotingError(MQError):

@@ -96,6 +96,7 @@ class MQClientInstance:
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self.remoting.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
+        self.remoting.register_processor(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self._on_push_reply_message)
 
     # -------------------------------------------------------------- sync helpers
 
@@ -382,6 +383,14 @@ class MQClientInstance:
             return None
         check(channel.remote_addr, msg, header)
         return None
+
+    @staticmethod
+    def _on_push_reply_message(channel: Any, cmd: RemotingCommand) -> RemotingCommand:
+        """PUSH_REPLY_MESSAGE_TO_CLIENT (326): a reply to one of this process's requests
+        (``rocketmq_sdk.producer.request``)."""
+        from ..producer.request import receive_reply_message
+
+        return receive_reply_message(channel, cmd)
 
     async def _on_consumer_ids_changed(self, channel: Any, cmd: RemotingCommand) -> None:
         log.info("broker %s says the consumers of group %s changed; rebalancing",

@@ -53,6 +53,7 @@ from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
 from .fault import MQFaultStrategy
 from .namespace import unwrap_namespace, wrap_namespace
+from .request import REPLY_MESSAGE_FLAG, RequestReplyMixin
 from .selector import SelectorLike
 from .submit import BatchedSubmitter
 from .tracing import PublishSpan, start_publish_span, tracing_available
@@ -105,7 +106,7 @@ class _Prepared:
     span: PublishSpan | None = None
 
 
-class Producer:
+class Producer(RequestReplyMixin):
     """A message producer.
 
     Args:
@@ -579,6 +580,8 @@ class Producer:
             max_times = props.get(MC.MAX_RECONSUME_TIMES)
             if max_times:
                 ext["l"] = max_times
+        if props.get(MC.MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:  # a reply (request-reply), as Java
+            return _Prepared(topic, ext, body, uniq_id, RequestCode.SEND_REPLY_MESSAGE_V2, span)
         return _Prepared(topic, ext, body, uniq_id, span=span)
 
     def _start_span(self, msgs: Message | Sequence[Message], topic: str, fifo: bool = False,
