@@ -32,6 +32,7 @@ from .group_processor import GroupProcessor
 from .lock_manager import LockProcessor
 from .offset_manager import ConsumerOffsetManager
 from .pull_processor import PullProcessor
+from .reply_processor import ReplyProcessor
 from .schedule import ScheduleService
 from .send_processor import SendProcessor
 from .stats_processor import ConsumeTpsMeter, StatsProcessor
@@ -67,6 +68,7 @@ class BrokerController:
         for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self), self.lock,
                   GroupProcessor(self), StatsProcessor(self), self.transactions):
             p.register(self.server)
+        ReplyProcessor(self).register(self.server)  # request-reply: SEND_REPLY_MESSAGE(_V2)
         self.server.on_channel_close(self._channel_closed)
         self.acl = PlainAccessValidator(config.acl_file_path) if config.acl_enable else None  # aclEnable
         if self.acl is not None:
