@@ -81,7 +81,9 @@ class SendProcessor:
         tc = b.topics.get(topic)
         if tc is None:
             if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                tc, _ = b.topics.create_system(topic, 1)
+                tc, created = b.topics.create_system(topic, 1)
+                if created:
+                    b.register_to_namesrv_soon()
             else:
                 tc = b.topics.create_in_send(topic, h.default_topic or "", h.default_topic_queue_nums or 4,
                                              0)
@@ -116,7 +118,8 @@ class SendProcessor:
             max_times = h.max_reconsume_times if h.max_reconsume_times is not None else 16
             if reconsume >= max_times:
                 topic = dlq_topic(topic[len(RETRY_GROUP_TOPIC_PREFIX):])
-                b.topics.create_system(topic, 1)
+                if b.topics.create_system(topic, 1)[1]:
+                    b.register_to_namesrv_soon()
                 queue_id = 0
         props[MC.CLUSTER] = b.config.broker_cluster_name
         wait = props.pop(MC.WAIT_STORE_MSG_OK, "true") != "false"
@@ -190,12 +193,12 @@ class SendProcessor:
         delay = h.delay_level or 0
         if msg.reconsume_times >= max_times or delay < 0:
             topic, queue_id, delay = dlq_topic(group), 0, 0
-            b.topics.create_system(topic, 1)
         else:
             topic = retry_topic(group)
-            b.topics.create_system(topic, 1)
             queue_id = 0
             delay = delay or 3 + msg.reconsume_times
+        if b.topics.create_system(topic, 1)[1]:
+            b.register_to_namesrv_soon()  # as Java's registerBrokerAll: the new topic is routable at once
         props.setdefault(MC.ORIGIN_MESSAGE_ID, h.origin_msg_id or msg.offset_msg_id)
         if delay > 0:
             props[MC.DELAY_TIME_LEVEL] = str(delay)
