@@ -105,21 +105,33 @@ class ConsumeMessageConcurrentlyService:
     # -------------------------------------------------------------- consume (pool thread)
 
     def _consume_chunks(self, chunks: list[list[MessageExt]], pq: ProcessQueue, mq: MessageQueue) -> None:
-        for i, chunk in enumerate(chunks):
-            if i and (self._stopped or self._listener_avg_s > self.fan_out_threshold_s):
-                # the listener turned slow (or we are stopping): the rest goes chunk by chunk
-                for rest in chunks[i:]:
-                    if not self._submit_task([rest], pq, mq):
-                        return
-                return
-            if not self._consume(chunk, pq, mq):
-                return
+        """Consume ``chunks`` one after the other; the messages they settled leave the process
+        queue (and move the offset) once, at the end."""
+        settled: list[MessageExt] = []
+        try:
+            for i, chunk in enumerate(chunks):
+                if i and (self._stopped or self._listener_avg_s > self.fan_out_threshold_s):
+                    # the listener turned slow (or we are stopping): the rest goes chunk by chunk
+                    for rest in chunks[i:]:
+                        if not self._submit_task([rest], pq, mq):
+                            return
+                    return
+                done = self._consume(chunk, pq, mq)
+                if done is None:
+                    return
+                settled += done
+        finally:
+            if settled:
+                offset = pq.remove_messages(settled)
+                if offset >= 0 and not pq.dropped:
+                    self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
 
-    def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> bool:
-        """Run the listener on ``msgs`` and settle the result; False when ``pq`` was dropped."""
+    def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> list[MessageExt] | None:
+        """Run the listener on ``msgs`` and settle the result: returns the messages acknowledged
+        or sent back (the caller removes them from ``pq``), None when ``pq`` was dropped."""
         if pq.dropped:
             log.debug("%s was dropped; not consuming %d messages", mq, len(msgs))
-            return False
+            return None
         retry_topic = self.consumer.retry_topic
         now = str(int(time.time() * 1000))
         for m in msgs:
@@ -145,16 +157,17 @@ class ConsumeMessageConcurrentlyService:
             status = _LATER
         if pq.dropped:
             log.info("%s was dropped while consuming; results of %d messages discarded", mq, len(msgs))
-            return False
-        self._process_result(status, ctx, msgs, pq, mq)
-        return True
+            return None
+        return self._process_result(status, ctx, msgs, pq, mq)
 
     def _client_id(self) -> str | None:
         inst = getattr(self.consumer, "_instance", None)
         return inst.client_id if inst is not None else None
 
     def _process_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext,
-                        msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+                        msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> list[MessageExt]:
+        """Send back what the listener did not acknowledge; returns the settled messages (those
+        whose send-back failed stay in flight and are consumed again later)."""
         ack = min(ctx.ack_index, len(msgs) - 1) if status is _SUCCESS else -1
         failed: list[MessageExt] = []
         if not self.consumer.clustering:  # broadcasting: Java drops failed messages
@@ -165,14 +178,12 @@ class ConsumeMessageConcurrentlyService:
             if not self._send_back(m, ctx, mq):
                 m.reconsume_times += 1
                 failed.append(m)
-        consumed = [m for m in msgs if not any(m is f for f in failed)]
-        offset = pq.remove_messages(consumed)
-        if offset >= 0 and not pq.dropped:
-            self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
-        if failed:
-            log.warning("send-back of %d messages of %s failed; consuming them again in %.0f s",
-                        len(failed), mq, self.resubmit_delay_s)
-            self._submit_later(failed, pq, mq)
+        if not failed:
+            return msgs
+        log.warning("send-back of %d messages of %s failed; consuming them again in %.0f s",
+                    len(failed), mq, self.resubmit_delay_s)
+        self._submit_later(failed, pq, mq)
+        return [m for m in msgs if not any(m is f for f in failed)]
 
     def _send_back(self, m: MessageExt, ctx: ConsumeConcurrentlyContext, mq: MessageQueue) -> bool:
         consumer = self.consumer
