@@ -37,8 +37,15 @@ class BrokerConfig:
         register_name_server_period: full registration period (30000 ms).
         flush_consumer_offset_interval: consumerOffset.json write period (5000 ms).
         channel_expired_timeout: drop client channels silent this long (120000 ms).
+        client_channel_scan_interval: how often idle consumer channels are looked for (10000 ms;
+            not a Java key: Java's ClientHousekeepingService scans every 10 s).
         enable_property_filter: allow SQL92 subscriptions (false).
         message_index_enable: build IndexFiles (true).
+        file_reserved_time / delete_when / clean_resource_interval: CommitLog expiry (72 hours,
+            at hour ``"04"``, checked every 10000 ms).
+        disk_max_used_space_ratio / disk_space_clean_forcibly_ratio /
+            disk_space_warning_level_ratio / clean_file_forcibly_enable: disk-space guard (75 %,
+            0.85, 0.90, true): see ``rocketmq_broker.store.disk_space``.
         acl_enable: check every request against the ACL file (``aclEnable``, false; see
             ``rocketmq_broker.broker.acl``).
         acl_config_file: the ``plain_acl.yml`` to use (``aclConfigFile``, not a Java key; Java reads
@@ -73,10 +80,16 @@ class BrokerConfig:
     register_name_server_period: int = 30_000
     flush_consumer_offset_interval: int = 5_000
     channel_expired_timeout: int = 120_000
+    client_channel_scan_interval: int = 10_000
     enable_property_filter: bool = False
     message_index_enable: bool = True
     file_reserved_time: int = 72
     delete_when: str = "04"
+    clean_resource_interval: int = 10000
+    disk_max_used_space_ratio: int = 75
+    disk_space_clean_forcibly_ratio: float = 0.85
+    disk_space_warning_level_ratio: float = 0.90
+    clean_file_forcibly_enable: bool = True
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     acl_enable: bool = False
     acl_config_file: str | None = None
@@ -96,6 +109,11 @@ class BrokerConfig:
                            flush_disk_type=FlushDiskType(self.flush_disk_type),
                            max_message_size=self.max_message_size,
                            file_reserved_time=self.file_reserved_time, delete_when=self.delete_when,
+                           clean_resource_interval=self.clean_resource_interval,
+                           disk_max_used_space_ratio=self.disk_max_used_space_ratio,
+                           disk_space_clean_forcibly_ratio=self.disk_space_clean_forcibly_ratio,
+                           disk_space_warning_level_ratio=self.disk_space_warning_level_ratio,
+                           clean_file_forcibly_enable=self.clean_file_forcibly_enable,
                            message_index_enable=self.message_index_enable,
                            message_delay_level=self.message_delay_level)
 
@@ -148,6 +166,8 @@ def _convert(cls, props: dict[str, str]) -> dict[str, object]:
             value = str(value).lower() == "true"
         elif "int" in t:
             value = int(str(value))
+        elif "float" in t:
+            value = float(str(value))
         kwargs[name] = value
     return kwargs
 

@@ -162,6 +162,10 @@ class SendProcessor:
         ar = result.append_message_result
         if ar is None or code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
                                       ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
+            if code == ResponseCode.SERVICE_NOT_AVAILABLE:
+                return cmd.response(code, "service not available now. It may be caused by one of the following "
+                                          "reasons: the broker's disk is full, messages are put to the slave, "
+                                          "message store has been shut down, etc.")
             return cmd.response(code, f"store put failed: {result.status.value}")
         self.broker.stats_put += ar.msg_num
         return cmd.response(code, ext_fields={"msgId": ar.msg_id, "queueId": str(queue_id),

@@ -34,6 +34,13 @@ class StoreConfig:
         file_reserved_time: hours a CommitLog file is kept (72); see ``delete_expired_files``.
         delete_when: local hours (``"04"``, ``"04;16"``) when expired files are deleted.
         clean_resource_interval: how often the expiry check runs (10000 ms).
+        disk_max_used_space_ratio: percent of the CommitLog partition in use above which expired
+            files are deleted at once, whatever the hour (75).
+        disk_space_clean_forcibly_ratio: fraction above which the oldest files are deleted even
+            when not expired (0.85; Java's ``rocketmq.broker.diskSpaceCleanForciblyRatio``).
+        disk_space_warning_level_ratio: fraction above which puts are refused with
+            SERVICE_NOT_AVAILABLE (0.90; Java's ``rocketmq.broker.diskSpaceWarningLevelRatio``).
+        clean_file_forcibly_enable: allow the forcible deletion above (True).
         check_crc_on_recover: verify BODYCRC while recovering (True).
         message_index_enable: build IndexFiles (keys ``topic#key`` and ``topic#UNIQ_KEY``).
         max_hash_slot_num / max_index_num: IndexFile geometry (5,000,000 / 20,000,000; a file
@@ -59,6 +66,10 @@ class StoreConfig:
     file_reserved_time: int = 72
     delete_when: str = "04"
     clean_resource_interval: int = 10000
+    disk_max_used_space_ratio: int = 75
+    disk_space_clean_forcibly_ratio: float = 0.85
+    disk_space_warning_level_ratio: float = 0.90
+    clean_file_forcibly_enable: bool = True
     check_crc_on_recover: bool = True
     message_index_enable: bool = True
     max_hash_slot_num: int = 5_000_000

@@ -25,6 +25,7 @@ from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog, DispatchRequest, parse_delay_levels
 from .config import StoreConfig
 from .consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, INT_MAX, ConsumeQueue
+from .disk_space import CommitLogCleaner
 from .flush import CommitLogFlushService, ConsumeQueueFlushService
 from .index_file import IndexService
 from .inner_message import InnerMessage
@@ -75,6 +76,9 @@ class MessageStore:
         self._lock_fd: int | None = None
         self.running = False
         self.last_exit_ok = True
+        #: set by the disk-space guard above ``disk_space_warning_level_ratio``: puts are refused
+        self.disk_full = False
+        self.cleaner = CommitLogCleaner(self)
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -115,7 +119,7 @@ class MessageStore:
         self._flush_commit_log = CommitLogFlushService(cfg, self.commit_log, self.checkpoint)
         self._flush_consume_queue = ConsumeQueueFlushService(cfg, self.commit_log, self.checkpoint,
                                                              self.all_consume_queues, self.index_service,
-                                                             self.delete_expired_files)
+                                                             self.cleaner.run_once)
         self._flush_commit_log.start()
         self._flush_consume_queue.start()
         self.running = True
@@ -267,12 +271,13 @@ class MessageStore:
     def put_message(self, msg: InnerMessage) -> PutMessageResult:
         """Store one message.
 
-        Returns PUT_OK; MESSAGE_ILLEGAL (topic empty or > 127 bytes, body > ``max_message_size``,
+        Returns PUT_OK; SERVICE_NOT_AVAILABLE (also while the disk is full, see
+        :mod:`.disk_space`); MESSAGE_ILLEGAL (topic empty or > 127 bytes, body > ``max_message_size``,
         record larger than a CommitLog file); PROPERTIES_SIZE_EXCEEDED (properties > 32767
         bytes); SERVICE_NOT_AVAILABLE (not started or shut down); FLUSH_DISK_TIMEOUT (SYNC_FLUSH
         and no fsync within ``sync_flush_timeout``; the message is stored).
         """
-        if not self.running:
+        if not self.running or self.disk_full:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         result, reqs = self.commit_log.put_message(msg)
         return self._after_put(result, reqs, msg.wait_store_msg_ok)
@@ -280,7 +285,7 @@ class MessageStore:
     def put_messages(self, batch: Sequence[InnerMessage]) -> PutMessageResult:
         """Store a batch (one lock acquisition, consecutive queue offsets, one file); same
         statuses as :meth:`put_message`. All records must be TRANSACTION_NOT/COMMIT."""
-        if not self.running:
+        if not self.running or self.disk_full:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         result, reqs = self.commit_log.put_messages(batch)
         return self._after_put(result, reqs, all(m.wait_store_msg_ok for m in batch))
@@ -468,13 +473,14 @@ class MessageStore:
                 res.buffer_total_size += len(rec)
         return res
 
-    def delete_expired_files(self, now_ms: int | None = None, force: bool = False) -> int:
+    def delete_expired_files(self, now_ms: int | None = None, force: bool = False, clean_at_once: int = 0) -> int:
         """Delete CommitLog files (never the last one) older than ``file_reserved_time`` hours
         by modification time, then the consume-queue and index files that only point into
         deleted data. RocketMQ does this at the ``delete_when`` hour only; ``force`` skips that
-        check. Returns the number of CommitLog files deleted."""
+        check; ``clean_at_once`` > 0 deletes up to that many oldest files whatever their age (the
+        disk-space guard's forcible clean). Returns the number of CommitLog files deleted."""
         now = time.time() if now_ms is None else now_ms / 1000
-        if not force:
+        if not force and not clean_at_once:
             hours = {int(h) for h in self.config.delete_when.split(";") if h.strip().isdigit()}
             if time.localtime(now).tm_hour not in hours:
                 return 0
@@ -482,6 +488,9 @@ class MessageStore:
         expired = 0
         with self.commit_log.put_lock:  # file lists are replaced, not mutated: one updater at a time
             for mf in mfq.files[:-1]:
+                if expired < clean_at_once:
+                    expired += 1
+                    continue
                 if mf.last_modified() + self.config.file_reserved_time * 3600 > now:
                     break
                 expired += 1
