@@ -39,6 +39,8 @@ class BrokerConfig:
         channel_expired_timeout: drop client channels silent this long (120000 ms).
         client_channel_scan_interval: how often idle consumer channels are looked for (10000 ms;
             not a Java key: Java's ClientHousekeepingService scans every 10 s).
+        client_channel_scan_interval: how often idle consumer channels are looked for (10000 ms;
+            not a Java key: Java's ClientHousekeepingService scans every 10 s).
         enable_property_filter: allow SQL92 subscriptions (false).
         message_index_enable: build IndexFiles (true).
         file_reserved_time / delete_when / clean_resource_interval: CommitLog expiry (72 hours,
@@ -78,6 +80,7 @@ class BrokerConfig:
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
     register_name_server_period: int = 30_000
+    client_channel_scan_interval: int = 10_000
     flush_consumer_offset_interval: int = 5_000
     channel_expired_timeout: int = 120_000
     client_channel_scan_interval: int = 10_000

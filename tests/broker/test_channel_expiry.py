@@ -1,0 +1,77 @@
+"""Idle consumer channels: a consumer connection that stops heartbeating is closed and removed
+from its group after ``channelExpiredTimeout`` (Java ``ClientHousekeepingService`` scan), and
+the group's remaining clients get NOTIFY_CONSUMER_IDS_CHANGED."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from rocketmq_broker.embedded import start_dev_cluster
+from rocketmq_sdk.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+
+from tests.broker.conftest import SyncClient
+
+EXPIRE_MS = 800
+GROUP = "cg_idle"
+
+
+@pytest.fixture
+def expiring_cluster(tmp_path):
+    c = start_dev_cluster(str(tmp_path / "store"), in_process=True,
+                          broker_config={"channel_expired_timeout": EXPIRE_MS, "client_channel_scan_interval": 50})
+    yield c
+    c.stop()
+
+
+def _heartbeat(client: SyncClient, addr: str, client_id: str) -> None:
+    hb = HeartbeatData(client_id, consumers=[ConsumerData(GROUP, subscriptions=[SubscriptionData.build("T", "*", 1)])])
+    resp = client.invoke(addr, RequestCode.HEART_BEAT, body=hb.to_json())
+    assert resp.code == ResponseCode.SUCCESS
+
+
+def test_silent_consumer_channel_is_dropped_and_the_group_notified(expiring_cluster):
+    c = expiring_cluster
+    broker = c.broker
+    alive, silent = SyncClient(), SyncClient()
+    notifications: list[float] = []
+    lock = threading.Lock()
+
+    def on_notify(ch, cmd):
+        assert cmd.ext_fields["consumerGroup"] == GROUP
+        with lock:
+            notifications.append(time.monotonic())
+
+    alive.client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
+    try:
+        _heartbeat(alive, c.broker_addr, "client-alive")
+        _heartbeat(silent, c.broker_addr, "client-silent")
+        silent_since = time.monotonic()
+        assert broker.consumers.groups[GROUP].client_ids() == ["client-alive", "client-silent"]
+        silent_channel = silent.run(silent.client.get_channel(c.broker_addr))
+        # the live client keeps heartbeating; the silent one sends nothing more
+        deadline = time.monotonic() + 10
+        while broker.consumers.groups[GROUP].client_ids() != ["client-alive"]:
+            assert time.monotonic() < deadline, "the silent channel was never dropped"
+            _heartbeat(alive, c.broker_addr, "client-alive")
+            time.sleep(0.05)  # heartbeat period of the live client, not a synchronisation
+        dropped_after = time.monotonic() - silent_since
+        assert dropped_after >= EXPIRE_MS / 1000.0
+        deadline = time.monotonic() + 5
+        while not silent_channel.closed:
+            assert time.monotonic() < deadline, "the broker did not close the silent connection"
+            time.sleep(0.02)
+        deadline = time.monotonic() + 5
+        while True:
+            with lock:
+                after_drop = [t for t in notifications if t >= silent_since + EXPIRE_MS / 1000.0]
+            if after_drop:
+                break
+            assert time.monotonic() < deadline, "the remaining client was not notified"
+            time.sleep(0.02)
+        assert broker.consumers.groups[GROUP].client_ids() == ["client-alive"]  # the live one stays
+    finally:
+        alive.close()
+        silent.close()
