@@ -47,8 +47,8 @@ def test_silent_consumer_channel_is_dropped_and_the_group_notified(expiring_clus
     alive.client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
     try:
         _heartbeat(alive, c.broker_addr, "client-alive")
+        silent_since = time.monotonic()  # at or before the broker's last-heartbeat timestamp
         _heartbeat(silent, c.broker_addr, "client-silent")
-        silent_since = time.monotonic()
         assert broker.consumers.groups[GROUP].client_ids() == ["client-alive", "client-silent"]
         silent_channel = silent.run(silent.client.get_channel(c.broker_addr))
         # the live client keeps heartbeating; the silent one sends nothing more
