@@ -9,9 +9,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rocketmq_sdk.protocol.bodies import BrokerData, QueueData, TopicConfig, TopicRouteData
+from rocketmq_sdk.protocol.codes import PermName
 
 log = logging.getLogger("rocketmq_broker.namesrv")
 
@@ -49,7 +51,12 @@ class RouteInfoManager:
                     del bd.broker_addrs[bid]
             first = bd.broker_addrs.get(broker_id) != broker_addr
             bd.broker_addrs[broker_id] = broker_addr
-            if topic_configs is not None and broker_id == 0:
+            # Java ``isBrokerTopicConfigChanged``: the queue data is only rewritten on the first
+            # registration or when the broker's data version moved, so a wiped write permission
+            # survives the periodic registrations of an unchanged broker
+            prev = self.broker_live_table.get(broker_addr)
+            changed = first or prev is None or not data_version or prev.data_version != data_version
+            if topic_configs is not None and broker_id == 0 and changed:
                 for tc in topic_configs.values():
                     self._create_or_update_queue_data(broker_name, tc)
             if first:
@@ -126,6 +133,44 @@ class RouteInfoManager:
     def all_topics(self) -> list[str]:
         with self._lock:
             return sorted(self.topic_queue_table)
+
+    def operate_write_perm(self, broker_name: str, wipe: bool) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER (clear the write bit) / ADD_WRITE_PERM_OF_BROKER (perm
+        becomes READ|WRITE) on every queue data of ``broker_name``; returns how many topics."""
+        count = 0
+        with self._lock:
+            for qmap in self.topic_queue_table.values():
+                qd = qmap.get(broker_name)
+                if qd is None:
+                    continue
+                qd.perm = qd.perm & ~PermName.WRITE if wipe else PermName.READ | PermName.WRITE
+                count += 1
+        log.info("%s write perm of broker %s on %d topic(s)", "wiped" if wipe else "added", broker_name, count)
+        return count
+
+    def topics_by_cluster(self, cluster: str) -> list[str]:
+        """Topics with queues on a broker of ``cluster`` (GET_TOPICS_BY_CLUSTER), sorted; [] for an
+        unknown cluster."""
+        with self._lock:
+            names = self.cluster_addr_table.get(cluster, set())
+            return sorted(t for t, qmap in self.topic_queue_table.items() if names.intersection(qmap))
+
+    def system_topics(self) -> tuple[list[str], str | None]:
+        """GET_SYSTEM_TOPIC_LIST_FROM_NS: every cluster name and broker name (the topics brokers
+        create for themselves), and the address of one broker."""
+        with self._lock:
+            topics = set(self.cluster_addr_table)
+            for names in self.cluster_addr_table.values():
+                topics.update(names)
+            addr = next((next(iter(bd.broker_addrs.values())) for bd in self.broker_addr_table.values()
+                         if bd.broker_addrs), None)
+            return sorted(topics), addr
+
+    def topics_with_sys_flag(self, want: Callable[[int], bool]) -> list[str]:
+        """Topics whose (first) queue data's ``topicSysFlag`` satisfies ``want`` (unit topics)."""
+        with self._lock:
+            return sorted(t for t, qmap in self.topic_queue_table.items()
+                          if qmap and want(next(iter(qmap.values())).topic_sys_flag))
 
     def cluster_info(self) -> dict:
         with self._lock:

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from rocketmq_broker.broker.config import apply_properties, config_to_properties, read_properties_text
 from rocketmq_sdk.protocol import fastjson
+from rocketmq_sdk.protocol.admin_bodies import KVTable, TopicList
 from rocketmq_sdk.protocol.bodies import RegisterBrokerBody
 from rocketmq_sdk.protocol.codes import V4_9_4, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
     BrokerIdentityHeader,
+    BrokerNameRequestHeader,
+    GetTopicsByClusterRequestHeader,
     KVConfigRequestHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
@@ -27,7 +32,14 @@ log = logging.getLogger("rocketmq_broker.namesrv")
 
 @dataclass
 class NamesrvConfig:
-    """Name server settings (``namesrv.conf`` keys in snake_case)."""
+    """Name server settings (``namesrv.conf`` keys in snake_case).
+
+    GET_NAMESRV_CONFIG answers every field as ``camelCaseKey=value`` lines; UPDATE_NAMESRV_CONFIG
+    sets the known keys it is sent (unknown ones are ignored, as Java's ``Configuration.update``)
+    and refuses any key of ``config_black_list``. The fields after the first four are Java
+    ``NamesrvConfig``'s, kept for those requests (the reference name server keeps KV config in
+    memory and persists nothing).
+    """
 
     listen_port: int = 9876
     bind_address: str = "127.0.0.1"
@@ -35,6 +47,16 @@ class NamesrvConfig:
     broker_channel_expired_time: int = 120_000
     #: how often to scan for expired brokers (Java: 10 s)
     scan_not_active_broker_interval: int = 10_000
+    rocketmq_home: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME", ""))
+    kv_config_path: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "namesrv",
+                                                                     "kvConfig.json"))
+    config_store_path: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "namesrv",
+                                                                        "namesrv.properties"))
+    product_env_name: str = "center"
+    cluster_test: bool = False
+    order_message_enable: bool = False
+    #: keys UPDATE_NAMESRV_CONFIG refuses (``;``-separated camelCase names)
+    config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
 
 
 class NameServer:
@@ -60,6 +82,16 @@ class NameServer:
             RequestCode.PUT_KV_CONFIG: self._put_kv,
             RequestCode.GET_KV_CONFIG: self._get_kv,
             RequestCode.DELETE_KV_CONFIG: self._delete_kv,
+            RequestCode.GET_KVLIST_BY_NAMESPACE: self._kv_list,
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self._wipe_write_perm,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self._add_write_perm,
+            RequestCode.GET_TOPICS_BY_CLUSTER: self._topics_by_cluster,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS: self._system_topics,
+            RequestCode.GET_UNIT_TOPIC_LIST: self._unit_topics,
+            RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: self._unit_topics,
+            RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self._unit_topics,
+            RequestCode.GET_NAMESRV_CONFIG: self._get_config,
+            RequestCode.UPDATE_NAMESRV_CONFIG: self._update_config,
         }.items():
             self.server.register_processor(code, fn)
 
@@ -157,3 +189,58 @@ class NameServer:
         h = KVConfigRequestHeader.from_ext_fields(cmd.ext_fields)
         self.kv.get(h.namespace or "", {}).pop(h.key or "", None)
         return cmd.response(ResponseCode.SUCCESS)
+
+    def _kv_list(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        namespace = (cmd.ext_fields or {}).get("namespace")
+        table = self.kv.get(namespace or "")
+        if table is None:
+            return cmd.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {namespace}")
+        return cmd.response(ResponseCode.SUCCESS, body=KVTable(dict(table)).to_json())
+
+    # -- admin: write permission, topic lists, configuration -----------------------------------
+    def _wipe_write_perm(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        name = BrokerNameRequestHeader.from_ext_fields(cmd.ext_fields).broker_name or ""
+        count = self.routes.operate_write_perm(name, wipe=True)
+        log.info("wipe write perm of broker[%s], client: %s, %d", name, ch.remote_addr, count)
+        return cmd.response(ResponseCode.SUCCESS, ext_fields={"wipeTopicCount": str(count)})
+
+    def _add_write_perm(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        name = BrokerNameRequestHeader.from_ext_fields(cmd.ext_fields).broker_name or ""
+        count = self.routes.operate_write_perm(name, wipe=False)
+        log.info("add write perm of broker[%s], client: %s, %d", name, ch.remote_addr, count)
+        return cmd.response(ResponseCode.SUCCESS, ext_fields={"addTopicCount": str(count)})
+
+    def _topics_by_cluster(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        cluster = GetTopicsByClusterRequestHeader.from_ext_fields(cmd.ext_fields).cluster or ""
+        return cmd.response(ResponseCode.SUCCESS, body=TopicList(self.routes.topics_by_cluster(cluster)).to_json())
+
+    def _system_topics(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        topics, addr = self.routes.system_topics()
+        return cmd.response(ResponseCode.SUCCESS, body=TopicList(topics, addr).to_json())
+
+    def _unit_topics(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        unit, unit_sub = 0x1, 0x2  # TopicSysFlag FLAG_UNIT / FLAG_UNIT_SUB
+        want = {RequestCode.GET_UNIT_TOPIC_LIST: lambda f: bool(f & unit),
+                RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: lambda f: bool(f & unit_sub),
+                RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: lambda f: not f & unit and bool(f & unit_sub)}
+        topics = self.routes.topics_with_sys_flag(want[cmd.code])
+        return cmd.response(ResponseCode.SUCCESS, body=TopicList(topics).to_json())
+
+    def _get_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.response(ResponseCode.SUCCESS, body=config_to_properties(self.config).encode("utf-8"))
+
+    def _update_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        log.info("updateConfig called by %s", ch.remote_addr)
+        if not cmd.body:
+            return cmd.response(ResponseCode.SUCCESS)
+        props = read_properties_text(cmd.body.decode("utf-8", errors="replace"))
+        black = {k.strip() for k in self.config.config_black_list.split(";") if k.strip()}
+        if black.intersection(props):
+            return cmd.response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        try:
+            changed = apply_properties(self.config, props)
+        except ValueError as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
+        log.info("name server config updated: %s", changed)
+        return cmd.response(ResponseCode.SUCCESS)
+
