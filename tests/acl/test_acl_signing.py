@@ -10,7 +10,6 @@ import hmac
 from pathlib import Path
 
 import pytest
-from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol.acl import (
     ACCESS_KEY,
     SECURITY_TOKEN,
@@ -23,6 +22,8 @@ from rocketmq_sdk.protocol.acl import (
 )
 from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServer
+
+from tests.conftest import CAPTURES, load_capture
 
 pytestmark = pytest.mark.timeout(30)
 

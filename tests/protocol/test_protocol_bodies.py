@@ -5,10 +5,11 @@ from __future__ import annotations
 import base64
 
 import pytest
-from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol import admin_bodies as A
 from rocketmq_sdk.protocol import bodies as B
 from rocketmq_sdk.protocol.message import MessageQueue
+
+from tests.conftest import CAPTURES, load_capture
 
 CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.protocol import codes
 from rocketmq_sdk.protocol.codes import (
@@ -25,6 +24,8 @@ from rocketmq_sdk.protocol.javahash import (
     java_string_hash,
     select_queue_index_by_hash,
 )
+
+from tests.conftest import CAPTURES, load_capture
 
 CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
 

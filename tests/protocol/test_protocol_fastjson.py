@@ -6,9 +6,10 @@ import base64
 import json
 
 import pytest
-from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.fastjson import ObjectKey
+
+from tests.conftest import CAPTURES, load_capture
 
 CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
 

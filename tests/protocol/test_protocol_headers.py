@@ -6,7 +6,6 @@ import base64
 import struct
 
 import pytest
-from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol import headers as H
 from rocketmq_sdk.protocol.headers import (
     REQUEST_HEADERS,
@@ -16,6 +15,8 @@ from rocketmq_sdk.protocol.headers import (
     SendMessageRequestHeader,
     parse_request_header,
 )
+
+from tests.conftest import CAPTURES, load_capture
 
 CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
 #: Keys that are not header fields: ACL signing, stream request type, unique-key query switch.

@@ -6,7 +6,6 @@ import base64
 import zlib
 
 import pytest
-from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.message import Message, MessageExt
@@ -25,6 +24,8 @@ from rocketmq_sdk.protocol.message_codec import (
     pack_host,
     store_timestamp_pos,
 )
+
+from tests.conftest import CAPTURES, load_capture
 
 CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
 

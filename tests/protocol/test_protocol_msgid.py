@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.protocol.msgid import (
     UniqIdGenerator,
     create_offset_msg_id,
@@ -18,6 +17,8 @@ from rocketmq_sdk.protocol.msgid import (
     get_nearly_time_from_id,
     offset_msg_id_from_packed,
 )
+
+from tests.conftest import CAPTURES, load_capture
 
 CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
 

@@ -8,10 +8,11 @@ import struct
 import threading
 
 import pytest
-from tests.conftest import CAPTURES, load_capture
 from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import LanguageCode, SerializeType
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+
+from tests.conftest import CAPTURES, load_capture
 
 CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
 
