@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from rocketmq_broker.filter.consumer_filter import check_subscription
 from rocketmq_sdk.protocol.bodies import HeartbeatData, MessageModel, consumer_list_to_json
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode, retry_topic
 from rocketmq_sdk.protocol.headers import (
@@ -34,6 +35,7 @@ class ClientProcessor:
         server.register_processor(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list)
         server.register_processor(RequestCode.QUERY_CONSUMER_OFFSET, self.query_offset)
         server.register_processor(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_offset)
+        server.register_processor(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
 
     def heartbeat(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         b = self.broker
@@ -51,6 +53,11 @@ class ClientProcessor:
         for group in hb.producer_groups:
             b.producers.register(group, ClientChannelInfo(ch, hb.client_id, cmd.language, cmd.version))
         return cmd.response(ResponseCode.SUCCESS)
+
+    def check_client_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        """CHECK_CLIENT_CONFIG (46): can this broker filter the body's ``subscriptionData``?"""
+        code, remark = check_subscription(cmd.body, self.broker.config.enable_property_filter)
+        return cmd.response(code, remark)
 
     def unregister(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = UnregisterClientRequestHeader.from_ext_fields(cmd.ext_fields)

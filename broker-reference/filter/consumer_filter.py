@@ -19,10 +19,12 @@ from dataclasses import dataclass
 
 from rocketmq_broker.filter.expression import Expression, compile_expression
 from rocketmq_sdk.exceptions import FrameError
+from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.bodies import SubscriptionData
+from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.protocol.message_codec import decode_message
 
-__all__ = ["SQL92", "ConsumerFilterData", "ConsumerFilterManager", "is_tag_type"]
+__all__ = ["SQL92", "ConsumerFilterData", "ConsumerFilterManager", "check_subscription", "is_tag_type"]
 
 log = logging.getLogger("rocketmq_broker.filter")
 
@@ -180,3 +182,38 @@ class ConsumerFilterManager:
             if len(self._built) > _BUILD_CACHE_SIZE:
                 self._built.popitem(last=False)
         return data
+
+
+def check_subscription(body: bytes | None, enable_property_filter: bool) -> tuple[int, str | None]:
+    """The broker's answer to CHECK_CLIENT_CONFIG (46), as Java's ``ClientManageProcessor``.
+
+    Args:
+        body: the ``CheckClientRequestBody`` JSON (``clientId``, ``group``, ``subscriptionData``).
+        enable_property_filter: the broker's ``enablePropertyFilter``.
+
+    Returns:
+        (response code, remark): SUCCESS for no subscription or a TAG one; SYSTEM_ERROR "The
+        broker does not support consumer to filter message by <type>" when filtering is off;
+        SUBSCRIPTION_PARSE_FAILED with the compiler's message when the expression is bad.
+    """
+    try:
+        data = fastjson.loads(body) if body else None
+    except ValueError:
+        data = None
+    sd = data.get("subscriptionData") if isinstance(data, dict) else None
+    if not isinstance(sd, dict) or not sd.get("topic"):
+        return ResponseCode.SUCCESS, None
+    sub = SubscriptionData.from_dict(sd)
+    if is_tag_type(sub.expression_type):
+        return ResponseCode.SUCCESS, None
+    if not enable_property_filter:
+        return ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sub.expression_type}"
+    if sub.expression_type != SQL92:
+        return ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"no filter for expression type {sub.expression_type}"
+    try:
+        compile_expression(sub.sub_string)
+    except ValueError as exc:
+        log.warning("Client %s@%s filter message, but failed to compile expression! sub=%s, error=%s",
+                    data.get("clientId"), data.get("group"), sub.sub_string, exc)
+        return ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)
+    return ResponseCode.SUCCESS, None

@@ -12,7 +12,8 @@ import random
 from collections.abc import Iterator
 
 from ..exceptions import MQBrokerError, RemotingError, TopicNotExistError
-from ..protocol.bodies import ConsumerListBody, HeartbeatData, TopicRouteData
+from ..protocol import fastjson
+from ..protocol.bodies import ConsumerListBody, HeartbeatData, SubscriptionData, TopicRouteData
 from ..protocol.codes import RequestCode, ResponseCode
 from ..protocol.headers import (
     ConsumerGroupRequestHeader,
@@ -222,6 +223,22 @@ class MQClientAPI:
         cmd = _new_request(RequestCode.HEART_BEAT, None, data.to_json())
         resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
         return resp.version
+
+    async def check_client_in_broker(self, addr: str, group: str, client_id: str, subscription: SubscriptionData,
+                                     timeout_ms: float | None = None) -> None:
+        """CHECK_CLIENT_CONFIG (46): can the broker filter ``subscription``? (Java
+        ``checkClientInBroker``: an SQL92 subscription needs ``enablePropertyFilter=true`` and an
+        expression that compiles.)
+
+        Raises:
+            MQBrokerError: SYSTEM_ERROR (the broker does not filter by that type) or
+                SUBSCRIPTION_PARSE_FAILED (23, the compiler's message in ``remark``).
+            RemotingError: the broker is unreachable.
+        """
+        body = fastjson.dumps({"clientId": client_id, "group": group,
+                               "subscriptionData": subscription.to_dict()}).encode("utf-8")
+        cmd = _new_request(RequestCode.CHECK_CLIENT_CONFIG, None, body)
+        _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
 
     async def unregister_client(self, addr: str, client_id: str, *, producer_group: str | None = None,
                                 consumer_group: str | None = None, timeout_ms: float | None = None) -> None:

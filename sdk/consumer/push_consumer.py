@@ -212,6 +212,9 @@ class PushConsumer:
         Raises:
             ClientStateError: no listener, no subscription, no name server, wrong state, or the
                 group already has a consumer in this client instance.
+            MQBrokerError: a broker refused an SQL92 subscription (CHECK_CLIENT_CONFIG, as Java's
+                ``checkClientInBroker``): SYSTEM_ERROR without ``enablePropertyFilter``,
+                SUBSCRIPTION_PARSE_FAILED (23) for an expression that does not compile.
         """
         with self._state_lock:
             if self._state != "CREATED":
@@ -262,6 +265,7 @@ class PushConsumer:
                 await inst.update_topic_route(topic)
             except MQError as exc:
                 log.warning("route of %s not available yet: %s", topic, exc)
+        await self._check_client_in_broker()
         await inst.send_heartbeat_to_all()
         await self.do_rebalance()
         loop = asyncio.get_running_loop()
@@ -269,6 +273,20 @@ class PushConsumer:
             self._lock_task = loop.create_task(self._renew_locks())
         if not self.orderly:
             self._expiry_task = loop.create_task(self._clean_expired())
+
+    async def _check_client_in_broker(self) -> None:
+        """Java ``checkClientInBroker``: a broker of each SQL92 subscription's topic must accept
+        it (CHECK_CLIENT_CONFIG), else ``start()`` fails with its MQBrokerError (SYSTEM_ERROR
+        when ``enablePropertyFilter`` is off, SUBSCRIPTION_PARSE_FAILED for a bad expression)."""
+        inst = self.instance
+        for sub in list(self.rebalancer.subscriptions.values()):
+            if sub.expression_type == "TAG":
+                continue
+            route = inst.routes.get(sub.topic)
+            addr = next((a for bd in route.broker_datas if (a := bd.master_addr())), None) if route else None
+            if addr is not None:
+                await inst.api.check_client_in_broker(addr, self.group, inst.client_id, sub,
+                                                      self.config.mq_client_api_timeout)
 
     async def _clean_expired(self) -> None:
         """Every ``consume_timeout`` minutes, send back messages stuck in a listener."""

@@ -11,6 +11,7 @@ import pytest
 from rocketmq_sdk import Message, MessageSelector, Producer, PullConsumer, PullStatus, PushConsumer
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus
 from rocketmq_sdk.exceptions import MQBrokerError
+from rocketmq_sdk.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from rocketmq_sdk.protocol.codes import PullSysFlag, ResponseCode
 from rocketmq_sdk.protocol.headers import PullMessageRequestHeader
 
@@ -191,27 +192,55 @@ def test_disabled_property_filter_answers_system_error(cluster, rows_topic, wire
     assert info.value.remark == "The broker does not support consumer to filter message by SQL92"
 
 
+def test_push_consumer_start_is_refused_for_a_bad_expression_or_a_broker_without_filtering(cluster, producer):
+    """Java's checkClientInBroker (CHECK_CLIENT_CONFIG, 46) at start."""
+    topic = unique("TopicSqlCheck")
+    producer.send(Message(topic, b"x", properties={"a": "1"}))
+
+    def start(sql: str) -> MQBrokerError:
+        c = PushConsumer(unique("cgcheck"), cluster.namesrv_addr, instance_name=unique("check"), **FAST)
+        c.subscribe(topic, MessageSelector.by_sql(sql))
+        c.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+        with pytest.raises(MQBrokerError) as info:
+            c.start()
+        return info.value
+
+    err = start("a >")
+    assert err.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED and "SQL92 expression 'a >'" in err.remark
+    broker = cluster.broker
+    broker.config.enable_property_filter = False
+    try:
+        err = start("a > 1")
+    finally:
+        broker.config.enable_property_filter = True
+    assert err.code == ResponseCode.SYSTEM_ERROR
+    assert err.remark == "The broker does not support consumer to filter message by SQL92"
+
+
 def test_heartbeat_with_invalid_expression_leaves_no_filter_data(cluster, producer, wire):
     """Java accepts the heartbeat but registers no filter: the group's pulls get
-    FILTER_DATA_NOT_EXIST (27) until the expression is fixed."""
+    FILTER_DATA_NOT_EXIST (27) until a newer subscription compiles."""
     topic, group = unique("TopicSqlBadHb"), unique("cgbadhb")
     producer.send(Message(topic, b"x", properties={"a": "1"}))
-    c = PushConsumer(group, cluster.namesrv_addr, instance_name="sqlbadhb", **FAST)
-    c.subscribe(topic, MessageSelector.by_sql("a >"))
-    c.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
-    c.start()
-    try:
-        broker = cluster.broker
-        wait_until(lambda: group in broker.consumers.groups, what="the heartbeat")
-        sub_version = broker.consumers.groups[group].subscriptions[topic].sub_version
-        with pytest.raises(MQBrokerError) as info:
-            _raw_pull(wire, topic=topic, group=group, sys_flag=PullSysFlag.build(False, False, False),
-                      sub_version=sub_version)
-        assert info.value.code == ResponseCode.FILTER_DATA_NOT_EXIST
-        assert broker.consumers.filters.get(topic, group) is None
-        # a newer, valid subscription registers a filter and pulls work
-        c.subscribe(topic, MessageSelector.by_sql("a >= 1"))
-        wait_until(lambda: broker.consumers.filters.get(topic, group) is not None, what="the new filter")
-    finally:
-        c.shutdown()
+    inst = wire.instance
+    addr = inst.find_broker_master("broker-a")
+    broker = cluster.broker
+
+    def heartbeat(sql: str, version: int) -> None:
+        sub = SubscriptionData.build(topic, sql, version, "SQL92")
+        inst.run(inst.api.send_heartbeat(addr, HeartbeatData("badhb@1", consumers=[ConsumerData(group, subscriptions=[sub])])), 5)
+
+    heartbeat("a >", 100)
+    assert broker.consumers.groups[group].subscriptions[topic].sub_string == "a >"
+    with pytest.raises(MQBrokerError) as info:
+        _raw_pull(wire, topic=topic, group=group, sys_flag=PullSysFlag.build(False, False, False), sub_version=100)
+    assert info.value.code == ResponseCode.FILTER_DATA_NOT_EXIST
+    assert info.value.remark == "The broker's consumer filter data is not exist!Your expression may be wrong!"
+    heartbeat("a >= 1", 101)  # a newer, valid subscription: registered, the group's pulls filter
+    result = _raw_pull(wire, topic=topic, group=group, sys_flag=PullSysFlag.build(False, False, False),
+                       sub_version=101)
+    assert result.pull_status in (PullStatus.FOUND, PullStatus.NO_NEW_MSG)
+    heartbeat("a >= 1", 102)  # same expression, newer version: only the version moves
+    assert broker.consumers.filters.get(topic, group).client_version == 102
+    inst.run(inst.api.unregister_client(addr, "badhb@1", consumer_group=group), 5)
     assert broker.consumers.filters.get(topic, group) is None  # the group left: filter dropped
