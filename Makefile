@@ -33,6 +33,8 @@ lint: install
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
 
-# make bench [QUICK=1] - SDK vs the official C++ client on a reference broker; writes benchmarks/results/
+# make bench [QUICK=1] - SDK vs the official C++ client on a reference broker, then the broker's own
+# send throughput (benchmarks/broker_send.py); writes benchmarks/results/
 bench: install
 	$(PY) benchmarks/run.py $(if $(QUICK),--quick,)
+	$(PY) benchmarks/broker_send.py $(if $(QUICK),--quick,)
