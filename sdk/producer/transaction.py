@@ -170,11 +170,13 @@ class TransactionProducer(Producer):
     def _end_transaction(self, result: SendResult, state: LocalTransactionState) -> None:
         inst = self._running()
         commit_log_offset = decode_offset_msg_id(result.offset_msg_id)[2] if result.offset_msg_id else 0
+        mq = result.message_queue
+        # as Java 4.9.8: transactionId only when the send response had one (4.9 brokers never set
+        # it), bname = the broker of the half message
         header = EndTransactionRequestHeader(
             producer_group=self.group, tran_state_table_offset=result.queue_offset,
             commit_log_offset=commit_log_offset, commit_or_rollback=state.end_type, from_transaction_check=False,
-            msg_id=result.msg_id, transaction_id=result.transaction_id or result.msg_id)
-        mq = result.message_queue
+            msg_id=result.msg_id, transaction_id=result.transaction_id, bname=mq.broker_name)
 
         async def end() -> None:
             addr = await self._master_addr(inst, mq, mq.topic)
