@@ -101,6 +101,7 @@ class NameServer:
 
     async def start(self) -> int:
         self.port = await self.server.start(self.config.bind_address, self.config.listen_port)
+        self.config.listen_port = self.port  # GET_NAMESRV_CONFIG shows the bound port
         self._scan_task = asyncio.get_running_loop().create_task(self._scan_loop())
         log.info("name server listening on %s", self.addr)
         return self.port

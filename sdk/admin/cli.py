@@ -151,10 +151,25 @@ def delete_topic(admin: AdminClient, as_json: bool, topic: str, cluster: str) ->
          lambda: f"delete topic [{topic}] from cluster [{cluster}] success.")
 
 
-@command("topicList", "List the topics the name server knows.")
-def topic_list(admin: AdminClient, as_json: bool) -> None:
-    topics = admin.topic_list()
-    emit(as_json, topics, lambda: "\n".join(topics))
+@command("topicList", "List the topics the name server knows (-c: with cluster and consumer groups).")
+@click.option("-c", "--clusterModel", "cluster_model", is_flag=True,
+              help="one row per cluster, topic and consumer group (retry and DLQ topics left out)")
+def topic_list(admin: AdminClient, as_json: bool, cluster_model: bool) -> None:
+    if not cluster_model:
+        topics = admin.topic_list()
+        emit(as_json, topics, lambda: "\n".join(topics))
+        return
+    rows = admin.topic_list_by_cluster()
+    emit(as_json, [{"cluster": c, "topic": t, "consumer_groups": g} for c, t, g in rows], lambda: table(
+        ["#Cluster Name", "#Topic", "#Consumer Group"],
+        [(c, t, group) for c, t, groups in rows for group in (groups or [""])]))
+
+
+@command("topicClusterList", "The clusters serving a topic.")
+@click.option("-t", "--topic", required=True)
+def topic_cluster_list(admin: AdminClient, as_json: bool, topic: str) -> None:
+    clusters = admin.topic_clusters(topic)
+    emit(as_json, clusters, lambda: "\n".join(clusters))
 
 
 @command("topicRoute", "Show a topic's route: brokers and queues.")
@@ -438,6 +453,22 @@ def add_write_perm(admin: AdminClient, as_json: bool, broker_name: str) -> None:
     counts = admin.add_write_perm(broker_name)
     emit(as_json, counts, lambda: "\n".join(
         f"add write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+
+
+@command("getNamesrvConfig", "Configuration of every name server.")
+def get_namesrv_config(admin: AdminClient, as_json: bool) -> None:
+    data = admin.namesrv_config()
+    emit(as_json, data, lambda: "\n\n".join(
+        f"============{ns}============\n" + key_values(sorted(c.items())) for ns, c in data.items()))
+
+
+@command("updateNamesrvConfig", "Change a setting on every name server (keys of configBlackList are refused).")
+@click.option("-k", "--key", required=True)
+@click.option("-v", "--value", required=True)
+def update_namesrv_config(admin: AdminClient, as_json: bool, key: str, value: str) -> None:
+    servers = admin.update_namesrv_config({key: value})
+    emit(as_json, {"namesrv": servers, "key": key, "value": value},
+         lambda: f"update name server config success!{servers}\n{key} : {value}")
 
 
 @command("updateKvConfig", "Create or update a KV config entry on the name servers.")

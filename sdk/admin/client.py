@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 import time
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
@@ -34,6 +35,7 @@ from rocketmq_sdk.protocol.admin_bodies import (
     ClusterInfo,
     ConsumerConnection,
     ConsumeStats,
+    GroupList,
     KVTable,
     ProducerConnection,
     SubscriptionGroupConfig,
@@ -53,6 +55,7 @@ from rocketmq_sdk.protocol.headers import (
     CreateTopicRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetTopicsByClusterRequestHeader,
     KVConfigRequestHeader,
     PullMessageRequestHeader,
     QueryMessageRequestHeader,
@@ -151,6 +154,7 @@ class AdminClient:
         timeout_ms: timeout of each request in milliseconds (default 5000, mqadmin's).
         access_key / secret_key: ACL credentials; when ``access_key`` is given every request is
             signed (``AclClientRPCHook``, what mqadmin does with ``conf/tools.yml``).
+        use_tls / ssl_context: connect with TLS, as ``ClientConfig`` (mqadmin ``-Dtls.enable``).
 
     Raises:
         IllegalArgumentError: no name server address.
@@ -163,12 +167,15 @@ class AdminClient:
     """
 
     def __init__(self, namesrv_addr: str | Iterable[str] | None = None, *, timeout_ms: float = 5000.0,
-                 access_key: str | None = None, secret_key: str | None = None) -> None:
+                 access_key: str | None = None, secret_key: str | None = None, use_tls: bool = False,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.namesrv_addrs = parse_namesrv_addr(namesrv_addr)
         self.timeout_ms = timeout_ms
         self._loop = EventLoopThread("rocketmq-admin")
         hooks = [AclClientRPCHook(access_key, secret_key or "")] if access_key else []
-        self._remoting = RemotingClient(rpc_hooks=hooks)
+        if ssl_context is None and use_tls:
+            ssl_context = ssl.create_default_context()
+        self._remoting = RemotingClient(rpc_hooks=hooks, ssl_context=ssl_context)
         self._api = MQClientAPI(self._remoting, self.namesrv_addrs, timeout_ms)
 
     # ------------------------------------------------------------------ lifecycle
@@ -336,6 +343,63 @@ class AdminClient:
         async def go() -> list[str]:
             resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
             return sorted(TopicList.from_json(resp.body).topic_list)
+
+        return self._run(go())
+
+    def topics_by_cluster(self, cluster: str) -> list[str]:
+        """Topics with queues on a broker of ``cluster`` (GET_TOPICS_BY_CLUSTER 224), sorted;
+        [] for an unknown cluster (as the 4.9.8 name server answers)."""
+        async def go() -> list[str]:
+            resp = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER,
+                                       GetTopicsByClusterRequestHeader(cluster=cluster).to_ext_fields())
+            return sorted(TopicList.from_json(resp.body).topic_list)
+
+        return self._run(go())
+
+    def topic_clusters(self, topic: str) -> list[str]:
+        """The clusters whose brokers serve ``topic`` (GET_ROUTEINFO_BY_TOPIC + cluster info), as
+        ``mqadmin topicClusterList``, which looks only at the route's first broker; every broker
+        of the route is looked at here.
+
+        Raises:
+            TopicNotExistError: no route for the topic.
+        """
+        async def go() -> list[str]:
+            route = await self._route(topic)
+            info = await self._cluster()
+            names = {bd.broker_name for bd in route.broker_datas}
+            return sorted(c for c, members in info.cluster_addr_table.items() if names.intersection(members))
+
+        return self._run(go())
+
+    def topic_list_by_cluster(self) -> list[tuple[str, str, list[str]]]:
+        """``topicList -c``: ``(cluster, topic, consumer groups)`` for every topic but retry and
+        DLQ topics, sorted by cluster and topic. mqadmin asks each topic's route; here each
+        cluster's topics come from one GET_TOPICS_BY_CLUSTER (224) and the groups from
+        QUERY_TOPIC_CONSUME_BY_WHO (300) to each master of the cluster (a master that fails is
+        skipped)."""
+        async def go() -> list[tuple[str, str, list[str]]]:
+            info = await self._cluster()
+            rows: list[tuple[str, str, list[str]]] = []
+            for cluster in sorted(info.cluster_addr_table):
+                masters = [bd.broker_addrs[MASTER_ID] for name in sorted(info.cluster_addr_table[cluster])
+                           if (bd := info.broker_addr_table.get(name)) and MASTER_ID in bd.broker_addrs]
+                resp = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER,
+                                           GetTopicsByClusterRequestHeader(cluster=cluster).to_ext_fields())
+                for topic in sorted(TopicList.from_json(resp.body).topic_list):
+                    if topic.startswith(("%RETRY%", "%DLQ%")):
+                        continue
+                    groups: set[str] = set()
+                    for addr in masters:
+                        try:
+                            r = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                                                   TopicRequestHeader(topic=topic).to_ext_fields())
+                        except (MQBrokerError, RemotingError) as exc:
+                            log.debug("consumer groups of %s on %s: %s", topic, addr, exc)
+                            continue
+                        groups.update(GroupList.from_json(r.body).group_list)
+                    rows.append((cluster, topic, sorted(groups)))
+            return rows
 
         return self._run(go())
 
@@ -899,6 +963,37 @@ class AdminClient:
         async def go() -> dict[str, int]:
             resps = await self._all_namesrv(RequestCode.ADD_WRITE_PERM_OF_BROKER, ext)
             return {ns: int(r.ext_fields.get("addTopicCount", 0)) for ns, r in resps.items()}
+
+        return self._run(go())
+
+    def namesrv_config(self) -> dict[str, dict[str, str]]:
+        """Every name server's configuration (GET_NAMESRV_CONFIG 319), as ``getNamesrvConfig``.
+
+        Returns:
+            name server address → ``{camelCaseKey: value}``.
+        """
+        async def go() -> dict[str, dict[str, str]]:
+            resps = await self._all_namesrv(RequestCode.GET_NAMESRV_CONFIG, {})
+            return {ns: parse_properties(r.body.decode("utf-8", "replace")) for ns, r in resps.items()}
+
+        return self._run(go())
+
+    def update_namesrv_config(self, properties: dict[str, str]) -> list[str]:
+        """UPDATE_NAMESRV_CONFIG (318) on every name server, as ``updateNamesrvConfig``; unknown keys
+        are ignored by the server.
+
+        Returns:
+            the name servers updated.
+
+        Raises:
+            MQBrokerError: code 16 (NO_PERMISSION) for a key of the server's ``configBlackList``.
+        """
+        body = "".join(f"{k}={v}\n" for k, v in properties.items()).encode("utf-8")
+
+        async def go() -> list[str]:
+            for ns in self.namesrv_addrs:
+                await self._broker(ns, RequestCode.UPDATE_NAMESRV_CONFIG, {}, body)
+            return list(self.namesrv_addrs)
 
         return self._run(go())
 

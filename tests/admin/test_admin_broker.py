@@ -79,7 +79,7 @@ def env():
         try:
             wait_until(lambda: len({m.msg_id for m in consumed}) == N, what="all consumed")
             yield {"ns": cluster.namesrv_addr, "addr_a": cluster.broker_addr, "addr_b": addr_b, "sent": sent,
-                   "consumed": consumed, "consumer": consumer, "admin": admin}
+                   "consumed": consumed, "consumer": consumer, "admin": admin, "cluster": cluster}
         finally:
             admin.close()
             consumer.shutdown()
@@ -237,14 +237,49 @@ def test_resend_message_to_the_consumer(env):
 
 
 def test_wipe_write_perm_drains_broker_b(env):
-    r = CliRunner().invoke(cli, ["wipeWritePerm", "-n", env["ns"], "-b", "broker-b", "--json", "--timeout", "1000"])
-    if r.exit_code == 1 and ("is not supported" in r.output or "timed out" in r.output):
-        pytest.skip(f"the reference name server does not answer WIPE_WRITE_PERM_OF_BROKER yet: {r.output}")
-    assert r.exit_code == 0, r.output
-    j = json.loads(r.output)
-    assert j[env["ns"]] >= 1
-    route = env["admin"].topic_route(TOPIC)
-    assert {q.broker_name: q.perm for q in route.queue_datas}["broker-b"] == 4
+    admin = env["admin"]
+    topics_b = [t for t in admin.topics_by_cluster("DefaultCluster")
+                if any(q.broker_name == "broker-b" for q in admin.topic_route(t).queue_datas)]
+    j = json.loads(run(env, "wipeWritePerm", "-b", "broker-b", "--json").output)
+    try:
+        assert j == {env["ns"]: len(topics_b)}  # every topic broker-b serves, as 4.9.8 counts
+        assert {q.broker_name: q.perm for q in admin.topic_route(TOPIC).queue_datas} == {"broker-a": 6, "broker-b": 4}
+        # the periodic registration of the unchanged broker keeps the wiped permission (data version)
+        broker_b = next(s for s in env["cluster"]._servers if getattr(s.config, "broker_name", "") == "broker-b")
+        asyncio.run_coroutine_threadsafe(broker_b.register_all(oneway=False), env["cluster"]._loop).result(10)
+        assert {q.broker_name: q.perm for q in admin.topic_route(TOPIC).queue_datas}["broker-b"] == 4
+        with Producer("admin_wipe_pg", env["ns"]) as p:  # producers now only write to broker-a
+            assert {p.send(Message(TOPIC, b"x")).message_queue.broker_name for _ in range(6)} == {"broker-a"}
+    finally:
+        text = run(env, "addWritePerm", "-b", "broker-b").output
+    assert text.strip() == f"add write perm of broker[broker-b] in name server[{env['ns']}] OK, {len(topics_b)}"
+    assert {q.broker_name: q.perm for q in admin.topic_route(TOPIC).queue_datas}["broker-b"] == 6
+
+
+def test_topic_lists_by_cluster(env):
+    topics = run(env, "topicList", "-c", "--json").output
+    by_topic = {r["topic"]: r for r in json.loads(topics)}
+    assert by_topic[TOPIC]["cluster"] == "DefaultCluster"
+    assert GROUP in by_topic[TOPIC]["consumer_groups"]
+    assert not any(t.startswith(("%RETRY%", "%DLQ%")) for t in by_topic)
+    assert {"broker-a", "broker-b", "DefaultCluster", "TBW102"} <= set(by_topic)
+    table = rows(run(env, "topicList", "-c").output)
+    assert table[0] == ["#Cluster", "Name", "#Topic", "#Consumer", "Group"]
+    assert ["DefaultCluster", TOPIC, GROUP] in table
+    assert run(env, "topicClusterList", "-t", TOPIC).output.split() == ["DefaultCluster"]
+    assert env["admin"].topics_by_cluster("NoSuchCluster") == []
+
+
+def test_namesrv_config_get_and_update(env):
+    c = json.loads(run(env, "getNamesrvConfig", "--json").output)[env["ns"]]
+    assert c["orderMessageEnable"] == "false" and c["listenPort"] == env["ns"].rsplit(":", 1)[1]
+    assert c["configBlackList"] == "configBlackList;configStorePath;kvConfigPath"
+    out = run(env, "updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true").output
+    assert out.startswith("update name server config success!")
+    assert env["admin"].namesrv_config()[env["ns"]]["orderMessageEnable"] == "true"
+    r = CliRunner().invoke(cli, ["updateNamesrvConfig", "-n", env["ns"], "-k", "kvConfigPath", "-v", "/tmp/x"])
+    assert r.exit_code == 1 and "Can not update config in black list." in r.output
+    env["admin"].update_namesrv_config({"orderMessageEnable": "false"})
 
 
 def test_update_and_delete_a_topic(env):
