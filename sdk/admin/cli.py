@@ -46,8 +46,9 @@ def cli() -> None:
 
 
 def command(name: str, help_text: str) -> Callable:
-    """Register a subcommand with the common options -n/--namesrvAddr, --json and --timeout;
-    the callback receives an open ``admin`` client and ``as_json``."""
+    """Register a subcommand with the common options -n/--namesrvAddr, --json, --timeout and
+    --access-key/--secret-key (mqadmin reads them from ``conf/tools.yml``); the callback receives
+    an open ``admin`` client and ``as_json``."""
 
     def deco(fn: Callable) -> Callable:
         @cli.command(name, cls=AdminCommand, help=help_text, context_settings=CONTEXT_SETTINGS)
@@ -56,13 +57,18 @@ def command(name: str, help_text: str) -> Callable:
         @click.option("--json", "as_json", is_flag=True, help="print JSON instead of a table")
         @click.option("--timeout", "timeout_ms", type=click.IntRange(min=1), default=5000, show_default=True,
                       help="request timeout in ms")
+        @click.option("--access-key", "access_key", envvar="ROCKETMQ_ACCESS_KEY", metavar="AK",
+                      help="ACL access key: sign every request (default $ROCKETMQ_ACCESS_KEY)")
+        @click.option("--secret-key", "secret_key", envvar="ROCKETMQ_SECRET_KEY", metavar="SK",
+                      help="ACL secret key (default $ROCKETMQ_SECRET_KEY)")
         @functools.wraps(fn)
-        def wrapper(namesrv: str | None, as_json: bool, timeout_ms: int, **kwargs: Any) -> None:
+        def wrapper(namesrv: str | None, as_json: bool, timeout_ms: int, access_key: str | None,
+                    secret_key: str | None, **kwargs: Any) -> None:
             try:
                 addrs = parse_namesrv_addr(namesrv)
             except IllegalArgumentError as exc:
                 raise click.UsageError(str(exc)) from None
-            with AdminClient(addrs, timeout_ms=timeout_ms) as admin:
+            with AdminClient(addrs, timeout_ms=timeout_ms, access_key=access_key, secret_key=secret_key) as admin:
                 fn(admin=admin, as_json=as_json, **kwargs)
 
         return wrapper

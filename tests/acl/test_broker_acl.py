@@ -373,3 +373,18 @@ accounts:
     with pytest.raises(AclConfigError, match="Parse resource permission failed"):
         PlainAclConfig.from_dict({"accounts": [{"accessKey": "longenough", "secretKey": "12345678",
                                                 "topicPerms": ["topicA"]}]})
+
+
+def test_admin_cli_signs_with_access_key_options(cluster):
+    from click.testing import CliRunner
+    from rocketmq_sdk.admin.cli import cli
+
+    topic = unique("AclCliTopic")
+    args = ["updateTopic", "-n", cluster.namesrv_addr, "-b", cluster.broker_addr, "-t", topic]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 1 and "No accessKey is configured" in r.output
+    r = CliRunner().invoke(cli, args, env={"ROCKETMQ_ACCESS_KEY": ADMIN, "ROCKETMQ_SECRET_KEY": ADMIN_SECRET})
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, [*args, "--access-key", USER, "--secret-key", USER_SECRET])
+    assert r.exit_code == 1 and "Need admin permission for request code=17" in r.output
+    assert cluster.broker.topics.get(topic) is not None
