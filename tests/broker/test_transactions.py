@@ -10,6 +10,7 @@ The broker checks every 100 ms here and treats half messages as due after 300 ms
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -35,6 +36,9 @@ from rocketmq_sdk.protocol.codes import (
 )
 from rocketmq_sdk.protocol.message_codec import decode_message, decode_messages
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
+from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
+
+from tests.conftest import load_capture
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -400,3 +404,75 @@ def test_frames_match_the_java_capture(fast_cluster):
             h["commitLogOffset"], h["tranStateTableOffset"], h["transactionId"])
     wait_until(lambda: keys_in(c, topic) == Counter({"tx-commit-now": 1, "tx-commit-on-check": 1}),
                what="the two commits in the topic")
+
+
+def test_java_client_frames_replayed_against_the_broker(fast_cluster):
+    """The Java 4.9.8 TransactionMQProducer's own frames (sends, END_TRANSACTION 0/8/12, heartbeat)
+    replayed on one connection: the broker answers the sends as 4.9.8 did (half queue offsets
+    0-3), checks the two UNKNOW transactions on that connection about the re-appended copies
+    (offsets 4 and 5, as in the capture), and the answers from the check settle them."""
+    frames = load_capture("java-transaction")
+    c = fast_cluster
+    checks: list[RemotingCommand] = []
+
+    async def on_check(channel, cmd):
+        checks.append(cmd)
+
+    async def main():
+        client = RemotingClient()
+        client.register_processor(RequestCode.CHECK_TRANSACTION_STATE, on_check)
+        addr = c.broker_addr
+        try:
+            offsets: dict[str, int] = {}  # captured commitLogOffset -> ours
+            replies = {f["reply_to"]: f for f in frames if "reply_to" in f}
+            for f in frames:
+                if f["from"] != "client" or f["server_port"] != 10911 or f["code"] not in (310, 37, 34):
+                    continue
+                ext = dict(f["header"].get("extFields") or {})
+                body = base64.b64decode(f["body_b64"]) if f.get("body_b64") else b""
+                if f["code"] == 37:
+                    if ext["fromTransactionCheck"] == "true":
+                        continue  # answered below, to our own checks
+                    ext["commitLogOffset"] = str(offsets[ext["commitLogOffset"]])
+                    await client.invoke_oneway(addr, RemotingCommand.request(37, ext, oneway=True))
+                    continue
+                resp = await client.invoke(addr, RemotingCommand.request(f["code"], ext, body), 5000)
+                captured = replies[f["seq"]]
+                assert resp.code == captured["code"] == ResponseCode.SUCCESS
+                if f["code"] == 310:
+                    cap = captured["header"]["extFields"]
+                    assert set(resp.ext_fields) == set(cap)
+                    assert (resp.ext_fields["queueId"], resp.ext_fields["queueOffset"]) == (
+                        cap["queueId"], cap["queueOffset"])
+                    offsets[str(decode_offset_msg_id(cap["msgId"])[2])] = decode_offset_msg_id(
+                        resp.ext_fields["msgId"])[2]
+            deadline = asyncio.get_running_loop().time() + 15
+            while len(checks) < 2 and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.02)
+            assert len(checks) == 2, "no CHECK_TRANSACTION_STATE for the two UNKNOW transactions"
+            java_answers = {f["header"]["extFields"]["msgId"]: f["header"]["extFields"] for f in frames
+                            if f["code"] == 37 and f["header"]["extFields"]["fromTransactionCheck"] == "true"}
+            for cmd in checks:  # answer as the Java client did, about our copies
+                answer = dict(java_answers[cmd.ext_fields["msgId"]])
+                for k in ("commitLogOffset", "tranStateTableOffset", "transactionId"):
+                    answer[k] = cmd.ext_fields[k]
+                await client.invoke_oneway(addr, RemotingCommand.request(37, answer, oneway=True))
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+    java_checks = {f["header"]["extFields"]["msgId"]: f for f in frames if f["code"] == 39}
+    assert sorted(int(cmd.ext_fields["tranStateTableOffset"]) for cmd in checks) == [4, 5]
+    for cmd in checks:
+        jf = java_checks[cmd.ext_fields["msgId"]]
+        assert set(cmd.ext_fields) == set(jf["header"]["extFields"])
+        assert cmd.ext_fields["tranStateTableOffset"] == jf["header"]["extFields"]["tranStateTableOffset"]
+        (m,) = decode_messages(cmd.body)
+        (jm,) = jf["decoded"]["messages"]
+        assert m.properties == jm["properties"]  # identical, values included
+        assert (m.topic, m.queue_id, m.queue_offset, m.sys_flag, m.body) == (
+            jm["topic"], jm["queueId"], jm["queueOffset"], jm["sysFlag"], base64.b64decode(jm["body_b64"])
+            if "body_b64" in jm else jm["body_text"].encode())
+    wait_until(lambda: keys_in(c, "CapTxTopic") == Counter({"tx-commit-now": 1, "tx-commit-on-check": 1}),
+               what="the two commits in CapTxTopic")
+    assert len(stored(c, TRANS_OP_HALF_TOPIC, range(1))) == 4
