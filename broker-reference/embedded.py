@@ -6,6 +6,7 @@ import asyncio
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,8 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from rocketmq_sdk.remoting.client import client_ssl_context
 
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
@@ -73,7 +76,8 @@ class DevCluster:
 
 
 def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
-                      broker_config: dict | None = None, start_timeout_s: float = 30.0) -> DevCluster:
+                      broker_config: dict | None = None, start_timeout_s: float = 30.0,
+                      ssl_context: ssl.SSLContext | None = None) -> DevCluster:
     """Start a name server and a broker on free 127.0.0.1 ports.
 
     Args:
@@ -83,15 +87,21 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
         broker_config: extra :class:`BrokerConfig` fields (snake_case), in-process mode only,
             plus ``flush_disk_type`` and ``mapped_file_size_commit_log`` in both modes.
         start_timeout_s: how long to wait for both servers.
+        ssl_context: serve TLS only, on both servers, with this server context (in-process
+            mode only); the broker registers with the name server over TLS without verifying
+            its certificate. Clients then need ``use_tls``/``ssl_context``.
 
     Raises:
         DevClusterError: the servers did not come up in time.
+        ValueError: ``ssl_context`` without ``in_process``.
     """
+    if ssl_context is not None and not in_process:
+        raise ValueError("start_dev_cluster(ssl_context=...) needs in_process=True")
     owns = store_dir is None
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-store-")
     extra = dict(broker_config or {})
     if in_process:
-        return _start_in_process(store_dir, owns, extra, start_timeout_s)
+        return _start_in_process(store_dir, owns, extra, start_timeout_s, ssl_context)
     cmd = [sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", store_dir]
     if "flush_disk_type" in extra:
         cmd += ["--flush-disk-type", str(extra["flush_disk_type"])]
@@ -155,7 +165,8 @@ def read_announcements(proc: subprocess.Popen, timeout_s: float = 30.0) -> dict[
     return dict(lines)
 
 
-def _start_in_process(store_dir: str, owns: bool, extra: dict, timeout_s: float) -> DevCluster:
+def _start_in_process(store_dir: str, owns: bool, extra: dict, timeout_s: float,
+                      ssl_context: ssl.SSLContext | None = None) -> DevCluster:
     loop = asyncio.new_event_loop()
     cluster = DevCluster(store_dir=store_dir, _loop=loop, _owns_store=owns)
     t = threading.Thread(target=loop.run_forever, name="rocketmq-dev-cluster", daemon=True)
@@ -164,11 +175,15 @@ def _start_in_process(store_dir: str, owns: bool, extra: dict, timeout_s: float)
 
     async def start() -> None:
         ns = NameServer(NamesrvConfig(listen_port=0))
+        ns.server.ssl_context = ssl_context
         await ns.start()
         cluster._servers.append(ns)
         cfg = BrokerConfig(listen_port=0, namesrv_addr=ns.addr, store_path_root_dir=store_dir,
                            mapped_file_size_commit_log=64 * 1024 * 1024, **extra)
         broker = BrokerController(cfg)
+        if ssl_context is not None:
+            broker.server.ssl_context = ssl_context
+            broker.namesrv_client.ssl_context = client_ssl_context(verify=False)
         await broker.start()
         cluster._servers.append(broker)
         cluster.namesrv_addr = ns.addr

@@ -12,6 +12,7 @@ import dataclasses
 import datetime as _dt
 import os
 import socket
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -58,6 +59,12 @@ class ClientConfig:
         rpc_hooks: objects with ``before_request``/``after_response`` (e.g. ACL signing).
         access_key / secret_key / security_token: ACL credentials; when ``access_key`` is set
             every request is signed (``AclClientRPCHook``, HMAC-SHA1, protocol doc §6.8).
+        use_tls: talk TLS to name servers and brokers (Java ``useTLS``, False). Without
+            ``ssl_context`` the server certificate is verified against the system trust store
+            (Java's default, ``tls.client.authServer=false``, verifies nothing; use
+            ``rocketmq_sdk.remoting.client.client_ssl_context(verify=False)`` to mirror it).
+        ssl_context: the ``ssl.SSLContext`` to connect with (a CA file, client certificate...);
+            setting it implies ``use_tls``.
     """
 
     namesrv_addr: str | None = None
@@ -75,6 +82,8 @@ class ClientConfig:
     access_key: str | None = None
     secret_key: str | None = None
     security_token: str | None = None
+    use_tls: bool = False
+    ssl_context: ssl.SSLContext | None = None
 
     @classmethod
     def from_kwargs(cls: type[C], **kwargs: Any) -> C:
@@ -101,6 +110,14 @@ class ClientConfig:
 
             hooks.append(AclClientRPCHook(self.access_key, self.secret_key or "", self.security_token))
         return hooks
+
+    @property
+    def effective_ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context connections use: ``ssl_context``, else with ``use_tls`` a default
+        verifying context, else None (plain TCP)."""
+        if self.ssl_context is not None:
+            return self.ssl_context
+        return ssl.create_default_context() if self.use_tls else None
 
     @property
     def namesrv_addr_list(self) -> list[str]:

@@ -9,9 +9,12 @@ from __future__ import annotations
 import logging
 import os
 import re
+import ssl
 from dataclasses import dataclass, field, fields
 
 from rocketmq_broker.store.config import FlushDiskType, StoreConfig
+from rocketmq_sdk.remoting.client import client_ssl_context
+from rocketmq_sdk.remoting.server import server_ssl_context
 
 log = logging.getLogger("rocketmq_broker")
 
@@ -59,6 +62,17 @@ class BrokerConfig:
             (``transactionCheckMax``, 15).
         transaction_check_interval: period of the transaction check rounds
             (``transactionCheckInterval``, 60000 ms).
+        store_reply_message_enable: store request-reply replies too, besides pushing them to the
+            requester (``storeReplyMessageEnable``, true).
+        tls_enable: serve TLS only and talk TLS to the name servers (``tlsEnable``, false; Java
+            sets this through ``tls.server.mode``, whose default ``permissive`` also accepts
+            plaintext: not offered here).
+        tls_server_cert_path / tls_server_key_path: PEM certificate chain and key
+            (``tlsServerCertPath`` / ``tlsServerKeyPath``, Java ``tls.server.certPath`` /
+            ``tls.server.keyPath``); required with ``tls_enable``.
+        tls_client_trust_cert_path: CA file used to verify the name servers' certificates
+            (``tlsClientTrustCertPath``, Java ``tls.client.trustCertPath``); default the system
+            trust store.
     """
 
     broker_cluster_name: str = "DefaultCluster"
@@ -99,6 +113,11 @@ class BrokerConfig:
     transaction_time_out: int = 6_000
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000
+    store_reply_message_enable: bool = True
+    tls_enable: bool = False
+    tls_server_cert_path: str | None = None
+    tls_server_key_path: str | None = None
+    tls_client_trust_cert_path: str | None = None
 
     @property
     def broker_addr(self) -> str:
@@ -128,6 +147,14 @@ class BrokerConfig:
         home = os.environ.get("ROCKETMQ_HOME")
         return os.path.join(home or self.store_path_root_dir, "conf", "plain_acl.yml")
 
+    def tls_server_context(self) -> ssl.SSLContext | None:
+        """The server TLS context with ``tls_enable`` (see :func:`tls_server_context`)."""
+        return tls_server_context(self)
+
+    def tls_client_context(self) -> ssl.SSLContext | None:
+        """With ``tls_enable``, the context of the broker's own connections to the name servers."""
+        return client_ssl_context(self.tls_client_trust_cert_path) if self.tls_enable else None
+
     @property
     def config_dir(self) -> str:
         return os.path.join(self.store_path_root_dir, "config")
@@ -135,6 +162,21 @@ class BrokerConfig:
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> BrokerConfig:
         return _from_properties(cls, props)
+
+
+def tls_server_context(cfg) -> ssl.SSLContext | None:
+    """TLS context of a broker or name server config (``tls_enable``, ``tls_server_cert_path``,
+    ``tls_server_key_path``), None without ``tls_enable``.
+
+    Raises:
+        ValueError: ``tls_enable`` without ``tls_server_cert_path``.
+        OSError, ssl.SSLError: unreadable or mismatched PEM files.
+    """
+    if not cfg.tls_enable:
+        return None
+    if not cfg.tls_server_cert_path:
+        raise ValueError("tlsEnable=true needs tlsServerCertPath (and tlsServerKeyPath unless the key is in it)")
+    return server_ssl_context(cfg.tls_server_cert_path, cfg.tls_server_key_path)
 
 
 def snake(name: str) -> str:

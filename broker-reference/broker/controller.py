@@ -59,8 +59,8 @@ class BrokerController:
         self.consumers = ConsumerManager()
         self.producers = ProducerManager()
         self.schedule = ScheduleService(self)
-        self.server = RemotingServer()
-        self.namesrv_client = RemotingClient()
+        self.server = RemotingServer(ssl_context=config.tls_server_context())  # tlsEnable
+        self.namesrv_client = RemotingClient(ssl_context=config.tls_client_context())
         self.pull = PullProcessor(self)
         self.send = SendProcessor(self)
         self.lock = LockProcessor(self)

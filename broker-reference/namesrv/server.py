@@ -9,7 +9,12 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-from rocketmq_broker.broker.config import apply_properties, config_to_properties, read_properties_text
+from rocketmq_broker.broker.config import (
+    apply_properties,
+    config_to_properties,
+    read_properties_text,
+    tls_server_context,
+)
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.admin_bodies import KVTable, TopicList
 from rocketmq_sdk.protocol.bodies import RegisterBrokerBody
@@ -57,6 +62,10 @@ class NamesrvConfig:
     order_message_enable: bool = False
     #: keys UPDATE_NAMESRV_CONFIG refuses (``;``-separated camelCase names)
     config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
+    #: serve TLS only (``tlsEnable``; Java ``tls.server.mode``), with these PEM files
+    tls_enable: bool = False
+    tls_server_cert_path: str | None = None
+    tls_server_key_path: str | None = None
 
 
 class NameServer:
@@ -66,7 +75,7 @@ class NameServer:
         self.config = config or NamesrvConfig()
         self.routes = RouteInfoManager()
         self.kv: dict[str, dict[str, str]] = {}
-        self.server = RemotingServer()
+        self.server = RemotingServer(ssl_context=tls_server_context(self.config))
         self._scan_task: asyncio.Task | None = None
         self.port = 0
         # Java's name server gives no reply to unknown codes (the caller times out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import threading
 import time
 import weakref
@@ -23,7 +24,7 @@ from ..exceptions import (
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
-from ..remoting.client import parse_addr
+from ..remoting.client import parse_addr, peer_speaks_tls
 from ..remoting.command import RemotingCommand
 from ..remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
 
@@ -33,11 +34,12 @@ log = logging.getLogger("rocketmq_sdk.client.blocking")
 
 
 class _Conn:
-    __slots__ = ("sock", "decoder", "__weakref__")
+    __slots__ = ("sock", "decoder", "fresh", "__weakref__")
 
     def __init__(self, sock: socket.socket, max_frame_length: int) -> None:
         self.sock = sock
         self.decoder = FrameDecoder(max_frame_length)
+        self.fresh = True  # no response read yet (a TLS-only server closes a plaintext one at once)
 
     def close(self) -> None:
         try:
@@ -55,11 +57,15 @@ class BlockingConnections:
         connect_timeout_ms: TCP connect timeout, ms.
         rpc_hooks: the instance's hooks (ACL signing), run as for the asyncio client.
         max_frame_length: largest accepted frame, bytes.
+        ssl_context: wrap each connection in TLS with this context (the handshake counts
+            against ``connect_timeout_ms``); None for plain TCP.
     """
 
     def __init__(self, connect_timeout_ms: float, rpc_hooks: Sequence[Any] = (),
-                 max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
+                 max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH, *,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.connect_timeout_ms = connect_timeout_ms
+        self.ssl_context = ssl_context
         self.rpc_hooks = list(rpc_hooks)
         self.max_frame_length = max_frame_length
         self._local = threading.local()
@@ -88,6 +94,12 @@ class BlockingConnections:
         except OSError as exc:
             raise RemotingConnectError(addr, str(exc)) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.ssl_context is not None:
+            try:
+                sock = self.ssl_context.wrap_socket(sock, server_hostname=host)  # handshake, same timeout
+            except (OSError, ssl.SSLError) as exc:
+                sock.close()
+                raise RemotingConnectError(addr, f"TLS handshake failed: {exc}") from exc
         conn = conns[addr] = _Conn(sock, self.max_frame_length)
         with self._lock:
             self._all.add(conn)
@@ -126,6 +138,10 @@ class BlockingConnections:
                 sock.settimeout(remaining)
                 data = sock.recv(65536)
                 if not data:
+                    if conn.fresh and self.ssl_context is None and \
+                            peer_speaks_tls(addr, min(self.connect_timeout_ms / 1000.0, 3.0)):
+                        raise RemotingConnectError(addr, "the server requires TLS: set use_tls=True (or an "
+                                                         "ssl_context)")
                     raise RemotingSendRequestError(f"connection to {addr} closed by the peer "
                                                    f"(request opaque {opaque} pending)")
                 for frame in conn.decoder.feed(data):
@@ -143,6 +159,7 @@ class BlockingConnections:
         except BaseException:
             self._drop(addr, conn)
             raise
+        conn.fresh = False
         for hook in self.rpc_hooks:
             hook.after_response(addr, cmd, resp)
         return resp

@@ -77,9 +77,10 @@ class MQClientInstance:
         self.client_id = client_id
         self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}")
         hooks = config.effective_rpc_hooks
-        self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=hooks)
+        tls = config.effective_ssl_context  # use_tls / ssl_context (Java useTLS)
+        self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=hooks, ssl_context=tls)
         #: per-thread blocking connections for sync sends from caller threads (no I/O-thread hop)
-        self.blocking = BlockingConnections(config.connect_timeout, hooks)
+        self.blocking = BlockingConnections(config.connect_timeout, hooks, ssl_context=tls)
         self.api = MQClientAPI(self.remoting, config.namesrv_addr_list, config.mq_client_api_timeout)
         self.producers: dict[str, ProducerInner] = {}
         self.consumers: dict[str, ConsumerInner] = {}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import ssl
 import time
 from typing import Protocol
 
@@ -17,13 +19,14 @@ from rocketmq_sdk.exceptions import (
     ClientStateError,
     IllegalArgumentError,
     RemotingConnectError,
+    RemotingSendRequestError,
     RemotingTimeoutError,
 )
 from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher, close_channels
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
-__all__ = ["RPCHook", "RemotingClient", "parse_addr"]
+__all__ = ["RPCHook", "RemotingClient", "client_ssl_context", "parse_addr", "peer_speaks_tls"]
 
 log = logging.getLogger("rocketmq_sdk.remoting.client")
 
@@ -56,6 +59,67 @@ def parse_addr(addr: str) -> tuple[str, int]:
 
 split_addr = parse_addr
 
+#: ``Channel.attributes`` key present until a plaintext connection's peer sends its first byte
+_SILENT_PEER = "rocketmq.silent_peer"
+
+
+def client_ssl_context(trust_cert_path: str | None = None, *, verify: bool = True) -> ssl.SSLContext:
+    """A TLS context for clients (Java ``TlsSystemConfig`` client side).
+
+    Args:
+        trust_cert_path: PEM file of the CA(s) to trust (Java ``tls.client.trustCertPath``);
+            default the system's trust store.
+        verify: check the server certificate and host name (default True). Java's default
+            (``tls.client.authServer=false``) does not; pass False to mirror it, e.g. against a
+            broker with a throwaway self-signed certificate.
+    """
+    ctx = ssl.create_default_context(cafile=trust_cert_path)
+    if not verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+_TLS_REQUIRED = "the server requires TLS: set use_tls=True (or an ssl_context)"
+
+
+def peer_speaks_tls(addr: str, timeout_s: float) -> bool:
+    """Blocking probe: does ``addr`` complete a TLS handshake (certificate not checked)? Used
+    only after a plaintext connection was closed without a byte, to name the cause."""
+    host, port = parse_addr(addr)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as raw, \
+                client_ssl_context(verify=False).wrap_socket(raw, server_hostname=host):
+            return True
+    except OSError:
+        return False
+
+
+async def _apeer_speaks_tls(addr: str, timeout_s: float) -> bool:
+    """:func:`peer_speaks_tls` for the event loop."""
+    host, port = parse_addr(addr)
+    try:
+        async with asyncio.timeout(timeout_s):
+            _, writer = await asyncio.open_connection(host, port, ssl=client_ssl_context(verify=False))
+    except (OSError, TimeoutError):
+        return False
+    writer.transport.abort()
+    return True
+
+
+def _watch_first_byte(channel: Channel) -> None:
+    """Mark ``channel`` until its peer sends a first byte (then the class's ``data_received``
+    takes over again, so the steady state costs nothing): a plaintext client talking to a
+    TLS-only server sees the connection closed without a single byte."""
+    channel.attributes[_SILENT_PEER] = True
+
+    def first(data: bytes) -> None:
+        del channel.data_received
+        channel.attributes.pop(_SILENT_PEER, None)
+        channel.data_received(data)
+
+    channel.data_received = first  # type: ignore[method-assign]
+
 
 class RemotingClient(RequestDispatcher):
     """Asyncio remoting client. Use it from coroutines running on one event loop.
@@ -67,6 +131,8 @@ class RemotingClient(RequestDispatcher):
             (default 16 MiB).
         rpc_hooks: objects with ``before_request(addr, cmd)`` / ``after_response(addr, cmd, resp)``;
             the list stays editable as ``client.rpc_hooks``.
+        ssl_context: connect with TLS using this context (Java ``useTLS``); None (default)
+            for plain TCP. The handshake counts against ``connect_timeout_ms``.
     """
 
     def __init__(
@@ -75,9 +141,11 @@ class RemotingClient(RequestDispatcher):
         *,
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         rpc_hooks: list[RPCHook] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         super().__init__()
         self.connect_timeout_ms = connect_timeout_ms
+        self.ssl_context = ssl_context
         self.max_frame_length = max_frame_length
         self.rpc_hooks: list[RPCHook] = list(rpc_hooks or [])
         self._channels: dict[str, Channel] = {}
@@ -118,16 +186,31 @@ class RemotingClient(RequestDispatcher):
     async def _connect(self, addr: str) -> Channel:
         host, port = parse_addr(addr)
         loop = asyncio.get_running_loop()
+        ctx = self.ssl_context
         try:
             async with asyncio.timeout(self.connect_timeout_ms / 1000.0):
                 _, channel = await loop.create_connection(
-                    lambda: Channel(self, self.max_frame_length), host, port)
+                    lambda: Channel(self, self.max_frame_length), host, port, ssl=ctx)
         except TimeoutError:
-            raise RemotingConnectError(addr, f"timed out after {self.connect_timeout_ms:.0f} ms") from None
+            raise RemotingConnectError(addr, f"timed out after {self.connect_timeout_ms:.0f} ms"
+                                       + (" (TLS handshake included; is the server TLS?)" if ctx else "")) from None
+        except ssl.SSLError as exc:
+            raise RemotingConnectError(addr, f"TLS handshake failed: {exc}") from exc
         except OSError as exc:
-            raise RemotingConnectError(addr, str(exc)) from exc
-        log.debug("connected to %s from %s", addr, channel.local_addr)
+            raise RemotingConnectError(addr, f"TLS connection failed: {exc}" if ctx else str(exc)) from exc
+        if ctx is None:
+            _watch_first_byte(channel)
+        log.debug("connected to %s from %s%s", addr, channel.local_addr, " (TLS)" if ctx else "")
         return channel
+
+    async def _requires_tls(self, addr: str, channel: Channel) -> bool:
+        """After ``channel`` (plaintext) closed without a byte from the peer: probe once whether
+        the server wants TLS (a TLS-only server closes plaintext connections at once)."""
+        probe = channel.attributes.get("rocketmq.tls_probe")
+        if probe is None:
+            probe = channel.attributes["rocketmq.tls_probe"] = asyncio.ensure_future(
+                _apeer_speaks_tls(addr, min(self.connect_timeout_ms / 1000.0, 3.0)))
+        return await asyncio.shield(probe)
 
     def _channel_closed(self, channel: Channel) -> None:
         for addr, known in list(self._channels.items()):
@@ -162,7 +245,8 @@ class RemotingClient(RequestDispatcher):
             timeout_ms: total time allowed, in milliseconds (default 3000).
 
         Raises:
-            RemotingConnectError: cannot connect.
+            RemotingConnectError: cannot connect (TLS handshake included), or the server closed a
+                plaintext connection without sending a byte and turns out to require TLS.
             RemotingTimeoutError: no response in time (the waiter is removed).
             RemotingSendRequestError: the connection closed before the response arrived.
             ClientStateError: the client is closed.
@@ -174,7 +258,12 @@ class RemotingClient(RequestDispatcher):
         remaining = timeout_ms - (time.monotonic() - start) * 1000.0
         if remaining <= 0:
             raise RemotingTimeoutError(addr, timeout_ms, f"request code {cmd.code}")
-        resp = await channel.invoke(cmd, remaining)
+        try:
+            resp = await channel.invoke(cmd, remaining)
+        except RemotingSendRequestError as exc:
+            if channel.closed and channel.attributes.get(_SILENT_PEER) and await self._requires_tls(addr, channel):
+                raise RemotingConnectError(addr, _TLS_REQUIRED) from exc
+            raise
         for hook in self.rpc_hooks:
             hook.after_response(addr, cmd, resp)
         return resp

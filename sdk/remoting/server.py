@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Callable
 
@@ -19,11 +20,32 @@ from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher, close_chan
 from rocketmq_sdk.remoting.command import RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
-__all__ = ["RemotingServer", "RequestHook"]
+__all__ = ["RemotingServer", "RequestHook", "server_ssl_context"]
 
 RequestHook = Callable[[Channel, RemotingCommand], "RemotingCommand | None"]
 
 log = logging.getLogger("rocketmq_sdk.remoting.server")
+
+
+def server_ssl_context(cert_path: str, key_path: str | None = None, *,
+                       client_ca_path: str | None = None) -> ssl.SSLContext:
+    """A TLS context for a server (Java ``tls.server.certPath`` / ``tls.server.keyPath``).
+
+    Args:
+        cert_path: PEM certificate chain of the server.
+        key_path: PEM private key (None when it is inside ``cert_path``).
+        client_ca_path: when given, clients must present a certificate signed by these CAs
+            (Java ``tls.server.need.client.auth=require`` with ``tls.server.trustCertPath``).
+
+    Raises:
+        OSError, ssl.SSLError: unreadable or mismatched files.
+    """
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert_path, key_path)
+    if client_ca_path:
+        ctx.load_verify_locations(client_ca_path)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
 
 
 class RemotingServer(RequestDispatcher):
@@ -34,6 +56,10 @@ class RemotingServer(RequestDispatcher):
         idle_timeout_s: close connections with no read or write for this many seconds
             (default 120; 0 or None disables it).
         name: used in log messages.
+        ssl_context: serve TLS only, with this context (Java ``tls.server.mode=enforcing``; the
+            permissive mode that sniffs the first byte is not offered); None (default) for plain
+            TCP. Read at :meth:`start`, so it may also be set as the ``ssl_context`` attribute
+            before that. A plaintext client's connection is closed at its first bytes.
     """
 
     def __init__(
@@ -42,8 +68,10 @@ class RemotingServer(RequestDispatcher):
         *,
         idle_timeout_s: float | None = 120.0,
         name: str = "remoting-server",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         super().__init__()
+        self.ssl_context = ssl_context
         self.idle_timeout_s = idle_timeout_s
         self.max_frame_length = max_frame_length
         self.name = name
@@ -91,12 +119,13 @@ class RemotingServer(RequestDispatcher):
             raise ClientStateError(f"{self.name} already started on {self.host}:{self.port}")
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: Channel(self, self.max_frame_length), host, port, reuse_address=True, backlog=1024)
+            lambda: Channel(self, self.max_frame_length), host, port, reuse_address=True, backlog=1024,
+            ssl=self.ssl_context)
         self.host = host
         self.port = self._server.sockets[0].getsockname()[1]
         if self.idle_timeout_s:
             self._idle_task = loop.create_task(self._close_idle_channels(self.idle_timeout_s))
-        log.info("%s listening on %s:%d", self.name, host, self.port)
+        log.info("%s listening on %s:%d%s", self.name, host, self.port, " (TLS)" if self.ssl_context else "")
         return self.port
 
     async def stop(self, timeout_s: float = 3.0) -> None:
