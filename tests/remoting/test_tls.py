@@ -1,0 +1,229 @@
+"""Optional TLS (Java ``useTLS`` / ``TlsSystemConfig``): remoting, the blocking send path, a whole
+dev cluster, and the errors of a client and server that disagree about TLS.
+
+Certificates are throwaway ones made by ``trustme`` in a temporary directory."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import threading
+import time
+
+import pytest
+from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
+from rocketmq_sdk.admin.client import AdminClient
+from rocketmq_sdk.client.blocking import BlockingConnections
+from rocketmq_sdk.exceptions import RemotingConnectError
+from rocketmq_sdk.protocol.codes import ResponseCode
+from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServer
+from rocketmq_sdk.remoting.client import client_ssl_context
+from rocketmq_sdk.remoting.server import server_ssl_context
+
+trustme = pytest.importorskip("trustme")
+embedded = pytest.importorskip("rocketmq_broker.embedded")
+
+pytestmark = pytest.mark.timeout(60)
+
+ECHO = 1000
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA and a server certificate for 127.0.0.1, as PEM files and ready contexts."""
+    d = tmp_path_factory.mktemp("tls")
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    ca_path, cert_path, key_path = d / "ca.pem", d / "server.pem", d / "server.key"
+    ca.cert_pem.write_to_path(str(ca_path))
+    for blob in cert.cert_chain_pems:
+        blob.write_to_path(str(cert_path), append=True)
+    cert.private_key_pem.write_to_path(str(key_path))
+    return {"ca": str(ca_path), "cert": str(cert_path), "key": str(key_path),
+            "server": server_ssl_context(str(cert_path), str(key_path)),
+            "client": client_ssl_context(str(ca_path))}
+
+
+def run(coro, timeout: float = 20.0):
+    async def guarded():
+        async with asyncio.timeout(timeout):
+            return await coro
+    return asyncio.run(guarded())
+
+
+def _echo_server(ssl_context: ssl.SSLContext | None) -> RemotingServer:
+    server = RemotingServer(ssl_context=ssl_context, name="tls-test")
+    server.register_processor(ECHO, lambda ch, cmd: cmd.response(ResponseCode.SUCCESS, body=cmd.body))
+    return server
+
+
+def wait_until(cond, timeout_s: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_request_and_response_over_tls(pki):
+    async def main():
+        server = _echo_server(pki["server"])
+        port = await server.start()
+        client = RemotingClient(ssl_context=pki["client"])
+        try:
+            addr = f"127.0.0.1:{port}"
+            resp = await client.invoke(addr, RemotingCommand.request(ECHO, {"k": "v"}, b"x" * 100_000), 5000)
+            assert resp.code == ResponseCode.SUCCESS and resp.body == b"x" * 100_000
+            ssl_object = (await client.get_channel(addr)).transport.get_extra_info("ssl_object")
+            assert ssl_object is not None and ssl_object.version() in ("TLSv1.2", "TLSv1.3")
+            assert all(ch.transport.get_extra_info("ssl_object") is not None for ch in server.channels)
+        finally:
+            await client.close()
+            await server.stop()
+
+    run(main())
+
+
+def test_plaintext_client_to_tls_server_is_a_connect_error(pki):
+    async def main():
+        server = _echo_server(pki["server"])
+        port = await server.start()
+        client = RemotingClient()
+        try:
+            started = time.monotonic()
+            with pytest.raises(RemotingConnectError, match="TLS"):
+                await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}, b"hi"), 5000)
+            assert time.monotonic() - started < 2.0  # closed at once, not a timeout
+        finally:
+            await client.close()
+            await server.stop()
+        return port
+
+    run(main())
+
+
+def test_plaintext_blocking_connection_to_tls_server_is_a_connect_error(pki):
+    async def serve(started: threading.Event, stop: asyncio.Event, out: list):
+        server = _echo_server(pki["server"])
+        out.append(await server.start())
+        started.set()
+        await stop.wait()
+        await server.stop()
+
+    loop = asyncio.new_event_loop()
+    started, out = threading.Event(), []
+    stop = asyncio.Event()
+    t = threading.Thread(target=loop.run_until_complete, args=(serve(started, stop, out),), daemon=True)
+    t.start()
+    try:
+        assert started.wait(10)
+        addr = f"127.0.0.1:{out[0]}"
+        plain = BlockingConnections(3000)
+        with pytest.raises(RemotingConnectError, match="TLS"):
+            plain.invoke(addr, RemotingCommand.request(ECHO, {}, b"hi"), 5000)
+        tls = BlockingConnections(3000, ssl_context=pki["client"])
+        assert tls.invoke(addr, RemotingCommand.request(ECHO, {}, b"hello"), 5000).body == b"hello"
+        plain.close()
+        tls.close()
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        t.join(10)
+
+
+def test_tls_client_to_plaintext_server_is_a_connect_error(pki):
+    async def main():
+        server = _echo_server(None)
+        port = await server.start()
+        client = RemotingClient(ssl_context=pki["client"])
+        try:
+            started = time.monotonic()
+            with pytest.raises(RemotingConnectError):
+                await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}, b"hi"), 5000)
+            assert time.monotonic() - started < 3.5
+        finally:
+            await client.close()
+            await server.stop()
+
+    run(main())
+
+
+def test_untrusted_server_certificate_is_refused(pki):
+    async def main():
+        server = _echo_server(pki["server"])
+        port = await server.start()
+        client = RemotingClient(ssl_context=ssl.create_default_context())  # system CAs only
+        try:
+            with pytest.raises(RemotingConnectError, match="certificate verify failed"):
+                await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}, b"hi"), 5000)
+        finally:
+            await client.close()
+            await server.stop()
+
+    run(main())
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(pki):
+    with embedded.start_dev_cluster(in_process=True, ssl_context=pki["server"]) as c:
+        yield c
+
+
+def test_send_and_consume_end_to_end_over_tls(pki, tls_cluster):
+    topic, n = "TlsTopic", 30
+    with AdminClient(tls_cluster.namesrv_addr, ssl_context=pki["client"]) as admin:
+        admin.create_topic(topic, cluster="DefaultCluster", read_queue_nums=4, write_queue_nums=4)
+    got: list = []
+    lock = threading.Lock()
+
+    def listener(msgs, ctx):
+        with lock:
+            got.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("tls_cg", tls_cluster.namesrv_addr, instance_name="tls-c", ssl_context=pki["client"],
+                            consume_from_where="CONSUME_FROM_FIRST_OFFSET", rebalance_interval=500,
+                            suspend_timeout=1000, pull_timeout=4000)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(listener)
+    consumer.start()
+    try:
+        with Producer("tls_pg", tls_cluster.namesrv_addr, instance_name="tls-p", ssl_context=pki["client"]) as p:
+            for i in range(n):  # the first send fetches the route; the others take the blocking path
+                p.send(Message(topic, f"m{i}"))
+            p.send_async(Message(topic, b"async")).result(10)
+            blocking = list(p.instance.blocking._all)
+            assert blocking and all(isinstance(c.sock, ssl.SSLSocket) for c in blocking)
+        wait_until(lambda: len(got) >= n + 1, what="all messages consumed")
+        assert sorted(got) == sorted([f"m{i}".encode() for i in range(n)] + [b"async"])
+    finally:
+        consumer.shutdown()
+
+
+def test_plaintext_producer_to_tls_cluster_fails_with_connect_error(tls_cluster):
+    with Producer("plain_pg", tls_cluster.namesrv_addr, instance_name="plain-p") as p:
+        started = time.monotonic()
+        with pytest.raises(RemotingConnectError, match="use_tls"):
+            p.send(Message("TlsTopic", b"x"), timeout_ms=5000)
+        assert time.monotonic() - started < 3.0
+
+
+def test_use_tls_verifies_against_system_trust_by_default(tls_cluster):
+    with Producer("tls_default_pg", tls_cluster.namesrv_addr, instance_name="tls-d", use_tls=True) as p:
+        with pytest.raises(RemotingConnectError, match="certificate verify failed"):
+            p.send(Message("TlsTopic", b"x"), timeout_ms=5000)
+
+
+def test_broker_and_namesrv_tls_config(pki):
+    from rocketmq_broker.broker.config import BrokerConfig
+    from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
+
+    cfg = BrokerConfig.from_properties({"tlsEnable": "true", "tlsServerCertPath": pki["cert"],
+                                        "tlsServerKeyPath": pki["key"], "tlsClientTrustCertPath": pki["ca"]})
+    assert isinstance(cfg.tls_server_context(), ssl.SSLContext)
+    assert cfg.tls_client_context().verify_mode == ssl.CERT_REQUIRED
+    assert BrokerConfig().tls_server_context() is None and BrokerConfig().tls_client_context() is None
+    with pytest.raises(ValueError, match="tlsServerCertPath"):
+        BrokerConfig(tls_enable=True).tls_server_context()
+    ns = NameServer(NamesrvConfig(tls_enable=True, tls_server_cert_path=pki["cert"], tls_server_key_path=pki["key"]))
+    assert isinstance(ns.server.ssl_context, ssl.SSLContext)
+    assert NameServer(NamesrvConfig()).server.ssl_context is None
