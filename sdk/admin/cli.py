@@ -474,7 +474,7 @@ def get_namesrv_config(admin: AdminClient, as_json: bool) -> None:
 def update_namesrv_config(admin: AdminClient, as_json: bool, key: str, value: str) -> None:
     servers = admin.update_namesrv_config({key: value})
     emit(as_json, {"namesrv": servers, "key": key, "value": value},
-         lambda: f"update name server config success!{servers}\n{key} : {value}")
+         lambda: f"update name server config success![{', '.join(servers)}]\n{key} : {value}")
 
 
 @command("updateKvConfig", "Create or update a KV config entry on the name servers.")
