@@ -476,3 +476,29 @@ def test_java_client_frames_replayed_against_the_broker(fast_cluster):
     wait_until(lambda: keys_in(c, "CapTxTopic") == Counter({"tx-commit-now": 1, "tx-commit-on-check": 1}),
                what="the two commits in CapTxTopic")
     assert len(stored(c, TRANS_OP_HALF_TOPIC, range(1))) == 4
+
+
+def test_sync_flush_broker_commits_and_checks(tmp_path):
+    """Under SYNC_FLUSH the puts run on worker threads: commit at once and commit on check work."""
+    cfg = {**FAST_CHECKS, "flush_disk_type": "SYNC_FLUSH"}
+    with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config=cfg) as c:
+        topic = unique("TxSync")
+        listener = Listener(check=COMMIT)
+        p = tx_producer(c, unique("tx_pg"), listener)
+        try:
+            send(p, topic, "now", COMMIT)
+            send(p, topic, "later", UNKNOW)
+            wait_until(lambda: keys_in(c, topic) == Counter(now=1, later=1), what="both commits")
+        finally:
+            p.shutdown()
+        assert listener.checked_keys() == Counter(later=1)
+        assert len(stored(c, TRANS_OP_HALF_TOPIC, range(1))) == 2
+
+
+def test_a_slave_refuses_end_transaction(tmp_path, client):
+    with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config={"broker_id": 1}) as c:
+        assert c.broker.transactions.check_service._task is None  # no checks on a slave
+        resp = client.invoke(c.broker_addr, RequestCode.END_TRANSACTION, {
+            "producerGroup": "g", "tranStateTableOffset": "0", "commitLogOffset": "0", "commitOrRollback": "8",
+            "fromTransactionCheck": "false", "msgId": "m"})
+        assert resp.code == ResponseCode.SLAVE_NOT_AVAILABLE

@@ -351,7 +351,8 @@ class TransactionCheckService:
                   msg.offset_msg_id, msg.properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
                   msg.properties.get(MC.REAL_TOPIC), msg.properties.get(MC.TRANSACTION_CHECK_TIMES),
                   TRANS_CHECK_MAX_TIME_TOPIC)
-        self.broker.topics.create_system(TRANS_CHECK_MAX_TIME_TOPIC, 1)
+        if self.broker.topics.create_system(TRANS_CHECK_MAX_TIME_TOPIC, 1)[1]:
+            self.broker.register_to_namesrv_soon()
         props = dict(msg.properties)
         inner = InnerMessage(topic=TRANS_CHECK_MAX_TIME_TOPIC, queue_id=0, body=msg.body,
                              properties_string=encode_properties(props), flag=msg.flag,
