@@ -89,9 +89,11 @@ class RemotingServer(RequestDispatcher):
         exception becomes ``SYSTEM_ERROR`` like a failing processor. Requests whose code has no
         processor are answered ``REQUEST_CODE_NOT_SUPPORTED`` without running hooks, as in Java."""
         self._request_hooks.append(hook)
+        # only servers with hooks pay for them: the instance attribute shadows the plain dispatch
+        self._on_request = self._on_request_hooked  # type: ignore[method-assign]
 
-    def _on_request(self, channel: Channel, cmd: RemotingCommand) -> None:
-        if self._request_hooks and (cmd.code in self._processors or self.default_processor is not None):
+    def _on_request_hooked(self, channel: Channel, cmd: RemotingCommand) -> None:
+        if cmd.code in self._processors or self.default_processor is not None:
             for hook in self._request_hooks:
                 try:
                     refusal = hook(channel, cmd)
@@ -101,7 +103,7 @@ class RemotingServer(RequestDispatcher):
                 if refusal is not None:
                     self._reply(channel, cmd, refusal)
                     return
-        super()._on_request(channel, cmd)
+        RequestDispatcher._on_request(self, channel, cmd)
 
     @property
     def channels(self) -> set[Channel]:

@@ -388,3 +388,21 @@ def test_admin_cli_signs_with_access_key_options(cluster):
     r = CliRunner().invoke(cli, [*args, "--access-key", USER, "--secret-key", USER_SECRET])
     assert r.exit_code == 1 and "Need admin permission for request code=17" in r.output
     assert cluster.broker.topics.get(topic) is not None
+
+
+def test_unknown_codes_are_not_supported_before_any_acl_check(cluster):
+    from rocketmq_sdk.remoting import RemotingClient
+    from rocketmq_sdk.remoting.loop import EventLoopThread
+
+    loop = EventLoopThread("acl-raw")
+    client = RemotingClient()
+    try:
+        unknown = loop.run(client.invoke(cluster.broker_addr, RemotingCommand.request(9999, {}), 3000), 5)
+        assert (unknown.code, unknown.remark) == (ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                                  " request type 9999 not supported")
+        refused = loop.run(client.invoke(cluster.broker_addr,
+                                         RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 3000), 5)
+        assert (refused.code, refused.remark) == (ResponseCode.SYSTEM_ERROR, f"{ACL_EXCEPTION}: No accessKey is configured")
+    finally:
+        loop.run(client.close(), 5)
+        loop.stop()
