@@ -3,6 +3,7 @@
 from .batch import split_batches
 from .fault import MQFaultStrategy
 from .producer import RETRY_RESPONSE_CODES, Producer, SendCallback
+from .request import RequestCallback, RequestResponseFuture, create_reply_message
 from .selector import (
     MessageQueueSelector,
     SelectMessageQueueByHash,
@@ -18,6 +19,9 @@ from .transaction import (
 
 __all__ = [
     "RETRY_RESPONSE_CODES",
+    "RequestCallback",
+    "RequestResponseFuture",
+    "create_reply_message",
     "LocalTransactionState",
     "MQFaultStrategy",
     "TransactionListener",
