@@ -259,7 +259,7 @@ def test_acl_file_changes_are_picked_up(cluster):
     assert stored(cluster, topic) == 2
 
 
-def test_the_broker_without_acl_enable_ignores_signatures(tmp_path):
+def test_acl_settings_of_broker_conf(tmp_path):
     assert BrokerConfig().acl_enable is False
     assert BrokerConfig.from_properties({"aclEnable": "true", "aclConfigFile": "/x/acl.yml"}).acl_file_path == "/x/acl.yml"
     assert BrokerConfig(store_path_root_dir=str(tmp_path)).acl_file_path in (
