@@ -9,8 +9,8 @@ the other system topics). The broker:
    Java's ``Broker2Client.callClient``), on the connection of the client whose id is the
    message's ``REPLY_TO_CLIENT`` property (producer connections first, then consumer ones);
    the header is a ``ReplyMessageRequestHeader`` with the send header's fields plus
-   ``bornHost`` (``/ip:port`` of the replier), ``storeHost`` and ``storeTimestamp``, and the
-   properties gain ``PUSH_REPLY_TIME``;
+   ``bornHost`` (``ip:port`` of the replier), ``storeHost`` and ``storeTimestamp``, and the
+   properties gain ``PUSH_REPLY_TIME`` (first, as in the 4.9.8 capture);
 3. stores the reply when ``store_reply_message_enable`` (default true).
 
 The answer is SUCCESS when the push succeeded (``msgId``/``queueOffset`` of the stored copy, or
@@ -129,14 +129,14 @@ class ReplyProcessor:
             remark = f"push reply message fail, channel of <{sender}> not found."
             log.warning(remark)
             return False, remark
-        push_props = dict(props)
-        push_props[MC.PUSH_REPLY_TIME] = str(int(time.time() * 1000))
+        push_props = {MC.PUSH_REPLY_TIME: str(int(time.time() * 1000))}
+        push_props.update((k, v) for k, v in props.items() if k != MC.PUSH_REPLY_TIME)
         header = ReplyMessageRequestHeader(
             producer_group=h.producer_group, topic=h.topic, default_topic=h.default_topic,
             default_topic_queue_nums=h.default_topic_queue_nums, queue_id=h.queue_id, sys_flag=h.sys_flag,
             born_timestamp=h.born_timestamp, flag=h.flag, properties=encode_properties(push_props),
             reconsume_times=h.reconsume_times, unit_mode=bool(h.unit_mode),
-            born_host="/" + ch.remote_addr, store_host="/" + self.broker.config.broker_addr,
+            born_host=ch.remote_addr, store_host=self.broker.config.broker_addr,
             store_timestamp=int(time.time() * 1000))
         request = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, header.to_ext_fields(), body)
         try:

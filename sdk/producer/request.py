@@ -77,7 +77,8 @@ def create_reply_message(request_msg: Message, body: bytes | str) -> Message:
 
     Topic ``<CLUSTER>_REPLY_TOPIC`` from the request's ``CLUSTER`` property (set by the broker
     that stored the request); ``MSG_TYPE=reply``; ``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and
-    ``TTL`` copied from the request. Send it with any producer's ``send``.
+    ``TTL`` copied from the request; no ``WAIT`` property (as Java's). Send it with any
+    producer's ``send``.
 
     Args:
         request_msg: the request as received by a consumer.
@@ -94,6 +95,7 @@ def create_reply_message(request_msg: Message, body: bytes | str) -> Message:
         raise IllegalArgumentError(
             f"create reply message fail, requestMessage error, property[{MC.CLUSTER}] is null.")
     reply = Message(reply_topic(cluster), body)
+    del reply.properties[MC.WAIT_STORE_MSG_OK]  # Java's reply is a bare ``new Message()``: no WAIT
     reply.put_property(MC.MESSAGE_TYPE, REPLY_MESSAGE_FLAG)
     for name in (MC.CORRELATION_ID, MC.MESSAGE_REPLY_TO_CLIENT, MC.MESSAGE_TTL):
         value = request_msg.get_property(name)
@@ -180,7 +182,7 @@ def pending_request_count() -> int:
 
 
 def _host(addr: str | None) -> str:
-    """``/ip:port`` (Java ``SocketAddress.toString``) → ``ip:port``."""
+    """``ip:port`` as 4.9.8 sends it; a ``/ip:port`` (``SocketAddress.toString``) is tolerated."""
     if not addr:
         return ""
     return addr.rpartition("/")[2]

@@ -231,9 +231,10 @@ def test_push_reply_frame_fields(cluster):
                 "producerGroup": "replier_pg", "topic": REPLY_TOPIC, "defaultTopic": "TBW102",
                 "defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": str(MessageSysFlag.COMPRESSED),
                 "bornTimestamp": "1700000000123", "flag": "7", "reconsumeTimes": "0", "unitMode": "false"}
-            assert ext["bornHost"] == "/" + replier_local
-            assert ext["storeHost"] == "/" + addr
+            assert ext["bornHost"] == replier_local
+            assert ext["storeHost"] == addr
             assert abs(int(ext["storeTimestamp"]) - time.time() * 1000) < 60_000
+            assert ext["properties"].startswith(MC.PUSH_REPLY_TIME + "\x01")  # first, as 4.9.8
             pushed_props = decode_properties(ext["properties"])
             assert int(pushed_props.pop(MC.PUSH_REPLY_TIME)) > 0
             assert pushed_props == props
@@ -243,7 +244,8 @@ def test_push_reply_frame_fields(cluster):
         assert (msg.body, msg.flag, msg.topic, msg.born_host, msg.store_host) == (
             b"reply body", 7, REPLY_TOPIC, replier_local, addr)
         assert msg.get_property(MC.REPLY_MESSAGE_ARRIVE_TIME) == "42" and msg.get_property("color") == "blue"
-        assert ReplyMessageRequestHeader.from_ext_fields(pushed[0].ext_fields).store_host == "/" + addr
+        assert rr.decode_reply_message(RemotingCommand.request(326, dict(pushed[0].ext_fields, bornHost="/1.2.3.4:5"),
+                                                               b"x")).born_host == "1.2.3.4:5"
     finally:
         loop_thread.run(fake.close(), 5)
         loop_thread.run(replier.close(), 5)
@@ -261,6 +263,7 @@ def test_create_reply_message_copies_the_request_properties():
         MC.MESSAGE_TYPE: "reply", MC.CORRELATION_ID: "id-1", MC.MESSAGE_REPLY_TO_CLIENT: "1.2.3.4@x",
         MC.MESSAGE_TTL: "500"}
     assert reply.get_property("user") is None
+    assert reply.get_property(MC.WAIT_STORE_MSG_OK) is None  # a bare Java Message: no WAIT
     with pytest.raises(IllegalArgumentError, match="CLUSTER"):
         rr.create_reply_message(Message("T", b"q"), b"a")
 
@@ -275,3 +278,90 @@ def test_unmatched_reply_is_acknowledged_and_dropped(caplog):
         resp = rr.receive_reply_message(None, cmd)
     assert resp.code == ResponseCode.SUCCESS
     assert "not matched any request, CorrelationId: nobody" in caplog.text
+
+
+# -- against the Java 4.9.8 capture (../shared/captures/java-request-reply.jsonl) -----------------
+
+def _capture() -> dict[int, dict]:
+    from tests.conftest import load_capture
+
+    return {row["seq"]: row for row in load_capture("java-request-reply")}
+
+
+def _body(row: dict) -> bytes:
+    import base64
+
+    return base64.b64decode(row.get("body_b64", ""))
+
+
+def test_reply_request_matches_the_java_capture():
+    """The SDK's reply to the captured request is the 325 frame Java's replier sent: same
+    header keys, same properties (but the fresh UNIQ_KEY), no WAIT."""
+    rows = _capture()
+    request_ext, java_reply = rows[65]["header"]["extFields"], rows[71]
+    req = MessageExt(topic=request_ext["b"], body=_body(rows[65]), properties={
+        **decode_properties(request_ext["i"]), MC.CLUSTER: "DefaultCluster"})
+    producer = Producer("cap_reply_producer_group", "127.0.0.1:9")  # not started: nothing is sent
+    prepared = producer._prepare(rr.create_reply_message(req, _body(java_reply)))
+    java_ext = java_reply["header"]["extFields"]
+    assert prepared.code == java_reply["code"] == RequestCode.SEND_REPLY_MESSAGE_V2
+    assert set(prepared.ext) | {"n"} == set(java_ext)  # "n" (broker name) is added per queue
+    assert {k: prepared.ext[k] for k in "abcdfhjkm"} == {k: java_ext[k] for k in "abcdfhjkm"}
+    ours, java = decode_properties(prepared.ext["i"]), decode_properties(java_ext["i"])
+    assert ours.pop(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) and java.pop(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    assert ours == java
+    assert prepared.body == _body(java_reply)
+
+
+def test_broker_pushes_the_reply_as_the_java_broker_did(cluster):
+    """The captured requester heartbeat and replier 325 request replayed into the reference
+    broker: its 326 push has the captured header (hosts, times aside) and body, and its answer
+    to the replier has the captured fields."""
+    rows = _capture()
+    loop_thread = EventLoopThread(name="rr-capture")
+    requester, replier = RemotingClient(), RemotingClient()
+    pushed: list[RemotingCommand] = []
+    requester.register_processor(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,
+                                 lambda ch, cmd: pushed.append(cmd) or cmd.response(ResponseCode.SUCCESS))
+    addr = cluster.broker_addr
+    try:
+        hb = RemotingCommand.request(RequestCode.HEART_BEAT, None, _body(rows[58]))
+        assert loop_thread.run(requester.invoke(addr, hb, 3000), 5).code == ResponseCode.SUCCESS
+        java_send = rows[71]
+        cmd = RemotingCommand.request(java_send["code"], dict(java_send["header"]["extFields"]), _body(java_send))
+        resp = loop_thread.run(replier.invoke(addr, cmd, 5000), 10)
+        java_resp = rows[76]["header"]
+        assert resp.code == java_resp["code"] and set(resp.ext_fields) == set(java_resp["extFields"])
+        assert len(pushed) == 1
+        ours, java = pushed[0].ext_fields, rows[72]["header"]["extFields"]
+        assert set(ours) == set(java)
+        volatile = {"bornHost", "storeHost", "storeTimestamp", "properties"}
+        assert {k: v for k, v in ours.items() if k not in volatile} == \
+               {k: v for k, v in java.items() if k not in volatile}
+        ours_props, java_props = decode_properties(ours["properties"]), decode_properties(java["properties"])
+        assert list(ours_props)[0] == list(java_props)[0] == MC.PUSH_REPLY_TIME
+        ours_props.pop(MC.PUSH_REPLY_TIME), java_props.pop(MC.PUSH_REPLY_TIME)
+        assert ours_props == java_props
+        assert ours["storeHost"] == addr and ours["bornHost"].startswith("127.0.0.1:")
+        assert pushed[0].body == _body(rows[72])
+    finally:
+        loop_thread.run(requester.close(), 5)
+        loop_thread.run(replier.close(), 5)
+        loop_thread.stop()
+
+
+def test_sdk_completes_the_request_from_the_java_push():
+    """The captured 326 frame completes the waiting request; the answer is a bare SUCCESS."""
+    rows = _capture()
+    push = rows[72]
+    props = decode_properties(push["header"]["extFields"]["properties"])
+    waiter = rr.RequestResponseFuture(props[MC.CORRELATION_ID], "CapRequestTopic", 10_000)
+    rr._register(waiter)
+    cmd = RemotingCommand.request(push["code"], dict(push["header"]["extFields"]), _body(push))
+    resp = rr.receive_reply_message(None, cmd)
+    assert resp.code == rows[73]["header"]["code"] == ResponseCode.SUCCESS and not resp.ext_fields
+    reply = waiter.future.result(0)
+    assert reply.body == b"reply to request 0" and reply.born_host == "127.0.0.1:52534"
+    assert reply.store_host == "127.0.0.1:10911" and reply.store_timestamp == 1795335163478
+    assert {k: v for k, v in reply.properties.items() if k != MC.REPLY_MESSAGE_ARRIVE_TIME} == props
+    assert rr.pending_request_count() == 0
