@@ -12,19 +12,20 @@ result delivers the message.
 from __future__ import annotations
 
 import logging
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from rocketmq_broker.filter.expression import Expression, compile_expression
-from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.bodies import SubscriptionData
-from rocketmq_sdk.protocol.codes import ResponseCode
-from rocketmq_sdk.protocol.message_codec import decode_message
+from rocketmq_sdk.protocol.codes import MessageSysFlag, ResponseCode
+from rocketmq_sdk.protocol.message_codec import POS_BORN_HOST, POS_SYS_FLAG, decode_properties
 
-__all__ = ["SQL92", "ConsumerFilterData", "ConsumerFilterManager", "check_subscription", "is_tag_type"]
+__all__ = ["SQL92", "ConsumerFilterData", "ConsumerFilterManager", "check_subscription", "is_tag_type",
+           "record_properties"]
 
 log = logging.getLogger("rocketmq_broker.filter")
 
@@ -32,6 +33,26 @@ SQL92 = "SQL92"
 """The only non-TAG expression type RocketMQ's broker registers (``ExpressionType.SQL92``)."""
 
 _BUILD_CACHE_SIZE = 1024
+_I32 = struct.Struct(">i")
+_H16 = struct.Struct(">h")
+
+
+def record_properties(record) -> dict[str, str]:
+    """The properties of a stored message record (protocol doc §4.5), without decoding the rest.
+
+    Raises:
+        struct.error, IndexError: the record is truncated.
+        UnicodeDecodeError: the properties are not UTF-8.
+    """
+    sys_flag = _I32.unpack_from(record, POS_SYS_FLAG)[0]
+    p = POS_BORN_HOST + (20 if sys_flag & MessageSysFlag.BORNHOST_V6 else 8) + 8  # + store timestamp
+    p += (20 if sys_flag & MessageSysFlag.STOREHOST_V6 else 8) + 12  # + reconsume times, prepared offset
+    p += 4 + _I32.unpack_from(record, p)[0]  # body
+    p += 1 + record[p]  # topic
+    props_len = _H16.unpack_from(record, p)[0]
+    if props_len <= 0:
+        return {}
+    return decode_properties(bytes(record[p + 2:p + 2 + props_len]).decode("utf-8"))
 
 
 def is_tag_type(expression_type: str | None) -> bool:
@@ -71,11 +92,11 @@ class ConsumerFilterData:
     def matches_record(self, record) -> bool:
         """True when the stored message record (commit-log bytes) is delivered."""
         try:
-            msg, _ = decode_message(record, 0, decompress=False, read_body=False)
-        except FrameError:
+            properties = record_properties(record)
+        except (struct.error, IndexError, UnicodeDecodeError):
             log.warning("unreadable stored record while filtering for %s; not delivered", self.group)
             return False
-        return self.matches_properties(msg.properties)
+        return self.matches_properties(properties)
 
 
 def _compile(topic: str, group: str, expression: str | None, expression_type: str,

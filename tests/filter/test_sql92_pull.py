@@ -10,10 +10,11 @@ import time
 import pytest
 from rocketmq_sdk import Message, MessageSelector, Producer, PullConsumer, PullStatus, PushConsumer
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus
-from rocketmq_sdk.exceptions import MQBrokerError
+from rocketmq_sdk.exceptions import MQBrokerError, MQError
 from rocketmq_sdk.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from rocketmq_sdk.protocol.codes import PullSysFlag, ResponseCode
 from rocketmq_sdk.protocol.headers import PullMessageRequestHeader
+from rocketmq_sdk.protocol.message import MessageQueue
 
 from tests.consumer.helpers import FAST, owned, unique, wait_until
 
@@ -48,7 +49,19 @@ def rows_topic(cluster, producer):
     topic = unique("TopicSqlRows")
     for i in range(len(ROWS)):
         producer.send(_message(topic, i))
+    _wait_routable(cluster, topic)
     return topic
+
+
+def _wait_routable(cluster, topic: str) -> None:
+    """Wait until the name server lists the auto-created ``topic`` (registered "soon")."""
+    with PullConsumer(unique("cgroute"), cluster.namesrv_addr) as probe:
+        def listed() -> bool:
+            try:
+                return bool(probe.fetch_subscribe_message_queues(topic))
+            except MQError:
+                return False
+        wait_until(listed, timeout_s=10, what=f"a route for {topic}")
 
 
 def _pull_all(consumer: PullConsumer, topic: str, selector) -> list[bytes]:
@@ -138,9 +151,8 @@ def wire(cluster):
 
 def test_held_pull_is_woken_only_by_a_matching_message(cluster, producer, wire):
     topic, group = unique("TopicSqlHold"), unique("cghold")
-    producer.send(Message(topic, b"first", properties={"a": "1"}))
-    mqs = wire.fetch_subscribe_message_queues(topic)
-    mq0 = next(mq for mq in mqs if mq.queue_id == 0)
+    sent = producer.send(Message(topic, b"first", properties={"a": "1"}))
+    mq0 = MessageQueue(topic, sent.message_queue.broker_name, 0)  # the name server may not list it yet
     first = producer.send(Message(topic, b"seed", properties={"a": "1"}), mq=mq0)
     start = first.queue_offset + 1
     broker = cluster.broker
@@ -196,6 +208,7 @@ def test_push_consumer_start_is_refused_for_a_bad_expression_or_a_broker_without
     """Java's checkClientInBroker (CHECK_CLIENT_CONFIG, 46) at start."""
     topic = unique("TopicSqlCheck")
     producer.send(Message(topic, b"x", properties={"a": "1"}))
+    _wait_routable(cluster, topic)  # the check goes to a broker of the topic's route
 
     def start(sql: str) -> MQBrokerError:
         c = PushConsumer(unique("cgcheck"), cluster.namesrv_addr, instance_name=unique("check"), **FAST)

@@ -1,0 +1,96 @@
+"""ConsumerFilterManager (per group/topic compiled SQL92 subscriptions, Java's version rules), the
+commit-log record filter and the CHECK_CLIENT_CONFIG answer."""
+
+from __future__ import annotations
+
+import pytest
+from rocketmq_broker.filter.consumer_filter import (
+    ConsumerFilterManager,
+    check_subscription,
+    record_properties,
+)
+from rocketmq_sdk.protocol import fastjson
+from rocketmq_sdk.protocol.bodies import SubscriptionData
+from rocketmq_sdk.protocol.codes import MessageSysFlag, ResponseCode
+from rocketmq_sdk.protocol.message_codec import (
+    decode_message,
+    encode_properties,
+    encode_stored_message,
+    pack_host,
+)
+
+V6 = MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6
+
+
+def _record(props: dict[str, str], host: str = "127.0.0.1:10911", sys_flag: int = 0, body: bytes = b"body") -> bytes:
+    h, _ = pack_host(host)
+    return bytes(encode_stored_message(topic=b"TopicF", body=body, properties=encode_properties(props).encode(),
+                                       queue_id=1, flag=0, sys_flag=sys_flag, born_timestamp=1, born_host=h,
+                                       store_host=h))
+
+
+@pytest.mark.parametrize(("host", "flag"), [("127.0.0.1:10911", 0), ("[::1]:10911", V6)])
+def test_record_properties_matches_the_full_decoder(host, flag):
+    props = {"a": "7", "TAGS": "TagA", "KEYS": "k1 k2", "ü": "é"}
+    rec = _record(props, host, flag, body=b"x" * 300)
+    assert record_properties(rec) == decode_message(rec)[0].properties == props
+    assert record_properties(memoryview(rec)) == props
+    assert record_properties(_record({}, host, flag)) == {}
+
+
+def test_record_filter_evaluates_properties_and_tags_and_drops_unreadable_records():
+    fd = ConsumerFilterManager().build("TopicF", "g", "a > 5 AND TAGS = 'TagA'", "SQL92", 1)
+    assert fd.matches_record(_record({"a": "6", "TAGS": "TagA"}))
+    assert not fd.matches_record(_record({"a": "6", "TAGS": "TagB"}))
+    assert not fd.matches_record(_record({"TAGS": "TagA"}))  # a missing: UNKNOWN
+    assert not fd.matches_record(_record({"a": "6", "TAGS": "TagA"})[:60])  # truncated
+
+
+def test_build_caches_per_group_topic_version_and_rejects_bad_or_empty_expressions():
+    fm = ConsumerFilterManager()
+    first = fm.build("T", "g", "a > 1", "SQL92", 5)
+    assert fm.build("T", "g", "a > 1", "SQL92", 5) is first
+    assert fm.build("T", "g", "a > 1", "SQL92", 6) is not first
+    assert fm.build("T", "g", "a >", "SQL92", 5) is None
+    assert fm.build("T", "g", "", "SQL92", 5) is None
+    assert fm.build("T", "g", "a > 1", "XPATH", 5) is None
+
+
+def _sub(expr: str, version: int, topic: str = "T", etype: str = "SQL92") -> SubscriptionData:
+    return SubscriptionData.build(topic, expr, version, etype)
+
+
+def test_register_follows_javas_version_rules():
+    fm = ConsumerFilterManager()
+    fm.register("g", [_sub("a > 1", 10), _sub("TagA", 10, "Tags", "TAG")])
+    assert fm.get("T", "g").expression == "a > 1" and fm.get("Tags", "g") is None
+    fm.register("g", [_sub("a > 2", 9)])  # older version: ignored
+    assert fm.get("T", "g").expression == "a > 1"
+    compiled = fm.get("T", "g").compiled
+    fm.register("g", [_sub("a > 1", 11)])  # same expression, newer: version only
+    assert fm.get("T", "g").client_version == 11 and fm.get("T", "g").compiled is compiled
+    fm.register("g", [_sub("a >", 12)])  # newer but broken: the filter goes (pulls get 27)
+    assert fm.get("T", "g") is None
+    fm.register("g", [_sub("b = 'x'", 13)])
+    assert fm.get("T", "g").expression == "b = 'x'"
+    fm.register("g", [_sub("*", 14, "Other", "TAG")])  # T no longer subscribed
+    assert fm.get("T", "g") is None
+    fm.register("g", [_sub("a > 1", 15)])
+    fm.register("h", [_sub("a > 2", 15)])
+    fm.unregister("g")
+    assert fm.get("T", "g") is None and fm.get("T", "h").expression == "a > 2"
+
+
+def _check_body(expr: str, etype: str = "SQL92") -> bytes:
+    return fastjson.dumps({"clientId": "c@1", "group": "g",
+                           "subscriptionData": _sub(expr, 1, etype=etype).to_dict()}).encode()
+
+
+def test_check_client_config_answers():
+    assert check_subscription(_check_body("TagA", "TAG"), False) == (ResponseCode.SUCCESS, None)
+    assert check_subscription(b"", True) == (ResponseCode.SUCCESS, None)
+    assert check_subscription(_check_body("a > 1"), True) == (ResponseCode.SUCCESS, None)
+    assert check_subscription(_check_body("a > 1"), False) == (
+        ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92")
+    code, remark = check_subscription(_check_body("a >"), True)
+    assert code == ResponseCode.SUBSCRIPTION_PARSE_FAILED and "SQL92 expression 'a >'" in remark
