@@ -72,7 +72,12 @@ def signing_content(ext_fields: Mapping[str, object], body: bytes = b"", *,
         exclude: further keys to leave out.
     """
     skip = {SIGNATURE, *exclude}
-    keys = sorted((k for k, v in ext_fields.items() if k not in skip and v is not None), key=_java_key)
+    keys = [k for k, v in ext_fields.items() if k not in skip and v is not None]
+    # ASCII keys (all RocketMQ's) sort the same by code point as by UTF-16 unit: skip the encoding
+    if all(k.isascii() for k in keys):
+        keys.sort()
+    else:
+        keys.sort(key=_java_key)
     data = "".join(_as_str(ext_fields[k]) for k in keys).encode("utf-8")
     return data + bytes(body) if body else data
 
