@@ -12,6 +12,10 @@ every message it would deliver::
 The language is RocketMQ's SQL92 subset (see :mod:`rocketmq_broker.filter.parser` for the grammar
 and :mod:`rocketmq_broker.filter.values` for how strings meet numbers); malformed expressions
 raise :class:`FilterSyntaxError` (a ``ValueError``) with the offending position.
+
+:mod:`rocketmq_broker.filter.consumer_filter` wires it into the broker: the groups' compiled
+subscriptions (``ConsumerFilterManager``, fed by heartbeats), the per-record filter pulls apply
+while reading the commit log, and the CHECK_CLIENT_CONFIG answer.
 """
 
 from rocketmq_broker.filter.errors import FilterSyntaxError
