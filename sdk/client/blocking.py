@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import struct
+import sys
 import threading
 import time
 import weakref
@@ -32,14 +34,36 @@ __all__ = ["BlockingConnections"]
 
 log = logging.getLogger("rocketmq_sdk.client.blocking")
 
+# Plain TCP on Linux: the socket stays in blocking mode and the deadline is the kernel's
+# SO_RCVTIMEO/SO_SNDTIMEO, set again only when it moves by more than _TIMEOUT_SLACK_S. A Python
+# socket timeout (settimeout) makes every send/recv poll() first: one more syscall each.
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux")
+_TIMEOUT_SLACK_S = 0.001
+_TIMEVAL = struct.Struct("@ll")
+
 
 class _Conn:
-    __slots__ = ("sock", "decoder", "fresh", "__weakref__")
+    __slots__ = ("sock", "decoder", "fresh", "timeout_s", "__weakref__")
 
     def __init__(self, sock: socket.socket, max_frame_length: int) -> None:
         self.sock = sock
         self.decoder = FrameDecoder(max_frame_length)
         self.fresh = True  # no response read yet (a TLS-only server closes a plaintext one at once)
+        #: the kernel send/receive timeout in force (s), or None: Python socket timeouts (TLS)
+        self.timeout_s: float | None = None
+
+    def set_timeout(self, seconds: float) -> None:
+        """Bound the next blocking send/recv to ~``seconds`` (at most 1 ms later)."""
+        current = self.timeout_s
+        if current is None:
+            self.sock.settimeout(seconds)
+        elif abs(seconds - current) > _TIMEOUT_SLACK_S:
+            sec = int(seconds)
+            usec = int((seconds - sec) * 1_000_000) or (0 if sec else 1)  # (0, 0) means "no timeout"
+            tv = _TIMEVAL.pack(sec, usec)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+            self.timeout_s = seconds
 
     def close(self) -> None:
         try:
@@ -101,6 +125,9 @@ class BlockingConnections:
                 sock.close()
                 raise RemotingConnectError(addr, f"TLS handshake failed: {exc}") from exc
         conn = conns[addr] = _Conn(sock, self.max_frame_length)
+        if _KERNEL_TIMEOUTS and self.ssl_context is None:
+            sock.settimeout(None)
+            conn.timeout_s = -1.0  # forces the first set_timeout to set the kernel timeouts
         with self._lock:
             self._all.add(conn)
         return conn
@@ -128,15 +155,21 @@ class BlockingConnections:
         sock = conn.sock
         opaque = cmd.opaque
         try:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            sock.sendall(cmd.encode())
+            conn.set_timeout(max(0.001, deadline - time.monotonic()))
+            try:
+                sock.sendall(cmd.encode())
+            except BlockingIOError:  # the kernel send timeout expired
+                raise TimeoutError from None
             resp = None
             while resp is None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
-                sock.settimeout(remaining)
-                data = sock.recv(65536)
+                conn.set_timeout(remaining)
+                try:
+                    data = sock.recv(65536)
+                except BlockingIOError:  # the kernel receive timeout expired (perhaps early by < 1 ms)
+                    continue
                 if not data:
                     if conn.fresh and self.ssl_context is None and \
                             peer_speaks_tls(addr, min(self.connect_timeout_ms / 1000.0, 3.0)):
