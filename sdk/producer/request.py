@@ -37,7 +37,7 @@ from ..exceptions import IllegalArgumentError, RequestTimeoutError
 from ..protocol.codes import MessageConst as MC
 from ..protocol.codes import MessageSysFlag, ResponseCode
 from ..protocol.headers import ReplyMessageRequestHeader
-from ..protocol.message import Message, MessageExt, SendResult
+from ..protocol.message import Message, MessageExt, MessageQueue, SendResult
 from ..protocol.message_codec import decode_properties
 from ..remoting.command import RemotingCommand
 from .selector import SelectorLike
@@ -265,7 +265,7 @@ class RequestReplyMixin:
         ready.add(topic)
 
     def request(self, msg: Message, timeout_ms: float | None = None, selector: SelectorLike | None = None,
-                arg: Any = None) -> MessageExt:
+                arg: Any = None, *, mq: MessageQueue | None = None) -> MessageExt:
         """Send ``msg`` as a request and wait for its reply (Java ``DefaultMQProducer.request``).
 
         A consumer of the topic answers with ``producer.send(create_reply_message(msg, body))``
@@ -276,6 +276,7 @@ class RequestReplyMixin:
             timeout_ms: time for the send and the reply together, ms (default
                 ``send_msg_timeout``); also sent as ``TTL``.
             selector, arg: ordered send to the queue the selector picks, as :meth:`send`.
+            mq: send the request to this queue (Java ``request(msg, mq, timeout)``).
 
         Returns:
             the reply, a ``MessageExt`` (``body``, ``properties`` with ``ARRIVE_TIME``...).
@@ -296,7 +297,7 @@ class RequestReplyMixin:
             remaining_ms = (deadline - time.monotonic()) * 1000.0
             if remaining_ms <= 0:
                 raise rr.timeout_error()
-            self.send(msg, selector, arg, timeout_ms=remaining_ms)  # type: ignore[attr-defined]
+            self.send(msg, selector, arg, mq=mq, timeout_ms=remaining_ms)  # type: ignore[attr-defined]
             rr.send_ok = True
             try:
                 return rr.future.result(max(0.0, deadline - time.monotonic()))
@@ -308,12 +309,12 @@ class RequestReplyMixin:
             _unregister(rr.correlation_id)
 
     def request_async(self, msg: Message, timeout_ms: float | None = None, selector: SelectorLike | None = None,
-                      arg: Any = None, callback: RequestCallback | None = None
+                      arg: Any = None, callback: RequestCallback | None = None, *, mq: MessageQueue | None = None
                       ) -> concurrent.futures.Future[MessageExt]:
         """Start a request and return at once (Java ``request(msg, RequestCallback, timeout)``).
 
         Args:
-            msg, timeout_ms, selector, arg: as :meth:`request`.
+            msg, timeout_ms, selector, arg, mq: as :meth:`request`.
             callback: ``callback(reply, error)`` called once, on the producer's callback threads
                 (never the I/O thread).
 
@@ -332,14 +333,14 @@ class RequestReplyMixin:
             pool = self._callback_pool()  # type: ignore[attr-defined]
             rr.future.add_done_callback(lambda f: pool.submit(_run_request_callback, callback, f))
         try:
-            inst.loop_thread.submit(self._request_core(rr, msg, selector, arg))
+            inst.loop_thread.submit(self._request_core(rr, msg, selector, arg, mq))
         except BaseException as exc:
             rr.fail(exc)
             raise
         return rr.future
 
     async def _request_core(self, rr: RequestResponseFuture, msg: Message, selector: SelectorLike | None,
-                            arg: Any) -> None:
+                            arg: Any, mq: MessageQueue | None) -> None:
         """On the I/O loop: arm the timeout, prepare the reply path, send; failures go to ``rr``."""
         remaining_s = rr.timeout_ms / 1000.0 - (time.monotonic() - rr.begin)
         rr._timer = asyncio.get_running_loop().call_later(max(0.0, remaining_s), rr.expire)
@@ -349,17 +350,18 @@ class RequestReplyMixin:
             if remaining_ms <= 0:
                 rr.expire()
                 return
-            send = self.send_async(msg, None, selector, arg, timeout_ms=remaining_ms)  # type: ignore[attr-defined]
+            send = self.send_async(msg, None, selector, arg, mq=mq,  # type: ignore[attr-defined]
+                                   timeout_ms=remaining_ms)
             await asyncio.wrap_future(send)
             rr.send_ok = True
         except Exception as exc:
             rr.fail(exc)
 
     async def arequest(self, msg: Message, timeout_ms: float | None = None, selector: SelectorLike | None = None,
-                       arg: Any = None) -> MessageExt:
+                       arg: Any = None, *, mq: MessageQueue | None = None) -> MessageExt:
         """:meth:`request` from asyncio code: ``reply = await producer.arequest(msg)``; the
         awaiting loop is never blocked. Same arguments and errors as :meth:`request_async`."""
-        return await asyncio.wrap_future(self.request_async(msg, timeout_ms, selector, arg))
+        return await asyncio.wrap_future(self.request_async(msg, timeout_ms, selector, arg, mq=mq))
 
     def reply(self, request_msg: Message, body: bytes | str, *, timeout_ms: float | None = None) -> SendResult:
         """Answer ``request_msg`` (received by a consumer) with ``body``:

@@ -24,7 +24,7 @@ from rocketmq_sdk.protocol.bodies import HeartbeatData
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import ReplyMessageRequestHeader
-from rocketmq_sdk.protocol.message import MessageExt
+from rocketmq_sdk.protocol.message import MessageExt, MessageQueue
 from rocketmq_sdk.protocol.message_codec import decode_properties, encode_properties
 from rocketmq_sdk.remoting import EventLoopThread, RemotingClient, RemotingCommand
 
@@ -167,6 +167,18 @@ def test_concurrent_requests_get_their_own_replies(env):
     futs = [requester.request_async(Message(env["topic"], f"a{i}"), 15_000) for i in range(n)]
     assert [f.result(20).body for f in futs] == [f"echo:a{i}".encode() for i in range(n)]
     assert rr.pending_request_count() == 0
+
+
+def test_request_to_the_queue_a_selector_or_mq_picks(env):
+    requester, topic = env["requester"], env["topic"]
+    req = Message(topic, b"q2")
+    assert requester.request(req, 10_000, lambda mqs, msg, arg: mqs[arg], 2).body == b"echo:q2"
+    req3 = Message(topic, b"q3")
+    assert requester.request(req3, 10_000, mq=MessageQueue(topic, "broker-a", 3)).body == b"echo:q3"
+    fut = requester.request_async(Message(topic, b"q1"), 10_000, mq=MessageQueue(topic, "broker-a", 1))
+    assert fut.result(15).body == b"echo:q1"
+    queue_of = {m.body: m.queue_id for m in env["seen"]}
+    assert (queue_of[b"q2"], queue_of[b"q3"], queue_of[b"q1"]) == (2, 3, 1)
 
 
 def test_arequest_from_asyncio(env):

@@ -227,3 +227,48 @@ def test_broker_and_namesrv_tls_config(pki):
     ns = NameServer(NamesrvConfig(tls_enable=True, tls_server_cert_path=pki["cert"], tls_server_key_path=pki["key"]))
     assert isinstance(ns.server.ssl_context, ssl.SSLContext)
     assert NameServer(NamesrvConfig()).server.ssl_context is None
+
+
+def test_broker_and_namesrv_serve_tls_from_their_config(pki, tmp_path):
+    """``tlsEnable`` + PEM paths in the broker and name server configs (no embedded helper): the
+    broker registers over TLS, verifying the name server with ``tlsClientTrustCertPath``, and a
+    TLS producer sends through both."""
+    from rocketmq_broker.broker.config import BrokerConfig
+    from rocketmq_broker.broker.controller import BrokerController
+    from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
+
+    loop = asyncio.new_event_loop()
+    t = threading.Thread(target=loop.run_forever, daemon=True)
+    t.start()
+    servers: list = []
+
+    def on_loop(coro, timeout=30):
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+    async def start():
+        ns = NameServer(NamesrvConfig(listen_port=0, tls_enable=True, tls_server_cert_path=pki["cert"],
+                                      tls_server_key_path=pki["key"]))
+        await ns.start()
+        servers.append(ns)
+        broker = BrokerController(BrokerConfig.from_properties({
+            "listenPort": "0", "namesrvAddr": ns.addr, "storePathRootDir": str(tmp_path),
+            "mappedFileSizeCommitLog": str(8 * 1024 * 1024), "tlsEnable": "true",
+            "tlsServerCertPath": pki["cert"], "tlsServerKeyPath": pki["key"], "tlsClientTrustCertPath": pki["ca"]}))
+        await broker.start()
+        servers.append(broker)
+        return ns.addr, broker
+
+    try:
+        namesrv, broker = on_loop(start())
+        with Producer("tls_cfg_pg", namesrv, instance_name="tls-cfg", ssl_context=pki["client"]) as p:
+            results = [p.send(Message("TlsCfgTopic", f"m{i}")) for i in range(3)]
+        assert all(r.send_status.name == "SEND_OK" for r in results)
+        assert sum(broker.store.get_max_offset_in_queue("TlsCfgTopic", q) for q in range(8)) == 3
+    finally:
+        async def stop():
+            for s in reversed(servers):
+                await s.stop()
+
+        on_loop(stop())
+        loop.call_soon_threadsafe(loop.stop)
+        t.join(10)
