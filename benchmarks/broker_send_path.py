@@ -43,6 +43,9 @@ class CountingTransport(asyncio.Transport):
     def is_closing(self) -> bool:
         return False
 
+    def close(self) -> None:
+        pass
+
 
 def frames(n: int, topic: str) -> list[bytes]:
     out = []
