@@ -158,6 +158,17 @@ def case_valid_then_garbage(rng, server):
     return [ok, frames[0]], "close"
 
 
+def case_stray_responses(rng, server):
+    """Responses nobody asked for are dropped; the connection stays usable."""
+    stray = []
+    for _ in range(rng.randrange(1, 4)):
+        cmd = _request(rng, rng.choice((0, 1, 3, 17, 25)), _rand_ext(rng), rng.randbytes(rng.randrange(30)))
+        cmd.flag |= 1  # RESPONSE
+        stray.append(cmd.encode())
+    frames, expect = case_unknown_codes(rng, server)
+    return stray + frames, expect
+
+
 def case_fragmented(rng, server):
     """Valid requests with an unknown code, written in random small pieces (the incremental decoder)."""
     frames, expect = case_unknown_codes(rng, server)
@@ -168,7 +179,8 @@ def case_fragmented(rng, server):
 
 CASE_KINDS = [case_random_bytes, case_garbage_header, case_header_beyond_frame, case_bad_length,
               case_truncated_json, case_bad_json_values, case_rocketmq_bad_lengths, case_unknown_codes,
-              case_known_code_garbage_fields, case_truncated_frame, case_valid_then_garbage, case_fragmented]
+              case_known_code_garbage_fields, case_truncated_frame, case_valid_then_garbage, case_stray_responses,
+              case_fragmented]
 
 
 # ---------------------------------------------------------------- driving one case
@@ -230,10 +242,11 @@ def run_case(addr: tuple[str, int], server: str, seed: int, index: int) -> str |
                     return f"{where}: expected the connection closed without a reply, got {rest[:80]!r}"
                 return None
             if expect.startswith("reply"):
-                frames = _split_frames(b"".join(frames))
-                want = {RemotingCommand.decode(f[4:]).opaque for f in frames}
+                requests = [c for c in map(RemotingCommand.decode, (f[4:] for f in _split_frames(b"".join(frames))))
+                            if not c.is_response]
+                want = {c.opaque for c in requests}
                 got = set()
-                for _ in frames:
+                for _ in requests:
                     (length,) = struct.unpack(">I", _recv_exact(sock, 4))
                     resp = RemotingCommand.decode(_recv_exact(sock, length))
                     if not resp.is_response:
