@@ -2,7 +2,7 @@
 
 Usage: ``python benchmarks/broker_send.py [--quick] [--sizes 100,1024] [--flush ASYNC_FLUSH,SYNC_FLUSH]
 [--modes single,batch32] [--connections 4] [--window 64] [--seconds 3] [--out-dir benchmarks/results]``
-(part of ``make bench``; ``make bench QUICK=1`` runs ``--quick``: about 15 s).
+(part of ``make bench``; ``make bench QUICK=1`` runs ``--quick``: about 10 s).
 
 For each flush mode a reference broker is started (``python -m rocketmq_broker dev``, a child
 process on 127.0.0.1, 256 MiB CommitLog files) and fed by a load generator in this process that
