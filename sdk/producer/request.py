@@ -44,6 +44,7 @@ from .selector import SelectorLike
 
 if TYPE_CHECKING:
     from ..client.instance import MQClientInstance
+    from ..config import ProducerConfig
 
 __all__ = [
     "REPLY_MESSAGE_FLAG",
@@ -232,6 +233,20 @@ def receive_reply_message(channel: Any, cmd: RemotingCommand) -> RemotingCommand
 class RequestReplyMixin:
     """``request`` / ``request_async`` / ``arequest`` / ``reply`` of :class:`Producer`."""
 
+    if TYPE_CHECKING:  # provided by Producer
+        config: ProducerConfig
+
+        def _running(self) -> MQClientInstance: ...
+        def _inst(self) -> MQClientInstance: ...
+        def _wrap(self, topic: str) -> str: ...
+        async def _find_publish_info(self, topic: str) -> Any: ...
+        def _callback_pool(self) -> concurrent.futures.ThreadPoolExecutor: ...
+        def send(self, msg: Message, selector: SelectorLike | None = None, arg: Any = None, *,
+                 mq: MessageQueue | None = None, timeout_ms: float | None = None) -> SendResult: ...
+        def send_async(self, msg: Message, callback: Any = None, selector: SelectorLike | None = None,
+                       arg: Any = None, *, mq: MessageQueue | None = None,
+                       timeout_ms: float | None = None) -> concurrent.futures.Future[SendResult]: ...
+
     def _reply_ready_topics(self) -> set[str]:
         ready = self.__dict__.get("_reply_ready")
         if ready is None:
@@ -259,8 +274,8 @@ class RequestReplyMixin:
         ready = self._reply_ready_topics()
         if topic in ready:
             return
-        inst = self._inst()  # type: ignore[attr-defined]
-        await self._find_publish_info(topic)  # type: ignore[attr-defined]
+        inst = self._inst()
+        await self._find_publish_info(topic)
         await inst.send_heartbeat_to_all()
         ready.add(topic)
 
@@ -286,18 +301,18 @@ class RequestReplyMixin:
             IllegalArgumentError, ClientStateError, TopicNotExistError, MQBrokerError,
             RemotingError: the request message could not be sent (as :meth:`send`).
         """
-        inst = self._running()  # type: ignore[attr-defined]
-        timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms  # type: ignore[attr-defined]
+        inst = self._running()
+        timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         deadline = time.monotonic() + timeout / 1000.0
         rr = self._new_request(inst, msg, timeout)
         try:
-            topic = self._wrap(msg.topic)  # type: ignore[attr-defined]
+            topic = self._wrap(msg.topic)
             if topic not in self._reply_ready_topics():
                 inst.run(self._prepare_reply_path(topic), timeout / 1000.0)
             remaining_ms = (deadline - time.monotonic()) * 1000.0
             if remaining_ms <= 0:
                 raise rr.timeout_error()
-            self.send(msg, selector, arg, mq=mq, timeout_ms=remaining_ms)  # type: ignore[attr-defined]
+            self.send(msg, selector, arg, mq=mq, timeout_ms=remaining_ms)
             rr.send_ok = True
             try:
                 return rr.future.result(max(0.0, deadline - time.monotonic()))
@@ -325,12 +340,12 @@ class RequestReplyMixin:
         Raises:
             IllegalArgumentError, ClientStateError: before anything is sent.
         """
-        inst = self._running()  # type: ignore[attr-defined]
-        timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms  # type: ignore[attr-defined]
+        inst = self._running()
+        timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         rr = self._new_request(inst, msg, timeout)
         rr.future.add_done_callback(lambda _f: _unregister(rr.correlation_id))
         if callback is not None:
-            pool = self._callback_pool()  # type: ignore[attr-defined]
+            pool = self._callback_pool()
             rr.future.add_done_callback(lambda f: pool.submit(_run_request_callback, callback, f))
         try:
             inst.loop_thread.submit(self._request_core(rr, msg, selector, arg, mq))
@@ -345,12 +360,12 @@ class RequestReplyMixin:
         remaining_s = rr.timeout_ms / 1000.0 - (time.monotonic() - rr.begin)
         rr._timer = asyncio.get_running_loop().call_later(max(0.0, remaining_s), rr.expire)
         try:
-            await self._prepare_reply_path(self._wrap(msg.topic))  # type: ignore[attr-defined]
+            await self._prepare_reply_path(self._wrap(msg.topic))
             remaining_ms = rr.timeout_ms - (time.monotonic() - rr.begin) * 1000.0
             if remaining_ms <= 0:
                 rr.expire()
                 return
-            send = self.send_async(msg, None, selector, arg, mq=mq,  # type: ignore[attr-defined]
+            send = self.send_async(msg, None, selector, arg, mq=mq,
                                    timeout_ms=remaining_ms)
             await asyncio.wrap_future(send)
             rr.send_ok = True
@@ -374,7 +389,7 @@ class RequestReplyMixin:
                 gone: ``push reply message fail, channel of <clientId> not found.``).
             ClientStateError, RemotingError: as :meth:`send`.
         """
-        return self.send(create_reply_message(request_msg, body), timeout_ms=timeout_ms)  # type: ignore[attr-defined]
+        return self.send(create_reply_message(request_msg, body), timeout_ms=timeout_ms)
 
 
 def _run_request_callback(callback: RequestCallback, fut: concurrent.futures.Future) -> None:
