@@ -120,6 +120,12 @@ class RequestDispatcher:
             task.cancel()
 
 
+def _expire(fut: asyncio.Future) -> None:
+    """Timer callback of :meth:`Channel.invoke`: the response did not come in time."""
+    if not fut.done():
+        fut.set_exception(TimeoutError())
+
+
 class Channel(asyncio.Protocol):
     """One remoting connection.
 
@@ -266,15 +272,21 @@ class Channel(asyncio.Protocol):
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
         pending = self._pending
         pending[opaque] = fut
+        timer = None
         try:
             self.write(cmd)
-            async with asyncio.timeout(timeout_ms / 1000.0):
-                if self._paused:  # respect backpressure: let the socket buffer drain
+            if self._paused:  # respect backpressure: let the socket buffer drain
+                async with asyncio.timeout(timeout_ms / 1000.0):
                     await self._drain()
-                return await fut
+                    return await fut
+            # a plain timer failing the future: cheaper than asyncio.timeout for every request
+            timer = self._loop.call_later(timeout_ms / 1000.0, _expire, fut)
+            return await fut
         except TimeoutError:
             raise RemotingTimeoutError(self.remote_addr, timeout_ms, f"request code {cmd.code}") from None
         finally:
+            if timer is not None:
+                timer.cancel()
             if pending.get(opaque) is fut:
                 del pending[opaque]
 
