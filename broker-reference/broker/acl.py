@@ -10,7 +10,8 @@ With ``aclEnable=true`` every request reaching a processor first goes through
 4. ``Signature`` must be ``base64(HmacSHA1(secretKey, values of the sorted ext fields except
    Signature and _UNIQUE_KEY_QUERY + body))`` (:mod:`rocketmq_sdk.protocol.acl`), else
    ``Check signature failed for accessKey=<key>``.
-5. Admin-only codes (:data:`~.acl_config.ADMIN_CODES`) need ``admin: true``; then every resource
+5. Admin-only codes (:data:`~.acl_config.ADMIN_CODES`, and here also the ACL administration codes
+   :data:`ACL_ADMIN_CODES`, which 4.9.8 leaves open) need ``admin: true``; then every resource
    the request names needs its permission (below), from ``topicPerms``/``groupPerms`` or the
    account's default (``No default permission for topic:<t>`` / ``group:<g>``). An admin with
    no topic or group perms may do anything. A PUB on ``RMQ_SYS_TRACE_TOPIC`` is never checked.
@@ -55,7 +56,7 @@ from .acl_config import (
     retry_topic,
 )
 
-__all__ = ["ACL_EXCEPTION", "AccessResource", "AclError", "PlainAccessValidator"]
+__all__ = ["ACL_ADMIN_CODES", "ACL_EXCEPTION", "AccessResource", "AclError", "PlainAccessValidator"]
 
 log = logging.getLogger("rocketmq_broker.acl")
 
@@ -63,6 +64,10 @@ ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 """Class name that starts the remark of a refused request, as the Java broker writes it."""
 
 RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+
+ACL_ADMIN_CODES = frozenset({50, 51, 53})
+"""UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: admin-only here;
+4.9.8 lets any signed account change the ACL file with them (not mirrored on purpose)."""
 
 
 class AclError(Exception):
@@ -237,7 +242,7 @@ class PlainAccessValidator:
 
     @staticmethod
     def _check_perm(res: AccessResource, owned: PlainAccessAccount) -> None:
-        if res.request_code in ADMIN_CODES and not owned.admin:
+        if (res.request_code in ADMIN_CODES or res.request_code in ACL_ADMIN_CODES) and not owned.admin:
             raise AclError(f"Need admin permission for request code={res.request_code}, "
                            f"but accessKey={owned.access_key} is not")
         if not res.resources or (owned.admin and not owned.resource_perms):

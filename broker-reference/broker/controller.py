@@ -23,6 +23,7 @@ from rocketmq_sdk.protocol.headers import (
 from rocketmq_sdk.remoting import Channel, RemotingClient, RemotingCommand, RemotingServer
 
 from .acl import PlainAccessValidator
+from .acl_admin import AclAdminProcessor
 from .admin_processor import AdminProcessor
 from .client_manager import ConsumerManager, ProducerManager
 from .client_processor import ClientProcessor
@@ -73,6 +74,7 @@ class BrokerController:
         self.acl = PlainAccessValidator(config.acl_file_path) if config.acl_enable else None  # aclEnable
         if self.acl is not None:
             self.server.add_request_hook(self.acl.before_request)
+        AclAdminProcessor(self).register(self.server)
         self.store.register_arrival_listener(self._on_arrival)
         self._tasks: list[asyncio.Task] = []
         self._register_soon: asyncio.Event | None = None

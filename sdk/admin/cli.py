@@ -477,6 +477,80 @@ def update_namesrv_config(admin: AdminClient, as_json: bool, key: str, value: st
          lambda: f"update name server config success![{', '.join(servers)}]\n{key} : {value}")
 
 
+# ---------------------------------------------------------------------------------- ACL
+
+
+def _perm_list(value: str | None) -> list[str] | None:
+    return None if value is None else [p.strip() for p in value.split(",") if p.strip()]
+
+
+@command("updateAclConfig", "Create or update an ACL account in the brokers' plain_acl.yml.")
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+@click.option("-a", "--accessKey", "ak", required=True)
+@click.option("-s", "--secretKey", "sk", required=True)
+@click.option("-w", "--whiteRemoteAddress", "white")
+@click.option("-i", "--defaultTopicPerm", "default_topic_perm")
+@click.option("-u", "--defaultGroupPerm", "default_group_perm")
+@click.option("-t", "--topicPerms", "topic_perms", help="e.g. topicA=DENY,topicD=SUB")
+@click.option("-g", "--groupPerms", "group_perms", help="e.g. groupA=DENY,groupD=SUB")
+@click.option("-m", "--admin", "is_admin", type=BOOL, default=False)
+def update_acl_config(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None, ak: str,
+                      sk: str, white: str | None, default_topic_perm: str | None, default_group_perm: str | None,
+                      topic_perms: str | None, group_perms: str | None, is_admin: bool) -> None:
+    require_one(b=broker_addr, c=cluster)
+    addrs = admin.update_acl_config(ak, sk, cluster=cluster, broker_addr=broker_addr, white_remote_address=white,
+                                    admin=is_admin, default_topic_perm=default_topic_perm,
+                                    default_group_perm=default_group_perm, topic_perms=_perm_list(topic_perms),
+                                    group_perms=_perm_list(group_perms))
+    emit(as_json, {"brokers": addrs, "accessKey": ak}, lambda: "\n".join(
+        f"create or update plain access config to {a} success." for a in addrs))
+
+
+@command("deleteAccessConfig", "Delete an ACL account from the brokers' plain_acl.yml.")
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+@click.option("-a", "--accessKey", "ak", required=True)
+def delete_access_config(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None,
+                         ak: str) -> None:
+    require_one(b=broker_addr, c=cluster)
+    addrs = admin.delete_acl_config(ak, cluster=cluster, broker_addr=broker_addr)
+    emit(as_json, {"brokers": addrs, "accessKey": ak}, lambda: "\n".join(
+        f"delete plain access config account from {a} success." for a in addrs) + f"\naccount's accesskey is:{ak}")
+
+
+@command("updateGlobalWhiteAddr", "Replace the brokers' ACL globalWhiteRemoteAddresses.")
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+@click.option("-g", "--globalWhiteRemoteAddresses", "addresses", required=True, help="e.g. 10.10.103.*,192.168.0.*")
+def update_global_white_addr(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None,
+                             addresses: str) -> None:
+    require_one(b=broker_addr, c=cluster)
+    addrs = admin.update_global_white_addrs(_perm_list(addresses) or [], cluster=cluster, broker_addr=broker_addr)
+    emit(as_json, {"brokers": addrs, "globalWhiteRemoteAddresses": _perm_list(addresses)}, lambda: "\n".join(
+        f"update global white remote addresses to {a} success." for a in addrs))
+
+
+@command("clusterAclConfigVersion", "The ACL file version of a broker (-b) or of every master of a cluster (-c).")
+@click.option("-b", "--brokerAddr", "broker_addr")
+@click.option("-c", "--clusterName", "cluster")
+def cluster_acl_config_version(admin: AdminClient, as_json: bool, broker_addr: str | None,
+                               cluster: str | None) -> None:
+    require_one(b=broker_addr, c=cluster)
+    data = admin.acl_config_version(cluster=cluster, broker_addr=broker_addr)
+
+    def text() -> str:
+        out = []
+        for addr, h in data.items():
+            v = json.loads(h.get("version") or "{}")
+            out.append((h.get("clusterName", ""), h.get("brokerName", ""), addr, v.get("counter", ""),
+                        fmt_ms(v.get("timestamp"))))
+        return table(["#Cluster Name", "#Broker Name", "#Broker Addr", "#AclConfigVersionNum", "#AclLastUpdateTime"],
+                     out, numeric=(3,))
+
+    emit(as_json, data, text)
+
+
 @command("updateKvConfig", "Create or update a KV config entry on the name servers.")
 @click.option("-s", "--namespace", required=True)
 @click.option("-k", "--key", required=True)

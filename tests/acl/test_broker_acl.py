@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 import os
 import threading
 import time
@@ -406,3 +407,79 @@ def test_unknown_codes_are_not_supported_before_any_acl_check(cluster):
     finally:
         loop.run(client.close(), 5)
         loop.stop()
+
+
+# -- ACL administration (codes 50-53) ---------------------------------------------------------------
+
+def test_acl_accounts_and_white_list_managed_with_the_admin_commands(cluster):
+    import yaml
+    from click.testing import CliRunner
+    from rocketmq_sdk.admin.cli import cli
+
+    topic = unique("AclManaged")
+    signed = {"ROCKETMQ_ACCESS_KEY": ADMIN, "ROCKETMQ_SECRET_KEY": ADMIN_SECRET}
+    base = ["-n", cluster.namesrv_addr, "-b", cluster.broker_addr]
+
+    def cmd(*args: str, env=signed):
+        return CliRunner().invoke(cli, [args[0], *base, *args[1:]], env=env)
+
+    r = cmd("updateAclConfig", "-a", "ManagedUser", "-s", "managed-secret", "-i", "DENY", "-u", "SUB",
+            "-t", f"{topic}=PUB")
+    assert r.exit_code == 0 and f"create or update plain access config to {cluster.broker_addr} success." in r.output
+    with producer(cluster, "ManagedUser", "managed-secret") as p:  # effective at once
+        p.send(Message(topic, b"managed"))
+        with pytest.raises(MQBrokerError):
+            p.send(Message(unique("AclOther"), b"x"))  # defaultTopicPerm DENY
+    data = yaml.safe_load(open(cluster.acl_path, encoding="utf-8"))
+    account = next(a for a in data["accounts"] if a["accessKey"] == "ManagedUser")
+    assert account["topicPerms"] == [f"{topic}=PUB"] and account["admin"] is False
+    assert data["dataVersion"][0]["counter"] == 1
+    # an update keeps what it does not send
+    assert cmd("updateAclConfig", "-a", "ManagedUser", "-s", "managed-secret", "-i", "PUB").exit_code == 0
+    data = yaml.safe_load(open(cluster.acl_path, encoding="utf-8"))
+    account = next(a for a in data["accounts"] if a["accessKey"] == "ManagedUser")
+    assert (account["defaultTopicPerm"], account["defaultGroupPerm"], data["dataVersion"][0]["counter"]) == ("PUB", "SUB", 2)
+    v = json.loads(cmd("clusterAclConfigVersion", "--json").output)[cluster.broker_addr]
+    assert json.loads(v["version"])["counter"] == 2 and v["brokerName"] == "broker-a"
+    # bad input: Java's messages and codes
+    r = cmd("updateAclConfig", "-a", "ManagedUser", "-s", "short")
+    assert r.exit_code == 1 and "broker response code 209" in r.output and "length should longer than 6" in r.output
+    r = cmd("updateAclConfig", "-a", "ManagedUser", "-s", "managed-secret", "-t", "topicA=ALL")
+    assert r.exit_code == 1 and "Parse resource permission error for topicA=ALL" in r.output
+    # not an admin: refused (4.9.8 would let any signed account do it)
+    r = cmd("deleteAccessConfig", "-a", "ManagedUser", env={"ROCKETMQ_ACCESS_KEY": USER,
+                                                             "ROCKETMQ_SECRET_KEY": USER_SECRET})
+    assert r.exit_code == 1 and "Need admin permission for request code=51" in r.output
+    r = cmd("deleteAccessConfig", "-a", "ManagedUser")
+    assert r.exit_code == 0 and "account's accesskey is:ManagedUser" in r.output
+    with producer(cluster, "ManagedUser", "managed-secret") as p, pytest.raises(MQBrokerError) as ei:
+        p.send(Message(topic, b"gone"))
+    assert_refused(ei, "No acl config for ManagedUser")
+    r = cmd("deleteAccessConfig", "-a", "ManagedUser")
+    assert r.exit_code == 1 and "The accesskey[ManagedUser] corresponding to accessConfig has been deleted failed." in r.output
+    # global white list: unsigned clients from 127.0.0.1 pass afterwards
+    assert cmd("updateGlobalWhiteAddr", "-g", "10.10.103.*,127.0.0.1").exit_code == 0
+    assert yaml.safe_load(open(cluster.acl_path, encoding="utf-8"))["globalWhiteRemoteAddresses"] == \
+        ["10.10.103.*", "127.0.0.1"]
+    with producer(cluster) as p:
+        p.send(Message(topic, b"white"))
+    assert stored(cluster, topic) == 2
+
+
+def test_acl_admin_requests_without_acl_answer_like_4_9_8():
+    from rocketmq_sdk.exceptions import RemotingTimeoutError
+
+    frames = {f["seq"]: f for f in load_capture("admin")}
+    with embedded.start_dev_cluster(in_process=True) as plain, \
+            AdminClient(plain.namesrv_addr, timeout_ms=500) as admin:
+        for req, resp, call in (
+                (658, 659, lambda: admin.update_acl_config("capTestAccessKey", "capTestSecret123",
+                                                           broker_addr=plain.broker_addr)),
+                (670, 672, lambda: admin.delete_acl_config("capTestAccessKey", broker_addr=plain.broker_addr)),
+                (675, 677, lambda: admin.update_global_white_addrs(["10.10.*"], broker_addr=plain.broker_addr))):
+            with pytest.raises(MQBrokerError) as ei:
+                call()
+            want = frames[resp]["header"]
+            assert (ei.value.code, str(ei.value).split(": ", 1)[1]) == (want["code"], want["remark"]), req
+        with pytest.raises(RemotingTimeoutError):
+            admin.acl_config_version(broker_addr=plain.broker_addr)
