@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -160,6 +161,9 @@ def read_announcements(proc: subprocess.Popen, timeout_s: float = 30.0) -> dict[
     t.start()
     t.join(timeout_s)
     if "READY" not in lines:
+        if not t.is_alive():  # stdout closed: the process is exiting, let it finish
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(2)
         state = "still running" if proc.poll() is None else f"exit code {proc.returncode}"
         raise DevClusterError(f"{proc.args!r} printed no READY within {timeout_s}s ({state}; got {lines})")
     return dict(lines)

@@ -80,3 +80,32 @@ def test_start_cluster_rejects_bad_arguments():
         start_cluster(("broker-a", "broker-a"))
     with pytest.raises(ValueError):
         start_cluster(("broker-a",), namesrvs=0)
+
+
+def test_read_announcements_reads_up_to_ready_and_enforces_its_deadline():
+    import subprocess
+    import sys
+
+    from rocketmq_broker.embedded import DevClusterError, read_announcements
+
+    def spawn(code: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+    p = spawn("print('NAMESRV 127.0.0.1:1'); print('READY', flush=True); import time; time.sleep(30)")
+    try:
+        assert read_announcements(p, 10) == {"NAMESRV": "127.0.0.1:1", "READY": ""}
+    finally:
+        p.kill()
+        p.wait(5)
+    p = spawn("import sys; print('BROKER x'); sys.exit(3)")  # exits without READY
+    with pytest.raises(DevClusterError, match="exit code 3"):
+        read_announcements(p, 10)
+    p = spawn("import time; time.sleep(30)")  # silent: the deadline holds although nothing is printed
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(DevClusterError, match="still running"):
+            read_announcements(p, 0.5)
+        assert time.monotonic() - t0 < 5
+    finally:
+        p.kill()
+        p.wait(5)
