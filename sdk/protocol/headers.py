@@ -66,6 +66,35 @@ def wire(name: str) -> dict:
     return {"wire": name}
 
 
+def _compile_reader(cls: type[T], keys: dict[str, str]) -> Callable[[dict[str, Any]], T]:
+    """A function ``ext -> cls`` reading field ``attr`` from ``ext[keys[attr]]`` with the field's
+    parser (fields without a key, or whose key is absent or None, keep their default); the same
+    result as parsing field by field into keyword arguments, built as straight-line code once per
+    header class (every request and response decodes a header)."""
+    parsers = {attr: p for attr, _key, p in cls._get_spec()}  # type: ignore[attr-defined]
+    ns: dict[str, Any] = {"cls": cls, "_parse_str": _parse_str}
+    lines = ["def read(ext):", "    g = ext.get"]
+    args = []
+    for i, f in enumerate(dataclasses.fields(cls)):
+        if not f.init or f.default is dataclasses.MISSING:  # not a plain optional field: keywords
+            return lambda ext: cls(**{a: parsers[a](v) for a, k in keys.items() if (v := ext.get(k)) is not None})
+        ns[f"d{i}"] = f.default
+        key = keys.get(f.name)
+        if key is None:
+            args.append(f"d{i}")
+            continue
+        ns[f"p{i}"] = parsers[f.name]
+        lines.append(f"    v = g({key!r})")
+        if parsers[f.name] is _parse_str:
+            lines.append(f"    x{i} = d{i} if v is None else (v if type(v) is str else _parse_str(v))")
+        else:
+            lines.append(f"    x{i} = d{i} if v is None else p{i}(v)")
+        args.append(f"x{i}")
+    lines.append(f"    return cls({', '.join(args)})")
+    exec("\n".join(lines), ns)  # noqa: S102 - generated from the dataclass fields only
+    return ns["read"]
+
+
 class Header:
     """Base of all typed headers: a slots dataclass whose fields are all optional.
 
@@ -107,13 +136,12 @@ class Header:
     @classmethod
     def from_ext_fields(cls: type[T], ext: dict[str, Any] | None) -> T:
         """Read ``extFields`` (values may be str, int or bool); unknown keys are ignored."""
-        kwargs = {}
-        if ext:
-            for attr, key, parser in cls._get_spec():
-                v = ext.get(key)
-                if v is not None:
-                    kwargs[attr] = parser(v)
-        return cls(**kwargs)
+        if not ext:
+            return cls()
+        reader = cls.__dict__.get("_ext_reader")
+        if reader is None:
+            reader = cls._ext_reader = _compile_reader(cls, {attr: key for attr, key, _p in cls._get_spec()})
+        return reader(ext)
 
 
 # --- send ----------------------------------------------------------------------------------
@@ -153,17 +181,10 @@ class SendMessageRequestHeader(Header):
     @classmethod
     def from_v2(cls, ext: dict[str, Any]) -> SendMessageRequestHeader:
         """Read the single-letter form (values may be str, int or bool)."""
-        spec = cls.__dict__.get("_v2_spec")
-        if spec is None:
-            parsers = {a: p for a, _w, p in cls._get_spec()}
-            spec = tuple((key, attr, parsers[attr]) for key, attr in cls._V2)
-            cls._v2_spec = spec
-        kwargs = {}
-        for key, attr, parser in spec:
-            v = ext.get(key)
-            if v is not None:
-                kwargs[attr] = parser(v)
-        return cls(**kwargs)
+        reader = cls.__dict__.get("_v2_reader")
+        if reader is None:
+            reader = cls._v2_reader = _compile_reader(cls, {attr: key for key, attr in cls._V2})
+        return reader(ext)
 
 
 @dataclass(slots=True)
