@@ -111,8 +111,8 @@ class ReplyProcessor:
             ext.update(msgId="0", queueId=str(queue_id), queueOffset="0")
         if getattr(b.config, "store_reply_message_enable", True):
             stored = await self._store(ch, h, topic, queue_id, cmd.body, props)
-            if stored is not None and push_ok:
-                ext.update(msgId=stored[0], queueOffset=str(stored[1]))
+            if stored is not None:  # Java fills these from the store even when the push failed
+                ext.update(msgId=stored[0], queueId=str(queue_id), queueOffset=str(stored[1]))
         if not push_ok:
             return cmd.response(ResponseCode.SYSTEM_ERROR, remark, ext_fields=ext)
         return cmd.response(ResponseCode.SUCCESS, ext_fields=ext)
