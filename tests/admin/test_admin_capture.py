@@ -287,3 +287,49 @@ def test_update_topic_perm_keeps_queue_numbers(replay):
     assert r.exit_code == 0, r.output
     assert_same_as_mqadmin(replay, RC.UPDATE_AND_CREATE_TOPIC, topic="CapAdminTmpTopic", perm="4")
     assert json.loads(r.output)["brokers"] == [BROKER]
+
+
+# -- name server commands and ACL administration --------------------------------------------------
+
+def test_add_write_perm_and_topic_cluster_list(replay):
+    r = run("addWritePerm", "-n", NS, "-b", "broker-b")
+    assert r.exit_code == 0, r.output
+    assert_same_as_mqadmin(replay, RC.ADD_WRITE_PERM_OF_BROKER)
+    assert r.output.strip() == f"add write perm of broker[broker-b] in name server[{NS}] OK, 9"
+    r = run("topicClusterList", "-n", NS, "-t", TOPIC)
+    assert r.exit_code == 0 and r.output.split() == ["DefaultCluster"]
+
+
+def test_namesrv_config_get_and_update(replay):
+    r = run("getNamesrvConfig", "-n", NS, "--json")
+    assert r.exit_code == 0, r.output
+    c = json.loads(r.output)[NS]
+    assert (c["listenPort"], c["rocketmqHome"], c["serverWorkerThreads"]) == ("9876", "rmqhome", "8")
+    r = run("updateNamesrvConfig", "-n", NS, "-k", "orderMessageEnable", "-v", "false")
+    assert r.exit_code == 0, r.output
+    want = captured_request(RC.UPDATE_NAMESRV_CONFIG)
+    got = replay.requests(RC.UPDATE_NAMESRV_CONFIG)[0]
+    assert (got.body, sent_ext(replay, RC.UPDATE_NAMESRV_CONFIG)) == (want.body, want.ext)
+    assert r.output == f"update name server config success![{NS}]\norderMessageEnable : false\n"
+
+
+def test_kv_list_and_topics_by_cluster_as_the_admin_api_reads_them(replay):
+    from rocketmq_sdk.admin import AdminClient
+
+    with AdminClient(NS) as admin:
+        assert admin.kv_list("CAP_NAMESPACE") == {"k1": "v1"}
+        topics = admin.topics_by_cluster("DefaultCluster")
+    assert sent_ext(replay, RC.GET_TOPICS_BY_CLUSTER) == captured_request(RC.GET_TOPICS_BY_CLUSTER).ext
+    assert TOPIC in topics and topics == sorted(topics) and len(topics) == 29
+
+
+def test_acl_admin_commands_send_mqadmins_fields(replay):
+    r = CliRunner().invoke(cli, ["updateAclConfig", "-n", NS, "-b", BROKER, "-a", "capTestAccessKey",
+                                 "-s", "capTestSecret123"])
+    assert_same_as_mqadmin(replay, RC.UPDATE_AND_CREATE_ACL_CONFIG)
+    # ACL was off on the captured broker: 209 and the JVM's NullPointerException text
+    assert r.exit_code == 1 and "broker response code 209" in r.output and "accessValidator" in r.output
+    CliRunner().invoke(cli, ["deleteAccessConfig", "-n", NS, "-b", BROKER, "-a", "capTestAccessKey"])
+    assert_same_as_mqadmin(replay, RC.DELETE_ACL_CONFIG)
+    CliRunner().invoke(cli, ["updateGlobalWhiteAddr", "-n", NS, "-b", BROKER, "-g", "10.10.*"])
+    assert_same_as_mqadmin(replay, RC.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG)
