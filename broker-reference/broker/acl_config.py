@@ -22,7 +22,8 @@ Permissions are ``DENY``, ``PUB``, ``SUB``, ``PUB|SUB`` / ``SUB|PUB``; any other
 Remote address patterns (Java ``RemoteAddressStrategyFactory``): blank matches nothing; ``*``,
 ``*.*.*.*`` and ``*:*:*:*:*:*:*:*`` match everything; ``192.168.0.{1,2}`` and ``1.2.3.4,1.2.3.5``
 list addresses; ``192.168.1.*``, ``192.168.*`` and ``192.168.1.1-5`` / ``192.168.10-20.*`` are
-ranges (IPv6 the same with ``:`` and hex segments); anything else is one address.
+ranges (IPv6 the same with ``:`` and hex segments, the prefix written out without ``::``);
+anything else is one address.
 """
 
 from __future__ import annotations
@@ -153,6 +154,8 @@ def _range_bounds(seg: str, hexa: bool, spec: str) -> tuple[int, int] | None:
 
 def _range(spec: str) -> RemoteAddressMatcher:
     v6 = ":" in spec
+    if v6 and "::" in spec:
+        raise AclConfigError(f"IPv6 range pattern {spec!r}: write the prefix out without '::'")
     segs = [s.strip() for s in spec.split(":" if v6 else ".")]
     for i in range(1, len(segs)):
         bounds = _range_bounds(segs[i], v6, spec)

@@ -335,7 +335,7 @@ def test_remote_address_patterns():
         m = remote_address_matcher(spec)
         assert all(m(a) for a in yes), spec
         assert not any(m(a) for a in no), spec
-    for bad in ("not-an-ip", "192.168.1.5-1", "1.2.3.{x}"):
+    for bad in ("not-an-ip", "192.168.1.5-1", "1.2.3.{x}", "fe80::*"):
         with pytest.raises(AclConfigError):
             remote_address_matcher(bad)
 
