@@ -4,7 +4,7 @@ Half messages wait in ``RMQ_SYS_TRANS_HALF_TOPIC``; END_TRANSACTION commits (the
 in its topic, once) or rolls back (never appears); UNKNOW outcomes are settled by the broker's
 CHECK_TRANSACTION_STATE; the check count limit, the immunity property and a broker restart are
 covered, and the frames are compared with the Java 4.9.8 capture ``java-transaction.jsonl``.
-The broker checks every 100 ms here and treats half messages as due after 300 ms.
+Rounds of checks are started by the tests (periodic rounds in the limit and immunity tests).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pytest
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_broker.store.results import GetMessageStatus
 from rocketmq_sdk import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_sdk.exceptions import RemotingTimeoutError
 from rocketmq_sdk.producer import LocalTransactionState, TransactionProducer
 from rocketmq_sdk.protocol import Message
 from rocketmq_sdk.protocol.codes import (
@@ -43,7 +44,11 @@ from tests.conftest import load_capture
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
 UNKNOW = LocalTransactionState.UNKNOW
-FAST_CHECKS = {"transaction_check_interval": 100, "transaction_time_out": 300}
+#: Check rounds run when a test asks (:func:`check_round`) and every half message is due at once.
+#: As in Java, a check not answered before the next round is asked again (and a second COMMIT
+#: stores the message twice), so tests that count deliveries never let a timer start a round
+#: while answers are on their way, however loaded the machine is.
+MANUAL_CHECKS = {"transaction_check_interval": 60_000, "transaction_time_out": 0}
 CAPTURE = Path("/work/shared/captures/java-transaction.jsonl")
 _seq = iter(range(10**6))
 
@@ -108,6 +113,25 @@ def keys_in(cluster, topic: str) -> Counter:
     return Counter(m.keys[0] for m in stored(cluster, topic) if m.keys)
 
 
+def check_round(cluster, group: str | None = None) -> int:
+    """Run one check round now; returns how many CHECK_TRANSACTION_STATE it sent. Waits first for
+    producer ``group`` to have heartbeated (the broker checks through its connection) and for the
+    clock to pass a millisecond (a round leaves messages stored in its first ms for later)."""
+    svc = cluster.broker.transactions.check_service
+    if group is not None:
+        wait_until(lambda: group in cluster.broker.producers.groups, what=f"a heartbeat of {group}")
+    rounds, sent = svc.rounds, svc.checks_sent
+    called = int(time.time() * 1000)
+    wait_until(lambda: int(time.time() * 1000) > called + 1, what="the next millisecond")
+    cluster._loop.call_soon_threadsafe(svc.wakeup)
+    wait_until(lambda: svc.rounds > rounds, what="a check round")
+    return svc.checks_sent - sent
+
+
+def ops_count(cluster) -> int:
+    return len(stored(cluster, TRANS_OP_HALF_TOPIC, range(1)))
+
+
 def tx_producer(cluster, group: str, listener: Listener) -> TransactionProducer:
     # heartbeats every 200 ms: the broker learns the producer's channel quickly
     p = TransactionProducer(group, cluster.namesrv_addr, listener=listener, heartbeat_broker_interval=200)
@@ -122,7 +146,7 @@ def send(p: TransactionProducer, topic: str, key: str, state: LocalTransactionSt
 
 @pytest.fixture
 def fast_cluster(tmp_path):
-    with start_dev_cluster(str(tmp_path / "store"), in_process=True, broker_config=dict(FAST_CHECKS)) as c:
+    with start_dev_cluster(str(tmp_path / "store"), in_process=True, broker_config=dict(MANUAL_CHECKS)) as c:
         yield c
 
 
@@ -136,10 +160,12 @@ def test_outcomes_reach_a_push_consumer_exactly_once(fast_cluster):
     try:
         results = {k: send(p, topic, k, s) for k, s in (("commit", COMMIT), ("rollback", ROLLBACK),
                                                         ("check-commit", UNKNOW), ("check-rollback", UNKNOW))}
+        wait_until(lambda: ops_count(c) == 2, what="the op messages of the first two")
         assert keys_in(c, topic) == Counter(commit=1)  # the UNKNOW ones are still half messages
         assert {r.local_transaction_state for r in results.values()} == {COMMIT, ROLLBACK, UNKNOW}
-        wait_until(lambda: listener.checked_keys() == Counter({"check-commit": 1, "check-rollback": 1}),
-                   what="both UNKNOW transactions checked")
+        assert check_round(c, group) == 2
+        wait_until(lambda: ops_count(c) == 4, what="both checks answered")
+        assert listener.checked_keys() == Counter({"check-commit": 1, "check-rollback": 1})
         wait_until(lambda: keys_in(c, topic) == Counter({"commit": 1, "check-commit": 1}),
                    what="the checked commit in the topic")
     finally:
@@ -233,6 +259,10 @@ def test_end_transaction_checks_group_and_offsets_as_java(tmp_path, client):
             resp = end(**changes)
             assert (resp.code, resp.remark) == (ResponseCode.SYSTEM_ERROR, remark)
         assert stored(c, topic) == [] and stored(c, TRANS_OP_HALF_TOPIC) == []
+        for from_check in ("false", "true"):  # UNKNOW (0) is logged and left alone: no answer
+            with pytest.raises(RemotingTimeoutError):
+                client.invoke(c.broker_addr, RequestCode.END_TRANSACTION,
+                              {**good, "commitOrRollback": "0", "fromTransactionCheck": from_check}, timeout_ms=300)
         assert end().code == ResponseCode.SUCCESS
         assert keys_in(c, topic) == Counter(k=1)
         assert [o.body for o in stored(c, TRANS_OP_HALF_TOPIC)] == [str(r.queue_offset).encode()]
@@ -241,7 +271,7 @@ def test_end_transaction_checks_group_and_offsets_as_java(tmp_path, client):
 def test_check_count_limit_then_discarded(tmp_path):
     """transactionCheckMax=3: three checks answered UNKNOW, then the half message is moved to
     TRANS_CHECK_MAX_TIME_TOPIC and never checked or delivered again."""
-    cfg = {**FAST_CHECKS, "transaction_check_max": 3}
+    cfg = {"transaction_check_interval": 100, "transaction_time_out": 300, "transaction_check_max": 3}
     with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config=cfg) as c:
         topic = unique("TxLimit")
         listener = Listener(check=UNKNOW)
@@ -263,24 +293,25 @@ def test_check_count_limit_then_discarded(tmp_path):
 
 def test_check_immunity_time_property_is_honoured(tmp_path):
     """transactionTimeOut is 60 s, but a message with CHECK_IMMUNITY_TIME_IN_SECONDS=1 is checked
-    after about a second (not before). (As Java, the half queue is checked in order: a younger
-    message without the property in front of it would hold it back.)"""
+    after about a second (not before), by the periodic rounds (every 100 ms). (As Java, the half
+    queue is checked in order: a younger message without the property in front of it would hold
+    it back.)"""
     cfg = {"transaction_check_interval": 100, "transaction_time_out": 60_000}
     with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config=cfg) as c:
         topic = unique("TxImmune")
-        listener = Listener(check=COMMIT)
+        first_check: list[float] = []
+        born = time.monotonic()
+        listener = Listener(check=lambda m: first_check.append(time.monotonic()) or UNKNOW)
         p = tx_producer(c, unique("tx_pg"), listener)
         try:
-            born = time.monotonic()
             r = send(p, topic, "immune-1s", UNKNOW, CHECK_IMMUNITY_TIME_IN_SECONDS="1")
-            wait_until(lambda: listener.checked_keys(), what="the check")
-            waited = time.monotonic() - born
-            wait_until(lambda: keys_in(c, topic) == Counter({"immune-1s": 1}), what="the commit")
+            wait_until(lambda: first_check, what="the check")
         finally:
             p.shutdown()
-        assert listener.checked_keys() == Counter({"immune-1s": 1}) and 0.9 <= waited < 5
-        (m,) = stored(c, topic)
+        assert 0.9 <= first_check[0] - born < 5
+        m = listener.checked[0]
         assert m.msg_id == r.msg_id and m.get_property("CHECK_IMMUNITY_TIME_IN_SECONDS") == "1"
+        assert stored(c, topic) == []
 
 
 def test_pending_half_message_is_still_checked_after_a_restart(tmp_path):
@@ -295,22 +326,25 @@ def test_pending_half_message_is_still_checked_after_a_restart(tmp_path):
         try:
             send(p, topic, "done-before", COMMIT)
             pending = send(p, topic, "pending", UNKNOW)
+            wait_until(lambda: ops_count(c) == 1, what="the commit's op message")
         finally:
             p.shutdown()
         assert keys_in(c, topic) == Counter({"done-before": 1})
     assert first.checked == []
     second = Listener(check=COMMIT)
-    with start_dev_cluster(store, in_process=True, broker_config=dict(FAST_CHECKS)) as c:
+    with start_dev_cluster(store, in_process=True, broker_config=dict(MANUAL_CHECKS)) as c:
         p = tx_producer(c, group, second)
         try:
             # a producer learns brokers from routes; this one sends nothing, so look the topic up
             # and heartbeat now instead of waiting for the periodic tasks (30 s)
             p.fetch_publish_queues(topic)
             p.instance.run(p.instance.send_heartbeat_to_all(), 5)
+            assert check_round(c, group) == 1
             wait_until(lambda: keys_in(c, topic) == Counter({"done-before": 1, "pending": 1}),
                        what="the pending transaction committed after the restart")
             b = c.broker
             end = on_loop(c, lambda: b.store.get_max_offset_in_queue(TRANS_HALF_TOPIC, 0))
+            assert check_round(c) == 0  # settled: no new check; the progress moves past the copy
             wait_until(lambda: b.offsets.query("CID_RMQ_SYS_TRANS", TRANS_HALF_TOPIC, 0) == end,
                        what="the check progress at the end of the half queue")
         finally:
@@ -365,7 +399,9 @@ def test_frames_match_the_java_capture(fast_cluster):
     try:
         sent = [send(p, topic, k, s) for k, s in (("tx-commit-on-check", UNKNOW), ("tx-rollback-on-check", UNKNOW),
                                                   ("tx-commit-now", COMMIT), ("tx-rollback-now", ROLLBACK))]
-        wait_until(lambda: len(ends) == 6, what="six END_TRANSACTION frames")
+        wait_until(lambda: len(ends) == 4 and ops_count(c) == 2, what="four END_TRANSACTION frames")
+        assert check_round(c, p.group) == 2
+        wait_until(lambda: len(ends) == 6 and ops_count(c) == 4, what="six END_TRANSACTION frames")
     finally:
         p.shutdown()
     # the half messages' send responses: queueOffset counts in the one half queue
@@ -446,8 +482,12 @@ def test_java_client_frames_replayed_against_the_broker(fast_cluster):
                         cap["queueId"], cap["queueOffset"])
                     offsets[str(decode_offset_msg_id(cap["msgId"])[2])] = decode_offset_msg_id(
                         resp.ext_fields["msgId"])[2]
-            deadline = asyncio.get_running_loop().time() + 15
-            while len(checks) < 2 and asyncio.get_running_loop().time() < deadline:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 15
+            while ops_count(c) < 2 and loop.time() < deadline:
+                await asyncio.sleep(0.02)
+            assert await loop.run_in_executor(None, check_round, c, "cap_tx_producer_group") == 2
+            while len(checks) < 2 and loop.time() < deadline:
                 await asyncio.sleep(0.02)
             assert len(checks) == 2, "no CHECK_TRANSACTION_STATE for the two UNKNOW transactions"
             java_answers = {f["header"]["extFields"]["msgId"]: f["header"]["extFields"] for f in frames
@@ -480,7 +520,7 @@ def test_java_client_frames_replayed_against_the_broker(fast_cluster):
 
 def test_sync_flush_broker_commits_and_checks(tmp_path):
     """Under SYNC_FLUSH the puts run on worker threads: commit at once and commit on check work."""
-    cfg = {**FAST_CHECKS, "flush_disk_type": "SYNC_FLUSH"}
+    cfg = {**MANUAL_CHECKS, "flush_disk_type": "SYNC_FLUSH"}
     with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config=cfg) as c:
         topic = unique("TxSync")
         listener = Listener(check=COMMIT)
@@ -488,6 +528,8 @@ def test_sync_flush_broker_commits_and_checks(tmp_path):
         try:
             send(p, topic, "now", COMMIT)
             send(p, topic, "later", UNKNOW)
+            wait_until(lambda: ops_count(c) == 1, what="the commit's op message")
+            assert check_round(c, p.group) == 1
             wait_until(lambda: keys_in(c, topic) == Counter(now=1, later=1), what="both commits")
         finally:
             p.shutdown()
@@ -502,3 +544,29 @@ def test_a_slave_refuses_end_transaction(tmp_path, client):
             "producerGroup": "g", "tranStateTableOffset": "0", "commitLogOffset": "0", "commitOrRollback": "8",
             "fromTransactionCheck": "false", "msgId": "m"})
         assert resp.code == ResponseCode.SLAVE_NOT_AVAILABLE
+
+
+def test_many_pending_transactions_are_each_settled_by_one_check(fast_cluster):
+    c = fast_cluster
+    topic = unique("TxMany")
+    listener = Listener(check=lambda m: COMMIT if int(m.keys[0][1:]) % 2 == 0 else ROLLBACK)
+    p = TransactionProducer(unique("tx_pg"), c.namesrv_addr, listener=listener, heartbeat_broker_interval=200,
+                            check_thread_pool_size=4)
+    p.start()
+    try:
+        for i in range(40):
+            send(p, topic, f"k{i}", UNKNOW)
+        want = Counter(f"k{i}" for i in range(0, 40, 2))
+        assert check_round(c, p.group) == 40
+        wait_until(lambda: ops_count(c) == 40, what="40 answers")
+        wait_until(lambda: keys_in(c, topic) == want, what="the 20 commits")
+        b = c.broker
+        end = on_loop(c, lambda: b.store.get_max_offset_in_queue(TRANS_HALF_TOPIC, 0))
+        assert check_round(c) == 0  # settled: no new check; the progress moves past the copies
+        wait_until(lambda: b.offsets.query("CID_RMQ_SYS_TRANS", TRANS_HALF_TOPIC, 0) == end,
+                   what="the check progress at the end of the half queue")
+    finally:
+        p.shutdown()
+    assert listener.checked_keys() == Counter(f"k{i}" for i in range(40))
+    assert keys_in(c, topic) == want
+    assert len(stored(c, TRANS_OP_HALF_TOPIC, range(1))) == 40

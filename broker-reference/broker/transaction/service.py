@@ -71,13 +71,21 @@ class TransactionCheckService:
 
     Settings are read from ``broker.config`` at every round: ``transaction_check_interval``
     (ms between rounds, 60000), ``transaction_time_out`` (ms, 6000), ``transaction_check_max``
-    (15). Runs on a master only, as a task of the broker's event loop.
+    (15). Runs on a master only, as a task of the broker's event loop. As in Java, a check not
+    answered before the next round is sent again (about a new copy of the half message), so the
+    interval must stay well above the time producers take to answer.
+
+    Attributes:
+        rounds / checks_sent / discarded: counters since start (rounds completed, checks
+            written to producers, half messages given up).
     """
 
     def __init__(self, broker: BrokerController, bridge: TransactionalMessageBridge) -> None:
         self.broker = broker
         self.bridge = bridge
-        self.rounds = 0
+        self.rounds = 0  # check rounds completed
+        self.checks_sent = 0  # CHECK_TRANSACTION_STATE requests written
+        self.discarded = 0  # half messages given up (check limit or age)
         self._task: asyncio.Task | None = None
         self._wakeup: asyncio.Event | None = None
         self._rr = itertools.count()
@@ -341,6 +349,7 @@ class TransactionCheckService:
             log.warning("transaction check of %s to %s (group %s) failed: %s", header.msg_id, ch.remote_addr,
                         group, exc)
             return False
+        self.checks_sent += 1
         log.debug("transaction check of %s sent to %s", header.msg_id, ch.remote_addr)
         return True
 
@@ -351,6 +360,7 @@ class TransactionCheckService:
                   msg.offset_msg_id, msg.properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
                   msg.properties.get(MC.REAL_TOPIC), msg.properties.get(MC.TRANSACTION_CHECK_TIMES),
                   TRANS_CHECK_MAX_TIME_TOPIC)
+        self.discarded += 1
         if self.broker.topics.create_system(TRANS_CHECK_MAX_TIME_TOPIC, 1)[1]:
             self.broker.register_to_namesrv_soon()
         props = dict(msg.properties)
