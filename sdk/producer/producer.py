@@ -189,6 +189,7 @@ class Producer(RequestReplyMixin):
         with self._state_lock:
             self._state = "SHUTDOWN"
             self._instance = None
+        self._abandon_requests()  # request_async futures still waiting for a reply
         if self._callbacks is not None:
             self._callbacks.shutdown(wait=False)
         try:

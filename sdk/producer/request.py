@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import IllegalArgumentError, RequestTimeoutError
+from ..exceptions import ClientStateError, IllegalArgumentError, RequestTimeoutError
 from ..protocol.codes import MessageConst as MC
 from ..protocol.codes import MessageSysFlag, ResponseCode
 from ..protocol.headers import ReplyMessageRequestHeader
@@ -247,6 +247,21 @@ class RequestReplyMixin:
                        arg: Any = None, *, mq: MessageQueue | None = None,
                        timeout_ms: float | None = None) -> concurrent.futures.Future[SendResult]: ...
 
+    def _async_requests(self) -> set[RequestResponseFuture]:
+        pending = self.__dict__.get("_pending_requests")
+        if pending is None:
+            pending = self.__dict__["_pending_requests"] = set()
+        return pending
+
+    def _abandon_requests(self) -> None:
+        """At shutdown: fail the ``request_async`` futures still waiting (their timers lived on
+        the client's I/O loop, which stops) with ``ClientStateError``."""
+        pending = self._async_requests()
+        for rr in list(pending):
+            rr.fail(ClientStateError(f"producer shut down while request {rr.correlation_id} to <{rr.topic}> "
+                                     "waited for its reply"))
+        pending.clear()
+
     def _reply_ready_topics(self) -> set[str]:
         ready = self.__dict__.get("_reply_ready")
         if ready is None:
@@ -335,7 +350,8 @@ class RequestReplyMixin:
 
         Returns:
             a ``concurrent.futures.Future`` of the reply; it fails with
-            :class:`RequestTimeoutError` after ``timeout_ms``, or with the send's error.
+            :class:`RequestTimeoutError` after ``timeout_ms``, with the send's error, or with
+            ``ClientStateError`` when the producer shuts down first.
 
         Raises:
             IllegalArgumentError, ClientStateError: before anything is sent.
@@ -343,7 +359,14 @@ class RequestReplyMixin:
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
         rr = self._new_request(inst, msg, timeout)
-        rr.future.add_done_callback(lambda _f: _unregister(rr.correlation_id))
+        pending = self._async_requests()
+        pending.add(rr)
+
+        def finished(_f: concurrent.futures.Future) -> None:
+            _unregister(rr.correlation_id)
+            pending.discard(rr)
+
+        rr.future.add_done_callback(finished)
         if callback is not None:
             pool = self._callback_pool()
             rr.future.add_done_callback(lambda f: pool.submit(_run_request_callback, callback, f))

@@ -14,6 +14,7 @@ import pytest
 from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
 from rocketmq_sdk.admin.client import AdminClient
 from rocketmq_sdk.exceptions import (
+    ClientStateError,
     IllegalArgumentError,
     MQBrokerError,
     RequestTimeoutError,
@@ -155,6 +156,23 @@ def test_request_async_times_out_and_calls_back(env):
         fut.result(5)
     assert done.wait(5)
     assert called[0][0] is None and isinstance(called[0][1], RequestTimeoutError)
+    wait_until(lambda: rr.pending_request_count() == 0, 2, "table cleaned")
+
+
+def test_shutdown_fails_requests_still_waiting(env, cluster):
+    errors: list = []
+    done = threading.Event()
+    producer = Producer(unique("rr_short_pg"), cluster.namesrv_addr, instance_name="rr-short")
+    producer.start()
+    fut = producer.request_async(Message(env["silent"], b"never answered"), 60_000,
+                                 callback=lambda reply, error: (errors.append(error), done.set()))
+    wait_until(lambda: env["silent"] in producer._reply_ready_topics(), 10, "request sent")
+    started = time.monotonic()
+    producer.shutdown()
+    with pytest.raises(ClientStateError, match="shut down"):
+        fut.result(5)
+    assert time.monotonic() - started < 5
+    assert done.wait(5) and isinstance(errors[0], ClientStateError)
     wait_until(lambda: rr.pending_request_count() == 0, 2, "table cleaned")
 
 
