@@ -440,7 +440,8 @@ RUNNERS = {
 
 def apply_patches(patch: dict[str, Any]) -> None:
     """``{"package.module:Class.attr": value}``: set attributes before the run (A/B variants,
-    see ``benchmarks/ab.py``)."""
+    see ``benchmarks/ab.py``); a target ending in ``()`` is called with the value instead
+    (``{"sys:setswitchinterval()": 0.0005}``)."""
     import importlib
 
     for target, value in patch.items():
@@ -449,7 +450,10 @@ def apply_patches(patch: dict[str, Any]) -> None:
         *parents, attr = path.split(".")
         for name in parents:
             obj = getattr(obj, name)
-        setattr(obj, attr, value)
+        if attr.endswith("()"):
+            getattr(obj, attr[:-2])(value)
+        else:
+            setattr(obj, attr, value)
 
 
 def main() -> None:
