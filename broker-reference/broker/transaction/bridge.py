@@ -50,6 +50,8 @@ _PULL_STATUS = {
     GetMessageStatus.NO_MATCHED_MESSAGE: PullStatus.NO_MATCHED_MSG,
     GetMessageStatus.NO_MESSAGE_IN_QUEUE: PullStatus.NO_NEW_MSG,
     GetMessageStatus.OFFSET_OVERFLOW_ONE: PullStatus.NO_NEW_MSG,
+    # Java's store creates a missing consume queue on lookup and answers NO_MESSAGE_IN_QUEUE
+    GetMessageStatus.NO_MATCHED_LOGIC_QUEUE: PullStatus.NO_NEW_MSG,
 }
 
 
