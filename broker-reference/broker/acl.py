@@ -24,10 +24,12 @@ each consumer group and subscribed topic; UNREGISTER_CLIENT, GET_CONSUMER_LIST_B
 on the group; UPDATE_CONSUMER_OFFSET → SUB on group and topic. Like 4.9.8, SEND_BATCH_MESSAGE,
 QUERY_CONSUMER_OFFSET and the other codes are not checked per resource.
 
-A refusal is answered like Java's: the hook's ``AclException`` becomes ``SYSTEM_ERROR`` (1) with
-remark ``org.apache.rocketmq.acl.common.AclException: <message>`` (4.9.8
-``NettyRemotingAbstract.processRequestCommand``; Java appends the first stack frame, we do not).
-:attr:`PlainAccessValidator.denied_code` holds the code. Oneway requests are dropped unanswered.
+A refusal is answered NO_PERMISSION (16), as the broker issue asks, with Java's remark
+``org.apache.rocketmq.acl.common.AclException: <message>``. A 4.9.8 broker answers the same
+remark with SYSTEM_ERROR (1) instead (its hook's exception, ``NettyRemotingAbstract.
+processRequestCommand``; Java also appends the first stack frame, we do not); set the broker's
+``aclDeniedResponseCode=1`` to answer exactly that. The SDK treats both the same way.
+Oneway requests are dropped unanswered.
 
 The ACL file is re-read when its modification time, size or inode changes, checked on each
 request (one ``stat``; Java polls every 5 s). A file that fails to parse on reload is logged and
@@ -121,10 +123,10 @@ class PlainAccessValidator:
         OSError: the file exists but cannot be read.
     """
 
-    #: Response code of a refused request (Java 4.9.8: SYSTEM_ERROR, the hook's exception).
-    denied_code: int = ResponseCode.SYSTEM_ERROR
-
-    def __init__(self, path: str, *, lenient_unique_key_query: bool = False) -> None:
+    def __init__(self, path: str, *, lenient_unique_key_query: bool = False,
+                 denied_code: int = ResponseCode.NO_PERMISSION) -> None:
+        #: response code of a refused request (NO_PERMISSION; 4.9.8 answers SYSTEM_ERROR)
+        self.denied_code = denied_code
         self.path = path
         self.lenient = lenient_unique_key_query
         self.config = PlainAclConfig()

@@ -42,8 +42,6 @@ class BrokerConfig:
         channel_expired_timeout: drop client channels silent this long (120000 ms).
         client_channel_scan_interval: how often idle consumer channels are looked for (10000 ms;
             not a Java key: Java's ClientHousekeepingService scans every 10 s).
-        client_channel_scan_interval: how often idle consumer channels are looked for (10000 ms;
-            not a Java key: Java's ClientHousekeepingService scans every 10 s).
         enable_property_filter: allow SQL92 subscriptions (false).
         message_index_enable: build IndexFiles (true).
         file_reserved_time / delete_when / clean_resource_interval: CommitLog expiry (72 hours,
@@ -56,6 +54,8 @@ class BrokerConfig:
         acl_config_file: the ``plain_acl.yml`` to use (``aclConfigFile``, not a Java key; Java reads
             ``$ROCKETMQ_HOME/conf/plain_acl.yml``). Default: that file when ``ROCKETMQ_HOME`` is
             set, else ``<storePathRootDir>/conf/plain_acl.yml``; see :attr:`acl_file_path`.
+        acl_denied_response_code: code answered to a request the ACL refuses
+            (``aclDeniedResponseCode``, not a Java key: 16 NO_PERMISSION; 1 answers as 4.9.8 does).
         transaction_time_out: a half message is first checked this long after its birth
             (``transactionTimeOut``, 6000 ms; ``CHECK_IMMUNITY_TIME_IN_SECONDS`` overrides it).
         transaction_check_max: checks of one half message before it is discarded
@@ -94,7 +94,6 @@ class BrokerConfig:
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
     register_name_server_period: int = 30_000
-    client_channel_scan_interval: int = 10_000
     flush_consumer_offset_interval: int = 5_000
     channel_expired_timeout: int = 120_000
     client_channel_scan_interval: int = 10_000
@@ -110,6 +109,7 @@ class BrokerConfig:
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     acl_enable: bool = False
     acl_config_file: str | None = None
+    acl_denied_response_code: int = 16
     transaction_time_out: int = 6_000
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000

@@ -71,7 +71,8 @@ class BrokerController:
             p.register(self.server)
         ReplyProcessor(self).register(self.server)  # request-reply: SEND_REPLY_MESSAGE(_V2)
         self.server.on_channel_close(self._channel_closed)
-        self.acl = PlainAccessValidator(config.acl_file_path) if config.acl_enable else None  # aclEnable
+        self.acl = (PlainAccessValidator(config.acl_file_path, denied_code=config.acl_denied_response_code)
+                    if config.acl_enable else None)  # aclEnable
         if self.acl is not None:
             self.server.add_request_hook(self.acl.before_request)
         AclAdminProcessor(self).register(self.server)

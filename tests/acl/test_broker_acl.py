@@ -117,7 +117,7 @@ def producer(cluster, ak: str | None = None, sk: str | None = None, **kw) -> Pro
 
 def assert_refused(exc_info, text: str) -> None:
     exc = exc_info.value
-    assert exc.code == ResponseCode.SYSTEM_ERROR, exc  # what 4.9.8 answers (hook exception)
+    assert exc.code == ResponseCode.NO_PERMISSION, exc  # 4.9.8 answers SYSTEM_ERROR: see aclDeniedResponseCode
     assert f"{ACL_EXCEPTION}: {text}" in str(exc)
 
 
@@ -258,6 +258,18 @@ def test_acl_file_changes_are_picked_up(cluster):
         with pytest.raises(MQBrokerError):
             p.send(Message(topic, b"x"))
     assert stored(cluster, topic) == 2
+
+
+def test_denied_code_can_be_the_4_9_8_system_error(tmp_path):
+    path = str(tmp_path / "plain_acl.yml")
+    write_acl(path, BASE_ACL)
+    conf = {"acl_enable": True, "acl_config_file": path, "acl_denied_response_code": 1}
+    with embedded.start_dev_cluster(str(tmp_path / "store"), in_process=True, broker_config=conf) as c:
+        with producer(c) as p, pytest.raises(MQBrokerError) as info:
+            p.send(Message(unique("AclT"), b"unsigned"))
+        assert info.value.code == ResponseCode.SYSTEM_ERROR
+        assert f"{ACL_EXCEPTION}: No accessKey is configured" in str(info.value)
+    assert BrokerConfig.from_properties({"aclDeniedResponseCode": "1"}).acl_denied_response_code == 1
 
 
 def test_acl_settings_of_broker_conf(tmp_path):
@@ -403,7 +415,8 @@ def test_unknown_codes_are_not_supported_before_any_acl_check(cluster):
                                                   " request type 9999 not supported")
         refused = loop.run(client.invoke(cluster.broker_addr,
                                          RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 3000), 5)
-        assert (refused.code, refused.remark) == (ResponseCode.SYSTEM_ERROR, f"{ACL_EXCEPTION}: No accessKey is configured")
+        assert (refused.code, refused.remark) == (ResponseCode.NO_PERMISSION,
+                                                  f"{ACL_EXCEPTION}: No accessKey is configured")
     finally:
         loop.run(client.close(), 5)
         loop.stop()
