@@ -1,12 +1,9 @@
 """rocketmq-admin against the reference name server and two brokers (broker-a, broker-b in
-DefaultCluster): every command, table and ``--json`` output. Commands the broker does not
-support yet (REQUEST_CODE_NOT_SUPPORTED) are skipped, not failed."""
+DefaultCluster): every command, table and ``--json`` output."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import threading
 import time
 
@@ -17,7 +14,6 @@ from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.admin.cli import cli
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.exceptions import MQBrokerError
-from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.protocol.message import Message
 
 embedded = pytest.importorskip("rocketmq_broker.embedded")
@@ -38,25 +34,11 @@ def wait_until(cond, timeout_s: float = 20.0, what: str = "condition") -> None:
         time.sleep(0.05)
 
 
-def start_second_broker(cluster, name: str = "broker-b"):
-    from rocketmq_broker.broker.config import BrokerConfig
-    from rocketmq_broker.broker.controller import BrokerController
-
-    cfg = BrokerConfig(listen_port=0, namesrv_addr=cluster.namesrv_addr, broker_name=name,
-                       store_path_root_dir=os.path.join(cluster.store_dir, name),
-                       mapped_file_size_commit_log=64 * 1024 * 1024)
-    broker = BrokerController(cfg)
-    asyncio.run_coroutine_threadsafe(broker.start(), cluster._loop).result(30)
-    cluster._servers.append(broker)  # stopped with the cluster
-    return cfg.broker_addr
-
-
 @pytest.fixture(scope="module")
 def env():
     """Two brokers, topic AdminTopic (4 queues on each) holding N keyed messages, consumed
     completely by group admin_cg, whose consumer stays online."""
-    with embedded.start_dev_cluster(in_process=True) as cluster:
-        addr_b = start_second_broker(cluster)
+    with embedded.start_cluster(("broker-a", "broker-b")) as cluster:
         with AdminClient(cluster.namesrv_addr) as admin:
             wait_until(lambda: len(admin.cluster_list(runtime=False)) == 2, what="two brokers registered")
             admin.create_topic(TOPIC, cluster="DefaultCluster", read_queue_nums=4, write_queue_nums=4)
@@ -78,17 +60,16 @@ def env():
         admin = AdminClient(cluster.namesrv_addr)
         try:
             wait_until(lambda: len({m.msg_id for m in consumed}) == N, what="all consumed")
-            yield {"ns": cluster.namesrv_addr, "addr_a": cluster.broker_addr, "addr_b": addr_b, "sent": sent,
+            yield {"ns": cluster.namesrv_addr, "addr_a": cluster.addr("broker-a"), "addr_b": cluster.addr("broker-b"),
+                   "sent": sent,
                    "consumed": consumed, "consumer": consumer, "admin": admin, "cluster": cluster}
         finally:
             admin.close()
             consumer.shutdown()
 
 
-def run(env, *args: str, skip_unsupported: bool = True):
+def run(env, *args: str):
     r = CliRunner().invoke(cli, [args[0], "-n", env["ns"], *args[1:]], catch_exceptions=False)
-    if skip_unsupported and r.exit_code == 1 and "is not supported by this server" in r.output:
-        pytest.skip(f"the reference broker does not support {args[0]} yet: {r.output.strip()}")
     assert r.exit_code == 0, r.output
     return r
 
@@ -132,12 +113,6 @@ def test_topic_status_counts_every_message(env):
 
 def test_consumer_progress_table_json_and_watch(env):
     admin = env["admin"]
-    try:
-        admin.consumer_progress(GROUP, TOPIC)
-    except MQBrokerError as exc:
-        if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-            pytest.skip(f"the reference broker does not support GET_CONSUME_STATS yet: {exc}")
-        raise
     wait_until(lambda: (p := admin.consumer_progress(GROUP, TOPIC)).total_lag == 0 and len(p.queues) == 8,
                what="committed offsets")
     j = json.loads(run(env, "consumerProgress", "-g", GROUP, "--json").output)
@@ -245,8 +220,7 @@ def test_wipe_write_perm_drains_broker_b(env):
         assert j == {env["ns"]: len(topics_b)}  # every topic broker-b serves, as 4.9.8 counts
         assert {q.broker_name: q.perm for q in admin.topic_route(TOPIC).queue_datas} == {"broker-a": 6, "broker-b": 4}
         # the periodic registration of the unchanged broker keeps the wiped permission (data version)
-        broker_b = next(s for s in env["cluster"]._servers if getattr(s.config, "broker_name", "") == "broker-b")
-        asyncio.run_coroutine_threadsafe(broker_b.register_all(oneway=False), env["cluster"]._loop).result(10)
+        env["cluster"].run(env["cluster"].brokers["broker-b"].register_all(oneway=False))
         assert {q.broker_name: q.perm for q in admin.topic_route(TOPIC).queue_datas}["broker-b"] == 4
         with Producer("admin_wipe_pg", env["ns"]) as p:  # producers now only write to broker-a
             assert {p.send(Message(TOPIC, b"x")).message_queue.broker_name for _ in range(6)} == {"broker-a"}
@@ -299,9 +273,7 @@ def test_producer_connection(env):
         def online() -> bool:
             try:
                 return bool(env["admin"].producer_connection("admin_live_pg", TOPIC))
-            except MQBrokerError as exc:
-                if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                    pytest.skip(f"the reference broker does not support producerConnection yet: {exc}")
+            except MQBrokerError:
                 return False  # "the producer group not exist" until its heartbeat arrives
 
         wait_until(online, what="producer heartbeat")
