@@ -570,3 +570,22 @@ def test_many_pending_transactions_are_each_settled_by_one_check(fast_cluster):
     assert listener.checked_keys() == Counter(f"k{i}" for i in range(40))
     assert keys_in(c, topic) == want
     assert len(stored(c, TRANS_OP_HALF_TOPIC, range(1))) == 40
+
+
+def test_compressed_body_survives_check_and_commit(fast_cluster):
+    """An 8 KiB body is sent compressed (sysFlag bit 0): the check carries it as stored and the
+    committed message inflates to the original."""
+    c = fast_cluster
+    topic = unique("TxBig")
+    body = bytes(range(256)) * 32
+    listener = Listener(check=COMMIT)
+    p = tx_producer(c, unique("tx_pg"), listener)
+    try:
+        r = p.send_message_in_transaction(Message(topic, body, keys="big"), UNKNOW)
+        assert check_round(c, p.group) == 1
+        wait_until(lambda: keys_in(c, topic) == Counter(big=1), what="the commit")
+    finally:
+        p.shutdown()
+    assert listener.checked[0].body == body and listener.checked[0].sys_flag & MessageSysFlag.COMPRESSED
+    (m,) = stored(c, topic)
+    assert m.body == body and m.msg_id == r.msg_id and m.sys_flag & MessageSysFlag.COMPRESSED
