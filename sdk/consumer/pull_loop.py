@@ -35,6 +35,7 @@ log = logging.getLogger("rocketmq_sdk.consumer.pull")
 
 FLOW_CONTROL_DELAY_S = 0.05  # Java PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
 FLOW_CONTROL_BROKER_DELAY_S = 0.02  # Java: 20 ms after a FLOW_CONTROL answer
+PULL_DELAY_WHEN_SUSPENDED_S = 1.0  # Java PULL_TIME_DELAY_MILLS_WHEN_SUSPEND
 
 
 def flow_thresholds(consumer: PushConsumer, mq: MessageQueue) -> tuple[int, int]:
@@ -59,6 +60,9 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
     store = consumer.offset_store
     next_offset = offset
     while not pq.dropped and consumer.running:
+        if consumer.suspended:
+            await asyncio.sleep(PULL_DELAY_WHEN_SUSPENDED_S)
+            continue
         threshold_count, threshold_bytes = flow_thresholds(consumer, mq)
         if pq.msg_count > threshold_count or pq.msg_size > threshold_bytes or (
                 not consumer.orderly and pq.max_span() > cfg.consume_concurrently_max_span):

@@ -99,6 +99,7 @@ class PushConsumer:
         self._state = "CREATED"
         self._sub_version = int(time.time() * 1000)
         self.start_timestamp_ms = 0
+        self._suspended = False
 
     # -------------------------------------------------------------- configuration
 
@@ -194,6 +195,27 @@ class PushConsumer:
         return register
 
     # -------------------------------------------------------------- lifecycle
+
+    def suspend(self) -> None:
+        """Stop pulling new messages (Java ``DefaultMQPushConsumer.suspend``); may be called
+        before :meth:`start`. Pulls already in flight still deliver what they return and
+        listeners finish what they hold; queues stay owned, offsets keep being committed. Each
+        queue's pull loop checks again every ``PULL_DELAY_WHEN_SUSPENDED_S`` (1 s, Java's
+        ``PULL_TIME_DELAY_MILLS_WHEN_SUSPEND``) until :meth:`resume`."""
+        if not self._suspended:
+            self._suspended = True
+            log.info("consumer %s suspended", self.group)
+
+    def resume(self) -> None:
+        """Pull again after :meth:`suspend` (within 1 s per queue)."""
+        if self._suspended:
+            self._suspended = False
+            log.info("consumer %s resumed", self.group)
+
+    @property
+    def suspended(self) -> bool:
+        """True between :meth:`suspend` and :meth:`resume`."""
+        return self._suspended
 
     @property
     def running(self) -> bool:
