@@ -63,7 +63,8 @@ split_addr = parse_addr
 _SILENT_PEER = "rocketmq.silent_peer"
 
 
-def client_ssl_context(trust_cert_path: str | None = None, *, verify: bool = True) -> ssl.SSLContext:
+def client_ssl_context(trust_cert_path: str | None = None, *, verify: bool = True, cert_path: str | None = None,
+                       key_path: str | None = None) -> ssl.SSLContext:
     """A TLS context for clients (Java ``TlsSystemConfig`` client side).
 
     Args:
@@ -72,11 +73,18 @@ def client_ssl_context(trust_cert_path: str | None = None, *, verify: bool = Tru
         verify: check the server certificate and host name (default True). Java's default
             (``tls.client.authServer=false``) does not; pass False to mirror it, e.g. against a
             broker with a throwaway self-signed certificate.
+        cert_path / key_path: the client's own certificate chain and key (PEM), for servers that
+            require client certificates (Java ``tls.client.certPath`` / ``tls.client.keyPath``).
+
+    Raises:
+        OSError, ssl.SSLError: unreadable or mismatched PEM files.
     """
     ctx = ssl.create_default_context(cafile=trust_cert_path)
     if not verify:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
+    if cert_path:
+        ctx.load_cert_chain(cert_path, key_path)
     return ctx
 
 

@@ -14,7 +14,7 @@ import pytest
 from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
 from rocketmq_sdk.admin.client import AdminClient
 from rocketmq_sdk.client.blocking import BlockingConnections
-from rocketmq_sdk.exceptions import RemotingConnectError
+from rocketmq_sdk.exceptions import RemotingConnectError, RemotingError
 from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServer
 from rocketmq_sdk.remoting.client import client_ssl_context
@@ -157,6 +157,36 @@ def test_untrusted_server_certificate_is_refused(pki):
                 await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}, b"hi"), 5000)
         finally:
             await client.close()
+            await server.stop()
+
+    run(main())
+
+
+def test_client_certificates_when_the_server_requires_them(pki, tmp_path):
+    ca = trustme.CA()
+    client_cert = ca.issue_cert("client@example")
+    client_pem = tmp_path / "client.pem"
+    client_cert.private_key_and_cert_chain_pem.write_to_path(str(client_pem))
+    ca_pem = tmp_path / "client-ca.pem"
+    ca.cert_pem.write_to_path(str(ca_pem))
+    server_ctx = server_ssl_context(pki["cert"], pki["key"], client_ca_path=str(ca_pem))
+
+    async def main():
+        server = _echo_server(server_ctx)
+        port = await server.start()
+        addr = f"127.0.0.1:{port}"
+        with_cert = RemotingClient(ssl_context=client_ssl_context(pki["ca"], cert_path=str(client_pem)))
+        without = RemotingClient(ssl_context=pki["client"])
+        try:
+            resp = await with_cert.invoke(addr, RemotingCommand.request(ECHO, {}, b"mtls"), 5000)
+            assert resp.body == b"mtls"
+            started = time.monotonic()
+            with pytest.raises(RemotingError):  # refused during or right after the handshake
+                await without.invoke(addr, RemotingCommand.request(ECHO, {}, b"no cert"), 5000)
+            assert time.monotonic() - started < 3.0
+        finally:
+            await with_cert.close()
+            await without.close()
             await server.stop()
 
     run(main())
