@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 __all__ = ["build_running_info"]
 
+# never sent: credentials (anyone running consumerStatus would read them) and non-settings
+_NOT_SHOWN = frozenset({"rpc_hooks", "secret_key", "security_token", "ssl_context"})
+
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
@@ -25,10 +28,12 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
     cfg = consumer.config
     props = {}
     for f in dataclasses.fields(cfg):
-        if f.name in ("rpc_hooks",):
+        if f.name in _NOT_SHOWN:
             continue
         v = getattr(cfg, f.name)
-        props[_camel(f.name)] = v.value if hasattr(v, "value") else str(v)
+        if v is None:  # Java's MixAll.object2Properties skips null fields
+            continue
+        props[_camel(f.name)] = v.value if hasattr(v, "value") else str(v).lower() if isinstance(v, bool) else str(v)
     props.update({
         "PROP_NAMESERVER_ADDR": cfg.namesrv_addr or "", "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
         "PROP_CONSUMEORDERLY": str(bool(consumer.orderly)).lower(), "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),

@@ -38,3 +38,18 @@ def test_session_shows_every_subcommand_and_no_refusal():
     assert "rocketmq-admin-session-" not in text  # the temporary store path is masked
     # what the setup promised: 16 keyed messages, consumed, lag 0; the resend reached the consumer
     assert "Diff Total: 0" in text and "KEYS=order-2" in text and "CR_SUCCESS" in text
+
+
+def test_consumer_running_info_never_carries_credentials():
+    """consumerStatus shows a consumer's settings: not its secret key (regression: it was sent
+    in clear to whoever asked), no Python ``None``/``True`` (Java skips null fields, prints false)."""
+    from rocketmq_sdk.consumer import PushConsumer
+    from rocketmq_sdk.consumer.running_info import build_running_info
+
+    consumer = PushConsumer("creds_cg", "127.0.0.1:1", access_key="OrderService", secret_key="order-secret-1")
+    consumer.subscribe("Orders", "*")
+    props = build_running_info(consumer).properties
+    assert "order-secret-1" not in props.values()
+    assert not {"secretKey", "securityToken", "sslContext"} & set(props)
+    assert not {"None", "True", "False"} & set(props.values())
+    assert props["useTls"] == "false" and props["accessKey"] == "OrderService"
