@@ -146,7 +146,7 @@ def _session(cluster: embedded.EmbeddedCluster, store_dir: str) -> Session:
                 out.run("consumerProgress", "-g", GROUP, "-t", TOPIC)
                 out.run("consumerProgress")
                 out.run("consumerConnection", "-g", GROUP)
-                out.run("consumerStatus", "-g", GROUP, head=25, note="the rest: the process queues")
+                out.run("consumerStatus", "-g", GROUP, head=25, note="more settings, then the number of queues held")
                 out.run("producerConnection", "-g", PRODUCER_GROUP, "-t", TOPIC)
                 out.run("queryMsgByKey", "-t", TOPIC, "-k", "order-2")
                 out.run("queryMsgByUniqueKey", "-i", s.msg_id, "-t", TOPIC)
