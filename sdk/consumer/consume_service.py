@@ -168,6 +168,8 @@ class ConsumeMessageConcurrentlyService:
                         msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> list[MessageExt]:
         """Send back what the listener did not acknowledge; returns the settled messages (those
         whose send-back failed stay in flight and are consumed again later)."""
+        if status is _SUCCESS and ctx.ack_index >= len(msgs) - 1:
+            return msgs  # all acknowledged (the common case)
         ack = min(ctx.ack_index, len(msgs) - 1) if status is _SUCCESS else -1
         failed: list[MessageExt] = []
         if not self.consumer.clustering:  # broadcasting: Java drops failed messages
