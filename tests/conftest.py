@@ -7,6 +7,8 @@ relative to the repository root (CI clones the repo with ``shared/`` beside it).
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,3 +25,13 @@ def load_capture(name: str) -> list[dict]:
         pytest.skip(f"golden captures not found at {path}")
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+def wait_until(cond: Callable[[], object], timeout_s: float = 15.0, what: str = "condition") -> None:
+    """Poll ``cond`` every 20 ms until it is truthy; AssertionError naming ``what`` after
+    ``timeout_s`` seconds (the suite's one way to wait: never a bare sleep)."""
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)

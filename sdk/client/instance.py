@@ -143,6 +143,15 @@ class MQClientInstance:
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(coro)
 
+    def spawn_background(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` as a task cancelled by :meth:`shutdown` (call on the loop thread)."""
+        if self._closed:
+            coro.close()
+            return
+        task = self._spawn(coro)
+        self._tasks.append(task)
+        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+
     async def shutdown(self) -> None:
         """Cancel the periodic tasks and close every connection."""
         self._closed = True
@@ -254,6 +263,23 @@ class MQClientInstance:
             if topic in consumer.subscribed_topics():
                 mqs = mqs if mqs is not None else subscribe_queues_from_route(topic, route)
                 consumer.update_subscribe_info(topic, mqs)
+
+    async def announce_producer(self, default_topic: str) -> None:
+        """Learn the brokers serving ``default_topic`` (TBW102) and heartbeat them, as a Java
+        producer does right after start (route fetch at 10 ms, first heartbeat at 1 s), so the
+        brokers know the producer group (transaction checks, producerConnection) before its
+        first send. Failures are logged at DEBUG: a cluster without TBW102 is normal."""
+        try:
+            route = await self.api.get_topic_route(default_topic)
+        except MQError as exc:
+            log.debug("client %s: no route for %s at start: %s", self.client_id, default_topic, exc)
+        else:
+            for bd in route.broker_datas:
+                self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
+        try:
+            await self.send_heartbeat_to_all()
+        except MQError as exc:
+            log.debug("client %s: first heartbeat failed: %s", self.client_id, exc)
 
     async def update_all_routes(self) -> None:
         """Refresh the route of every topic used by a producer or consumer of this instance."""

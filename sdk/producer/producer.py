@@ -168,6 +168,7 @@ class Producer(RequestReplyMixin):
             self._instance = inst
             self._pid = os.getpid()
             self._state = "RUNNING"
+        inst.loop_thread.call_soon(inst.spawn_background, inst.announce_producer(self.config.create_topic_key))
         log.info("producer %s started (client %s)", self.group, inst.client_id)
 
     def shutdown(self) -> None:
