@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 from rocketmq_sdk.exceptions import IllegalArgumentError, MQError, RemotingError
+from rocketmq_sdk.protocol.codes import version_desc
 
 from .client import AdminClient, parse_namesrv_addr
 from .models import ConsumerProgress, running_info_to_dict, to_jsonable
@@ -267,8 +268,9 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str | None, topi
         groups = admin.consumer_groups()
         emit(as_json, groups, lambda: table(
             ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"],
-            [(g.group, g.count, g.version, g.consume_type, g.message_model, g.consume_tps, g.diff_total)
-             for g in groups], numeric=(1, 2, 5, 6)))
+            [(g.group, g.count, version_desc(g.version) if g.count > 0 else "OFFLINE", g.consume_type,
+              g.message_model, g.consume_tps, g.diff_total)
+             for g in groups], numeric=(1, 5, 6)))
         return
     if not watch:
         p = admin.consumer_progress(group, topic)
@@ -320,8 +322,9 @@ def consumer_connection(admin: AdminClient, as_json: bool, group: str) -> None:
 
 def _connections_table(conns: list) -> str:
     return table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"],
-                 [(i, x.client_id, x.client_addr, x.language, x.version) for i, x in enumerate(conns, 1)],
-                 numeric=(0, 4))
+                 [(i, x.client_id, x.client_addr, x.language, version_desc(x.version))
+                  for i, x in enumerate(conns, 1)],
+                 numeric=(0,))
 
 
 @command("producerConnection", "The producers online in a producer group.")
