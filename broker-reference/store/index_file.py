@@ -12,12 +12,14 @@ creation local time ``yyyyMMddHHmmssSSS``.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import logging
 import mmap
 import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import mul
 
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
@@ -34,9 +36,28 @@ _SLOT = struct.Struct(">i")
 _INT_MAX = 0x7FFFFFFF
 
 
+# Index keys ``topic#UNIQ_KEY`` of one producer share all but the last 12 characters (topic, then
+# the UNIQ_KEY's ip/pid/class-loader part): hashCode(p + s) = hashCode(p)·31^len(s) + hashCode(s)
+# (mod 2^32), so the shared prefix is hashed once (memoised) and only the suffix per message.
+_SUFFIX = 12
+_POW31_SUFFIX_DESC = [pow(31, _SUFFIX - 1 - i, 1 << 32) for i in range(_SUFFIX)]
+_POW31_SUFFIX = pow(31, _SUFFIX, 1 << 32)
+
+
+@functools.lru_cache(maxsize=1024)
+def _prefix_hash(prefix: str) -> int:
+    return java_string_hash(prefix) & 0xFFFFFFFF
+
+
 def index_key_hash(key: str) -> int:
     """``abs(key.hashCode())`` with ``Integer.MIN_VALUE`` → 0, as RocketMQ."""
-    h = java_string_hash(key)
+    if len(key) > 24 and key.isascii():
+        h = (_prefix_hash(key[:-_SUFFIX]) * _POW31_SUFFIX
+             + sum(map(mul, key[-_SUFFIX:].encode("ascii"), _POW31_SUFFIX_DESC))) & 0xFFFFFFFF
+        if h & 0x80000000:
+            h -= 0x100000000
+    else:
+        h = java_string_hash(key)
     return 0 if h == -0x80000000 else abs(h)
 
 
