@@ -19,7 +19,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from broker_send_path import CountingTransport  # noqa: E402
-
 from rocketmq_broker.embedded import start_dev_cluster  # noqa: E402
 from rocketmq_sdk import Message  # noqa: E402
 from rocketmq_sdk.protocol.codes import RequestCode  # noqa: E402
