@@ -36,7 +36,11 @@ class BrokerConfig:
         flush_disk_type: ``ASYNC_FLUSH`` or ``SYNC_FLUSH``.
         max_message_size: largest body accepted, bytes (4 MiB).
         long_polling_enable: hold pulls that find nothing (true).
-        short_polling_time_mills: hold time when long polling is off (1000 ms).
+        short_polling_time_mills: hold time when long polling is off (1000 ms), also the
+            re-check period of held pulls then.
+        pull_hold_check_interval: period of the re-check of held pulls with long polling (5000 ms;
+            not a Java key: Java's ``PullRequestHoldService`` hard-codes 5 s). Small values are
+            for tests.
         register_name_server_period: full registration period (30000 ms).
         flush_consumer_offset_interval: consumerOffset.json write period (5000 ms).
         channel_expired_timeout: drop client channels silent this long (120000 ms).
@@ -93,6 +97,7 @@ class BrokerConfig:
     max_message_size: int = 4 * 1024 * 1024
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
+    pull_hold_check_interval: int = 5000
     register_name_server_period: int = 30_000
     flush_consumer_offset_interval: int = 5_000
     channel_expired_timeout: int = 120_000

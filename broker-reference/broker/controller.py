@@ -93,7 +93,7 @@ class BrokerController:
         self.groups.load()
         self.schedule.load()
         await loop.run_in_executor(None, self.store.start)
-        self.pull.loop = loop
+        self.pull.start(loop)
         port = await self.server.start(self.config.bind_address, self.config.listen_port)
         self.config.listen_port = port
         self._register_soon = asyncio.Event()
@@ -111,7 +111,7 @@ class BrokerController:
             t.cancel()
         await self.schedule.stop()
         await self.transactions.stop()
-        self.pull.release_all()
+        self.pull.stop()
         await self._unregister_all()
         await self.server.stop()
         await self.namesrv_client.close()

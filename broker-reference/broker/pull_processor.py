@@ -3,6 +3,12 @@
 A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag is held for
 ``suspendTimeoutMillis`` and answered as soon as a message arrives on its queue (the store's
 arrival listener wakes it) or when the time is up, exactly once.
+
+As Java's ``PullRequestHoldService`` does, held pulls are also re-checked periodically (every
+``pull_hold_check_interval`` ms, 5 s; ``short_polling_time_mills`` without long polling): a held
+pull whose queue grew is answered then even if no arrival matched its SQL92 filter, so a pull
+for which only non-matching messages arrived gets PULL_RETRY_IMMEDIATELY (NO_MATCHED_MESSAGE,
+offset moved past them) within one period instead of at its own suspend timeout.
 """
 
 from __future__ import annotations
@@ -50,6 +56,19 @@ class PullProcessor:
         # (topic, queue_id) -> held pulls: (offset, channel, request, header, subscription, timer)
         self._held: dict[tuple[str, int], list] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._checker: asyncio.Task | None = None
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Bind to the broker's loop and start the periodic re-check of held pulls."""
+        self.loop = loop
+        self._checker = loop.create_task(self._check_loop())
+
+    def stop(self) -> None:
+        """Stop the periodic re-check and answer every held pull."""
+        if self._checker is not None:
+            self._checker.cancel()
+            self._checker = None
+        self.release_all()
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.PULL_MESSAGE, self.pull)
@@ -203,6 +222,23 @@ class PullProcessor:
         for entry in list(self._held.get(key, ())):
             if max_offset > entry[0] and (entry[4] is None or entry[4](tags_code, properties)):
                 self._release(key, entry)
+
+    def check_held(self) -> None:
+        """Java ``checkHoldRequest``: wake every held pull whose queue holds messages past its
+        offset, without a tags code or properties (every filter matches then)."""
+        store = self.broker.store
+        for key in list(self._held):
+            try:
+                self._wake(key, store.get_max_offset_in_queue(*key))
+            except Exception:  # noqa: BLE001 - one queue must not stop the others
+                log.exception("check hold request failed, topic=%s, queueId=%d", *key)
+
+    async def _check_loop(self) -> None:
+        cfg = self.broker.config
+        while True:
+            period_ms = cfg.pull_hold_check_interval if cfg.long_polling_enable else cfg.short_polling_time_mills
+            await asyncio.sleep(max(period_ms, 1) / 1000.0)
+            self.check_held()
 
     def release_all(self) -> None:
         for key, entries in list(self._held.items()):

@@ -27,7 +27,10 @@ ROWS = [(0, "x", "1", "TagA"), (3, "y", None, "TagB"), (6, "x", None, "TagA"), (
 
 @pytest.fixture(scope="module")
 def cluster():
-    with embedded.start_dev_cluster(in_process=True, broker_config={"enable_property_filter": True}) as c:
+    # no periodic re-check of held pulls here (it would answer the held pull of
+    # test_held_pull_is_woken_only_by_a_matching_message; test_held_pull_recheck covers it)
+    config = {"enable_property_filter": True, "pull_hold_check_interval": 600_000}
+    with embedded.start_dev_cluster(in_process=True, broker_config=config) as c:
         yield c
 
 
