@@ -66,6 +66,9 @@ class BrokerConfig:
             (``transactionCheckMax``, 15).
         transaction_check_interval: period of the transaction check rounds
             (``transactionCheckInterval``, 60000 ms).
+        reject_transaction_message: refuse half messages (``TRAN_MSG=true``) with NO_PERMISSION
+            "the broker[<brokerIP1>] sending transaction message is forbidden"
+            (``rejectTransactionMessage``, false).
         store_reply_message_enable: store request-reply replies too, besides pushing them to the
             requester (``storeReplyMessageEnable``, true).
         tls_enable: serve TLS only and talk TLS to the name servers (``tlsEnable``, false; Java
@@ -118,6 +121,7 @@ class BrokerConfig:
     transaction_time_out: int = 6_000
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000
+    reject_transaction_message: bool = False
     store_reply_message_enable: bool = True
     tls_enable: bool = False
     tls_server_cert_path: str | None = None

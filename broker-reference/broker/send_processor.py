@@ -126,6 +126,9 @@ class SendProcessor:
         inner = self._inner(topic, queue_id, body, props, h.flag or 0, sys_flag, born, ch.remote_addr, reconsume)
         inner.wait_store_msg_ok = wait
         if MC.TRANSACTION_PREPARED in props:  # half message (TRAN_MSG)
+            refused = b.transactions.refusal(props)
+            if refused is not None:
+                return cmd.response(ResponseCode.NO_PERMISSION, refused)
             inner = b.transactions.prepare(inner)
         return then(b.put_message(inner), lambda result: self._response(cmd, result, queue_id))
 

@@ -24,7 +24,7 @@ import pytest
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_broker.store.results import GetMessageStatus
 from rocketmq_sdk import ConsumeConcurrentlyStatus, PushConsumer
-from rocketmq_sdk.exceptions import RemotingTimeoutError
+from rocketmq_sdk.exceptions import MQBrokerError, MQClientError, RemotingTimeoutError
 from rocketmq_sdk.producer import LocalTransactionState, TransactionProducer
 from rocketmq_sdk.protocol import Message
 from rocketmq_sdk.protocol.codes import (
@@ -589,3 +589,33 @@ def test_compressed_body_survives_check_and_commit(fast_cluster):
     assert listener.checked[0].body == body and listener.checked[0].sys_flag & MessageSysFlag.COMPRESSED
     (m,) = stored(c, topic)
     assert m.body == body and m.msg_id == r.msg_id and m.sys_flag & MessageSysFlag.COMPRESSED
+
+
+def test_reject_transaction_message_refuses_half_messages_only(fast_cluster):
+    """``rejectTransactionMessage=true``: a half message gets NO_PERMISSION with Java's remark
+    (nothing stored, the local transaction never runs); ordinary sends still pass."""
+    c = fast_cluster
+    topic, group = unique("TxRejected"), unique("tx_pg_rej")
+    c.broker.update_config({"rejectTransactionMessage": "true"})
+    executed: list = []
+
+    class Recording(Listener):
+        def execute_local_transaction(self, msg, arg):
+            executed.append(msg)
+            return arg
+
+    p = tx_producer(c, group, Recording())
+    try:
+        with pytest.raises(MQClientError) as info:
+            send(p, topic, "refused", COMMIT)
+        cause = info.value.__cause__
+        assert isinstance(cause, MQBrokerError) and cause.code == ResponseCode.NO_PERMISSION
+        assert cause.remark == f"the broker[{c.broker.config.broker_ip1}] sending transaction message is forbidden"
+        assert executed == []
+        assert stored(c, TRANS_HALF_TOPIC, range(1)) == []
+        assert p.send(Message(topic, b"plain", keys="plain")).send_status.name == "SEND_OK"
+        c.broker.update_config({"rejectTransactionMessage": "false"})
+        assert send(p, topic, "accepted", COMMIT).local_transaction_state is COMMIT
+        wait_until(lambda: keys_in(c, topic) == Counter(plain=1, accepted=1), what="the accepted transaction")
+    finally:
+        p.shutdown()

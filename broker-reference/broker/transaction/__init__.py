@@ -34,6 +34,7 @@ class BrokerTransactions:
     """
 
     def __init__(self, broker: BrokerController) -> None:
+        self.broker = broker
         self.bridge = TransactionalMessageBridge(broker)
         self.end_transaction = EndTransactionProcessor(broker, self.bridge)
         self.check_service = TransactionCheckService(broker, self.bridge)
@@ -48,6 +49,15 @@ class BrokerTransactions:
 
     async def stop(self) -> None:
         await self.check_service.stop()
+
+    def refusal(self, props: dict[str, str]) -> str | None:
+        """The NO_PERMISSION remark for a message sent with ``TRAN_MSG=true`` while the broker's
+        ``reject_transaction_message`` is set (Java ``rejectTransactionMessage``, checked as
+        4.9.8's ``asyncSendMessage`` does, before the half message is stored); None otherwise."""
+        config = self.broker.config
+        if not config.reject_transaction_message or props.get(MC.TRANSACTION_PREPARED, "").lower() != "true":
+            return None
+        return f"the broker[{config.broker_ip1}] sending transaction message is forbidden"
 
     @staticmethod
     def prepare(inner: InnerMessage) -> InnerMessage:
