@@ -100,6 +100,22 @@ class ProducerManager:
     def register(self, group: str, info: ClientChannelInfo) -> None:
         self.groups.setdefault(group, {})[info.channel] = info
 
+    def scan_expired(self, timeout_ms: float) -> list[Channel]:
+        """Java ``ProducerManager.scanNotActiveChannel``: remove the channels that have not
+        heartbeated for ``timeout_ms`` (ms) from their groups and return them (to be closed)."""
+        now = time.monotonic() * 1000
+        dead = []
+        for name, chans in list(self.groups.items()):
+            for ch, info in list(chans.items()):
+                if now - info.last_update_ms > timeout_ms:
+                    del chans[ch]
+                    dead.append(ch)
+                    log.warning("SCAN: remove expired channel[%s] from ProducerManager groupChannelTable, "
+                                "producer group name: %s", ch.remote_addr, name)
+            if not chans:
+                del self.groups[name]
+        return dead
+
     def unregister_channel(self, channel: Channel, group: str | None = None) -> None:
         for name, chans in list(self.groups.items()):
             if group is None or name == group:

@@ -186,6 +186,8 @@ class BrokerController:
     async def _scan_channels_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.client_channel_scan_interval / 1000.0)
+            for ch in self.producers.scan_expired(self.config.channel_expired_timeout):
+                ch.close()
             for ch in self.consumers.scan_expired(self.config.channel_expired_timeout):
                 log.info("closing idle consumer channel %s", ch.remote_addr)
                 ch.close()
