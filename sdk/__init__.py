@@ -28,8 +28,11 @@ from .exceptions import (
     MQBrokerError,
     MQClientError,
     MQError,
+    RemotingConnectError,
     RemotingError,
     RemotingTimeoutError,
+    RequestTimeoutError,
+    TopicNotExistError,
 )
 from .producer import (
     LocalTransactionState,
@@ -77,7 +80,10 @@ __all__ = [
     "Producer",
     "ProducerConfig",
     "PullStatus",
+    "RemotingConnectError",
     "RemotingError",
+    "RequestTimeoutError",
+    "TopicNotExistError",
     "RemotingTimeoutError",
     "SelectMessageQueueByHash",
     "SelectMessageQueueByRandom",
