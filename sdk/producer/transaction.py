@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import enum
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -49,7 +50,10 @@ class TransactionListener(Protocol):
     ``execute_local_transaction(msg, arg)`` runs in the sending thread right after the half
     message is stored; ``check_local_transaction(msg)`` runs on the check pool when the broker
     asks about a transaction it has no outcome for (``msg.transaction_id`` identifies it). An
-    exception or a None return counts as ``UNKNOW`` (the broker asks again later).
+    exception or a None return counts as ``UNKNOW`` (the broker asks again later); as in Java, an
+    exception is also reported in END_TRANSACTION's remark (``executeLocalTransactionBranch
+    exception: ValueError: text``, ``checkLocalTransactionState Exception: ValueError: text,
+    function(file.py:line)``).
     """
 
     def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState: ...
@@ -64,18 +68,40 @@ class TransactionSendResult(SendResult):
     local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
 
 
-def _call_listener(fn: Any, *args: Any) -> LocalTransactionState:
+def _call_listener(fn: Any, *args: Any) -> tuple[LocalTransactionState, Exception | None]:
+    """(state, the exception the listener raised or None); a raise or a None return is UNKNOW."""
     try:
         state = fn(*args)
-    except Exception:
+    except Exception as exc:
         log.exception("transaction listener %s raised; the state is UNKNOW", getattr(fn, "__name__", fn))
-        return LocalTransactionState.UNKNOW
+        return LocalTransactionState.UNKNOW, exc
     if state is None:
-        return LocalTransactionState.UNKNOW
+        return LocalTransactionState.UNKNOW, None
     if not isinstance(state, LocalTransactionState):
         log.warning("transaction listener returned %r, not a LocalTransactionState; UNKNOW", state)
-        return LocalTransactionState.UNKNOW
-    return state
+        return LocalTransactionState.UNKNOW, None
+    return state, None
+
+
+def _describe(exc: BaseException) -> str:
+    """Java ``Throwable.toString()`` for a Python exception: ``ValueError: text`` (module-qualified
+    outside builtins; the bare name when the message is empty)."""
+    cls = type(exc)
+    name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    text = str(exc)
+    return f"{name}: {text}" if text else name
+
+
+def _describe_with_frame(exc: BaseException) -> str:
+    """Java ``RemotingHelper.exceptionSimpleDesc``: the description plus the innermost frame
+    (``function(file.py:line)``)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return _describe(exc)
+    code = tb.tb_frame.f_code
+    return f"{_describe(exc)}, {code.co_name}({os.path.basename(code.co_filename)}:{tb.tb_lineno})"
 
 
 class TransactionProducer(Producer):
@@ -150,24 +176,27 @@ class TransactionProducer(Producer):
             raise
         except Exception as exc:
             raise MQClientError(f"sending the half message of a transaction failed: {exc}") from exc
+        error = None
         if result.send_status is SendStatus.SEND_OK:
             msg.transaction_id = msg.get_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
             if result.transaction_id:
                 msg.put_user_property(MC.TRANSACTION_ID_LITERAL, result.transaction_id)
-            state = _call_listener(self.listener.execute_local_transaction, msg, arg)
+            state, error = _call_listener(self.listener.execute_local_transaction, msg, arg)
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
         if state is not LocalTransactionState.COMMIT_MESSAGE:
             log.info("transaction %s: local state %s", result.msg_id, state.value)
+        # as Java's endTransaction: a raising listener is reported in the request's remark
+        remark = None if error is None else f"executeLocalTransactionBranch exception: {_describe(error)}"
         try:
-            self._end_transaction(result, state)
+            self._end_transaction(result, state, remark)
         except Exception:
             log.warning("END_TRANSACTION of %s (%s) failed; the broker will check it", result.msg_id,
                         state.value, exc_info=True)
         return TransactionSendResult(**{f: getattr(result, f) for f in SendResult.__dataclass_fields__},
                                      local_transaction_state=state)
 
-    def _end_transaction(self, result: SendResult, state: LocalTransactionState) -> None:
+    def _end_transaction(self, result: SendResult, state: LocalTransactionState, remark: str | None = None) -> None:
         inst = self._running()
         commit_log_offset = decode_offset_msg_id(result.offset_msg_id)[2] if result.offset_msg_id else 0
         mq = result.message_queue
@@ -180,7 +209,7 @@ class TransactionProducer(Producer):
 
         async def end() -> None:
             addr = await self._master_addr(inst, mq, mq.topic)
-            await inst.api.end_transaction_oneway(addr, header, remark=None)
+            await inst.api.end_transaction_oneway(addr, header, remark=remark)
 
         inst.run(end(), self.config.send_msg_timeout / 1000.0)
 
@@ -203,14 +232,15 @@ class TransactionProducer(Producer):
 
     def _run_check(self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader) -> None:
         try:
-            state = _call_listener(self.listener.check_local_transaction, msg)
+            state, error = _call_listener(self.listener.check_local_transaction, msg)
+            remark = None if error is None else f"checkLocalTransactionState Exception: {_describe_with_frame(error)}"
             uniq = msg.get_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or header.msg_id
             end = EndTransactionRequestHeader(
                 producer_group=self.group, tran_state_table_offset=header.tran_state_table_offset,
                 commit_log_offset=header.commit_log_offset, commit_or_rollback=state.end_type,
                 from_transaction_check=True, msg_id=uniq, transaction_id=header.transaction_id)
             inst = self._inst()
-            inst.run(inst.api.end_transaction_oneway(addr, end, remark=None), self.config.send_msg_timeout / 1000.0)
+            inst.run(inst.api.end_transaction_oneway(addr, end, remark=remark), self.config.send_msg_timeout / 1000.0)
         except Exception:
             log.warning("answering the transaction check of %s failed", header.msg_id, exc_info=True)
         finally:

@@ -619,3 +619,40 @@ def test_reject_transaction_message_refuses_half_messages_only(fast_cluster):
         wait_until(lambda: keys_in(c, topic) == Counter(plain=1, accepted=1), what="the accepted transaction")
     finally:
         p.shutdown()
+
+
+def test_listener_exceptions_are_reported_in_end_transaction_remarks(fast_cluster):
+    """As Java's producer: a raising ``execute_local_transaction`` ends the transaction UNKNOW with
+    remark ``executeLocalTransactionBranch exception: <exception>``; a raising check answers with
+    ``checkLocalTransactionState Exception: <exception>, <innermost frame>``."""
+    c = fast_cluster
+    topic, group = unique("TxRaising"), unique("tx_pg_raise")
+    ends: list[RemotingCommand] = []
+
+    def record(_channel, cmd):
+        if cmd.code == RequestCode.END_TRANSACTION:
+            ends.append(cmd)
+
+    c.broker.server.add_request_hook(record)
+
+    class Raising(Listener):
+        def execute_local_transaction(self, msg, arg):
+            raise ValueError("db down")
+
+        def check_local_transaction(self, msg):
+            raise KeyError("order-7")
+
+    p = tx_producer(c, group, Raising())
+    try:
+        result = send(p, topic, "raising", COMMIT)
+        assert result.local_transaction_state is UNKNOW
+        wait_until(lambda: len(ends) == 1, what="END_TRANSACTION")
+        assert ends[0].remark == "executeLocalTransactionBranch exception: ValueError: db down"
+        assert ends[0].ext_fields["commitOrRollback"] == "0"
+        assert check_round(c, group) == 1
+        wait_until(lambda: len(ends) == 2, what="the check's END_TRANSACTION")
+        assert ends[1].ext_fields["fromTransactionCheck"] == "true"
+        assert re.fullmatch(r"checkLocalTransactionState Exception: KeyError: 'order-7', "
+                            r"check_local_transaction\(test_transactions\.py:\d+\)", ends[1].remark)
+    finally:
+        p.shutdown()
