@@ -3,6 +3,8 @@
 UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53) edit the broker's ``plain_acl.yml`` (a new
 ``dataVersion`` each time; the validator picks the change up at once), GET_BROKER_CLUSTER_ACL_INFO
 (52) reports that version (with ACL off 4.9.8 does not answer it, nor does this broker).
+GET_BROKER_CLUSTER_ACL_CONFIG (54) is not served: 4.9.8 removed it (apache/rocketmq#7653) and
+answers REQUEST_CODE_NOT_SUPPORTED, after the ACL check as for every unknown code.
 
 Mirrored: an update merges into an existing account (fields not sent are kept; ``topicPerms`` /
 ``groupPerms`` are comma-separated ``res=PERM`` lists), a new access key is appended; keys must be
@@ -82,6 +84,16 @@ class AclAdminProcessor:
                          RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.update_global_white_addrs,
                          RequestCode.GET_BROKER_CLUSTER_ACL_INFO: self.acl_config_version}.items():
             server.register_processor(code, fn)
+        if server.default_processor is None:
+            server.default_processor = self.not_supported
+
+    @staticmethod
+    def not_supported(_ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
+        """Any code no processor serves, e.g. GET_BROKER_CLUSTER_ACL_CONFIG (54, removed in 4.9.8
+        with mqadmin's ``getAccessConfig``): REQUEST_CODE_NOT_SUPPORTED " request type 54 not
+        supported". As 4.9.8's broker, whose ``AdminBrokerProcessor`` is the default processor,
+        the request passes the ACL check first (unsigned: refused when ``aclEnable``)."""
+        return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
 
     # -- the file ---------------------------------------------------------------------------------
     @property

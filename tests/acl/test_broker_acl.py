@@ -403,16 +403,24 @@ def test_admin_cli_signs_with_access_key_options(cluster):
     assert cluster.broker.topics.get(topic) is not None
 
 
-def test_unknown_codes_are_not_supported_before_any_acl_check(cluster):
+@pytest.mark.parametrize("code", [9999, 54])  # 54: GET_BROKER_CLUSTER_ACL_CONFIG, removed in 4.9.8
+def test_unknown_codes_pass_the_acl_check_then_are_not_supported(cluster, code):
+    """4.9.8's broker has a default processor (``AdminBrokerProcessor``), so a code nobody serves
+    is ACL-checked like any other request, then answered REQUEST_CODE_NOT_SUPPORTED."""
     from rocketmq_sdk.remoting import RemotingClient
     from rocketmq_sdk.remoting.loop import EventLoopThread
 
     loop = EventLoopThread("acl-raw")
     client = RemotingClient()
     try:
-        unknown = loop.run(client.invoke(cluster.broker_addr, RemotingCommand.request(9999, {}), 3000), 5)
+        signed = RemotingCommand.request(code, {})
+        AclClientRPCHook(USER, USER_SECRET).before_request(cluster.broker_addr, signed)
+        unknown = loop.run(client.invoke(cluster.broker_addr, signed, 3000), 5)
         assert (unknown.code, unknown.remark) == (ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                                  " request type 9999 not supported")
+                                                  f" request type {code} not supported")
+        unsigned = loop.run(client.invoke(cluster.broker_addr, RemotingCommand.request(code, {}), 3000), 5)
+        assert (unsigned.code, unsigned.remark) == (ResponseCode.NO_PERMISSION,
+                                                    f"{ACL_EXCEPTION}: No accessKey is configured")
         refused = loop.run(client.invoke(cluster.broker_addr,
                                          RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}), 3000), 5)
         assert (refused.code, refused.remark) == (ResponseCode.NO_PERMISSION,
