@@ -27,7 +27,7 @@ def load_capture(name: str) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def wait_until(cond: Callable[[], object], timeout_s: float = 15.0, what: str = "condition") -> None:
+def wait_until(cond: Callable[[], object], timeout_s: float = 20.0, what: str = "condition") -> None:
     """Poll ``cond`` every 20 ms until it is truthy; AssertionError naming ``what`` after
     ``timeout_s`` seconds (the suite's one way to wait: never a bare sleep)."""
     deadline = time.monotonic() + timeout_s

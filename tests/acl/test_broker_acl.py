@@ -31,7 +31,7 @@ from rocketmq_sdk.protocol.acl import AclClientRPCHook
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.remoting import RemotingCommand
 
-from tests.conftest import load_capture
+from tests.conftest import load_capture, wait_until
 
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 
@@ -70,13 +70,6 @@ _names = itertools.count()
 def unique(prefix: str) -> str:
     return f"{prefix}{next(_names)}_{int(time.time() * 1000) % 100000}"
 
-
-def wait_until(cond, timeout_s: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def write_acl(path: str, text: str) -> None:

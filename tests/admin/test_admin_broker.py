@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -16,6 +15,8 @@ from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.exceptions import MQBrokerError
 from rocketmq_sdk.protocol.message import Message
 
+from tests.conftest import wait_until
+
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 
 TOPIC = "AdminTopic"
@@ -25,13 +26,6 @@ FAST = {"suspend_timeout": 1000, "pull_timeout": 4000, "rebalance_interval": 500
         "persist_consumer_offset_interval": 200, "consume_from_where": "CONSUME_FROM_FIRST_OFFSET",
         "heartbeat_broker_interval": 500}
 
-
-def wait_until(cond, timeout_s: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,7 @@ from rocketmq_broker.embedded import start_cluster
 from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
 from rocketmq_sdk.admin.client import AdminClient
 
-
-def _wait(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
-        time.sleep(0.02)
+from tests.conftest import wait_until
 
 
 @pytest.mark.parametrize("namesrvs", [1, 2])
@@ -58,7 +53,7 @@ def test_topic_on_two_brokers_is_routed_spread_and_consumed(namesrvs):
         c.register_message_listener(listener)
         c.start()
         try:
-            _wait(lambda: len(got) >= 40, 20, "40 messages")
+            wait_until(lambda: len(got) >= 40, 20, "40 messages")
         finally:
             c.shutdown()
         ids = [m for m, _ in got]

@@ -32,6 +32,8 @@ from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.remoting import RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
+from tests.conftest import wait_until
+
 CASES = int(os.environ.get("FUZZ_CASES", "3000"))
 WORKERS = 16
 IO_TIMEOUT_S = 5.0
@@ -277,12 +279,6 @@ def _fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def _wait(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
-        time.sleep(0.02)
-
 
 def test_fuzzed_frames_never_break_the_broker_or_the_name_server(tmp_path, server_process):
     seed = int(os.environ.get("FUZZ_SEED", random.SystemRandom().randrange(1 << 32)))
@@ -345,12 +341,12 @@ def test_fuzzed_frames_never_break_the_broker_or_the_name_server(tmp_path, serve
         assert not sender.is_alive(), f"seed {seed}: a well-behaved send hung"
         assert not send_errors, f"seed {seed}: well-behaved sends failed during fuzzing: {send_errors[:3]}"
         assert len(sent) >= 50
-        _wait(lambda: received >= set(sent), 20, f"seed {seed}: the consumer to get all {len(sent)} messages")
+        wait_until(lambda: received >= set(sent), 20, f"seed {seed}: the consumer to get all {len(sent)} messages")
     finally:
         consumer.shutdown()
         producer.shutdown()
     # every fuzz connection was released (no leaked sockets, nothing stuck half-open)
-    _wait(lambda: _fd_count(dev.proc.pid) <= base_fds + 4, 10,
+    wait_until(lambda: _fd_count(dev.proc.pid) <= base_fds + 4, 10,
           f"seed {seed}: broker fds to return to {base_fds} (now {_fd_count(dev.proc.pid)})")
     log = dev.log()
     assert not _unhandled_errors(log), f"seed {seed}: unhandled errors in the server log: {_unhandled_errors(log)[:3]}"

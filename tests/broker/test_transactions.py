@@ -39,7 +39,7 @@ from rocketmq_sdk.protocol.message_codec import decode_message, decode_messages
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 
-from tests.conftest import load_capture
+from tests.conftest import load_capture, wait_until
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -56,13 +56,6 @@ _seq = iter(range(10**6))
 def unique(prefix: str) -> str:
     return f"{prefix}_{next(_seq)}_{int(time.time() * 1000) % 100000}"
 
-
-def wait_until(cond: Callable[[], bool], timeout_s: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 class Listener:

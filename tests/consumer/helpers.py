@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+
+from tests.conftest import wait_until  # noqa: F401 - shared with the consumer tests
 
 #: short intervals so rebalances, persists and long polls settle within a second or two
 FAST = {"suspend_timeout": 1000, "pull_timeout": 4000, "rebalance_interval": 500,
         "persist_consumer_offset_interval": 300, "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
 _names = itertools.count()
 
-
-def wait_until(cond: Callable[[], bool], timeout_s: float = 15.0, what: str = "condition") -> None:
-    """Poll ``cond`` every 20 ms until true; AssertionError after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def unique(prefix: str) -> str:

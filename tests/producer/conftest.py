@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
 
 import pytest
+
+from tests.conftest import wait_until  # noqa: F401 - shared with the producer tests
 
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 
@@ -17,13 +18,6 @@ def unique(prefix: str) -> str:
     """A name no other test uses (topics and groups persist in the module's broker)."""
     return f"{prefix}_{next(_names)}_{int(time.time() * 1000) % 100000}"
 
-
-def wait_until(cond: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.01)
 
 
 def stored_count(broker, topic: str, queues: int = 8) -> int:

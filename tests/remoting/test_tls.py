@@ -20,6 +20,8 @@ from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServe
 from rocketmq_sdk.remoting.client import client_ssl_context
 from rocketmq_sdk.remoting.server import server_ssl_context
 
+from tests.conftest import wait_until
+
 trustme = pytest.importorskip("trustme")
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 
@@ -56,13 +58,6 @@ def _echo_server(ssl_context: ssl.SSLContext | None) -> RemotingServer:
     server.register_processor(ECHO, lambda ch, cmd: cmd.response(ResponseCode.SUCCESS, body=cmd.body))
     return server
 
-
-def wait_until(cond, timeout_s: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_request_and_response_over_tls(pki):

@@ -22,6 +22,8 @@ from rocketmq_sdk import (
 )
 from rocketmq_sdk.producer import java_hash_code
 
+from tests.conftest import wait_until
+
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 
 SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
@@ -29,13 +31,6 @@ FAST = {"suspend_timeout": 2000, "pull_timeout": 5000, "rebalance_interval": 100
         "persist_consumer_offset_interval": 500, "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
 _names = itertools.count()
 
-
-def wait_until(cond: Callable[[], bool], timeout_s: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def unique(prefix: str) -> str:
