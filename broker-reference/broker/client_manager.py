@@ -36,10 +36,10 @@ class ConsumerGroupInfo:
 
 
 class ConsumerManager:
-    def __init__(self) -> None:
+    def __init__(self, filters: ConsumerFilterManager | None = None) -> None:
         self.groups: dict[str, ConsumerGroupInfo] = {}
         #: compiled SQL92 subscriptions of the groups (Java ``ConsumerFilterManager``)
-        self.filters = ConsumerFilterManager()
+        self.filters = filters if filters is not None else ConsumerFilterManager()
 
     def register(self, data: ConsumerData, info: ClientChannelInfo) -> bool:
         """Record a consumer heartbeat; True when membership or subscriptions changed."""

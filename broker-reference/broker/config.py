@@ -47,6 +47,10 @@ class BrokerConfig:
         client_channel_scan_interval: how often idle consumer channels are looked for (10000 ms;
             not a Java key: Java's ClientHousekeepingService scans every 10 s).
         enable_property_filter: allow SQL92 subscriptions (false).
+        filter_support_retry: apply a group's SQL92 filter of a topic to its retry messages too,
+            in pulls of ``%RETRY%<group>`` (``filterSupportRetry``, false: retries unfiltered).
+        filter_data_clean_time_span: how long the filter of a group gone is kept in
+            ``config/consumerFilter.json`` (``filterDataCleanTimeSpan``, 86400000 ms).
         message_index_enable: build IndexFiles (true).
         file_reserved_time / delete_when / clean_resource_interval: CommitLog expiry (72 hours,
             at hour ``"04"``, checked every 10000 ms).
@@ -106,6 +110,8 @@ class BrokerConfig:
     channel_expired_timeout: int = 120_000
     client_channel_scan_interval: int = 10_000
     enable_property_filter: bool = False
+    filter_support_retry: bool = False
+    filter_data_clean_time_span: int = 24 * 3600 * 1000
     message_index_enable: bool = True
     file_reserved_time: int = 72
     delete_when: str = "04"

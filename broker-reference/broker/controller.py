@@ -9,6 +9,7 @@ import os
 import time
 import zlib
 
+from rocketmq_broker.filter.consumer_filter import ConsumerFilterManager
 from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.message_store import MessageStore
 from rocketmq_broker.store.results import PutMessageResult
@@ -57,7 +58,8 @@ class BrokerController:
         self.groups = SubscriptionGroupManager(config.config_dir, config.auto_create_subscription_group)
         self.config_version = DataVersion(int(time.time() * 1000), 0)
         self.get_meter = ConsumeTpsMeter()
-        self.consumers = ConsumerManager()
+        self.consumers = ConsumerManager(ConsumerFilterManager(os.path.join(config.config_dir, "consumerFilter.json"),
+                                                               config.filter_data_clean_time_span))
         self.producers = ProducerManager()
         self.schedule = ScheduleService(self)
         self.server = RemotingServer(ssl_context=config.tls_server_context())  # tlsEnable
@@ -91,6 +93,7 @@ class BrokerController:
         self.topics.load()
         self.offsets.load()
         self.groups.load()
+        self.consumers.filters.load()
         self.schedule.load()
         await loop.run_in_executor(None, self.store.start)
         self.pull.start(loop)
@@ -116,6 +119,7 @@ class BrokerController:
         await self.server.stop()
         await self.namesrv_client.close()
         self.offsets.persist(force=True)
+        self.consumers.filters.persist()
         await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
         log.info("broker %s stopped", self.config.broker_name)
 
@@ -250,5 +254,6 @@ class BrokerController:
             try:
                 self.offsets.persist()
                 self.schedule.persist()
+                self.consumers.filters.persist()  # Java: every 10 s
             except OSError:
                 log.exception("persisting offsets failed")

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING
 from rocketmq_broker.filter.consumer_filter import is_tag_type
 from rocketmq_broker.store.results import GetMessageStatus
 from rocketmq_sdk.protocol.bodies import SubscriptionData
-from rocketmq_sdk.protocol.codes import PermName, PullSysFlag, RequestCode, ResponseCode
+from rocketmq_sdk.protocol.codes import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    PermName,
+    PullSysFlag,
+    RequestCode,
+    ResponseCode,
+)
 from rocketmq_sdk.protocol.headers import PullMessageRequestHeader
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
@@ -28,6 +34,9 @@ if TYPE_CHECKING:
     from .controller import BrokerController
 
 log = logging.getLogger("rocketmq_broker")
+
+#: Java ``FAQUrl.suggestTodo(FAQUrl.SAME_GROUP_DIFFERENT_TOPIC)``, appended to SUBSCRIPTION_NOT_EXIST remarks
+_FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 _PULL_CODES = {
     GetMessageStatus.FOUND: ResponseCode.SUCCESS,
@@ -97,11 +106,11 @@ class PullProcessor:
             group = self.broker.consumers.groups.get(group_name)
             if group is None:
                 return None, None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                                f"the consumer's group info not exist, group: {h.consumer_group}")
+                                                "the consumer's group info not exist" + _FAQ)
             sub = group.subscriptions.get(topic)
             if sub is None:
                 return None, None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                                f"the consumer's subscription not exist, topic: {h.topic}")
+                                                "the consumer's subscription not exist" + _FAQ)
             if sub.sub_version < (h.sub_version or 0):
                 return None, None, cmd.response(ResponseCode.SUBSCRIPTION_NOT_LATEST,
                                                 "the consumer's subscription not latest")
@@ -146,6 +155,8 @@ class PullProcessor:
         offset = h.queue_offset or 0
         codes = set(sub.code_set) if sub.tags_set and is_tag_type(sub.expression_type) else None
         tag_filter = codes.__contains__ if codes else None
+        if b.config.filter_support_retry and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            fd = b.consumers.filters.retry_filter(topic)  # Java ExpressionForRetryMessageFilter
         result = b.store.get_message(h.consumer_group or "", topic, queue_id, offset, h.max_msg_nums or 32,
                                      tag_filter, record_filter=fd.matches_record if fd is not None else None)
         if result is None:

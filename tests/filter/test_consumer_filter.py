@@ -73,12 +73,20 @@ def test_register_follows_javas_version_rules():
     assert fm.get("T", "g") is None
     fm.register("g", [_sub("b = 'x'", 13)])
     assert fm.get("T", "g").expression == "b = 'x'"
-    fm.register("g", [_sub("*", 14, "Other", "TAG")])  # T no longer subscribed
-    assert fm.get("T", "g") is None
+    assert not fm.get("T", "g").dead
+    fm.register("g", [_sub("TagB", 14, "T", "TAG")])  # a TAG subscription leaves it as it is
+    assert fm.get("T", "g").expression == "b = 'x'" and not fm.get("T", "g").dead
+    fm.register("g", [_sub("*", 14, "Other", "TAG")])  # T no longer subscribed: kept, dead
+    assert fm.get("T", "g").expression == "b = 'x'" and fm.get("T", "g").dead
+    fm.register("g", [_sub("b = 'x'", 13)])  # same version again: revived
+    assert not fm.get("T", "g").dead and fm.get("T", "g").client_version == 13
     fm.register("g", [_sub("a > 1", 15)])
     fm.register("h", [_sub("a > 2", 15)])
-    fm.unregister("g")
-    assert fm.get("T", "g") is None and fm.get("T", "h").expression == "a > 2"
+    fm.unregister("g")  # the group left: kept (Java), dead
+    assert fm.get("T", "g").dead and fm.get("T", "g").expression == "a > 1"
+    assert not fm.get("T", "h").dead and fm.get("T", "h").expression == "a > 2"
+    fm.register("g", [_sub("a > 1", 16)])  # back with a newer version: alive, not recompiled
+    assert not fm.get("T", "g").dead and fm.get("T", "g").client_version == 16
 
 
 def _check_body(expr: str, etype: str = "SQL92") -> bytes:

@@ -259,4 +259,4 @@ def test_heartbeat_with_invalid_expression_leaves_no_filter_data(cluster, produc
     heartbeat("a >= 1", 102)  # same expression, newer version: only the version moves
     assert broker.consumers.filters.get(topic, group).client_version == 102
     inst.run(inst.api.unregister_client(addr, "badhb@1", consumer_group=group), 5)
-    assert broker.consumers.filters.get(topic, group) is None  # the group left: filter dropped
+    assert broker.consumers.filters.get(topic, group).dead  # the group left: kept dead, as Java
