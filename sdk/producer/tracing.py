@@ -21,6 +21,7 @@ __all__ = ["PublishSpan", "start_publish_span", "tracing_available"]
 log = logging.getLogger("rocketmq_sdk.producer.tracing")
 
 try:  # optional dependency
+    from opentelemetry import context as _context
     from opentelemetry import propagate as _propagate
     from opentelemetry import trace as _trace
     from opentelemetry.trace import SpanKind as _SpanKind
@@ -30,6 +31,55 @@ except ImportError:  # pragma: no cover - depends on the environment
     _trace = None
 
 _INSTRUMENTATION = "rocketmq_sdk"
+
+# The no-op case (API installed, no provider configured, nothing in the current context) is
+# detected without ``get_tracer`` (whose ``get_tracer_provider`` reads ``os.environ`` on every
+# call: ~4 µs per send with the span start and ``inject``); see :func:`_nothing_to_do`.
+_UNSET = object()
+_ORIG_GET_TRACER = _trace.get_tracer if _trace is not None else None
+_ENV_PROVIDER: list[bool] = []  # [OTEL_PYTHON_TRACER_PROVIDER set], read once
+_QUIET_PROPAGATORS: dict[int, tuple[Any, bool]] = {}  # id -> (propagator, injects nothing from {})
+
+
+def _quiet_propagator(prop: Any) -> bool:
+    """True for the default W3C trace-context/baggage propagators (or a composite of them):
+    from a context without a valid span nor baggage they inject nothing."""
+    from opentelemetry.baggage.propagation import W3CBaggagePropagator
+    from opentelemetry.propagators.composite import CompositePropagator
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    if type(prop) in (W3CBaggagePropagator, TraceContextTextMapPropagator):
+        return True
+    if type(prop) is CompositePropagator:
+        parts = getattr(prop, "_propagators", None)
+        return isinstance(parts, list | tuple) and all(_quiet_propagator(p) for p in parts)
+    return False
+
+
+def _nothing_to_do() -> bool:
+    """True when a publish span would be OpenTelemetry's no-op span and ``inject`` would write
+    nothing: ``get_tracer`` not replaced, no global tracer provider set (in code or through
+    ``OTEL_PYTHON_TRACER_PROVIDER``, read once) or a ``NoOpTracerProvider``, an empty current
+    context (no span, no baggage) and the default propagators. Checked on every send, so a
+    provider configured later is used from the next send on."""
+    if _trace.get_tracer is not _ORIG_GET_TRACER:
+        return False
+    provider = getattr(_trace, "_TRACER_PROVIDER", _UNSET)
+    if provider is not None and type(provider) is not _trace.NoOpTracerProvider:
+        return False
+    if not _ENV_PROVIDER:
+        import os
+
+        _ENV_PROVIDER.append("OTEL_PYTHON_TRACER_PROVIDER" in os.environ)
+    if _ENV_PROVIDER[0] or _context.get_current():
+        return False
+    prop = _propagate.get_global_textmap()
+    known = _QUIET_PROPAGATORS.get(id(prop))
+    if known is None or known[0] is not prop:
+        if len(_QUIET_PROPAGATORS) > 64:
+            _QUIET_PROPAGATORS.clear()
+        known = _QUIET_PROPAGATORS[id(prop)] = (prop, _quiet_propagator(prop))
+    return known[1]
 
 
 def tracing_available() -> bool:
@@ -93,10 +143,16 @@ def start_publish_span(msgs: Message | Sequence[Message], topic: str, group: str
         oneway: a oneway send (``messaging.rocketmq.send_mode``).
 
     Returns:
-        the span, or None when OpenTelemetry is not installed.
+        the span, or None when OpenTelemetry is not installed or the span would be a no-op
+        (no tracer provider configured and nothing to propagate).
     """
     if _trace is None:
         return None
+    try:
+        if _nothing_to_do():
+            return None
+    except Exception:  # tracing must never break a send
+        log.debug("checking the tracer provider failed", exc_info=True)
     batch = not isinstance(msgs, Message)
     msg_list: Sequence[Message] = msgs if batch else [msgs]  # type: ignore[assignment]
     first = msg_list[0]

@@ -79,3 +79,50 @@ def test_publish_spans_with_messaging_attributes_and_injected_context(cluster, s
     span_id = f"{first.context.span_id:016x}"
     assert m1.properties["traceparent"].startswith(f"00-{trace_id}-{span_id}-")
     assert all("traceparent" in m.properties for m in batch)
+
+
+def test_no_op_fast_path_keeps_pass_through_and_sees_a_provider_set_later(monkeypatch):
+    """Without a provider nothing is injected; an upstream span context or baggage in the current
+    context is still propagated; a global provider set after the first send is used at once."""
+    pytest.importorskip("opentelemetry.sdk", reason="the optional opentelemetry packages are not installed")
+    from opentelemetry import baggage, context, trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    msg = Message("TopicFast", b"x")
+    assert tracing.start_publish_span(msg, "TopicFast", "pg") is None
+    assert "traceparent" not in msg.properties and "baggage" not in msg.properties
+
+    upstream = SpanContext(0x1234, 0x5678, is_remote=True, trace_flags=TraceFlags(1))
+    token = context.attach(trace.set_span_in_context(NonRecordingSpan(upstream)))
+    try:
+        msg = Message("TopicFast", b"x")
+        tracing.start_publish_span(msg, "TopicFast", "pg")
+    finally:
+        context.detach(token)
+    assert msg.properties["traceparent"] == f"00-{0x1234:032x}-{0x5678:016x}-01"
+
+    token = context.attach(baggage.set_baggage("tenant", "t1"))
+    try:
+        msg = Message("TopicFast", b"x")
+        tracing.start_publish_span(msg, "TopicFast", "pg")
+    finally:
+        context.detach(token)
+    assert msg.properties["baggage"] == "tenant=t1"
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)  # what set_tracer_provider does, once
+    try:
+        msg = Message("TopicFast", b"x")
+        span = tracing.start_publish_span(msg, "TopicFast", "pg")
+        assert span is not None
+        span.end()
+        assert [s.name for s in exporter.get_finished_spans()] == ["TopicFast publish"]
+        assert msg.properties["traceparent"].startswith("00-")
+    finally:
+        provider.shutdown()
