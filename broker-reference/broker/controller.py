@@ -125,19 +125,16 @@ class BrokerController:
 
     # -- storing --------------------------------------------------------------------------------
     def put_message(self, inner: InnerMessage, schedule: bool = True) -> MaybeAwaitable[PutMessageResult | None]:
-        """Store a message. Under ASYNC_FLUSH the put runs inline on the loop (fast, one writer
-        thread as the store recommends) and the result is returned; under SYNC_FLUSH it runs on
-        a worker thread so concurrent senders share one fsync, and an awaitable is returned."""
+        """Store a message on the loop thread (one writer, as the store recommends). Returns the
+        result, or under SYNC_FLUSH with ``WAIT=true`` an ``asyncio.Future`` of it that the
+        store's group commit completes after the fsync covering the record (no thread hop)."""
         if schedule:
             inner = self.schedule.transform(inner)
-        if self.config.flush_disk_type == "SYNC_FLUSH" and inner.wait_store_msg_ok:
-            return asyncio.get_running_loop().run_in_executor(None, self.store.put_message, inner)
-        return self.store.put_message(inner)
+        return self.store.put_message_async(inner)
 
     def put_messages(self, batch: list[InnerMessage]) -> MaybeAwaitable[PutMessageResult | None]:
-        if self.config.flush_disk_type == "SYNC_FLUSH":
-            return asyncio.get_running_loop().run_in_executor(None, self.store.put_messages, batch)
-        return self.store.put_messages(batch)
+        """Store a batch; same contract as :meth:`put_message`."""
+        return self.store.put_messages_async(batch)
 
     def _on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int, props) -> None:
         self.pull.on_arrival(topic, queue_id, max_offset, tags_code, props)

@@ -4,14 +4,17 @@ group commit) and the consume-queue/checkpoint flush service.
 Group commit: a SYNC_FLUSH writer registers the CommitLog offset it needs durable and waits;
 the single flush thread takes the highest requested offset, flushes once (``fdatasync``) and
 wakes every writer whose offset is now covered, so one disk flush serves all writers that
-arrived meanwhile.
+arrived meanwhile. Writers on an asyncio loop do not block a thread: :class:`LoopFlushWaiters`
+gives them futures that the flush thread completes with one ``call_soon_threadsafe`` per flush.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 
 from .checkpoint import StoreCheckpoint
@@ -19,6 +22,7 @@ from .commit_log import CommitLog
 from .config import FlushDiskType, StoreConfig
 from .consume_queue import ConsumeQueue
 from .index_file import IndexService
+from .results import PutMessageResult, PutMessageStatus
 
 log = logging.getLogger("rocketmq_broker.store.flush")
 
@@ -42,7 +46,34 @@ class CommitLogFlushService:
         self._flushed = commit_log.flushed_where
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="rocketmq-store-flush-commitlog", daemon=True)
+        self._listeners: list[Callable[[int], None]] = []
+        self._finished = False
         self.flush_count = 0  # number of disk flushes done (observability/tests)
+
+    @property
+    def flushed(self) -> int:
+        """CommitLog offset known durable (the last completed flush)."""
+        return self._flushed
+
+    @property
+    def finished(self) -> bool:
+        """True once the final flush at shutdown is done (nothing will be flushed any more)."""
+        return self._finished
+
+    def add_flush_listener(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener(flushed_offset)`` on the flush thread after every flush (and after the
+        final flush at shutdown). It must be quick and must not raise."""
+        self._listeners = [*self._listeners, listener]
+
+    def _flushed_to(self, flushed: int) -> None:
+        with self._cond:
+            self._flushed = flushed
+            self._cond.notify_all()
+        for listener in self._listeners:
+            try:
+                listener(flushed)
+            except Exception:
+                log.exception("flush listener failed")
 
     def start(self) -> None:
         self._thread.start()
@@ -71,17 +102,14 @@ class CommitLogFlushService:
             except (OSError, ValueError):
                 log.exception("commit log flush failed")
                 continue
-            with self._cond:
-                self._flushed = flushed
-                self._cond.notify_all()
+            self._flushed_to(flushed)
         try:
             flushed = self._flush_once()
         except (OSError, ValueError):
             log.exception("final commit log flush failed")
-            return
-        with self._cond:
-            self._flushed = flushed
-            self._cond.notify_all()
+            flushed = self._flushed
+        self._finished = True
+        self._flushed_to(flushed)
 
     def wait_for_flush(self, offset: int, timeout_ms: int) -> bool:
         """Block until the CommitLog is durable up to ``offset`` (SYNC_FLUSH group commit).
@@ -116,6 +144,85 @@ class CommitLogFlushService:
             self._cond.notify_all()
         if self._thread.is_alive():
             self._thread.join(timeout_s)
+
+
+class LoopFlushWaiters:
+    """The asyncio side of group commit for one event loop.
+
+    :meth:`wait` (called on the loop, right after an append) returns a future of the put's
+    result that completes once the CommitLog is durable up to the record's end; after
+    ``timeout_ms``, or when the flush service finished without covering it, the result's status
+    becomes FLUSH_DISK_TIMEOUT (the message stays stored), as a blocking put reports it.
+    Waiters are kept in append order (offsets and deadlines only grow on one loop), the flush
+    thread schedules one resolution per flush with ``call_soon_threadsafe`` (none when nobody
+    waits), and one timer at a time watches the oldest deadline: no thread hop per message.
+
+    Args:
+        service: the SYNC_FLUSH :class:`CommitLogFlushService`.
+        loop: the event loop the futures belong to.
+        timeout_ms: ``sync_flush_timeout``.
+    """
+
+    def __init__(self, service: CommitLogFlushService, loop: asyncio.AbstractEventLoop, timeout_ms: int) -> None:
+        self.service = service
+        self.loop = loop
+        self.timeout_s = timeout_ms / 1000.0
+        self._waiters: deque[tuple[int, float, asyncio.Future[PutMessageResult], PutMessageResult]] = deque()
+        self._timer: asyncio.TimerHandle | None = None
+        service.add_flush_listener(self._on_flush)
+
+    def wait(self, offset: int, result: PutMessageResult) -> asyncio.Future[PutMessageResult]:
+        """A future of ``result`` once the CommitLog is durable up to ``offset`` (loop thread only)."""
+        loop = self.loop
+        fut = loop.create_future()
+        service = self.service
+        if service.flushed >= offset:
+            fut.set_result(result)
+            return fut
+        waiters = self._waiters
+        waiters.append((offset, loop.time() + self.timeout_s, fut, result))
+        service.wakeup(offset)
+        # a flush that completed between the check above and the append saw no waiter
+        flushed = service.flushed
+        if flushed >= offset or service.finished:
+            self._resolve(flushed)
+        if self._timer is None and waiters:
+            self._timer = loop.call_at(waiters[0][1], self._expire)
+        return fut
+
+    def _on_flush(self, flushed: int) -> None:  # flush thread
+        if self._waiters:
+            try:
+                self.loop.call_soon_threadsafe(self._resolve, flushed)
+            except RuntimeError:  # loop closed: nobody waits any more
+                pass
+
+    def _resolve(self, flushed: int) -> None:
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= flushed:
+            _, _, fut, result = waiters.popleft()
+            if not fut.done():
+                fut.set_result(result)
+        if self.service.finished:
+            while waiters:
+                self._time_out(*waiters.popleft())
+
+    def _expire(self) -> None:
+        self._timer = None
+        waiters = self._waiters
+        now = self.loop.time()
+        while waiters and waiters[0][1] <= now:
+            self._time_out(*waiters.popleft())
+        if waiters:
+            self._timer = self.loop.call_at(waiters[0][1], self._expire)
+
+    @staticmethod
+    def _time_out(offset: int, _deadline: float, fut: asyncio.Future[PutMessageResult],
+                  result: PutMessageResult) -> None:
+        log.warning("flush disk timeout for commit log offset %d", offset)
+        result.put_message_status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        if not fut.done():
+            fut.set_result(result)
 
 
 class ConsumeQueueFlushService:

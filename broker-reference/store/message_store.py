@@ -11,6 +11,7 @@ appends and never take that lock.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import logging
 import os
@@ -26,7 +27,7 @@ from .commit_log import CommitLog, DispatchRequest, parse_delay_levels
 from .config import StoreConfig
 from .consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, INT_MAX, ConsumeQueue
 from .disk_space import CommitLogCleaner
-from .flush import CommitLogFlushService, ConsumeQueueFlushService
+from .flush import CommitLogFlushService, ConsumeQueueFlushService, LoopFlushWaiters
 from .index_file import IndexService
 from .inner_message import InnerMessage
 from .results import (
@@ -73,6 +74,7 @@ class MessageStore:
         self._flush_commit_log: CommitLogFlushService | None = None
         self._flush_consume_queue: ConsumeQueueFlushService | None = None
         self._listeners: list[ArrivalListener] = []
+        self._loop_waiters: LoopFlushWaiters | None = None
         self._lock_fd: int | None = None
         self.running = False
         self.last_exit_ok = True
@@ -290,7 +292,26 @@ class MessageStore:
         result, reqs = self.commit_log.put_messages(batch)
         return self._after_put(result, reqs, all(m.wait_store_msg_ok for m in batch))
 
-    def _after_put(self, result: PutMessageResult, reqs: list[DispatchRequest], wait: bool) -> PutMessageResult:
+    def put_message_async(self, msg: InnerMessage) -> PutMessageResult | asyncio.Future[PutMessageResult]:
+        """:meth:`put_message` for a caller on an asyncio loop: the append runs at once on the
+        calling thread and, when the put must wait for a SYNC_FLUSH fsync (``wait_store_msg_ok``),
+        a future of the result is returned instead of blocking; it completes when the group
+        commit covering the record is done (FLUSH_DISK_TIMEOUT after ``sync_flush_timeout``).
+        Otherwise the result itself is returned. Must be called on the running loop's thread."""
+        if not self.running or self.disk_full:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        result, reqs = self.commit_log.put_message(msg)
+        return self._after_put(result, reqs, msg.wait_store_msg_ok, deferred=True)
+
+    def put_messages_async(self, batch: Sequence[InnerMessage]) -> PutMessageResult | asyncio.Future[PutMessageResult]:
+        """:meth:`put_messages` for a caller on an asyncio loop (see :meth:`put_message_async`)."""
+        if not self.running or self.disk_full:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        result, reqs = self.commit_log.put_messages(batch)
+        return self._after_put(result, reqs, all(m.wait_store_msg_ok for m in batch), deferred=True)
+
+    def _after_put(self, result: PutMessageResult, reqs: list[DispatchRequest], wait: bool,
+                   deferred: bool = False) -> PutMessageResult | asyncio.Future[PutMessageResult]:
         if result.put_message_status is not PutMessageStatus.PUT_OK:
             return result
         self._notify(reqs)
@@ -298,13 +319,22 @@ class MessageStore:
         if flusher is not None and flusher.sync:
             ar = result.append_message_result
             end = ar.wrote_offset + ar.wrote_bytes
-            if wait:
-                if not flusher.wait_for_flush(end, self.config.sync_flush_timeout):
-                    log.warning("flush disk timeout for commit log offset %d", end)
-                    result.put_message_status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-            else:
+            if not wait:
                 flusher.wakeup(end)
+            elif deferred:
+                return self._flush_future(flusher, end, result)
+            elif not flusher.wait_for_flush(end, self.config.sync_flush_timeout):
+                log.warning("flush disk timeout for commit log offset %d", end)
+                result.put_message_status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         return result
+
+    def _flush_future(self, flusher: CommitLogFlushService, end: int,
+                      result: PutMessageResult) -> asyncio.Future[PutMessageResult]:
+        loop = asyncio.get_running_loop()
+        waiters = self._loop_waiters
+        if waiters is None or waiters.loop is not loop:
+            waiters = self._loop_waiters = LoopFlushWaiters(flusher, loop, self.config.sync_flush_timeout)
+        return waiters.wait(end, result)
 
     # -- reading ---------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
