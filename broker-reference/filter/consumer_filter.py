@@ -200,6 +200,7 @@ class ConsumerFilterManager:
         self._by_topic: dict[str, dict[str, ConsumerFilterData]] = {}
         self._built: OrderedDict[tuple, ConsumerFilterData | None] = OrderedDict()
         self._lock = threading.Lock()
+        self._persisted: str | None = None
 
     def register(self, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
         """Record a heartbeat's subscriptions of ``group`` (TAG ones are ignored); filters of
@@ -295,13 +296,18 @@ class ConsumerFilterManager:
                 for topic, groups in self._by_topic.items()}}
 
     def persist(self) -> None:
-        """Write ``consumerFilter.json`` atomically (no-op without a path).
+        """Write ``consumerFilter.json`` atomically (no-op without a path or when nothing changed
+        since the last write).
 
         Raises:
             OSError: the file cannot be written.
         """
-        if self.path is not None:
-            write_atomically(self.path, pretty(self.to_dict()))
+        if self.path is None:
+            return
+        text = pretty(self.to_dict())
+        if text != self._persisted:  # unchanged since the last write: no fsync
+            write_atomically(self.path, text)
+            self._persisted = text
 
     def load(self) -> None:
         """Read ``consumerFilter.json`` (or its ``.bak``) if present: each filter is compiled

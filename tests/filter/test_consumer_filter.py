@@ -3,6 +3,8 @@ commit-log record filter and the CHECK_CLIENT_CONFIG answer."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from rocketmq_broker.filter.consumer_filter import (
     ConsumerFilterManager,
@@ -87,6 +89,35 @@ def test_register_follows_javas_version_rules():
     assert not fm.get("T", "h").dead and fm.get("T", "h").expression == "a > 2"
     fm.register("g", [_sub("a > 1", 16)])  # back with a newer version: alive, not recompiled
     assert not fm.get("T", "g").dead and fm.get("T", "g").client_version == 16
+
+
+def test_consumer_filter_json_round_trip_load_marks_dead_and_clean_drops_old_dead(tmp_path):
+    path = str(tmp_path / "config" / "consumerFilter.json")
+    fm = ConsumerFilterManager(path)
+    fm.register("g", [_sub("a > 1", 10)])
+    fm.register("h", [_sub("b = 'x'", 11)])
+    fm.unregister("h")
+    fm.persist()
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    entries = doc["filterDataByTopic"]["T"]["groupFilterData"]
+    assert entries["g"]["dead"] is False and entries["g"]["deadTime"] == 0 and entries["h"]["dead"] is True
+    loaded = ConsumerFilterManager(path)
+    loaded.load()
+    g, h = loaded.get("T", "g"), loaded.get("T", "h")
+    assert (g.expression, g.client_version, g.born_time) == ("a > 1", 10, entries["g"]["bornTime"])
+    assert g.dead and g.dead_time >= g.born_time  # alive in the file: dead at load (Java)
+    assert g.matches_properties({"a": "2"}) and not g.matches_properties({"a": "0"})
+    assert h.dead_time == entries["h"]["deadTime"]
+    entries["g"]["expression"] = "a >"  # no longer compiles: kept, every message passes
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh)
+    broken = ConsumerFilterManager(path, clean_time_span_ms=0)
+    broken.load()
+    assert broken.get("T", "g").compiled is None and broken.get("T", "g").matches_properties({"a": "0"})
+    broken.persist()  # every filter is dead: span 0 drops them all
+    with open(path, encoding="utf-8") as fh:
+        assert json.load(fh) == {"filterDataByTopic": {}}
 
 
 def _check_body(expr: str, etype: str = "SQL92") -> bytes:
