@@ -12,10 +12,9 @@ As Java's manager, the registered filters are kept in ``config/consumerFilter.js
 atomically, loaded at start; every filter loaded is marked dead, as Java "thinks all consumers
 are dead when load", and a heartbeat with the same ``subVersion`` revives it); a group that
 leaves or stops subscribing a topic only marks its filter dead, and dead filters are dropped
-after ``filterDataCleanTimeSpan`` (24 h) when the file is written. The bloom-filter data of
-Java's file (``bloomFilterData``, only used with ``enableCalcFilterBitMap``) is neither written
-nor read, so a Java broker ignores this broker's file and the other way round only the bloom
-part is skipped.
+after ``filterDataCleanTimeSpan`` (24 h) when the file is written. Each entry carries the
+``bloomFilterData`` of Java's default bloom filter (:mod:`.bloom`), so a 4.9.8 broker loads the
+file too; this broker ignores that part when reading (it builds no consume-queue bit maps).
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rocketmq_broker.broker.config_file import pretty, read_json, write_atomically
+from rocketmq_broker.filter.bloom import BloomFilter
 from rocketmq_broker.filter.expression import Expression, compile_expression
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.bodies import SubscriptionData
@@ -47,6 +47,7 @@ SQL92 = "SQL92"
 
 _BUILD_CACHE_SIZE = 1024
 MS_24_HOUR = 24 * 3600 * 1000
+_BLOOM = BloomFilter()  # Java's default: maxErrorRateOfBloomFilter 20, expectConsumerNumUseFilter 32
 """Default ``filterDataCleanTimeSpan``: how long a dead filter is kept (ms)."""
 _I32 = struct.Struct(">i")
 _H16 = struct.Struct(">h")
@@ -104,8 +105,9 @@ class ConsumerFilterData:
         return self.dead_time >= self.born_time
 
     def to_dict(self) -> dict[str, Any]:
-        """The entry of ``consumerFilter.json`` (Java's field names, without ``bloomFilterData``)."""
-        return {"bornTime": self.born_time, "clientVersion": self.client_version, "consumerGroup": self.group,
+        """The entry of ``consumerFilter.json`` (Java's fields; ``bloomFilterData`` of ``group#topic``)."""
+        return {"bloomFilterData": _BLOOM.generate(f"{self.group}#{self.topic}"),
+                "bornTime": self.born_time, "clientVersion": self.client_version, "consumerGroup": self.group,
                 "dead": self.dead, "deadTime": self.dead_time, "expression": self.expression,
                 "expressionType": self.expression_type, "topic": self.topic}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from rocketmq_broker.filter.bloom import BloomFilter, murmur3_x64_128
 from rocketmq_broker.filter.consumer_filter import (
     ConsumerFilterManager,
     check_subscription,
@@ -102,6 +103,8 @@ def test_consumer_filter_json_round_trip_load_marks_dead_and_clean_drops_old_dea
         doc = json.load(fh)
     entries = doc["filterDataByTopic"]["T"]["groupFilterData"]
     assert entries["g"]["dead"] is False and entries["g"]["deadTime"] == 0 and entries["h"]["dead"] is True
+    # what Java's default BloomFilter (f=20, n=32: k=3, m=112) generates for "g#T"
+    assert entries["g"]["bloomFilterData"] == {"bitNum": 112, "bitPos": BloomFilter().bit_positions("g#T")}
     loaded = ConsumerFilterManager(path)
     loaded.load()
     g, h = loaded.get("T", "g"), loaded.get("T", "h")
@@ -118,6 +121,19 @@ def test_consumer_filter_json_round_trip_load_marks_dead_and_clean_drops_old_dea
     broken.persist()  # every filter is dead: span 0 drops them all
     with open(path, encoding="utf-8") as fh:
         assert json.load(fh) == {"filterDataByTopic": {}}
+
+
+def test_murmur3_matches_guava_and_bloom_sizes_match_java():
+    # Guava murmur3_128 test vectors (seed 0): h1, h2 as little-endian longs
+    assert murmur3_x64_128(b"") == (0, 0)
+    assert murmur3_x64_128(b"hell") == (0x629942693E10F867, 0x92DB0B82BAEB5347)
+    assert murmur3_x64_128(b"The quick brown fox jumps over the lazy dog") == \
+        (0xE34BBC7BBC071B6C, 0x7A433CA9C49A9347)
+    bloom = BloomFilter()
+    assert (bloom.k, bloom.m) == (3, 112)
+    assert (BloomFilter(10, 128).k, BloomFilter(10, 128).m) == (4, 616)
+    positions = bloom.bit_positions("cg#TopicA")
+    assert len(positions) == 3 and all(0 <= p < 112 for p in positions)
 
 
 def _check_body(expr: str, etype: str = "SQL92") -> bytes:
