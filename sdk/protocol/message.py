@@ -153,11 +153,12 @@ class MessageExt(Message):
 
     __slots__ = ("queue_id", "store_size", "queue_offset", "sys_flag", "born_timestamp", "born_host",
                  "store_timestamp", "store_host", "commit_log_offset", "body_crc", "reconsume_times",
-                 "prepared_transaction_offset", "offset_msg_id", "broker_name")
+                 "prepared_transaction_offset", "broker_name", "_oid", "_oid_prefix", "_oid_phys")
 
     def __init__(self, **fields: object) -> None:
         """All fields default to zero/empty (the decoder fills them); keyword arguments set any
-        attribute listed in ``__slots__`` (and ``topic``, ``body``, ``flag``, ``properties``).
+        public attribute listed in ``__slots__``, ``offset_msg_id`` and ``topic``, ``body``,
+        ``flag``, ``properties``, ``transaction_id``.
 
         Raises:
             TypeError: an unknown field name.
@@ -179,7 +180,7 @@ class MessageExt(Message):
         self.body_crc = 0
         self.reconsume_times = 0
         self.prepared_transaction_offset = 0
-        self.offset_msg_id = ""
+        self._oid = ""
         self.broker_name = ""
         for name, value in fields.items():
             if name not in _EXT_FIELDS:
@@ -187,6 +188,20 @@ class MessageExt(Message):
             if name == "body" and isinstance(value, str):
                 value = value.encode("utf-8")
             setattr(self, name, value)
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The broker's message id: store host (IP, port) and commit log offset in hex (32
+        digits for IPv4). A decoded IPv4 record formats it on first access (``msg_id`` needs it
+        only when there is no ``UNIQ_KEY``); the value is that of the record as decoded."""
+        oid = self._oid
+        if oid is None:
+            oid = self._oid = f"{self._oid_prefix}{self._oid_phys & 0xFFFFFFFFFFFFFFFF:016X}"
+        return oid
+
+    @offset_msg_id.setter
+    def offset_msg_id(self, value: str) -> None:
+        self._oid = value
 
     @property
     def msg_id(self) -> str:
@@ -198,7 +213,8 @@ class MessageExt(Message):
                 f"tags={self.tags!r}, keys={self.keys!r}, msg_id={self.msg_id!r}, body={len(self.body)} bytes)")
 
 
-_EXT_FIELDS = frozenset(MessageExt.__slots__) | {"topic", "body", "flag", "properties", "transaction_id"}
+_EXT_FIELDS = frozenset(n for n in MessageExt.__slots__ if n[0] != "_") | {
+    "topic", "body", "flag", "properties", "transaction_id", "offset_msg_id"}
 
 
 @dataclass(frozen=True, order=True, slots=True)

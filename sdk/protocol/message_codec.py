@@ -196,89 +196,104 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
         read_body: False skips copying the body (``body`` stays ``b""``), for index scans.
 
     Returns:
-        (message, offset just after the record). ``offset_msg_id`` is computed from the store
-        host and PHYSICALOFFSET; ``msg_id`` is the UNIQ_KEY when present.
+        (message, offset just after the record). ``offset_msg_id`` is that of the store host
+        and PHYSICALOFFSET; ``msg_id`` is the UNIQ_KEY when present.
 
     Raises:
         FrameError: bad magic code, truncated record, inconsistent lengths, bad UTF-8 or zlib data.
     """
-    try:
-        (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag,
-         born_ts) = _HEAD.unpack_from(buf, pos)
-        if magic != MESSAGE_MAGIC_CODE or total <= 0:
-            raise FrameError(f"bad message magic code {magic & 0xFFFFFFFF:#x} at {pos}")
-        if pos + total > len(buf):
-            raise FrameError(f"message record at {pos} declares {total} bytes but only {len(buf) - pos} remain")
-        m = _new_ext(MessageExt)
-        m.store_size = total
-        m.body_crc = crc
-        m.queue_id = queue_id
-        m.flag = flag
-        m.queue_offset = queue_offset
-        m.commit_log_offset = phys
-        m.sys_flag = sys_flag
-        m.born_timestamp = born_ts
-        m.transaction_id = None
-        m.broker_name = ""
-        if not sys_flag & _V6_BITS:  # the common IPv4/IPv4 layout in one unpack
-            (bip, bport, store_ts, sip, sport, m.reconsume_times,
-             m.prepared_transaction_offset, body_len) = _V4_MID.unpack_from(buf, pos + 48)
-            m.born_host = _v4_host(bip, bport)[0]
-            m.store_host, id_prefix = _v4_host(sip, sport)
-            m.offset_msg_id = f"{id_prefix}{phys & _U64:016X}"
-            p = pos + 88
-        else:
-            p = pos + 48
-            m.born_host, p = _unpack_host(buf, p, bool(sys_flag & MessageSysFlag.BORNHOST_V6))
-            store_ts = _Q.unpack_from(buf, p)[0]
-            store_host_pos = p + 8
-            m.store_host, p = _unpack_host(buf, store_host_pos, bool(sys_flag & MessageSysFlag.STOREHOST_V6))
-            ip_port = bytes(buf[store_host_pos:p])
-            m.offset_msg_id = offset_msg_id_from_packed(ip_port, phys)
-            m.reconsume_times, m.prepared_transaction_offset, body_len = _TAIL.unpack_from(buf, p)
-            p += 16
-        m.store_timestamp = store_ts
-        if body_len < 0:
-            raise FrameError(f"negative body length at {pos}")
-        if read_body:
-            body = buf[p:p + body_len]
-            if type(body) is not bytes:
-                body = bytes(body)
-            if decompress and sys_flag & MessageSysFlag.COMPRESSED:
-                body = zlib.decompress(body)
-            m.body = body
-        else:
-            m.body = b""
-        p += body_len
-        topic_len = buf[p]
-        if topic_len > 127:
-            raise FrameError(f"negative topic length at {pos}")
-        p += 1
-        m.topic = _topic_str(bytes(buf[p:p + topic_len]))
-        p += topic_len
-        props_len = _H.unpack_from(buf, p)[0]
-        p += 2
-        if props_len > 0:
-            m.properties = decode_properties(str(buf[p:p + props_len], "utf-8"))
-            p += props_len
-        else:
-            m.properties = {}
-        if p - pos != total:
-            raise FrameError(f"message record at {pos} declares {total} bytes but holds {p - pos}")
-        return m, p
-    except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as exc:
-        raise FrameError(f"malformed message record at {pos}: {exc}") from exc
+    out: list[MessageExt] = []
+    end = _decode_records(buf, pos, pos + 1, out, decompress, read_body)  # a record is ≥ 1 byte: one
+    return out[0], end
 
 
 def decode_messages(body, *, decompress: bool = True) -> list[MessageExt]:
-    """Decode a pull/query body: back-to-back records (§4.5)."""
+    """Decode a pull/query body: back-to-back records (§4.5).
+
+    Raises:
+        FrameError: as :func:`decode_message`.
+    """
     out: list[MessageExt] = []
-    pos, end = 0, len(body)
     view = body if type(body) is bytes else memoryview(body)  # slices of bytes are the copies we keep
-    while pos < end:
-        m, pos = decode_message(view, pos, decompress=decompress)
-        out.append(m)
+    _decode_records(view, 0, len(body), out, decompress, True)
     return out
+
+
+def _decode_records(buf, pos: int, end: int, out: list[MessageExt], decompress: bool, read_body: bool) -> int:
+    """Append the records starting before ``end`` to ``out``; returns the offset after the last.
+    One loop for both callers: a pull body of 32 records costs one call, not 32."""
+    n = len(buf)
+    hosts, topics, append = _HOSTS, _TOPICS, out.append
+    try:
+        while pos < end:
+            (total, magic, crc, queue_id, flag, queue_offset, phys, sys_flag,
+             born_ts) = _HEAD.unpack_from(buf, pos)
+            if magic != MESSAGE_MAGIC_CODE or total <= 0:
+                raise FrameError(f"bad message magic code {magic & 0xFFFFFFFF:#x} at {pos}")
+            if pos + total > n:
+                raise FrameError(f"message record at {pos} declares {total} bytes but only {n - pos} remain")
+            m = _new_ext(MessageExt)
+            m.store_size = total
+            m.body_crc = crc
+            m.queue_id = queue_id
+            m.flag = flag
+            m.queue_offset = queue_offset
+            m.commit_log_offset = phys
+            m.sys_flag = sys_flag
+            m.born_timestamp = born_ts
+            m.transaction_id = None
+            m.broker_name = ""
+            if not sys_flag & _V6_BITS:  # the common IPv4/IPv4 layout in one unpack
+                (bip, bport, store_ts, sip, sport, m.reconsume_times,
+                 m.prepared_transaction_offset, body_len) = _V4_MID.unpack_from(buf, pos + 48)
+                m.born_host = (hosts.get(bip << 32 | (bport & 0xFFFFFFFF)) or _v4_host(bip, bport))[0]
+                m.store_host, m._oid_prefix = hosts.get(sip << 32 | (sport & 0xFFFFFFFF)) or _v4_host(sip, sport)
+                m._oid = None  # MessageExt.offset_msg_id formats prefix + PHYSICALOFFSET when read
+                m._oid_phys = phys
+                p = pos + 88
+            else:
+                p = pos + 48
+                m.born_host, p = _unpack_host(buf, p, bool(sys_flag & MessageSysFlag.BORNHOST_V6))
+                store_ts = _Q.unpack_from(buf, p)[0]
+                store_host_pos = p + 8
+                m.store_host, p = _unpack_host(buf, store_host_pos, bool(sys_flag & MessageSysFlag.STOREHOST_V6))
+                m.offset_msg_id = offset_msg_id_from_packed(bytes(buf[store_host_pos:p]), phys)
+                m.reconsume_times, m.prepared_transaction_offset, body_len = _TAIL.unpack_from(buf, p)
+                p += 16
+            m.store_timestamp = store_ts
+            if body_len < 0:
+                raise FrameError(f"negative body length at {pos}")
+            if read_body:
+                body = buf[p:p + body_len]
+                if type(body) is not bytes:
+                    body = bytes(body)
+                if decompress and sys_flag & MessageSysFlag.COMPRESSED:
+                    body = zlib.decompress(body)
+                m.body = body
+            else:
+                m.body = b""
+            p += body_len
+            topic_len = buf[p]
+            if topic_len > 127:
+                raise FrameError(f"negative topic length at {pos}")
+            p += 1
+            raw = bytes(buf[p:p + topic_len])
+            m.topic = topics.get(raw) or _topic_str(raw)
+            p += topic_len
+            props_len = _H.unpack_from(buf, p)[0]
+            p += 2
+            if props_len > 0:
+                m.properties = decode_properties(str(buf[p:p + props_len], "utf-8"))
+                p += props_len
+            else:
+                m.properties = {}
+            if p - pos != total:
+                raise FrameError(f"message record at {pos} declares {total} bytes but holds {p - pos}")
+            append(m)
+            pos = p
+        return pos
+    except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as exc:
+        raise FrameError(f"malformed message record at {pos}: {exc}") from exc
 
 
 def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = False) -> bytes:
