@@ -5,13 +5,17 @@ and the load generator both run that code), so machine load hits both variants a
 
 Usage: ``python benchmarks/broker_ab.py --base HEAD [--flush ASYNC_FLUSH] [--modes single,batch32]
 [--rounds 2] [--seconds 2]``. Prints each run and the per-variant medians of broker CPU µs/msg
-and msg/s.
+and msg/s. ``--in-process "ARGS"`` instead alternates ``broker_send_path.py ARGS`` (or
+``broker_batch_path.py`` when ARGS start with ``batch``), which print µs of CPU per message
+without sockets (less noise from the machine's other load).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -36,6 +40,17 @@ def run_once(pythonpath: str | None, args, out_dir: Path) -> list[dict]:
     return json.loads(files[0].read_text())["results"] if files else []
 
 
+def run_in_process(pythonpath: str | None, spec: str) -> list[float]:
+    words = shlex.split(spec)
+    script = "broker_send_path.py"
+    if words and words[0] == "batch":
+        script, words = "broker_batch_path.py", words[1:]
+    with env_path(pythonpath):
+        out = subprocess.run([sys.executable, str(HERE / script), *words], check=False, capture_output=True,
+                             text=True).stdout
+    return [float(m) for m in re.findall(r"([0-9.]+) µs CPU per", out)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="HEAD", help="git revision of the A variant (B = working tree)")
@@ -45,12 +60,23 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="each variant runs 2×rounds times (A B B A ...)")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--warmup", type=float, default=0.5)
+    ap.add_argument("--in-process", default=None, metavar="ARGS",
+                    help='e.g. "--count 10000 --rounds 2 --per-read 32" or "batch --batches 200 --size 32"')
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base_path = checkout(args.base, Path(tmp))
         order = []
         for _ in range(args.rounds):
             order += [("base", base_path), ("new", None), ("new", None), ("base", base_path)]
+        if args.in_process is not None:
+            got: dict[str, list[float]] = {}
+            for name, path in order:
+                vals = run_in_process(path, args.in_process)
+                got.setdefault(name, []).extend(vals)
+                print(f"{name:<5} {' '.join(f'{v:.2f}' for v in vals)} µs CPU per message", flush=True)
+            for name, vals in got.items():
+                print(f"median {name:<5} {statistics.median(vals):.2f} µs/msg (n={len(vals)})")
+            return
         rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for name, path in order:
             out = Path(tmp) / f"out-{name}"

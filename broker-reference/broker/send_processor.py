@@ -9,6 +9,7 @@ request is a batch is decided by the header's ``batch`` flag (the C++ client sen
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from typing import TYPE_CHECKING
@@ -17,10 +18,12 @@ from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tag
 from rocketmq_broker.store.results import PutMessageStatus
 from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import (
+    CURRENT_VERSION,
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
     V3_4_9,
+    LanguageCode,
     MessageSysFlag,
     PermName,
     RequestCode,
@@ -38,6 +41,7 @@ from rocketmq_sdk.protocol.message_codec import (
     encode_properties,
 )
 from rocketmq_sdk.remoting import Channel, RemotingCommand
+from rocketmq_sdk.remoting.command import FLAG_RESPONSE
 
 from .controller_util import then
 
@@ -54,6 +58,28 @@ _STATUS_CODES = {
     PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
 }
 _MAX_PROPERTIES = 32767
+_STORED_CODES = frozenset((ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                           ResponseCode.SLAVE_NOT_AVAILABLE))
+_PYTHON = int(LanguageCode.PYTHON)
+_new_command = object.__new__
+
+
+class SendResponse(RemotingCommand):
+    """The response to a stored send: its JSON header is rendered from a template holding the
+    five ``SendMessageResponseHeader`` fields (msgId, queueId, queueOffset, MSG_REGION, TRACE_ON),
+    byte-identical to :meth:`RemotingCommand.encode`'s generic JSON header (which it falls back to
+    when the fields were changed); the values are hex ids and decimal numbers, nothing to escape."""
+
+    __slots__ = ()
+
+    def _encode_json_header(self) -> bytes:
+        ext = self.ext_fields
+        if self.remark is not None or self.language != _PYTHON or len(ext) != 5:
+            return RemotingCommand._encode_json_header(self)
+        return (f'{{"code":{int(self.code)},"extFields":{{"msgId":"{ext["msgId"]}","queueId":"{ext["queueId"]}",'
+                f'"queueOffset":"{ext["queueOffset"]}","MSG_REGION":"{ext["MSG_REGION"]}",'
+                f'"TRACE_ON":"{ext["TRACE_ON"]}"}},"flag":{int(self.flag)},"language":"PYTHON","opaque":{int(self.opaque)},'
+                f'"serializeTypeCurrentRPC":"JSON","version":{int(self.version)}}}').encode()
 
 
 class SendProcessor:
@@ -130,7 +156,10 @@ class SendProcessor:
             if refused is not None:
                 return cmd.response(ResponseCode.NO_PERMISSION, refused)
             inner = b.transactions.prepare(inner)
-        return then(b.put_message(inner), lambda result: self._response(cmd, result, queue_id))
+        result = b.put_message(inner)
+        if isinstance(result, asyncio.Future):  # SYNC_FLUSH: answered after the group commit
+            return then(result, lambda result: self._response(cmd, result, queue_id))
+        return self._response(cmd, result, queue_id)
 
     def _inner(self, topic: str, queue_id: int, body: bytes, props: dict[str, str], flag: int, sys_flag: int,
                born: int, born_host: str, reconsume: int) -> InnerMessage:
@@ -156,24 +185,35 @@ class SendProcessor:
             inners.append(self._inner(topic, queue_id, body, props, flag, sys_flag, born, ch.remote_addr, reconsume))
         if not inners:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
-        return then(self.broker.put_messages(inners), lambda result: self._response(cmd, result, queue_id))
+        result = self.broker.put_messages(inners)
+        if isinstance(result, asyncio.Future):
+            return then(result, lambda result: self._response(cmd, result, queue_id))
+        return self._response(cmd, result, queue_id)
 
     def _response(self, cmd: RemotingCommand, result, queue_id: int) -> RemotingCommand:
         if result is None:
             return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, "store is not running")
-        code = _STATUS_CODES.get(result.status, ResponseCode.SYSTEM_ERROR)
+        code = _STATUS_CODES.get(result.put_message_status, ResponseCode.SYSTEM_ERROR)
         ar = result.append_message_result
-        if ar is None or code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
-                                      ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
+        if ar is None or code not in _STORED_CODES:
             if code == ResponseCode.SERVICE_NOT_AVAILABLE:
                 return cmd.response(code, "service not available now. It may be caused by one of the following "
                                           "reasons: the broker's disk is full, messages are put to the slave, "
                                           "message store has been shut down, etc.")
             return cmd.response(code, f"store put failed: {result.status.value}")
         self.broker.stats_put += ar.msg_num
-        return cmd.response(code, ext_fields={"msgId": ar.msg_id, "queueId": str(queue_id),
-                                              "queueOffset": str(ar.logics_offset),
-                                              "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
+        resp = _new_command(SendResponse)
+        resp.code = code
+        resp.language = _PYTHON
+        resp.version = CURRENT_VERSION
+        resp.opaque = cmd.opaque
+        resp.flag = FLAG_RESPONSE
+        resp.remark = None
+        resp.ext_fields = {"msgId": ar.msg_id, "queueId": str(queue_id), "queueOffset": str(ar.logics_offset),
+                           "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+        resp.body = b""
+        resp.serialize_type = cmd.serialize_type
+        return resp
 
     # -- consumer send-back ---------------------------------------------------------------------
     def send_back(self, ch: Channel, cmd: RemotingCommand):

@@ -120,7 +120,7 @@ class RemotingServer(RequestDispatcher):
         except Exception as exc:
             self._reply(channel, cmd, self._error_response(channel, cmd, exc))
             return
-        if result is None or type(result) is RemotingCommand:
+        if result is None or isinstance(result, RemotingCommand):
             self._reply(channel, cmd, result)
         elif isinstance(result, asyncio.Future):
             result.add_done_callback(functools.partial(self._future_done, channel, cmd))
