@@ -73,7 +73,7 @@ class ConsumeMessageConcurrentlyService:
         call. A slow listener gets one task per chunk, as Java, so chunks run in parallel.
         """
         n = self.batch_size
-        chunks = [list(msgs[i:i + n]) for i in range(0, len(msgs), n)]
+        chunks = [[m] for m in msgs] if n == 1 else [list(msgs[i:i + n]) for i in range(0, len(msgs), n)]
         if len(chunks) > 1 and self._listener_avg_s > self.fan_out_threshold_s:
             for chunk in chunks:
                 if not self._submit_task([chunk], pq, mq):

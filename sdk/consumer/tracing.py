@@ -22,6 +22,7 @@ installed or no tracer provider is configured.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,10 +49,25 @@ if _trace is not None:
 _SUCCESS_NAMES = frozenset({"CONSUME_SUCCESS", "SUCCESS", "COMMIT"})
 
 
+_UNSET = object()
+_ORIG_GET_TRACER_PROVIDER = _trace.get_tracer_provider if _trace is not None else None
+
+
 def _tracer() -> Any | None:
-    """The SDK tracer, or None while no real tracer provider is configured (the fast path)."""
+    """The SDK tracer, or None while no real tracer provider is configured (the fast path).
+
+    Checked per listener call and per pull: with ``get_tracer_provider`` not replaced, no global
+    provider set and ``OTEL_PYTHON_TRACER_PROVIDER`` unset (read once, as the producer's
+    tracing does) it answers None without ``get_tracer_provider``, whose environment lookup
+    costs ~0.8 µs per call; a provider set later is seen at the next call."""
     if _trace is None:
         return None
+    if _trace.get_tracer_provider is _ORIG_GET_TRACER_PROVIDER and getattr(_trace, "_TRACER_PROVIDER", _UNSET) is None:
+        env = _ptracing._ENV_PROVIDER
+        if not env:
+            env.append("OTEL_PYTHON_TRACER_PROVIDER" in os.environ)
+        if not env[0]:
+            return None
     provider = _trace.get_tracer_provider()
     if isinstance(provider, (_ProxyTracerProvider, _NoOpTracerProvider)):
         return None
