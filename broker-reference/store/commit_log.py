@@ -1,10 +1,11 @@
 """CommitLog (§5.2): every message of every topic, appended to one sequence of files.
 
 Records are §4.5 layouts built with
-:func:`rocketmq_sdk.protocol.message_codec.encode_stored_message` outside the lock (including
-the body CRC); inside the one append lock the store assigns the physical offset, the queue
+:func:`rocketmq_sdk.protocol.message_codec.encode_stored_message`: messages are validated
+outside the lock; inside the one append lock the store assigns the physical offset, the queue
 offset (table keyed by topic and queue id, advanced only for TRANSACTION_NOT/COMMIT records)
-and the store timestamp, patching them into the record, then writes it. A record never spans
+and the store timestamp and builds the record with them (one ``join``, no patching), then
+writes it. A record never spans
 files: when ``len + 8 > remaining`` an end-of-file blank ``int remaining, int 0xCBD43194`` is
 written and the record goes to the next file.
 """
@@ -115,23 +116,25 @@ class CommitLog:
         self.available = True  # cleared under the lock at shutdown
 
     # -- building records ------------------------------------------------------------------
-    def _check_and_encode(self, msg: InnerMessage) -> tuple[bytearray | None, PutMessageStatus | None]:
+    def _check(self, msg: InnerMessage) -> tuple[bytes, bytes, bytes, bytes, int] | PutMessageStatus:
+        """Validate a message; returns (topic, properties, born host, store host, record size)
+        in wire form, or the refusal status."""
         topic = msg.topic.encode("utf-8")
         if not topic or len(topic) > 127:
-            return None, PutMessageStatus.MESSAGE_ILLEGAL
+            return PutMessageStatus.MESSAGE_ILLEGAL
         props = msg.properties_string.encode("utf-8") if msg.properties_string else b""
         if len(props) > MAX_PROPERTIES_LENGTH:
-            return None, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-        if len(msg.body) > self.config.max_message_size:
-            return None, PutMessageStatus.MESSAGE_ILLEGAL
-        rec = encode_stored_message(topic=topic, body=msg.body, properties=props, queue_id=msg.queue_id,
-                                    flag=msg.flag, sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp,
-                                    born_host=_packed_host(msg.born_host), store_host=_packed_host(msg.store_host),
-                                    reconsume_times=msg.reconsume_times,
-                                    prepared_transaction_offset=msg.prepared_transaction_offset)
-        if len(rec) > self.config.max_message_size + 32 * 1024 or len(rec) + END_FILE_MIN_BLANK_LENGTH > self.file_size:
-            return None, PutMessageStatus.MESSAGE_ILLEGAL
-        return rec, None
+            return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+        body_len = len(msg.body)
+        if body_len > self.config.max_message_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        born, store = _packed_host(msg.born_host), _packed_host(msg.store_host)
+        # the §4.5 layout's size (encode_stored_message): 48 fixed + hosts + store timestamp (8)
+        # + reconsumeTimes/preparedTxOffset/bodyLen (16) + body + topic (1 + n) + properties (2 + n)
+        size = 75 + len(born) + len(store) + body_len + len(topic) + len(props)
+        if size > self.config.max_message_size + 32 * 1024 or size + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return PutMessageStatus.MESSAGE_ILLEGAL
+        return topic, props, born, store, size
 
     def _writable_file(self, needed: int) -> MappedFile:
         """The file that has room for ``needed`` bytes plus the end blank (lock held)."""
@@ -143,44 +146,51 @@ class CommitLog:
             mf = self.mapped_file_queue.get_last_mapped_file(0)
         return mf
 
-    def _place(self, mf: MappedFile, msg: InnerMessage, rec: bytearray, now: int) -> tuple[int, int, DispatchRequest]:
-        """Patch and write one record (lock held); returns (physical offset, queue offset, request)."""
+    def _place(self, mf: MappedFile, msg: InnerMessage, wire: tuple[bytes, bytes, bytes, bytes, int],
+               now: int) -> tuple[int, int, DispatchRequest]:
+        """Build and write one record with its final offsets and store time (lock held);
+        returns (physical offset, queue offset, dispatch request)."""
         phy = mf.file_from_offset + mf.wrote_position
-        key = (msg.topic, msg.queue_id)
-        tx = msg.sys_flag & MessageSysFlag.TRANSACTION_MASK
-        queue_offset = self.topic_queue_table.get(key, 0) if tx in _NOT_OR_COMMIT else 0
-        _Q.pack_into(rec, 20, queue_offset)
-        _Q.pack_into(rec, 28, phy)
-        _Q.pack_into(rec, store_timestamp_pos(msg.sys_flag), now)
-        mf.append(rec)
+        topic, queue_id, sys_flag = msg.topic, msg.queue_id, msg.sys_flag
+        tx = sys_flag & MessageSysFlag.TRANSACTION_MASK
         if tx in _NOT_OR_COMMIT:
-            self.topic_queue_table[key] = queue_offset + 1
-        req = DispatchRequest(msg.topic, msg.queue_id, phy, len(rec), msg.tags_code, now, queue_offset,
-                              msg.sys_flag, msg.prepared_transaction_offset, msg.properties,
-                              msg.properties_string)
+            key = (topic, queue_id)
+            table = self.topic_queue_table
+            queue_offset = table.get(key, 0)
+            table[key] = queue_offset + 1
+        else:
+            queue_offset = 0
+        topic_b, props_b, born, store, size = wire
+        mf.append(encode_stored_message(
+            topic=topic_b, body=msg.body, properties=props_b, queue_id=queue_id, flag=msg.flag, sys_flag=sys_flag,
+            born_timestamp=msg.born_timestamp, born_host=born, store_host=store, store_timestamp=now,
+            queue_offset=queue_offset, physical_offset=phy, reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=msg.prepared_transaction_offset))
+        req = DispatchRequest(topic, queue_id, phy, size, msg.tags_code, now, queue_offset, sys_flag,
+                              msg.prepared_transaction_offset, msg.properties, msg.properties_string)
         self.dispatcher(req)
         return phy, queue_offset, req
 
     # -- appending -------------------------------------------------------------------------
     def put_message(self, msg: InnerMessage) -> tuple[PutMessageResult, list[DispatchRequest]]:
         """Append one record; returns the result and its dispatch request (for listeners)."""
-        rec, bad = self._check_and_encode(msg)
-        if rec is None:
-            return PutMessageResult(bad, AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
-                                                             if bad is PutMessageStatus.MESSAGE_ILLEGAL
-                                                             else AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)), []
+        wire = self._check(msg)
+        if type(wire) is not tuple:
+            return PutMessageResult(wire, AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED
+                                                              if wire is PutMessageStatus.MESSAGE_ILLEGAL
+                                                              else AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)), []
+        size = wire[4]
         with self.put_lock:
             if not self.available:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             now = int(time.time() * 1000)
             if now < self.last_store_timestamp:  # keep store times monotonic for time search
                 now = self.last_store_timestamp
-            mf = self._writable_file(len(rec))
-            phy, queue_offset, req = self._place(mf, msg, rec, now)
+            mf = self._writable_file(size)
+            phy, queue_offset, req = self._place(mf, msg, wire, now)
             self.last_store_timestamp = now
-        result = AppendMessageResult(AppendMessageStatus.PUT_OK, phy, len(rec),
-                                     offset_msg_id_from_packed(_packed_host(msg.store_host), phy), now,
-                                     queue_offset, 1)
+        result = AppendMessageResult(AppendMessageStatus.PUT_OK, phy, size, offset_msg_id_from_packed(wire[3], phy),
+                                     now, queue_offset, 1)
         return PutMessageResult(PutMessageStatus.PUT_OK, result), [req]
 
     def put_messages(self, msgs: Sequence[InnerMessage]) -> tuple[PutMessageResult, list[DispatchRequest]]:
@@ -189,15 +199,16 @@ class CommitLog:
         if not msgs:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                     AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR, msg_num=0)), []
-        recs = []
+        wires = []
+        total = 0
         for msg in msgs:
             if msg.sys_flag & MessageSysFlag.TRANSACTION_MASK not in _NOT_OR_COMMIT:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
-            rec, bad = self._check_and_encode(msg)
-            if rec is None:
-                return PutMessageResult(bad), []
-            recs.append(rec)
-        total = sum(len(r) for r in recs)
+            wire = self._check(msg)
+            if type(wire) is not tuple:
+                return PutMessageResult(wire), []
+            wires.append(wire)
+            total += wire[4]
         if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), []
         reqs = []
@@ -210,14 +221,15 @@ class CommitLog:
                 now = self.last_store_timestamp
             mf = self._writable_file(total)
             first_queue_offset = 0
-            for i, (msg, rec) in enumerate(zip(msgs, recs, strict=True)):
-                phy, queue_offset, req = self._place(mf, msg, rec, now)
+            place = self._place
+            for i, (msg, wire) in enumerate(zip(msgs, wires, strict=True)):
+                phy, queue_offset, req = place(mf, msg, wire, now)
                 if i == 0:
                     first_queue_offset = queue_offset
                 phys.append(phy)
                 reqs.append(req)
             self.last_store_timestamp = now
-        ids = ",".join(offset_msg_id_from_packed(_packed_host(m.store_host), p) for m, p in zip(msgs, phys, strict=True))
+        ids = ",".join(offset_msg_id_from_packed(w[3], p) for w, p in zip(wires, phys, strict=True))
         result = AppendMessageResult(AppendMessageStatus.PUT_OK, phys[0], total, ids, now, first_queue_offset, len(msgs))
         return PutMessageResult(PutMessageStatus.PUT_OK, result), reqs
 

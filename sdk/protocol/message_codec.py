@@ -47,6 +47,7 @@ _TOPICS_MAX = 4096
 _V6_BITS = MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6
 _U64 = 0xFFFFFFFFFFFFFFFF
 _new_ext = object.__new__
+_TOPIC_LEN = [bytes((n,)) for n in range(256)]
 
 
 def encode_properties(properties: dict[str, str], *, trailing_separator: bool = False) -> str:
@@ -136,27 +137,13 @@ def encode_stored_message(*, topic: bytes, body: bytes, properties: bytes, queue
     # preparedTxOffset(8) + bodyLen(4) + body + topicLen(1) + topic + propsLen(2) + props
     total = (48 + len(born_host) + 8 + len(store_host) + 16 + len(body) + 1 + len(topic)
              + 2 + len(properties))
-    rec = bytearray(total)
-    _HEAD.pack_into(rec, 0, total, MESSAGE_MAGIC_CODE, body_crc(body) if crc is None else crc, queue_id, flag,
-                    queue_offset, physical_offset, sys_flag, born_timestamp)
-    pos = 48
-    rec[pos:pos + len(born_host)] = born_host
-    pos += len(born_host)
-    _Q.pack_into(rec, pos, store_timestamp)
-    pos += 8
-    rec[pos:pos + len(store_host)] = store_host
-    pos += len(store_host)
-    _TAIL.pack_into(rec, pos, reconsume_times, prepared_transaction_offset, len(body))
-    pos += 16
-    rec[pos:pos + len(body)] = body
-    pos += len(body)
-    rec[pos] = len(topic)
-    pos += 1
-    rec[pos:pos + len(topic)] = topic
-    pos += len(topic)
-    _H.pack_into(rec, pos, len(properties))
-    rec[pos + 2:pos + 2 + len(properties)] = properties
-    return rec
+    # one join of packed pieces: half the cost of slice assignments into a bytearray(total)
+    return bytearray(b"".join((
+        _HEAD.pack(total, MESSAGE_MAGIC_CODE, body_crc(body) if crc is None else crc, queue_id, flag,
+                   queue_offset, physical_offset, sys_flag, born_timestamp),
+        born_host, _Q.pack(store_timestamp), store_host,
+        _TAIL.pack(reconsume_times, prepared_transaction_offset, len(body)), body,
+        _TOPIC_LEN[len(topic)], topic, _H.pack(len(properties)), properties)))
 
 
 def encode_message_ext(m: MessageExt, *, trailing_separator: bool = False) -> bytearray:
