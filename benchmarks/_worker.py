@@ -225,45 +225,6 @@ def paced(rate: float, max_count: int, max_s: float, send: Any) -> int:
     return i
 
 
-def run_sdk_latency(a: dict) -> dict:
-    from rocketmq_sdk import Message
-
-    lat: list[float] = []
-    lock = threading.Lock()
-
-    def on_msgs(msgs: list) -> None:
-        now = time.monotonic_ns()
-        with lock:
-            for msg in msgs:
-                lat.append((now - int(msg.body[:20])) / 1000.0)
-
-    topic, size = a["topic"], max(20, a["size"])
-    p = sdk_producer(a)
-    warm_up(lambda: p.send(Message(topic, body_of(size, time.monotonic_ns()))))
-    c = sdk_consumer(a, on_msgs)
-    c.start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not lat:  # the warm-up message proves the consumer pulls
-        time.sleep(0.01)
-    with lock:
-        lat.clear()
-    errors = [0]
-
-    def send(i: int, due: int) -> None:
-        fut = p.send_async(Message(topic, body_of(size, due)))
-        fut.add_done_callback(lambda f: f.exception() and errors.__setitem__(0, errors[0] + 1))
-
-    with Measure() as m:
-        sent = paced(a["rate"], a["max_count"], a["max_seconds"], send)
-        wait_end = time.monotonic() + 10
-        while time.monotonic() < wait_end and len(lat) < sent - errors[0]:
-            time.sleep(0.01)
-    c.shutdown()
-    p.shutdown()
-    return {"count": len(lat), "sent": sent, "errors": errors[0], "elapsed_s": m.elapsed, "cpu_s": m.cpu,
-            "latency_us": percentiles(lat)}
-
-
 # ------------------------------------------------------------------------------------------ C++
 
 def cpp_producer(a: dict) -> tuple[Any, Any, Any]:
@@ -386,55 +347,179 @@ def run_cpp_consume(a: dict) -> dict:
     return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
 
 
-def run_cpp_latency(a: dict) -> dict:
+# ------------------------------------------------------------------------------------ latency
+#
+# Send (scheduled time) to listener latency at a fixed rate. The producer runs in a child process
+# (``producer: "process"``, the default): in one Python process the producer's send path and the
+# consumer share one GIL, and a thread waiting for the GIL waits up to the switch interval (5 ms),
+# which is the scenario's latency, not the client's. ``producer: "thread"`` keeps both in this
+# process (the design before 2026-11-24, for comparison). CLOCK_MONOTONIC is system-wide, so
+# scheduled times stamped by the producer process compare with the listener's clock.
+
+
+def latency_sender(a: dict) -> tuple[Any, Any, Any, Any]:
+    """(probe(), send(i, due_ns), pending() -> (errors, outstanding), close()) of a started producer."""
+    topic, size = a["topic"], max(20, a["size"])
+    errors = [0]
+    outstanding = [0]
+    lock = threading.Lock()
+
+    def done(ok: bool) -> None:
+        with lock:
+            outstanding[0] -= 1
+            if not ok:
+                errors[0] += 1
+
+    if a["client"] == "sdk":
+        from rocketmq_sdk import Message
+
+        p = sdk_producer(a)
+
+        def probe() -> None:
+            p.send(Message(topic, body_of(size, time.monotonic_ns())))
+
+        def send(i: int, due: int) -> None:
+            with lock:
+                outstanding[0] += 1
+            try:
+                fut = p.send_async(Message(topic, body_of(size, due)))
+            except Exception:
+                done(False)
+                return
+            fut.add_done_callback(lambda f: done(f.exception() is None))
+
+        close = p.shutdown
+    else:
+        client, dll, p = cpp_producer(a)
+        keep: list[Any] = []
+
+        def probe() -> None:
+            p.send_sync(cpp_message(client, dll, topic, body_of(size, time.monotonic_ns())))
+
+        def send(i: int, due: int) -> None:
+            msg = cpp_message(client, dll, topic, body_of(size, due))
+            keep.append(msg)
+            with lock:
+                outstanding[0] += 1
+            try:
+                p.send_async(msg, lambda _r: done(True), lambda _e: done(False))
+            except Exception:
+                done(False)
+
+        close = p.shutdown
+    return probe, send, lambda: (errors[0], outstanding[0]), close
+
+
+def run_latency_producer(a: dict) -> dict:
+    """The producer child of a latency run: probe sends (every 0.2 s) until the parent writes
+    ``go`` on stdin, then paced async sends; result: sent, errors, cpu_s, elapsed_s."""
+    import select
+
+    probe, send, pending, close = latency_sender(a)
+    try:
+        warm_up(probe)  # the topic exists now: the parent starts its consumer
+        _OUT.write("ready\n")
+        while True:
+            ready, _, _ = select.select([sys.stdin], [], [], 0.2)
+            if ready:
+                if sys.stdin.buffer.readline().strip() != b"go":
+                    return {"error": "latency producer: parent went away"}
+                break
+            probe()
+        with Measure() as m:
+            sent = paced(a["rate"], a["max_count"], a["max_seconds"], send)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and pending()[1] > 0:
+                time.sleep(0.002)
+        return {"sent": sent, "errors": pending()[0], "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+    finally:
+        close()
+
+
+def run_latency(a: dict) -> dict:
+    """Consumer side of a latency run (``sdk`` or ``cpp``); the producer per ``a["producer"]``."""
     lat: list[float] = []
     lock = threading.Lock()
+    gate = [1 << 62]  # bodies stamped before the measured phase (probes) are not counted
+    seen = threading.Event()
 
     def on_body(body: bytes) -> None:
         now = time.monotonic_ns()
-        with lock:
-            lat.append((now - int(body[:20])) / 1000.0)
+        stamp = int(body[:20])
+        seen.set()
+        if stamp >= gate[0]:
+            with lock:
+                lat.append((now - stamp) / 1000.0)
 
-    topic, size = a["topic"], max(20, a["size"])
-    client, dll, p = cpp_producer(a)
-    warm_up(lambda: p.send_sync(cpp_message(client, dll, topic, body_of(size, time.monotonic_ns()))))
-    c, cb = cpp_consumer(a, on_body)
-    c.start()
-    # a new C++ group may start at the end of the queues: send probes until one arrives
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not lat:
-        p.send_sync(cpp_message(client, dll, topic, body_of(size, time.monotonic_ns())))
-        time.sleep(0.2)
-    with lock:
-        lat.clear()
-    errors = [0]
-    keep: list[Any] = []
+    in_process = a.get("producer", "process") == "thread"
+    child = None
+    stop: Any = None
+    try:
+        # the producer first: its warm-up send creates the topic the consumer subscribes to
+        if in_process:
+            probe, send, pending, close = latency_sender(a)
+            warm_up(probe)
+        else:
+            import select
+            import subprocess
 
-    def send(i: int, due: int) -> None:
-        msg = cpp_message(client, dll, topic, body_of(size, due))
-        keep.append(msg)
-        try:
-            p.send_async(msg, lambda _r: None, lambda _e: errors.__setitem__(0, errors[0] + 1))
-        except Exception:
-            errors[0] += 1
-
-    with Measure() as m:
-        sent = paced(a["rate"], a["max_count"], a["max_seconds"], send)
-        wait_end = time.monotonic() + 10
-        while time.monotonic() < wait_end and len(lat) < sent - errors[0]:
-            time.sleep(0.01)
-    c.shutdown()
-    p.shutdown()
-    del cb
-    return {"count": len(lat), "sent": sent, "errors": errors[0], "elapsed_s": m.elapsed, "cpu_s": m.cpu,
-            "latency_us": percentiles(lat)}
+            child = subprocess.Popen([sys.executable, __file__, json.dumps({**a, "scenario": "latency_producer"})],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            if not select.select([child.stdout], [], [], 40)[0] or child.stdout.readline().strip() != b"ready":
+                return {"error": "the latency producer did not start"}
+        if a["client"] == "sdk":
+            c = sdk_consumer(a, lambda msgs: [on_body(m.body) for m in msgs])
+        else:
+            c, cb = cpp_consumer(a, on_body)
+        c.start()
+        stop = c.shutdown
+        deadline = time.monotonic() + 30  # a new C++ group may start at the end of the queues
+        while time.monotonic() < deadline and not seen.wait(0.2):
+            if in_process:
+                probe()  # the child probes by itself
+        if not seen.is_set():
+            return {"error": "no probe message reached the consumer in 30 s"}
+        with Measure() as m:
+            gate[0] = time.monotonic_ns()
+            if in_process:
+                sent = paced(a["rate"], a["max_count"], a["max_seconds"], send)
+                end = time.monotonic() + 10
+                while time.monotonic() < end and pending()[1] > 0:
+                    time.sleep(0.002)
+                errors, producer = pending()[0], {}
+            else:
+                child.stdin.write(b"go\n")
+                child.stdin.flush()
+                out, _ = child.communicate(timeout=a["max_seconds"] + 40)
+                lines = [ln for ln in out.decode(errors="replace").splitlines() if ln.startswith("{")]
+                producer = json.loads(lines[-1]) if lines else {"error": f"producer exit {child.returncode}"}
+                if "error" in producer:
+                    return {"error": f"producer: {producer['error']}"}
+                sent, errors = producer["sent"], producer["errors"]
+            wait_end = time.monotonic() + 10
+            while time.monotonic() < wait_end and len(lat) < sent - errors:
+                time.sleep(0.005)
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+        if stop is not None:
+            stop()
+        if in_process:
+            close()
+    res = {"count": len(lat), "sent": sent, "errors": errors, "elapsed_s": m.elapsed, "cpu_s": m.cpu,
+           "latency_us": percentiles(lat), "producer": a.get("producer", "process")}
+    if producer:  # the child's CPU is client CPU too: cpu_s covers both roles, as in one process
+        res["consumer_cpu_s"], res["producer_cpu_s"] = m.cpu, producer["cpu_s"]
+        res["cpu_s"] = m.cpu + producer["cpu_s"]
+    return res
 
 
 RUNNERS = {
     ("sdk", "sync"): run_sdk_send, ("sdk", "batch"): run_sdk_send, ("sdk", "async"): run_sdk_send, ("sdk", "oneway"): run_sdk_send,
-    ("sdk", "consume"): run_sdk_consume, ("sdk", "latency"): run_sdk_latency,
+    ("sdk", "consume"): run_sdk_consume, ("sdk", "latency"): run_latency, ("sdk", "latency_producer"): run_latency_producer,
     ("cpp", "sync"): run_cpp_send, ("cpp", "oneway"): run_cpp_send, ("cpp", "batch"): run_cpp_send,
-    ("cpp", "async"): run_cpp_send, ("cpp", "consume"): run_cpp_consume, ("cpp", "latency"): run_cpp_latency,
+    ("cpp", "async"): run_cpp_send, ("cpp", "consume"): run_cpp_consume, ("cpp", "latency"): run_latency,
+    ("cpp", "latency_producer"): run_latency_producer,
 }
 
 

@@ -13,8 +13,9 @@ Usage::
 
 A variant is ``name[:key=value,...]``: ``client=REV`` / ``broker=REV`` run that revision's code
 (extracted with ``git archive`` into a temporary directory put first on ``PYTHONPATH``; without
-them the working tree runs), ``patch=JSON`` (last key) sets attributes in the client worker
-(``_worker.apply_patches``). Every distinct broker code gets its own dev cluster (ASYNC_FLUSH
+them the working tree runs), ``arg.NAME=VALUE`` sets a worker argument (a string, e.g.
+``arg.producer=thread`` runs a latency scenario's producer in the consumer's process),
+``patch=JSON`` (last key) sets attributes in the client worker (``_worker.apply_patches``). Every distinct broker code gets its own dev cluster (ASYNC_FLUSH
 unless ``--flush``); scenarios are those of ``run.py`` (``sync1``, ``async``, ``consume``,
 ``latency5k``, ...). Prints one line per run and the per-variant medians.
 """
@@ -40,14 +41,17 @@ import run as suite  # noqa: E402  (benchmarks/run.py: scenario args, worker run
 
 def parse_variant(text: str) -> dict:
     name, _, rest = text.partition(":")
-    v = {"name": name, "client": None, "broker": None, "patch": {}}
+    v = {"name": name, "client": None, "broker": None, "patch": {}, "args": {}}
     while rest:
         key, _, val = rest.partition("=")
         if key == "patch":
             v["patch"] = json.loads(val)
             break
         val, _, rest = val.partition(",")
-        v[key] = val
+        if key.startswith("arg."):  # a worker argument, e.g. arg.producer=thread (latency)
+            v["args"][key[4:]] = val
+        else:
+            v[key] = val
     return v
 
 
@@ -124,7 +128,7 @@ def main() -> None:
                     run_no += 1
                     cl = clusters[v["broker"]]
                     wargs = {"topic": f"Ab_{args.scenario}", **base, "client": "sdk", "namesrv": cl.namesrv_addr,
-                             "group": f"ab_{run_no}", "patch": v["patch"]}
+                             "group": f"ab_{run_no}", "patch": v["patch"], **v["args"]}
                     if scen == "consume":
                         wargs.update(topic="AbBacklog", max_count=backlog[v["broker"]])
                     if scen == "latency":
@@ -136,7 +140,8 @@ def main() -> None:
                     print(f"round {r + 1} {v['name']:<10} " + (
                         f"{res['msgs_per_s']:>9,.0f} msg/s  client {res['client_cpu_us_per_msg']:6.1f} µs/msg  "
                         f"broker {res['broker_cpu_us_per_msg']:6.1f} µs/msg"
-                        + (f"  p50 {lat['p50'] / 1000:.2f} ms p99 {lat['p99'] / 1000:.2f} ms" if lat else "")
+                        + (f"  p50 {lat['p50'] / 1000:.2f} ms p99 {lat['p99'] / 1000:.2f} ms p99.9 {lat['p999'] / 1000:.2f} ms"
+                           f" ({res.get('count')}/{res.get('sent')} received)" if lat else "")
                         if "msgs_per_s" in res else f"FAILED {res.get('error')} {res.get('stderr_tail', '')}"),
                         flush=True)
     finally:
