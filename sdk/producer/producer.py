@@ -51,6 +51,7 @@ from ..protocol.codes import MessageSysFlag as SF
 from ..protocol.message import Message, MessageQueue, SendResult, SendStatus
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
+from .async_send import AsyncSend, InFlight, OnewaySend
 from .fault import MQFaultStrategy
 from .namespace import unwrap_namespace, wrap_namespace
 from .request import REPLY_MESSAGE_FLAG, RequestReplyMixin
@@ -133,11 +134,10 @@ class Producer(RequestReplyMixin):
         self._pid = os.getpid()
         cfg = self.config
         self._fault = MQFaultStrategy(cfg.send_latency_fault_enable, cfg.latency_max, cfg.not_available_duration)
-        self._inflight = 0  # send_async calls not finished yet
+        # unfinished send_async calls (bounded) and queued oneway sends; idle when none
+        self._inflight_slots = InFlight(cfg.async_send_max_in_flight)
+        self._idle = self._inflight_slots.idle
         self._inflight_lock = threading.Lock()
-        self._inflight_slots = threading.BoundedSemaphore(max(1, cfg.async_send_max_in_flight))
-        self._idle = threading.Event()
-        self._idle.set()
         self._callbacks: concurrent.futures.ThreadPoolExecutor | None = None
         self._batched: BatchedSubmitter | None = None
         self._oneway_slots = threading.BoundedSemaphore(ONEWAY_MAX_QUEUED)
@@ -186,7 +186,7 @@ class Producer(RequestReplyMixin):
         assert inst is not None
         if not self._idle.wait(self.config.shutdown_timeout / 1000.0):
             log.warning("producer %s: %d async sends still in flight after %d ms; shutting down anyway",
-                        self.group, self._inflight, self.config.shutdown_timeout)
+                        self.group, self._inflight_slots.total, self.config.shutdown_timeout)
         with self._state_lock:
             self._state = "SHUTDOWN"
             self._instance = None
@@ -366,27 +366,29 @@ class Producer(RequestReplyMixin):
         else:
             prepared = self._prepare_batch(msg)
             selector = None
-        coro = self._send_core(prepared, msg, selector, arg, self._wrap_mq(mq), timeout,
-                               self.config.retry_times_when_send_async_failed)
+        mq = self._wrap_mq(mq)
+        retries = self.config.retry_times_when_send_async_failed
         # never block the client's own I/O thread (asend awaited there): fail fast instead
-        wait_s = 0 if inst.loop_thread.in_loop_thread else timeout / 1000.0
-        if not self._inflight_slots.acquire(timeout=wait_s):
-            coro.close()
+        in_loop = inst.loop_thread.in_loop_thread
+        if not self._inflight_slots.acquire(timeout=0 if in_loop else timeout / 1000.0):
             if prepared.span is not None:
                 prepared.span.end(None, RemotingTimeoutError("producer", timeout, "send_async"))
             raise RemotingTimeoutError("producer", timeout, f"send_async ({self.config.async_send_max_in_flight} "
                                                             "sends in flight)")
-        with self._inflight_lock:
-            self._inflight += 1
-            self._idle.clear()
         try:
-            fut = self._submitter(inst).submit(coro)
+            submitter = self._submitter(inst)
+            fast = None if selector is not None or in_loop else self._async_send(inst, prepared, mq, timeout, retries)
+            if fast is not None:  # route and broker address cached: no Task (async_send.py)
+                submitter.call(fast.start)
+                fut = fast.fut
+            else:
+                fut = submitter.submit(self._send_core(prepared, msg, selector, arg, mq, timeout, retries))
         except BaseException as exc:
-            self._async_done(None)
+            self._inflight_slots.release()
             if prepared.span is not None:
                 prepared.span.end(None, exc)
             raise
-        fut.add_done_callback(self._async_done)
+        fut.add_done_callback(self._inflight_slots.release)
         if prepared.span is not None:
             span = prepared.span
             fut.add_done_callback(lambda f: span.end(None if f.cancelled() or f.exception() else f.result(),
@@ -394,6 +396,21 @@ class Producer(RequestReplyMixin):
         if callback is not None:
             fut.add_done_callback(lambda f: self._callback_pool().submit(_run_callback, callback, f))
         return fut
+
+    def _async_send(self, inst: MQClientInstance, p: _Prepared, mq: MessageQueue | None, timeout: float,
+                    retries: int) -> AsyncSend | None:
+        """The Task-free first attempt when the queue and its broker's address are cached."""
+        if mq is None:
+            info = self._publish.get(p.topic)
+            if info is None or not info.ok:
+                return None
+            queue = self._fault.select_one_queue(info, None)
+        else:
+            info, queue = None, mq
+        addr = inst.find_broker_master(queue.broker_name)
+        if addr is None:
+            return None
+        return AsyncSend(self, inst, p, info, queue, addr, timeout, retries)
 
     def _submitter(self, inst: MQClientInstance) -> BatchedSubmitter:
         sub = self._batched
@@ -407,14 +424,6 @@ class Producer(RequestReplyMixin):
             info = await self._find_publish_info(prepared.topic)
             mq = self._select(selector, info.queues, msg, arg)
         return await self._send_prepared(prepared, mq, timeout, retries)
-
-    def _async_done(self, _fut: concurrent.futures.Future | None, release_slot: bool = True) -> None:
-        if release_slot:
-            self._inflight_slots.release()
-        with self._inflight_lock:
-            self._inflight -= 1
-            if not self._inflight:
-                self._idle.set()
 
     def _callback_pool(self) -> concurrent.futures.ThreadPoolExecutor:
         pool = self._callbacks
@@ -466,18 +475,15 @@ class Producer(RequestReplyMixin):
         # fast path (Java's semaphoreOneway): hand the write to the I/O loop and return at once
         if not self._oneway_slots.acquire(timeout=timeout / 1000.0):
             raise RemotingTimeoutError("producer", timeout, "send_oneway (too many oneway sends queued)")
-        with self._inflight_lock:
-            self._inflight += 1
-            self._idle.clear()
+        self._inflight_slots.enter()
         mq, addr = target
         try:
-            fut = self._submitter(inst).submit(
-                inst.api.send_message_oneway(addr, self._ext_for(prepared, mq), prepared.body, code=prepared.code,
-                                             timeout_ms=timeout))
+            self._submitter(inst).call(OnewaySend(
+                inst, addr, self._ext_for(prepared, mq), prepared.body, prepared.code, timeout,
+                lambda error: self._oneway_done(prepared, mq, error)).start)
         except BaseException as exc:
             self._oneway_done(prepared, None, exc)
             raise
-        fut.add_done_callback(lambda f: self._oneway_done(prepared, mq, None if f.cancelled() else f.exception()))
 
     def _cached_target(self, inst: MQClientInstance, p: _Prepared, msg: Message, selector: SelectorLike | None,
                        arg: Any, mq: MessageQueue | None) -> tuple[MessageQueue, str] | None:
@@ -493,7 +499,7 @@ class Producer(RequestReplyMixin):
 
     def _oneway_done(self, p: _Prepared, mq: MessageQueue | None, error: BaseException | None) -> None:
         self._oneway_slots.release()
-        self._async_done(None, release_slot=False)
+        self._inflight_slots.leave()
         if error is not None:
             log.warning("oneway send of %s to %s failed: %s", p.uniq_id, mq, error)
         if p.span is not None:
@@ -659,6 +665,20 @@ class Producer(RequestReplyMixin):
         if retries is None:
             retries = self.config.retry_times_when_send_failed
         last: list[str | None] = [None]
+        attempt = self._attempt_fn(p, info, deadline, timeout_ms, last)
+        try:  # fast path: the first attempt without building a retry controller
+            result = await attempt()
+        except Exception as exc:
+            if retries <= 0 or not _retryable(exc):
+                raise
+        else:
+            if retries <= 0 or not self._retry_result(result):
+                return result
+        return await AsyncRetrying(**self._retry_policy(retries))(attempt)
+
+    def _attempt_fn(self, p: _Prepared, info: TopicPublishInfo, deadline: float, timeout_ms: float,
+                    last: list[str | None]) -> Callable[[], Coroutine[Any, Any, SendResult]]:
+        """One attempt of :meth:`_send_prepared`: a queue avoiding ``last[0]``, fault bookkeeping."""
 
         async def attempt() -> SendResult:
             queue = self._fault.select_one_queue(info, last[0])
@@ -670,14 +690,13 @@ class Producer(RequestReplyMixin):
                 raise
             return self._attempt_done(p, queue, started, last, result=result)
 
-        try:  # fast path: the first attempt without building a retry controller
-            result = await attempt()
-        except Exception as exc:
-            if retries <= 0 or not _retryable(exc):
-                raise
-        else:
-            if retries <= 0 or not self._retry_result(result):
-                return result
+        return attempt
+
+    async def _retry_attempts(self, p: _Prepared, info: TopicPublishInfo, deadline: float, timeout_ms: float,
+                              retries: int, last: list[str | None]) -> SendResult:
+        """The ``retries`` attempts of :meth:`_send_prepared` after a failed first one
+        (``AsyncSend``); ``last[0]`` is the broker to avoid."""
+        attempt = self._attempt_fn(p, info, deadline, timeout_ms, last)
         return await AsyncRetrying(**self._retry_policy(retries))(attempt)
 
     def _attempt_done(self, p: _Prepared, queue: MessageQueue, started: float, last: list[str | None], *,

@@ -7,18 +7,22 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from ..remoting.loop import EventLoopThread
 
-__all__ = ["BatchedSubmitter"]
+__all__ = ["BatchedSubmitter", "copy_outcome"]
+
+log = logging.getLogger("rocketmq_sdk.producer")
 
 T = TypeVar("T")
 
 
-def _copy_outcome(task: asyncio.Task, fut: concurrent.futures.Future) -> None:
+def copy_outcome(task: asyncio.Task, fut: concurrent.futures.Future) -> None:
+    """Complete ``fut`` (a concurrent future) with ``task``'s outcome, unless it was cancelled."""
     if task.cancelled():
         fut.cancel()
         return
@@ -36,15 +40,28 @@ class BatchedSubmitter:
 
     def __init__(self, loop_thread: EventLoopThread) -> None:
         self.loop_thread = loop_thread
-        self._queue: collections.deque[tuple[Coroutine[Any, Any, Any], concurrent.futures.Future]] = \
-            collections.deque()
+        # (coroutine, its future) or (None, a plain callable)
+        self._queue: collections.deque[tuple[Coroutine[Any, Any, Any] | None, Any]] = collections.deque()
         self._lock = threading.Lock()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Raises ClientStateError: the loop is stopped or was inherited through fork()."""
         fut: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._push(coro, fut)
+        return fut
+
+    def call(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` on the loop, in submission order with :meth:`submit`'s coroutines (an
+        exception it raises is logged).
+
+        Raises:
+            ClientStateError: the loop is stopped or was inherited through fork().
+        """
+        self._push(None, fn)
+
+    def _push(self, coro: Coroutine[Any, Any, Any] | None, target: Any) -> None:
         with self._lock:
-            self._queue.append((coro, fut))
+            self._queue.append((coro, target))
             wake = len(self._queue) == 1
         if wake:
             try:
@@ -54,18 +71,24 @@ class BatchedSubmitter:
                     pending = list(self._queue)
                     self._queue.clear()
                 for c, _f in pending:
-                    c.close()
+                    if c is not None:
+                        c.close()
                 raise
-        return fut
 
     def _drain(self) -> None:
         loop = self.loop_thread.loop
         queue = self._queue
         while queue:
             coro, fut = queue.popleft()
+            if coro is None:  # a plain call
+                try:
+                    fut()
+                except Exception:
+                    log.exception("call %r on the I/O loop failed", fut)
+                continue
             if fut.cancelled():
                 coro.close()
                 continue
             task = loop.create_task(coro)
-            task.add_done_callback(lambda t, f=fut: _copy_outcome(t, f))
+            task.add_done_callback(lambda t, f=fut: copy_outcome(t, f))
             fut.add_done_callback(lambda f, t=task: f.cancelled() and loop.call_soon_threadsafe(t.cancel))

@@ -1,0 +1,298 @@
+"""``AsyncSend``: the first attempt of a ``send_async`` without an asyncio Task.
+
+The request is built in the caller's thread (queue choice, V2 header, ``RemotingCommand``) and
+handed to the I/O loop with the producer's ``BatchedSubmitter`` (one loop wake-up per burst).
+On the loop it is registered in the channel's pending table under its opaque — the channel
+only needs ``done()``, ``set_result(response)`` and ``set_exception(error)`` from what it finds
+there — and written; one ``call_later`` timer bounds the wait. The response completes the
+caller's ``concurrent.futures.Future`` directly. Only the uncommon paths use coroutines: a
+broker without an open connection, a channel under backpressure or still unproven (TLS probe),
+and the retries after a failed first attempt (the producer's tenacity policy), so behaviour,
+errors and retries are those of :meth:`Producer._send_prepared` (``benchmarks/PROFILE.md``,
+2026-11-24 wave 2: per-message Task, Future and six coroutine frames were ~40 % of the
+async send's CPU).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..client.mq_client_api import _send_result
+from ..exceptions import RemotingTimeoutError
+from ..protocol.message import MessageQueue, SendResult
+from ..remoting.client import _SILENT_PEER
+from ..remoting.command import RemotingCommand
+from .submit import copy_outcome
+
+if TYPE_CHECKING:
+    from ..client.instance import MQClientInstance
+    from ..client.route import TopicPublishInfo
+    from .producer import Producer, _Prepared
+
+__all__ = ["AsyncSend", "InFlight", "OnewaySend"]
+
+log = logging.getLogger("rocketmq_sdk.producer")
+
+_monotonic = time.monotonic
+
+
+class AsyncSend:
+    """One ``send_async`` of a prepared message; ``fut`` is the caller's future.
+
+    ``info`` is None for an explicit queue (one attempt, no fault bookkeeping, as
+    ``_send_prepared`` with ``mq``); else the topic's publish info for retries.
+    """
+
+    __slots__ = ("producer", "inst", "prepared", "info", "queue", "addr", "deadline", "timeout_ms",
+                 "retries", "fut", "cmd", "started", "timer", "channel", "_done", "_remaining")
+
+    def __init__(self, producer: Producer, inst: MQClientInstance, prepared: _Prepared,
+                 info: TopicPublishInfo | None, queue: MessageQueue, addr: str, timeout_ms: float,
+                 retries: int) -> None:
+        self.producer = producer
+        self.inst = inst
+        self.prepared = prepared
+        self.info = info
+        self.queue = queue
+        self.addr = addr
+        self.timeout_ms = timeout_ms
+        self.deadline = _monotonic() + timeout_ms / 1000.0
+        self.retries = retries
+        self.fut: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
+        self.cmd = RemotingCommand.request(prepared.code, producer._ext_for(prepared, queue), prepared.body)
+        self.started = 0.0
+        self.timer: asyncio.TimerHandle | None = None
+        self.channel: Any = None
+        self._done = False
+        self._remaining = 0.0
+
+    # ------------------------------------------------------------------ on the I/O loop
+
+    def start(self) -> None:
+        """Write the request (called on the loop by the submitter)."""
+        if self.fut.cancelled():
+            return
+        inst = self.inst
+        remoting = inst.remoting
+        channel = remoting._channels.get(self.addr)
+        if channel is None or channel.closed or channel._paused or _SILENT_PEER in channel.attributes:
+            self._fallback()  # connect / wait for the socket buffer / TLS probe: the coroutine path
+            return
+        self.started = now = _monotonic()
+        remaining = (self.deadline - now) * 1000.0
+        if remaining <= 0:
+            self._failed(RemotingTimeoutError(self.queue.broker_name, self.timeout_ms, "send"))
+            return
+        cmd = self.cmd
+        addr = self.addr
+        try:
+            for hook in remoting.rpc_hooks:
+                hook.before_request(addr, cmd)
+            channel._pending[cmd.opaque] = self
+            self.channel = channel
+            self._remaining = remaining
+            self.timer = channel._loop.call_later(remaining / 1000.0, self._expire)
+            channel.write(cmd)
+        except Exception as exc:
+            self._unregister()
+            self._failed(exc)
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, resp: RemotingCommand) -> None:
+        """The response arrived (``Channel.data_received``)."""
+        if self._done:
+            return
+        self._done = True
+        if self.timer is not None:
+            self.timer.cancel()
+        addr = self.addr
+        try:
+            for hook in self.inst.remoting.rpc_hooks:
+                hook.after_response(addr, self.cmd, resp)
+            result = _send_result(resp, addr, self.queue, self.prepared.uniq_id)
+        except Exception as exc:
+            self._failed(exc, done=True)
+            return
+        producer = self.producer
+        result = producer._unwrap_result(result)
+        if self.info is not None:
+            last: list[str | None] = [None]
+            producer._attempt_done(self.prepared, self.queue, self.started, last, result=result)
+            if self.retries > 0 and producer._retry_result(result):
+                self._retry(last)
+                return
+        fut = self.fut
+        if fut.set_running_or_notify_cancel():
+            fut.set_result(result)
+
+    def set_exception(self, exc: BaseException) -> None:
+        """The channel failed the request (closed) or the timer expired."""
+        if self._done:
+            return
+        self._done = True
+        if self.timer is not None:
+            self.timer.cancel()
+        self._failed(exc, done=True)
+
+    def _expire(self) -> None:
+        if self._done:
+            return
+        self._unregister()
+        self.set_exception(RemotingTimeoutError(self.channel.remote_addr, self._remaining,
+                                                f"request code {self.cmd.code}"))
+
+    def _unregister(self) -> None:
+        channel = self.channel
+        if channel is not None and channel._pending.get(self.cmd.opaque) is self:
+            del channel._pending[self.cmd.opaque]
+
+    def _failed(self, exc: BaseException, *, done: bool = False) -> None:
+        """The first attempt failed: bookkeeping, then the retries or the caller's error."""
+        self._done = True
+        producer = self.producer
+        if self.info is not None and isinstance(exc, Exception):
+            last: list[str | None] = [None]
+            producer._attempt_done(self.prepared, self.queue, self.started or _monotonic(), last, exc=exc)
+            if self.retries > 0 and _retryable(exc):
+                self._retry(last)
+                return
+        fut = self.fut
+        if fut.set_running_or_notify_cancel():
+            fut.set_exception(exc)
+
+    def _retry(self, last: list[str | None]) -> None:
+        if self.fut.cancelled():
+            return
+        assert self.info is not None
+        p = self.producer
+        self._watch(p._retry_attempts(self.prepared, self.info, self.deadline, self.timeout_ms, self.retries, last))
+
+    def _fallback(self) -> None:
+        p = self.producer
+        if self.info is None:
+            coro = p._send_prepared(self.prepared, self.queue, self.timeout_ms)
+        else:
+            coro = p._send_prepared(self.prepared, None, self.timeout_ms, self.retries)
+        self._watch(coro)
+
+    def _watch(self, coro: Any) -> None:
+        loop = self.inst.loop_thread.loop
+        task = loop.create_task(coro)
+        fut = self.fut
+        task.add_done_callback(lambda t: copy_outcome(t, fut))
+        fut.add_done_callback(lambda f: f.cancelled() and loop.call_soon_threadsafe(task.cancel))
+
+
+def _retryable(exc: BaseException) -> bool:
+    from .producer import _retryable as retryable
+
+    return retryable(exc)
+
+
+
+class InFlight:
+    """The producer's in-flight accounting under one lock: every unfinished ``send_async`` and
+    queued oneway send (``total``; ``idle`` is set when it is 0) and, for ``send_async``, a bound
+    of ``limit`` (``acquire``/``release`` behave like a ``BoundedSemaphore``'s)."""
+
+    __slots__ = ("limit", "async_count", "total", "idle", "_cond", "_waiting")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.async_count = 0
+        self.total = 0
+        self.idle = threading.Event()
+        self.idle.set()
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting = 0
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Take an async slot (waiting up to ``timeout`` s; None: forever) and count the send;
+        False if no slot freed in time."""
+        with self._cond:
+            if self.async_count >= self.limit:
+                self._waiting += 1
+                try:
+                    if not self._cond.wait_for(lambda: self.async_count < self.limit, timeout):
+                        return False
+                finally:
+                    self._waiting -= 1
+            self.async_count += 1
+            self.total += 1
+            if self.total == 1:
+                self.idle.clear()
+        return True
+
+    def release(self, _fut: Any = None) -> None:
+        """A ``send_async`` finished (usable as a future's done callback).
+
+        Raises:
+            ValueError: more releases than acquisitions.
+        """
+        with self._cond:
+            if self.async_count <= 0:
+                raise ValueError("InFlight released too many times")
+            self.async_count -= 1
+            if self._waiting:
+                self._cond.notify()
+            self.total -= 1
+            if not self.total:
+                self.idle.set()
+
+    def enter(self) -> None:
+        """Count a queued oneway send (bounded elsewhere)."""
+        with self._cond:
+            self.total += 1
+            if self.total == 1:
+                self.idle.clear()
+
+    def leave(self) -> None:
+        """A queued oneway send was written (or failed)."""
+        with self._cond:
+            self.total -= 1
+            if not self.total:
+                self.idle.set()
+
+
+class OnewaySend:
+    """A oneway send whose queue and broker address are cached: the ONEWAY request is built in
+    the caller's thread and written on the loop without a Task (a missing or busy connection
+    falls back to ``MQClientAPI.send_message_oneway``). ``done(error)`` is called once."""
+
+    __slots__ = ("inst", "addr", "cmd", "header", "body", "timeout_ms", "done")
+
+    def __init__(self, inst: MQClientInstance, addr: str, header: dict[str, str], body: bytes, code: int,
+                 timeout_ms: float, done: Any) -> None:
+        self.inst = inst
+        self.addr = addr
+        self.header = header
+        self.body = body
+        self.timeout_ms = timeout_ms
+        self.cmd = RemotingCommand.request(code, header, body, oneway=True)
+        self.done = done
+
+    def start(self) -> None:
+        remoting = self.inst.remoting
+        addr = self.addr
+        channel = remoting._channels.get(addr)
+        if channel is None or channel.closed or channel._paused:
+            task = self.inst.loop_thread.loop.create_task(self.inst.api.send_message_oneway(
+                addr, self.header, self.body, code=self.cmd.code, timeout_ms=self.timeout_ms))
+            task.add_done_callback(lambda t: self.done(None if t.cancelled() else t.exception()))
+            return
+        cmd = self.cmd
+        try:
+            for hook in remoting.rpc_hooks:
+                hook.before_request(addr, cmd)
+            channel.write(cmd)
+        except Exception as exc:
+            self.done(exc)
+            return
+        self.done(None)
