@@ -52,14 +52,15 @@ def cpu_self_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def build_frames(producer, topic: str, size: int, batch: int, broker_name: str, queue_ids: list[int]) -> list[bytes]:
-    """``DISTINCT_FRAMES`` encoded requests of ``batch`` messages each, ``queue_ids`` round robin."""
+def build_frames(producer, topic: str, size: int, batch: int, broker_name: str, queue_ids: list[int],
+                 distinct: int = DISTINCT_FRAMES) -> list[bytes]:
+    """``distinct`` encoded requests of ``batch`` messages each, ``queue_ids`` round robin."""
     from rocketmq_sdk import Message
     from rocketmq_sdk.remoting.command import RemotingCommand
 
     body = (b"b" * size)[:size]
     frames = []
-    for i in range(DISTINCT_FRAMES):
+    for i in range(distinct):
         if batch == 1:
             p = producer._prepare(Message(topic, body))
         else:
@@ -110,7 +111,9 @@ class Generator:
             t.join(timeout_s)
 
     def _run(self, n: int) -> None:
-        buf = bytearray(4096)
+        # answers are read into views of buf, which cannot grow while one is alive: room for the
+        # longest (a 256-message batch's msgId list, ~9 KB)
+        buf = bytearray(1 << 16)
         try:
             with socket.create_connection(self.addr, timeout=30) as sock:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
