@@ -99,16 +99,20 @@ class CommitLog:
     Args:
         config: store configuration.
         dispatcher: called for each appended record, under the append lock.
+        batch_dispatcher: when given, called instead with all records of a batch put (same
+            order, under the lock).
         delay_levels: delay level → ms, to recompute ``SCHEDULE_TOPIC_XXXX`` tag codes (deliver
             times) when records are re-dispatched at recovery.
     """
 
     def __init__(self, config: StoreConfig, dispatcher: Dispatcher,
-                 delay_levels: dict[int, int] | None = None) -> None:
+                 delay_levels: dict[int, int] | None = None,
+                 batch_dispatcher: Callable[[list[DispatchRequest]], None] | None = None) -> None:
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
         self.mapped_file_queue = MappedFileQueue(config.commit_log_dir, self.file_size)
         self.dispatcher = dispatcher
+        self.batch_dispatcher = batch_dispatcher
         self.delay_levels = delay_levels or {}
         self.put_lock = threading.Lock()
         self.topic_queue_table: dict[tuple[str, int], int] = {}
@@ -147,7 +151,7 @@ class CommitLog:
         return mf
 
     def _place(self, mf: MappedFile, msg: InnerMessage, wire: tuple[bytes, bytes, bytes, bytes, int],
-               now: int) -> tuple[int, int, DispatchRequest]:
+               now: int, dispatch: bool = True) -> tuple[int, int, DispatchRequest]:
         """Build and write one record with its final offsets and store time (lock held);
         returns (physical offset, queue offset, dispatch request)."""
         phy = mf.file_from_offset + mf.wrote_position
@@ -168,7 +172,8 @@ class CommitLog:
             prepared_transaction_offset=msg.prepared_transaction_offset))
         req = DispatchRequest(topic, queue_id, phy, size, msg.tags_code, now, queue_offset, sys_flag,
                               msg.prepared_transaction_offset, msg.properties, msg.properties_string)
-        self.dispatcher(req)
+        if dispatch:
+            self.dispatcher(req)
         return phy, queue_offset, req
 
     # -- appending -------------------------------------------------------------------------
@@ -222,12 +227,16 @@ class CommitLog:
             mf = self._writable_file(total)
             first_queue_offset = 0
             place = self._place
+            batch_dispatcher = self.batch_dispatcher
+            per_record = batch_dispatcher is None
             for i, (msg, wire) in enumerate(zip(msgs, wires, strict=True)):
-                phy, queue_offset, req = place(mf, msg, wire, now)
+                phy, queue_offset, req = place(mf, msg, wire, now, per_record)
                 if i == 0:
                     first_queue_offset = queue_offset
                 phys.append(phy)
                 reqs.append(req)
+            if batch_dispatcher is not None:
+                batch_dispatcher(reqs)
             self.last_store_timestamp = now
         ids = ",".join(offset_msg_id_from_packed(w[3], p) for w, p in zip(wires, phys, strict=True))
         result = AppendMessageResult(AppendMessageStatus.PUT_OK, phys[0], total, ids, now, first_queue_offset, len(msgs))

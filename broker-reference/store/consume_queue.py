@@ -152,6 +152,24 @@ class ConsumeQueue:
         self.max_physic_offset = offset + size
         return True
 
+    def put_message_position_infos(self, entries: list[tuple[int, int, int, int]]) -> None:
+        """Write the entries ``(offset, size, tags_code, cq_offset)`` of consecutive logical
+        offsets (a batch put) with one append when they continue the queue inside its last
+        file; anything else (gap, re-dispatch, file end) goes entry by entry as above."""
+        first = entries[0][3]
+        mf = self.mapped_file_queue.last_mapped_file()
+        n = len(entries)
+        if (mf is not None and entries[-1][3] - first == n - 1
+                and mf.file_from_offset + mf.wrote_position == first * CQ_STORE_UNIT_SIZE
+                and mf.remaining() >= n * CQ_STORE_UNIT_SIZE):
+            pack = CQ_ENTRY.pack
+            mf.append(b"".join([pack(offset, size, tags_code) for offset, size, tags_code, _ in entries]))
+            last = entries[-1]
+            self.max_physic_offset = last[0] + last[1]
+            return
+        for offset, size, tags_code, cq_offset in entries:
+            self.put_message_position_info(offset, size, tags_code, cq_offset)
+
     # -- reading ---------------------------------------------------------------------------
     def get_min_offset_in_queue(self) -> int:
         return self.min_logic_offset // CQ_STORE_UNIT_SIZE

@@ -123,6 +123,44 @@ class IndexFile:
         self._write_header()
         return True
 
+    def put_keys(self, items: list[tuple[str, int, int]]) -> int:
+        """:meth:`put_key` for many ``(key, phy_offset, store_timestamp)`` (a batch put), the
+        header written once at the end; returns how many were indexed (fewer when the file
+        fills up)."""
+        buf = self._mm.buf
+        slots = self.hash_slot_num
+        entries_base = INDEX_HEADER_SIZE + slots * HASH_SLOT_SIZE
+        count = self.index_count
+        room = self.index_num - count
+        if room <= 0:
+            return 0
+        if len(items) > room:
+            items = items[:room]
+        slot_unpack, slot_pack, entry_pack = _SLOT.unpack_from, _SLOT.pack_into, _ENTRY.pack_into
+        begin_ts = self.begin_timestamp
+        new_slots = 0
+        for key, phy_offset, store_timestamp in items:
+            key_hash = index_key_hash(key)
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % slots) * HASH_SLOT_SIZE
+            slot_value = slot_unpack(buf, slot_pos)[0]
+            if slot_value <= 0 or slot_value > count:
+                slot_value = 0
+                new_slots += 1
+            if count <= 1:
+                self.begin_phy_offset = phy_offset
+                self.begin_timestamp = begin_ts = store_timestamp
+            diff = 0 if begin_ts <= 0 else (store_timestamp - begin_ts) // 1000
+            diff = min(max(diff, 0), _INT_MAX)
+            entry_pack(buf, entries_base + count * INDEX_SIZE, key_hash, phy_offset, diff, slot_value)
+            slot_pack(buf, slot_pos, count)
+            count += 1
+        self.hash_slot_count += new_slots
+        self.index_count = count
+        self.end_phy_offset = items[-1][1]
+        self.end_timestamp = items[-1][2]
+        self._write_header()
+        return len(items)
+
     def is_time_matched(self, begin: int, end: int) -> bool:
         return begin <= self.end_timestamp and end >= self.begin_timestamp
 
@@ -248,6 +286,32 @@ class IndexService:
         f = self.files[-1] if self.files else self._new_file()
         if not f.put_key(key, phy, ts):
             self._new_file().put_key(key, phy, ts)
+
+    def build_index_many(self, records: Iterable[tuple[str, int, int, int, dict[str, str]]]) -> None:
+        """:meth:`build_index` for the records ``(topic, phy_offset, store_timestamp, sys_flag,
+        properties)`` of one batch put (ascending offsets), written with :meth:`IndexFile.put_keys`."""
+        end = self.files[-1].end_phy_offset if self.files else -1
+        items = []
+        uniq_name, keys_name, sep = MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MC.KEYS, MC.KEY_SEPARATOR
+        for topic, phy_offset, store_timestamp, sys_flag, properties in records:
+            if (sys_flag & MessageSysFlag.TRANSACTION_MASK == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+                    or phy_offset < end):
+                continue
+            uniq = properties.get(uniq_name)
+            if uniq:
+                items.append((f"{topic}#{uniq}", phy_offset, store_timestamp))
+            keys = properties.get(keys_name)
+            if keys:
+                items.extend((f"{topic}#{k}", phy_offset, store_timestamp) for k in keys.split(sep) if k)
+        while items:
+            f = self.files[-1] if self.files else self._new_file()
+            n = f.put_keys(items)
+            if n == 0:
+                if f.index_count <= 1:  # a fresh file takes nothing: give up rather than spin
+                    log.warning("index file %s cannot take entries", f.path)
+                    return
+                self._new_file()
+            items = items[n:]
 
     def build_index(self, topic: str, phy_offset: int, store_timestamp: int, sys_flag: int,
                     properties: dict[str, str]) -> None:

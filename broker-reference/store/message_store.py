@@ -65,7 +65,8 @@ class MessageStore:
 
     def __init__(self, config: StoreConfig) -> None:
         self.config = config
-        self.commit_log = CommitLog(config, self._dispatch, parse_delay_levels(config.message_delay_level))
+        self.commit_log = CommitLog(config, self._dispatch, parse_delay_levels(config.message_delay_level),
+                                    self._dispatch_batch)
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self._cq_lock = threading.Lock()
         self.checkpoint: StoreCheckpoint | None = None
@@ -221,6 +222,20 @@ class MessageStore:
         if self.index_service is not None:
             self.index_service.build_index(req.topic, req.commit_log_offset, req.store_timestamp,
                                            req.sys_flag, req.get_properties())
+
+    def _dispatch_batch(self, reqs: list[DispatchRequest]) -> None:
+        """Index the records of one batch put (all TRANSACTION_NOT/COMMIT, one queue, consecutive
+        queue offsets, ascending CommitLog offsets): one consume-queue append, one index pass."""
+        by_queue: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
+        for req in reqs:
+            if req.sys_flag & MessageSysFlag.TRANSACTION_MASK in _NOT_OR_COMMIT:
+                by_queue.setdefault((req.topic, req.queue_id), []).append(
+                    (req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset))
+        for (topic, queue_id), entries in by_queue.items():
+            self.find_consume_queue(topic, queue_id).put_message_position_infos(entries)
+        if self.index_service is not None:
+            self.index_service.build_index_many([(req.topic, req.commit_log_offset, req.store_timestamp, req.sys_flag,
+                                                  req.get_properties()) for req in reqs])
 
     def register_arrival_listener(self, listener: ArrivalListener) -> None:
         """Call ``listener(topic, queue_id, max_offset, tags_code, properties)`` after each
