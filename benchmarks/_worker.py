@@ -441,6 +441,7 @@ def run_latency(a: dict) -> dict:
     lat: list[float] = []
     lock = threading.Lock()
     gate = [1 << 62]  # bodies stamped before the measured phase (probes) are not counted
+    segs: list[tuple[int, int]] = []
     seen = threading.Event()
 
     def on_body(body: bytes) -> None:
@@ -468,7 +469,16 @@ def run_latency(a: dict) -> dict:
             if not select.select([child.stdout], [], [], 40)[0] or child.stdout.readline().strip() != b"ready":
                 return {"error": "the latency producer did not start"}
         if a["client"] == "sdk":
-            c = sdk_consumer(a, lambda msgs: [on_body(m.body) for m in msgs])
+            def on_msgs(msgs: list) -> None:
+                for msg in msgs:
+                    on_body(msg.body)
+                # where the time goes (epoch ms, 1 ms resolution): born -> stored -> listener
+                now_ms = int(time.time() * 1000)
+                with lock:
+                    segs.extend((msg.store_timestamp - msg.born_timestamp, now_ms - msg.store_timestamp)
+                                for msg in msgs if int(msg.body[:20]) >= gate[0])
+
+            c = sdk_consumer(a, on_msgs)
         else:
             c, cb = cpp_consumer(a, on_body)
         c.start()
@@ -508,6 +518,9 @@ def run_latency(a: dict) -> dict:
             close()
     res = {"count": len(lat), "sent": sent, "errors": errors, "elapsed_s": m.elapsed, "cpu_s": m.cpu,
            "latency_us": percentiles(lat), "producer": a.get("producer", "process")}
+    if segs:
+        res["born_to_store_ms"] = percentiles([float(x) for x, _ in segs])
+        res["store_to_listener_ms"] = percentiles([float(y) for _, y in segs])
     if producer:  # the child's CPU is client CPU too: cpu_s covers both roles, as in one process
         res["consumer_cpu_s"], res["producer_cpu_s"] = m.cpu, producer["cpu_s"]
         res["cpu_s"] = m.cpu + producer["cpu_s"]
