@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from rocketmq_sdk.producer import SelectMessageQueueByHash, java_hash_code
+from rocketmq_sdk.producer import SelectMessageQueueByHash, SelectMessageQueueByRandom, java_hash_code
 from rocketmq_sdk.protocol import Message, MessageQueue
 
 
@@ -48,3 +48,9 @@ def test_select_by_hash_is_stable_and_picklable():
     mqs = _mqs(16)
     picks = {sel(mqs, Message("T", b"x"), f"order-{i}") for i in range(3)}
     assert picks == {sel(mqs, Message("T", b"x"), f"order-{i}") for i in range(3)}
+
+
+def test_select_by_random_picks_queues_of_the_list_and_ignores_the_argument():
+    mqs = _mqs(4)
+    picks = {SelectMessageQueueByRandom()(mqs, Message("T", b"x"), "same-arg") for _ in range(400)}
+    assert picks == set(mqs)  # every queue of the list, and only those (P(miss one) ≈ 4e-50)
