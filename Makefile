@@ -34,7 +34,10 @@ clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
 
 # make bench [QUICK=1] - SDK vs the official C++ client on a reference broker, then the broker's own
-# send throughput (benchmarks/broker_send.py); writes benchmarks/results/
+# send throughput (benchmarks/broker_send.py), then the Spark writer on the flights
+# (benchmarks/spark_writer.py); writes benchmarks/results/ (see benchmarks/README.md).
+# Full: ~30 min on 2 cores; QUICK=1: ~2.5 min.
 bench: install
 	$(PY) benchmarks/run.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/broker_send.py $(if $(QUICK),--quick,)
+	$(PY) benchmarks/spark_writer.py $(if $(QUICK),--quick,)
