@@ -22,7 +22,7 @@ from ..protocol.codes import MessageConst as MC
 from ..protocol.message import MessageExt, MessageQueue
 from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently
 from .process_queue import ProcessQueue
-from .tracing import start_process_spans
+from .tracing import start_process_spans, tracing_active
 
 if TYPE_CHECKING:
     from .push_consumer import PushConsumer
@@ -143,7 +143,7 @@ class ConsumeMessageConcurrentlyService:
         ctx = ConsumeConcurrentlyContext(mq)
         t0 = time.perf_counter()
         try:
-            spans = start_process_spans(msgs, self.consumer.group, self._client_id())
+            spans = start_process_spans(msgs, self.consumer.group, self._client_id()) if tracing_active() else None
             status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
         except Exception:
             log.warning("listener of group %s raised on %d messages of %s; they will be redelivered",

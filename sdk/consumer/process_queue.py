@@ -99,16 +99,18 @@ class ProcessQueue:
     def put_messages(self, msgs: Iterable[MessageExt]) -> int:
         """Add pulled messages; offsets not above the highest seen are ignored (a duplicate
         pull), which keeps the in-flight map in ascending order. Returns the number added."""
-        added = 0
+        added = size = 0
         with self._lock:
+            top, cache = self.queue_offset_max, self._msgs
             for m in msgs:
                 off = m.queue_offset
-                if off <= self.queue_offset_max:
-                    continue
-                self.queue_offset_max = off
-                self._msgs[off] = m
-                self._size += len(m.body)
-                added += 1
+                if off > top:
+                    top = off
+                    cache[off] = m
+                    size += len(m.body)
+                    added += 1
+            self.queue_offset_max = top
+            self._size += size
         return added
 
     def remove_messages(self, msgs: Iterable[MessageExt]) -> int:
@@ -118,11 +120,13 @@ class ProcessQueue:
             if not self._msgs:
                 return -1
             self.last_consume_timestamp = time.monotonic()
+            cache, size = self._msgs, 0
             for m in msgs:
-                if self._msgs.pop(m.queue_offset, None) is not None:
-                    self._size -= len(m.body)
-            if self._msgs:
-                return next(iter(self._msgs))
+                if cache.pop(m.queue_offset, None) is not None:
+                    size += len(m.body)
+            self._size -= size
+            if cache:
+                return next(iter(cache))
             return self.queue_offset_max + 1
 
     def max_span(self) -> int:

@@ -109,10 +109,12 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
             if sub.tags_set:
                 msgs = [m for m in msgs if m.tags in sub.tags_set]
             min_s, max_s = str(result.min_offset), str(result.max_offset)
+            bname, min_key, max_key = mq.broker_name, MC.MIN_OFFSET, MC.MAX_OFFSET
             for m in msgs:
-                m.broker_name = mq.broker_name
-                m.properties[MC.MIN_OFFSET] = min_s
-                m.properties[MC.MAX_OFFSET] = max_s
+                m.broker_name = bname
+                props = m.properties
+                props[min_key] = min_s
+                props[max_key] = max_s
             if msgs:
                 record_receive_span(msgs, mq.topic, consumer.group, inst.client_id)
                 pq.put_messages(msgs)

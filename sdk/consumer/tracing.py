@@ -29,7 +29,7 @@ from typing import Any
 from ..producer import tracing as _ptracing
 from ..protocol.message import MessageExt
 
-__all__ = ["ProcessSpans", "record_receive_span", "start_process_spans"]
+__all__ = ["ProcessSpans", "record_receive_span", "start_process_spans", "tracing_active"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.tracing")
 
@@ -72,6 +72,11 @@ def _tracer() -> Any | None:
     if isinstance(provider, (_ProxyTracerProvider, _NoOpTracerProvider)):
         return None
     return provider.get_tracer(_ptracing._INSTRUMENTATION)
+
+
+def tracing_active() -> bool:
+    """True when process and receive spans are recorded (a tracer provider is configured)."""
+    return _tracer() is not None
 
 
 def _attributes(m: MessageExt, group: str, client_id: str | None, operation: str) -> dict[str, Any]:
