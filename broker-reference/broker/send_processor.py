@@ -85,6 +85,7 @@ class SendResponse(RemotingCommand):
 class SendProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        self._valid_topics: set[str] = set()  # names that passed is_valid_name (regex), bounded
 
     def register(self, server) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -98,9 +99,13 @@ class SendProcessor:
         else:
             h = SendMessageRequestHeader.from_v2(cmd.ext_fields)
         topic = h.topic or ""
-        if not is_valid_name(topic):
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic"
-                                if topic else "topic is blank")
+        if topic not in self._valid_topics:
+            if not is_valid_name(topic):
+                return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic"
+                                    if topic else "topic is blank")
+            if len(self._valid_topics) >= 4096:
+                self._valid_topics.clear()
+            self._valid_topics.add(topic)
         if topic in NOT_ALLOWED_SEND_TOPICS:
             return cmd.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
         b = self.broker
@@ -177,12 +182,16 @@ class SendProcessor:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"malformed batch body: {exc}")
         batch_props = decode_properties(h.properties or "")
         batch_props[MC.CLUSTER] = self.broker.config.broker_cluster_name
+        store_host = self.broker.config.broker_addr
+        born_host = ch.remote_addr
         inners = []
         for flag, body, props_text in entries:
             props = decode_properties(props_text)
             for k, v in batch_props.items():
                 props.setdefault(k, v)
-            inners.append(self._inner(topic, queue_id, body, props, flag, sys_flag, born, ch.remote_addr, reconsume))
+            inners.append(InnerMessage(topic, queue_id, body, encode_properties(props),
+                                       flag, tags_string_to_tags_code(props.get(MC.TAGS)),
+                                       sys_flag, born, born_host, store_host, reconsume, 0, True, props))
         if not inners:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "empty batch")
         result = self.broker.put_messages(inners)
