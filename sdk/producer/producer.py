@@ -40,6 +40,7 @@ from ..exceptions import (
 )
 from ..protocol.codes import (
     GROUP_MAX_LENGTH,
+    RETRY_GROUP_TOPIC_PREFIX,
     RequestCode,
     ResponseCode,
     check_name,
@@ -70,6 +71,16 @@ ONEWAY_MAX_QUEUED = 65535
 
 #: ``callback(result, error)`` of :meth:`Producer.send_async`: exactly one of them is None.
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
+
+
+_FORKS = [0]  # fork() calls this process descends through (after_in_child)
+
+
+def _count_fork() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_count_fork)
 
 
 def _run_callback(callback: SendCallback, fut: concurrent.futures.Future) -> None:
@@ -132,6 +143,7 @@ class Producer(RequestReplyMixin):
         self._state_lock = threading.Lock()
         self._state = "CREATED"
         self._pid = os.getpid()
+        self._forks = _FORKS[0]  # fork() count of this process at start (cheaper than getpid per send)
         cfg = self.config
         self._fault = MQFaultStrategy(cfg.send_latency_fault_enable, cfg.latency_max, cfg.not_available_duration)
         # unfinished send_async calls (bounded) and queued oneway sends; idle when none
@@ -167,6 +179,7 @@ class Producer(RequestReplyMixin):
                 raise
             self._instance = inst
             self._pid = os.getpid()
+            self._forks = _FORKS[0]
             self._state = "RUNNING"
         inst.loop_thread.call_soon(inst.spawn_background, inst.announce_producer(self.config.create_topic_key))
         log.info("producer %s started (client %s)", self.group, inst.client_id)
@@ -209,7 +222,7 @@ class Producer(RequestReplyMixin):
         self.shutdown()
 
     def _running(self) -> MQClientInstance:
-        if os.getpid() != self._pid:
+        if _FORKS[0] != self._forks and os.getpid() != self._pid:
             raise ClientStateError(
                 f"producer {self.group} was started in process {self._pid} and cannot be used after fork() "
                 f"(this is process {os.getpid()}); create and start a new Producer in the child, e.g. in a "
@@ -269,11 +282,15 @@ class Producer(RequestReplyMixin):
             RemotingError: network failure or timeout (after the retries).
         """
         inst = self._running()
-        timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
+        cfg = self.config
+        timeout = cfg.send_msg_timeout if timeout_ms is None else timeout_ms
         prepared = self._prepare(msg, fifo=selector is not None)
-        mq = self._wrap_mq(mq)
-        retries = self.config.retry_times_when_send_failed
+        if mq is not None:
+            mq = self._wrap_mq(mq)
+        retries = cfg.retry_times_when_send_failed
         if self._can_send_blocking(inst, prepared, selector):
+            if prepared.span is None:
+                return self._send_blocking(inst, prepared, mq, timeout, retries)
             return self._traced(prepared, self._send_blocking, inst, prepared, mq, timeout, retries)
         coro = self._send_core(prepared, msg, selector, arg, mq, timeout, retries)
         return self._run_traced(inst, prepared, coro, timeout)
@@ -566,15 +583,18 @@ class Producer(RequestReplyMixin):
     def _header(self, topic: str, sys_flag: int, flag: int, properties: str, batch: bool) -> dict[str, str]:
         cfg = self.config
         return {"a": self.group, "b": topic, "c": cfg.create_topic_key, "d": str(cfg.default_topic_queue_nums),
-                "e": "0", "f": str(sys_flag), "g": str(int(time.time() * 1000)), "h": str(flag),
-                "i": properties, "j": "0", "k": "false", "m": "true" if batch else "false"}
+                "e": "0", "f": str(sys_flag) if sys_flag else "0", "g": str(int(time.time() * 1000)),
+                "h": str(flag) if flag else "0", "i": properties, "j": "0", "k": "false",
+                "m": "true" if batch else "false"}
 
     def _prepare(self, msg: Message, *, fifo: bool = False, oneway: bool = False) -> _Prepared:
         """Validate, start the publish span (its context goes into the properties), and build
         the V2 header and the (possibly compressed) body."""
         cfg = self.config
         uniq_id = self._check_message(msg)
-        topic, body, props = self._wrap(msg.topic), msg.body, msg.properties
+        topic, body, props = msg.topic, msg.body, msg.properties
+        if cfg.namespace:
+            topic = wrap_namespace(cfg.namespace, topic)
         span = self._start_span(msg, topic, fifo, oneway)
         sys_flag = 0
         if len(body) >= cfg.compress_msg_body_over_howmuch:
@@ -583,7 +603,7 @@ class Producer(RequestReplyMixin):
         if props.get(MC.TRANSACTION_PREPARED) == "true":
             sys_flag |= SF.TRANSACTION_PREPARED_TYPE
         ext = self._header(topic, sys_flag, msg.flag, encode_properties(props), False)
-        if is_retry_topic(topic):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # is_retry_topic
             ext["j"] = props.get(MC.RECONSUME_TIME, "0")
             max_times = props.get(MC.MAX_RECONSUME_TIMES)
             if max_times:
@@ -727,11 +747,24 @@ class Producer(RequestReplyMixin):
                        retries: int) -> SendResult:
         """:meth:`_send_prepared` in the calling thread over its own connection (no I/O-thread
         hop; ``benchmarks/PROFILE.md`` P1). The caller checked that the route is cached."""
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        started = time.monotonic()
+        deadline = started + timeout_ms / 1000.0
         if mq is not None:
             return self._send_to_blocking(inst, mq, p, deadline, timeout_ms)
         info = self._publish[p.topic]
         last: list[str | None] = [None]
+        # the first attempt inline (no closure); the others through the retry policy
+        queue = self._fault.select_one_queue(info, None)
+        try:
+            result = self._send_to_blocking(inst, queue, p, deadline, timeout_ms)
+        except Exception as exc:
+            self._attempt_done(p, queue, started, last, exc=exc)
+            if retries <= 0 or not _retryable(exc):
+                raise
+        else:
+            self._attempt_done(p, queue, started, last, result=result)
+            if result.send_status is SendStatus.SEND_OK or retries <= 0 or not self._retry_result(result):
+                return result
 
         def attempt() -> SendResult:
             queue = self._fault.select_one_queue(info, last[0])
@@ -743,14 +776,6 @@ class Producer(RequestReplyMixin):
                 raise
             return self._attempt_done(p, queue, started, last, result=result)
 
-        try:
-            result = attempt()
-        except Exception as exc:
-            if retries <= 0 or not _retryable(exc):
-                raise
-        else:
-            if retries <= 0 or not self._retry_result(result):
-                return result
         return Retrying(**self._retry_policy(retries))(attempt)
 
     def _send_to_blocking(self, inst: MQClientInstance, mq: MessageQueue, p: _Prepared, deadline: float,
@@ -763,7 +788,7 @@ class Producer(RequestReplyMixin):
             raise MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE, f"no master address for broker {mq.broker_name}")
         result = inst.api.send_message_blocking(inst.blocking, addr, mq, self._ext_for(p, mq), p.body, p.uniq_id,
                                                 remaining, code=p.code)
-        return self._unwrap_result(result)
+        return self._unwrap_result(result) if self.config.namespace else result
 
     def _can_send_blocking(self, inst: MQClientInstance, p: _Prepared, selector: SelectorLike | None) -> bool:
         if not self.config.sync_send_in_caller_thread or selector is not None or inst.loop_thread.in_loop_thread:
