@@ -72,8 +72,8 @@ def fill(producer, broker_addr: str, topic: str, size: int, count: int, *, conne
     Args:
         producer: a started ``rocketmq_sdk.Producer`` on the cluster (creates the topic, encodes).
         broker_addr: ``host:port`` of the broker the frames are written to.
-        count: messages wanted; the fill stops at the first whole batch at or past it (at most
-            ``connections`` windows more).
+        count: messages wanted; each connection stops at the first whole window at or past its
+            share (about 1 % more in all).
         connections: sockets writing concurrently.
         inflight_b: request bytes in flight per connection (sets the window).
         timeout_s: give up after this long (the result then has ``error``).
@@ -85,16 +85,19 @@ def fill(producer, broker_addr: str, topic: str, size: int, count: int, *, conne
 
     producer.send(Message(topic, b"create"))  # auto-created from TBW102; one more message
     mqs = producer.fetch_publish_queues(topic)
-    batch = fill_batch(size)
+    count = max(1, count - 1)  # the "create" message counts
+    batch = min(fill_batch(size), max(1, count // 64))
     frames = build_frames(producer, topic, size, batch, mqs[0].broker_name, [mq.queue_id for mq in mqs],
                           distinct=FILL_DISTINCT)
-    window = max(1, min(16, inflight_b // len(frames[0])))
-    gen = Generator(broker_addr, frames, batch, connections, window)
+    per_conn = -(-count // connections)
+    # the last burst of each connection may overshoot: at most a window of batches, ~1 % of count
+    window = max(1, min(16, inflight_b // len(frames[0]), per_conn // (batch * 100)))
+    gen = Generator(broker_addr, frames, batch, connections, window, limit=per_conn)
     t0 = time.perf_counter()
     deadline = time.monotonic() + timeout_s
     gen.start()
-    while gen.snapshot()[0] < count - 1 and not gen.errors and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while (any(t.is_alive() for t in gen.threads) and not gen.errors and time.monotonic() < deadline):
+        time.sleep(0.01)
     gen.join(60)
     el = time.perf_counter() - t0
     n = gen.snapshot()[0] + 1

@@ -88,7 +88,8 @@ def recv_exact(sock: socket.socket, n: int, buf: bytearray) -> memoryview:
 class Generator:
     """``connections`` threads, each writing ``window`` requests then reading their answers."""
 
-    def __init__(self, addr: str, frames: list[bytes], batch: int, connections: int, window: int) -> None:
+    def __init__(self, addr: str, frames: list[bytes], batch: int, connections: int, window: int,
+                 limit: int | None = None) -> None:
         host, port = addr.rsplit(":", 1)
         self.addr = (host, int(port))
         self.bursts = [b"".join(frames[(i + k) % len(frames)] for k in range(window))
@@ -99,6 +100,7 @@ class Generator:
         self.sent_bytes = [0] * connections
         self.errors: list[str] = []
         self.stop = threading.Event()
+        self.limit = limit  # messages per connection, then the connection stops (None: until join)
         self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(connections)]
 
     def start(self) -> None:
@@ -118,7 +120,7 @@ class Generator:
             with socket.create_connection(self.addr, timeout=30) as sock:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 i = n
-                while not self.stop.is_set():
+                while not self.stop.is_set() and (self.limit is None or self.done[n] < self.limit):
                     k = i % len(self.bursts)
                     sock.sendall(self.bursts[k])
                     for _ in range(self.window):
