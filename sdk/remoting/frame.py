@@ -51,7 +51,10 @@ class FrameDecoder:
                 length prefix), or a header length larger than ``length - 4``.
         """
         buf = self._buf
-        buf += data
+        if buf:
+            buf += data
+        else:  # nothing pending (the usual case): frames are cut from ``data`` itself, one copy each
+            buf = data
         size = len(buf)
         pos = 0
         frames: list[bytes] = []
@@ -70,6 +73,9 @@ class FrameDecoder:
                 break
             frames.append(bytes(buf[pos + 4:end]))
             pos = end
-        if pos:
+        if buf is data:
+            if pos < size:
+                self._buf += data[pos:]
+        elif pos:
             del buf[:pos]
         return frames
