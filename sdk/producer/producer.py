@@ -628,15 +628,21 @@ class Producer(RequestReplyMixin):
             raise IllegalArgumentError("the batch is empty")
         first = msgs[0]
         ids = []
-        for m in msgs:
-            ids.append(self._check_message(m))
-            if m.topic != first.topic:
+        check = self._check_message
+        check(first)  # a non-Message is refused before its attributes are read
+        topic0, wait0 = first.topic, first.wait_store_msg_ok
+        retry = is_retry_topic(topic0)  # the same for every message of the batch
+        for m in msgs:  # checks in Java's order, per message (the first offending one is reported)
+            ids.append(check(m))
+            if m.topic != topic0:
                 raise IllegalArgumentError("the topic of the messages in one batch should be the same")
-            if m.delay_time_level > 0:
+            props = m.properties
+            delay = props.get(MC.DELAY_TIME_LEVEL)
+            if delay and int(delay) > 0:
                 raise IllegalArgumentError("delayed messages are not supported in batches")
-            if is_retry_topic(m.topic):
+            if retry:
                 raise IllegalArgumentError("retry group topics are not supported in batches")
-            if m.wait_store_msg_ok != first.wait_store_msg_ok:
+            if (props.get(MC.WAIT_STORE_MSG_OK, "true") != "false") != wait0:
                 raise IllegalArgumentError("the waitStoreMsgOK of the messages in one batch should be the same")
         topic = self._wrap(first.topic)
         span = self._start_span(msgs, topic)

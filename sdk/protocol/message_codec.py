@@ -56,7 +56,8 @@ def encode_properties(properties: dict[str, str], *, trailing_separator: bool = 
     Java 4.9.1+ writes no trailing separator (the default); Java 4.9.0 and the C++ client end
     the string with ``\\x02`` (``trailing_separator=True``).
     """
-    text = PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None)
+    # a list, not a generator: join() builds one from a generator anyway (~0.1 µs less per call)
+    text = PROPERTY_SEPARATOR.join([f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None])
     return text + PROPERTY_SEPARATOR if trailing_separator and text else text
 
 
@@ -289,13 +290,14 @@ def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = Fals
     the C++ client writes it, Java does not). The caller checks the batch rules (same topic, no
     delay, no retry topic) and gives each message its UNIQ_KEY beforehand."""
     parts: list[bytes] = []
+    append, head, short = parts.append, _BATCH_HEAD.pack, _H.pack
     for msg in messages:
         props = encode_properties(msg.properties, trailing_separator=trailing_separator).encode("utf-8")
         body = msg.body
-        parts.append(_BATCH_HEAD.pack(20 + len(body) + 2 + len(props), 0, 0, msg.flag, len(body)))
-        parts.append(body)
-        parts.append(_H.pack(len(props)))
-        parts.append(props)
+        append(head(20 + len(body) + 2 + len(props), 0, 0, msg.flag, len(body)))
+        append(body)
+        append(short(len(props)))
+        append(props)
     return b"".join(parts)
 
 
