@@ -4,7 +4,8 @@ Usage: ``python benchmarks/_worker.py '<json args>'``. Args: ``client`` (``sdk``
 ``scenario`` (``sync`` | ``async`` | ``oneway`` | ``batch`` | ``consume`` | ``latency``),
 ``namesrv``, ``topic``, ``size`` (body bytes), ``threads``, ``batch``, ``inflight``,
 ``max_count`` (messages), ``max_seconds`` (measured phase), ``rate`` (latency, msg/s),
-``group``, ``deadline_s`` (hard stop of the whole process).
+``group``, ``deadline_s`` (hard stop of the whole process); optional ``producer`` (latency:
+``process``, the default, or ``thread``) and ``pull_batch_size`` (SDK consumers; default 32).
 
 The last stdout line is one JSON object: ``count`` (messages done in the measured phase),
 ``errors``, ``elapsed_s``, ``cpu_s`` (this process's user+system CPU during the measured phase,
@@ -174,8 +175,9 @@ def run_sdk_send(a: dict) -> dict:
 def sdk_consumer(a: dict, on_msgs: Any) -> Any:
     from rocketmq_sdk import ConsumeConcurrentlyStatus, PushConsumer
 
+    extra = {"pull_batch_size": int(a["pull_batch_size"])} if a.get("pull_batch_size") else {}
     c = PushConsumer(a["group"], a["namesrv"], instance_name=f"bench-{os.getpid()}",
-                     consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+                     consume_from_where="CONSUME_FROM_FIRST_OFFSET", **extra)
     c.subscribe(a["topic"], "*")
 
     def listener(msgs: list, ctx: Any) -> Any:

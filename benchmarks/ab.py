@@ -94,6 +94,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--flush", default="ASYNC_FLUSH")
+    ap.add_argument("--broker-config", default="{}",
+                    help='JSON broker settings, e.g. \'{"max_transfer_count_on_message_in_memory": 256}\'')
     args = ap.parse_args()
     variants = [parse_variant(v) for v in args.variant]
     tmp = Path(tempfile.mkdtemp(prefix="bench-ab-"))
@@ -112,7 +114,8 @@ def main() -> None:
                 if v["broker"] not in clusters:
                     with env_path(checkout(v["broker"], tmp) if v["broker"] else None):
                         clusters[v["broker"]] = stack.enter_context(start_dev_cluster(broker_config={
-                            "flush_disk_type": args.flush, "mapped_file_size_commit_log": 256 * 1024 * 1024}))
+                            "flush_disk_type": args.flush, "mapped_file_size_commit_log": 256 * 1024 * 1024,
+                            **json.loads(args.broker_config)}))
             backlog = {}
             if scen == "consume":  # one backlog per cluster; every run drains it with a new group
                 for key, cl in clusters.items():
