@@ -18,7 +18,8 @@ Recorded per case, over the measured phase (after a warm-up): messages stored pe
 bytes), broker CPU per message (utime+stime of the broker process from ``/proc/<pid>/stat``; the
 dev process also hosts the idle name server) and broker CPU use in cores (near 1.0 = the
 broker's single event loop is the bottleneck, not the generator), plus the generator's own CPU.
-Writes ``<out-dir>/<date>-broker.json`` and ``.md`` (``-broker-quick`` with ``--quick``).
+Writes ``<out-dir>/<date>-broker.json`` and ``.md`` (``-broker-quick`` with ``--quick``; ``--tag X``
+appends ``-X``).
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=None, help="unmeasured start of each case (1; 0.3 quick)")
     ap.add_argument("--out-dir", default=str(HERE / "results"))
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--tag", default="", help="appended to the file names: <date>-broker[-quick]-<tag>.{json,md}")
     args = ap.parse_args()
     args.seconds = args.seconds or (1.0 if args.quick else 3.0)
     args.warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 1.0)
@@ -221,7 +223,8 @@ def main() -> int:
     if not args.no_write:
         out = Path(args.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        stem = started.strftime("%Y-%m-%d") + ("-broker-quick" if args.quick else "-broker")
+        stem = (started.strftime("%Y-%m-%d") + ("-broker-quick" if args.quick else "-broker")
+                + (f"-{args.tag}" if args.tag else ""))
         (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
         (out / f"{stem}.md").write_text(md)
         print(f"wrote {out / stem}.json and .md", file=sys.stderr)
@@ -247,8 +250,8 @@ def to_markdown(doc: dict) -> str:
            + ".  ",
            f"Load: {s['connections']} connections × {s['window']} requests in flight (batch32: {s['window']} "
            f"messages = 2 requests), pre-encoded SDK frames; {s['seconds']} s measured after {s['warmup']} s "
-           "warm-up. Broker CPU = the broker process (one asyncio loop; SYNC_FLUSH puts run on its executor "
-           "and wait for the group-commit fsync). MB = 10^6 bytes of message bodies.", "",
+           "warm-up. Broker CPU = the broker process (one asyncio loop; SYNC_FLUSH puts append on the loop and "
+           "are answered when the group-commit fsync covers them). MB = 10^6 bytes of message bodies.", "",
            "| flush | body | send | msg/s | payload MB/s | wire MB/s | broker CPU µs/msg | broker cores "
            "| generator cores |",
            "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
