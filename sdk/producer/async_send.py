@@ -16,6 +16,7 @@ async send's CPU).
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import logging
 import threading
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from ..client.route import TopicPublishInfo
     from .producer import Producer, _Prepared
 
-__all__ = ["AsyncSend", "InFlight", "OnewaySend"]
+__all__ = ["AsyncSend", "DeadlineQueue", "InFlight", "OnewaySend"]
 
 log = logging.getLogger("rocketmq_sdk.producer")
 
@@ -96,7 +97,7 @@ class AsyncSend:
             channel._pending[cmd.opaque] = self
             self.channel = channel
             self._remaining = remaining
-            self.timer = channel._loop.call_later(remaining / 1000.0, self._expire)
+            self.producer._deadlines_on(channel._loop).add(channel._loop.time() + remaining / 1000.0, self)
             channel.write(cmd)
         except Exception as exc:
             self._unregister()
@@ -128,6 +129,7 @@ class AsyncSend:
             if self.retries > 0 and producer._retry_result(result):
                 self._retry(last)
                 return
+        self.cmd = self.prepared = None  # type: ignore[assignment]  # may wait in the DeadlineQueue a while
         fut = self.fut
         if fut.set_running_or_notify_cancel():
             fut.set_result(result)
@@ -163,6 +165,7 @@ class AsyncSend:
             if self.retries > 0 and _retryable(exc):
                 self._retry(last)
                 return
+        self.cmd = self.prepared = None  # type: ignore[assignment]
         fut = self.fut
         if fut.set_running_or_notify_cancel():
             fut.set_exception(exc)
@@ -195,6 +198,49 @@ def _retryable(exc: BaseException) -> bool:
 
     return retryable(exc)
 
+
+
+class DeadlineQueue:
+    """Timeouts of one producer's ``AsyncSend`` requests with one timer: deadlines of sends with
+    the same timeout come in increasing order, so a deque checked from its head replaces a
+    ``call_later`` handle (and its cancellation) per request. A deadline earlier than the last
+    one queued (a shorter ``timeout_ms``) gets its own timer. The timer also wakes every
+    ``SWEEP_S`` to drop answered sends from the head."""
+
+    SWEEP_S = 0.05
+
+    __slots__ = ("loop", "items", "timer")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.items: collections.deque[tuple[float, AsyncSend]] = collections.deque()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, when: float, send: AsyncSend) -> None:
+        """Call ``send._expire()`` at loop time ``when`` unless it is done by then (loop thread)."""
+        items = self.items
+        if items and when < items[-1][0]:
+            send.timer = self.loop.call_at(when, send._expire)
+            return
+        items.append((when, send))
+        if self.timer is None:
+            self.timer = self.loop.call_at(min(when, self.loop.time() + self.SWEEP_S), self._fire)
+
+    def _fire(self) -> None:
+        self.timer = None
+        items = self.items
+        now = self.loop.time()
+        while items:
+            when, send = items[0]
+            if send._done:
+                items.popleft()
+            elif when <= now:
+                items.popleft()
+                send._expire()
+            else:
+                break
+        if items:
+            self.timer = self.loop.call_at(min(items[0][0], now + self.SWEEP_S), self._fire)
 
 
 class InFlight:

@@ -52,7 +52,7 @@ from ..protocol.codes import MessageSysFlag as SF
 from ..protocol.message import Message, MessageQueue, SendResult, SendStatus
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
-from .async_send import AsyncSend, InFlight, OnewaySend
+from .async_send import AsyncSend, DeadlineQueue, InFlight, OnewaySend
 from .fault import MQFaultStrategy
 from .namespace import unwrap_namespace, wrap_namespace
 from .request import REPLY_MESSAGE_FLAG, RequestReplyMixin
@@ -152,6 +152,7 @@ class Producer(RequestReplyMixin):
         self._inflight_lock = threading.Lock()
         self._callbacks: concurrent.futures.ThreadPoolExecutor | None = None
         self._batched: BatchedSubmitter | None = None
+        self._deadlines: DeadlineQueue | None = None
         self._oneway_slots = threading.BoundedSemaphore(ONEWAY_MAX_QUEUED)
         self._topics_ok: set[str] = set()  # topic names already validated
 
@@ -428,6 +429,13 @@ class Producer(RequestReplyMixin):
         if addr is None:
             return None
         return AsyncSend(self, inst, p, info, queue, addr, timeout, retries)
+
+    def _deadlines_on(self, loop: asyncio.AbstractEventLoop) -> DeadlineQueue:
+        """The timeouts of this producer's Task-free async sends (loop thread)."""
+        q = self._deadlines
+        if q is None or q.loop is not loop:
+            q = self._deadlines = DeadlineQueue(loop)
+        return q
 
     def _submitter(self, inst: MQClientInstance) -> BatchedSubmitter:
         sub = self._batched

@@ -95,10 +95,18 @@ def test_no_answer_times_out_and_leaves_nothing_pending(paths):
             with pytest.raises(RemotingTimeoutError):
                 p.send_async(Message("TopicAs5", b"x")).result(5)
             assert 0.25 < time.monotonic() - started < 3
+            # a shorter timeout queued behind a longer one still expires on time
+            slow = p.send_async(Message("TopicAs5", b"long"), timeout_ms=2500)
+            started = time.monotonic()
+            with pytest.raises(RemotingTimeoutError):
+                p.send_async(Message("TopicAs5", b"short"), timeout_ms=200).result(5)
+            assert time.monotonic() - started < 1.5
+            with pytest.raises(RemotingTimeoutError):
+                slow.result(5)
             channels = list(p.instance.remoting._channels.values())
             assert channels and all(ch.pending_count == 0 for ch in channels)
             assert p.wait_for_in_flight(5)
-    assert paths == {"fast": 1, "fallback": 0}
+    assert paths == {"fast": 3, "fallback": 0}
 
 
 def test_explicit_queue_is_one_attempt_without_retry(paths):
