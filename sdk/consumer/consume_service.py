@@ -33,6 +33,7 @@ log = logging.getLogger("rocketmq_sdk.consumer.consume")
 
 _SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 _LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
+_START_KEY = MC.CONSUME_START_TIMESTAMP
 
 
 class ConsumeMessageConcurrentlyService:
@@ -61,6 +62,7 @@ class ConsumeMessageConcurrentlyService:
         self._stopped = False
         # start as "slow" (chunk by chunk, as Java) until fast calls pull the average down
         self._listener_avg_s = 2 * self.fan_out_threshold_s
+        self._start_stamp = (-1, "")
 
     # -------------------------------------------------------------- submission (any thread)
 
@@ -133,13 +135,17 @@ class ConsumeMessageConcurrentlyService:
             log.debug("%s was dropped; not consuming %d messages", mq, len(msgs))
             return None
         retry_topic = self.consumer.retry_topic
-        now = str(int(time.time() * 1000))
+        now_ms = int(time.time() * 1000)
+        stamp = self._start_stamp  # (ms, str(ms)): one str() per millisecond, not per call
+        if stamp[0] != now_ms:
+            stamp = self._start_stamp = (now_ms, str(now_ms))
+        now = stamp[1]
         for m in msgs:
             if m.topic == retry_topic:  # the listener sees the original topic
                 real = m.properties.get(MC.RETRY_TOPIC)
                 if real:
                     m.topic = real
-            m.properties[MC.CONSUME_START_TIMESTAMP] = now
+            m.properties[_START_KEY] = now
         ctx = ConsumeConcurrentlyContext(mq)
         t0 = time.perf_counter()
         try:
@@ -158,6 +164,8 @@ class ConsumeMessageConcurrentlyService:
         if pq.dropped:
             log.info("%s was dropped while consuming; results of %d messages discarded", mq, len(msgs))
             return None
+        if status is _SUCCESS and ctx.ack_index >= len(msgs) - 1:
+            return msgs  # all acknowledged (the common case)
         return self._process_result(status, ctx, msgs, pq, mq)
 
     def _client_id(self) -> str | None:
