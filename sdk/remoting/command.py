@@ -52,10 +52,6 @@ _SHORT = struct.Struct(">h")
 
 _json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _json_loads = json.loads
-# the C scanner json.loads ends in, called directly: skips loads/decode/raw_decode and the two
-# whitespace regex matches; anything but one bare object goes through json.loads (same result
-# or the same error)
-_json_scan_once = json.JSONDecoder().scan_once
 
 
 def _fast_json() -> tuple[Any, Any]:
@@ -316,13 +312,7 @@ class RemotingCommand:
     @classmethod
     def _decode_json_header(cls, header: bytes) -> RemotingCommand:
         try:
-            text = header.decode()
-            try:
-                obj, end = _json_scan_once(text, 0)
-            except StopIteration:
-                end = -1
-            if end != len(text):
-                obj = _json_loads(text)
+            obj = _json_loads(header.decode())
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: "[[[[..."
             raise FrameError(f"malformed JSON remoting header: {exc}") from None
         if type(obj) is not dict:
