@@ -149,15 +149,21 @@ class BlockingConnections:
             ClientStateError: closed.
         """
         deadline = time.monotonic() + timeout_ms / 1000.0
-        for hook in self.rpc_hooks:
-            hook.before_request(addr, cmd)
-        conn = self._get(addr)
+        hooks = self.rpc_hooks
+        if hooks:
+            for hook in hooks:
+                hook.before_request(addr, cmd)
+        conns = getattr(self._local, "conns", None)
+        conn = conns.get(addr) if conns is not None else None
+        if conn is None:
+            conn = self._get(addr)
         sock = conn.sock
         opaque = cmd.opaque
         try:
+            frame = cmd.encode()
             conn.set_timeout(max(0.001, deadline - time.monotonic()))
             try:
-                sock.sendall(cmd.encode())
+                sock.sendall(frame)
             except BlockingIOError:  # the kernel send timeout expired
                 raise TimeoutError from None
             resp = None
@@ -165,7 +171,9 @@ class BlockingConnections:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError
-                conn.set_timeout(remaining)
+                current = conn.timeout_s  # set_timeout only when the deadline moved (> 1 ms)
+                if current is None or abs(remaining - current) > _TIMEOUT_SLACK_S:
+                    conn.set_timeout(remaining)
                 try:
                     data = sock.recv(65536)
                 except BlockingIOError:  # the kernel receive timeout expired (perhaps early by < 1 ms)
@@ -193,8 +201,9 @@ class BlockingConnections:
             self._drop(addr, conn)
             raise
         conn.fresh = False
-        for hook in self.rpc_hooks:
-            hook.after_response(addr, cmd, resp)
+        if hooks:
+            for hook in hooks:
+                hook.after_response(addr, cmd, resp)
         return resp
 
     def close(self) -> None:

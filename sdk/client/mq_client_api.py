@@ -40,6 +40,7 @@ __all__ = ["MQClientAPI", "NameServerList"]
 log = logging.getLogger("rocketmq_sdk.client.api")
 
 _SUCCESS = ResponseCode.SUCCESS
+_SEND_STATUS = {int(c): SendStatus.from_response_code(c) for c in (0, 10, 11, 12)}
 _new_request = RemotingCommand.request
 
 
@@ -82,17 +83,16 @@ class NameServerList:
 
 def _send_result(resp: RemotingCommand, addr: str, mq: MessageQueue, uniq_id: str) -> SendResult:
     """Map a send response as Java does (codes 0, 10, 11, 12 → SendResult; others raise)."""
-    status = SendStatus.from_response_code(resp.code)
+    status = _SEND_STATUS.get(resp.code)  # SendStatus.from_response_code
     if status is None:
         raise MQBrokerError(resp.code, resp.remark, addr)
-    ext = resp.ext_fields
-    queue_id = ext.get("queueId")
+    get = resp.ext_fields.get
+    queue_id = get("queueId")
     return SendResult(
-        send_status=status, msg_id=uniq_id, offset_msg_id=ext.get("msgId", ""),
-        message_queue=mq if queue_id is None or int(queue_id) == mq.queue_id
-        else MessageQueue(mq.topic, mq.broker_name, int(queue_id)),
-        queue_offset=int(ext.get("queueOffset", -1)), transaction_id=ext.get("transactionId"),
-        region_id=ext.get("MSG_REGION"), trace_on=ext.get("TRACE_ON", "true") != "false")
+        status, uniq_id, get("msgId", ""),
+        mq if queue_id is None or int(queue_id) == mq.queue_id else MessageQueue(mq.topic, mq.broker_name,
+                                                                                   int(queue_id)),
+        int(get("queueOffset", -1)), get("transactionId"), get("MSG_REGION"), get("TRACE_ON", "true") != "false")
 
 
 def _check(resp: RemotingCommand, addr: str) -> RemotingCommand:

@@ -776,6 +776,8 @@ class Producer(RequestReplyMixin):
             if retries <= 0 or not _retryable(exc):
                 raise
         else:
+            if result.send_status is SendStatus.SEND_OK and not self._fault.enabled:
+                return result  # nothing to record (what _attempt_done does for this case)
             self._attempt_done(p, queue, started, last, result=result)
             if result.send_status is SendStatus.SEND_OK or retries <= 0 or not self._retry_result(result):
                 return result

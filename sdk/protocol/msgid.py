@@ -119,6 +119,7 @@ class UniqIdGenerator:
         nxt = (start + _dt.timedelta(days=32)).replace(day=1)
         self._start_ms = int(start.timestamp() * 1000)
         self._next_start_ms = int(nxt.timestamp() * 1000)
+        self._head = (-1, "")  # (ms, prefix + its time field): ids of one ms share it
 
     def create(self) -> str:
         now = int(time.time() * 1000)
@@ -127,7 +128,11 @@ class UniqIdGenerator:
                 if now >= self._next_start_ms:
                     self._set_month_start()
         n = next(self._counter) & 0xFFFF  # itertools.count is atomic under the GIL
-        return f"{self._prefix}{(now - self._start_ms) & 0xFFFFFFFF:08X}{n:04X}"
+        ms, head = self._head
+        if ms != now:
+            head = f"{self._prefix}{(now - self._start_ms) & 0xFFFFFFFF:08X}"
+            self._head = (now, head)
+        return f"{head}{n:04X}"
 
 
 def _month_start_ms(now_ms: int) -> int:
