@@ -82,6 +82,13 @@ def descendants_cpu_s(root: int, exclude: int) -> float:
     return total
 
 
+def estimate_s(rows: int, cases: list[str]) -> float:
+    """Seconds the run takes on 2 cores: Spark start, load and cache (~20 s + 50 s per million
+    rows), the warm-up (~15 s), then ~2,800 rows/s per case with batch size 1, ~8,300 with 32
+    (measured 2026-11-24, full table)."""
+    return 35 + rows * 50e-6 + sum(rows / (2_800 if CASES[c][1] == 1 else 8_300) + 3 for c in cases)
+
+
 def write_case(df, case: str, namesrv: str, topic: str, rows: int) -> None:
     """One write of ``df`` to ``topic`` by ``case``'s path (the measured Spark job)."""
     from rocketmq_sdk.integrations.spark import FieldTemplate, write_dataframe
@@ -122,6 +129,8 @@ def main() -> int:
     args = ap.parse_args()
     rows_wanted = args.rows or (QUICK_ROWS if args.quick else None)
     cases = args.cases.split(",")
+    est = estimate_s(rows_wanted or FLIGHTS_ROWS, cases)
+    print(f"estimated duration: {est / 60:.1f} min on 2 cores", file=sys.stderr, flush=True)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from rocketmq_broker.embedded import start_dev_cluster
@@ -182,7 +191,7 @@ def main() -> int:
             cluster.stop()
     doc = {"started_utc": started.isoformat(timespec="seconds"),
            "finished_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-           "total_s": round(time.monotonic() - t_all, 1),
+           "total_s": round(time.monotonic() - t_all, 1), "estimate_s": round(est),
            "command": " ".join([Path(sys.executable).name, *sys.argv]), "quick": args.quick,
            "git_commit": {"start": commit_before, "end": _git_head()},
            "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": _cpu_model(),
