@@ -38,6 +38,7 @@ clean:
 # (benchmarks/spark_writer.py); writes benchmarks/results/ (see benchmarks/README.md).
 # Full: ~30 min on 2 cores; QUICK=1: ~2.5 min.
 bench: install
+	@echo "make bench$(if $(QUICK), QUICK=1,): about $(if $(QUICK),2,30) min on 2 cores (benchmarks/README.md)"
 	$(PY) benchmarks/run.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/broker_send.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/spark_writer.py $(if $(QUICK),--quick,)
