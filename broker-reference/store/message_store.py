@@ -347,7 +347,7 @@ class MessageStore:
                       result: PutMessageResult) -> asyncio.Future[PutMessageResult]:
         loop = asyncio.get_running_loop()
         waiters = self._loop_waiters
-        if waiters is None or waiters.loop is not loop:
+        if waiters is None or waiters.loop is not loop or waiters.service is not flusher:
             waiters = self._loop_waiters = LoopFlushWaiters(flusher, loop, self.config.sync_flush_timeout)
         return waiters.wait(end, result)
 
