@@ -246,9 +246,11 @@ class DeadlineQueue:
 class InFlight:
     """The producer's in-flight accounting under one lock: every unfinished ``send_async`` and
     queued oneway send (``total``; ``idle`` is set when it is 0) and, for ``send_async``, a bound
-    of ``limit`` (``acquire``/``release`` behave like a ``BoundedSemaphore``'s)."""
+    of ``limit`` (``acquire``/``release`` behave like a ``BoundedSemaphore``'s). The plain lock
+    is taken directly (a Condition only when someone waits for a slot): it is contended by the
+    sending threads and the I/O loop once per message."""
 
-    __slots__ = ("limit", "async_count", "total", "idle", "_cond", "_waiting")
+    __slots__ = ("limit", "async_count", "total", "idle", "_lock", "_cond", "_waiting")
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
@@ -256,13 +258,14 @@ class InFlight:
         self.total = 0
         self.idle = threading.Event()
         self.idle.set()
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._waiting = 0
 
     def acquire(self, timeout: float | None = None) -> bool:
         """Take an async slot (waiting up to ``timeout`` s; None: forever) and count the send;
         False if no slot freed in time."""
-        with self._cond:
+        with self._lock:
             if self.async_count >= self.limit:
                 self._waiting += 1
                 try:
@@ -282,7 +285,7 @@ class InFlight:
         Raises:
             ValueError: more releases than acquisitions.
         """
-        with self._cond:
+        with self._lock:
             if self.async_count <= 0:
                 raise ValueError("InFlight released too many times")
             self.async_count -= 1
@@ -294,14 +297,14 @@ class InFlight:
 
     def enter(self) -> None:
         """Count a queued oneway send (bounded elsewhere)."""
-        with self._cond:
+        with self._lock:
             self.total += 1
             if self.total == 1:
                 self.idle.clear()
 
     def leave(self) -> None:
         """A queued oneway send was written (or failed)."""
-        with self._cond:
+        with self._lock:
             self.total -= 1
             if not self.total:
                 self.idle.set()

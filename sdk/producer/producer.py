@@ -384,7 +384,8 @@ class Producer(RequestReplyMixin):
         else:
             prepared = self._prepare_batch(msg)
             selector = None
-        mq = self._wrap_mq(mq)
+        if mq is not None:
+            mq = self._wrap_mq(mq)
         retries = self.config.retry_times_when_send_async_failed
         # never block the client's own I/O thread (asend awaited there): fail fast instead
         in_loop = inst.loop_thread.in_loop_thread
