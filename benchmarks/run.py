@@ -14,6 +14,12 @@ which goes first, each in its own process (``benchmarks/_worker.py``). Recorded 
   and shutdown (``os.wait4`` rusage), both per 100,000 messages;
 * broker CPU: utime+stime of the broker process (``/proc/<pid>/stat``) over the run, per message;
 * latency scenario: send (scheduled time) to listener p50/p99/p99.9 at a fixed rate.
+* consume scenario: both clients drain (each its own group, from the first offset) one backlog
+  of 1,000,000 messages per size (``--backlog``; QUICK 5,000), filled first by pre-encoded SDK
+  batches (``benchmarks/backlog.py``); 16 KiB backlogs are cut to what the store's disk holds
+  with a margin, recorded in ``backlogs``.
+
+An estimate of the run's duration is printed at the start and recorded (``estimate_s``).
 
 Scenarios the SDK lacks (``Producer`` has no ``send_oneway`` today) are recorded as
 "not available yet". Writes ``<out-dir>/<date>.json`` and ``<date>.md`` (``<date>-quick.*`` with
