@@ -35,3 +35,25 @@ def wait_until(cond: Callable[[], object], timeout_s: float = 20.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(0.02)
+
+
+@pytest.fixture
+def spans():
+    """An ``InMemorySpanExporter`` behind a private ``TracerProvider`` that ``trace.get_tracer``
+    and ``trace.get_tracer_provider`` answer for this test only (the global provider can be set
+    once per process); skips when the optional opentelemetry packages are not installed."""
+    pytest.importorskip("opentelemetry.sdk", reason="the optional opentelemetry packages are not installed")
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    mp = pytest.MonkeyPatch()
+    mp.setattr(trace, "get_tracer", lambda name, *a, **k: provider.get_tracer(name, *a, **k))
+    mp.setattr(trace, "get_tracer_provider", lambda: provider)
+    yield exporter
+    mp.undo()
+    provider.shutdown()

@@ -14,26 +14,6 @@ from rocketmq_sdk.consumer import tracing as ctracing
 from .helpers import FAST, owned, unique, wait_until
 
 
-@pytest.fixture
-def spans():
-    pytest.importorskip("opentelemetry.sdk", reason="the optional opentelemetry packages are not installed")
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    mp = pytest.MonkeyPatch()
-    # a private provider for this test (the global one can be set only once per process)
-    mp.setattr(trace, "get_tracer", lambda name, *a, **k: provider.get_tracer(name, *a, **k))
-    mp.setattr(trace, "get_tracer_provider", lambda: provider)
-    yield exporter
-    mp.undo()
-    provider.shutdown()
-
-
 def _named(exporter, suffix: str) -> list:
     return [s for s in exporter.get_finished_spans() if s.name.endswith(suffix)]
 

@@ -18,25 +18,6 @@ def test_without_opentelemetry_sends_carry_no_trace_properties(cluster, monkeypa
     assert "traceparent" not in msg.properties
 
 
-@pytest.fixture
-def spans():
-    pytest.importorskip("opentelemetry.sdk", reason="the optional opentelemetry packages are not installed")
-    from opentelemetry import trace
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    monkeypatch = pytest.MonkeyPatch()
-    # a private provider for this test (the global one can be set only once per process)
-    monkeypatch.setattr(trace, "get_tracer", lambda name, *a, **k: provider.get_tracer(name, *a, **k))
-    yield exporter
-    monkeypatch.undo()
-    provider.shutdown()
-
-
 def test_publish_spans_with_messaging_attributes_and_injected_context(cluster, spans):
     from opentelemetry.trace import SpanKind, StatusCode
 
