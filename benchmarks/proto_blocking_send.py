@@ -18,34 +18,22 @@ Client CPU is ``getrusage(RUSAGE_SELF)`` over the measured loop (all threads of 
 from __future__ import annotations
 
 import argparse
-import resource
 import socket
 import struct
+import sys
 import threading
 import time
+from pathlib import Path
 
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.remoting.command import RemotingCommand
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from broker_send import cpu_self_s, recv_exact  # noqa: E402 - benchmarks/broker_send.py
+
 _LEN = struct.Struct(">i")
-
-
-def cpu_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if not k:
-            raise ConnectionError("broker closed the connection")
-        got += k
-    return bytes(buf)
 
 
 def blocking_sender(p: Producer, broker_addr: str, topic: str, queue_ids: list[int], broker_name: str):
@@ -53,6 +41,7 @@ def blocking_sender(p: Producer, broker_addr: str, topic: str, queue_ids: list[i
     sock = socket.create_connection((host, int(port)), timeout=5)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     rr = [0]
+    buf = bytearray()
 
     def send(msg: Message) -> int:
         prepared = p._prepare(msg)
@@ -63,8 +52,8 @@ def blocking_sender(p: Producer, broker_addr: str, topic: str, queue_ids: list[i
         ext["n"] = broker_name
         cmd = RemotingCommand.request(prepared.code, ext, prepared.body)
         sock.sendall(cmd.encode())
-        (n,) = _LEN.unpack(recv_exact(sock, 4))
-        resp = RemotingCommand.decode(recv_exact(sock, n))
+        (n,) = _LEN.unpack(recv_exact(sock, 4, buf))
+        resp = RemotingCommand.decode(bytes(recv_exact(sock, n, buf)))
         if resp.opaque != cmd.opaque or resp.code != 0:
             raise RuntimeError(f"unexpected answer {resp!r}")
         return int(resp.ext_fields.get("queueOffset", -1))
@@ -82,12 +71,12 @@ def measure(threads: int, count: int, make_send) -> tuple[float, float]:
             send(Message("ProtoTopic", body))
 
     ths = [threading.Thread(target=worker, args=(s,)) for s in senders]
-    c0, t0 = cpu_s(), time.perf_counter()
+    c0, t0 = cpu_self_s(), time.perf_counter()
     for t in ths:
         t.start()
     for t in ths:
         t.join()
-    el, cpu = time.perf_counter() - t0, cpu_s() - c0
+    el, cpu = time.perf_counter() - t0, cpu_self_s() - c0
     return per * threads / el, cpu / (per * threads) * 1e6
 
 
