@@ -41,6 +41,17 @@ def wait_for(cond, timeout_s: float = 10.0) -> None:
         time.sleep(0.001)
 
 
+def consume_list(svc: ConsumeMessageConcurrentlyService, start: int, n: int) -> ProcessQueue:
+    """Submit ``pulled(start, n)`` (held in a new ProcessQueue) and wait until the consume offset
+    of MQ reaches ``start + n``; returns the process queue."""
+    pq = ProcessQueue()
+    msgs = pulled(start, n)
+    pq.put_messages(msgs)
+    svc.submit(msgs, pq, MQ)
+    wait_for(lambda: svc.consumer.offset_store.read_memory(MQ) == start + n)
+    return pq
+
+
 @pytest.fixture
 def service():
     made = []
@@ -89,11 +100,7 @@ def test_chunks_of_one_list_run_in_parallel_until_the_listener_is_measured_fast(
         return OK
 
     svc = service(listener)
-    pq = ProcessQueue()
-    msgs = pulled(0, 4)
-    pq.put_messages(msgs)
-    svc.submit(msgs, pq, MQ)
-    wait_for(lambda: svc.consumer.offset_store.read_memory(MQ) == 4)
+    consume_list(svc, 0, 4)
     assert not barrier.broken
 
 
@@ -110,11 +117,7 @@ def test_a_listener_turning_slow_spreads_the_rest_of_the_list(service):
 
     svc = service(listener)
     svc._listener_avg_s = 0.0
-    pq = ProcessQueue()
-    msgs = pulled(0, 4)
-    pq.put_messages(msgs)
-    svc.submit(msgs, pq, MQ)
-    wait_for(lambda: svc.consumer.offset_store.read_memory(MQ) == 4)
+    consume_list(svc, 0, 4)
     assert not gate.broken
 
 
@@ -126,10 +129,6 @@ def test_reconsume_later_sends_back_and_still_settles_the_list(service):
 
     svc = service(listener, sent_back)
     svc._listener_avg_s = 0.0
-    pq = ProcessQueue()
-    msgs = pulled(10, 3)
-    pq.put_messages(msgs)
-    svc.submit(msgs, pq, MQ)
-    wait_for(lambda: svc.consumer.offset_store.read_memory(MQ) == 13)
+    pq = consume_list(svc, 10, 3)
     assert sent_back == [11]
     assert pq.msg_count == 0
