@@ -12,6 +12,7 @@ Usage::
         'fanout:patch={"rocketmq_sdk.consumer.consume_service:ConsumeMessageConcurrentlyService.fan_out_threshold_s": 0}'
 
 A variant is ``name[:key=value,...]``: ``client=REV`` / ``broker=REV`` run that revision's code
+(or a directory put on ``PYTHONPATH`` as it is)
 (extracted with ``git archive`` into a temporary directory put first on ``PYTHONPATH``; without
 them the working tree runs), ``arg.NAME=VALUE`` sets a worker argument (a string, e.g.
 ``arg.producer=thread`` runs a latency scenario's producer in the consumer's process),
@@ -56,7 +57,10 @@ def parse_variant(text: str) -> dict:
 
 
 def checkout(rev: str, tmp: Path) -> str:
-    """``sdk/`` and ``broker-reference/`` of ``rev`` under ``tmp``; returns a PYTHONPATH entry."""
+    """``sdk/`` and ``broker-reference/`` of ``rev`` under ``tmp``; returns a PYTHONPATH entry.
+    An existing directory is used as it is (it must hold ``rocketmq_sdk`` / ``rocketmq_broker``)."""
+    if os.path.isdir(rev):
+        return rev
     root = tmp / rev.replace("/", "_")
     if not root.exists():
         root.mkdir(parents=True)
