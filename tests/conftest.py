@@ -7,6 +7,7 @@ relative to the repository root (CI clones the repo with ``shared/`` beside it).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,6 +36,28 @@ def wait_until(cond: Callable[[], object], timeout_s: float = 20.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(0.02)
+
+
+class Received:
+    """A concurrent message listener for ``PushConsumer.register_message_listener`` that keeps
+    every message it is handed in ``messages`` (in arrival order, appended under a lock) and
+    answers CONSUME_SUCCESS."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.messages: list = []
+
+    def __call__(self, msgs, ctx):
+        from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus
+
+        with self._lock:
+            self.messages.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def bodies(self) -> list[bytes]:
+        """The bodies received so far, in arrival order."""
+        with self._lock:
+            return [m.body for m in self.messages]
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import base64
 import itertools
 import json
 import os
-import threading
 import time
 
 import pytest
@@ -24,14 +23,14 @@ from rocketmq_broker.broker.acl_config import (
     remote_address_matcher,
 )
 from rocketmq_broker.broker.config import BrokerConfig
-from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer, SendStatus
+from rocketmq_sdk import Message, Producer, PushConsumer, SendStatus
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.exceptions import MQBrokerError
 from rocketmq_sdk.protocol.acl import AclClientRPCHook
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.remoting import RemotingCommand
 
-from tests.conftest import load_capture, wait_until
+from tests.conftest import Received, load_capture, wait_until
 
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 
@@ -121,29 +120,22 @@ def test_signed_producer_and_push_consumer_work(cluster):
     with producer(cluster, USER, USER_SECRET) as p:
         for i in range(4):
             assert p.send(Message(topic, f"m{i}".encode())).send_status is SendStatus.SEND_OK
-    got: list[bytes] = []
-    lock = threading.Lock()
-
-    def listener(msgs, ctx):
-        with lock:
-            got.extend(m.body for m in msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+    got = Received()
     c = PushConsumer(group, cluster.namesrv_addr, access_key=USER, secret_key=USER_SECRET,
                      consume_from_where="CONSUME_FROM_FIRST_OFFSET", rebalance_interval=500,
                      persist_consumer_offset_interval=300, suspend_timeout=1000)
     c.subscribe(topic)
-    c.register_message_listener(listener)
+    c.register_message_listener(got)
     c.start()
     try:
-        wait_until(lambda: len(got) >= 4, what="4 messages consumed")
+        wait_until(lambda: len(got.messages) >= 4, what="4 messages consumed")
         # UPDATE_CONSUMER_OFFSET passed the check too: the broker holds the committed offsets
         offsets = cluster.broker.offsets
         wait_until(lambda: sum(max(offsets.query(group, topic, q), 0) for q in range(8)) == 4,
                    what="offsets committed on the broker")
     finally:
         c.shutdown()
-    assert sorted(got) == [b"m0", b"m1", b"m2", b"m3"]
+    assert sorted(got.bodies()) == [b"m0", b"m1", b"m2", b"m3"]
 
 
 def test_unsigned_send_is_refused_and_nothing_is_stored(cluster):

@@ -4,18 +4,17 @@ DefaultCluster): every command, table and ``--json`` output."""
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 from click.testing import CliRunner
 from rocketmq_sdk import Producer
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.admin.cli import cli
-from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_sdk.consumer import PushConsumer
 from rocketmq_sdk.exceptions import MQBrokerError
 from rocketmq_sdk.protocol.message import Message
 
-from tests.conftest import wait_until
+from tests.conftest import Received, wait_until
 
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 
@@ -37,19 +36,13 @@ def env():
             wait_until(lambda: len(admin.cluster_list(runtime=False)) == 2, what="two brokers registered")
             admin.create_topic(TOPIC, cluster="DefaultCluster", read_queue_nums=4, write_queue_nums=4)
             wait_until(lambda: len(admin.topic_route(TOPIC).queue_datas) == 2, what="route on both brokers")
-        consumed: list = []
-        lock = threading.Lock()
-
-        def listener(msgs, ctx):
-            with lock:
-                consumed.extend(msgs)
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+        received = Received()
+        consumed = received.messages
         with Producer("admin_pg", cluster.namesrv_addr) as producer:
             sent = [producer.send(Message(TOPIC, f"body-{i}", tags="TagA", keys=[f"key-{i}"])) for i in range(N)]
         consumer = PushConsumer(GROUP, cluster.namesrv_addr, instance_name="admin", **FAST)
         consumer.subscribe(TOPIC, "TagA || TagB")
-        consumer.register_message_listener(listener)
+        consumer.register_message_listener(received)
         consumer.start()
         admin = AdminClient(cluster.namesrv_addr)
         try:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_broker.store.results import GetMessageStatus
-from rocketmq_sdk import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_sdk import PushConsumer
 from rocketmq_sdk.exceptions import MQBrokerError, MQClientError, RemotingTimeoutError
 from rocketmq_sdk.producer import LocalTransactionState, TransactionProducer
 from rocketmq_sdk.protocol import Message
@@ -39,7 +39,7 @@ from rocketmq_sdk.protocol.message_codec import decode_message, decode_messages
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 
-from tests.conftest import load_capture, wait_until
+from tests.conftest import Received, load_capture, wait_until
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -121,6 +121,17 @@ def check_round(cluster, group: str | None = None) -> int:
     return svc.checks_sent - sent
 
 
+def assert_settled(cluster) -> int:
+    """A check round sends no check and the check progress (``CID_RMQ_SYS_TRANS`` offset of the
+    half queue) reaches the end of the half queue; returns that end offset."""
+    b = cluster.broker
+    end = on_loop(cluster, lambda: b.store.get_max_offset_in_queue(TRANS_HALF_TOPIC, 0))
+    assert check_round(cluster) == 0  # no new check; the progress moves past the copies
+    wait_until(lambda: b.offsets.query("CID_RMQ_SYS_TRANS", TRANS_HALF_TOPIC, 0) == end,
+               what="the check progress at the end of the half queue")
+    return end
+
+
 def ops_count(cluster) -> int:
     return len(stored(cluster, TRANS_OP_HALF_TOPIC, range(1)))
 
@@ -163,19 +174,13 @@ def test_outcomes_reach_a_push_consumer_exactly_once(fast_cluster):
                    what="the checked commit in the topic")
     finally:
         p.shutdown()
-    seen: list = []
-    lock = threading.Lock()
-
-    def listen(msgs, ctx):
-        with lock:
-            seen.extend(msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+    received = Received()
+    seen = received.messages
     cgroup = unique("tx_cg")
     consumer = PushConsumer(cgroup, c.namesrv_addr, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
                             rebalance_interval=500, persist_consumer_offset_interval=200, suspend_timeout=1000)
     consumer.subscribe(topic, "*")
-    consumer.register_message_listener(listen)
+    consumer.register_message_listener(received)
     consumer.start()
     try:
         b = c.broker
@@ -335,11 +340,7 @@ def test_pending_half_message_is_still_checked_after_a_restart(tmp_path):
             assert check_round(c, group) == 1
             wait_until(lambda: keys_in(c, topic) == Counter({"done-before": 1, "pending": 1}),
                        what="the pending transaction committed after the restart")
-            b = c.broker
-            end = on_loop(c, lambda: b.store.get_max_offset_in_queue(TRANS_HALF_TOPIC, 0))
-            assert check_round(c) == 0  # settled: no new check; the progress moves past the copy
-            wait_until(lambda: b.offsets.query("CID_RMQ_SYS_TRANS", TRANS_HALF_TOPIC, 0) == end,
-                       what="the check progress at the end of the half queue")
+            end = assert_settled(c)
         finally:
             p.shutdown()
         assert second.checked_keys() == Counter(pending=1)
@@ -553,11 +554,7 @@ def test_many_pending_transactions_are_each_settled_by_one_check(fast_cluster):
         assert check_round(c, p.group) == 40
         wait_until(lambda: ops_count(c) == 40, what="40 answers")
         wait_until(lambda: keys_in(c, topic) == want, what="the 20 commits")
-        b = c.broker
-        end = on_loop(c, lambda: b.store.get_max_offset_in_queue(TRANS_HALF_TOPIC, 0))
-        assert check_round(c) == 0  # settled: no new check; the progress moves past the copies
-        wait_until(lambda: b.offsets.query("CID_RMQ_SYS_TRANS", TRANS_HALF_TOPIC, 0) == end,
-                   what="the check progress at the end of the half queue")
+        assert_settled(c)
     finally:
         p.shutdown()
     assert listener.checked_keys() == Counter(f"k{i}" for i in range(40))

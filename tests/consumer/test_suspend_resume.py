@@ -3,11 +3,11 @@ suspended consumer owns its queues but sends no pulls; after ``resume`` everythi
 
 from __future__ import annotations
 
-import threading
 import time
 
 from rocketmq_sdk import Message, PushConsumer
-from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus
+
+from tests.conftest import Received
 
 from .helpers import FAST, owned, unique, wait_until
 
@@ -15,18 +15,11 @@ from .helpers import FAST, owned, unique, wait_until
 def test_suspended_consumer_sends_no_pulls_until_resumed(cluster, producer):
     topic, group = unique("TopicSusp"), unique("cg")
     producer.send(Message(topic, b"create"))  # the topic exists before the consumer starts
-    got: list[bytes] = []
-    lock = threading.Lock()
-
-    def listener(msgs, ctx):
-        with lock:
-            got.extend(m.body for m in msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+    got = Received()
     pulls: list[int] = []
     c = PushConsumer(group, cluster.namesrv_addr, instance_name=unique("susp"), **FAST)
     c.subscribe(topic)
-    c.register_message_listener(listener)
+    c.register_message_listener(got)
     c.suspend()  # allowed before start, as in Java
     assert c.suspended
     c.start()
@@ -46,11 +39,11 @@ def test_suspended_consumer_sends_no_pulls_until_resumed(cluster, producer):
         # a bounded observation window: owning queues while suspended must not lead to pulls
         deadline = time.monotonic() + 1.5
         while time.monotonic() < deadline:
-            assert not pulls and not got, (pulls, got)
+            assert not pulls and not got.messages, (pulls, got.bodies())
             time.sleep(0.05)
         c.resume()
         assert not c.suspended
-        wait_until(lambda: set(got) >= set(bodies), what="every message after resume")
+        wait_until(lambda: set(got.bodies()) >= set(bodies), what="every message after resume")
         assert pulls, "resume sent pulls"
     finally:
         c.shutdown()

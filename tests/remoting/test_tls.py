@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
+from rocketmq_sdk import Message, Producer, PushConsumer
 from rocketmq_sdk.admin.client import AdminClient
 from rocketmq_sdk.client.blocking import BlockingConnections
 from rocketmq_sdk.exceptions import RemotingConnectError, RemotingError
@@ -20,7 +20,7 @@ from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServe
 from rocketmq_sdk.remoting.client import client_ssl_context
 from rocketmq_sdk.remoting.server import server_ssl_context
 
-from tests.conftest import wait_until
+from tests.conftest import Received, wait_until
 
 trustme = pytest.importorskip("trustme")
 embedded = pytest.importorskip("rocketmq_broker.embedded")
@@ -197,19 +197,12 @@ def test_send_and_consume_end_to_end_over_tls(pki, tls_cluster):
     topic, n = "TlsTopic", 30
     with AdminClient(tls_cluster.namesrv_addr, ssl_context=pki["client"]) as admin:
         admin.create_topic(topic, cluster="DefaultCluster", read_queue_nums=4, write_queue_nums=4)
-    got: list = []
-    lock = threading.Lock()
-
-    def listener(msgs, ctx):
-        with lock:
-            got.extend(m.body for m in msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+    got = Received()
     consumer = PushConsumer("tls_cg", tls_cluster.namesrv_addr, instance_name="tls-c", ssl_context=pki["client"],
                             consume_from_where="CONSUME_FROM_FIRST_OFFSET", rebalance_interval=500,
                             suspend_timeout=1000, pull_timeout=4000)
     consumer.subscribe(topic, "*")
-    consumer.register_message_listener(listener)
+    consumer.register_message_listener(got)
     consumer.start()
     try:
         with Producer("tls_pg", tls_cluster.namesrv_addr, instance_name="tls-p", ssl_context=pki["client"]) as p:
@@ -218,8 +211,8 @@ def test_send_and_consume_end_to_end_over_tls(pki, tls_cluster):
             p.send_async(Message(topic, b"async")).result(10)
             blocking = list(p.instance.blocking._all)
             assert blocking and all(isinstance(c.sock, ssl.SSLSocket) for c in blocking)
-        wait_until(lambda: len(got) >= n + 1, what="all messages consumed")
-        assert sorted(got) == sorted([f"m{i}".encode() for i in range(n)] + [b"async"])
+        wait_until(lambda: len(got.messages) >= n + 1, what="all messages consumed")
+        assert sorted(got.bodies()) == sorted([f"m{i}".encode() for i in range(n)] + [b"async"])
     finally:
         consumer.shutdown()
 
