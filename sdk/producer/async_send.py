@@ -50,7 +50,7 @@ class AsyncSend:
     """
 
     __slots__ = ("producer", "inst", "prepared", "info", "queue", "addr", "deadline", "timeout_ms",
-                 "retries", "fut", "cmd", "started", "timer", "channel", "_done", "_remaining")
+                 "retries", "fut", "cmd", "frame", "started", "timer", "channel", "_done", "_remaining")
 
     def __init__(self, producer: Producer, inst: MQClientInstance, prepared: _Prepared,
                  info: TopicPublishInfo | None, queue: MessageQueue, addr: str, timeout_ms: float,
@@ -65,7 +65,9 @@ class AsyncSend:
         self.deadline = _monotonic() + timeout_ms / 1000.0
         self.retries = retries
         self.fut: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
-        self.cmd = RemotingCommand.request(prepared.code, producer._ext_for(prepared, queue), prepared.body)
+        self.cmd = cmd = RemotingCommand.request(prepared.code, producer._ext_for(prepared, queue), prepared.body)
+        # encoded here, in the caller's thread, unless RPC hooks must see (and sign) it first
+        self.frame = None if inst.remoting.rpc_hooks else cmd.encode()
         self.started = 0.0
         self.timer: asyncio.TimerHandle | None = None
         self.channel: Any = None
@@ -91,14 +93,18 @@ class AsyncSend:
             return
         cmd = self.cmd
         addr = self.addr
+        frame = self.frame
         try:
-            for hook in remoting.rpc_hooks:
-                hook.before_request(addr, cmd)
+            hooks = remoting.rpc_hooks
+            if hooks:
+                for hook in hooks:
+                    hook.before_request(addr, cmd)
+                frame = None  # the hooks may have changed the header
             channel._pending[cmd.opaque] = self
             self.channel = channel
             self._remaining = remaining
             self.producer._deadlines_on(channel._loop).add(channel._loop.time() + remaining / 1000.0, self)
-            channel.write(cmd)
+            channel.write_frame(cmd.encode() if frame is None else frame)
         except Exception as exc:
             self._unregister()
             self._failed(exc)
@@ -129,7 +135,7 @@ class AsyncSend:
             if self.retries > 0 and producer._retry_result(result):
                 self._retry(last)
                 return
-        self.cmd = self.prepared = None  # type: ignore[assignment]  # may wait in the DeadlineQueue a while
+        self.cmd = self.prepared = self.frame = None  # type: ignore[assignment]  # may wait in the DeadlineQueue
         fut = self.fut
         if fut.set_running_or_notify_cancel():
             fut.set_result(result)
@@ -165,7 +171,7 @@ class AsyncSend:
             if self.retries > 0 and _retryable(exc):
                 self._retry(last)
                 return
-        self.cmd = self.prepared = None  # type: ignore[assignment]
+        self.cmd = self.prepared = self.frame = None  # type: ignore[assignment]
         fut = self.fut
         if fut.set_running_or_notify_cancel():
             fut.set_exception(exc)
@@ -315,7 +321,7 @@ class OnewaySend:
     the caller's thread and written on the loop without a Task (a missing or busy connection
     falls back to ``MQClientAPI.send_message_oneway``). ``done(error)`` is called once."""
 
-    __slots__ = ("inst", "addr", "cmd", "header", "body", "timeout_ms", "done")
+    __slots__ = ("inst", "addr", "cmd", "frame", "header", "body", "timeout_ms", "done")
 
     def __init__(self, inst: MQClientInstance, addr: str, header: dict[str, str], body: bytes, code: int,
                  timeout_ms: float, done: Any) -> None:
@@ -324,7 +330,8 @@ class OnewaySend:
         self.header = header
         self.body = body
         self.timeout_ms = timeout_ms
-        self.cmd = RemotingCommand.request(code, header, body, oneway=True)
+        self.cmd = cmd = RemotingCommand.request(code, header, body, oneway=True)
+        self.frame = None if inst.remoting.rpc_hooks else cmd.encode()  # see AsyncSend
         self.done = done
 
     def start(self) -> None:
@@ -337,10 +344,14 @@ class OnewaySend:
             task.add_done_callback(lambda t: self.done(None if t.cancelled() else t.exception()))
             return
         cmd = self.cmd
+        frame = self.frame
         try:
-            for hook in remoting.rpc_hooks:
-                hook.before_request(addr, cmd)
-            channel.write(cmd)
+            hooks = remoting.rpc_hooks
+            if hooks:
+                for hook in hooks:
+                    hook.before_request(addr, cmd)
+                frame = None
+            channel.write_frame(cmd.encode() if frame is None else frame)
         except Exception as exc:
             self.done(exc)
             return

@@ -228,10 +228,20 @@ class Channel(asyncio.Protocol):
         """
         if self.closed or self._transport is None:
             raise RemotingSendRequestError(f"channel to {self.remote_addr} is closed")
+        self.write_frame(cmd.encode())
+
+    def write_frame(self, data: bytes) -> None:
+        """:meth:`write` of an already encoded frame (length prefix included), e.g. a request
+        encoded in another thread.
+
+        Raises:
+            RemotingSendRequestError: the channel is closed.
+        """
+        if self.closed or self._transport is None:
+            raise RemotingSendRequestError(f"channel to {self.remote_addr} is closed")
         wbuf = self._wbuf
         if not wbuf:
             self._loop.call_soon(self._flush)
-        data = cmd.encode()
         wbuf.append(data)
         self._wbuf_size += len(data)
         self.last_active = _monotonic()

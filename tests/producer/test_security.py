@@ -17,6 +17,8 @@ def test_every_request_is_signed_with_the_configured_credentials():
         with Producer("pg_acl", fake.addr, access_key="RocketMQ", secret_key="12345678") as p:
             p.send(Message("TopicAcl", b"signed body"))
             p.send_oneway(Message("TopicAcl", b"oneway"))
+            p.send_async(Message("TopicAcl", b"async")).result(5)  # the Task-free path signs too
+            assert p.wait_for_in_flight(5)
         reqs = fake.requests
         codes = {r.code for r in reqs}
         assert {RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.SEND_MESSAGE_V2} <= codes
