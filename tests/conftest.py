@@ -6,6 +6,7 @@ relative to the repository root (CI clones the repo with ``shared/`` beside it).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -36,6 +37,25 @@ def wait_until(cond: Callable[[], object], timeout_s: float = 20.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(0.02)
+
+
+def run_async(coro, timeout: float = 15.0):
+    """``asyncio.run(coro)`` in a new event loop, cancelled after ``timeout`` seconds
+    (TimeoutError); returns the coroutine's result."""
+    async def guarded():
+        async with asyncio.timeout(timeout):
+            return await coro
+    return asyncio.run(guarded())
+
+
+async def wait_until_async(cond: Callable[[], object], timeout: float = 5.0, what: str = "condition") -> None:
+    """:func:`wait_until` inside a running event loop: poll ``cond`` every 5 ms (yielding to the
+    loop) until it is truthy; AssertionError naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.005)
 
 
 class Received:

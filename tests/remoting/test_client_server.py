@@ -21,26 +21,14 @@ from rocketmq_sdk.remoting import EventLoopThread, RemotingClient, RemotingComma
 from rocketmq_sdk.remoting.client import parse_addr
 from rocketmq_sdk.remoting.frame import FrameDecoder
 
+from tests.conftest import run_async as run
+from tests.conftest import wait_until_async as wait_for
+
 pytestmark = pytest.mark.timeout(30)
 
 ECHO = 1000
 SILENT = 1001
 FAIL = 1002
-
-
-def run(coro, timeout: float = 15.0):
-    async def guarded():
-        async with asyncio.timeout(timeout):
-            return await coro
-    return asyncio.run(guarded())
-
-
-async def wait_for(cond, timeout: float = 5.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.005)
 
 
 async def echo(channel, cmd):

@@ -10,24 +10,12 @@ import pytest
 from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServer
 
+from tests.conftest import run_async as run
+from tests.conftest import wait_until_async as wait_for
+
 pytestmark = pytest.mark.timeout(30)
 
 DEFERRED = 1100
-
-
-def run(coro, timeout: float = 15.0):
-    async def guarded():
-        async with asyncio.timeout(timeout):
-            return await coro
-    return asyncio.run(guarded())
-
-
-async def wait_for(cond, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.005)
 
 
 def test_future_results_are_answered_when_completed():

@@ -20,7 +20,7 @@ from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServe
 from rocketmq_sdk.remoting.client import client_ssl_context
 from rocketmq_sdk.remoting.server import server_ssl_context
 
-from tests.conftest import Received, wait_until
+from tests.conftest import Received, run_async, wait_until
 
 trustme = pytest.importorskip("trustme")
 embedded = pytest.importorskip("rocketmq_broker.embedded")
@@ -47,10 +47,7 @@ def pki(tmp_path_factory):
 
 
 def run(coro, timeout: float = 20.0):
-    async def guarded():
-        async with asyncio.timeout(timeout):
-            return await coro
-    return asyncio.run(guarded())
+    return run_async(coro, timeout)
 
 
 def _echo_server(ssl_context: ssl.SSLContext | None) -> RemotingServer:
