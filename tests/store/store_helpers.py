@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import threading
 import zlib
 from dataclasses import dataclass
 
@@ -32,6 +33,20 @@ def inner(topic="TopicA", queue_id=0, body=b"hello", tags=None, keys=None, sys_f
                                   sys_flag=sys_flag, **kw)
     m.prepared_transaction_offset = prepared_transaction_offset
     return m
+
+
+def hold_flushes(store: MessageStore) -> threading.Event:
+    """Make every ``store.commit_log.flush()`` wait (up to 5 s) until the returned event is set,
+    then flush as before: puts of a SYNC_FLUSH store outwait their ``sync_flush_timeout``."""
+    release = threading.Event()
+    real_flush = store.commit_log.flush
+
+    def held_flush():
+        release.wait(5)
+        return real_flush()
+
+    store.commit_log.flush = held_flush
+    return release
 
 
 def simulate_crash(store: MessageStore) -> None:

@@ -7,7 +7,7 @@ import time
 
 from rocketmq_broker.store import FlushDiskType, GetMessageStatus, MessageStore, PutMessageStatus
 from rocketmq_sdk.protocol.message_codec import decode_messages
-from store_helpers import inner, make_config
+from store_helpers import hold_flushes, inner, make_config
 
 
 def test_sync_flush_group_commit_with_many_threads(tmp_path):
@@ -41,14 +41,7 @@ def test_sync_flush_timeout_reports_flush_disk_timeout(tmp_path):
     cfg = make_config(tmp_path, flush_disk_type="SYNC_FLUSH", sync_flush_timeout=50)
     store = MessageStore(cfg)
     store.start()
-    release = threading.Event()
-    real_flush = store.commit_log.flush
-
-    def slow_flush():
-        release.wait(5)
-        return real_flush()
-
-    store.commit_log.flush = slow_flush
+    release = hold_flushes(store)
     try:
         r = store.put_message(inner())
         assert r.put_message_status is PutMessageStatus.FLUSH_DISK_TIMEOUT

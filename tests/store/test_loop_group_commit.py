@@ -8,7 +8,7 @@ import asyncio
 import threading
 
 from rocketmq_broker.store import FlushDiskType, MessageStore, PutMessageStatus
-from store_helpers import inner, make_config
+from store_helpers import hold_flushes, inner, make_config
 
 
 def _sync_store(tmp_path, **kw) -> MessageStore:
@@ -57,14 +57,7 @@ def test_loop_puts_complete_only_after_their_fsync(tmp_path):
 
 def test_loop_put_times_out_as_flush_disk_timeout(tmp_path):
     store = _sync_store(tmp_path, sync_flush_timeout=50)
-    release = threading.Event()
-    real_flush = store.commit_log.flush
-
-    def slow_flush():
-        release.wait(5)
-        return real_flush()
-
-    store.commit_log.flush = slow_flush
+    release = hold_flushes(store)
 
     async def main():
         r = await asyncio.wait_for(store.put_message_async(inner()), 2)
