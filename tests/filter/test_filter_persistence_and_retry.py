@@ -53,6 +53,20 @@ def _store_messages(producer: Producer, group: str, topic: str) -> None:
         producer.send(retry, mq=rq)
 
 
+def _stored_and_subscribed(cluster, group: str, topic: str) -> PullConsumer:
+    """:func:`_store_messages` then :func:`_heartbeat`; returns the started wire consumer (the
+    caller shuts it down)."""
+    wire = _wire(cluster)
+    try:
+        with Producer(unique("pgfilter"), cluster.namesrv_addr) as producer:
+            _store_messages(producer, group, topic)
+        _heartbeat(wire, group, topic)
+    except BaseException:
+        wire.shutdown()
+        raise
+    return wire
+
+
 def _bodies(wire: PullConsumer, topic: str, group: str, sys_flag: int) -> list[bytes]:
     subscription = None
     if sys_flag & PullSysFlag.SUBSCRIPTION:
@@ -72,11 +86,8 @@ def cluster():
 def test_retry_messages_are_filtered_only_with_filter_support_retry(cluster, sys_flag):
     topic, group = unique("TopicRetryFilter"), unique("cgretryfilter")
     broker = cluster.broker
-    wire = _wire(cluster)
+    wire = _stored_and_subscribed(cluster, group, topic)
     try:
-        with Producer(unique("pgretry"), cluster.namesrv_addr) as producer:
-            _store_messages(producer, group, topic)
-        _heartbeat(wire, group, topic)
         assert _bodies(wire, topic, group, sys_flag) == [b"high"]
         rtopic = retry_topic(group)
         assert not broker.config.filter_support_retry  # the default: retries are not filtered
@@ -96,11 +107,8 @@ def test_filter_data_survives_a_restart(tmp_path):
     topic, group = unique("TopicFilterRestart"), unique("cgrestart")
     config = {"enable_property_filter": True, "filter_support_retry": True}
     with embedded.start_dev_cluster(store, in_process=True, broker_config=config) as c:
-        wire = _wire(c)
+        wire = _stored_and_subscribed(c, group, topic)
         try:
-            with Producer(unique("pgrestart"), c.namesrv_addr) as producer:
-                _store_messages(producer, group, topic)
-            _heartbeat(wire, group, topic)
             assert _bodies(wire, topic, group, FROM_HEARTBEAT) == [b"high"]
         finally:
             wire.shutdown()
