@@ -76,22 +76,28 @@ def test_request_and_response_over_tls(pki):
     run(main())
 
 
-def test_plaintext_client_to_tls_server_is_a_connect_error(pki):
+def _refused_seconds(server_ctx: ssl.SSLContext | None, client_ctx: ssl.SSLContext | None,
+                     match: str | None = None) -> float:
+    """A RemotingClient with ``client_ctx`` invokes an echo server with ``server_ctx``: asserts
+    RemotingConnectError (its message matching ``match``); returns how long the refusal took (s)."""
     async def main():
-        server = _echo_server(pki["server"])
+        server = _echo_server(server_ctx)
         port = await server.start()
-        client = RemotingClient()
+        client = RemotingClient(ssl_context=client_ctx)
         try:
             started = time.monotonic()
-            with pytest.raises(RemotingConnectError, match="TLS"):
+            with pytest.raises(RemotingConnectError, match=match):
                 await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}, b"hi"), 5000)
-            assert time.monotonic() - started < 2.0  # closed at once, not a timeout
+            return time.monotonic() - started
         finally:
             await client.close()
             await server.stop()
-        return port
 
-    run(main())
+    return run(main())
+
+
+def test_plaintext_client_to_tls_server_is_a_connect_error(pki):
+    assert _refused_seconds(pki["server"], None, "TLS") < 2.0  # closed at once, not a timeout
 
 
 def test_plaintext_blocking_connection_to_tls_server_is_a_connect_error(pki):
@@ -123,35 +129,11 @@ def test_plaintext_blocking_connection_to_tls_server_is_a_connect_error(pki):
 
 
 def test_tls_client_to_plaintext_server_is_a_connect_error(pki):
-    async def main():
-        server = _echo_server(None)
-        port = await server.start()
-        client = RemotingClient(ssl_context=pki["client"])
-        try:
-            started = time.monotonic()
-            with pytest.raises(RemotingConnectError):
-                await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}, b"hi"), 5000)
-            assert time.monotonic() - started < 3.5
-        finally:
-            await client.close()
-            await server.stop()
-
-    run(main())
+    assert _refused_seconds(None, pki["client"]) < 3.5
 
 
 def test_untrusted_server_certificate_is_refused(pki):
-    async def main():
-        server = _echo_server(pki["server"])
-        port = await server.start()
-        client = RemotingClient(ssl_context=ssl.create_default_context())  # system CAs only
-        try:
-            with pytest.raises(RemotingConnectError, match="certificate verify failed"):
-                await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, {}, b"hi"), 5000)
-        finally:
-            await client.close()
-            await server.stop()
-
-    run(main())
+    _refused_seconds(pki["server"], ssl.create_default_context(), "certificate verify failed")  # system CAs only
 
 
 def test_client_certificates_when_the_server_requires_them(pki, tmp_path):
