@@ -29,17 +29,13 @@ from typing import TYPE_CHECKING
 from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
 from rocketmq_broker.store.results import PutMessageStatus
 from rocketmq_sdk.exceptions import MQError
-from rocketmq_sdk.protocol.codes import (
-    NOT_ALLOWED_SEND_TOPICS,
-    PermName,
-    RequestCode,
-    ResponseCode,
-    is_valid_name,
-)
 from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.protocol.codes import PermName, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import ReplyMessageRequestHeader, SendMessageRequestHeader
 from rocketmq_sdk.protocol.message_codec import decode_properties, encode_properties
 from rocketmq_sdk.remoting import Channel, RemotingCommand
+
+from .send_processor import topic_refusal
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -85,11 +81,9 @@ class ReplyProcessor:
             h = SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker
         topic = h.topic or ""
-        if not is_valid_name(topic):
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic"
-                                if topic else "topic is blank")
-        if topic in NOT_ALLOWED_SEND_TOPICS:
-            return cmd.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        refused = topic_refusal(cmd, topic)
+        if refused is not None:
+            return refused
         tc = b.topics.get(topic)
         if tc is None:
             tc = b.topics.create_in_send(topic, h.default_topic or "", h.default_topic_queue_nums or 4, 0)

@@ -64,6 +64,19 @@ _PYTHON = int(LanguageCode.PYTHON)
 _new_command = object.__new__
 
 
+def topic_refusal(cmd: RemotingCommand, topic: str) -> RemotingCommand | None:
+    """The answer refusing a send (or reply) to ``topic`` by its name, or None when the name may
+    be sent to (Java ``AbstractSendMessageProcessor.msgCheck``): SYSTEM_ERROR "topic is blank" or
+    "the topic[..] is conflict with system topic" for a blank or invalid name, NO_PERMISSION
+    "Sending message to topic[..] is forbidden." for a system topic (``NOT_ALLOWED_SEND_TOPICS``)."""
+    if not is_valid_name(topic):
+        return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic"
+                            if topic else "topic is blank")
+    if topic in NOT_ALLOWED_SEND_TOPICS:
+        return cmd.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+    return None
+
+
 class SendResponse(RemotingCommand):
     """The response to a stored send: its JSON header is rendered from a template holding the
     five ``SendMessageResponseHeader`` fields (msgId, queueId, queueOffset, MSG_REGION, TRACE_ON),
@@ -85,7 +98,7 @@ class SendResponse(RemotingCommand):
 class SendProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        self._valid_topics: set[str] = set()  # names that passed is_valid_name (regex), bounded
+        self._valid_topics: set[str] = set()  # names topic_refusal let through (regex, system topics), bounded
 
     def register(self, server) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -99,15 +112,13 @@ class SendProcessor:
         else:
             h = SendMessageRequestHeader.from_v2(cmd.ext_fields)
         topic = h.topic or ""
-        if topic not in self._valid_topics:
-            if not is_valid_name(topic):
-                return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic"
-                                    if topic else "topic is blank")
+        if topic not in self._valid_topics:  # names that passed topic_refusal (constant checks)
+            refused = topic_refusal(cmd, topic)
+            if refused is not None:
+                return refused
             if len(self._valid_topics) >= 4096:
                 self._valid_topics.clear()
             self._valid_topics.add(topic)
-        if topic in NOT_ALLOWED_SEND_TOPICS:
-            return cmd.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
         b = self.broker
         tc = b.topics.get(topic)
         if tc is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeader
 from rocketmq_sdk.protocol.message import Message
@@ -39,6 +40,18 @@ def test_send_auto_creates_topic_and_answers_like_a_4_9_8_broker(cluster, client
     assert (f"{host}:{port}", offset) == (cluster.broker_addr, 0)
     route = client.invoke(cluster.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AutoTopic"})
     assert route.code == ResponseCode.SUCCESS and b'"readQueueNums":4' in route.body
+
+
+@pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_REPLY_MESSAGE_V2])
+def test_send_and_reply_to_a_blank_invalid_or_system_topic_are_refused(cluster, client, code):
+    refusals = {"": (ResponseCode.SYSTEM_ERROR, "topic is blank"),
+                "bad topic!": (ResponseCode.SYSTEM_ERROR, "the topic[bad topic!] is conflict with system topic"),
+                "SCHEDULE_TOPIC_XXXX": (ResponseCode.NO_PERMISSION,
+                                        "Sending message to topic[SCHEDULE_TOPIC_XXXX] is forbidden.")}
+    for _ in range(2):  # again: the send path memoises the names it let through
+        for topic, want in refusals.items():
+            r = _send(client, cluster, topic, b"x", {}, code=code)
+            assert (r.code, r.remark) == want, topic
 
 
 def test_stored_message_keeps_body_tags_keys_and_adds_cluster_without_wait(cluster, client):
