@@ -124,12 +124,7 @@ class ConsumerFilterData:
 
     def matches_record(self, record) -> bool:
         """True when the stored message record (commit-log bytes) is delivered."""
-        try:
-            properties = record_properties(record)
-        except (struct.error, IndexError, UnicodeDecodeError):
-            log.warning("unreadable stored record while filtering for %s; not delivered", self.group)
-            return False
-        return self.matches_properties(properties)
+        return _matches_record(self, record, "for")
 
 
 def _compile(topic: str, group: str, expression: str | None, expression_type: str,
@@ -147,6 +142,17 @@ def _compile(topic: str, group: str, expression: str | None, expression_type: st
         log.warning("parse error: expr=%s, topic=%s, group=%s, error=%s", expression, topic, group, exc)
         return None
     return ConsumerFilterData(topic, group, expression, expression_type, client_version, compiled, _now_ms())
+
+
+def _matches_record(judge: ConsumerFilterData | RetryMessageFilter, record, what: str) -> bool:
+    """``judge.matches_properties`` of a stored record's properties; False (logged as "filtering
+    ``what`` <group>") for a record whose properties cannot be read."""
+    try:
+        properties = record_properties(record)
+    except (struct.error, IndexError, UnicodeDecodeError):
+        log.warning("unreadable stored record while filtering %s %s; not delivered", what, judge.group)
+        return False
+    return judge.matches_properties(properties)
 
 
 def _now_ms() -> int:
@@ -173,12 +179,8 @@ class RetryMessageFilter:
         return True if data is None else data.matches_properties(properties)
 
     def matches_record(self, record) -> bool:
-        try:
-            properties = record_properties(record)
-        except (struct.error, IndexError, UnicodeDecodeError):
-            log.warning("unreadable stored record while filtering retries of %s; not delivered", self.group)
-            return False
-        return self.matches_properties(properties)
+        """True when the stored retry message record (commit-log bytes) is delivered."""
+        return _matches_record(self, record, "retries of")
 
 
 class ConsumerFilterManager:
