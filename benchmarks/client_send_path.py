@@ -21,18 +21,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import io
 import pstats
 import re
 import resource
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from profile_send import profile_with_loop  # noqa: E402 - benchmarks/profile_send.py
 
 _OPAQUE = re.compile(rb'"opaque":(\d+)')
 _FLAG = re.compile(rb'"flag":(\d+)')
@@ -186,17 +191,7 @@ def main() -> None:
 
 
 def profile(p: Producer, mode: str, count: int) -> None:
-    main_prof, loop_prof = cProfile.Profile(), cProfile.Profile()
-    loop = p.instance.loop_thread.loop
-    ev = threading.Event()
-    loop.call_soon_threadsafe(lambda: (loop_prof.enable(), ev.set()))
-    ev.wait(5)
-    main_prof.enable()
-    run_mode(p, mode, count)
-    main_prof.disable()
-    ev.clear()
-    loop.call_soon_threadsafe(lambda: (loop_prof.disable(), ev.set()))
-    ev.wait(5)
+    main_prof, loop_prof = profile_with_loop(p, lambda: run_mode(p, mode, count))
     for name, prof in (("caller thread", main_prof), ("I/O loop thread", loop_prof)):
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(30)

@@ -45,6 +45,23 @@ def cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def profile_with_loop(p: Any, work: Callable[[], object]) -> tuple[cProfile.Profile, cProfile.Profile]:
+    """Run ``work()`` with one cProfile in this (the caller) thread and one in the I/O loop thread
+    of producer ``p``; returns (caller thread profile, loop thread profile)."""
+    main_prof, loop_prof = cProfile.Profile(), cProfile.Profile()
+    loop = p.instance.loop_thread.loop
+    ev = threading.Event()
+    loop.call_soon_threadsafe(lambda: (loop_prof.enable(), ev.set()))
+    ev.wait(5)
+    main_prof.enable()
+    work()
+    main_prof.disable()
+    ev.clear()
+    loop.call_soon_threadsafe(lambda: (loop_prof.disable(), ev.set()))
+    ev.wait(5)
+    return main_prof, loop_prof
+
+
 def components() -> None:
     from rocketmq_sdk import Message, Producer
     from rocketmq_sdk.protocol.message_codec import encode_properties
@@ -163,18 +180,12 @@ def client(count: int, n_top: int) -> None:
         el, cpu = time.perf_counter() - t0, cpu_s() - c0
         print(f"unprofiled: {count / el:,.0f} sends/s, client CPU {cpu / count * 1e6:.1f} µs/send, "
               f"wall {el / count * 1e6:.1f} µs/send")
-        loop_prof, main_prof = cProfile.Profile(), cProfile.Profile()
-        loop = p.instance.loop_thread.loop
-        ev = threading.Event()
-        loop.call_soon_threadsafe(lambda: (loop_prof.enable(), ev.set()))
-        ev.wait(5)
-        main_prof.enable()
-        for _ in range(count):
-            p.send(Message("ProfTopic", body))
-        main_prof.disable()
-        ev.clear()
-        loop.call_soon_threadsafe(lambda: (loop_prof.disable(), ev.set()))
-        ev.wait(5)
+
+        def sends() -> None:
+            for _ in range(count):
+                p.send(Message("ProfTopic", body))
+
+        main_prof, loop_prof = profile_with_loop(p, sends)
         p.shutdown()
     top(main_prof, n_top, f"caller thread, {count} sync sends (tottime)")
     top(loop_prof, n_top, f"I/O loop thread, {count} sync sends (tottime)")
