@@ -36,8 +36,9 @@ _I = struct.Struct(">i")
 _H = struct.Struct(">h")
 _TAIL = struct.Struct(">iqi")  # reconsumeTimes, preparedTxOffset, bodyLen
 _BATCH_HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, bodyLen
-# bornHost(4 B + port), storeTimestamp, storeHost(4 B + port), reconsumeTimes, preparedTxOffset, bodyLen
-_V4_MID = struct.Struct(">IiqIiiqi")
+# bornHost(4 B + port), storeTimestamp, storeHost(4 B + port), reconsumeTimes, preparedTxOffset, bodyLen;
+# each IPv4 host (ip, port) is read as one unsigned 64-bit key: ip << 32 | port
+_V4_MID = struct.Struct(">QqQiqi")
 # IPv4 hosts seen in records: (ip << 32 | port) -> "a.b.c.d:port" and the 16 hex digits the
 # offset message id starts with; bounded (cleared when full), records repeat a few hosts
 _HOSTS: dict[int, tuple[str, str]] = {}
@@ -89,15 +90,16 @@ def pack_host(host: str) -> tuple[bytes, bool]:
         raise ValueError(f"not an ip:port host: {host!r}") from exc
 
 
-def _v4_host(ip: int, port: int) -> tuple[str, str]:
-    """("a.b.c.d:port", offset-msg-id prefix) of an IPv4 host, memoised."""
-    key = ip << 32 | (port & 0xFFFFFFFF)
+def _v4_host(key: int) -> tuple[str, str]:
+    """("a.b.c.d:port", offset-msg-id prefix) of the IPv4 host ``ip << 32 | port`` (the 8
+    bytes of a record's host field, unsigned), memoised. The port prints as Java's int."""
     host = _HOSTS.get(key)
     if host is None:
         if len(_HOSTS) >= _HOSTS_MAX:
             _HOSTS.clear()
-        host = _HOSTS[key] = (f"{ip >> 24}.{ip >> 16 & 255}.{ip >> 8 & 255}.{ip & 255}:{port}",
-                              f"{ip:08X}{port & 0xFFFFFFFF:08X}")
+        ip, port = key >> 32, key & 0xFFFFFFFF
+        host = _HOSTS[key] = (f"{ip >> 24}.{ip >> 16 & 255}.{ip >> 8 & 255}.{ip & 255}:"
+                              f"{port - 0x100000000 if port & 0x80000000 else port}", f"{key:016X}")
     return host
 
 
@@ -232,10 +234,10 @@ def _decode_records(buf, pos: int, end: int, out: list[MessageExt], decompress: 
             m.transaction_id = None
             m.broker_name = ""
             if not sys_flag & _V6_BITS:  # the common IPv4/IPv4 layout in one unpack
-                (bip, bport, store_ts, sip, sport, m.reconsume_times,
+                (born, store_ts, store, m.reconsume_times,
                  m.prepared_transaction_offset, body_len) = _V4_MID.unpack_from(buf, pos + 48)
-                m.born_host = (hosts.get(bip << 32 | (bport & 0xFFFFFFFF)) or _v4_host(bip, bport))[0]
-                m.store_host, m._oid_prefix = hosts.get(sip << 32 | (sport & 0xFFFFFFFF)) or _v4_host(sip, sport)
+                m.born_host = (hosts.get(born) or _v4_host(born))[0]
+                m.store_host, m._oid_prefix = hosts.get(store) or _v4_host(store)
                 m._oid = None  # MessageExt.offset_msg_id formats prefix + PHYSICALOFFSET when read
                 m._oid_phys = phys
                 p = pos + 88
