@@ -22,7 +22,7 @@ from rocketmq_sdk.exceptions import (
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
-from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher, close_channels
+from rocketmq_sdk.remoting.channel import BufferedChannel, Channel, RequestDispatcher, close_channels
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
@@ -198,7 +198,7 @@ class RemotingClient(RequestDispatcher):
         try:
             async with asyncio.timeout(self.connect_timeout_ms / 1000.0):
                 _, channel = await loop.create_connection(
-                    lambda: Channel(self, self.max_frame_length), host, port, ssl=ctx)
+                    lambda: BufferedChannel(self, self.max_frame_length), host, port, ssl=ctx)
         except TimeoutError:
             raise RemotingConnectError(addr, f"timed out after {self.connect_timeout_ms:.0f} ms"
                                        + (" (TLS handshake included; is the server TLS?)" if ctx else "")) from None

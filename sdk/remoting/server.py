@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from rocketmq_sdk.exceptions import ClientStateError
-from rocketmq_sdk.remoting.channel import Channel, RequestDispatcher, close_channels
+from rocketmq_sdk.remoting.channel import BufferedChannel, Channel, RequestDispatcher, close_channels
 from rocketmq_sdk.remoting.command import RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
 
@@ -48,27 +48,6 @@ def server_ssl_context(cert_path: str, key_path: str | None = None, *,
         ctx.load_verify_locations(client_ca_path)
         ctx.verify_mode = ssl.CERT_REQUIRED
     return ctx
-
-
-_READ_BUFFER_SIZE = 256 * 1024  # asyncio's own read size for plain sockets
-
-
-class _ServerChannel(Channel, asyncio.BufferedProtocol):
-    """A server connection read with ``recv_into`` a buffer shared by all connections of the
-    server (asyncio calls ``get_buffer``, fills it and calls ``buffer_updated`` in one go on the
-    loop thread, and the frame decoder copies what it keeps). A plain ``Protocol`` gets a fresh
-    256 KiB ``bytes`` per read instead, which glibc maps and unmaps (``mmap`` + ``mremap`` +
-    ``munmap`` and page faults per read)."""
-
-    def __init__(self, server: RemotingServer, max_frame_length: int) -> None:
-        super().__init__(server, max_frame_length)
-        self._read_view = server._read_view
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._read_view
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(self._read_view[:nbytes])
 
 
 class RemotingServer(RequestDispatcher):
@@ -104,7 +83,6 @@ class RemotingServer(RequestDispatcher):
         self._channels: set[Channel] = set()
         self._idle_task: asyncio.Task | None = None
         self._request_hooks: list[RequestHook] = []
-        self._read_view = memoryview(bytearray(_READ_BUFFER_SIZE))  # shared by the connections' reads
 
     def add_request_hook(self, hook: RequestHook) -> None:
         """Run ``hook(channel, cmd)`` before a request goes to its processor (Java server RPC hook
@@ -176,7 +154,8 @@ class RemotingServer(RequestDispatcher):
             raise ClientStateError(f"{self.name} already started on {self.host}:{self.port}")
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: _ServerChannel(self, self.max_frame_length), host, port, reuse_address=True, backlog=1024,
+            # connections read with recv_into one buffer per loop thread (BufferedChannel)
+            lambda: BufferedChannel(self, self.max_frame_length), host, port, reuse_address=True, backlog=1024,
             ssl=self.ssl_context)
         self.host = host
         self.port = self._server.sockets[0].getsockname()[1]
