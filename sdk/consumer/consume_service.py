@@ -10,7 +10,6 @@ again locally 5 s later, so no message is lost.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
 import time
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..exceptions import MQError
 from ..protocol.codes import MessageConst as MC
 from ..protocol.message import MessageExt, MessageQueue
+from .consume_pool import ConsumePool
 from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently
 from .process_queue import ProcessQueue
 from .tracing import start_process_spans, tracing_active
@@ -55,10 +55,7 @@ class ConsumeMessageConcurrentlyService:
         self.listener = listener
         cfg = consumer.config
         self.batch_size = cfg.consume_message_batch_max_size
-        self.executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=cfg.consume_thread_max, thread_name_prefix=f"rocketmq-consume-{consumer.group}")
-        self._futures: set[concurrent.futures.Future] = set()
-        self._lock = threading.Lock()
+        self.pool = ConsumePool(cfg.consume_thread_max, f"rocketmq-consume-{consumer.group}")
         self._stopped = False
         # start as "slow" (chunk by chunk, as Java) until fast calls pull the average down
         self._listener_avg_s = 2 * self.fan_out_threshold_s
@@ -84,20 +81,7 @@ class ConsumeMessageConcurrentlyService:
             self._submit_task(chunks, pq, mq)
 
     def _submit_task(self, chunks: list[list[MessageExt]], pq: ProcessQueue, mq: MessageQueue) -> bool:
-        with self._lock:
-            if self._stopped:
-                return False
-            try:
-                fut = self.executor.submit(self._consume_chunks, chunks, pq, mq)
-            except RuntimeError:  # shut down meanwhile
-                return False
-            self._futures.add(fut)
-        fut.add_done_callback(self._done)
-        return True
-
-    def _done(self, fut: concurrent.futures.Future) -> None:
-        with self._lock:
-            self._futures.discard(fut)
+        return self.pool.submit(self._consume_chunks, chunks, pq, mq)
 
     def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         timer = threading.Timer(self.resubmit_delay_s, self.submit, (msgs, pq, mq))
@@ -235,12 +219,8 @@ class ConsumeMessageConcurrentlyService:
     def shutdown(self, timeout_s: float) -> bool:
         """Stop taking work, cancel queued batches and wait up to ``timeout_s`` for running
         listeners. Returns True if all finished."""
-        with self._lock:
-            self._stopped = True
-            futures = set(self._futures)
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        _done, not_done = concurrent.futures.wait(futures, timeout=timeout_s)
-        if not_done:
-            log.warning("group %s: %d listener calls still running at shutdown", self.consumer.group,
-                        len(not_done))
-        return not not_done
+        self._stopped = True
+        if self.pool.shutdown(timeout_s):
+            return True
+        log.warning("group %s: listener calls still running at shutdown", self.consumer.group)
+        return False
