@@ -189,7 +189,15 @@ class MQClientAPI:
         Raises:
             MQBrokerError, RemotingError: as :meth:`send_message`.
         """
-        cmd = _new_request(code, header, body)
+        return _send_result(conns.invoke(addr, _new_request(code, header, body), timeout_ms), addr, mq, uniq_id)
+
+    def send_request_blocking(self, conns: BlockingConnections, addr: str, mq: MessageQueue, cmd: RemotingCommand,
+                              uniq_id: str, timeout_ms: float) -> SendResult:
+        """:meth:`send_message_blocking` of a request the producer built (``send_request.py``).
+
+        Raises:
+            MQBrokerError, RemotingError: as :meth:`send_message`.
+        """
         return _send_result(conns.invoke(addr, cmd, timeout_ms), addr, mq, uniq_id)
 
     async def send_message_oneway(self, addr: str, header: dict[str, str], body: bytes, *,

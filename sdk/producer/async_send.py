@@ -65,9 +65,10 @@ class AsyncSend:
         self.deadline = _monotonic() + timeout_ms / 1000.0
         self.retries = retries
         self.fut: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
-        self.cmd = cmd = RemotingCommand.request(prepared.code, producer._ext_for(prepared, queue), prepared.body)
+        hooks = inst.remoting.rpc_hooks
+        self.cmd = cmd = producer._request_for(prepared, queue, hooks)
         # encoded here, in the caller's thread, unless RPC hooks must see (and sign) it first
-        self.frame = None if inst.remoting.rpc_hooks else cmd.encode()
+        self.frame = None if hooks else cmd.encode()
         self.started = 0.0
         self.timer: asyncio.TimerHandle | None = None
         self.channel: Any = None
@@ -321,16 +322,14 @@ class OnewaySend:
     the caller's thread and written on the loop without a Task (a missing or busy connection
     falls back to ``MQClientAPI.send_message_oneway``). ``done(error)`` is called once."""
 
-    __slots__ = ("inst", "addr", "cmd", "frame", "header", "body", "timeout_ms", "done")
+    __slots__ = ("inst", "addr", "cmd", "frame", "timeout_ms", "done")
 
-    def __init__(self, inst: MQClientInstance, addr: str, header: dict[str, str], body: bytes, code: int,
-                 timeout_ms: float, done: Any) -> None:
+    def __init__(self, inst: MQClientInstance, addr: str, cmd: RemotingCommand, timeout_ms: float,
+                 done: Any) -> None:
         self.inst = inst
         self.addr = addr
-        self.header = header
-        self.body = body
         self.timeout_ms = timeout_ms
-        self.cmd = cmd = RemotingCommand.request(code, header, body, oneway=True)
+        self.cmd = cmd  # a ONEWAY send request (Producer._request_for)
         self.frame = None if inst.remoting.rpc_hooks else cmd.encode()  # see AsyncSend
         self.done = done
 
@@ -339,8 +338,9 @@ class OnewaySend:
         addr = self.addr
         channel = remoting._channels.get(addr)
         if channel is None or channel.closed or channel._paused:
+            cmd = self.cmd
             task = self.inst.loop_thread.loop.create_task(self.inst.api.send_message_oneway(
-                addr, self.header, self.body, code=self.cmd.code, timeout_ms=self.timeout_ms))
+                addr, cmd.ext_fields, cmd.body, code=cmd.code, timeout_ms=self.timeout_ms))
             task.add_done_callback(lambda t: self.done(None if t.cancelled() else t.exception()))
             return
         cmd = self.cmd

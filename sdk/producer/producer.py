@@ -15,7 +15,6 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tenacity import (
@@ -52,11 +51,13 @@ from ..protocol.codes import MessageSysFlag as SF
 from ..protocol.message import Message, MessageQueue, SendResult, SendStatus
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
+from ..remoting.command import RemotingCommand
 from .async_send import AsyncSend, DeadlineQueue, InFlight, OnewaySend
 from .fault import MQFaultStrategy
 from .namespace import unwrap_namespace, wrap_namespace
 from .request import REPLY_MESSAGE_FLAG, RequestReplyMixin
 from .selector import SelectorLike
+from .send_request import SendHeaderTemplate, send_request
 from .submit import BatchedSubmitter
 from .tracing import PublishSpan, start_publish_span, tracing_available
 
@@ -106,16 +107,34 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, RemotingError)
 
 
-@dataclass(slots=True)
 class _Prepared:
-    """A message ready for the wire: V2 header (without queue/broker), body and id."""
+    """A message ready for the wire: V2 header (without queue/broker), body and id.
 
-    topic: str
-    ext: dict[str, str]
-    body: bytes
-    uniq_id: str
-    code: int = RequestCode.SEND_MESSAGE_V2
-    span: PublishSpan | None = None
+    With a header template (``head``; ``vals`` = the ``f, g, h, i`` fields) the ``ext`` dict is
+    only built when read (the retry and fallback paths, RPC hooks); requests are rendered from
+    the template (``send_request.py``)."""
+
+    __slots__ = ("topic", "_ext", "body", "uniq_id", "code", "span", "head", "vals")
+
+    def __init__(self, topic: str, ext: dict[str, str] | None, body: bytes, uniq_id: str,
+                 code: int = RequestCode.SEND_MESSAGE_V2, span: PublishSpan | None = None,
+                 head: SendHeaderTemplate | None = None, vals: tuple[str, str, str, str] | None = None) -> None:
+        self.topic = topic
+        self._ext = ext
+        self.body = body
+        self.uniq_id = uniq_id
+        self.code = code
+        self.span = span
+        self.head = head
+        self.vals = vals
+
+    @property
+    def ext(self) -> dict[str, str]:
+        """The V2 header fields without ``n``, ``e`` = ``"0"`` (do not modify: copy)."""
+        ext = self._ext
+        if ext is None:
+            ext = self._ext = self.head.ext("0", *self.vals)  # type: ignore[union-attr]
+        return ext
 
 
 class Producer(RequestReplyMixin):
@@ -155,6 +174,7 @@ class Producer(RequestReplyMixin):
         self._deadlines: DeadlineQueue | None = None
         self._oneway_slots = threading.BoundedSemaphore(ONEWAY_MAX_QUEUED)
         self._topics_ok: set[str] = set()  # topic names already validated
+        self._templates: dict[tuple, SendHeaderTemplate] = {}  # send header templates (_template)
 
     # -------------------------------------------------------------- lifecycle
 
@@ -505,7 +525,7 @@ class Producer(RequestReplyMixin):
         mq, addr = target
         try:
             self._submitter(inst).call(OnewaySend(
-                inst, addr, self._ext_for(prepared, mq), prepared.body, prepared.code, timeout,
+                inst, addr, self._request_for(prepared, mq, inst.remoting.rpc_hooks, oneway=True), timeout,
                 lambda error: self._oneway_done(prepared, mq, error)).start)
         except BaseException as exc:
             self._oneway_done(prepared, None, exc)
@@ -611,15 +631,44 @@ class Producer(RequestReplyMixin):
             sys_flag |= SF.COMPRESSED
         if props.get(MC.TRANSACTION_PREPARED) == "true":
             sys_flag |= SF.TRANSACTION_PREPARED_TYPE
-        ext = self._header(topic, sys_flag, msg.flag, encode_properties(props), False)
+        code = RequestCode.SEND_REPLY_MESSAGE_V2 if props.get(MC.MESSAGE_TYPE) == REPLY_MESSAGE_FLAG \
+            else RequestCode.SEND_MESSAGE_V2  # a reply (request-reply), as Java
+        flag = msg.flag
+        if type(flag) is int and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            head = self._template(topic, code, False)
+            if head is not None:  # the header's f, g, h, i fields; the rest is in the template
+                return _Prepared(topic, None, body, uniq_id, code, span, head, (
+                    str(sys_flag) if sys_flag else "0", str(int(time.time() * 1000)),
+                    str(flag) if flag else "0", encode_properties(props)))
+        ext = self._header(topic, sys_flag, flag, encode_properties(props), False)
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # is_retry_topic
             ext["j"] = props.get(MC.RECONSUME_TIME, "0")
             max_times = props.get(MC.MAX_RECONSUME_TIMES)
             if max_times:
                 ext["l"] = max_times
-        if props.get(MC.MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:  # a reply (request-reply), as Java
-            return _Prepared(topic, ext, body, uniq_id, RequestCode.SEND_REPLY_MESSAGE_V2, span)
-        return _Prepared(topic, ext, body, uniq_id, span=span)
+        return _Prepared(topic, ext, body, uniq_id, code, span)
+
+    def _template(self, topic: str, code: int, batch: bool) -> SendHeaderTemplate | None:
+        """The header template of ``topic`` (None if it cannot have one: ``send_request.py``)."""
+        cfg = self.config
+        key = (topic, code, batch, cfg.create_topic_key, cfg.default_topic_queue_nums)
+        head = self._templates.get(key)
+        if head is None:
+            if len(self._templates) >= 1024:
+                self._templates.clear()
+            head = self._templates[key] = SendHeaderTemplate(code, self.group, topic, cfg.create_topic_key,
+                                                             str(cfg.default_topic_queue_nums), batch)
+        return head if head.pieces is not None else None
+
+    def _request_for(self, p: _Prepared, mq: MessageQueue, hooks: Sequence[Any],
+                     oneway: bool = False) -> RemotingCommand:
+        """The send request of ``p`` to ``mq``: rendered from the topic's header template when
+        there are no RPC hooks (they need the fields), else a plain command of ``_ext_for``."""
+        head = p.head
+        if head is not None and not hooks and type(mq.queue_id) is int:
+            f, g, h, i = p.vals  # type: ignore[misc]
+            return send_request(head, (str(mq.queue_id), f, g, h, i, mq.broker_name), p.body, oneway)
+        return RemotingCommand.request(p.code, self._ext_for(p, mq), p.body, oneway)
 
     def _start_span(self, msgs: Message | Sequence[Message], topic: str, fifo: bool = False,
                     oneway: bool = False) -> PublishSpan | None:
@@ -662,8 +711,12 @@ class Producer(RequestReplyMixin):
             raise IllegalArgumentError(
                 f"the batch body size {len(body)} exceeds max_message_size {self.config.max_message_size}")
         props = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"})
-        ext = self._header(topic, 0, 0, props, True)
-        return _Prepared(topic, ext, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE, span)
+        code = RequestCode.SEND_BATCH_MESSAGE
+        head = self._template(topic, code, True)
+        if head is not None:
+            return _Prepared(topic, None, body, ",".join(ids), code, span, head,
+                             ("0", str(int(time.time() * 1000)), "0", props))
+        return _Prepared(topic, self._header(topic, 0, 0, props, True), body, ",".join(ids), code, span)
 
     # -------------------------------------------------------------- core (event loop)
 
@@ -803,8 +856,9 @@ class Producer(RequestReplyMixin):
         addr = inst.find_broker_master(mq.broker_name)
         if addr is None:
             raise MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE, f"no master address for broker {mq.broker_name}")
-        result = inst.api.send_message_blocking(inst.blocking, addr, mq, self._ext_for(p, mq), p.body, p.uniq_id,
-                                                remaining, code=p.code)
+        conns = inst.blocking
+        result = inst.api.send_request_blocking(conns, addr, mq, self._request_for(p, mq, conns.rpc_hooks),
+                                                p.uniq_id, remaining)
         return self._unwrap_result(result) if self.config.namespace else result
 
     def _can_send_blocking(self, inst: MQClientInstance, p: _Prepared, selector: SelectorLike | None) -> bool:

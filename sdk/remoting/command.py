@@ -387,6 +387,7 @@ class RemotingCommand:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RemotingCommand):
             return NotImplemented
-        return all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+        # the base class's fields (a subclass's __slots__ would hide them)
+        return all(getattr(self, s) == getattr(other, s) for s in RemotingCommand.__slots__)
 
     __hash__ = None  # type: ignore[assignment]

@@ -1,0 +1,93 @@
+"""Send requests rendered from a header template (``rocketmq_sdk.producer.send_request``) are
+byte-identical to the generic ``RemotingCommand`` encoding of the same fields."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from rocketmq_sdk import Message, Producer
+from rocketmq_sdk.producer.request import REPLY_MESSAGE_FLAG
+from rocketmq_sdk.producer.send_request import SendHeaderTemplate, SendRequest, send_request
+from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.protocol.codes import RequestCode
+from rocketmq_sdk.protocol.message import MessageQueue
+from rocketmq_sdk.remoting.command import FLAG_ONEWAY, RemotingCommand
+
+PROPS = ["", "WAIT\x01true\x02UNIQ_KEY\x01C0A8000100002A9F0000000000001234",
+         'k\x01"quoted" \\ back\x02u\x01\u00e9\u2028\U0001F600\x02t\x01\t\n\x7f']
+
+
+def _generic(cmd: RemotingCommand) -> bytes:
+    return RemotingCommand(cmd.code, opaque=cmd.opaque, flag=cmd.flag, ext_fields=dict(cmd.ext_fields),
+                           body=cmd.body).encode()
+
+
+@pytest.mark.parametrize("code,batch", [(RequestCode.SEND_MESSAGE_V2, False),
+                                        (RequestCode.SEND_REPLY_MESSAGE_V2, False),
+                                        (RequestCode.SEND_BATCH_MESSAGE, True)])
+def test_template_renders_the_generic_encoders_bytes(code, batch):
+    tmpl = SendHeaderTemplate(code, "pg_%|x-1", "ns%Topic_\u00e9", "TBW102", "8", batch)
+    assert tmpl.pieces is not None
+    for props, broker, (qid, sys_flag, flag), oneway, body in itertools.product(
+            PROPS, ["broker-a", 'b"r\\k\u00fc'], [("0", "0", "0"), ("15", "1", "-7"), ("3", "4", "2147483647")],
+            [False, True], [b"", b"x" * 100]):
+        vals = (qid, sys_flag, "1795518462168", flag, props, broker)
+        cmd = send_request(tmpl, vals, body, oneway)
+        expected = RemotingCommand(code, opaque=cmd.opaque, flag=FLAG_ONEWAY if oneway else 0,
+                                   ext_fields=tmpl.ext(*vals), body=body).encode()
+        assert cmd.encode() == expected
+        assert cmd._tmpl is tmpl  # encoding did not materialise the fields
+
+
+def test_reading_the_fields_turns_it_into_a_plain_command():
+    tmpl = SendHeaderTemplate(RequestCode.SEND_MESSAGE_V2, "pg", "T", "TBW102", "4", False)
+    cmd = send_request(tmpl, ("1", "0", "1", "0", PROPS[1], "b"), b"body")
+    before = cmd.encode()
+    ext = cmd.ext_fields  # what an RPC hook does: read and add fields (ACL signing)
+    assert list(ext) == list("abcdefghijkmn") and ext["e"] == "1" and ext["n"] == "b"
+    ext["AccessKey"] = "ak"
+    after = cmd.encode()
+    assert after != before and b'"AccessKey":"ak"' in after and after == _generic(cmd)
+    cmd.ext_fields = {"x": "y"}
+    assert cmd.encode() == _generic(cmd)
+    cmd2 = send_request(tmpl, ("1", "0", "1", "0", PROPS[1], "b"), b"body")
+    cmd2.remark = "r"  # any change the template does not cover: generic encoding
+    assert b'"remark":"r"' in cmd2.encode()
+    assert isinstance(cmd2, SendRequest) and cmd2 == RemotingCommand.decode(cmd2.encode()[4:])
+
+
+def test_no_template_when_a_constant_field_holds_a_marker():
+    assert SendHeaderTemplate(RequestCode.SEND_MESSAGE_V2, "pg", "T@e@", "TBW102", "4",
+                              False).pieces is None
+
+
+def _requests(p: Producer, msg: Message | list[Message], mq: MessageQueue) -> tuple[bytes, bytes]:
+    prepared = p._prepare_batch(msg) if isinstance(msg, list) else p._prepare(msg)
+    cmd = p._request_for(prepared, mq, ())
+    plain = p._request_for(prepared, mq, [object()])  # with RPC hooks: the dict path
+    plain.opaque = cmd.opaque
+    assert type(plain) is RemotingCommand
+    return cmd.encode(), plain.encode()
+
+
+@pytest.mark.parametrize("namespace", [None, "ns1"])
+def test_producer_requests_are_those_of_the_field_dict(namespace):
+    p = Producer("pg_tmpl", "127.0.0.1:9", namespace=namespace)  # not started: nothing is sent
+    mq = MessageQueue("TopicT", "broker-a", 3)
+    retry = Message("%RETRY%cg", b"r")
+    retry.put_property(MC.RECONSUME_TIME, "2")
+    retry.put_property(MC.MAX_RECONSUME_TIMES, "5")
+    reply = Message("TopicT", b"reply")
+    reply.put_property(MC.MESSAGE_TYPE, REPLY_MESSAGE_FLAG)
+    cases = [Message("TopicT", b"x" * 100, tags="TagA", keys=["k1", "k2"]),
+             Message("TopicT", b"y" * 5000, flag=42, properties={"u": 'v"\u00e9'}),  # compressed
+             Message("TopicT", b"d", delay_time_level=3, wait_store_msg_ok=False),
+             reply, retry,
+             [Message("TopicT", b"b1"), Message("TopicT", b"b2")]]
+    for msg in cases:
+        templated, plain = _requests(p, msg, mq)
+        assert templated == plain
+    assert p._prepare(retry).head is None  # retry topics carry j/l: no template
+    prepared = p._prepare(Message("TopicT", b"x"))
+    assert prepared.head is not None and list(prepared.ext) == list("abcdefghijkm")
