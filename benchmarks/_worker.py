@@ -175,7 +175,9 @@ def run_sdk_send(a: dict) -> dict:
 def sdk_consumer(a: dict, on_msgs: Any) -> Any:
     from rocketmq_sdk import ConsumeConcurrentlyStatus, PushConsumer
 
-    extra = {"pull_batch_size": int(a["pull_batch_size"])} if a.get("pull_batch_size") else {}
+    extra = {k: int(a[k]) for k in ("pull_batch_size", "consume_thread_max") if a.get(k)}
+    if "consume_thread_max" in extra:  # arg.consume_thread_max=N (ab.py): the listener pool size
+        extra["consume_thread_min"] = min(20, extra["consume_thread_max"])
     c = PushConsumer(a["group"], a["namesrv"], instance_name=f"bench-{os.getpid()}",
                      consume_from_where="CONSUME_FROM_FIRST_OFFSET", **extra)
     c.subscribe(a["topic"], "*")
