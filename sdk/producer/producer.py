@@ -419,15 +419,15 @@ class Producer(RequestReplyMixin):
             fast = None if selector is not None or in_loop else self._async_send(inst, prepared, mq, timeout, retries)
             if fast is not None:  # route and broker address cached: no Task (async_send.py)
                 submitter.call(fast.start)
-                fut = fast.fut
+                fut = fast.fut  # a SendFuture: frees the in-flight slot itself when done
             else:
                 fut = submitter.submit(self._send_core(prepared, msg, selector, arg, mq, timeout, retries))
+                fut.add_done_callback(self._inflight_slots.release)
         except BaseException as exc:
             self._inflight_slots.release()
             if prepared.span is not None:
                 prepared.span.end(None, exc)
             raise
-        fut.add_done_callback(self._inflight_slots.release)
         if prepared.span is not None:
             span = prepared.span
             fut.add_done_callback(lambda f: span.end(None if f.cancelled() or f.exception() else f.result(),

@@ -1,0 +1,82 @@
+"""``SendFuture`` (the future of a Task-free ``send_async``) behaves as a
+``concurrent.futures.Future`` completed by ``set_running_or_notify_cancel`` + ``set_result`` /
+``set_exception``, and frees its in-flight slot exactly once, before the done callbacks."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+
+import pytest
+from rocketmq_sdk.producer.async_send import InFlight, SendFuture
+
+
+def _future() -> tuple[SendFuture, InFlight, list]:
+    slots = InFlight(10)
+    assert slots.acquire(0)
+    fut = SendFuture(slots)
+    seen: list = []
+    fut.add_done_callback(lambda f: seen.append((slots.async_count, f.cancelled())))
+    return fut, slots, seen
+
+
+def test_finish_with_a_result_or_an_error():
+    fut, slots, seen = _future()
+    fut.finish("result")
+    assert fut.done() and not fut.running() and fut.result(0) == "result" and fut.exception(0) is None
+    assert seen == [(0, False)] and slots.total == 0 and slots.idle.is_set()
+    fut.finish("again")  # a second completion is ignored, nothing released twice
+    assert fut.result(0) == "result" and slots.async_count == 0
+
+    fut, slots, seen = _future()
+    error = RuntimeError("boom")
+    fut.finish(None, error)
+    assert fut.exception(0) is error and seen == [(0, False)]
+    with pytest.raises(RuntimeError, match="boom"):
+        fut.result(0)
+
+
+def test_cancel_frees_the_slot_at_once_and_a_late_answer_is_dropped():
+    fut, slots, seen = _future()
+    assert fut.cancel() and fut.cancelled()
+    assert seen == [(0, True)] and slots.async_count == 0
+    fut.finish("late")
+    assert fut.cancelled() and seen == [(0, True)] and slots.async_count == 0
+    with pytest.raises(concurrent.futures.CancelledError):
+        fut.result(0)
+
+
+@pytest.mark.parametrize("outcome", ["result", "error", "cancel"])
+def test_waiters_of_wait_and_as_completed_wake_up(outcome):
+    fut, _slots, _seen = _future()
+    started = threading.Event()
+    box: dict = {}
+
+    def waiter() -> None:
+        started.set()
+        box["wait"] = concurrent.futures.wait([fut], timeout=10)
+        box["as_completed"] = list(concurrent.futures.as_completed([fut], timeout=10))
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    assert started.wait(5)
+    if outcome == "result":
+        fut.finish(1)
+    elif outcome == "error":
+        fut.finish(None, ValueError("x"))
+    else:
+        fut.cancel()
+        fut.finish()  # what AsyncSend does when it finds its future cancelled
+    t.join(10)
+    assert not t.is_alive()
+    assert box["wait"].done == {fut} and box["as_completed"] == [fut]
+
+
+def test_result_wakes_a_blocked_caller():
+    fut, _slots, _seen = _future()
+    box: list = []
+    t = threading.Thread(target=lambda: box.append(fut.result(timeout=10)))
+    t.start()
+    fut.finish("answer")
+    t.join(10)
+    assert box == ["answer"]
