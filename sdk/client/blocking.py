@@ -27,7 +27,7 @@ from ..exceptions import (
     RemotingTimeoutError,
 )
 from ..remoting.client import parse_addr, peer_speaks_tls
-from ..remoting.command import RemotingCommand
+from ..remoting.command import FLAG_RESPONSE, RemotingCommand
 from ..remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
 
 __all__ = ["BlockingConnections"]
@@ -40,6 +40,8 @@ log = logging.getLogger("rocketmq_sdk.client.blocking")
 _KERNEL_TIMEOUTS = sys.platform.startswith("linux")
 _TIMEOUT_SLACK_S = 0.001
 _TIMEVAL = struct.Struct("@ll")
+_FRAME_LEN = struct.Struct(">I").unpack_from
+_decode = RemotingCommand.decode
 
 
 class _Conn:
@@ -185,9 +187,15 @@ class BlockingConnections:
                                                          "ssl_context)")
                     raise RemotingSendRequestError(f"connection to {addr} closed by the peer "
                                                    f"(request opaque {opaque} pending)")
-                for frame in conn.decoder.feed(data):
-                    answer = RemotingCommand.decode(frame)
-                    if answer.is_response and answer.opaque == opaque:
+                decoder = conn.decoder
+                n = len(data)
+                if n >= 8 and _FRAME_LEN(data)[0] == n - 4 and n <= self.max_frame_length and not decoder.buffered:
+                    frames: Any = (data[4:],)  # exactly one whole frame (the usual answer): no decoder pass
+                else:
+                    frames = decoder.feed(data)
+                for frame in frames:
+                    answer = _decode(frame)
+                    if answer.flag & FLAG_RESPONSE and answer.opaque == opaque:
                         resp = answer
                     else:
                         log.debug("ignored frame code %d opaque %d from %s", answer.code, answer.opaque, addr)

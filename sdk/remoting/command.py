@@ -46,6 +46,9 @@ _LANGUAGE_OTHER = int(LanguageCode.OTHER)
 _PYTHON = int(LanguageCode.PYTHON)
 
 _FRAME_PREFIX = struct.Struct(">II")
+_FRAME_WORD = struct.Struct(">I").unpack_from  # serialize type << 24 | header length
+_JSON = int(SerializeType.JSON)
+_ROCKETMQ = int(SerializeType.ROCKETMQ)
 _BIN_FIXED = struct.Struct(">hbhii")  # code, language, version, opaque, flag
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
@@ -293,20 +296,21 @@ class RemotingCommand:
         n = len(frame)
         if n < 4:
             raise FrameError(f"frame too short: {n} bytes")
-        word = int.from_bytes(frame[:4], "big")
+        (word,) = _FRAME_WORD(frame)
         serialize_type = word >> 24
         hlen = word & 0xFFFFFF
         if hlen > n - 4:
             raise FrameError(f"header length {hlen} exceeds frame length {n}")
         header = frame[4:4 + hlen]
-        if serialize_type == SerializeType.JSON:
+        if serialize_type == _JSON:
             cmd = cls._decode_json_header(header)
-        elif serialize_type == SerializeType.ROCKETMQ:
+        elif serialize_type == _ROCKETMQ:
             cmd = cls._decode_binary_header(header)
         else:
             raise FrameError(f"unknown serialize type {serialize_type}")
         cmd.serialize_type = serialize_type
-        cmd.body = bytes(frame[4 + hlen:])
+        body = frame[4 + hlen:]
+        cmd.body = body if type(body) is bytes else bytes(body)
         return cmd
 
     @classmethod
