@@ -59,7 +59,7 @@ from .request import REPLY_MESSAGE_FLAG, RequestReplyMixin
 from .selector import SelectorLike
 from .send_request import SendHeaderTemplate, send_request
 from .submit import BatchedSubmitter
-from .tracing import PublishSpan, start_publish_span, tracing_available
+from .tracing import PublishSpan, publish_span_is_no_op, start_publish_span
 
 __all__ = ["Producer", "RETRY_RESPONSE_CODES", "SendCallback"]
 
@@ -672,7 +672,7 @@ class Producer(RequestReplyMixin):
 
     def _start_span(self, msgs: Message | Sequence[Message], topic: str, fifo: bool = False,
                     oneway: bool = False) -> PublishSpan | None:
-        if not tracing_available():
+        if publish_span_is_no_op():  # no span: skip the arguments and a second check
             return None
         inst = self._instance
         return start_publish_span(msgs, topic, self.group, client_id=inst.client_id if inst else None,

@@ -16,7 +16,7 @@ from typing import Any
 from ..protocol.codes import MessageConst as MC
 from ..protocol.message import Message, SendResult
 
-__all__ = ["PublishSpan", "start_publish_span", "tracing_available"]
+__all__ = ["PublishSpan", "publish_span_is_no_op", "start_publish_span", "tracing_available"]
 
 log = logging.getLogger("rocketmq_sdk.producer.tracing")
 
@@ -85,6 +85,17 @@ def _nothing_to_do() -> bool:
 def tracing_available() -> bool:
     """True when ``opentelemetry-api`` is importable."""
     return _trace is not None
+
+
+def publish_span_is_no_op() -> bool:
+    """True when :func:`start_publish_span` would return None at once (no ``opentelemetry-api``,
+    or the no-op case of :func:`_nothing_to_do`); callers skip building its arguments."""
+    if _trace is None:
+        return True
+    try:
+        return _nothing_to_do()
+    except Exception:  # tracing must never break a send; start_publish_span logs it
+        return False
 
 
 def _message_type(msg: Message) -> str:
