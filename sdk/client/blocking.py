@@ -41,6 +41,7 @@ _KERNEL_TIMEOUTS = sys.platform.startswith("linux")
 _TIMEOUT_SLACK_S = 0.001
 _TIMEVAL = struct.Struct("@ll")
 _FRAME_LEN = struct.Struct(">I").unpack_from
+_monotonic = time.monotonic
 _decode = RemotingCommand.decode
 
 
@@ -150,7 +151,7 @@ class BlockingConnections:
             FrameError: a malformed frame (the connection is dropped).
             ClientStateError: closed.
         """
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        deadline = _monotonic() + timeout_ms / 1000.0
         hooks = self.rpc_hooks
         if hooks:
             for hook in hooks:
@@ -163,17 +164,20 @@ class BlockingConnections:
         opaque = cmd.opaque
         try:
             frame = cmd.encode()
-            conn.set_timeout(max(0.001, deadline - time.monotonic()))
+            remaining = deadline - _monotonic()
+            current = conn.timeout_s  # set_timeout only when the deadline moved (> 1 ms)
+            if current is None or abs(remaining - current) > _TIMEOUT_SLACK_S:
+                conn.set_timeout(max(0.001, remaining))
             try:
                 sock.sendall(frame)
             except BlockingIOError:  # the kernel send timeout expired
                 raise TimeoutError from None
             resp = None
             while resp is None:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - _monotonic()
                 if remaining <= 0:
                     raise TimeoutError
-                current = conn.timeout_s  # set_timeout only when the deadline moved (> 1 ms)
+                current = conn.timeout_s
                 if current is None or abs(remaining - current) > _TIMEOUT_SLACK_S:
                     conn.set_timeout(remaining)
                 try:
