@@ -304,15 +304,17 @@ class DeadlineQueue:
 
 class InFlight:
     """The producer's in-flight accounting under one lock: every unfinished ``send_async`` and
-    queued oneway send (``total``; ``idle`` is set when it is 0) and, for ``send_async``, a bound
-    of ``limit`` (``acquire``/``release`` behave like a ``BoundedSemaphore``'s). The plain lock
-    is taken directly (a Condition only when someone waits for a slot): it is contended by the
-    sending threads and the I/O loop once per message."""
+    queued oneway send (``total``; ``idle`` is set when it is 0), a bound of ``limit`` on the
+    ``send_async`` ones (``acquire``/``release`` behave like a ``BoundedSemaphore``'s) and one
+    of ``oneway_limit`` on the queued oneway ones (``enter``/``leave``; Java's
+    ``semaphoreOneway``). The plain lock is taken directly (a Condition only when someone waits
+    for a slot): it is contended by the sending threads and the I/O loop once per message."""
 
-    __slots__ = ("limit", "async_count", "total", "idle", "_lock", "_cond", "_waiting")
+    __slots__ = ("limit", "oneway_limit", "async_count", "total", "idle", "_lock", "_cond", "_waiting")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, oneway_limit: int = 65535) -> None:
         self.limit = max(1, limit)
+        self.oneway_limit = max(1, oneway_limit)
         self.async_count = 0
         self.total = 0
         self.idle = threading.Event()
@@ -349,22 +351,39 @@ class InFlight:
                 raise ValueError("InFlight released too many times")
             self.async_count -= 1
             if self._waiting:
-                self._cond.notify()
+                self._cond.notify_all()  # an async or a oneway sender may wait
             self.total -= 1
             if not self.total:
                 self.idle.set()
 
-    def enter(self) -> None:
-        """Count a queued oneway send (bounded elsewhere)."""
+    def enter(self, timeout: float | None = None) -> bool:
+        """Count a queued oneway send, waiting up to ``timeout`` s (None: forever) while
+        ``oneway_limit`` are queued; False if none was written in time."""
         with self._lock:
+            if self.total - self.async_count >= self.oneway_limit:
+                self._waiting += 1
+                try:
+                    if not self._cond.wait_for(lambda: self.total - self.async_count < self.oneway_limit, timeout):
+                        return False
+                finally:
+                    self._waiting -= 1
             self.total += 1
             if self.total == 1:
                 self.idle.clear()
+        return True
 
     def leave(self) -> None:
-        """A queued oneway send was written (or failed)."""
+        """A queued oneway send was written (or failed).
+
+        Raises:
+            ValueError: more leaves than enters.
+        """
         with self._lock:
+            if self.total - self.async_count <= 0:
+                raise ValueError("InFlight left too many times")
             self.total -= 1
+            if self._waiting:
+                self._cond.notify_all()  # an async or a oneway sender may wait
             if not self.total:
                 self.idle.set()
 

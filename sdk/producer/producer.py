@@ -166,13 +166,12 @@ class Producer(RequestReplyMixin):
         cfg = self.config
         self._fault = MQFaultStrategy(cfg.send_latency_fault_enable, cfg.latency_max, cfg.not_available_duration)
         # unfinished send_async calls (bounded) and queued oneway sends; idle when none
-        self._inflight_slots = InFlight(cfg.async_send_max_in_flight)
+        self._inflight_slots = InFlight(cfg.async_send_max_in_flight, ONEWAY_MAX_QUEUED)
         self._idle = self._inflight_slots.idle
         self._inflight_lock = threading.Lock()
         self._callbacks: concurrent.futures.ThreadPoolExecutor | None = None
         self._batched: BatchedSubmitter | None = None
         self._deadlines: DeadlineQueue | None = None
-        self._oneway_slots = threading.BoundedSemaphore(ONEWAY_MAX_QUEUED)
         self._topics_ok: set[str] = set()  # topic names already validated
         self._templates: dict[tuple, SendHeaderTemplate] = {}  # send header templates (_template)
 
@@ -519,9 +518,8 @@ class Producer(RequestReplyMixin):
                              timeout)
             return
         # fast path (Java's semaphoreOneway): hand the write to the I/O loop and return at once
-        if not self._oneway_slots.acquire(timeout=timeout / 1000.0):
+        if not self._inflight_slots.enter(timeout / 1000.0):
             raise RemotingTimeoutError("producer", timeout, "send_oneway (too many oneway sends queued)")
-        self._inflight_slots.enter()
         mq, addr = target
         try:
             self._submitter(inst).call(OnewaySend(
@@ -544,7 +542,6 @@ class Producer(RequestReplyMixin):
         return None if addr is None else (mq, addr)
 
     def _oneway_done(self, p: _Prepared, mq: MessageQueue | None, error: BaseException | None) -> None:
-        self._oneway_slots.release()
         self._inflight_slots.leave()
         if error is not None:
             log.warning("oneway send of %s to %s failed: %s", p.uniq_id, mq, error)

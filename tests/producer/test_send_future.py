@@ -80,3 +80,22 @@ def test_result_wakes_a_blocked_caller():
     fut.finish("answer")
     t.join(10)
     assert box == ["answer"]
+
+
+def test_in_flight_bounds_async_and_queued_oneway_sends_apart():
+    slots = InFlight(1, oneway_limit=2)
+    assert slots.enter(0) and slots.enter(0) and not slots.enter(0)  # two oneway queued: full
+    assert slots.acquire(0) and not slots.acquire(0)  # the async bound is its own
+    assert slots.total == 3 and not slots.idle.is_set()
+    box: list = []
+    t = threading.Thread(target=lambda: box.append(slots.enter(10)))
+    t.start()
+    slots.leave()  # a queued oneway send was written: the waiting sender gets its slot
+    t.join(10)
+    assert box == [True] and slots.total == 3
+    slots.release()
+    slots.leave()
+    slots.leave()
+    assert slots.total == 0 and slots.idle.is_set()
+    with pytest.raises(ValueError):
+        slots.leave()
