@@ -111,8 +111,18 @@ def test_namesrv_pattern_replaces_documented_addresses():
     assert _NAMESRV.sub('"X"', src) == 'P("g", "X"); P("g", namesrv_addr="X"); P("g", "X")'
 
 
+@pytest.fixture
+def otel_globals_restored():
+    """A page may configure OpenTelemetry (``trace.set_tracer_provider``, once per process): put
+    the global provider back afterwards so the tracing of later tests is not switched on."""
+    trace = pytest.importorskip("opentelemetry.trace")
+    saved = (trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE._done)
+    yield
+    trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE._done = saved
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_doc_page_python_blocks_run(page: str, cluster) -> None:
+def test_doc_page_python_blocks_run(page: str, cluster, otel_globals_restored) -> None:
     blocks = extract_blocks(page, (REPO_ROOT / page).read_text(encoding="utf-8"))
     assert blocks, f"{page} has no python blocks"
     namespace: dict = {"__name__": f"doc_snippet_{Path(page).stem.replace('-', '_')}"}
