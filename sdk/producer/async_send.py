@@ -131,8 +131,11 @@ class AsyncSend:
 
     def start(self) -> None:
         """Write the request (called on the loop by the submitter)."""
-        if self.fut.cancelled():
-            self.fut.finish()  # notifies concurrent.futures.wait()/as_completed() of the cancel
+        fut = self.fut
+        # cancelled by the caller? (the state read without the future's lock: a cancel racing
+        # with this check is seen when the answer completes the future)
+        if (fut._state != PENDING) if PENDING is not None else fut.cancelled():
+            fut.finish()  # notifies concurrent.futures.wait()/as_completed() of the cancel
             return
         inst = self.inst
         remoting = inst.remoting
