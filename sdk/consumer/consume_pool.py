@@ -47,37 +47,22 @@ class ConsumePool:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         # threads waiting for a call that no submitted call has claimed yet, and calls queued
-        # for whichever busy thread finishes first
+        # that no waiting thread was there for (each lowers the other; at most one is non-zero)
         self._idle = 0
         self._unclaimed = 0
-        self._busy = 0  # threads running a call or claimed (woken) for one
         self._stopped = False
         _pools.add(self)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> bool:
         """Queue ``fn(*args)``; False (nothing queued) once the pool is shut down. An exception
         raised by ``fn`` is logged."""
-        return self._submit(fn, args, 0)
-
-    def submit_behind(self, limit: int, fn: Callable[..., Any], *args: Any) -> bool:
-        """:meth:`submit` for a short call: while a thread is running (or was woken for) a
-        call and fewer than ``limit`` calls wait for a thread, the call waits for one of those
-        threads instead of waking an idle one (no wake-up and GIL hand-off of its own)."""
-        return self._submit(fn, args, limit)
-
-    def _submit(self, fn: Callable[..., Any], args: tuple, limit: int) -> bool:
         with self._lock:
             if self._stopped:
                 return False
             self._queue.put((fn, args))
-            if self._busy and self._unclaimed < limit:
-                self._unclaimed += 1
-                return True
             if self._idle:
                 self._idle -= 1
-                self._busy += 1
             elif len(self._threads) < self.max_workers:
-                self._busy += 1
                 thread = threading.Thread(target=self._work, name=f"{self.thread_name_prefix}_{len(self._threads)}",
                                           daemon=True)
                 self._threads.append(thread)  # it takes this call: nothing becomes unclaimed
@@ -103,7 +88,6 @@ class ConsumePool:
                     self._unclaimed -= 1  # a queued call is there for this thread
                 else:
                     self._idle += 1
-                    self._busy -= 1
 
     @property
     def thread_count(self) -> int:

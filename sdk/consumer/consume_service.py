@@ -49,10 +49,6 @@ class ConsumeMessageConcurrentlyService:
     #: listener calls slower than this on average (seconds) are spread over the pool chunk
     #: by chunk; faster ones run a whole pulled list in one pool task (see :meth:`submit`).
     fan_out_threshold_s = 0.001
-    #: while the listener is fast, a pulled list may wait for a pool thread that is already
-    #: running (or woken for) another list, up to this many lists, instead of waking an idle
-    #: thread: no wake-up and GIL hand-off of its own (0: every list wakes an idle thread).
-    queue_behind_limit = 0
 
     def __init__(self, consumer: PushConsumer, listener: MessageListenerConcurrently) -> None:
         self.consumer = consumer
@@ -82,11 +78,7 @@ class ConsumeMessageConcurrentlyService:
                 if not self._submit_task([chunk], pq, mq):
                     return
         elif chunks:
-            limit = self.queue_behind_limit
-            if limit and self._listener_avg_s <= self.fan_out_threshold_s:
-                self.pool.submit_behind(limit, self._consume_chunks, chunks, pq, mq)
-            else:
-                self._submit_task(chunks, pq, mq)
+            self._submit_task(chunks, pq, mq)
 
     def _submit_task(self, chunks: list[list[MessageExt]], pq: ProcessQueue, mq: MessageQueue) -> bool:
         return self.pool.submit(self._consume_chunks, chunks, pq, mq)

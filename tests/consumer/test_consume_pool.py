@@ -93,34 +93,3 @@ def test_shutdown_drops_queued_calls_and_waits_for_running_ones(pools):
     assert ran == ["running"]
     assert not any(t.is_alive() for t in pool._threads)
 
-
-def test_submit_behind_waits_for_a_busy_thread_up_to_the_limit(pools):
-    pool = pools(8)
-    started, release = threading.Event(), threading.Event()
-    ran: list[tuple[str, str]] = []
-
-    def call(tag: str) -> None:
-        ran.append((tag, threading.current_thread().name))
-
-    pool.submit(lambda: (started.set(), release.wait(5), call("first")))
-    assert started.wait(5)
-    pool.submit_behind(2, call, "behind-1")
-    pool.submit_behind(2, call, "behind-2")
-    assert pool.thread_count == 1  # both wait for the busy thread
-    pool.submit_behind(2, call, "over")  # the limit is reached: an own thread, FIFO from the queue
-    wait_for(lambda: len(ran) == 1)
-    assert pool.thread_count == 2 and ran == [("behind-1", "test-pool_1")]
-    release.set()
-    wait_for(lambda: len(ran) == 4)
-    assert sorted(tag for tag, _ in ran) == ["behind-1", "behind-2", "first", "over"]
-    wait_for(lambda: pool._busy == 0)
-    assert pool._idle == 2 and pool._unclaimed == 0
-
-
-def test_submit_behind_wakes_a_thread_when_none_is_busy(pools):
-    pool = pools(2)
-    seen: list[int] = []
-    for i in range(50):
-        pool.submit_behind(1, seen.append, i)
-        wait_for(lambda i=i: len(seen) == i + 1)  # never stranded behind an idle pool
-    assert seen == list(range(50))
