@@ -53,6 +53,7 @@ from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
 from ..remoting.command import RemotingCommand
 from .async_send import AsyncSend, DeadlineQueue, InFlight, OnewaySend
+from .callbacks import run_callback
 from .fault import MQFaultStrategy
 from .namespace import unwrap_namespace, wrap_namespace
 from .request import REPLY_MESSAGE_FLAG, RequestReplyMixin
@@ -84,16 +85,6 @@ def _count_fork() -> None:
 os.register_at_fork(after_in_child=_count_fork)
 
 
-def _run_callback(callback: SendCallback, fut: concurrent.futures.Future) -> None:
-    try:
-        if fut.cancelled():
-            callback(None, concurrent.futures.CancelledError())
-        elif (exc := fut.exception()) is not None:
-            callback(None, exc)
-        else:
-            callback(fut.result(), None)
-    except Exception:
-        log.exception("send callback %r raised", callback)
 
 #: Broker codes after which Java's sync send retries (another queue, avoiding the failed broker).
 RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
@@ -432,7 +423,7 @@ class Producer(RequestReplyMixin):
             fut.add_done_callback(lambda f: span.end(None if f.cancelled() or f.exception() else f.result(),
                                                      None if f.cancelled() else f.exception()))
         if callback is not None:
-            fut.add_done_callback(lambda f: self._callback_pool().submit(_run_callback, callback, f))
+            fut.add_done_callback(lambda f: self._callback_pool().submit(run_callback, callback, f))
         return fut
 
     def _async_send(self, inst: MQClientInstance, p: _Prepared, mq: MessageQueue | None, timeout: float,

@@ -40,6 +40,7 @@ from ..protocol.headers import ReplyMessageRequestHeader
 from ..protocol.message import Message, MessageExt, MessageQueue, SendResult
 from ..protocol.message_codec import decode_properties
 from ..remoting.command import RemotingCommand
+from .callbacks import run_callback
 from .selector import SelectorLike
 
 if TYPE_CHECKING:
@@ -369,7 +370,7 @@ class RequestReplyMixin:
         rr.future.add_done_callback(finished)
         if callback is not None:
             pool = self._callback_pool()
-            rr.future.add_done_callback(lambda f: pool.submit(_run_request_callback, callback, f))
+            rr.future.add_done_callback(lambda f: pool.submit(run_callback, callback, f, "request"))
         try:
             inst.loop_thread.submit(self._request_core(rr, msg, selector, arg, mq))
         except BaseException as exc:
@@ -413,15 +414,3 @@ class RequestReplyMixin:
             ClientStateError, RemotingError: as :meth:`send`.
         """
         return self.send(create_reply_message(request_msg, body), timeout_ms=timeout_ms)
-
-
-def _run_request_callback(callback: RequestCallback, fut: concurrent.futures.Future) -> None:
-    try:
-        if fut.cancelled():
-            callback(None, concurrent.futures.CancelledError())
-        elif (exc := fut.exception()) is not None:
-            callback(None, exc)
-        else:
-            callback(fut.result(), None)
-    except Exception:
-        log.exception("request callback %r raised", callback)
