@@ -9,6 +9,7 @@ other frames are requests handed to the processor registered for their code.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import threading
@@ -86,12 +87,25 @@ class RequestDispatcher:
         except Exception as exc:
             self._reply(channel, cmd, self._error_response(channel, cmd, exc))
             return
-        if inspect.isawaitable(result):
+        if result is None or isinstance(result, RemotingCommand):
+            self._reply(channel, cmd, result)
+        elif isinstance(result, asyncio.Future):
+            # e.g. a broker put waiting for a SYNC_FLUSH group commit: answered from the future's
+            # done callback, no Task per request
+            result.add_done_callback(functools.partial(self._future_done, channel, cmd))
+        elif inspect.isawaitable(result):
             task = asyncio.get_running_loop().create_task(self._await_handler(channel, cmd, result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
             self._reply(channel, cmd, result)
+
+    def _future_done(self, channel: Channel, cmd: RemotingCommand, fut: asyncio.Future) -> None:
+        if fut.cancelled():
+            return  # as a cancelled processor task: no answer
+        exc = fut.exception()
+        response = self._error_response(channel, cmd, exc) if exc is not None else fut.result()
+        self._reply(channel, cmd, response)
 
     async def _await_handler(self, channel: Channel, cmd: RemotingCommand, pending: Awaitable) -> None:
         try:

@@ -10,8 +10,6 @@ over the client's own connection.
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import logging
 import ssl
 import time
@@ -106,37 +104,6 @@ class RemotingServer(RequestDispatcher):
                     self._reply(channel, cmd, refusal)
                     return
         RemotingServer._on_request(self, channel, cmd)
-
-    def _on_request(self, channel: Channel, cmd: RemotingCommand) -> None:
-        """Dispatch as ``RequestDispatcher`` does, except that a processor returning an
-        ``asyncio.Future`` (e.g. a broker put waiting for a SYNC_FLUSH group commit) is answered
-        from the future's done callback: no Task per request."""
-        handler = self._processors.get(cmd.code)
-        if handler is None:
-            RequestDispatcher._on_request(self, channel, cmd)
-            return
-        try:
-            result = handler(channel, cmd)
-        except Exception as exc:
-            self._reply(channel, cmd, self._error_response(channel, cmd, exc))
-            return
-        if result is None or isinstance(result, RemotingCommand):
-            self._reply(channel, cmd, result)
-        elif isinstance(result, asyncio.Future):
-            result.add_done_callback(functools.partial(self._future_done, channel, cmd))
-        elif inspect.isawaitable(result):
-            task = asyncio.get_running_loop().create_task(self._await_handler(channel, cmd, result))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        else:
-            self._reply(channel, cmd, result)
-
-    def _future_done(self, channel: Channel, cmd: RemotingCommand, fut: asyncio.Future) -> None:
-        if fut.cancelled():
-            return  # as a cancelled processor task: no answer
-        exc = fut.exception()
-        response = self._error_response(channel, cmd, exc) if exc is not None else fut.result()
-        self._reply(channel, cmd, response)
 
     @property
     def channels(self) -> set[Channel]:
