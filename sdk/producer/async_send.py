@@ -48,6 +48,16 @@ except ImportError:  # pragma: no cover - another implementation: public methods
     PENDING = None
 
 
+
+def _frame_for(hooks: list, addr: str, cmd: RemotingCommand, frame: bytes | None) -> bytes:
+    """The bytes to write for ``cmd``: the frame encoded in the caller's thread, or, when RPC
+    hooks (ACL signing) are set, ``cmd`` encoded after they ran (they may change the header)."""
+    if hooks:
+        for hook in hooks:
+            hook.before_request(addr, cmd)
+        return cmd.encode()
+    return cmd.encode() if frame is None else frame
+
 class SendFuture(concurrent.futures.Future):
     """The ``concurrent.futures.Future`` of a Task-free ``send_async``.
 
@@ -149,19 +159,13 @@ class AsyncSend:
             self._failed(RemotingTimeoutError(self.queue.broker_name, self.timeout_ms, "send"))
             return
         cmd = self.cmd
-        addr = self.addr
-        frame = self.frame
         try:
-            hooks = remoting.rpc_hooks
-            if hooks:
-                for hook in hooks:
-                    hook.before_request(addr, cmd)
-                frame = None  # the hooks may have changed the header
+            frame = _frame_for(remoting.rpc_hooks, self.addr, cmd, self.frame)
             channel._pending[cmd.opaque] = self
             self.channel = channel
             self._remaining = remaining
             self.producer._deadlines_on(channel._loop).add(channel._loop.time() + remaining / 1000.0, self)
-            channel.write_frame(cmd.encode() if frame is None else frame)
+            channel.write_frame(frame)
         except Exception as exc:
             self._unregister()
             self._failed(exc)
@@ -417,15 +421,8 @@ class OnewaySend:
                 addr, cmd.ext_fields, cmd.body, code=cmd.code, timeout_ms=self.timeout_ms))
             task.add_done_callback(lambda t: self.done(None if t.cancelled() else t.exception()))
             return
-        cmd = self.cmd
-        frame = self.frame
         try:
-            hooks = remoting.rpc_hooks
-            if hooks:
-                for hook in hooks:
-                    hook.before_request(addr, cmd)
-                frame = None
-            channel.write_frame(cmd.encode() if frame is None else frame)
+            channel.write_frame(_frame_for(remoting.rpc_hooks, addr, self.cmd, self.frame))
         except Exception as exc:
             self.done(exc)
             return
