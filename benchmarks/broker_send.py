@@ -40,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import _cpu_model, _git_head, proc_cpu_s, settle  # noqa: E402 - benchmarks/run.py helpers
+from run import _cpu_model, _git_head, git_span, proc_cpu_s, settle  # noqa: E402 - benchmarks/run.py helpers
 
 _LEN = struct.Struct(">I")
 _OK = b'{"code":0,'
@@ -245,8 +245,8 @@ def to_markdown(doc: dict) -> str:
     out = [f"# Reference broker send throughput {doc['started_utc']}", "",
            f"Machine: {m['cores']} cores ({m['processor']}), Python {m['python']}, {m['platform']}; load average "
            f"before/after {m['loadavg_before'][0]:.1f}/{m['loadavg_after'][0]:.1f} (shared machine: ±20 % noise).  ",
-           f"Command: `{doc['command']}`; git {doc['git_commit']['start']}"
-           + (f" → {doc['git_commit']['end']}" if doc['git_commit']['end'] != doc['git_commit']['start'] else "")
+           f"Command: `{doc['command']}`; git "
+           + git_span(doc["git_commit"])
            + ".  ",
            f"Load: {s['connections']} connections × {s['window']} requests in flight (batch32: {s['window']} "
            f"messages = 2 requests), pre-encoded SDK frames; {s['seconds']} s measured after {s['warmup']} s "

