@@ -10,16 +10,23 @@ STAMP  := $(VENV)/.installed
 ROWS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint clean
+.PHONY: install demo test lint clean ext
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py
+C_SOURCES := $(shell find sdk broker-reference integrations -name "*.c" 2>/dev/null)
+
+$(STAMP): pyproject.toml setup.py $(C_SOURCES)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[spark,dev]"
 	@touch $(STAMP)
+
+# make ext - rebuild the optional C accelerators in place (after editing a *.c file); a lock keeps
+# concurrent builds apart.
+ext:
+	flock /tmp/rocketmq-sdk-build.lock $(PY) -m pip install --quiet --no-deps -e . 2>&1 | grep -v "^WARNING: Location" || true
 
 demo: install
 	$(PY) examples/flights_demo.py $(if $(ROWS),--rows $(ROWS),)
@@ -32,6 +39,7 @@ lint: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	find sdk broker-reference integrations -name "*.so" -delete
 
 # make bench [QUICK=1] - SDK vs the official C++ client on a reference broker, then the broker's own
 # send throughput (benchmarks/broker_send.py), then the Spark writer on the flights

@@ -4,7 +4,9 @@
 ``integrations/`` as ``rocketmq_sdk.integrations``; pyproject.toml holds everything else.
 """
 
-from setuptools import find_packages, setup
+from pathlib import Path
+
+from setuptools import Extension, find_packages, setup
 
 ROOTS = {
     "rocketmq_sdk": "sdk",
@@ -28,5 +30,21 @@ def _packages() -> tuple[list[str], dict[str, str]]:
     return sorted(set(packages)), package_dir
 
 
+def _extensions() -> list[Extension]:
+    """Optional C accelerators: every ``*.c`` file under a package folder becomes the extension
+    module of the same name in that package (``sdk/protocol/_ccodec.c`` -> ``rocketmq_sdk.protocol._ccodec``).
+    ``optional=True``: without a C compiler the install goes on and the pure-Python code runs
+    (each accelerator has a pure-Python twin; ``rocketmq_sdk._speedups`` picks one)."""
+    exts = []
+    for name, folder in ROOTS.items():
+        for src in sorted(Path(folder).rglob("*.c")):
+            if ".venv" in src.parts or "build" in src.parts:
+                continue
+            rel = src.relative_to(folder).with_suffix("")
+            module = ".".join((name, *rel.parts))
+            exts.append(Extension(module, [str(src)], optional=True, extra_compile_args=["-O2"]))
+    return exts
+
+
 PACKAGES, PACKAGE_DIR = _packages()
-setup(packages=PACKAGES, package_dir=PACKAGE_DIR)
+setup(packages=PACKAGES, package_dir=PACKAGE_DIR, ext_modules=_extensions())
