@@ -40,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import _cpu_model, _git_head, git_span, proc_cpu_s, settle  # noqa: E402 - benchmarks/run.py helpers
+from run import _cpu_model, _git_head, git_span, proc_cpu_s, runtime_info, runtime_line, settle  # noqa: E402 - benchmarks/run.py helpers
 
 _LEN = struct.Struct(">I")
 _OK = b'{"code":0,'
@@ -215,6 +215,7 @@ def main() -> int:
            "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": _cpu_model(),
                        "platform": platform.platform(), "loadavg_before": load_before,
                        "loadavg_after": os.getloadavg()},
+           "runtime": runtime_info(),
            "settings": {"connections": args.connections, "window": args.window, "seconds": args.seconds,
                         "warmup": args.warmup},
            "results": results}
@@ -248,6 +249,7 @@ def to_markdown(doc: dict) -> str:
            f"Command: `{doc['command']}`; git "
            + git_span(doc["git_commit"])
            + ".  ",
+           runtime_line(doc.get("runtime", {})),
            f"Load: {s['connections']} connections × {s['window']} requests in flight (batch32: {s['window']} "
            f"messages = 2 requests), pre-encoded SDK frames; {s['seconds']} s measured after {s['warmup']} s "
            "warm-up. Broker CPU = the broker process (one asyncio loop; SYNC_FLUSH puts append on the loop and "

@@ -348,6 +348,7 @@ def main() -> int:
                     "processor": _cpu_model(), "loadavg_before": load_before,
                     "loadavg_after": os.getloadavg()},
         "clients": {"sdk": "rocketmq_sdk (this repository)", "cpp": _cpp_version()},
+        "runtime": runtime_info(),
         "plan": p,
         "estimate_s": round(est),
         "backlogs": backlogs,
@@ -363,6 +364,33 @@ def main() -> int:
         (out / f"{stem}.md").write_text(md)
         prog.line(f"wrote {out / stem}.json and .md")
     return 0
+
+
+def runtime_info() -> dict:
+    """What this Python runs the SDK and broker with: the optional C accelerators
+    (``rocketmq_sdk._speedups``; every ``*.c`` of the tree, built or not) and the switch."""
+    from rocketmq_sdk import _speedups
+
+    roots = {"sdk": "rocketmq_sdk", "broker-reference": "rocketmq_broker"}
+    built = {}
+    for folder, package in roots.items():
+        for src in sorted((HERE.parent / folder).rglob("*.c")):
+            name = ".".join((package, *src.relative_to(HERE.parent / folder).with_suffix("").parts))
+            built[name] = _speedups.load(name) is not None
+    return {"pure_python": _speedups.PURE_PYTHON, "accelerators": built}
+
+
+def runtime_line(info: dict) -> str:
+    """One Markdown line for :func:`runtime_info`."""
+    acc = info.get("accelerators", {})
+    if info.get("pure_python"):
+        return "Code: pure Python (ROCKETMQ_PURE_PYTHON set).  "
+    if not acc:
+        return "Code: pure Python (no C accelerators in the tree).  "
+    on = [n.rsplit(".", 1)[1] for n, ok in acc.items() if ok]
+    off = [n.rsplit(".", 1)[1] for n, ok in acc.items() if not ok]
+    return (f"Code: C accelerators in use: {', '.join(on) or 'none'}"
+            + (f"; not built: {', '.join(off)}" if off else "") + ".  ")
 
 
 def git_span(commit: dict, changed_note: str = "") -> str:
@@ -425,6 +453,7 @@ def to_markdown(doc: dict) -> str:
            + git_span(doc["git_commit"], " (code changed during the run)") + ".  ",
            f"Clients: SDK = {doc['clients']['sdk']}; C++ = {doc['clients']['cpp']}, driven through its "
            "ctypes bindings in the same kind of worker process.  ",
+           runtime_line(doc.get("runtime", {})),
            _plan_line(doc), "",
            "Throughput in messages/s over the measured phase; ratio = SDK / C++; client CPU = CPU seconds "
            "of the client process per 100,000 messages (measured phase, all threads); broker CPU in µs "

