@@ -20,6 +20,7 @@ import json
 import struct
 from typing import Any
 
+from rocketmq_sdk import _speedups
 from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
 
@@ -127,6 +128,10 @@ def _clean_ext(ext: dict) -> dict[str, str]:
 
 
 _new_command = object.__new__
+
+# the C twin of decode/encode (sdk/protocol/_ccodec.c): handles the common JSON case and returns
+# None for anything else, which the Python code below then decodes, encodes or refuses
+_ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
 
 
 class RemotingCommand:
@@ -238,6 +243,10 @@ class RemotingCommand:
         Raises:
             ValueError: unknown serialize type, or a header longer than 16 MiB - 1 bytes.
         """
+        if _c_encode is not None and self._c_encodable:
+            frame = _c_encode(self)
+            if frame is not None:
+                return frame
         header = self.encode_header()
         hlen = len(header)
         if hlen > 0xFFFFFF:
@@ -293,6 +302,10 @@ class RemotingCommand:
             FrameError: frame shorter than 4 bytes, header length beyond the frame, unknown
                 serialize type, or an unparsable header.
         """
+        if _c_decode is not None and cls is RemotingCommand:
+            cmd = _c_decode(frame)
+            if cmd is not None:
+                return cmd
         n = len(frame)
         if n < 4:
             raise FrameError(f"frame too short: {n} bytes")
@@ -395,3 +408,20 @@ class RemotingCommand:
         return all(getattr(self, s) == getattr(other, s) for s in RemotingCommand.__slots__)
 
     __hash__ = None  # type: ignore[assignment]
+
+    # True when this class encodes its JSON header as the base class does, so the C encoder
+    # may render it (a subclass with its own ``_encode_json_header`` keeps it)
+    _c_encodable = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._c_encodable = (cls._encode_json_header is RemotingCommand._encode_json_header
+                            and cls.encode_header is RemotingCommand.encode_header)
+
+
+if _ccodec is not None:
+    _ccodec.configure(RemotingCommand, _LANGUAGE_BY_NAME, _LANGUAGE_NAMES, _LANGUAGE_OTHER)
+    _c_decode = _ccodec.decode
+    _c_encode = _ccodec.encode
+else:
+    _c_decode = _c_encode = None
