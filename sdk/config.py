@@ -65,6 +65,11 @@ class ClientConfig:
             ``rocketmq_sdk.remoting.client.client_ssl_context(verify=False)`` to mirror it).
         ssl_context: the ``ssl.SSLContext`` to connect with (a CA file, client certificate...);
             setting it implies ``use_tls``.
+        event_loop: implementation of the client's background I/O loop: ``"auto"`` (default:
+            uvloop when it is installed, else asyncio's loop), ``"asyncio"`` or ``"uvloop"``
+            (an error when uvloop is missing). The environment variable
+            ``ROCKETMQ_EVENT_LOOP`` overrides it. Only the I/O thread is affected (async sends,
+            consumers, routes, heartbeats); your own asyncio loop is never replaced.
     """
 
     namesrv_addr: str | None = None
@@ -84,6 +89,7 @@ class ClientConfig:
     security_token: str | None = None
     use_tls: bool = False
     ssl_context: ssl.SSLContext | None = None
+    event_loop: str = "auto"
 
     @classmethod
     def from_kwargs(cls: type[C], **kwargs: Any) -> C:
@@ -98,6 +104,10 @@ class ClientConfig:
             raise IllegalArgumentError(f"unknown {cls.__name__} setting(s): {', '.join(unknown)}")
         if "rpc_hooks" in kwargs:
             kwargs["rpc_hooks"] = tuple(kwargs["rpc_hooks"] or ())
+        if "event_loop" in kwargs:
+            from .remoting.loop import resolve_event_loop
+
+            resolve_event_loop(kwargs["event_loop"])  # an unknown name or a missing uvloop: fail now
         return cls(**kwargs)
 
     @property

@@ -157,6 +157,7 @@ class AdminClient:
         access_key / secret_key: ACL credentials; when ``access_key`` is given every request is
             signed (``AclClientRPCHook``, what mqadmin does with ``conf/tools.yml``).
         use_tls / ssl_context: connect with TLS, as ``ClientConfig`` (mqadmin ``-Dtls.enable``).
+        event_loop: I/O loop implementation, as ``ClientConfig.event_loop`` (``"auto"``).
 
     Raises:
         IllegalArgumentError: no name server address.
@@ -170,10 +171,10 @@ class AdminClient:
 
     def __init__(self, namesrv_addr: str | Iterable[str] | None = None, *, timeout_ms: float = 5000.0,
                  access_key: str | None = None, secret_key: str | None = None, use_tls: bool = False,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, event_loop: str = "auto") -> None:
         self.namesrv_addrs = parse_namesrv_addr(namesrv_addr)
         self.timeout_ms = timeout_ms
-        self._loop = EventLoopThread("rocketmq-admin")
+        self._loop = EventLoopThread("rocketmq-admin", event_loop=event_loop)
         hooks = [AclClientRPCHook(access_key, secret_key or "")] if access_key else []
         if ssl_context is None and use_tls:
             ssl_context = ssl.create_default_context()

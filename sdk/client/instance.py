@@ -75,7 +75,7 @@ class MQClientInstance:
     def __init__(self, config: ClientConfig, client_id: str) -> None:
         self.config = config
         self.client_id = client_id
-        self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}")
+        self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}", event_loop=config.event_loop)
         hooks = config.effective_rpc_hooks
         tls = config.effective_ssl_context  # use_tls / ssl_context (Java useTLS)
         self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=hooks, ssl_context=tls)

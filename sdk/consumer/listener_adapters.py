@@ -36,16 +36,19 @@ class AsyncListenerRunner:
         name: loop thread name.
         timeout_s: how long one call may take before the consume thread gives up (the
             coroutine is cancelled and the batch counts as failed); None: no limit.
+        event_loop: loop implementation (``"auto"`` / ``"asyncio"`` / ``"uvloop"``, see
+            :func:`rocketmq_sdk.remoting.loop.new_event_loop`).
     """
 
-    def __init__(self, name: str, timeout_s: float | None = None) -> None:
+    def __init__(self, name: str, timeout_s: float | None = None, event_loop: str | None = "auto") -> None:
         self.name = name
         self.timeout_s = timeout_s
+        self.event_loop = event_loop
         self._loop: EventLoopThread | None = None
 
     def start(self) -> None:
         if self._loop is None or not self._loop.is_running:
-            self._loop = EventLoopThread(name=self.name)
+            self._loop = EventLoopThread(name=self.name, event_loop=self.event_loop)
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[[list[MessageExt], Any], Any]:
         def call(msgs: list[MessageExt], context: Any) -> Any:

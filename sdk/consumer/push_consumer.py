@@ -90,7 +90,8 @@ class PushConsumer:
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None  # type: ignore[assignment]
         self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
         self.queue_locker: QueueLocker | None = None  # type: ignore[assignment]
-        self._async_runner = AsyncListenerRunner(f"rocketmq-listener-{group}")
+        self._async_runner = AsyncListenerRunner(f"rocketmq-listener-{group}",
+                                                 event_loop=self.config.event_loop)
         self._dispatcher: TopicDispatcher | None = None
         self._lock_task: asyncio.Task | None = None
         self._expiry_task: asyncio.Task | None = None

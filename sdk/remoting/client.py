@@ -122,11 +122,22 @@ def _watch_first_byte(channel: Channel) -> None:
     channel.attributes[_SILENT_PEER] = True
 
     def first(data: bytes) -> None:
-        del channel.data_received
-        channel.attributes.pop(_SILENT_PEER, None)
-        channel.data_received(data)
+        if channel.__dict__.pop("data_received", None) is not None:
+            channel.attributes.pop(_SILENT_PEER, None)
+            _rebind_protocol(channel)
+        type(channel).data_received(channel, data)
 
     channel.data_received = first  # type: ignore[method-assign]
+    _rebind_protocol(channel)
+
+
+def _rebind_protocol(channel: Channel) -> None:
+    """Make the transport look ``channel``'s callbacks up again: uvloop binds ``data_received``
+    once per ``set_protocol`` (asyncio's loop looks it up on every read), so a callback swapped on
+    the instance is seen only after this."""
+    transport = channel.transport
+    if transport is not None and not transport.is_closing():
+        transport.set_protocol(channel)
 
 
 class RemotingClient(RequestDispatcher):

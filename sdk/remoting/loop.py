@@ -3,6 +3,11 @@
 The SDK's sync facade submits coroutines here and waits on ``concurrent.futures.Future`` objects
 with a timeout; asyncio users await the same coroutines. Instances created before ``fork()`` are
 unusable in the child (the thread does not survive the fork) and say so with ``ClientStateError``.
+
+The loop implementation is chosen with :func:`new_event_loop`: ``"auto"`` (uvloop when it is
+importable, else asyncio's own loop), ``"asyncio"`` or ``"uvloop"``; the environment variable
+``ROCKETMQ_EVENT_LOOP`` overrides the choice made in code (operators can switch without a code
+change). The reference broker uses the same functions.
 """
 
 from __future__ import annotations
@@ -11,18 +16,96 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from rocketmq_sdk.exceptions import ClientStateError, RemotingTimeoutError
+from rocketmq_sdk.exceptions import ClientStateError, IllegalArgumentError, RemotingTimeoutError
 
-__all__ = ["EventLoopThread"]
+__all__ = [
+    "EVENT_LOOP_CHOICES",
+    "EVENT_LOOP_ENV",
+    "EventLoopThread",
+    "event_loop_kind",
+    "new_event_loop",
+    "resolve_event_loop",
+]
 
 log = logging.getLogger("rocketmq_sdk.remoting.loop")
 
 T = TypeVar("T")
+
+#: accepted values of ``event_loop`` settings and of ``$ROCKETMQ_EVENT_LOOP``
+EVENT_LOOP_CHOICES = ("auto", "asyncio", "uvloop")
+#: environment variable overriding every ``event_loop`` choice made in code
+EVENT_LOOP_ENV = "ROCKETMQ_EVENT_LOOP"
+
+
+def _import_uvloop() -> Any:
+    """The ``uvloop`` module, or None when it is not installed (or not importable here)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop
+
+
+def resolve_event_loop(choice: str | None = "auto") -> str:
+    """The loop implementation ``choice`` stands for: ``"asyncio"`` or ``"uvloop"``.
+
+    Args:
+        choice: ``"auto"`` (None means the same), ``"asyncio"`` or ``"uvloop"``; a non-empty
+            ``$ROCKETMQ_EVENT_LOOP`` replaces it.
+
+    Raises:
+        IllegalArgumentError: an unknown choice, or ``"uvloop"`` when uvloop is not installed
+            (``pip install uvloop``, or the ``fast`` extra of rocketmq-python-sdk).
+    """
+    env = os.environ.get(EVENT_LOOP_ENV, "").strip().lower()
+    source = f"${EVENT_LOOP_ENV}" if env else "event_loop"
+    kind = env or (choice or "auto").strip().lower()
+    if kind not in EVENT_LOOP_CHOICES:
+        raise IllegalArgumentError(
+            f"{source}={kind!r}: expected one of {', '.join(EVENT_LOOP_CHOICES)}")
+    if kind == "asyncio":
+        return kind
+    if _import_uvloop() is None:
+        if kind == "uvloop":
+            raise IllegalArgumentError(
+                f"{source}='uvloop' but uvloop is not installed: pip install uvloop "
+                "(or rocketmq-python-sdk[fast]), or choose 'auto' / 'asyncio'")
+        return "asyncio"
+    return "uvloop"
+
+
+def new_event_loop(choice: str | None = "auto") -> asyncio.AbstractEventLoop:
+    """A new, not running event loop of the implementation :func:`resolve_event_loop` picks.
+
+    ``"asyncio"`` is the standard library's loop even when an event loop policy is installed;
+    ``"auto"`` without uvloop is ``asyncio.new_event_loop()`` (the installed policy's loop, as
+    before this option existed).
+
+    Raises:
+        IllegalArgumentError: see :func:`resolve_event_loop`.
+    """
+    kind = resolve_event_loop(choice)
+    if kind == "uvloop":
+        return _import_uvloop().new_event_loop()
+    if (choice or "auto").strip().lower() == "auto" and not os.environ.get(EVENT_LOOP_ENV, "").strip():
+        return asyncio.new_event_loop()
+    factory = getattr(asyncio, "EventLoop", None)  # Python 3.13+: the platform's default loop class
+    if factory is None:
+        factory = asyncio.ProactorEventLoop if sys.platform == "win32" else asyncio.SelectorEventLoop
+    return factory()
+
+
+def event_loop_kind(loop: asyncio.AbstractEventLoop) -> str:
+    """Which implementation ``loop`` is, for logs and benchmarks: ``"asyncio"``, ``"uvloop"``, or
+    the top-level module of another loop class."""
+    return type(loop).__module__.split(".", 1)[0]
+
 
 _instances: weakref.WeakSet[EventLoopThread] = weakref.WeakSet()
 
@@ -100,11 +183,18 @@ class EventLoopThread:
 
     Args:
         name: thread name (default ``"rocketmq-io"``).
+        event_loop: loop implementation, ``"auto"`` / ``"asyncio"`` / ``"uvloop"`` (see
+            :func:`new_event_loop`; ``$ROCKETMQ_EVENT_LOOP`` overrides it).
+
+    Raises:
+        IllegalArgumentError: an unknown ``event_loop``, or ``"uvloop"`` without uvloop.
     """
 
-    def __init__(self, name: str = "rocketmq-io") -> None:
+    def __init__(self, name: str = "rocketmq-io", event_loop: str | None = "auto") -> None:
         self.name = name
-        self._loop = asyncio.new_event_loop()
+        self._loop = new_event_loop(event_loop)
+        #: the implementation in use, ``"asyncio"`` or ``"uvloop"``
+        self.kind = event_loop_kind(self._loop)
         self._lock = threading.Lock()
         self._stopped = False
         self._forked = False
