@@ -15,7 +15,7 @@ import click
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
 from .namesrv.server import NameServer, NamesrvConfig
-from .runner import announce, serve_until_signal, setup_logging
+from .runner import announce, event_loop_option, run_until_signal, setup_logging
 
 
 @click.group()
@@ -35,11 +35,10 @@ def main() -> None:
 @click.option("--commit-log-file-size", type=int, default=64 * 1024 * 1024, show_default=True,
               help="CommitLog file size in bytes.")
 @click.option("--log-level", default="INFO", show_default=True)
+@event_loop_option
 def dev(store_dir: str | None, namesrv_port: int, broker_port: int, broker_name: str, cluster: str,
-        flush_disk_type: str, commit_log_file_size: int, log_level: str) -> None:
+        flush_disk_type: str, commit_log_file_size: int, log_level: str, event_loop: str) -> None:
     """Run a name server and one broker on 127.0.0.1."""
-    import asyncio
-
     setup_logging(log_level)
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-dev-")
     os.makedirs(store_dir, exist_ok=True)
@@ -62,7 +61,7 @@ def dev(store_dir: str | None, namesrv_port: int, broker_port: int, broker_name:
             await holder["b"].stop()
         await ns.stop()
 
-    asyncio.run(serve_until_signal(start, stop))
+    run_until_signal(start, stop, event_loop)
 
 
 if __name__ == "__main__":

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 
 from .broker.config import BrokerConfig, read_properties, snake
 from .broker.controller import BrokerController
 from .namesrv.server import NameServer, NamesrvConfig
-from .runner import announce, serve_until_signal, setup_logging
+from .runner import announce, event_loop_option, run_until_signal, setup_logging
 
 
 @click.command()
@@ -17,7 +15,8 @@ from .runner import announce, serve_until_signal, setup_logging
               help="namesrv.conf (key listenPort, default 9876).")
 @click.option("-p", "--port", type=int, default=None, help="Override listenPort.")
 @click.option("--log-level", default="INFO", show_default=True)
-def namesrv_main(config_path: str | None, port: int | None, log_level: str) -> None:
+@event_loop_option
+def namesrv_main(config_path: str | None, port: int | None, log_level: str, event_loop: str) -> None:
     """Run the reference name server."""
     setup_logging(log_level)
     cfg = NamesrvConfig()
@@ -36,7 +35,7 @@ def namesrv_main(config_path: str | None, port: int | None, log_level: str) -> N
         await ns.start()
         announce("NAMESRV", ns.addr)
 
-    asyncio.run(serve_until_signal(start, ns.stop))
+    run_until_signal(start, ns.stop, event_loop)
 
 
 @click.command()
@@ -45,7 +44,8 @@ def namesrv_main(config_path: str | None, port: int | None, log_level: str) -> N
                    "namesrvAddr, storePathRootDir, autoCreateTopicEnable, mappedFileSizeCommitLog, flushDiskType).")
 @click.option("-n", "--namesrv-addr", default=None, help="Override namesrvAddr.")
 @click.option("--log-level", default="INFO", show_default=True)
-def broker_main(config_path: str, namesrv_addr: str | None, log_level: str) -> None:
+@event_loop_option
+def broker_main(config_path: str, namesrv_addr: str | None, log_level: str, event_loop: str) -> None:
     """Run the reference broker."""
     setup_logging(log_level)
     cfg = BrokerConfig.from_properties(read_properties(config_path))
@@ -57,4 +57,4 @@ def broker_main(config_path: str, namesrv_addr: str | None, log_level: str) -> N
         await broker.start()
         announce("BROKER", cfg.broker_addr)
 
-    asyncio.run(serve_until_signal(start, broker.stop))
+    run_until_signal(start, broker.stop, event_loop)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_sdk.remoting.client import client_ssl_context
+from rocketmq_sdk.remoting.loop import new_event_loop, resolve_event_loop
 
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
@@ -78,7 +79,7 @@ class DevCluster:
 
 def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
                       broker_config: dict | None = None, start_timeout_s: float = 30.0,
-                      ssl_context: ssl.SSLContext | None = None) -> DevCluster:
+                      ssl_context: ssl.SSLContext | None = None, event_loop: str = "auto") -> DevCluster:
     """Start a name server and a broker on free 127.0.0.1 ports.
 
     Args:
@@ -91,19 +92,24 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
         ssl_context: serve TLS only, on both servers, with this server context (in-process
             mode only); the broker registers with the name server over TLS without verifying
             its certificate. Clients then need ``use_tls``/``ssl_context``.
+        event_loop: the servers' loop, ``"auto"`` (uvloop when installed), ``"asyncio"`` or
+            ``"uvloop"``; ``$ROCKETMQ_EVENT_LOOP`` overrides it.
 
     Raises:
         DevClusterError: the servers did not come up in time.
         ValueError: ``ssl_context`` without ``in_process``.
+        IllegalArgumentError: an unknown ``event_loop``, or ``"uvloop"`` without uvloop.
     """
     if ssl_context is not None and not in_process:
         raise ValueError("start_dev_cluster(ssl_context=...) needs in_process=True")
+    resolve_event_loop(event_loop)  # fail before anything starts
     owns = store_dir is None
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-store-")
     extra = dict(broker_config or {})
     if in_process:
-        return _start_in_process(store_dir, owns, extra, start_timeout_s, ssl_context)
-    cmd = [sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", store_dir]
+        return _start_in_process(store_dir, owns, extra, start_timeout_s, ssl_context, event_loop)
+    cmd = [sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", store_dir,
+           "--event-loop", event_loop]
     if "flush_disk_type" in extra:
         cmd += ["--flush-disk-type", str(extra["flush_disk_type"])]
     if "mapped_file_size_commit_log" in extra:
@@ -170,8 +176,8 @@ def read_announcements(proc: subprocess.Popen, timeout_s: float = 30.0) -> dict[
 
 
 def _start_in_process(store_dir: str, owns: bool, extra: dict, timeout_s: float,
-                      ssl_context: ssl.SSLContext | None = None) -> DevCluster:
-    loop = asyncio.new_event_loop()
+                      ssl_context: ssl.SSLContext | None = None, event_loop: str = "auto") -> DevCluster:
+    loop = new_event_loop(event_loop)
     cluster = DevCluster(store_dir=store_dir, _loop=loop, _owns_store=owns)
     t = threading.Thread(target=loop.run_forever, name="rocketmq-dev-cluster", daemon=True)
     cluster._thread = t
@@ -213,7 +219,7 @@ class EmbeddedCluster:
         store_dir: store root; broker ``<name>`` stores under ``<store_dir>/<name>``.
     """
 
-    def __init__(self, store_dir: str, owns_store: bool, timeout_s: float) -> None:
+    def __init__(self, store_dir: str, owns_store: bool, timeout_s: float, event_loop: str = "auto") -> None:
         self.store_dir = store_dir
         self.timeout_s = timeout_s
         self.namesrvs: list[NameServer] = []
@@ -221,7 +227,7 @@ class EmbeddedCluster:
         self._owns_store = owns_store
         self._stopped_brokers: set[str] = set()
         self._stopped = False
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop(event_loop)
         self._thread = threading.Thread(target=self.loop.run_forever, name="rocketmq-embedded-cluster",
                                         daemon=True)
         self._thread.start()
@@ -274,7 +280,8 @@ class EmbeddedCluster:
 
 def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, namesrvs: int = 1,
                   cluster_name: str = "DefaultCluster", store_dir: str | None = None,
-                  broker_config: dict | None = None, start_timeout_s: float = 30.0) -> EmbeddedCluster:
+                  broker_config: dict | None = None, start_timeout_s: float = 30.0,
+                  event_loop: str = "auto") -> EmbeddedCluster:
     """Start ``namesrvs`` name servers and one master broker per name in ``broker_names``, all of
     cluster ``cluster_name`` on free 127.0.0.1 ports, in this process (one background loop thread).
 
@@ -291,9 +298,11 @@ def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, nam
         broker_config: extra :class:`BrokerConfig` fields (snake_case) for every broker; the
             CommitLog file size defaults to 16 MiB here.
         start_timeout_s: how long to wait for all servers, in seconds.
+        event_loop: the servers' loop, as :func:`start_dev_cluster`'s.
 
     Raises:
-        ValueError: no broker name, a repeated name, or ``namesrvs < 1``.
+        ValueError: no broker name, a repeated name, or ``namesrvs < 1`` (an unknown
+            ``event_loop`` or a missing uvloop: ``IllegalArgumentError``, a ValueError too).
         DevClusterError: a server did not start (everything started so far is stopped).
     """
     names = list(broker_names)
@@ -303,7 +312,7 @@ def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, nam
         raise ValueError(f"namesrvs must be at least 1, got {namesrvs}")
     owns = store_dir is None
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-cluster-")
-    cluster = EmbeddedCluster(store_dir, owns, start_timeout_s)
+    cluster = EmbeddedCluster(store_dir, owns, start_timeout_s, event_loop)
     extra = {"mapped_file_size_commit_log": 16 * 1024 * 1024, **(broker_config or {})}
 
     async def start() -> None:

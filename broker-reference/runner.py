@@ -9,6 +9,10 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 
+import click
+from rocketmq_sdk.exceptions import IllegalArgumentError
+from rocketmq_sdk.remoting.loop import EVENT_LOOP_CHOICES, event_loop_kind, new_event_loop
+
 log = logging.getLogger("rocketmq_broker")
 
 
@@ -34,3 +38,26 @@ async def serve_until_signal(start: Callable[[], Awaitable[None]], stop: Callabl
     await done.wait()
     log.info("shutting down")
     await stop()
+
+
+#: the ``--event-loop`` option of the console commands
+event_loop_option = click.option(
+    "--event-loop", type=click.Choice(EVENT_LOOP_CHOICES), default="auto", show_default=True,
+    help="Event loop: auto (uvloop when installed, else asyncio), asyncio or uvloop; "
+         "$ROCKETMQ_EVENT_LOOP overrides it.")
+
+
+def run_until_signal(start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]],
+                     event_loop: str = "auto") -> None:
+    """:func:`serve_until_signal` on a new loop of implementation ``event_loop`` (blocks).
+
+    Raises:
+        click.UsageError: an unknown ``event_loop`` or ``"uvloop"`` without uvloop installed.
+    """
+    try:
+        loop = new_event_loop(event_loop)
+    except IllegalArgumentError as exc:
+        raise click.UsageError(str(exc)) from None
+    log.info("event loop: %s", event_loop_kind(loop))
+    with asyncio.Runner(loop_factory=lambda: loop) as runner:
+        runner.run(serve_until_signal(start, stop))
