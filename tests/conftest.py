@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+if os.environ.get("ROCKETMQ_EVENT_LOOP", "").strip().lower() == "uvloop":
+    # the whole suite on uvloop: the SDK's and brokers' loops follow $ROCKETMQ_EVENT_LOOP, and the
+    # tests' own asyncio.run() loops (remoting, TLS, protocol tests) follow this policy
+    import uvloop
+
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
