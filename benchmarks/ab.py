@@ -16,6 +16,8 @@ A variant is ``name[:key=value,...]``: ``client=REV`` / ``broker=REV`` run that 
 (extracted with ``git archive`` into a temporary directory put first on ``PYTHONPATH``; without
 them the working tree runs), ``arg.NAME=VALUE`` sets a worker argument (a string, e.g.
 ``arg.producer=thread`` runs a latency scenario's producer in the consumer's process),
+``env.NAME=VALUE`` sets an environment variable of the client worker (e.g.
+``env.ROCKETMQ_EVENT_LOOP=uvloop``; the brokers keep this process's environment),
 ``patch=JSON`` (last key) sets attributes in the client worker (``_worker.apply_patches``). Every distinct broker code gets its own dev cluster (ASYNC_FLUSH
 unless ``--flush``); scenarios are those of ``run.py`` (``sync1``, ``async``, ``consume``,
 ``latency5k``, ...). Prints one line per run and the per-variant medians.
@@ -42,7 +44,7 @@ import run as suite  # noqa: E402  (benchmarks/run.py: scenario args, worker run
 
 def parse_variant(text: str) -> dict:
     name, _, rest = text.partition(":")
-    v = {"name": name, "client": None, "broker": None, "patch": {}, "args": {}}
+    v = {"name": name, "client": None, "broker": None, "patch": {}, "args": {}, "env": {}}
     while rest:
         key, _, val = rest.partition("=")
         if key == "patch":
@@ -51,6 +53,8 @@ def parse_variant(text: str) -> dict:
         val, _, rest = val.partition(",")
         if key.startswith("arg."):  # a worker argument, e.g. arg.producer=thread (latency)
             v["args"][key[4:]] = val
+        elif key.startswith("env."):  # a client worker environment variable
+            v["env"][key[4:]] = val
         else:
             v[key] = val
     return v
@@ -73,6 +77,21 @@ def checkout(rev: str, tmp: Path) -> str:
         (py / "rocketmq_sdk").symlink_to(root / "sdk")
         (py / "rocketmq_broker").symlink_to(root / "broker-reference")
     return str(root / "py")
+
+
+@contextmanager
+def env_vars(values: dict[str, str]):
+    """Set environment variables (inherited by the worker processes started meanwhile)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, val in old.items():
+            if val is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = val
 
 
 @contextmanager
@@ -140,7 +159,7 @@ def main() -> None:
                         wargs.update(topic="AbBacklog", max_count=backlog[v["broker"]])
                     if scen == "latency":
                         wargs["topic"] = f"AbLat_{run_no}"
-                    with env_path(checkout(v["client"], tmp) if v["client"] else None):
+                    with env_path(checkout(v["client"], tmp) if v["client"] else None), env_vars(v["env"]):
                         res = suite.derive(suite.run_worker(wargs, cl._proc.pid, wargs["max_seconds"] + 60))
                     rows[v["name"]].append(res)
                     lat = res.get("latency_us") or {}

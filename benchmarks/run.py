@@ -368,8 +368,10 @@ def main() -> int:
 
 def runtime_info() -> dict:
     """What this Python runs the SDK and broker with: the optional C accelerators
-    (``rocketmq_sdk._speedups``; every ``*.c`` of the tree, built or not) and the switch."""
+    (``rocketmq_sdk._speedups``; every ``*.c`` of the tree, built or not), the switch, and the
+    event loop the SDK's I/O thread and the broker pick here (``auto`` + ``$ROCKETMQ_EVENT_LOOP``)."""
     from rocketmq_sdk import _speedups
+    from rocketmq_sdk.remoting.loop import resolve_event_loop
 
     roots = {"sdk": "rocketmq_sdk", "broker-reference": "rocketmq_broker"}
     built = {}
@@ -377,20 +379,22 @@ def runtime_info() -> dict:
         for src in sorted((HERE.parent / folder).rglob("*.c")):
             name = ".".join((package, *src.relative_to(HERE.parent / folder).with_suffix("").parts))
             built[name] = _speedups.load(name) is not None
-    return {"pure_python": _speedups.PURE_PYTHON, "accelerators": built}
+    return {"pure_python": _speedups.PURE_PYTHON, "accelerators": built,
+            "event_loop": resolve_event_loop("auto")}
 
 
 def runtime_line(info: dict) -> str:
     """One Markdown line for :func:`runtime_info`."""
     acc = info.get("accelerators", {})
+    loop = f" Event loop: {info['event_loop']}." if info.get("event_loop") else ""
     if info.get("pure_python"):
-        return "Code: pure Python (ROCKETMQ_PURE_PYTHON set).  "
+        return f"Code: pure Python (ROCKETMQ_PURE_PYTHON set).{loop}  "
     if not acc:
-        return "Code: pure Python (no C accelerators in the tree).  "
+        return f"Code: pure Python (no C accelerators in the tree).{loop}  "
     on = [n.rsplit(".", 1)[1] for n, ok in acc.items() if ok]
     off = [n.rsplit(".", 1)[1] for n, ok in acc.items() if not ok]
     return (f"Code: C accelerators in use: {', '.join(on) or 'none'}"
-            + (f"; not built: {', '.join(off)}" if off else "") + ".  ")
+            + (f"; not built: {', '.join(off)}" if off else "") + f".{loop}  ")
 
 
 def git_span(commit: dict, changed_note: str = "") -> str:
