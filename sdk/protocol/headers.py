@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
+from .. import _speedups
+
 T = TypeVar("T", bound="Header")
 
 
@@ -61,6 +63,11 @@ def _parse_str(v: Any) -> str:
 _ONE_IS_TRUE = frozenset({"batch", "unit_mode"})
 
 
+# the C twin of the compiled readers below (sdk/protocol/_ccodec.c read_header), or None
+_ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
+_c_read_header = _ccodec.read_header if _ccodec is not None else None
+
+
 def wire(name: str) -> dict:
     """Field metadata giving an explicit wire name."""
     return {"wire": name}
@@ -72,6 +79,19 @@ def _compile_reader(cls: type[T], keys: dict[str, str]) -> Callable[[dict[str, A
     result as parsing field by field into keyword arguments, built as straight-line code once per
     header class (every request and response decodes a header)."""
     parsers = {attr: p for attr, _key, p in cls._get_spec()}  # type: ignore[attr-defined]
+    if _c_read_header is not None and all(f.init and f.default is not dataclasses.MISSING
+                                          for f in dataclasses.fields(cls)):
+        kinds = {_parse_str: 0, _parse_int: 1, _parse_bool: 2, _parse_bool_or_one: 3}
+        spec = tuple((f.name, keys.get(f.name), kinds[parsers[f.name]], f.default, parsers[f.name])
+                     for f in dataclasses.fields(cls))
+        c_read = _c_read_header
+
+        def read_c(ext: dict[str, Any]) -> T:
+            header = c_read(cls, ext, spec)
+            return header if header is not None else cls(**{
+                a: parsers[a](v) for a, k in keys.items() if (v := ext.get(k)) is not None})
+
+        return read_c
     ns: dict[str, Any] = {"cls": cls, "_parse_str": _parse_str}
     lines = ["def read(ext):", "    g = ext.get"]
     args = []
