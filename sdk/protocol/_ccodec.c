@@ -953,6 +953,287 @@ fail:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Stored records (rocketmq_sdk.protocol.message_codec._decode_records, protocol doc §4.5)       */
+
+#include <structmember.h>
+
+static PyTypeObject *ext_type = NULL; /* MessageExt */
+static PyObject *rec_hosts, *rec_v4_host, *rec_topics, *rec_topic_str, *rec_decompress, *rec_empty_str;
+
+/* the MessageExt slots, in this order */
+static const char *const ext_slot_names[] = {
+    "store_size", "body_crc", "queue_id", "flag", "queue_offset", "commit_log_offset", "sys_flag",
+    "born_timestamp", "transaction_id", "broker_name", "born_host", "store_host", "_oid_prefix", "_oid",
+    "_oid_phys", "reconsume_times", "prepared_transaction_offset", "store_timestamp", "body", "topic",
+    "properties", NULL};
+enum { X_STORE_SIZE, X_BODY_CRC, X_QUEUE_ID, X_FLAG, X_QUEUE_OFFSET, X_PHYS, X_SYS_FLAG, X_BORN_TS,
+       X_TX_ID, X_BROKER_NAME, X_BORN_HOST, X_STORE_HOST, X_OID_PREFIX, X_OID, X_OID_PHYS, X_RECONSUME,
+       X_PREPARED, X_STORE_TS, X_BODY, X_TOPIC, X_PROPERTIES, X_COUNT };
+static Py_ssize_t ext_offsets[X_COUNT];
+
+#define MESSAGE_MAGIC ((int32_t)0xDAA320A7)
+#define SYS_COMPRESSED 0x1
+#define SYS_V6_BITS (0x10 | 0x20) /* BORNHOST_V6 | STOREHOST_V6 */
+
+static inline int32_t be32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+}
+static inline int64_t be64(const unsigned char *p) {
+    return (int64_t)(((uint64_t)(uint32_t)be32(p) << 32) | (uint32_t)be32(p + 4));
+}
+
+/* steals value; the slot must be empty (a fresh object) */
+static inline void put_slot(PyObject *obj, int i, PyObject *value) {
+    *(PyObject **)((char *)obj + ext_offsets[i]) = value;
+}
+
+/* ("a.b.c.d:port", prefix) for the IPv4 host key (memoised in the Python dict); new reference */
+static PyObject *v4_host(uint64_t key) {
+    PyObject *k = PyLong_FromUnsignedLongLong(key);
+    if (k == NULL)
+        return NULL;
+    PyObject *host = PyDict_GetItemWithError(rec_hosts, k);
+    if (host != NULL) {
+        Py_DECREF(k);
+        return Py_NewRef(host);
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(k);
+        return NULL;
+    }
+    host = PyObject_CallOneArg(rec_v4_host, k);
+    Py_DECREF(k);
+    if (host != NULL && (!PyTuple_Check(host) || PyTuple_GET_SIZE(host) != 2)) {
+        Py_DECREF(host);
+        PyErr_SetString(PyExc_TypeError, "_v4_host must return (host, prefix)");
+        return NULL;
+    }
+    return host;
+}
+
+/* the properties dict of a §4.1 string, as decode_properties(str(raw, "utf-8")) builds it; NULL
+ * with UnicodeDecodeError set when the bytes are not UTF-8 */
+static PyObject *decode_props(const unsigned char *p, Py_ssize_t n) {
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    Py_ssize_t i = 0;
+    while (i <= n) {
+        Py_ssize_t j = i;
+        while (j < n && p[j] != 2)
+            j++;
+        /* item p[i:j]: key up to the first \x01 */
+        Py_ssize_t sep = i;
+        while (sep < j && p[sep] != 1)
+            sep++;
+        int kind_k = 0, kind_v = 0;
+        for (Py_ssize_t q = i; q < j; q++)
+            if (p[q] >= 0x80) {
+                if (q < sep)
+                    kind_k = 1;
+                else
+                    kind_v = 1;
+            }
+        PyObject *k = make_str((const char *)p + i, sep - i, kind_k);
+        if (k == NULL)
+            goto fail;
+        Py_ssize_t vs = sep < j ? sep + 1 : j;
+        PyObject *v = make_str((const char *)p + vs, j - vs, kind_v);
+        if (v == NULL) {
+            Py_DECREF(k);
+            goto fail;
+        }
+        if (sep < j && sep > i && j > vs) {
+            if (PyDict_SetItem(d, k, v) < 0) {
+                Py_DECREF(k);
+                Py_DECREF(v);
+                goto fail;
+            }
+        }
+        Py_DECREF(k);
+        Py_DECREF(v);
+        i = j + 1;
+    }
+    return d;
+fail:
+    Py_DECREF(d);
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "properties are not UTF-8"); /* the Python loop reports it */
+    return NULL;
+}
+
+/* decode_records(buf, pos, end, out, decompress, read_body) -> pos
+ * Appends MessageExt objects for the records from pos while pos < end and returns the offset of
+ * the first record it did not decode (end when all were): IPv6 hosts, bad data and anything
+ * else unusual are left to the Python loop, which decodes or refuses that record. */
+static PyObject *codec_decode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyList_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "decode_records(buf, pos, end, out, decompress, read_body)");
+        return NULL;
+    }
+    if (ext_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_ccodec.configure_records() was not called");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if ((pos == -1 || end == -1) && PyErr_Occurred())
+        return NULL;
+    int decompress = PyObject_IsTrue(args[4]);
+    int read_body = PyObject_IsTrue(args[5]);
+    if (decompress < 0 || read_body < 0)
+        return NULL;
+    PyObject *out = args[3];
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *buf = view.buf;
+    Py_ssize_t n = view.len;
+    if (pos < 0)
+        goto stop;
+    while (pos < end) {
+        if (n - pos < 92) /* the smallest IPv4 record: 88 + topic length + properties length */
+            break;
+        const unsigned char *r = buf + pos;
+        int32_t total = be32(r);
+        if (be32(r + 4) != MESSAGE_MAGIC || total < 92 || total > n - pos)
+            break;
+        int32_t sys_flag = be32(r + 36);
+        if (sys_flag & SYS_V6_BITS)
+            break;
+        int32_t body_len = be32(r + 84);
+        if (body_len < 0 || body_len > total - 88 - 1 - 2)
+            break;
+        const unsigned char *p = r + 88 + body_len;
+        int topic_len = p[0];
+        if (topic_len > 127 || 88 + body_len + 1 + topic_len + 2 > total)
+            break;
+        const unsigned char *topic_raw = p + 1;
+        p += 1 + topic_len;
+        int16_t props_len = (int16_t)(((unsigned)p[0] << 8) | p[1]);
+        p += 2;
+        Py_ssize_t used = (p - r) + (props_len > 0 ? props_len : 0);
+        if (used != total)
+            break;
+        /* the record is well formed: build it (a Python error now is a real one, except bad
+         * UTF-8 or zlib data, which the Python loop reports as FrameError) */
+        PyObject *m = ext_type->tp_alloc(ext_type, 0);
+        if (m == NULL)
+            goto error;
+        int64_t phys = be64(r + 28);
+        uint64_t born_key = (uint64_t)be64(r + 48), store_key = (uint64_t)be64(r + 64);
+        PyObject *born = v4_host(born_key);
+        PyObject *store = born != NULL ? (store_key == born_key ? Py_NewRef(born) : v4_host(store_key)) : NULL;
+        PyObject *topic = NULL, *body = NULL, *props = NULL;
+        if (store == NULL)
+            goto record_error;
+        {
+            PyObject *raw = PyBytes_FromStringAndSize((const char *)topic_raw, topic_len);
+            if (raw == NULL)
+                goto record_error;
+            topic = PyDict_GetItemWithError(rec_topics, raw);
+            if (topic != NULL)
+                Py_INCREF(topic);
+            else if (!PyErr_Occurred())
+                topic = PyObject_CallOneArg(rec_topic_str, raw);
+            Py_DECREF(raw);
+            if (topic == NULL)
+                goto record_error;
+        }
+        if (read_body) {
+            body = PyBytes_FromStringAndSize((const char *)r + 88, body_len);
+            if (body != NULL && decompress && (sys_flag & SYS_COMPRESSED))
+                Py_SETREF(body, PyObject_CallOneArg(rec_decompress, body));
+        } else {
+            body = PyBytes_FromStringAndSize(NULL, 0);
+        }
+        if (body == NULL)
+            goto record_error;
+        props = props_len > 0 ? decode_props(p, props_len) : PyDict_New();
+        if (props == NULL)
+            goto record_error;
+        PyObject *vals[X_COUNT] = {
+            PyLong_FromLong(total), PyLong_FromLong(be32(r + 8)), PyLong_FromLong(be32(r + 12)),
+            PyLong_FromLong(be32(r + 16)), PyLong_FromLongLong(be64(r + 20)), PyLong_FromLongLong(phys),
+            PyLong_FromLong(sys_flag), PyLong_FromLongLong(be64(r + 40)), Py_NewRef(Py_None),
+            Py_NewRef(rec_empty_str), Py_NewRef(PyTuple_GET_ITEM(born, 0)),
+            Py_NewRef(PyTuple_GET_ITEM(store, 0)), Py_NewRef(PyTuple_GET_ITEM(store, 1)), Py_NewRef(Py_None),
+            PyLong_FromLongLong(phys), PyLong_FromLong(be32(r + 72)), PyLong_FromLongLong(be64(r + 76)),
+            PyLong_FromLongLong(be64(r + 56)), body, topic, props};
+        body = topic = props = NULL;
+        int ok = 1;
+        for (int i = 0; i < X_COUNT; i++) {
+            if (vals[i] == NULL)
+                ok = 0;
+            put_slot(m, i, vals[i]); /* a NULL slot reads as AttributeError; m is dropped anyway */
+        }
+        Py_DECREF(born);
+        Py_DECREF(store);
+        born = store = NULL;
+        if (!ok || PyList_Append(out, m) < 0) {
+            Py_DECREF(m);
+            goto error;
+        }
+        Py_DECREF(m);
+        pos += total;
+        continue;
+    record_error:
+        Py_XDECREF(born);
+        Py_XDECREF(store);
+        Py_XDECREF(topic);
+        Py_XDECREF(body);
+        Py_XDECREF(props);
+        Py_DECREF(m);
+        if (PyErr_ExceptionMatches(PyExc_Exception)) {
+            /* bad UTF-8, bad zlib data: the Python loop raises the FrameError for it */
+            PyErr_Clear();
+            break;
+        }
+        goto error;
+    }
+stop:
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(pos);
+error:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyObject *codec_configure_records(PyObject *self, PyObject *args) {
+    PyObject *cls, *hosts, *v4, *topics, *topic_str, *decompress;
+    if (!PyArg_ParseTuple(args, "O!O!OO!OO", &PyType_Type, &cls, &PyDict_Type, &hosts, &v4, &PyDict_Type, &topics,
+                          &topic_str, &decompress))
+        return NULL;
+    for (int i = 0; i < X_COUNT; i++) {
+        PyObject *d = PyObject_GetAttrString(cls, ext_slot_names[i]);
+        if (d == NULL)
+            return NULL;
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok)
+            ext_offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot", ext_slot_names[i]);
+            return NULL;
+        }
+    }
+    if (((PyTypeObject *)cls)->tp_dictoffset != 0) {
+        PyErr_SetString(PyExc_TypeError, "MessageExt must have __slots__ only");
+        return NULL;
+    }
+    Py_XSETREF(ext_type, (PyTypeObject *)Py_NewRef(cls));
+    Py_XSETREF(rec_hosts, Py_NewRef(hosts));
+    Py_XSETREF(rec_v4_host, Py_NewRef(v4));
+    Py_XSETREF(rec_topics, Py_NewRef(topics));
+    Py_XSETREF(rec_topic_str, Py_NewRef(topic_str));
+    Py_XSETREF(rec_decompress, Py_NewRef(decompress));
+    if (rec_empty_str == NULL && (rec_empty_str = PyUnicode_New(0, 0)) == NULL)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 static PyObject *codec_configure(PyObject *self, PyObject *args) {
     PyObject *cls, *by_name, *names, *other;
@@ -979,6 +1260,12 @@ static PyMethodDef methods[] = {
     {"read_header", (PyCFunction)(void (*)(void))codec_read_header, METH_FASTCALL,
      "read_header(cls, ext, fields) -> header | None: a typed header read from extFields; fields is "
      "a tuple of (attr, key or None, kind 0 str / 1 int / 2 bool / 3 bool-or-1, default, parser)."},
+    {"configure_records", codec_configure_records, METH_VARARGS,
+     "configure_records(MessageExt, hosts, v4_host, topics, topic_str, decompress): the record decoder's "
+     "class, caches and helpers (rocketmq_sdk.protocol.message_codec)."},
+    {"decode_records", (PyCFunction)(void (*)(void))codec_decode_records, METH_FASTCALL,
+     "decode_records(buf, pos, end, out, decompress, read_body) -> pos: append MessageExt objects of the "
+     "plain records from pos; returns where the Python decoder must go on (end when done)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from .. import _speedups
 from ..exceptions import FrameError
 from .codes import MessageConst as MC
 from .codes import MessageSysFlag
@@ -211,7 +212,21 @@ def decode_messages(body, *, decompress: bool = True) -> list[MessageExt]:
 
 def _decode_records(buf, pos: int, end: int, out: list[MessageExt], decompress: bool, read_body: bool) -> int:
     """Append the records starting before ``end`` to ``out``; returns the offset after the last.
-    One loop for both callers: a pull body of 32 records costs one call, not 32."""
+    One loop for both callers: a pull body of 32 records costs one call, not 32. With the C
+    accelerator, it decodes the plain records and this loop takes each one it leaves (IPv6 hosts,
+    malformed data: the error is raised here)."""
+    if _c_decode_records is None:
+        return _decode_records_py(buf, pos, end, out, decompress, read_body, -1)
+    while True:
+        pos = _c_decode_records(buf, pos, end, out, decompress, read_body)
+        if pos >= end:
+            return pos
+        pos = _decode_records_py(buf, pos, end, out, decompress, read_body, 1)
+
+
+def _decode_records_py(buf, pos: int, end: int, out: list[MessageExt], decompress: bool, read_body: bool,
+                       limit: int) -> int:
+    """The pure-Python twin of the C decoder: at most ``limit`` records (-1: all)."""
     n = len(buf)
     hosts, topics, append = _HOSTS, _TOPICS, out.append
     try:
@@ -281,9 +296,20 @@ def _decode_records(buf, pos: int, end: int, out: list[MessageExt], decompress: 
                 raise FrameError(f"message record at {pos} declares {total} bytes but holds {p - pos}")
             append(m)
             pos = p
+            limit -= 1
+            if not limit:
+                break
         return pos
     except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as exc:
         raise FrameError(f"malformed message record at {pos}: {exc}") from exc
+
+
+_ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
+if _ccodec is not None:
+    _ccodec.configure_records(MessageExt, _HOSTS, _v4_host, _TOPICS, _topic_str, zlib.decompress)
+    _c_decode_records = _ccodec.decode_records
+else:
+    _c_decode_records = None
 
 
 def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = False) -> bytes:
