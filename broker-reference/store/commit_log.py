@@ -34,6 +34,7 @@ from rocketmq_sdk.protocol.message_codec import (
 )
 from rocketmq_sdk.protocol.msgid import offset_msg_id_from_packed
 
+from .batch_records import Extra, encode_batch, finish_batch
 from .config import StoreConfig
 from .inner_message import InnerMessage, tags_string_to_tags_code
 from .mapped_file import MappedFile, MappedFileQueue
@@ -85,6 +86,22 @@ class DispatchRequest:
 
 
 Dispatcher = Callable[[DispatchRequest], None]
+
+
+@dataclass(slots=True)
+class EncodedBatch:
+    """The records of one batch put, built outside the append lock by
+    :meth:`CommitLog.encode_batch` (queue offset, physical offset, store time still 0)."""
+
+    topic: str
+    queue_id: int
+    sys_flag: int
+    born_host_len: int  # 8 (IPv4) or 20 (IPv6) bytes
+    store_host: bytes  # packed ip + port
+    records: bytearray  # the §4.5 records, back to back
+    sizes: list[int]  # bytes per record
+    tags_codes: list[int]
+    properties: list[dict[str, str]]  # merged properties per record
 """Called inside the append lock (or during recovery) for every appended record."""
 
 # sentinel results of check_message_and_return_size
@@ -100,14 +117,15 @@ class CommitLog:
         config: store configuration.
         dispatcher: called for each appended record, under the append lock.
         batch_dispatcher: when given, called instead with all records of a batch put (same
-            order, under the lock).
+            order, under the lock) and, for :meth:`put_encoded_batch`, their consume-queue
+            entries already packed (else None).
         delay_levels: delay level → ms, to recompute ``SCHEDULE_TOPIC_XXXX`` tag codes (deliver
             times) when records are re-dispatched at recovery.
     """
 
     def __init__(self, config: StoreConfig, dispatcher: Dispatcher,
                  delay_levels: dict[int, int] | None = None,
-                 batch_dispatcher: Callable[[list[DispatchRequest]], None] | None = None) -> None:
+                 batch_dispatcher: Callable[[list[DispatchRequest], bytes | None], None] | None = None) -> None:
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
         self.mapped_file_queue = MappedFileQueue(config.commit_log_dir, self.file_size)
@@ -236,10 +254,64 @@ class CommitLog:
                 phys.append(phy)
                 reqs.append(req)
             if batch_dispatcher is not None:
-                batch_dispatcher(reqs)
+                batch_dispatcher(reqs, None)
             self.last_store_timestamp = now
         ids = ",".join(offset_msg_id_from_packed(w[3], p) for w, p in zip(wires, phys, strict=True))
         result = AppendMessageResult(AppendMessageStatus.PUT_OK, phys[0], total, ids, now, first_queue_offset, len(msgs))
+        return PutMessageResult(PutMessageStatus.PUT_OK, result), reqs
+
+    def encode_batch(self, body, topic: str, extra: Extra, queue_id: int, sys_flag: int, born_timestamp: int,
+                     born_host: str, store_host: str, reconsume_times: int) -> EncodedBatch | None:
+        """The records of a SEND_BATCH_MESSAGE body (see :mod:`.batch_records`), or None when
+        the batch is anything but plainly storable (malformed, empty, refused by the checks of
+        :meth:`put_messages`): the caller then builds InnerMessages and calls
+        :meth:`put_messages`, which gives the exact refusal. Called outside the append lock."""
+        if sys_flag & MessageSysFlag.TRANSACTION_MASK not in _NOT_OR_COMMIT:
+            return None
+        try:
+            topic_b = topic.encode("utf-8")
+            born, store = _packed_host(born_host), _packed_host(store_host)
+            encoded = encode_batch(body, topic_b, extra, queue_id, sys_flag, born_timestamp, born, store,
+                                   reconsume_times, self.config.max_message_size, self.file_size)
+        except (ValueError, OverflowError):  # bad host, int out of range: the InnerMessage path decides
+            return None
+        if encoded is None:
+            return None
+        records, sizes, tags_codes, properties = encoded
+        return EncodedBatch(topic, queue_id, sys_flag, len(born), store, records, sizes, tags_codes, properties)
+
+    def put_encoded_batch(self, batch: EncodedBatch) -> tuple[PutMessageResult, list[DispatchRequest]]:
+        """:meth:`put_messages` for a batch from :meth:`encode_batch`: the same bytes, offsets,
+        dispatch and result, with the records finished in one call."""
+        records = batch.records
+        total = len(records)
+        n = len(batch.sizes)
+        topic, queue_id, sys_flag = batch.topic, batch.queue_id, batch.sys_flag
+        with self.put_lock:
+            if not self.available:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
+            now = int(time.time() * 1000)
+            if now < self.last_store_timestamp:
+                now = self.last_store_timestamp
+            mf = self._writable_file(total)
+            phy0 = mf.file_from_offset + mf.wrote_position
+            key = (topic, queue_id)
+            table = self.topic_queue_table
+            q0 = table.get(key, 0)
+            table[key] = q0 + n
+            cq_entries, ids, phys = finish_batch(records, batch.tags_codes, batch.store_host, batch.born_host_len,
+                                                 phy0, q0, now)
+            mf.append(records)
+            reqs = [DispatchRequest(topic, queue_id, phy, size, tags_code, now, q, sys_flag, 0, props)
+                    for phy, size, tags_code, q, props
+                    in zip(phys, batch.sizes, batch.tags_codes, range(q0, q0 + n), batch.properties, strict=True)]
+            if self.batch_dispatcher is not None:
+                self.batch_dispatcher(reqs, cq_entries)
+            else:
+                for req in reqs:
+                    self.dispatcher(req)
+            self.last_store_timestamp = now
+        result = AppendMessageResult(AppendMessageStatus.PUT_OK, phy0, total, ids, now, q0, n)
         return PutMessageResult(PutMessageStatus.PUT_OK, result), reqs
 
     # -- reading ---------------------------------------------------------------------------

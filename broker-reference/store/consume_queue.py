@@ -157,18 +157,27 @@ class ConsumeQueue:
         offsets (a batch put) with one append when they continue the queue inside its last
         file; anything else (gap, re-dispatch, file end) goes entry by entry as above."""
         first = entries[0][3]
-        mf = self.mapped_file_queue.last_mapped_file()
-        n = len(entries)
-        if (mf is not None and entries[-1][3] - first == n - 1
-                and mf.file_from_offset + mf.wrote_position == first * CQ_STORE_UNIT_SIZE
-                and mf.remaining() >= n * CQ_STORE_UNIT_SIZE):
+        if entries[-1][3] - first == len(entries) - 1:
             pack = CQ_ENTRY.pack
-            mf.append(b"".join([pack(offset, size, tags_code) for offset, size, tags_code, _ in entries]))
-            last = entries[-1]
-            self.max_physic_offset = last[0] + last[1]
+            self.put_packed_entries(b"".join([pack(offset, size, tags_code) for offset, size, tags_code, _ in entries]),
+                                    first)
             return
         for offset, size, tags_code, cq_offset in entries:
             self.put_message_position_info(offset, size, tags_code, cq_offset)
+
+    def put_packed_entries(self, packed: bytes, first: int) -> None:
+        """Write entries already packed (20 bytes each, :data:`CQ_ENTRY`) for the consecutive
+        logical offsets from ``first``: one append when they continue the queue inside its last
+        file, else entry by entry (:meth:`put_message_position_info`)."""
+        mf = self.mapped_file_queue.last_mapped_file()
+        if (mf is not None and mf.file_from_offset + mf.wrote_position == first * CQ_STORE_UNIT_SIZE
+                and mf.remaining() >= len(packed)):
+            mf.append(packed)
+            offset, size, _tags = CQ_ENTRY.unpack_from(packed, len(packed) - CQ_STORE_UNIT_SIZE)
+            self.max_physic_offset = offset + size
+            return
+        for i, (offset, size, tags_code) in enumerate(CQ_ENTRY.iter_unpack(packed)):
+            self.put_message_position_info(offset, size, tags_code, first + i)
 
     # -- reading ---------------------------------------------------------------------------
     def get_min_offset_in_queue(self) -> int:

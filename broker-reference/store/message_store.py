@@ -23,7 +23,7 @@ from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 
 from .checkpoint import StoreCheckpoint
-from .commit_log import CommitLog, DispatchRequest, parse_delay_levels
+from .commit_log import CommitLog, DispatchRequest, EncodedBatch, parse_delay_levels
 from .config import StoreConfig
 from .consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, INT_MAX, ConsumeQueue
 from .disk_space import CommitLogCleaner
@@ -223,16 +223,22 @@ class MessageStore:
             self.index_service.build_index(req.topic, req.commit_log_offset, req.store_timestamp,
                                            req.sys_flag, req.get_properties())
 
-    def _dispatch_batch(self, reqs: list[DispatchRequest]) -> None:
+    def _dispatch_batch(self, reqs: list[DispatchRequest], cq_entries: bytes | None = None) -> None:
         """Index the records of one batch put (all TRANSACTION_NOT/COMMIT, one queue, consecutive
-        queue offsets, ascending CommitLog offsets): one consume-queue append, one index pass."""
-        by_queue: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
-        for req in reqs:
-            if req.sys_flag & MessageSysFlag.TRANSACTION_MASK in _NOT_OR_COMMIT:
-                by_queue.setdefault((req.topic, req.queue_id), []).append(
-                    (req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset))
-        for (topic, queue_id), entries in by_queue.items():
-            self.find_consume_queue(topic, queue_id).put_message_position_infos(entries)
+        queue offsets, ascending CommitLog offsets): one consume-queue append, one index pass.
+        ``cq_entries``: the records' consume-queue entries already packed (an encoded batch)."""
+        if cq_entries is not None:
+            first = reqs[0]
+            self.find_consume_queue(first.topic, first.queue_id).put_packed_entries(cq_entries,
+                                                                                    first.consume_queue_offset)
+        else:
+            by_queue: dict[tuple[str, int], list[tuple[int, int, int, int]]] = {}
+            for req in reqs:
+                if req.sys_flag & MessageSysFlag.TRANSACTION_MASK in _NOT_OR_COMMIT:
+                    by_queue.setdefault((req.topic, req.queue_id), []).append(
+                        (req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset))
+            for (topic, queue_id), entries in by_queue.items():
+                self.find_consume_queue(topic, queue_id).put_message_position_infos(entries)
         if self.index_service is not None:
             self.index_service.build_index_many([(req.topic, req.commit_log_offset, req.store_timestamp, req.sys_flag,
                                                   req.get_properties()) for req in reqs])
@@ -324,6 +330,14 @@ class MessageStore:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         result, reqs = self.commit_log.put_messages(batch)
         return self._after_put(result, reqs, all(m.wait_store_msg_ok for m in batch), deferred=True)
+
+    def put_encoded_batch_async(self, batch: EncodedBatch) -> PutMessageResult | asyncio.Future[PutMessageResult]:
+        """:meth:`put_messages_async` for a batch from ``commit_log.encode_batch`` (a
+        SEND_BATCH_MESSAGE body turned into records in one step; every message waits)."""
+        if not self.running or self.disk_full:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
+        result, reqs = self.commit_log.put_encoded_batch(batch)
+        return self._after_put(result, reqs, True, deferred=True)
 
     def _after_put(self, result: PutMessageResult, reqs: list[DispatchRequest], wait: bool,
                    deferred: bool = False) -> PutMessageResult | asyncio.Future[PutMessageResult]:

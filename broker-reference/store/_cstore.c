@@ -1,0 +1,468 @@
+/* C accelerator of the reference broker's batch put (rocketmq_broker.store._cstore).
+ *
+ * Pure-Python twin: rocketmq_broker/store/batch_records.py (encode_batch_py, finish_batch_py);
+ * both are compared byte for byte by tests/store/test_cstore.py.
+ *
+ * encode_batch(body, topic, extra, queue_id, sys_flag, born_timestamp, born_host, store_host,
+ *              reconsume_times, max_message_size, file_size)
+ *   Splits a SEND_BATCH_MESSAGE body (section 4.6), merges each message's properties with the
+ *   batch's `extra` ones (a tuple of (key bytes, value bytes, key str, value str): added when the
+ *   message lacks the key, as dict.setdefault), and builds the CommitLog records (section 4.5)
+ *   with queue offset, physical offset and store timestamp left 0 (finish_batch fills them in).
+ *   Returns (records bytearray, sizes list, tags codes list, properties dicts list), or None when
+ *   anything is unusual (malformed body, invalid UTF-8, empty batch, a record the store would
+ *   refuse, more than 64 property items in one message): the caller then takes the pure-Python
+ *   path, which produces the exact refusal.
+ *
+ * finish_batch(records, tags, store_host, born_host_len, physical_offset, queue_offset, now)
+ *   Writes the offsets and store timestamp into the records in place and returns
+ *   (consume-queue entries bytes (20 per record), offset msg ids "id,id,...", physical offsets list).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MESSAGE_MAGIC_CODE 0xDAA320A7u
+#define MAX_PROPERTIES_LENGTH 32767
+#define END_FILE_MIN_BLANK_LENGTH 8
+#define MAX_ITEMS 64
+
+/* ---- CRC32 (zlib's, reflected 0xEDB88320), slice by 8 ------------------------------------- */
+static uint32_t crc_table[8][256];
+
+static void crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = crc_table[0][n];
+        for (int k = 1; k < 8; k++) {
+            c = crc_table[0][c & 0xFF] ^ (c >> 8);
+            crc_table[k][n] = c;
+        }
+    }
+}
+
+static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n-- > 0) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* ---- big-endian helpers --------------------------------------------------------------------- */
+static inline int32_t get_i32(const unsigned char *p) {
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3]);
+}
+static inline int16_t get_i16(const unsigned char *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
+static inline void put_u32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16); p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
+}
+static inline void put_u64(unsigned char *p, uint64_t v) {
+    put_u32(p, (uint32_t)(v >> 32));
+    put_u32(p + 4, (uint32_t)v);
+}
+
+/* ---- UTF-8: strict validation (as Python's decoder) and Java String.hashCode ---------------- */
+static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n) return 0;
+            unsigned char c1 = s[i + 1];
+            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+            if (c == 0xE0 && c1 < 0xA0) return 0;  /* overlong */
+            if (c == 0xED && c1 > 0x9F) return 0;  /* surrogates */
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n) return 0;
+            unsigned char c1 = s[i + 1];
+            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80) return 0;
+            if (c == 0xF0 && c1 < 0x90) return 0;
+            if (c == 0xF4 && c1 > 0x8F) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Java hashCode of valid UTF-8 text (UTF-16 code units, int32 wrap-around). */
+static int32_t java_hash_utf8(const unsigned char *s, Py_ssize_t n) {
+    uint32_t h = 0;
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        uint32_t cp;
+        if (c < 0x80) { cp = c; i += 1; }
+        else if (c < 0xE0) { cp = (uint32_t)(c & 0x1F) << 6 | (s[i + 1] & 0x3F); i += 2; }
+        else if (c < 0xF0) { cp = (uint32_t)(c & 0x0F) << 12 | (uint32_t)(s[i + 1] & 0x3F) << 6 | (s[i + 2] & 0x3F); i += 3; }
+        else {
+            cp = (uint32_t)(c & 0x07) << 18 | (uint32_t)(s[i + 1] & 0x3F) << 12 | (uint32_t)(s[i + 2] & 0x3F) << 6 |
+                 (s[i + 3] & 0x3F);
+            i += 4;
+        }
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            h = 31u * h + (0xD800u + (cp >> 10));
+            h = 31u * h + (0xDC00u + (cp & 0x3FF));
+        } else {
+            h = 31u * h + cp;
+        }
+    }
+    return (int32_t)h;
+}
+
+/* ---- growable output ------------------------------------------------------------------------ */
+typedef struct {
+    unsigned char *p;
+    Py_ssize_t len, cap;
+} Out;
+
+static int out_reserve(Out *o, Py_ssize_t extra) {
+    if (o->len + extra <= o->cap) return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 4096;
+    while (cap < o->len + extra) {
+        if (cap > PY_SSIZE_T_MAX / 2) { PyErr_NoMemory(); return -1; }
+        cap *= 2;
+    }
+    unsigned char *np = PyMem_Realloc(o->p, (size_t)cap);
+    if (np == NULL) { PyErr_NoMemory(); return -1; }
+    o->p = np;
+    o->cap = cap;
+    return 0;
+}
+
+/* one property item: spans into the batch body, or an index into the batch's extra items */
+typedef struct {
+    const unsigned char *k, *v;
+    Py_ssize_t kl, vl;
+    Py_ssize_t extra;  /* -1: the message's own item; else index of the extra item */
+} Item;
+
+typedef struct {
+    const unsigned char *k, *v;
+    Py_ssize_t kl, vl;
+    PyObject *ks, *vs;  /* borrowed */
+} Extra;
+
+/* Properties of one message merged as decode_properties + setdefault(extra); returns the item
+ * count or -1 to decline (too many items). */
+static Py_ssize_t merge_props(const unsigned char *s, Py_ssize_t n, const Extra *extras, Py_ssize_t nextra,
+                              Item *items) {
+    Py_ssize_t count = 0, start = 0;
+    if (n > 0) {
+        Py_ssize_t raw = 1;
+        for (Py_ssize_t i = 0; i < n; i++) raw += s[i] == 2;
+        if (raw > MAX_ITEMS) return -1;
+        while (start <= n) {
+            Py_ssize_t end = start;
+            while (end < n && s[end] != 2) end++;
+            /* item s[start:end]: key up to the first \x01 */
+            Py_ssize_t sep = start;
+            while (sep < end && s[sep] != 1) sep++;
+            if (sep < end && sep > start && end - sep - 1 > 0) {
+                const unsigned char *k = s + start, *v = s + sep + 1;
+                Py_ssize_t kl = sep - start, vl = end - sep - 1, j;
+                for (j = 0; j < count; j++)
+                    if (items[j].kl == kl && memcmp(items[j].k, k, (size_t)kl) == 0) break;
+                if (j < count) {
+                    items[j].v = v;
+                    items[j].vl = vl;
+                } else {
+                    items[count].k = k; items[count].kl = kl; items[count].v = v; items[count].vl = vl;
+                    items[count].extra = -1;
+                    count++;
+                }
+            }
+            start = end + 1;
+        }
+    }
+    for (Py_ssize_t e = 0; e < nextra; e++) {
+        Py_ssize_t j;
+        for (j = 0; j < count; j++)
+            if (items[j].kl == extras[e].kl && memcmp(items[j].k, extras[e].k, (size_t)extras[e].kl) == 0) break;
+        if (j == count) {
+            items[count].k = extras[e].k; items[count].kl = extras[e].kl;
+            items[count].v = extras[e].v; items[count].vl = extras[e].vl;
+            items[count].extra = e;
+            count++;
+        }
+    }
+    return count;
+}
+
+static PyObject *props_dict(const Item *items, Py_ssize_t count, const Extra *extras) {
+    PyObject *d = PyDict_New();
+    if (d == NULL) return NULL;
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *k, *v;
+        if (items[j].extra >= 0) {
+            k = extras[items[j].extra].ks;
+            Py_INCREF(k);
+        } else {
+            k = PyUnicode_DecodeUTF8((const char *)items[j].k, items[j].kl, NULL);
+            if (k == NULL) { Py_DECREF(d); return NULL; }
+        }
+        if (items[j].extra >= 0) {
+            v = extras[items[j].extra].vs;
+            Py_INCREF(v);
+        } else {
+            v = PyUnicode_DecodeUTF8((const char *)items[j].v, items[j].vl, NULL);
+            if (v == NULL) { Py_DECREF(k); Py_DECREF(d); return NULL; }
+        }
+        int rc = PyDict_SetItem(d, k, v);
+        Py_DECREF(k);
+        Py_DECREF(v);
+        if (rc < 0) { Py_DECREF(d); return NULL; }
+    }
+    return d;
+}
+
+static PyObject *encode_batch(PyObject *self, PyObject *args) {
+    Py_buffer body, topic, born, store;
+    PyObject *extra_t;
+    int queue_id, sys_flag, reconsume;
+    long long born_ts, max_message_size, file_size;
+    if (!PyArg_ParseTuple(args, "y*y*O!iiLy*y*iLL", &body, &topic, &PyTuple_Type, &extra_t, &queue_id, &sys_flag,
+                          &born_ts, &born, &store, &reconsume, &max_message_size, &file_size))
+        return NULL;
+    PyObject *result = NULL, *records = NULL, *sizes = NULL, *tags = NULL, *dicts = NULL;
+    Out out = {NULL, 0, 0};
+    Extra *extras = NULL;
+    Item *items = NULL;
+    Py_ssize_t nextra = PyTuple_GET_SIZE(extra_t);
+
+    if (topic.len < 1 || topic.len > 127 || (born.len != 8 && born.len != 20) || (store.len != 8 && store.len != 20))
+        goto decline;
+    extras = PyMem_Calloc((size_t)(nextra ? nextra : 1), sizeof(Extra));
+    items = PyMem_Calloc((size_t)(MAX_ITEMS + nextra), sizeof(Item));
+    if (extras == NULL || items == NULL) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t e = 0; e < nextra; e++) {
+        PyObject *t = PyTuple_GET_ITEM(extra_t, e);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 4 || !PyBytes_Check(PyTuple_GET_ITEM(t, 0)) ||
+            !PyBytes_Check(PyTuple_GET_ITEM(t, 1)) || !PyUnicode_Check(PyTuple_GET_ITEM(t, 2)) ||
+            !PyUnicode_Check(PyTuple_GET_ITEM(t, 3))) {
+            PyErr_SetString(PyExc_TypeError, "extra items must be (key bytes, value bytes, key str, value str)");
+            goto fail;
+        }
+        extras[e].k = (const unsigned char *)PyBytes_AS_STRING(PyTuple_GET_ITEM(t, 0));
+        extras[e].kl = PyBytes_GET_SIZE(PyTuple_GET_ITEM(t, 0));
+        extras[e].v = (const unsigned char *)PyBytes_AS_STRING(PyTuple_GET_ITEM(t, 1));
+        extras[e].vl = PyBytes_GET_SIZE(PyTuple_GET_ITEM(t, 1));
+        extras[e].ks = PyTuple_GET_ITEM(t, 2);
+        extras[e].vs = PyTuple_GET_ITEM(t, 3);
+    }
+    if ((sizes = PyList_New(0)) == NULL || (tags = PyList_New(0)) == NULL || (dicts = PyList_New(0)) == NULL) goto fail;
+
+    const unsigned char *b = (const unsigned char *)body.buf;
+    Py_ssize_t end = body.len, pos = 0;
+    long long total_size = 0;
+    if (end == 0) goto decline;
+    while (pos < end) {
+        if (end - pos < 20) goto decline;
+        int32_t total = get_i32(b + pos);
+        int32_t flag = get_i32(b + pos + 12);
+        int32_t body_len = get_i32(b + pos + 16);
+        if (body_len < 0 || (long long)body_len > (long long)(end - pos - 22)) goto decline;
+        Py_ssize_t p = pos + 20 + body_len;
+        int16_t props_len = get_i16(b + p);
+        p += 2;
+        if (props_len < 0 || props_len > end - p) goto decline;
+        if ((long long)total != 22LL + body_len + props_len) goto decline;
+        const unsigned char *ptext = b + p;
+        if (!utf8_valid(ptext, props_len)) goto decline;
+        Py_ssize_t count = merge_props(ptext, props_len, extras, nextra, items);
+        if (count < 0) goto decline;
+        Py_ssize_t plen = count ? count - 1 : 0;
+        int32_t tags_code = 0;
+        for (Py_ssize_t j = 0; j < count; j++) {
+            plen += items[j].kl + 1 + items[j].vl;
+            if (items[j].kl == 4 && memcmp(items[j].k, "TAGS", 4) == 0 && items[j].vl > 0)
+                tags_code = java_hash_utf8(items[j].v, items[j].vl);
+        }
+        if (plen > MAX_PROPERTIES_LENGTH || body_len > max_message_size) goto decline;
+        long long size = 75LL + born.len + store.len + body_len + topic.len + plen;
+        if (size > max_message_size + 32 * 1024 || size + END_FILE_MIN_BLANK_LENGTH > file_size) goto decline;
+        total_size += size;
+        if (total_size + END_FILE_MIN_BLANK_LENGTH > file_size) goto decline;
+
+        if (out_reserve(&out, (Py_ssize_t)size) < 0) goto fail;
+        unsigned char *w = out.p + out.len;
+        const unsigned char *mbody = b + pos + 20;
+        put_u32(w, (uint32_t)size);
+        put_u32(w + 4, MESSAGE_MAGIC_CODE);
+        put_u32(w + 8, crc32_of(mbody, body_len) & 0x7FFFFFFFu);
+        put_u32(w + 12, (uint32_t)queue_id);
+        put_u32(w + 16, (uint32_t)flag);
+        memset(w + 20, 0, 16);  /* queue offset, physical offset */
+        put_u32(w + 36, (uint32_t)sys_flag);
+        put_u64(w + 40, (uint64_t)born_ts);
+        w += 48;
+        memcpy(w, born.buf, (size_t)born.len);
+        w += born.len;
+        memset(w, 0, 8);  /* store timestamp */
+        w += 8;
+        memcpy(w, store.buf, (size_t)store.len);
+        w += store.len;
+        put_u32(w, (uint32_t)reconsume);
+        memset(w + 4, 0, 8);  /* prepared transaction offset */
+        put_u32(w + 12, (uint32_t)body_len);
+        w += 16;
+        memcpy(w, mbody, (size_t)body_len);
+        w += body_len;
+        *w++ = (unsigned char)topic.len;
+        memcpy(w, topic.buf, (size_t)topic.len);
+        w += topic.len;
+        *w++ = (unsigned char)(plen >> 8);
+        *w++ = (unsigned char)plen;
+        for (Py_ssize_t j = 0; j < count; j++) {
+            if (j) *w++ = 2;
+            memcpy(w, items[j].k, (size_t)items[j].kl);
+            w += items[j].kl;
+            *w++ = 1;
+            memcpy(w, items[j].v, (size_t)items[j].vl);
+            w += items[j].vl;
+        }
+        out.len += (Py_ssize_t)size;
+
+        PyObject *o = PyLong_FromLongLong(size);
+        if (o == NULL || PyList_Append(sizes, o) < 0) { Py_XDECREF(o); goto fail; }
+        Py_DECREF(o);
+        o = PyLong_FromLong(tags_code);
+        if (o == NULL || PyList_Append(tags, o) < 0) { Py_XDECREF(o); goto fail; }
+        Py_DECREF(o);
+        o = props_dict(items, count, extras);
+        if (o == NULL || PyList_Append(dicts, o) < 0) { Py_XDECREF(o); goto fail; }
+        Py_DECREF(o);
+        pos = p + props_len;
+    }
+    records = PyByteArray_FromStringAndSize((const char *)out.p, out.len);
+    if (records == NULL) goto fail;
+    result = PyTuple_Pack(4, records, sizes, tags, dicts);
+    goto fail;  /* clean-up */
+decline:
+    result = Py_None;
+    Py_INCREF(result);
+fail:
+    Py_XDECREF(records);
+    Py_XDECREF(sizes);
+    Py_XDECREF(tags);
+    Py_XDECREF(dicts);
+    PyMem_Free(out.p);
+    PyMem_Free(extras);
+    PyMem_Free(items);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&topic);
+    PyBuffer_Release(&born);
+    PyBuffer_Release(&store);
+    return result;
+}
+
+static const char HEX[] = "0123456789ABCDEF";
+
+static PyObject *finish_batch(PyObject *self, PyObject *args) {
+    Py_buffer rec, store;
+    PyObject *tags;
+    Py_ssize_t born_len;
+    long long phy0, q0, now;
+    if (!PyArg_ParseTuple(args, "w*O!y*nLLL", &rec, &PyList_Type, &tags, &store, &born_len, &phy0, &q0, &now))
+        return NULL;
+    PyObject *result = NULL, *cq = NULL, *ids = NULL, *phys = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tags);
+    Py_ssize_t id_len = (store.len + 8) * 2;
+    if ((born_len != 8 && born_len != 20) || store.len > 64) {
+        PyErr_SetString(PyExc_ValueError, "bad host lengths");
+        goto done;
+    }
+    cq = PyBytes_FromStringAndSize(NULL, n * 20);
+    ids = PyUnicode_New(n ? n * id_len + n - 1 : 0, 127);
+    phys = PyList_New(n);
+    if (cq == NULL || ids == NULL || phys == NULL) goto done;
+    unsigned char *c = (unsigned char *)PyBytes_AS_STRING(cq);
+    Py_UCS1 *idp = PyUnicode_1BYTE_DATA(ids);
+    unsigned char *r = (unsigned char *)rec.buf;
+    Py_ssize_t pos = 0;
+    const unsigned char *sh = (const unsigned char *)store.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (rec.len - pos < 64 + born_len) {
+            PyErr_SetString(PyExc_ValueError, "records shorter than their sizes");
+            goto done;
+        }
+        int32_t size = get_i32(r + pos);
+        if (size < 64 + born_len || size > rec.len - pos) {
+            PyErr_SetString(PyExc_ValueError, "records shorter than their sizes");
+            goto done;
+        }
+        long long tag = PyLong_AsLongLong(PyList_GET_ITEM(tags, i));
+        if (tag == -1 && PyErr_Occurred()) goto done;
+        uint64_t phy = (uint64_t)phy0 + (uint64_t)pos;
+        put_u64(r + pos + 20, (uint64_t)(q0 + i));
+        put_u64(r + pos + 28, phy);
+        put_u64(r + pos + 48 + born_len, (uint64_t)now);
+        put_u64(c, phy);
+        put_u32(c + 8, (uint32_t)size);
+        put_u64(c + 12, (uint64_t)tag);
+        c += 20;
+        if (i) *idp++ = ',';
+        for (Py_ssize_t k = 0; k < store.len; k++) {
+            *idp++ = (Py_UCS1)HEX[sh[k] >> 4];
+            *idp++ = (Py_UCS1)HEX[sh[k] & 15];
+        }
+        for (int k = 56; k >= 0; k -= 8) {
+            unsigned char byte = (unsigned char)(phy >> k);
+            *idp++ = (Py_UCS1)HEX[byte >> 4];
+            *idp++ = (Py_UCS1)HEX[byte & 15];
+        }
+        PyObject *o = PyLong_FromLongLong((long long)phy);
+        if (o == NULL) goto done;
+        PyList_SET_ITEM(phys, i, o);
+        pos += size;
+    }
+    if (pos != rec.len) {
+        PyErr_SetString(PyExc_ValueError, "records longer than their sizes");
+        goto done;
+    }
+    result = PyTuple_Pack(3, cq, ids, phys);
+done:
+    Py_XDECREF(cq);
+    Py_XDECREF(ids);
+    Py_XDECREF(phys);
+    PyBuffer_Release(&rec);
+    PyBuffer_Release(&store);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"encode_batch", encode_batch, METH_VARARGS,
+     "encode_batch(body, topic, extra, queue_id, sys_flag, born_timestamp, born_host, store_host, reconsume_times, "
+     "max_message_size, file_size) -> (records, sizes, tags_codes, properties) | None"},
+    {"finish_batch", finish_batch, METH_VARARGS,
+     "finish_batch(records, tags_codes, store_host, born_host_len, physical_offset, queue_offset, now) -> "
+     "(consume_queue_entries, msg_ids, physical_offsets)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cstore", "C accelerator of the batch put.", -1, methods};
+
+PyMODINIT_FUNC PyInit__cstore(void) {
+    crc_init();
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,124 @@
+"""CommitLog records of a SEND_BATCH_MESSAGE body, built in one step (the batch put fast path).
+
+:func:`encode_batch` splits the batch body (§4.6), merges each message's properties with the
+batch's (``dict.setdefault`` order: the message's own items first, then the batch's missing
+ones), validates as :meth:`CommitLog._check` does and builds the §4.5 records with the queue
+offset, physical offset and store timestamp left 0; :func:`finish_batch` writes those three
+in place under the append lock and returns the consume-queue entries and the offset message ids.
+
+Both have a C implementation (``_cstore.c``) and the pure-Python twins below, made from the
+same codec functions as the record-by-record path (``decode_batch``, ``decode_properties``,
+``encode_properties``, ``encode_stored_message``). :func:`encode_batch` returns None for anything
+unusual (malformed body, invalid UTF-8, empty batch, a record the store would refuse, more than
+:data:`MAX_ITEMS` property items in one message): the caller then takes the InnerMessage path,
+which produces the exact refusal.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+
+from rocketmq_sdk._speedups import load
+from rocketmq_sdk.exceptions import FrameError
+from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.protocol.message_codec import (
+    MAX_PROPERTIES_LENGTH,
+    PROPERTY_SEPARATOR,
+    decode_batch,
+    decode_properties,
+    encode_properties,
+    encode_stored_message,
+)
+from rocketmq_sdk.protocol.msgid import offset_msg_id_from_packed
+
+from .inner_message import tags_string_to_tags_code
+
+__all__ = ["MAX_ITEMS", "Extra", "batch_extra", "encode_batch", "encode_batch_py", "finish_batch",
+           "finish_batch_py"]
+
+MAX_ITEMS = 64
+"""More property items (``\\x02``-separated pieces) in one message: the fast path declines."""
+
+_END_FILE_MIN_BLANK_LENGTH = 8
+_CQ_ENTRY = struct.Struct(">qiq")
+_Q = struct.Struct(">q")
+
+Extra = tuple[tuple[bytes, bytes, str, str], ...]
+"""The batch's properties to add: ``(key UTF-8, value UTF-8, key, value)`` per item."""
+
+Encoded = tuple[bytearray, list[int], list[int], list[dict[str, str]]]
+"""(records, record sizes, tags codes, merged properties) of one batch."""
+
+
+@functools.lru_cache(maxsize=256)
+def batch_extra(properties: str, cluster: str) -> Extra:
+    """The items added to every message of a batch: the request header's properties with
+    ``CLUSTER`` set to ``cluster`` (``SendProcessor._send_batch``'s ``batch_props``)."""
+    props = decode_properties(properties)
+    props[MC.CLUSTER] = cluster
+    return tuple((k.encode("utf-8"), v.encode("utf-8"), k, v) for k, v in props.items())
+
+
+def encode_batch_py(body, topic: bytes, extra: Extra, queue_id: int, sys_flag: int, born_timestamp: int,
+                    born_host: bytes, store_host: bytes, reconsume_times: int, max_message_size: int,
+                    file_size: int) -> Encoded | None:
+    """Pure-Python twin of ``_cstore.encode_batch`` (see the module docstring); sizes in bytes."""
+    if not 1 <= len(topic) <= 127 or len(born_host) not in (8, 20) or len(store_host) not in (8, 20):
+        return None
+    try:
+        entries = decode_batch(body)
+    except FrameError:
+        return None
+    if not entries:
+        return None
+    records, sizes, tags, dicts = [], [], [], []
+    total = 0
+    for flag, msg_body, text in entries:
+        if text.count(PROPERTY_SEPARATOR) >= MAX_ITEMS:
+            return None
+        props = decode_properties(text)
+        for _kb, _vb, k, v in extra:
+            props.setdefault(k, v)
+        props_b = encode_properties(props).encode("utf-8")
+        body_len = len(msg_body)
+        size = 75 + len(born_host) + len(store_host) + body_len + len(topic) + len(props_b)
+        total += size
+        if (len(props_b) > MAX_PROPERTIES_LENGTH or body_len > max_message_size
+                or size > max_message_size + 32 * 1024 or size + _END_FILE_MIN_BLANK_LENGTH > file_size
+                or total + _END_FILE_MIN_BLANK_LENGTH > file_size):
+            return None
+        records.append(encode_stored_message(
+            topic=topic, body=msg_body, properties=props_b, queue_id=queue_id, flag=flag, sys_flag=sys_flag,
+            born_timestamp=born_timestamp, born_host=born_host, store_host=store_host,
+            reconsume_times=reconsume_times))
+        sizes.append(size)
+        tags.append(tags_string_to_tags_code(props.get(MC.TAGS)))
+        dicts.append(props)
+    return bytearray(b"".join(records)), sizes, tags, dicts
+
+
+def finish_batch_py(records: bytearray, tags: list[int], store_host: bytes, born_host_len: int,
+                    physical_offset: int, queue_offset: int, now: int) -> tuple[bytes, str, list[int]]:
+    """Pure-Python twin of ``_cstore.finish_batch``: writes each record's queue offset, physical
+    offset and store timestamp (ms) into ``records``; returns (consume-queue entries, offset
+    message ids joined by ``,``, physical offsets)."""
+    pos = 0
+    cq, ids, phys = [], [], []
+    for i, tag in enumerate(tags):
+        size = struct.unpack_from(">i", records, pos)[0]
+        phy = physical_offset + pos
+        struct.pack_into(">qq", records, pos + 20, queue_offset + i, phy)
+        _Q.pack_into(records, pos + 48 + born_host_len, now)
+        cq.append(_CQ_ENTRY.pack(phy, size, tag))
+        ids.append(offset_msg_id_from_packed(store_host, phy))
+        phys.append(phy)
+        pos += size
+    if pos != len(records):
+        raise ValueError("records longer than their sizes")
+    return b"".join(cq), ",".join(ids), phys
+
+
+_cstore = load("rocketmq_broker.store._cstore")
+encode_batch = _cstore.encode_batch if _cstore is not None else encode_batch_py
+finish_batch = _cstore.finish_batch if _cstore is not None else finish_batch_py
