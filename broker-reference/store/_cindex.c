@@ -31,16 +31,23 @@
 #define TS_LIMIT ((int64_t)1 << 62)
 #define STACK_HASHES 64
 
-/* Java hashCode (mod 2^32) of the UTF-16 code units of s; -1 with no error set when s holds a
- * surrogate code point (the caller decides), -1 with an error set on failure. */
+/* Java hashCode (mod 2^32) of the UTF-16 code units of s: 0 = done; -1 (no error set) when s
+ * holds a surrogate code point (the caller decides); -2 with an error set on failure. */
 static int
 java_hash_u32(PyObject *s, uint32_t *out)
 {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t n, i;
+    int kind;
+    const void *data;
     uint32_t h = 0;
-    Py_ssize_t i;
+
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(s) < 0) /* legacy (wstr) strings exist up to 3.11 */
+        return -2;
+#endif
+    n = PyUnicode_GET_LENGTH(s);
+    kind = PyUnicode_KIND(s);
+    data = PyUnicode_DATA(s);
 
     if (kind == PyUnicode_1BYTE_KIND) {
         const Py_UCS1 *p = (const Py_UCS1 *)data;
@@ -108,11 +115,13 @@ static PyObject *
 key_hash(PyObject *Py_UNUSED(module), PyObject *key)
 {
     uint32_t h;
+    int rc;
     if (!PyUnicode_Check(key)) {
         PyErr_Format(PyExc_TypeError, "index key must be str, not %.100s", Py_TYPE(key)->tp_name);
         return NULL;
     }
-    if (java_hash_u32(key, &h) < 0 && java_hash_via_utf16(key, &h) < 0)
+    rc = java_hash_u32(key, &h);
+    if (rc == -2 || (rc == -1 && java_hash_via_utf16(key, &h) < 0))
         return NULL;
     return PyLong_FromLong((long)abs_hash(h));
 }
@@ -233,7 +242,12 @@ put_keys(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 3)
             goto fallback;
         key = PyTuple_GET_ITEM(item, 0);
-        if (!PyUnicode_Check(key) || java_hash_u32(key, &h) < 0)
+        if (!PyUnicode_Check(key))
+            goto fallback;
+        rc = java_hash_u32(key, &h);
+        if (rc == -2)
+            goto done;
+        if (rc == -1)
             goto fallback;
         hashes[i] = (uint32_t)abs_hash(h);
         if ((rc = as_i64(PyTuple_GET_ITEM(item, 1), INT64_MIN, INT64_MAX, &phys[i])) != 0
