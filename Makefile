@@ -31,8 +31,13 @@ ext:
 demo: install
 	$(PY) examples/flights_demo.py $(if $(ROWS),--rows $(ROWS),)
 
+# make test also runs the codec, store and producer tests a second time on the pure-Python twins of
+# the C accelerators (ROCKETMQ_PURE_PYTHON=1), so both implementations stay tested (~20 s)
+PURE_TESTS ?= tests/protocol tests/remoting tests/store tests/producer
+
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+	$(if $(PYTEST_ARGS),,ROCKETMQ_PURE_PYTHON=1 $(PY) -m pytest -q $(PURE_TESTS))
 
 lint: install
 	$(VENV)/bin/ruff check .
