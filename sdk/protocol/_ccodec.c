@@ -1234,6 +1234,134 @@ static PyObject *codec_configure_records(PyObject *self, PyObject *args) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Batch bodies (message_codec.encode_batch, protocol doc §4.6)                                 */
+
+static PyObject *s_properties, *s_flag_attr;
+
+static inline void put_be32(char *o, uint32_t v) {
+    o[0] = (char)(v >> 24);
+    o[1] = (char)(v >> 16);
+    o[2] = (char)(v >> 8);
+    o[3] = (char)v;
+}
+
+/* Writes the properties string of one message; FALLBACK for anything but str keys and values
+ * (and None values, skipped) or strings that cannot be UTF-8 encoded. */
+static int w_properties(Writer *w, PyObject *props, int trailing) {
+    if (!PyDict_CheckExact(props))
+        return FALLBACK;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    int first = 1;
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        if (v == Py_None)
+            continue;
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v))
+            return FALLBACK;
+        Py_ssize_t kn, vn;
+        const char *ks = PyUnicode_AsUTF8AndSize(k, &kn);
+        const char *vs = ks != NULL ? PyUnicode_AsUTF8AndSize(v, &vn) : NULL;
+        if (vs == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                PyErr_Clear();
+                return FALLBACK;
+            }
+            return FAILED;
+        }
+        if (w_reserve(w, kn + vn + 2) < 0)
+            return FAILED;
+        if (!first)
+            w->buf[w->len++] = 2;
+        first = 0;
+        memcpy(w->buf + w->len, ks, kn);
+        w->len += kn;
+        w->buf[w->len++] = 1;
+        memcpy(w->buf + w->len, vs, vn);
+        w->len += vn;
+    }
+    if (trailing && !first) {
+        if (w_reserve(w, 1) < 0)
+            return FAILED;
+        w->buf[w->len++] = 2;
+    }
+    return 0;
+}
+
+/* encode_batch(messages, trailing_separator) -> bytes | None: the batch body, or None when the
+ * Python encoder must handle it (or raise: non-str properties, flags beyond an int, ...). */
+static PyObject *codec_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "encode_batch(messages, trailing_separator)");
+        return NULL;
+    }
+    int trailing = PyObject_IsTrue(args[1]);
+    if (trailing < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(args[0], "encode_batch: messages must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Writer w;
+    w.buf = w.small;
+    w.len = 0;
+    w.cap = sizeof w.small;
+    PyObject *result = NULL;
+    int r = 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n && r == 0; i++) {
+        PyObject *m = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *props = PyObject_GetAttr(m, s_properties);
+        PyObject *body = props != NULL ? PyObject_GetAttr(m, s_body) : NULL;
+        PyObject *flag = body != NULL ? PyObject_GetAttr(m, s_flag_attr) : NULL;
+        if (flag == NULL) {
+            r = FAILED;
+        } else if (!PyBytes_CheckExact(body) || !PyLong_CheckExact(flag)) {
+            r = FALLBACK;
+        } else {
+            int overflow;
+            long long fv = PyLong_AsLongLongAndOverflow(flag, &overflow);
+            Py_ssize_t blen = PyBytes_GET_SIZE(body);
+            if (overflow || fv < INT32_MIN || fv > INT32_MAX || blen > INT32_MAX - 64) {
+                r = FALLBACK;
+            } else if (w_reserve(&w, 20 + blen + 2) < 0) {
+                r = FAILED;
+            } else {
+                Py_ssize_t head = w.len;
+                w.len += 20;
+                memcpy(w.buf + w.len, PyBytes_AS_STRING(body), blen);
+                w.len += blen + 2;
+                Py_ssize_t props_at = w.len;
+                r = w_properties(&w, props, trailing);
+                Py_ssize_t plen = w.len - props_at;
+                long long total = 20 + (long long)blen + 2 + plen;
+                if (r == 0 && (plen > 32767 || total > INT32_MAX))
+                    r = FALLBACK;
+                if (r == 0) {
+                    char *o = w.buf + head;
+                    put_be32(o, (uint32_t)total);
+                    put_be32(o + 4, 0);
+                    put_be32(o + 8, 0);
+                    put_be32(o + 12, (uint32_t)(int32_t)fv);
+                    put_be32(o + 16, (uint32_t)blen);
+                    w.buf[props_at - 2] = (char)(plen >> 8);
+                    w.buf[props_at - 1] = (char)plen;
+                }
+            }
+        }
+        Py_XDECREF(props);
+        Py_XDECREF(body);
+        Py_XDECREF(flag);
+    }
+    if (r == 0)
+        result = PyBytes_FromStringAndSize(w.buf, w.len);
+    else if (r == FALLBACK)
+        result = Py_NewRef(Py_None);
+    if (w.buf != w.small)
+        PyMem_Free(w.buf);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 static PyObject *codec_configure(PyObject *self, PyObject *args) {
     PyObject *cls, *by_name, *names, *other;
@@ -1266,6 +1394,9 @@ static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))codec_decode_records, METH_FASTCALL,
      "decode_records(buf, pos, end, out, decompress, read_body) -> pos: append MessageExt objects of the "
      "plain records from pos; returns where the Python decoder must go on (end when done)."},
+    {"encode_batch", (PyCFunction)(void (*)(void))codec_encode_batch, METH_FASTCALL,
+     "encode_batch(messages, trailing_separator) -> bytes | None: the §4.6 batch body, or None when "
+     "the Python encoder must handle it."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1292,6 +1423,8 @@ PyMODINIT_FUNC PyInit__ccodec(void) {
     INTERN(s_true, "true");
     INTERN(s_false, "false");
     INTERN(s_zero, "0");
+    INTERN(s_properties, "properties");
+    INTERN(s_flag_attr, "flag");
 #undef INTERN
     if ((zero_int = PyLong_FromLong(0)) == NULL)
         return NULL;

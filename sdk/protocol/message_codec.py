@@ -308,15 +308,25 @@ _ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
 if _ccodec is not None:
     _ccodec.configure_records(MessageExt, _HOSTS, _v4_host, _TOPICS, _topic_str, zlib.decompress)
     _c_decode_records = _ccodec.decode_records
+    _c_encode_batch = _ccodec.encode_batch
 else:
-    _c_decode_records = None
+    _c_decode_records = _c_encode_batch = None
 
 
 def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = False) -> bytes:
     """Encode messages as a batch body (§4.6): per message TOTALSIZE, MAGIC 0, BODYCRC 0, FLAG,
     body and its own properties string (``trailing_separator`` as in :func:`encode_properties`;
     the C++ client writes it, Java does not). The caller checks the batch rules (same topic, no
-    delay, no retry topic) and gives each message its UNIQ_KEY beforehand."""
+    delay, no retry topic) and gives each message its UNIQ_KEY beforehand.
+
+    Raises:
+        struct.error: a flag beyond a Java int, properties over 32767 bytes.
+        UnicodeEncodeError: a property that is not valid Unicode (lone surrogates).
+    """
+    if _c_encode_batch is not None:
+        body = _c_encode_batch(messages, trailing_separator)
+        if body is not None:
+            return body
     parts: list[bytes] = []
     append, head, short = parts.append, _BATCH_HEAD.pack, _H.pack
     for msg in messages:
