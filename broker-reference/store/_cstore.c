@@ -61,6 +61,8 @@ static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
     return c ^ 0xFFFFFFFFu;
 }
 
+static PyObject *StructError;  /* struct.error: what the twin's struct.pack raises */
+
 /* ---- big-endian helpers --------------------------------------------------------------------- */
 static inline int32_t get_i32(const unsigned char *p) {
     return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3]);
@@ -450,7 +452,93 @@ done:
     return result;
 }
 
+/* encode_record(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
+ *               store_timestamp, queue_offset, physical_offset, reconsume_times, prepared_transaction_offset)
+ * One CommitLog record (section 4.5) as bytes: message_codec.encode_stored_message with the body CRC
+ * computed (twin: commit_log.encode_record_py). Raises as the twin: struct.error for an int field
+ * that is not an int or out of range and for properties over 32767 bytes, IndexError for a topic
+ * over 255 bytes (the store's checks keep all of those out). */
+static PyObject *encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "encode_record takes 14 positional arguments");
+        return NULL;
+    }
+    Py_buffer topic = {0}, body = {0}, props = {0}, born = {0}, store = {0};
+    PyObject *result = NULL;
+    long long v[9];  /* queue_id, flag, sys_flag, born_ts, store_ts, queue_offset, phy, reconsume, prepared */
+    static const int idx[9] = {3, 4, 5, 6, 9, 10, 11, 12, 13};
+    for (int i = 0; i < 9; i++) {  /* as struct.pack: struct.error for a non-int or out of range */
+        int is_int = i == 0 || i == 1 || i == 2 || i == 7;
+        v[i] = PyLong_Check(args[idx[i]]) ? PyLong_AsLongLong(args[idx[i]]) : -1;
+        if ((v[i] == -1 && (PyErr_Occurred() || !PyLong_Check(args[idx[i]]))) ||
+            (is_int && (v[i] < INT32_MIN || v[i] > INT32_MAX))) {
+            PyErr_Clear();
+            PyErr_SetString(StructError, "record field is not an integer in range");
+            return NULL;
+        }
+    }
+    if (PyObject_GetBuffer(args[0], &topic, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(args[1], &body, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(args[2], &props, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(args[7], &born, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(args[8], &store, PyBUF_SIMPLE) < 0) goto done;
+    if (body.len > INT32_MAX - 1024 || born.len > 1024 || store.len > 1024) {
+        PyErr_SetString(StructError, "body or host too long");
+        goto done;
+    }
+    if (topic.len > 255) {  /* the twin's topic-length table has 256 entries */
+        PyErr_SetString(PyExc_IndexError, "topic longer than 255 bytes");
+        goto done;
+    }
+    if (props.len > MAX_PROPERTIES_LENGTH) {
+        PyErr_SetString(StructError, "properties longer than 32767 bytes");
+        goto done;
+    }
+    Py_ssize_t size = 75 + born.len + store.len + body.len + topic.len + props.len;
+    result = PyBytes_FromStringAndSize(NULL, size);
+    if (result == NULL) goto done;
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(result);
+    put_u32(w, (uint32_t)size);
+    put_u32(w + 4, MESSAGE_MAGIC_CODE);
+    put_u32(w + 8, crc32_of((const unsigned char *)body.buf, body.len) & 0x7FFFFFFFu);
+    put_u32(w + 12, (uint32_t)v[0]);
+    put_u32(w + 16, (uint32_t)v[1]);
+    put_u64(w + 20, (uint64_t)v[5]);
+    put_u64(w + 28, (uint64_t)v[6]);
+    put_u32(w + 36, (uint32_t)v[2]);
+    put_u64(w + 40, (uint64_t)v[3]);
+    w += 48;
+    memcpy(w, born.buf, (size_t)born.len);
+    w += born.len;
+    put_u64(w, (uint64_t)v[4]);
+    w += 8;
+    memcpy(w, store.buf, (size_t)store.len);
+    w += store.len;
+    put_u32(w, (uint32_t)v[7]);
+    put_u64(w + 4, (uint64_t)v[8]);
+    put_u32(w + 12, (uint32_t)body.len);
+    w += 16;
+    memcpy(w, body.buf, (size_t)body.len);
+    w += body.len;
+    *w++ = (unsigned char)topic.len;
+    memcpy(w, topic.buf, (size_t)topic.len);
+    w += topic.len;
+    *w++ = (unsigned char)(props.len >> 8);
+    *w++ = (unsigned char)props.len;
+    memcpy(w, props.buf, (size_t)props.len);
+done:
+    if (topic.obj) PyBuffer_Release(&topic);
+    if (body.obj) PyBuffer_Release(&body);
+    if (props.obj) PyBuffer_Release(&props);
+    if (born.obj) PyBuffer_Release(&born);
+    if (store.obj) PyBuffer_Release(&store);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
+     "encode_record(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host, "
+     "store_timestamp, queue_offset, physical_offset, reconsume_times, prepared_transaction_offset) -> bytes"},
     {"encode_batch", encode_batch, METH_VARARGS,
      "encode_batch(body, topic, extra, queue_id, sys_flag, born_timestamp, born_host, store_host, reconsume_times, "
      "max_message_size, file_size) -> (records, sizes, tags_codes, properties) | None"},
@@ -464,5 +552,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cstore", "C acceler
 
 PyMODINIT_FUNC PyInit__cstore(void) {
     crc_init();
+    if (StructError == NULL) {
+        PyObject *st = PyImport_ImportModule("struct");
+        if (st == NULL) return NULL;
+        StructError = PyObject_GetAttrString(st, "error");
+        Py_DECREF(st);
+        if (StructError == NULL) return NULL;
+    }
     return PyModule_Create(&module);
 }

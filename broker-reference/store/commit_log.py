@@ -5,7 +5,10 @@ Records are §4.5 layouts built with
 outside the lock; inside the one append lock the store assigns the physical offset, the queue
 offset (table keyed by topic and queue id, advanced only for TRANSACTION_NOT/COMMIT records)
 and the store timestamp and builds the record with them (one ``join``, no patching), then
-writes it. A record never spans
+writes it (``encode_record``: C accelerator ``_cstore`` or its twin :func:`encode_record_py`).
+A SEND_BATCH_MESSAGE body takes :meth:`CommitLog.encode_batch` / :meth:`CommitLog.put_encoded_batch`
+(:mod:`.batch_records`): all records built in one step outside the lock, offsets and store time
+written in under it. A record never spans
 files: when ``len + 8 > remaining`` an end-of-file blank ``int remaining, int 0xCBD43194`` is
 written and the record goes to the next file.
 """
@@ -21,6 +24,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rocketmq_sdk._speedups import load
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.message_codec import (
@@ -50,6 +54,23 @@ _HEAD = struct.Struct(">iiiiiqqiq")
 _TAIL = struct.Struct(">iqi")
 _NOT_OR_COMMIT = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 _ZERO_WINDOW = 8 * 1024 * 1024  # bytes zeroed after a truncation point (> any record)
+
+
+def encode_record_py(topic: bytes, body: bytes, properties: bytes, queue_id: int, flag: int, sys_flag: int,
+                     born_timestamp: int, born_host: bytes, store_host: bytes, store_timestamp: int,
+                     queue_offset: int, physical_offset: int, reconsume_times: int,
+                     prepared_transaction_offset: int) -> bytearray:
+    """Pure-Python twin of ``_cstore.encode_record``: one §4.5 record, :func:`encode_stored_message`
+    with positional arguments (timestamps in ms, offsets in bytes / queue entries)."""
+    return encode_stored_message(
+        topic=topic, body=body, properties=properties, queue_id=queue_id, flag=flag, sys_flag=sys_flag,
+        born_timestamp=born_timestamp, born_host=born_host, store_host=store_host, store_timestamp=store_timestamp,
+        queue_offset=queue_offset, physical_offset=physical_offset, reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared_transaction_offset)
+
+
+_cstore = load("rocketmq_broker.store._cstore")
+encode_record = _cstore.encode_record if _cstore is not None else encode_record_py
 
 
 @functools.lru_cache(maxsize=4096)
@@ -183,11 +204,8 @@ class CommitLog:
         else:
             queue_offset = 0
         topic_b, props_b, born, store, size = wire
-        mf.append(encode_stored_message(
-            topic=topic_b, body=msg.body, properties=props_b, queue_id=queue_id, flag=msg.flag, sys_flag=sys_flag,
-            born_timestamp=msg.born_timestamp, born_host=born, store_host=store, store_timestamp=now,
-            queue_offset=queue_offset, physical_offset=phy, reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=msg.prepared_transaction_offset))
+        mf.append(encode_record(topic_b, msg.body, props_b, queue_id, msg.flag, sys_flag, msg.born_timestamp, born,
+                                store, now, queue_offset, phy, msg.reconsume_times, msg.prepared_transaction_offset))
         req = DispatchRequest(topic, queue_id, phy, size, msg.tags_code, now, queue_offset, sys_flag,
                               msg.prepared_transaction_offset, msg.properties, msg.properties_string)
         if dispatch:
@@ -273,7 +291,7 @@ class CommitLog:
             born, store = _packed_host(born_host), _packed_host(store_host)
             encoded = encode_batch(body, topic_b, extra, queue_id, sys_flag, born_timestamp, born, store,
                                    reconsume_times, self.config.max_message_size, self.file_size)
-        except (ValueError, OverflowError):  # bad host, int out of range: the InnerMessage path decides
+        except (ValueError, OverflowError, struct.error):  # bad host, int out of range: the InnerMessage path decides
             return None
         if encoded is None:
             return None
