@@ -251,6 +251,8 @@ def run_batches(tmp, monkeypatch, mode: str, batches) -> tuple[list, dict[str, b
         store.start()
         if mode == "old":
             m.setattr(store.commit_log, "encode_batch", lambda *a: None)
+        arrivals: list[tuple] = []
+        store.register_arrival_listener(lambda *a: arrivals.append(a))
         used = []
         real = store.put_encoded_batch_async
         m.setattr(store, "put_encoded_batch_async", lambda b: used.append(1) or real(b))
@@ -264,7 +266,7 @@ def run_batches(tmp, monkeypatch, mode: str, batches) -> tuple[list, dict[str, b
         finally:
             store.shutdown()
         assert (mode == "old") == (not used) or not any(a[0] == 0 for a in answers)
-        return answers, _files(cfg.store_path_root_dir)
+        return answers, arrivals, _files(cfg.store_path_root_dir)
 
 
 batch_st = st.tuples(
@@ -303,7 +305,8 @@ def test_send_batch_fast_path_equals_inner_message_path_over_file_ends(tmp_path,
         if answers is None:
             answers = got
             assert sum(a[0] == 0 for a in got[0]) == 36
-            assert sum(k.startswith("commitlog") for k in got[1]) > 3
+            assert len(got[1]) == sum(i % 5 + 1 for i in range(40) if i % 9 != 4)  # arrival listener calls
+            assert sum(k.startswith("commitlog") for k in got[2]) > 3
         else:
             assert got == answers, mode
 
@@ -355,3 +358,61 @@ def test_single_puts_use_encode_record(store, monkeypatch):
     raw = store.commit_log.look_message_by_offset(r.append_message_result.wrote_offset)
     assert raw == commit_log.encode_record_py(*calls[0])
     assert decode_message(raw)[0].body == b"one"
+
+
+# -- store level: SYNC_FLUSH, refusals --------------------------------------------------------------------------
+
+def _encoded(store: MessageStore, n: int = 3):
+    body = raw_batch([(0, b"m%d" % i, f"UNIQ_KEY\x01U{i}".encode()) for i in range(n)])
+    return store.commit_log.encode_batch(body, "TopicA", batch_records.batch_extra("WAIT\x01true", "C"), 1, 0, 5,
+                                         "10.0.0.7:1", "127.0.0.1:10911", 0)
+
+
+def test_encoded_batch_under_sync_flush_waits_for_its_fsync(tmp_path):
+    import asyncio
+
+    from rocketmq_broker.store import FlushDiskType, PutMessageStatus
+    from store_helpers import hold_flushes
+    store = MessageStore(make_config(tmp_path, flush_disk_type=FlushDiskType.SYNC_FLUSH, sync_flush_timeout=50))
+    store.start()
+    release = hold_flushes(store)
+
+    async def main():
+        fut = store.put_encoded_batch_async(_encoded(store))
+        assert isinstance(fut, asyncio.Future)
+        r = await asyncio.wait_for(fut, 2)
+        assert r.put_message_status is PutMessageStatus.FLUSH_DISK_TIMEOUT and r.is_ok()  # stored anyway
+        release.set()
+        r = await asyncio.wait_for(store.put_encoded_batch_async(_encoded(store)), 5)
+        ar = r.append_message_result
+        assert r.put_message_status is PutMessageStatus.PUT_OK and ar.msg_num == 3 and ar.logics_offset == 3
+        assert store.commit_log.flushed_where >= ar.wrote_offset + ar.wrote_bytes
+
+    try:
+        asyncio.run(main())
+    finally:
+        release.set()
+        store.shutdown()
+
+
+def test_encoded_batch_refused_when_the_store_does_not_take_puts(store):
+    from rocketmq_broker.store import PutMessageStatus
+    batch = _encoded(store)
+    store.disk_full = True
+    assert store.put_encoded_batch_async(batch).put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    store.disk_full = False
+    store.commit_log.shutdown_writes()
+    assert store.put_encoded_batch_async(batch).put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert store.commit_log.get_max_offset() == 0
+
+
+def test_encode_batch_declines_what_the_inner_message_path_must_answer(store):
+    extra = batch_records.batch_extra("", "C")
+    body = raw_batch([(0, b"x", b"")])
+    cl = store.commit_log
+    assert cl.encode_batch(body, "TopicA", extra, 0, 4, 5, "10.0.0.7:1", "127.0.0.1:1", 0) is None  # PREPARED
+    assert cl.encode_batch(body, "TopicA", extra, 0, 0, 5, "nohost", "127.0.0.1:1", 0) is None  # bad born host
+    assert cl.encode_batch(body, "TopicA", extra, 2**31, 0, 5, "10.0.0.7:1", "127.0.0.1:1", 0) is None
+    assert cl.encode_batch(body, "TopicA", extra, 0, 0, 2**63, "10.0.0.7:1", "127.0.0.1:1", 0) is None
+    assert cl.encode_batch(body, "", extra, 0, 0, 5, "10.0.0.7:1", "127.0.0.1:1", 0) is None
+    assert cl.encode_batch(body, "TopicA", extra, 0, 0, 5, "10.0.0.7:1", "127.0.0.1:1", 0) is not None
