@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-if os.environ.get("ROCKETMQ_EVENT_LOOP", "").strip().lower() == "uvloop":
+# The suite runs the SDK's and the brokers' loops on asyncio's loop (what users without uvloop
+# get) unless $ROCKETMQ_EVENT_LOOP picks another: `ROCKETMQ_EVENT_LOOP=uvloop make test`.
+os.environ.setdefault("ROCKETMQ_EVENT_LOOP", "asyncio")
+if os.environ["ROCKETMQ_EVENT_LOOP"].strip().lower() == "uvloop":
     # the whole suite on uvloop: the SDK's and brokers' loops follow $ROCKETMQ_EVENT_LOOP, and the
     # tests' own asyncio.run() loops (remoting, TLS, protocol tests) follow this policy
     import uvloop

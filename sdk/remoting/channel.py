@@ -388,6 +388,11 @@ class BufferedChannel(Channel, asyncio.BufferedProtocol):
     plain ``Protocol`` gets a fresh 256 KiB ``bytes`` per read instead, which glibc maps and
     unmaps (``mmap`` + ``mremap`` + ``munmap`` and page faults per read).
 
+    uvloop treats a protocol that is also an ``asyncio.Protocol`` (this class is) as a plain one:
+    it calls :meth:`data_received` with a ``bytes`` of exactly the bytes read (copied from its own
+    per-loop buffer, so without the 256 KiB allocation), and binds the method once per
+    ``set_protocol`` (see ``rocketmq_sdk.remoting.client._watch_first_byte``).
+
     Args:
         dispatcher: the owning client or server.
         max_frame_length: largest accepted frame, length prefix included, in bytes.

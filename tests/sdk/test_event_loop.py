@@ -249,3 +249,18 @@ def test_plaintext_connection_leaves_the_silent_peer_watch_after_the_first_byte(
         loop.run_until_complete(asyncio.wait_for(main(), 15))
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize("env", ["asyncio", "uvloop"])
+def test_benchmark_results_record_the_event_loop(monkeypatch, env):
+    import importlib.util
+
+    from tests.conftest import REPO_ROOT
+
+    spec = importlib.util.spec_from_file_location("bench_run_for_test", REPO_ROOT / "benchmarks" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    monkeypatch.setenv("ROCKETMQ_EVENT_LOOP", env)
+    info = run.runtime_info()
+    assert info["event_loop"] == env
+    assert f"Event loop: {env}." in run.runtime_line(info)
