@@ -211,6 +211,31 @@ static Py_ssize_t merge_props(const unsigned char *s, Py_ssize_t n, const Extra 
     return count;
 }
 
+/* Short property keys and values repeat from message to message ("UNIQ_KEY", "WAIT", "true", tags):
+ * their str objects are kept in a small direct-mapped cache (the GIL guards it). */
+#define STR_CACHE_SLOTS 64
+#define STR_CACHE_MAX 24
+static struct {
+    Py_ssize_t len;
+    unsigned char data[STR_CACHE_MAX];
+    PyObject *str;
+} str_cache[STR_CACHE_SLOTS];
+
+static PyObject *utf8_str(const unsigned char *s, Py_ssize_t n) {
+    if (n == 0 || n > STR_CACHE_MAX) return PyUnicode_DecodeUTF8((const char *)s, n, NULL);
+    unsigned slot = ((unsigned)n * 31u + s[0] * 7u + s[n - 1] + s[n / 2] * 3u) % STR_CACHE_SLOTS;
+    if (str_cache[slot].str != NULL && str_cache[slot].len == n && memcmp(str_cache[slot].data, s, (size_t)n) == 0) {
+        Py_INCREF(str_cache[slot].str);
+        return str_cache[slot].str;
+    }
+    PyObject *str = PyUnicode_DecodeUTF8((const char *)s, n, NULL);
+    if (str == NULL) return NULL;
+    Py_XSETREF(str_cache[slot].str, Py_NewRef(str));
+    str_cache[slot].len = n;
+    memcpy(str_cache[slot].data, s, (size_t)n);
+    return str;
+}
+
 static PyObject *props_dict(const Item *items, Py_ssize_t count, const Extra *extras) {
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
@@ -220,14 +245,14 @@ static PyObject *props_dict(const Item *items, Py_ssize_t count, const Extra *ex
             k = extras[items[j].extra].ks;
             Py_INCREF(k);
         } else {
-            k = PyUnicode_DecodeUTF8((const char *)items[j].k, items[j].kl, NULL);
+            k = utf8_str(items[j].k, items[j].kl);
             if (k == NULL) { Py_DECREF(d); return NULL; }
         }
         if (items[j].extra >= 0) {
             v = extras[items[j].extra].vs;
             Py_INCREF(v);
         } else {
-            v = PyUnicode_DecodeUTF8((const char *)items[j].v, items[j].vl, NULL);
+            v = utf8_str(items[j].v, items[j].vl);
             if (v == NULL) { Py_DECREF(k); Py_DECREF(d); return NULL; }
         }
         int rc = PyDict_SetItem(d, k, v);

@@ -163,6 +163,20 @@ def test_c_edge_cases():
         _cstore.finish_batch(bytearray(10), [0], store, 8, 0, 0, 0)
 
 
+@needs_c
+def test_c_properties_strings_with_many_distinct_short_keys():
+    """Keys and values up to 24 bytes go through a 64-slot string cache: 600 distinct ones
+    (colliding slots, replaced entries, same lengths and end bytes) still decode to themselves."""
+    extra = batch_records.batch_extra("", "C")
+    h = pack_host("10.0.0.7:1")[0]
+    for round_ in range(3):
+        entries = [(0, b"", f"k{i:03d}{round_}\x01v{i % 7}{'é' * (i % 5)}\x02x{i:02d}\x01{'y' * (i % 25)}".encode())
+                   for i in range(600)]
+        args = (raw_batch(entries), b"T", extra, 0, 0, 5, h, h, 0, 4 << 20, 1 << 30)
+        c = _cstore.encode_batch(*args)
+        assert c is not None and c == batch_records.encode_batch_py(*args)
+
+
 def test_python_twin_records_match_the_codec():
     """The twin's records decode back to the messages (independent of the C code)."""
     from rocketmq_sdk.protocol.message_codec import decode_messages
