@@ -1362,6 +1362,111 @@ static PyObject *codec_encode_batch(PyObject *self, PyObject *const *args, Py_ss
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Properties strings (message_codec.decode_properties / encode_properties, protocol doc §4.1)  */
+
+/* decode_properties(text: str) -> dict: "k\x01v\x02..." items; items without a separator, an
+ * empty name or an empty value are skipped (a trailing separator too). */
+static PyObject *codec_decode_properties(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "properties must be a str, not %.100s", Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    while (n > 0 && i <= n) {
+        Py_ssize_t j = PyUnicode_FindChar(text, 2, i, n, 1);
+        if (j == -2)
+            goto fail;
+        if (j == -1)
+            j = n;
+        Py_ssize_t sep = j > i ? PyUnicode_FindChar(text, 1, i, j, 1) : -1;
+        if (sep == -2)
+            goto fail;
+        if (sep > i && j > sep + 1) {
+            PyObject *k = PyUnicode_Substring(text, i, sep);
+            PyObject *v = k != NULL ? PyUnicode_Substring(text, sep + 1, j) : NULL;
+            int r = v != NULL ? PyDict_SetItem(d, k, v) : -1;
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            if (r < 0)
+                goto fail;
+        }
+        i = j + 1;
+    }
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* encode_properties(props: dict, trailing_separator: bool) -> str | None: None when a name or
+ * value is not a str (the Python encoder formats it). None values are skipped. */
+static PyObject *codec_encode_properties(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "encode_properties(props: dict, trailing_separator)");
+        return NULL;
+    }
+    PyObject *props = args[0];
+    int trailing = PyObject_IsTrue(args[1]);
+    if (trailing < 0)
+        return NULL;
+    Py_ssize_t pos = 0, total = 0, count = 0;
+    Py_UCS4 maxchar = 127;
+    PyObject *k, *v;
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        if (v == Py_None)
+            continue;
+        if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v))
+            Py_RETURN_NONE;
+        total += PyUnicode_GET_LENGTH(k) + 1 + PyUnicode_GET_LENGTH(v);
+        Py_UCS4 mk = PyUnicode_MAX_CHAR_VALUE(k), mv = PyUnicode_MAX_CHAR_VALUE(v);
+        if (mk > maxchar)
+            maxchar = mk;
+        if (mv > maxchar)
+            maxchar = mv;
+        count++;
+    }
+    if (count == 0)
+        return PyUnicode_New(0, 0);
+    total += count - 1 + (trailing ? 1 : 0);
+    PyObject *out = PyUnicode_New(total, maxchar);
+    if (out == NULL)
+        return NULL;
+    int kind = PyUnicode_KIND(out);
+    void *data = PyUnicode_DATA(out);
+    Py_ssize_t o = 0;
+    pos = 0;
+    int first = 1;
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        if (v == Py_None)
+            continue;
+        if (!first)
+            PyUnicode_WRITE(kind, data, o++, 2);
+        first = 0;
+        Py_ssize_t kn = PyUnicode_GET_LENGTH(k), vn = PyUnicode_GET_LENGTH(v);
+        if (PyUnicode_CopyCharacters(out, o, k, 0, kn) < 0)
+            goto fail;
+        o += kn;
+        PyUnicode_WRITE(kind, data, o++, 1);
+        if (PyUnicode_CopyCharacters(out, o, v, 0, vn) < 0)
+            goto fail;
+        o += vn;
+    }
+    if (trailing)
+        PyUnicode_WRITE(kind, data, o++, 2);
+    if (o != total) { /* the dict changed under us (a str subclass's __eq__?): let Python do it */
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 
 static PyObject *codec_configure(PyObject *self, PyObject *args) {
     PyObject *cls, *by_name, *names, *other;
@@ -1397,6 +1502,11 @@ static PyMethodDef methods[] = {
     {"encode_batch", (PyCFunction)(void (*)(void))codec_encode_batch, METH_FASTCALL,
      "encode_batch(messages, trailing_separator) -> bytes | None: the §4.6 batch body, or None when "
      "the Python encoder must handle it."},
+    {"decode_properties", codec_decode_properties, METH_O,
+     "decode_properties(text) -> dict: a §4.1 properties string parsed as message_codec.decode_properties."},
+    {"encode_properties", (PyCFunction)(void (*)(void))codec_encode_properties, METH_FASTCALL,
+     "encode_properties(props, trailing_separator) -> str | None: the §4.1 string, or None when a name "
+     "or value is not a str."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -58,6 +58,10 @@ def encode_properties(properties: dict[str, str], *, trailing_separator: bool = 
     Java 4.9.1+ writes no trailing separator (the default); Java 4.9.0 and the C++ client end
     the string with ``\\x02`` (``trailing_separator=True``).
     """
+    if _c_encode_properties is not None and type(properties) is dict:
+        text = _c_encode_properties(properties, trailing_separator)
+        if text is not None:
+            return text
     # a list, not a generator: join() builds one from a generator anyway (~0.1 µs less per call)
     text = PROPERTY_SEPARATOR.join([f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in properties.items() if v is not None])
     return text + PROPERTY_SEPARATOR if trailing_separator and text else text
@@ -309,8 +313,12 @@ if _ccodec is not None:
     _ccodec.configure_records(MessageExt, _HOSTS, _v4_host, _TOPICS, _topic_str, zlib.decompress)
     _c_decode_records = _ccodec.decode_records
     _c_encode_batch = _ccodec.encode_batch
+    _c_encode_properties = _ccodec.encode_properties
+    decode_properties_py = decode_properties
+    decode_properties = _ccodec.decode_properties  # noqa: F811 - the C twin, same results
 else:
-    _c_decode_records = _c_encode_batch = None
+    _c_decode_records = _c_encode_batch = _c_encode_properties = None
+    decode_properties_py = decode_properties
 
 
 def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = False) -> bytes:

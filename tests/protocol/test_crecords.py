@@ -160,3 +160,37 @@ def test_batch_encoded_in_c_round_trips() -> None:
     big = Message("T", b"x")
     big.properties = {"k": "v" * 40000}
     assert codec._c_encode_batch([big], False) is None  # over 32767 bytes: the Python path raises
+
+
+# -- properties strings -------------------------------------------------------------------------
+
+@SETTINGS
+@given(st.text(alphabet=st.sampled_from(list("ab\x01\x02é中\U0001f600 ")), max_size=30))
+def test_properties_decode_alike(text: str) -> None:
+    got = codec._ccodec.decode_properties(text)
+    want = codec.decode_properties_py(text)
+    assert got == want and list(got) == list(want)
+
+
+@SETTINGS
+@given(st.dictionaries(prop_text, prop_values, max_size=6), st.booleans())
+def test_properties_encode_alike(props: dict, trailing: bool) -> None:
+    saved = codec._c_encode_properties
+    codec._c_encode_properties = None
+    try:
+        want = codec.encode_properties(props, trailing_separator=trailing)
+    finally:
+        codec._c_encode_properties = saved
+    got = codec._ccodec.encode_properties(props, trailing)
+    if got is not None:  # None: an int value, formatted by the Python encoder
+        assert got == want
+    assert codec.encode_properties(props, trailing_separator=trailing) == want
+
+
+def test_properties_codec_types() -> None:
+    assert codec._ccodec.decode_properties("") == {}
+    assert codec._ccodec.decode_properties("a\x01b\x02\x02c\x01\x02\x01d\x02e\x01f\x01g") == {"a": "b", "e": "f\x01g"}
+    with pytest.raises(TypeError):
+        codec._ccodec.decode_properties(b"a\x01b")
+    assert codec._ccodec.encode_properties({"k": 1}, False) is None
+    assert codec._ccodec.encode_properties({"k": None}, True) == ""
