@@ -430,3 +430,26 @@ def test_encode_batch_declines_what_the_inner_message_path_must_answer(store):
     assert cl.encode_batch(body, "TopicA", extra, 0, 0, 2**63, "10.0.0.7:1", "127.0.0.1:1", 0) is None
     assert cl.encode_batch(body, "", extra, 0, 0, 5, "10.0.0.7:1", "127.0.0.1:1", 0) is None
     assert cl.encode_batch(body, "TopicA", extra, 0, 0, 5, "10.0.0.7:1", "127.0.0.1:1", 0) is not None
+
+
+def test_put_encoded_batch_without_batch_dispatcher_dispatches_record_by_record(config):
+    """A CommitLog without a batch dispatcher calls its dispatcher once per record, with the
+    offsets, sizes, tags codes and properties of the records written."""
+    from rocketmq_sdk.protocol.javahash import java_string_hash
+    from rocketmq_sdk.protocol.message_codec import decode_messages
+    seen = []
+    cl = commit_log.CommitLog(config, seen.append)
+    cl.load()
+    body = raw_batch([(0, b"a", b"TAGS\x01x"), (0, b"bb", b"UNIQ_KEY\x01U")])
+    batch = cl.encode_batch(body, "TopicA", batch_records.batch_extra("", "C"), 2, 0, 5, "10.0.0.7:1",
+                            "127.0.0.1:10911", 0)
+    result, reqs = cl.put_encoded_batch(batch)
+    assert seen == reqs and len(reqs) == 2
+    msgs = decode_messages(cl.get_message(0, result.append_message_result.wrote_bytes))
+    assert [(r.commit_log_offset, r.consume_queue_offset, r.queue_id, r.topic) for r in reqs] == [
+        (m.commit_log_offset, m.queue_offset, m.queue_id, m.topic) for m in msgs] == [
+        (0, 0, 2, "TopicA"), (reqs[0].msg_size, 1, 2, "TopicA")]
+    assert [r.tags_code for r in reqs] == [java_string_hash("x"), 0]
+    assert [r.get_properties() for r in reqs] == [m.properties for m in msgs]
+    assert result.append_message_result.msg_id == ",".join(m.offset_msg_id for m in msgs)
+    cl.shutdown()
