@@ -152,9 +152,12 @@ def test_c_edge_cases():
     r = both(raw_batch([(0, b"x", "TAGS\x01😀é".encode())]))
     from rocketmq_sdk.protocol.javahash import java_string_hash
     assert r[2] == [java_string_hash("😀é")]
-    big = bytes(range(256)) * 300  # CRC of a long body (slice-by-8 loop)
-    r = both(raw_batch([(0, big, b"")]))
-    assert struct.unpack_from(">i", r[0], 8)[0] == zlib.crc32(big) & 0x7FFFFFFF
+    for n in (7, 8, 9, 1023, 1024, 1025, 76800):  # CRC: table loop (short), zlib.crc32 (from 1 KiB)
+        big = bytes(range(256)) * (n // 256) + b"\xa5" * (n % 256)
+        r = both(raw_batch([(0, big, b"")]))
+        assert struct.unpack_from(">i", r[0], 8)[0] == zlib.crc32(big) & 0x7FFFFFFF
+        rec = _cstore.encode_record(b"T", big, b"", 0, 0, 0, 1, born, store, 2, 3, 4, 0, 0)
+        assert struct.unpack_from(">i", rec, 8)[0] == zlib.crc32(big) & 0x7FFFFFFF
     with pytest.raises(OverflowError):
         _cstore.encode_batch(b"", b"T", extra, 2**31, 0, 5, born, store, 0, 1, 1)
     with pytest.raises(TypeError):
