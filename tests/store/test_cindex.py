@@ -307,3 +307,15 @@ def test_index_service_same_files(monkeypatch, tmp_path, batch):
     assert len(py) >= 5
     if cindex is not None:
         assert _service_files(monkeypatch, tmp_path, cindex, batch) == py
+
+
+def test_closed_file_raises_the_same(monkeypatch, tmp_path):
+    """A closed mapping: the C twin cannot get the buffer and declines; the Python code raises."""
+    results = []
+    for i, mod in enumerate([None, cindex] if cindex is not None else [None]):
+        monkeypatch.setattr(index_file, "_C", mod)
+        f = IndexFile(str(tmp_path / f"2026010100000000{i}"), 4, 8)
+        f.close()
+        results.append((outcome(f.put_keys, [("k", 1, TS0)])[:2], outcome(f.put_key, "k", 1, TS0)[:2]))
+    assert results[0] == (("err", ValueError), ("err", ValueError))
+    assert all(r == results[0] for r in results)
