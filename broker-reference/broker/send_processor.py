@@ -14,7 +14,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from rocketmq_broker.store.batch_records import batch_extra
+from rocketmq_broker.store.batch_records import batch_extra, merge_properties
 from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
 from rocketmq_broker.store.results import PutMessageStatus
 from rocketmq_sdk.exceptions import FrameError
@@ -194,10 +194,11 @@ class SendProcessor:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "Retry group topic can not be sent in batch")
         config = self.broker.config
         store = self.broker.store
+        extra = batch_extra(h.properties or "", config.broker_cluster_name)
         # fast path: the body turned into CommitLog records in one step (C accelerator); None for
         # anything unusual, answered by the InnerMessage path below with its exact refusal
-        batch = store.commit_log.encode_batch(cmd.body, topic, batch_extra(h.properties or "", config.broker_cluster_name),
-                                              queue_id, sys_flag, born, ch.remote_addr, config.broker_addr, reconsume)
+        batch = store.commit_log.encode_batch(cmd.body, topic, extra, queue_id, sys_flag, born, ch.remote_addr,
+                                              config.broker_addr, reconsume)
         if batch is not None:
             result = store.put_encoded_batch_async(batch)
             if isinstance(result, asyncio.Future):
@@ -207,15 +208,11 @@ class SendProcessor:
             entries = decode_batch(cmd.body)
         except FrameError as exc:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, f"malformed batch body: {exc}")
-        batch_props = decode_properties(h.properties or "")
-        batch_props[MC.CLUSTER] = self.broker.config.broker_cluster_name
-        store_host = self.broker.config.broker_addr
+        store_host = config.broker_addr
         born_host = ch.remote_addr
         inners = []
         for flag, body, props_text in entries:
-            props = decode_properties(props_text)
-            for k, v in batch_props.items():
-                props.setdefault(k, v)
+            props = merge_properties(props_text, extra)
             inners.append(InnerMessage(topic, queue_id, body, encode_properties(props),
                                        flag, tags_string_to_tags_code(props.get(MC.TAGS)),
                                        sys_flag, born, born_host, store_host, reconsume, 0, True, props))

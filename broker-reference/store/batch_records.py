@@ -35,7 +35,7 @@ from rocketmq_sdk.protocol.msgid import offset_msg_id_from_packed
 from .inner_message import tags_string_to_tags_code
 
 __all__ = ["MAX_ITEMS", "Extra", "batch_extra", "encode_batch", "encode_batch_py", "finish_batch",
-           "finish_batch_py"]
+           "finish_batch_py", "merge_properties"]
 
 MAX_ITEMS = 64
 """More property items (``\\x02``-separated pieces) in one message: the fast path declines."""
@@ -60,6 +60,15 @@ def batch_extra(properties: str, cluster: str) -> Extra:
     return tuple((k.encode("utf-8"), v.encode("utf-8"), k, v) for k, v in props.items())
 
 
+def merge_properties(text: str, extra: Extra) -> dict[str, str]:
+    """The properties a batch message is stored with: its own (:func:`decode_properties` of
+    ``text``), then the batch's items it lacks (``dict.setdefault`` order)."""
+    props = decode_properties(text)
+    for _kb, _vb, k, v in extra:
+        props.setdefault(k, v)
+    return props
+
+
 def encode_batch_py(body, topic: bytes, extra: Extra, queue_id: int, sys_flag: int, born_timestamp: int,
                     born_host: bytes, store_host: bytes, reconsume_times: int, max_message_size: int,
                     file_size: int) -> Encoded | None:
@@ -77,9 +86,7 @@ def encode_batch_py(body, topic: bytes, extra: Extra, queue_id: int, sys_flag: i
     for flag, msg_body, text in entries:
         if text.count(PROPERTY_SEPARATOR) >= MAX_ITEMS:
             return None
-        props = decode_properties(text)
-        for _kb, _vb, k, v in extra:
-            props.setdefault(k, v)
+        props = merge_properties(text, extra)
         props_b = encode_properties(props).encode("utf-8")
         body_len = len(msg_body)
         size = 75 + len(born_host) + len(store_host) + body_len + len(topic) + len(props_b)
