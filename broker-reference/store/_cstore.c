@@ -1,7 +1,10 @@
-/* C accelerator of the reference broker's batch put (rocketmq_broker.store._cstore).
+/* C accelerator of the reference broker's CommitLog records (rocketmq_broker.store._cstore).
  *
- * Pure-Python twin: rocketmq_broker/store/batch_records.py (encode_batch_py, finish_batch_py);
- * both are compared byte for byte by tests/store/test_cstore.py.
+ * Pure-Python twins: store/batch_records.py (encode_batch_py, finish_batch_py) and
+ * store/commit_log.py (encode_record_py); compared byte for byte by tests/store/test_cstore.py.
+ * Loaded only through rocketmq_sdk._speedups.load (None with ROCKETMQ_PURE_PYTHON set).
+ *
+ * encode_record(...): one record for CommitLog._place (see the function's comment).
  *
  * encode_batch(body, topic, extra, queue_id, sys_flag, born_timestamp, born_host, store_host,
  *              reconsume_times, max_message_size, file_size)
@@ -601,7 +604,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cstore", "C accelerator of the batch put.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cstore", "C accelerator of the CommitLog records.", -1, methods,
+                                    NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__cstore(void) {
     crc_init();
