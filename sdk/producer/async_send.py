@@ -58,6 +58,74 @@ def _frame_for(hooks: list, addr: str, cmd: RemotingCommand, frame: bytes | None
         return cmd.encode()
     return cmd.encode() if frame is None else frame
 
+_allocate_lock = threading.Lock
+
+
+class FutureCondition:
+    """What ``concurrent.futures.Future`` and ``wait()``/``as_completed()`` use of the future's
+    ``threading.Condition`` (``with``, ``acquire``, ``release``, ``wait``, ``notify_all``), on
+    one plain lock, with the waiter queue made only when someone waits.
+
+    A ``threading.Condition`` over an ``RLock`` is eight objects the cyclic garbage collector
+    tracks (its ``__dict__``, the waiter deque, five bound lock methods); with thousands of
+    sends in flight they were most of what each collection walked (PROFILE.md, 2026-11-25
+    async send and the garbage collector). No ``Future`` method takes its condition twice.
+    """
+
+    __slots__ = ("_lock", "_waiters")
+
+    def __init__(self) -> None:
+        self._lock = _allocate_lock()
+        self._waiters: collections.deque | None = None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """``threading.Condition.wait`` (the lock must be held)."""
+        waiter = _allocate_lock()
+        waiter.acquire()
+        waiters = self._waiters
+        if waiters is None:
+            waiters = self._waiters = collections.deque()
+        waiters.append(waiter)
+        self._lock.release()
+        got = False
+        try:
+            if timeout is None:
+                waiter.acquire()
+                got = True
+            elif timeout > 0:
+                got = waiter.acquire(True, timeout)
+            else:
+                got = waiter.acquire(False)
+            return got
+        finally:
+            self._lock.acquire()
+            if not got:
+                try:
+                    waiters.remove(waiter)
+                except ValueError:
+                    pass
+
+    def notify_all(self) -> None:
+        """Wake every waiter (the lock must be held)."""
+        waiters = self._waiters
+        if waiters:
+            for waiter in waiters:
+                waiter.release()
+            waiters.clear()
+
+
 class SendFuture(concurrent.futures.Future):
     """The ``concurrent.futures.Future`` of a Task-free ``send_async``.
 
@@ -70,8 +138,18 @@ class SendFuture(concurrent.futures.Future):
     """
 
     def __init__(self, slots: InFlight) -> None:
-        super().__init__()
         self._slots = slots
+        if PENDING is None:  # pragma: no cover - another implementation: its own __init__
+            super().__init__()
+            self._condition = FutureCondition()
+            return
+        # Future.__init__ with a FutureCondition (the same fields)
+        self._condition = FutureCondition()
+        self._state = PENDING
+        self._result = None
+        self._exception = None
+        self._waiters = []
+        self._done_callbacks = []
 
     def _invoke_callbacks(self) -> None:  # called once: when the future becomes done
         self._slots.release()

@@ -99,3 +99,41 @@ def test_in_flight_bounds_async_and_queued_oneway_sends_apart():
     assert slots.total == 0 and slots.idle.is_set()
     with pytest.raises(ValueError):
         slots.leave()
+
+
+def test_result_with_a_timeout_times_out_then_completes():
+    fut, _slots, _seen = _future()
+    with pytest.raises(concurrent.futures.TimeoutError):
+        fut.result(0.01)
+    with pytest.raises(concurrent.futures.TimeoutError):
+        fut.result(0)  # a zero timeout polls
+    assert fut._condition._waiters is not None and not fut._condition._waiters  # timed-out waiters left
+    fut.finish("late")
+    assert fut.result(0) == "late"
+
+
+def test_many_threads_waiting_on_one_future_all_wake():
+    fut, _slots, _seen = _future()
+    results: list = []
+    started = threading.Barrier(9)
+
+    def waiter():
+        started.wait(5)
+        results.append(fut.result(5))
+
+    threads = [threading.Thread(target=waiter) for _ in range(8)]
+    for t in threads:
+        t.start()
+    started.wait(5)
+    fut.finish("r")
+    for t in threads:
+        t.join(5)
+    assert results == ["r"] * 8
+
+
+def test_the_condition_is_light():
+    """A SendFuture holds no threading.Condition (eight GC-tracked objects per future)."""
+    fut, _slots, _seen = _future()
+    assert not isinstance(fut._condition, threading.Condition)
+    assert not hasattr(fut._condition, "__dict__")
+    assert fut._condition._waiters is None  # made only when someone waits
