@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from json.encoder import encode_basestring as _json_str  # the C function the header encoder uses
 
+from .. import _speedups
 from ..protocol.codes import CURRENT_VERSION, LanguageCode, SerializeType
 from ..remoting.command import FLAG_ONEWAY, RemotingCommand, _next_opaque
 
@@ -29,6 +30,9 @@ _JSON = int(SerializeType.JSON)
 _new = object.__new__
 _EXT_SLOT = RemotingCommand.__dict__["ext_fields"]  # the base class's slot (SendRequest shadows it)
 _FRAME_PREFIX = struct.Struct(">II")
+# the C twin of SendRequest.encode's template rendering (sdk/protocol/_ccodec.c render_send)
+_ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
+_c_render = _ccodec.render_send if _ccodec is not None else None
 
 # markers, in the order they appear in the rendered header (ext fields e, f, g, h, i, n; then the
 # command's flag and opaque); digits-only values are spliced between the quotes of their marker
@@ -122,8 +126,14 @@ class SendRequest(RemotingCommand):
 
     def encode(self) -> bytes:
         """The frame, as :meth:`RemotingCommand.encode` (which it uses unless templated JSON)."""
-        if self._tmpl is None or self.serialize_type != _JSON:
+        tmpl = self._tmpl
+        if tmpl is None or self.serialize_type != _JSON:
             return RemotingCommand.encode(self)
+        if _c_render is not None and self.remark is None and self.language == _PYTHON \
+                and self.version == CURRENT_VERSION:
+            frame = _c_render(tmpl.pieces, self._vals, self.flag, self.opaque, self.body)
+            if frame is not None:
+                return frame
         header = self._encode_json_header()
         hlen = len(header)
         if hlen > 0xFFFFFF:
