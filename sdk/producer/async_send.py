@@ -190,7 +190,8 @@ class AsyncSend:
     """
 
     __slots__ = ("producer", "inst", "prepared", "info", "queue", "addr", "deadline", "timeout_ms",
-                 "retries", "fut", "cmd", "frame", "started", "timer", "channel", "_done", "_remaining")
+                 "retries", "fut", "cmd", "frame", "started", "timer", "channel", "_done", "_remaining",
+                 "expires_at", "opaque", "code")
 
     def __init__(self, producer: Producer, inst: MQClientInstance, prepared: _Prepared,
                  info: TopicPublishInfo | None, queue: MessageQueue, addr: str, timeout_ms: float,
@@ -206,9 +207,15 @@ class AsyncSend:
         self.retries = retries
         self.fut: SendFuture = SendFuture(producer._inflight_slots)
         hooks = inst.remoting.rpc_hooks
-        self.cmd = cmd = producer._request_for(prepared, queue, hooks)
-        # encoded here, in the caller's thread, unless RPC hooks must see (and sign) it first
-        self.frame = None if hooks else cmd.encode()
+        cmd = producer._request_for(prepared, queue, hooks)
+        self.opaque, self.code = cmd.opaque, cmd.code
+        # encoded here, in the caller's thread, unless RPC hooks must see (and sign) it first;
+        # without hooks only the frame is kept (one object less for the GC per send in flight)
+        if hooks:
+            self.cmd, self.frame = cmd, None
+        else:
+            self.cmd, self.frame = None, cmd.encode()
+        self.expires_at = 0.0
         self.started = 0.0
         self.timer: asyncio.TimerHandle | None = None
         self.channel: Any = None
@@ -236,10 +243,14 @@ class AsyncSend:
         if remaining <= 0:
             self._failed(RemotingTimeoutError(self.queue.broker_name, self.timeout_ms, "send"))
             return
-        cmd = self.cmd
         try:
-            frame = _frame_for(remoting.rpc_hooks, self.addr, cmd, self.frame)
-            channel._pending[cmd.opaque] = self
+            hooks = remoting.rpc_hooks
+            if hooks and self.cmd is None:  # hooks installed since: they see a fresh request
+                self.cmd = self.producer._request_for(self.prepared, self.queue, hooks)
+                self.opaque = self.cmd.opaque
+            cmd = self.cmd
+            frame = self.frame if cmd is None else _frame_for(hooks, self.addr, cmd, self.frame)
+            channel._pending[self.opaque] = self
             self.channel = channel
             self._remaining = remaining
             self.producer._deadlines_on(channel._loop).add(channel._loop.time() + remaining / 1000.0, self)
@@ -260,8 +271,9 @@ class AsyncSend:
             self.timer.cancel()
         addr = self.addr
         try:
-            for hook in self.inst.remoting.rpc_hooks:
-                hook.after_response(addr, self.cmd, resp)
+            if self.cmd is not None:  # sent through the RPC hooks
+                for hook in self.inst.remoting.rpc_hooks:
+                    hook.after_response(addr, self.cmd, resp)
             result = _send_result(resp, addr, self.queue, self.prepared.uniq_id)
         except Exception as exc:
             self._failed(exc, done=True)
@@ -293,12 +305,12 @@ class AsyncSend:
             return
         self._unregister()
         self.set_exception(RemotingTimeoutError(self.channel.remote_addr, self._remaining,
-                                                f"request code {self.cmd.code}"))
+                                                f"request code {self.code}"))
 
     def _unregister(self) -> None:
         channel = self.channel
-        if channel is not None and channel._pending.get(self.cmd.opaque) is self:
-            del channel._pending[self.cmd.opaque]
+        if channel is not None and channel._pending.get(self.opaque) is self:
+            del channel._pending[self.opaque]
 
     def _failed(self, exc: BaseException, *, done: bool = False) -> None:
         """The first attempt failed: bookkeeping, then the retries or the caller's error."""
@@ -357,16 +369,19 @@ class DeadlineQueue:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.items: collections.deque[tuple[float, AsyncSend]] = collections.deque()
+        # the sends themselves, each with its ``expires_at`` (no tuple per send: fewer objects for
+        # the GC while thousands are in flight)
+        self.items: collections.deque[AsyncSend] = collections.deque()
         self.timer: asyncio.TimerHandle | None = None
 
     def add(self, when: float, send: AsyncSend) -> None:
         """Call ``send._expire()`` at loop time ``when`` unless it is done by then (loop thread)."""
         items = self.items
-        if items and when < items[-1][0]:
+        if items and when < items[-1].expires_at:
             send.timer = self.loop.call_at(when, send._expire)
             return
-        items.append((when, send))
+        send.expires_at = when
+        items.append(send)
         if self.timer is None:
             self.timer = self.loop.call_at(min(when, self.loop.time() + self.SWEEP_S), self._fire)
 
@@ -375,7 +390,8 @@ class DeadlineQueue:
         items = self.items
         now = self.loop.time()
         while items:
-            when, send = items[0]
+            send = items[0]
+            when = send.expires_at
             if send._done:
                 items.popleft()
             elif when <= now:
@@ -384,7 +400,7 @@ class DeadlineQueue:
             else:
                 break
         if items:
-            self.timer = self.loop.call_at(min(items[0][0], now + self.SWEEP_S), self._fire)
+            self.timer = self.loop.call_at(min(items[0].expires_at, now + self.SWEEP_S), self._fire)
 
 
 class InFlight:

@@ -149,3 +149,40 @@ def test_closed_connection_falls_back_to_the_coroutine_path_and_reconnects(paths
         results = [p.send_async(Message("TopicAs8", b"x")).result(10) for _ in range(3)]
     assert all(r.send_status is SendStatus.SEND_OK for r in results)
     assert paths["fast"] - before["fast"] == 3 and paths["fallback"] - before["fallback"] == 1
+
+
+class _RecordingHook:
+    def __init__(self) -> None:
+        self.before: list[int] = []
+        self.after: list[tuple[int, int]] = []
+
+    def before_request(self, addr, cmd):
+        cmd.ext_fields["hooked"] = "yes"  # a hook may change the header (ACL signing does)
+        self.before.append(cmd.opaque)
+
+    def after_response(self, addr, cmd, resp):
+        self.after.append((cmd.opaque, resp.opaque))
+
+
+def test_a_hook_installed_while_sends_wait_for_the_loop_sees_them_leave_and_return(paths):
+    """Sends prepared without RPC hooks keep only their frame; a hook installed before the loop
+    writes them gets a fresh request to sign, and sees its answer."""
+    import threading
+
+    with ScriptedCluster(brokers=("b",)) as fake, Producer("pg_as_hook", fake.addr) as p:
+        p.send(Message("TopicAh", b"warm"))
+        inst = p.instance
+        hold = threading.Event()
+        inst.loop_thread.loop.call_soon_threadsafe(lambda: hold.wait(5))  # the loop is busy
+        futs = [p.send_async(Message("TopicAh", f"h{i}".encode())) for i in range(5)]
+        hook = _RecordingHook()
+        inst.remoting.rpc_hooks.append(hook)
+        hold.set()
+        results = [f.result(5) for f in futs]
+        assert p.wait_for_in_flight(5)
+        inst.remoting.rpc_hooks.remove(hook)
+    assert all(r.send_status is SendStatus.SEND_OK for r in results)
+    assert len(hook.before) == 5 and sorted(o for o, _ in hook.after) == sorted(hook.before)
+    assert all(a == b for a, b in hook.after)
+    sends = [r for r in fake.requests_of(SEND) if r.body.startswith(b"h")]
+    assert len(sends) == 5 and all(r.ext_fields.get("hooked") == "yes" for r in sends)
