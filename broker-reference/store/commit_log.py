@@ -179,6 +179,12 @@ class CommitLog:
             return PutMessageStatus.MESSAGE_ILLEGAL
         return topic, props, born, store, size
 
+    def _store_time(self) -> int:
+        """Now in ms, never before the last record's store time (lock held): store times stay
+        monotonic for the search by time."""
+        now = int(time.time() * 1000)
+        return now if now >= self.last_store_timestamp else self.last_store_timestamp
+
     def _writable_file(self, needed: int) -> MappedFile:
         """The file that has room for ``needed`` bytes plus the end blank (lock held)."""
         mf = self.mapped_file_queue.get_last_mapped_file(0)
@@ -224,9 +230,7 @@ class CommitLog:
         with self.put_lock:
             if not self.available:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
-            now = int(time.time() * 1000)
-            if now < self.last_store_timestamp:  # keep store times monotonic for time search
-                now = self.last_store_timestamp
+            now = self._store_time()
             mf = self._writable_file(size)
             phy, queue_offset, req = self._place(mf, msg, wire, now)
             self.last_store_timestamp = now
@@ -257,9 +261,7 @@ class CommitLog:
         with self.put_lock:
             if not self.available:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
-            now = int(time.time() * 1000)
-            if now < self.last_store_timestamp:
-                now = self.last_store_timestamp
+            now = self._store_time()
             mf = self._writable_file(total)
             first_queue_offset = 0
             place = self._place
@@ -308,9 +310,7 @@ class CommitLog:
         with self.put_lock:
             if not self.available:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
-            now = int(time.time() * 1000)
-            if now < self.last_store_timestamp:
-                now = self.last_store_timestamp
+            now = self._store_time()
             mf = self._writable_file(total)
             phy0 = mf.file_from_offset + mf.wrote_position
             key = (topic, queue_id)

@@ -612,18 +612,29 @@ static int w_long(Writer *w, long long v) {
     return w_put(w, tmp, n);
 }
 
+/* The UTF-8 form of a str; NULL with *r set to FALLBACK when it cannot be encoded (lone
+ * surrogates: the Python path raises UnicodeEncodeError) or to FAILED (another error). */
+static const char *utf8_of(PyObject *s, Py_ssize_t *n, int *r) {
+    const char *u = PyUnicode_AsUTF8AndSize(s, n);
+    if (u == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            *r = FALLBACK;
+        } else {
+            *r = FAILED;
+        }
+    }
+    return u;
+}
+
 /* A JSON string as json.dumps(ensure_ascii=False) writes it, in UTF-8. FALLBACK when the str
  * cannot be encoded (lone surrogates: the Python path raises). */
 static int w_json_str(Writer *w, PyObject *s) {
     Py_ssize_t n;
-    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
-    if (u == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-            PyErr_Clear();
-            return FALLBACK;
-        }
-        return FAILED;
-    }
+    int r = 0;
+    const char *u = utf8_of(s, &n, &r);
+    if (u == NULL)
+        return r;
     if (w_reserve(w, n * 6 + 2) < 0)
         return FAILED;
     static const char hex[] = "0123456789abcdef";
@@ -1259,15 +1270,11 @@ static int w_properties(Writer *w, PyObject *props, int trailing) {
         if (!PyUnicode_CheckExact(k) || !PyUnicode_CheckExact(v))
             return FALLBACK;
         Py_ssize_t kn, vn;
-        const char *ks = PyUnicode_AsUTF8AndSize(k, &kn);
-        const char *vs = ks != NULL ? PyUnicode_AsUTF8AndSize(v, &vn) : NULL;
-        if (vs == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-                PyErr_Clear();
-                return FALLBACK;
-            }
-            return FAILED;
-        }
+        int r = 0;
+        const char *ks = utf8_of(k, &kn, &r);
+        const char *vs = ks != NULL ? utf8_of(v, &vn, &r) : NULL;
+        if (vs == NULL)
+            return r;
         if (w_reserve(w, kn + vn + 2) < 0)
             return FAILED;
         if (!first)
@@ -1514,11 +1521,9 @@ static PyObject *codec_render_send(PyObject *self, PyObject *const *args, Py_ssi
             break;
         }
         Py_ssize_t pn;
-        const char *ps = PyUnicode_AsUTF8AndSize(piece, &pn);
-        if (ps == NULL) {
-            r = PyErr_ExceptionMatches(PyExc_UnicodeEncodeError) ? (PyErr_Clear(), FALLBACK) : FAILED;
+        const char *ps = utf8_of(piece, &pn, &r);
+        if (ps == NULL)
             break;
-        }
         if (w_put(&w, ps, pn) < 0) {
             r = FAILED;
             break;
@@ -1533,10 +1538,8 @@ static PyObject *codec_render_send(PyObject *self, PyObject *const *args, Py_ssi
                 r = w_json_str(&w, v);
             } else {
                 Py_ssize_t vn;
-                const char *vs = PyUnicode_AsUTF8AndSize(v, &vn);
-                if (vs == NULL)
-                    r = PyErr_ExceptionMatches(PyExc_UnicodeEncodeError) ? (PyErr_Clear(), FALLBACK) : FAILED;
-                else if (w_put(&w, vs, vn) < 0)
+                const char *vs = utf8_of(v, &vn, &r);
+                if (vs != NULL && w_put(&w, vs, vn) < 0)
                     r = FAILED;
             }
         } else if (k == 6) {
