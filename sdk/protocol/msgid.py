@@ -17,6 +17,7 @@ import socket
 import struct
 import threading
 import time
+from typing import Any
 
 _OFFSET_ID = struct.Struct(">q")
 _PORT = struct.Struct(">i")
@@ -184,8 +185,33 @@ _GENERATOR: UniqIdGenerator | None = None
 
 
 def create_uniq_id() -> str:
-    """A new ``UNIQ_KEY`` from the process-wide generator."""
+    """A new ``UNIQ_KEY`` from the process-wide generator.
+
+    With the C accelerator the generator's state (prefix, month, counter) is handed to
+    ``_ccodec.uniq_create``, which makes the ids until the month ends or the process forks;
+    then this generator takes over again (and hands the new state back)."""
+    if _c_uniq_create is not None:
+        uid = _c_uniq_create()
+        if uid is not None:
+            return uid
     global _GENERATOR
-    if _GENERATOR is None:
-        _GENERATOR = UniqIdGenerator()
-    return _GENERATOR.create()
+    gen = _GENERATOR
+    if gen is None:
+        gen = _GENERATOR = UniqIdGenerator()
+    uid = gen.create()
+    if _c_uniq_configure is not None:
+        _c_uniq_configure(gen._prefix, gen._start_ms, gen._next_start_ms, next(gen._counter) & 0xFFFF)
+    return uid
+
+
+def _load_accelerator() -> tuple[Any, Any]:
+    from .. import _speedups
+
+    mod = _speedups.load("rocketmq_sdk.protocol._ccodec")
+    if mod is None:
+        return None, None
+    os.register_at_fork(after_in_child=lambda: mod.uniq_configure(None))  # the child re-derives its prefix
+    return mod.uniq_create, mod.uniq_configure
+
+
+_c_uniq_create, _c_uniq_configure = _load_accelerator()

@@ -152,3 +152,38 @@ def test_fork_child_gets_a_different_prefix():
     assert len(child_id) == 32
     assert child_id[:20] != parent_id[:20]
     assert decode_uniq_id(child_id)[1] == pid & 0xFFFF
+
+
+# -- the C generator of the process-wide ids (_ccodec.uniq_create) ------------------------------
+
+from rocketmq_sdk.protocol import msgid as msgid_mod  # noqa: E402
+
+
+@pytest.mark.skipif(msgid_mod._c_uniq_create is None, reason="C accelerator not built or disabled")
+def test_c_ids_continue_the_python_generator():
+    first = create_uniq_id()  # made or handed over by the Python generator at least once
+    ids = [create_uniq_id() for _ in range(70_000)]
+    gen = msgid_mod._GENERATOR
+    assert len(set(ids)) == len(ids) and all(len(i) == 32 for i in ids)
+    assert {i[:20] for i in ids} == {gen._prefix} == {first[:20]}  # ip, pid, random int
+    counters = [int(i[-4:], 16) for i in ids]
+    assert all((b - a) & 0xFFFF == 1 for a, b in zip(counters, counters[1:], strict=False))  # wraps
+    now_delta = (int(time.time() * 1000) - gen._start_ms) & 0xFFFFFFFF
+    assert 0 <= now_delta - decode_uniq_id(ids[-1])[2] < 5_000  # ms since the month start
+    assert decode_uniq_id(ids[0])[2] <= decode_uniq_id(ids[-1])[2]
+
+
+@pytest.mark.skipif(msgid_mod._c_uniq_create is None, reason="C accelerator not built or disabled")
+def test_the_python_generator_takes_over_at_the_month_end():
+    create_uniq_id()
+    gen = msgid_mod._GENERATOR
+    past = int(time.time() * 1000) - 1
+    msgid_mod._c_uniq_configure(gen._prefix, gen._start_ms - 2_000_000_000, past, 7)
+    assert msgid_mod._c_uniq_create() is None  # the month is over for the C state
+    gen._next_start_ms = past  # and for the generator: it rolls the month
+    uid = create_uniq_id()
+    assert gen._next_start_ms > past and msgid_mod._c_uniq_create() is not None  # handed back
+    assert 0 <= ((int(time.time() * 1000) - gen._start_ms) & 0xFFFFFFFF) - decode_uniq_id(uid)[2] < 5_000
+    msgid_mod._c_uniq_configure(None)
+    assert msgid_mod._c_uniq_create() is None
+    assert len(create_uniq_id()) == 32 and msgid_mod._c_uniq_create() is not None
