@@ -253,6 +253,32 @@ static int skip_scalar(Cur *c) {
     return FALLBACK;
 }
 
+/* After an object member: 1 on ',' (another member follows), 0 on '}' (the object ends), -1
+ * on anything else. */
+static int after_member(Cur *c) {
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ',') {
+        c->p++;
+        return 1;
+    }
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    return -1;
+}
+
+/* The ':' after a member name and the whitespace around it; -1 when it is missing or the text
+ * ends there. */
+static int member_colon(Cur *c) {
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':')
+        return -1;
+    c->p++;
+    skip_ws(c);
+    return c->p < c->end ? 0 : -1;
+}
+
 /* extFields: an object of str -> str | integer | true | false | null (null entries dropped,
  * others as fastjson fills a Map<String,String>). Duplicate keys: FALLBACK. */
 static int parse_ext(Cur *c, PyObject **out) {
@@ -272,14 +298,7 @@ static int parse_ext(Cur *c, PyObject **out) {
         skip_ws(c);
         if ((r = parse_str(c, &key)))
             goto fail_r;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') {
-            r = FALLBACK;
-            goto fail_r;
-        }
-        c->p++;
-        skip_ws(c);
-        if (c->p >= c->end) {
+        if (member_colon(c) < 0) {
             r = FALLBACK;
             goto fail_r;
         }
@@ -335,15 +354,11 @@ static int parse_ext(Cur *c, PyObject **out) {
         }
         Py_DECREF(key);
         Py_XDECREF(val);
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ',') {
-            c->p++;
+        int more = after_member(c);
+        if (more > 0)
             continue;
-        }
-        if (c->p < c->end && *c->p == '}') {
-            c->p++;
+        if (more == 0)
             break;
-        }
         Py_DECREF(d);
         return FALLBACK;
     fail_r:
@@ -412,12 +427,7 @@ static int parse_header(Cur *c, Header *h) {
         skip_ws(c);
         if (scan_string(c, &k, &kn, &kind) || kind == 2)
             return FALLBACK;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':')
-            return FALLBACK;
-        c->p++;
-        skip_ws(c);
-        if (c->p >= c->end)
+        if (member_colon(c) < 0)
             return FALLBACK;
         long long *num = NULL;
         if (kn == 4 && memcmp(k, "code", 4) == 0) {
@@ -475,15 +485,11 @@ static int parse_header(Cur *c, Header *h) {
         } else if (skip_scalar(c)) {
             return FALLBACK;
         }
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ',') {
-            c->p++;
+        int more = after_member(c);
+        if (more > 0)
             continue;
-        }
-        if (c->p < c->end && *c->p == '}') {
-            c->p++;
+        if (more == 0)
             break;
-        }
         return FALLBACK;
     }
     skip_ws(c);
@@ -687,89 +693,97 @@ static int get_long(PyObject *cmd, PyObject *name, long long *v) {
     return 0;
 }
 
-static int write_header(Writer *w, PyObject *cmd) {
-    long long code, flag, opaque, version;
-    int r;
-    if ((r = get_long(cmd, s_code, &code)) || (r = get_long(cmd, s_flag, &flag)) ||
-        (r = get_long(cmd, s_opaque, &opaque)) || (r = get_long(cmd, s_version, &version)))
-        return r;
-    if (W_LIT(w, "{\"code\":") < 0 || w_long(w, code) < 0)
+static int is_dict(PyObject *o) { return PyDict_CheckExact(o); }
+static int is_str(PyObject *o) { return PyUnicode_Check(o); }
+
+/* The attribute `name` of cmd in *out (a new reference; NULL for None); FALLBACK when it is
+ * neither None nor accepted by `check` (the Python encoder decides). */
+static int get_optional(PyObject *cmd, PyObject *name, int (*check)(PyObject *), PyObject **out) {
+    PyObject *v = PyObject_GetAttr(cmd, name);
+    *out = NULL;
+    if (v == NULL)
         return FAILED;
-    PyObject *ext = PyObject_GetAttr(cmd, s_ext_fields);
-    if (ext == NULL)
-        return FAILED;
-    if (ext != Py_None) {
-        if (!PyDict_CheckExact(ext)) {
-            Py_DECREF(ext);
-            return FALLBACK;
-        }
-        if (PyDict_GET_SIZE(ext) > 0) {
-            if (W_LIT(w, ",\"extFields\":{") < 0)
-                goto ext_failed;
-            Py_ssize_t pos = 0;
-            PyObject *k, *v;
-            int first = 1;
-            while (PyDict_Next(ext, &pos, &k, &v)) {
-                if (v == Py_None)
-                    continue; /* Java skips null fields, as _clean_ext does */
-                if (!PyUnicode_Check(k) || !PyUnicode_Check(v)) {
-                    Py_DECREF(ext);
-                    return FALLBACK;
-                }
-                if (!first && W_LIT(w, ",") < 0)
-                    goto ext_failed;
-                first = 0;
-                if ((r = w_json_str(w, k)) || W_LIT(w, ":") < 0 || (r = w_json_str(w, v))) {
-                    Py_DECREF(ext);
-                    return r ? r : FAILED;
-                }
-            }
-            if (W_LIT(w, "}") < 0)
-                goto ext_failed;
-        }
+    if (v == Py_None) {
+        Py_DECREF(v);
+        return 0;
     }
-    Py_DECREF(ext);
-    if (W_LIT(w, ",\"flag\":") < 0 || w_long(w, flag) < 0 || W_LIT(w, ",\"language\":\"") < 0)
+    if (!check(v)) {
+        Py_DECREF(v);
+        return FALLBACK;
+    }
+    *out = v;
+    return 0;
+}
+
+/* ,"extFields":{...} of a non-empty dict (None values skipped, as _clean_ext does); FALLBACK
+ * for a name or value that is not a str. */
+static int write_ext(Writer *w, PyObject *ext) {
+    if (PyDict_GET_SIZE(ext) == 0)
+        return 0;
+    if (W_LIT(w, ",\"extFields\":{") < 0)
         return FAILED;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    int first = 1, r;
+    while (PyDict_Next(ext, &pos, &k, &v)) {
+        if (v == Py_None)
+            continue; /* Java skips null fields */
+        if (!PyUnicode_Check(k) || !PyUnicode_Check(v))
+            return FALLBACK;
+        if (!first && W_LIT(w, ",") < 0)
+            return FAILED;
+        first = 0;
+        if ((r = w_json_str(w, k)) || W_LIT(w, ":") < 0 || (r = w_json_str(w, v)))
+            return r ? r : FAILED;
+    }
+    return W_LIT(w, "}") < 0 ? FAILED : 0;
+}
+
+/* "language":"NAME" of the command's language code (OTHER when unknown) */
+static int write_language(Writer *w, PyObject *cmd) {
     PyObject *lang = PyObject_GetAttr(cmd, s_language);
     if (lang == NULL)
         return FAILED;
     PyObject *name = PyDict_GetItemWithError(language_names, lang); /* borrowed */
     Py_DECREF(lang);
-    if (name == NULL) {
-        if (PyErr_Occurred())
-            return FAILED;
-        if (W_LIT(w, "OTHER") < 0)
-            return FAILED;
-    } else {
-        Py_ssize_t nn;
-        const char *ns = PyUnicode_AsUTF8AndSize(name, &nn);
-        if (ns == NULL || w_put(w, ns, nn) < 0)
-            return FAILED;
+    if (name == NULL)
+        return PyErr_Occurred() || W_LIT(w, "OTHER") < 0 ? FAILED : 0;
+    Py_ssize_t nn;
+    const char *ns = PyUnicode_AsUTF8AndSize(name, &nn);
+    return ns == NULL || w_put(w, ns, nn) < 0 ? FAILED : 0;
+}
+
+static int write_header(Writer *w, PyObject *cmd) {
+    long long code, flag, opaque, version;
+    PyObject *ext, *remark;
+    int r;
+    if ((r = get_long(cmd, s_code, &code)) || (r = get_long(cmd, s_flag, &flag)) ||
+        (r = get_long(cmd, s_opaque, &opaque)) || (r = get_long(cmd, s_version, &version)))
+        return r;
+    if ((r = get_optional(cmd, s_ext_fields, is_dict, &ext)))
+        return r;
+    if ((r = get_optional(cmd, s_remark, is_str, &remark))) {
+        Py_XDECREF(ext);
+        return r;
     }
-    if (W_LIT(w, "\",\"opaque\":") < 0 || w_long(w, opaque) < 0)
-        return FAILED;
-    PyObject *remark = PyObject_GetAttr(cmd, s_remark);
-    if (remark == NULL)
-        return FAILED;
-    if (remark != Py_None) {
-        if (!PyUnicode_Check(remark)) {
-            Py_DECREF(remark);
-            return FALLBACK;
-        }
-        if (W_LIT(w, ",\"remark\":") < 0 || (r = w_json_str(w, remark))) {
-            Py_DECREF(remark);
-            return r ? r : FAILED;
-        }
-    }
-    Py_DECREF(remark);
-    if (W_LIT(w, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") < 0 || w_long(w, version) < 0 ||
-        W_LIT(w, "}") < 0)
-        return FAILED;
-    return 0;
-ext_failed:
-    Py_DECREF(ext);
-    return FAILED;
+    if (W_LIT(w, "{\"code\":") < 0 || w_long(w, code) < 0)
+        r = FAILED;
+    if (!r && ext != NULL)
+        r = write_ext(w, ext);
+    if (!r && (W_LIT(w, ",\"flag\":") < 0 || w_long(w, flag) < 0 || W_LIT(w, ",\"language\":\"") < 0))
+        r = FAILED;
+    if (!r)
+        r = write_language(w, cmd);
+    if (!r && (W_LIT(w, "\",\"opaque\":") < 0 || w_long(w, opaque) < 0))
+        r = FAILED;
+    if (!r && remark != NULL && (W_LIT(w, ",\"remark\":") < 0 || (r = w_json_str(w, remark))))
+        r = r ? r : FAILED;
+    if (!r && (W_LIT(w, ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":") < 0 || w_long(w, version) < 0 ||
+               W_LIT(w, "}") < 0))
+        r = FAILED;
+    Py_XDECREF(ext);
+    Py_XDECREF(remark);
+    return r;
 }
 
 static PyObject *codec_encode(PyObject *self, PyObject *cmd) {
