@@ -1721,7 +1721,7 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_ccodec",
     "C accelerator of the RocketMQ remoting frame codec (pure-Python twin: "
     "rocketmq_sdk.remoting.command).",
-    -1, methods,
+    -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__ccodec(void) {
