@@ -107,6 +107,7 @@ class DispatchRequest:
 
 
 Dispatcher = Callable[[DispatchRequest], None]
+"""Called inside the append lock (or during recovery) for every appended record."""
 
 
 @dataclass(slots=True)
@@ -123,7 +124,7 @@ class EncodedBatch:
     sizes: list[int]  # bytes per record
     tags_codes: list[int]
     properties: list[dict[str, str]]  # merged properties per record
-"""Called inside the append lock (or during recovery) for every appended record."""
+
 
 # sentinel results of check_message_and_return_size
 END_OF_DATA = "end"

@@ -79,25 +79,27 @@ def _compile_reader(cls: type[T], keys: dict[str, str]) -> Callable[[dict[str, A
     result as parsing field by field into keyword arguments, built as straight-line code once per
     header class (every request and response decodes a header)."""
     parsers = {attr: p for attr, _key, p in cls._get_spec()}  # type: ignore[attr-defined]
-    if _c_read_header is not None and all(f.init and f.default is not dataclasses.MISSING
-                                          for f in dataclasses.fields(cls)):
+
+    def by_keywords(ext: dict[str, Any]) -> T:
+        return cls(**{a: parsers[a](v) for a, k in keys.items() if (v := ext.get(k)) is not None})
+
+    fields = dataclasses.fields(cls)
+    if not all(f.init and f.default is not dataclasses.MISSING for f in fields):
+        return by_keywords  # not only plain optional fields
+    if _c_read_header is not None:
         kinds = {_parse_str: 0, _parse_int: 1, _parse_bool: 2, _parse_bool_or_one: 3}
-        spec = tuple((f.name, keys.get(f.name), kinds[parsers[f.name]], f.default, parsers[f.name])
-                     for f in dataclasses.fields(cls))
+        spec = tuple((f.name, keys.get(f.name), kinds[parsers[f.name]], f.default, parsers[f.name]) for f in fields)
         c_read = _c_read_header
 
         def read_c(ext: dict[str, Any]) -> T:
-            header = c_read(cls, ext, spec)
-            return header if header is not None else cls(**{
-                a: parsers[a](v) for a, k in keys.items() if (v := ext.get(k)) is not None})
+            header = c_read(cls, ext, spec)  # None when ext is not a dict
+            return header if header is not None else by_keywords(ext)
 
         return read_c
     ns: dict[str, Any] = {"cls": cls, "_parse_str": _parse_str}
     lines = ["def read(ext):", "    g = ext.get"]
     args = []
-    for i, f in enumerate(dataclasses.fields(cls)):
-        if not f.init or f.default is dataclasses.MISSING:  # not a plain optional field: keywords
-            return lambda ext: cls(**{a: parsers[a](v) for a, k in keys.items() if (v := ext.get(k)) is not None})
+    for i, f in enumerate(fields):
         ns[f"d{i}"] = f.default
         key = keys.get(f.name)
         if key is None:
