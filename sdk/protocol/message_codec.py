@@ -304,21 +304,21 @@ def _decode_records_py(buf, pos: int, end: int, out: list[MessageExt], decompres
             if not limit:
                 break
         return pos
-    except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as exc:
+    except (struct.error, IndexError, UnicodeDecodeError, zlib.error, ValueError, OSError) as exc:
+        # ValueError/OSError: a truncated IPv6 host (inet_ntop)
         raise FrameError(f"malformed message record at {pos}: {exc}") from exc
 
 
+decode_properties_py = decode_properties  # the twin of _ccodec.decode_properties
 _ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
 if _ccodec is not None:
     _ccodec.configure_records(MessageExt, _HOSTS, _v4_host, _TOPICS, _topic_str, zlib.decompress)
     _c_decode_records = _ccodec.decode_records
     _c_encode_batch = _ccodec.encode_batch
     _c_encode_properties = _ccodec.encode_properties
-    decode_properties_py = decode_properties
     decode_properties = _ccodec.decode_properties  # noqa: F811 - the C twin, same results
 else:
     _c_decode_records = _c_encode_batch = _c_encode_properties = None
-    decode_properties_py = decode_properties
 
 
 def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = False) -> bytes:

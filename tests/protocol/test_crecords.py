@@ -194,3 +194,15 @@ def test_properties_codec_types() -> None:
         codec._ccodec.decode_properties(b"a\x01b")
     assert codec._ccodec.encode_properties({"k": 1}, False) is None
     assert codec._ccodec.encode_properties({"k": None}, True) == ""
+
+
+def test_a_truncated_ipv6_host_is_a_frame_error_both_ways() -> None:
+    """Found by the corrupted-body test: a record whose sysFlag says IPv6 but whose bytes stop
+    inside the host raised ValueError from inet_ntop instead of FrameError."""
+    rec = bytearray(codec.encode_message_ext(MessageExt(topic="", born_host="127.0.0.1:1",
+                                                        store_host="127.0.0.1:2")))
+    assert len(rec) == 91  # the smallest record: empty body, topic and properties
+    # now claims two 16-byte hosts: the store host runs 4 bytes past the record's end
+    rec[36:40] = (MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6).to_bytes(4, "big")
+    for c in (True, False):
+        assert isinstance(decode(bytes(rec), c), FrameError)
