@@ -167,11 +167,12 @@ def derive(res: dict) -> dict:
 def plan(quick: bool) -> dict:
     if quick:
         return {"seconds": 1.0, "sync": 2_000, "async": 5_000, "batch": 20_000, "backlog": 5_000,
-                "rate": 1_000, "lat_seconds": 1.0, "consume_seconds": 20}
+                "rate": 1_000, "lat_seconds": 1.0, "consume_seconds": 20, "sync_rounds": 1}
     # consume: the issue's backlog of 1,000,000 for every size (16 KiB: as much as the disk
     # allows, see backlog.sized_backlog); consume_seconds caps each drain (C++ 16 KiB ~11k msg/s)
+    # sync: 3 alternating rounds of 1.5 s per client (see ROUNDS_NOTE)
     return {"seconds": 2.5, "sync": 50_000, "async": 200_000, "batch": 1_000_000, "backlog": 1_000_000,
-            "rate": 5_000, "lat_seconds": 3.0, "consume_seconds": 120}
+            "rate": 5_000, "lat_seconds": 3.0, "consume_seconds": 120, "sync_rounds": 3, "sync_seconds": 1.5}
 
 
 def backlog_count(p: dict, size: int) -> int:
@@ -205,7 +206,7 @@ def estimate_s(p: dict, sizes: list[int], flushes: list[str], names: list[str], 
             elif scen == "latency":
                 total += len(clients) * (a["max_seconds"] + 3)
             else:
-                total += len(clients) * (a["max_seconds"] + 1.5)
+                total += len(clients) * (a["max_seconds"] + 1.5) * rounds_of(scen, p)
     return len(flushes) * (total + 3)
 
 
@@ -231,7 +232,39 @@ def scenario_args(name: str, size: int, p: dict) -> tuple[str, dict] | str:
         a["max_seconds"] = p["consume_seconds"]
     else:
         a["max_count"] = p["sync"] if size <= 1024 else p["sync"] // 4
+        a["max_seconds"] = p.get("sync_seconds", p["seconds"])
     return scen, a
+
+
+def rounds_of(scen: str, p: dict) -> int:
+    """How many alternating rounds each client runs of a scenario (sync: ``sync_rounds``)."""
+    return p.get("sync_rounds", 1) if scen == "sync" else 1
+
+
+ROUNDS_NOTE = ("Sync sends are one round trip per message, and on this kind of machine a round trip costs "
+               "either side 15-25 µs more when the scheduler puts the client and the broker on two cores "
+               "(a cross-core wake-up) than on one, which can change for each worker process "
+               "(benchmarks/PROFILE.md, \"Why sync1 is bimodal\"). So each client runs the sync scenarios in "
+               "rounds, alternating with the other client (SDK, C++, C++, SDK, ...); the table shows totals over "
+               "the rounds (all messages / all measured time; all CPU / all messages) and the notes each round.")
+
+
+_SUMMED = ("count", "errors", "elapsed_s", "cpu_s", "process_cpu_s", "process_wall_s", "broker_cpu_s", "settle_s")
+
+
+def merge_rounds(runs: list[dict]) -> dict:
+    """One client's rounds of a scenario as one result: counts, measured time and CPU summed (so
+    the derived rates are totals over the rounds), each round's derived numbers under ``rounds``.
+    A failed round makes the whole result failed (its error is kept)."""
+    if len(runs) == 1:
+        return runs[0]
+    failed = [r for r in runs if "msgs_per_s" not in r]
+    if failed:
+        return {**failed[0], "rounds": runs}
+    merged = derive({k: sum(r.get(k, 0) for r in runs) for k in _SUMMED})
+    merged["rounds"] = [{k: r[k] for k in ("msgs_per_s", "client_cpu_us_per_msg", "broker_cpu_us_per_msg")}
+                        for r in runs]
+    return merged
 
 
 def make_backlog(cluster, topic: str, size: int, wanted: int, prog: Progress, flush: str) -> dict:
@@ -315,25 +348,33 @@ def main() -> int:
                         fill = make_backlog(cluster, btopic, size, base["max_count"], prog, flush)
                         backlogs.append({"flush": flush, "size": size, "topic": btopic, **fill})
                         base = {**base, "topic": btopic, "max_count": fill["count"]}
+                    runs: dict[str, list[dict]] = {}
+                    n_rounds = rounds_of(scen, p)
+                    for rnd in range(n_rounds):
+                        for c in (order if rnd % 2 == 0 else list(reversed(order))):
+                            why = available(c, scen)
+                            if why:
+                                runs[c] = [{"skipped": why}]
+                                continue
+                            wargs = {"topic": topic, **base, "client": c, "namesrv": cluster.namesrv_addr,
+                                     "group": f"bench_{c}_{name}_{run_no}"}
+                            if scen == "latency":
+                                wargs["topic"] = f"Lat_{flush[:1]}_{size}_{name}_{c}"
+                            label = f"{flush} {size:>5} B {name:<9} {c:<3}" + (
+                                f" round {rnd + 1}/{n_rounds}" if n_rounds > 1 else "")
+                            prog.step(f"{label}: running (≤{wargs['max_seconds']:.0f} s)")
+                            res = derive(run_worker(wargs, pid, wargs["max_seconds"] + 60))
+                            runs.setdefault(c, []).append(res)
+                            lat = res.get("latency_us") or {}
+                            extra = (f" p50 {lat['p50'] / 1000:.2f} ms p99 {lat['p99'] / 1000:.2f} ms" if lat else "")
+                            prog.line(f"{label}: "
+                                      + (f"{res['msgs_per_s']:>10,.0f} msg/s  client "
+                                         f"{res['client_cpu_us_per_msg']:6.1f} µs/msg  broker "
+                                         f"{res['broker_cpu_us_per_msg']:6.1f} µs/msg{extra}"
+                                         if "msgs_per_s" in res else f"FAILED {res.get('error')}"))
                     for c in order:
-                        why = available(c, scen)
-                        rec = {"flush": flush, "size": size, "scenario": name, "client": c}
-                        if why:
-                            results.append({**rec, "skipped": why})
-                            continue
-                        wargs = {"topic": topic, **base, "client": c, "namesrv": cluster.namesrv_addr,
-                                 "group": f"bench_{c}_{name}_{run_no}"}
-                        if scen == "latency":
-                            wargs["topic"] = f"Lat_{flush[:1]}_{size}_{name}_{c}"
-                        prog.step(f"{flush} {size:>5} B {name:<9} {c}: running (≤{wargs['max_seconds']:.0f} s)")
-                        res = derive(run_worker(wargs, pid, wargs["max_seconds"] + 60))
-                        results.append({**rec, **res})
-                        lat = res.get("latency_us") or {}
-                        extra = (f" p50 {lat['p50'] / 1000:.2f} ms p99 {lat['p99'] / 1000:.2f} ms" if lat else "")
-                        prog.line(f"{flush} {size:>5} B {name:<9} {c:<3}: "
-                                  + (f"{res['msgs_per_s']:>10,.0f} msg/s  client {res['client_cpu_us_per_msg']:6.1f} "
-                                     f"µs/msg  broker {res['broker_cpu_us_per_msg']:6.1f} µs/msg{extra}"
-                                     if "msgs_per_s" in res else f"FAILED {res.get('error')}"))
+                        results.append({"flush": flush, "size": size, "scenario": name, "client": c,
+                                        **merge_rounds(runs[c])})
         finally:
             cluster.stop()
 
@@ -440,11 +481,31 @@ def _plan_line(doc: dict) -> str:
     """The run's settings (the reductions from the issue's wording are explicit here)."""
     p = doc["plan"]
     took = (dt.datetime.fromisoformat(doc["finished_utc"]) - dt.datetime.fromisoformat(doc["started_utc"]))
-    return (f"Plan: send scenarios {p['seconds']} s each (at most {p['sync']:,} sync / {p['async']:,} async / "
+    sync = (f"sync scenarios {p['sync_rounds']} alternating rounds of {p['sync_seconds']} s per client, other "
+            if p.get("sync_rounds", 1) > 1 else "")
+    return (f"Plan: {sync}send scenarios {p['seconds']} s each (at most {p['sync']:,} sync / {p['async']:,} async / "
             f"{p['batch']:,} batched messages); consume: a backlog of {p['backlog']:,} per body size (see the "
             f"notes for each), each client's drain capped at {p['consume_seconds']} s; latency at "
             f"{p['rate']:,} msg/s at most, {p['lat_seconds']} s. Estimated {doc.get('estimate_s', 0) / 60:.0f} min, "
             f"took {took.total_seconds() / 60:.1f} min.")
+
+
+def round_notes(rows: dict[tuple, dict]) -> list[str]:
+    """A note per scenario run in rounds: each round's msg/s and client CPU, and the ratios."""
+    notes = []
+    for (flush, size, name), by in rows.items():
+        s, c = (by.get(k, {}).get("rounds") if "msgs_per_s" in by.get(k, {}) else None for k in ("sdk", "cpp"))
+        if not s:
+            continue
+        text = f"{name} {size:,} B ({flush}), rounds: SDK " + ", ".join(
+            f"{r['msgs_per_s']:,.0f} msg/s ({r['client_cpu_us_per_msg']:.1f} µs)" for r in s)
+        if c:
+            text += "; C++ " + ", ".join(f"{r['msgs_per_s']:,.0f} msg/s ({r['client_cpu_us_per_msg']:.1f} µs)"
+                                         for r in c)
+            text += "; ratio per round " + ", ".join(f"{a['msgs_per_s'] / b['msgs_per_s']:.2f}"
+                                                     for a, b in zip(s, c, strict=False))
+        notes.append(text)
+    return notes
 
 
 def to_markdown(doc: dict) -> str:
@@ -502,8 +563,11 @@ def to_markdown(doc: dict) -> str:
         notes.append(f"consume backlog {b['size']:,} B ({b['flush']}): {b['count']:,} messages stored in "
                      f"{b['elapsed_s']:.0f} s" + (f" - {b['reduced']}" if b.get("reduced") else "")
                      + (f" - fill error: {b['error']}" if b.get("error") else ""))
+    notes += round_notes(rows)
     if notes:
         out += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
+    if any("rounds" in r for r in doc["results"]):
+        out += [ROUNDS_NOTE, ""]
     out += ["C++ batches are sent with compression disabled: librocketmq 0.4.4 zlib-compresses a whole batch "
             "body over 4 KiB, which the broker cannot split (\"malformed batch body\"). Single bodies of 16 KiB "
             "are compressed by both clients (threshold 4 KiB).", ""]
