@@ -17,6 +17,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#include <structmember.h>
 
 static PyObject *command_cls = NULL;      /* RemotingCommand */
 static PyObject *language_by_name = NULL; /* dict str -> int */
@@ -498,13 +499,47 @@ static int parse_header(Cur *c, Header *h) {
     return 0;
 }
 
-static int set_long(PyObject *obj, PyObject *name, long long v) {
-    PyObject *x = PyLong_FromLongLong(v);
-    if (x == NULL)
+/* RemotingCommand's slots, in this order (offsets found by configure(); a fresh object's slots are
+   NULL, so decode stores into them directly instead of nine PyObject_SetAttr calls) */
+static const char *const cmd_slot_names[] = {"code", "language", "version", "opaque", "flag", "remark",
+                                             "ext_fields", "body", "serialize_type", NULL};
+enum { C_CODE, C_LANGUAGE, C_VERSION, C_OPAQUE, C_FLAG, C_REMARK, C_EXT, C_BODY, C_SERIALIZE, C_COUNT };
+static Py_ssize_t cmd_offsets[C_COUNT];
+
+/* the T_OBJECT_EX slot offsets of ``names`` (at most 32) in ``cls`` (a class with __slots__ only)
+   into ``offsets``; -1 and a TypeError, ``offsets`` untouched, if one is not such a slot */
+static int slot_offsets(PyObject *cls, const char *const *names, Py_ssize_t *offsets) {
+    Py_ssize_t found[32];
+    int i;
+    if (((PyTypeObject *)cls)->tp_dictoffset != 0) {
+        PyErr_Format(PyExc_TypeError, "%s must have __slots__ only", ((PyTypeObject *)cls)->tp_name);
         return -1;
-    int r = PyObject_SetAttr(obj, name, x);
-    Py_DECREF(x);
-    return r;
+    }
+    for (i = 0; names[i] != NULL; i++) {
+        if (i == 32) {
+            PyErr_SetString(PyExc_SystemError, "slot_offsets: too many names");
+            return -1;
+        }
+        PyObject *d = PyObject_GetAttrString(cls, names[i]);
+        if (d == NULL)
+            return -1;
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok)
+            found[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot", names[i]);
+            return -1;
+        }
+    }
+    memcpy(offsets, found, (size_t)i * sizeof(Py_ssize_t));
+    return 0;
+}
+
+/* steals value; the slot must be empty (a fresh object) */
+static inline void put_cmd_slot(PyObject *obj, int i, PyObject *value) {
+    *(PyObject **)((char *)obj + cmd_offsets[i]) = value;
 }
 
 static PyObject *codec_decode(PyObject *self, PyObject *arg) {
@@ -547,19 +582,27 @@ static PyObject *codec_decode(PyObject *self, PyObject *arg) {
         h.ext = ext;
     }
     PyObject *body = PyBytes_FromStringAndSize((const char *)buf + 4 + hlen, n - 4 - hlen);
-    if (ext == NULL || body == NULL || set_long(cmd, s_code, h.code) < 0 ||
-        PyObject_SetAttr(cmd, s_language, h.language != NULL ? h.language : language_other) < 0 ||
-        set_long(cmd, s_version, h.version) < 0 || set_long(cmd, s_opaque, h.opaque) < 0 ||
-        set_long(cmd, s_flag, h.flag) < 0 ||
-        PyObject_SetAttr(cmd, s_remark, h.remark != NULL ? h.remark : Py_None) < 0 ||
-        PyObject_SetAttr(cmd, s_ext_fields, ext) < 0 || PyObject_SetAttr(cmd, s_body, body) < 0 ||
-        PyObject_SetAttr(cmd, s_serialize_type, zero_int) < 0) {
+    PyObject *code = PyLong_FromLongLong(h.code), *version = PyLong_FromLongLong(h.version);
+    PyObject *opaque = PyLong_FromLongLong(h.opaque), *flag = PyLong_FromLongLong(h.flag);
+    if (ext == NULL || body == NULL || code == NULL || version == NULL || opaque == NULL || flag == NULL) {
         Py_XDECREF(body);
+        Py_XDECREF(code);
+        Py_XDECREF(version);
+        Py_XDECREF(opaque);
+        Py_XDECREF(flag);
         Py_DECREF(cmd);
         header_clear(&h);
         goto done;
     }
-    Py_DECREF(body);
+    put_cmd_slot(cmd, C_CODE, code);
+    put_cmd_slot(cmd, C_LANGUAGE, Py_NewRef(h.language != NULL ? h.language : language_other));
+    put_cmd_slot(cmd, C_VERSION, version);
+    put_cmd_slot(cmd, C_OPAQUE, opaque);
+    put_cmd_slot(cmd, C_FLAG, flag);
+    put_cmd_slot(cmd, C_REMARK, Py_NewRef(h.remark != NULL ? h.remark : Py_None));
+    put_cmd_slot(cmd, C_EXT, Py_NewRef(ext));
+    put_cmd_slot(cmd, C_BODY, body);
+    put_cmd_slot(cmd, C_SERIALIZE, Py_NewRef(zero_int));
     header_clear(&h);
     result = cmd;
     goto done;
@@ -980,7 +1023,6 @@ fail:
 /* ------------------------------------------------------------------------------------------ */
 /* Stored records (rocketmq_sdk.protocol.message_codec._decode_records, protocol doc §4.5)       */
 
-#include <structmember.h>
 
 static PyTypeObject *ext_type = NULL; /* MessageExt */
 static PyObject *rec_hosts, *rec_v4_host, *rec_topics, *rec_topic_str, *rec_decompress, *rec_empty_str;
@@ -1229,24 +1271,8 @@ static PyObject *codec_configure_records(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!OO!OO", &PyType_Type, &cls, &PyDict_Type, &hosts, &v4, &PyDict_Type, &topics,
                           &topic_str, &decompress))
         return NULL;
-    for (int i = 0; i < X_COUNT; i++) {
-        PyObject *d = PyObject_GetAttrString(cls, ext_slot_names[i]);
-        if (d == NULL)
-            return NULL;
-        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
-                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-        if (ok)
-            ext_offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_DECREF(d);
-        if (!ok) {
-            PyErr_Format(PyExc_TypeError, "%s is not a slot", ext_slot_names[i]);
-            return NULL;
-        }
-    }
-    if (((PyTypeObject *)cls)->tp_dictoffset != 0) {
-        PyErr_SetString(PyExc_TypeError, "MessageExt must have __slots__ only");
+    if (slot_offsets(cls, ext_slot_names, ext_offsets) < 0)
         return NULL;
-    }
     Py_XSETREF(ext_type, (PyTypeObject *)Py_NewRef(cls));
     Py_XSETREF(rec_hosts, Py_NewRef(hosts));
     Py_XSETREF(rec_v4_host, Py_NewRef(v4));
@@ -1671,6 +1697,8 @@ static PyObject *codec_configure(PyObject *self, PyObject *args) {
     PyObject *cls, *by_name, *names, *other;
     if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyType_Type, &cls, &PyDict_Type, &by_name, &PyDict_Type,
                           &names, &PyLong_Type, &other))
+        return NULL;
+    if (slot_offsets(cls, cmd_slot_names, cmd_offsets) < 0)
         return NULL;
     Py_XSETREF(command_cls, Py_NewRef(cls));
     Py_XSETREF(language_by_name, Py_NewRef(by_name));

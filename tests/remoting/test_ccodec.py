@@ -229,3 +229,23 @@ def test_pure_python_switch_disables_the_codec(monkeypatch: pytest.MonkeyPatch) 
     from rocketmq_sdk import _speedups
     monkeypatch.setattr(_speedups, "PURE_PYTHON", True)
     assert _speedups.load("rocketmq_sdk.protocol._ccodec") is None
+
+
+def test_configure_refuses_a_class_without_the_slots_and_keeps_decoding() -> None:
+    """decode writes RemotingCommand's slots directly at the offsets configure() found: a class
+    whose fields are not all slots is refused, and the refusal leaves the working setup as it was."""
+    from rocketmq_sdk.remoting.command import _LANGUAGE_BY_NAME, _LANGUAGE_NAMES, _LANGUAGE_OTHER
+
+    class WithDict:  # has __dict__: no slot offsets to write to
+        pass
+
+    class PartSlots:  # the first names are slots (at other offsets than RemotingCommand's), "body" is not
+        __slots__ = ("pad", "ext_fields", "remark", "flag", "opaque", "version", "language", "code")
+        body = b""
+        serialize_type = 0
+
+    frame = RemotingCommand(25, opaque=7, ext_fields={"k": "v"}, body=b"payload").encode()[4:]
+    for bad in (WithDict, PartSlots):
+        with pytest.raises(TypeError):
+            ccodec.configure(bad, _LANGUAGE_BY_NAME, _LANGUAGE_NAMES, _LANGUAGE_OTHER)
+        same_command(ccodec.decode(frame), py_decode(frame))
