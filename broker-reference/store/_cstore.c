@@ -1,6 +1,6 @@
 /* C accelerator of the reference broker's CommitLog records (rocketmq_broker.store._cstore).
  *
- * Pure-Python twins: store/batch_records.py (encode_batch_py, finish_batch_py) and
+ * Pure-Python twins: store/batch_records.py (encode_batch_py, encode_single_py, finish_batch_py) and
  * store/commit_log.py (encode_record_py); compared byte for byte by tests/store/test_cstore.py.
  * Loaded only through rocketmq_sdk._speedups.load (None with ROCKETMQ_PURE_PYTHON set).
  *
@@ -16,6 +16,11 @@
  *   anything is unusual (malformed body, invalid UTF-8, empty batch, a record the store would
  *   refuse, more than 64 property items in one message): the caller then takes the pure-Python
  *   path, which produces the exact refusal.
+ *
+ * encode_single(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
+ *               reconsume_times, max_message_size, file_size)
+ *   The record of one plain single send (MessageStore.put_plain), properties from a dict, offsets and
+ *   store timestamp left 0 for finish_batch; (record bytearray, size, tags code) or None to decline.
  *
  * finish_batch(records, tags, store_host, born_host_len, physical_offset, queue_offset, now)
  *   Writes the offsets and store timestamp into the records in place and returns
@@ -287,6 +292,45 @@ static PyObject *props_dict(const Item *items, Py_ssize_t count, const Extra *ex
     return d;
 }
 
+/* The section 4.5 record up to its properties: everything but the properties text, which the caller
+ * writes after the returned pointer (plen bytes). `size` is the whole record's length; `crc` the
+ * body's BODYCRC. */
+static unsigned char *write_record_head(unsigned char *w, long long size, long long crc, long long queue_id,
+                                        long long flag, long long queue_offset, long long phy, long long sys_flag,
+                                        long long born_ts, const Py_buffer *born, long long store_ts,
+                                        const Py_buffer *store, long long reconsume, long long prepared,
+                                        const unsigned char *body, Py_ssize_t body_len, const unsigned char *topic,
+                                        Py_ssize_t topic_len, Py_ssize_t plen) {
+    put_u32(w, (uint32_t)size);
+    put_u32(w + 4, MESSAGE_MAGIC_CODE);
+    put_u32(w + 8, (uint32_t)crc);
+    put_u32(w + 12, (uint32_t)queue_id);
+    put_u32(w + 16, (uint32_t)flag);
+    put_u64(w + 20, (uint64_t)queue_offset);
+    put_u64(w + 28, (uint64_t)phy);
+    put_u32(w + 36, (uint32_t)sys_flag);
+    put_u64(w + 40, (uint64_t)born_ts);
+    w += 48;
+    memcpy(w, born->buf, (size_t)born->len);
+    w += born->len;
+    put_u64(w, (uint64_t)store_ts);
+    w += 8;
+    memcpy(w, store->buf, (size_t)store->len);
+    w += store->len;
+    put_u32(w, (uint32_t)reconsume);
+    put_u64(w + 4, (uint64_t)prepared);
+    put_u32(w + 12, (uint32_t)body_len);
+    w += 16;
+    memcpy(w, body, (size_t)body_len);
+    w += body_len;
+    *w++ = (unsigned char)topic_len;
+    memcpy(w, topic, (size_t)topic_len);
+    w += topic_len;
+    *w++ = (unsigned char)(plen >> 8);
+    *w++ = (unsigned char)plen;
+    return w;
+}
+
 static PyObject *encode_batch(PyObject *self, PyObject *args) {
     Py_buffer body, topic, born, store;
     PyObject *extra_t;
@@ -356,36 +400,12 @@ static PyObject *encode_batch(PyObject *self, PyObject *args) {
         if (total_size + END_FILE_MIN_BLANK_LENGTH > file_size) goto decline;
 
         if (out_reserve(&out, (Py_ssize_t)size) < 0) goto fail;
-        unsigned char *w = out.p + out.len;
         const unsigned char *mbody = b + pos + 20;
-        put_u32(w, (uint32_t)size);
-        put_u32(w + 4, MESSAGE_MAGIC_CODE);
         long long crc = body_crc(mbody, body_len);
         if (crc < 0) goto fail;
-        put_u32(w + 8, (uint32_t)crc);
-        put_u32(w + 12, (uint32_t)queue_id);
-        put_u32(w + 16, (uint32_t)flag);
-        memset(w + 20, 0, 16);  /* queue offset, physical offset */
-        put_u32(w + 36, (uint32_t)sys_flag);
-        put_u64(w + 40, (uint64_t)born_ts);
-        w += 48;
-        memcpy(w, born.buf, (size_t)born.len);
-        w += born.len;
-        memset(w, 0, 8);  /* store timestamp */
-        w += 8;
-        memcpy(w, store.buf, (size_t)store.len);
-        w += store.len;
-        put_u32(w, (uint32_t)reconsume);
-        memset(w + 4, 0, 8);  /* prepared transaction offset */
-        put_u32(w + 12, (uint32_t)body_len);
-        w += 16;
-        memcpy(w, mbody, (size_t)body_len);
-        w += body_len;
-        *w++ = (unsigned char)topic.len;
-        memcpy(w, topic.buf, (size_t)topic.len);
-        w += topic.len;
-        *w++ = (unsigned char)(plen >> 8);
-        *w++ = (unsigned char)plen;
+        /* queue offset, physical offset, store timestamp and prepared offset 0 (finish_batch) */
+        unsigned char *w = write_record_head(out.p + out.len, size, crc, queue_id, flag, 0, 0, sys_flag, born_ts, &born,
+                                             0, &store, reconsume, 0, mbody, body_len, topic.buf, topic.len, plen);
         for (Py_ssize_t j = 0; j < count; j++) {
             if (j) *w++ = 2;
             memcpy(w, items[j].k, (size_t)items[j].kl);
@@ -548,39 +568,14 @@ static PyObject *encode_record(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t size = 75 + born.len + store.len + body.len + topic.len + props.len;
     result = PyBytes_FromStringAndSize(NULL, size);
     if (result == NULL) goto done;
-    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(result);
-    put_u32(w, (uint32_t)size);
-    put_u32(w + 4, MESSAGE_MAGIC_CODE);
     long long crc = body_crc((const unsigned char *)body.buf, body.len);
     if (crc < 0) {
         Py_CLEAR(result);
         goto done;
     }
-    put_u32(w + 8, (uint32_t)crc);
-    put_u32(w + 12, (uint32_t)v[0]);
-    put_u32(w + 16, (uint32_t)v[1]);
-    put_u64(w + 20, (uint64_t)v[5]);
-    put_u64(w + 28, (uint64_t)v[6]);
-    put_u32(w + 36, (uint32_t)v[2]);
-    put_u64(w + 40, (uint64_t)v[3]);
-    w += 48;
-    memcpy(w, born.buf, (size_t)born.len);
-    w += born.len;
-    put_u64(w, (uint64_t)v[4]);
-    w += 8;
-    memcpy(w, store.buf, (size_t)store.len);
-    w += store.len;
-    put_u32(w, (uint32_t)v[7]);
-    put_u64(w + 4, (uint64_t)v[8]);
-    put_u32(w + 12, (uint32_t)body.len);
-    w += 16;
-    memcpy(w, body.buf, (size_t)body.len);
-    w += body.len;
-    *w++ = (unsigned char)topic.len;
-    memcpy(w, topic.buf, (size_t)topic.len);
-    w += topic.len;
-    *w++ = (unsigned char)(props.len >> 8);
-    *w++ = (unsigned char)props.len;
+    unsigned char *w = write_record_head((unsigned char *)PyBytes_AS_STRING(result), size, crc, v[0], v[1], v[5], v[6],
+                                         v[2], v[3], &born, v[4], &store, v[7], v[8], body.buf, body.len, topic.buf,
+                                         topic.len, props.len);
     memcpy(w, props.buf, (size_t)props.len);
 done:
     if (topic.obj) PyBuffer_Release(&topic);
@@ -591,10 +586,122 @@ done:
     return result;
 }
 
+/* An int argument as a long long within [lo, hi]; 0 (no exception set) when it is not one. */
+static int int_in(PyObject *o, long long lo, long long hi, long long *out) {
+    if (!PyLong_Check(o)) return 0;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+/* encode_single(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
+ *               reconsume_times, max_message_size, file_size)
+ * The record of one plain single send (MessageStore.put_plain) with queue offset, physical offset and
+ * store timestamp left 0 for finish_batch: `properties` is the dict stored (encode_properties order,
+ * None values skipped), the checks are CommitLog._check's. Returns (record bytearray, size, tags code),
+ * or None when anything is unusual (a key or value that is not a str, text that is not UTF-8 encodable,
+ * an int field out of its range, a record the store would refuse): the caller then takes the
+ * InnerMessage path, which gives the exact result. Twin: batch_records.encode_single_py. */
+static PyObject *encode_single(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 12 || !PyUnicode_Check(args[0]) || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "encode_single(topic: str, body, properties: dict, queue_id, flag, sys_flag, "
+                                         "born_timestamp, born_host, store_host, reconsume_times, max_message_size, "
+                                         "file_size)");
+        return NULL;
+    }
+    PyObject *props = args[2];
+    long long queue_id, flag, sys_flag, born_ts, reconsume, max_message_size, file_size;
+    if (!int_in(args[3], INT32_MIN, INT32_MAX, &queue_id) || !int_in(args[4], INT32_MIN, INT32_MAX, &flag) ||
+        !int_in(args[5], INT32_MIN, INT32_MAX, &sys_flag) || !int_in(args[6], INT64_MIN, INT64_MAX, &born_ts) ||
+        !int_in(args[9], INT32_MIN, INT32_MAX, &reconsume) ||
+        !int_in(args[10], 0, INT32_MAX, &max_message_size) || !int_in(args[11], 0, INT64_MAX, &file_size))
+        Py_RETURN_NONE;
+    if (!PyUnicode_CheckExact(args[0])) Py_RETURN_NONE;
+    Py_ssize_t topic_len;
+    const char *topic = PyUnicode_AsUTF8AndSize(args[0], &topic_len);
+    if (topic == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (topic_len < 1 || topic_len > 127) Py_RETURN_NONE;
+    Py_buffer body = {0}, born = {0}, store = {0};
+    PyObject *result = NULL, *record = NULL;
+    Item *items = NULL;
+    if (PyObject_GetBuffer(args[1], &body, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(args[7], &born, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(args[8], &store, PyBUF_SIMPLE) < 0) goto done;
+    if ((born.len != 8 && born.len != 20) || (store.len != 8 && store.len != 20)) goto decline;
+    /* the properties text's items (UTF-8 kept by the str objects, which the dict holds) */
+    Py_ssize_t nprops = PyDict_GET_SIZE(props), count = 0, plen = 0, pos = 0;
+    items = PyMem_Calloc((size_t)(nprops ? nprops : 1), sizeof(Item));
+    if (items == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int32_t tags_code = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(props, &pos, &k, &v)) {
+        if (!PyUnicode_CheckExact(k)) goto decline;
+        if (v == Py_None) continue;
+        if (count >= nprops || !PyUnicode_CheckExact(v)) goto decline;
+        Item *it = &items[count];
+        it->k = (const unsigned char *)PyUnicode_AsUTF8AndSize(k, &it->kl);
+        if (it->k == NULL) goto decline_clear;
+        it->v = (const unsigned char *)PyUnicode_AsUTF8AndSize(v, &it->vl);
+        if (it->v == NULL) goto decline_clear;
+        if (it->kl == 4 && memcmp(it->k, "TAGS", 4) == 0 && it->vl > 0) tags_code = java_hash_utf8(it->v, it->vl);
+        plen += (count ? 1 : 0) + it->kl + 1 + it->vl;
+        count++;
+        if (plen > MAX_PROPERTIES_LENGTH) goto decline;
+    }
+    if (body.len > max_message_size) goto decline;
+    long long size = 75LL + born.len + store.len + body.len + topic_len + plen;
+    if (size > max_message_size + 32 * 1024 || size + END_FILE_MIN_BLANK_LENGTH > file_size) goto decline;
+    long long crc = body_crc((const unsigned char *)body.buf, body.len);
+    if (crc < 0) goto done;
+    record = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (record == NULL) goto done;
+    unsigned char *w = write_record_head((unsigned char *)PyByteArray_AS_STRING(record), size, crc, queue_id, flag, 0, 0,
+                                         sys_flag, born_ts, &born, 0, &store, reconsume, 0, body.buf, body.len,
+                                         (const unsigned char *)topic, topic_len, plen);
+    for (Py_ssize_t j = 0; j < count; j++) {
+        if (j) *w++ = 2;
+        memcpy(w, items[j].k, (size_t)items[j].kl);
+        w += items[j].kl;
+        *w++ = 1;
+        memcpy(w, items[j].v, (size_t)items[j].vl);
+        w += items[j].vl;
+    }
+    result = Py_BuildValue("(OLi)", record, size, (int)tags_code);
+    goto done;
+decline_clear:
+    PyErr_Clear();
+decline:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    Py_XDECREF(record);
+    PyMem_Free(items);
+    if (body.obj) PyBuffer_Release(&body);
+    if (born.obj) PyBuffer_Release(&born);
+    if (store.obj) PyBuffer_Release(&store);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
      "encode_record(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host, "
      "store_timestamp, queue_offset, physical_offset, reconsume_times, prepared_transaction_offset) -> bytes"},
+    {"encode_single", (PyCFunction)(void (*)(void))encode_single, METH_FASTCALL,
+     "encode_single(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host, "
+     "reconsume_times, max_message_size, file_size) -> (record, size, tags_code) | None"},
     {"encode_batch", encode_batch, METH_VARARGS,
      "encode_batch(body, topic, extra, queue_id, sys_flag, born_timestamp, born_host, store_host, reconsume_times, "
      "max_message_size, file_size) -> (records, sizes, tags_codes, properties) | None"},

@@ -1,4 +1,5 @@
-"""CommitLog records of a SEND_BATCH_MESSAGE body, built in one step (the batch put fast path).
+"""CommitLog records of a SEND_BATCH_MESSAGE body, built in one step (the batch put fast path),
+and the record of one plain single send (:func:`encode_single`, ``MessageStore.put_plain``).
 
 :func:`encode_batch` splits the batch body (§4.6), merges each message's properties with the
 batch's (``dict.setdefault`` order: the message's own items first, then the batch's missing
@@ -34,8 +35,8 @@ from rocketmq_sdk.protocol.msgid import offset_msg_id_from_packed
 
 from .inner_message import tags_string_to_tags_code
 
-__all__ = ["MAX_ITEMS", "Extra", "batch_extra", "encode_batch", "encode_batch_py", "finish_batch",
-           "finish_batch_py", "merge_properties"]
+__all__ = ["MAX_ITEMS", "Extra", "batch_extra", "encode_batch", "encode_batch_py", "encode_single",
+           "encode_single_py", "finish_batch", "finish_batch_py", "merge_properties"]
 
 MAX_ITEMS = 64
 """More property items (``\\x02``-separated pieces) in one message: the fast path declines."""
@@ -105,6 +106,54 @@ def encode_batch_py(body, topic: bytes, extra: Extra, queue_id: int, sys_flag: i
     return bytearray(b"".join(records)), sizes, tags, dicts
 
 
+_INT32 = range(-2**31, 2**31)
+_INT64 = range(-2**63, 2**63)
+
+
+def encode_single_py(topic: str, body, properties: dict[str, str], queue_id: int, flag: int, sys_flag: int,
+                     born_timestamp: int, born_host: bytes, store_host: bytes, reconsume_times: int,
+                     max_message_size: int, file_size: int) -> tuple[bytearray, int, int] | None:
+    """Pure-Python twin of ``_cstore.encode_single``: the record of one plain single send
+    (``MessageStore.put_plain``) with ``properties`` stored as :func:`encode_properties` writes
+    them, queue offset, physical offset and store timestamp left 0 (:func:`finish_batch` fills
+    them in); ``(record, size in bytes, tags code)``, or None for anything unusual (a key or value
+    that is not a str, text that is not UTF-8 encodable, an int out of its field's range, a
+    record ``CommitLog._check`` refuses)."""
+    if not isinstance(topic, str) or not isinstance(properties, dict):
+        raise TypeError("encode_single(topic: str, body, properties: dict, ...)")
+    ints = (queue_id, flag, sys_flag, born_timestamp, reconsume_times, max_message_size, file_size)
+    if (not all(isinstance(i, int) for i in ints) or type(topic) is not str
+            or queue_id not in _INT32 or flag not in _INT32 or sys_flag not in _INT32
+            or born_timestamp not in _INT64 or reconsume_times not in _INT32
+            or not 0 <= max_message_size < 2**31 or not 0 <= file_size < 2**63):
+        return None
+    try:
+        topic_b = topic.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    if not 1 <= len(topic_b) <= 127:
+        return None
+    body_len = len(memoryview(body))  # TypeError for what is not a buffer, as the C twin
+    born_len, store_len = len(memoryview(born_host)), len(memoryview(store_host))
+    if born_len not in (8, 20) or store_len not in (8, 20):
+        return None
+    if not all(type(k) is str and (v is None or type(v) is str) for k, v in properties.items()):
+        return None
+    try:
+        props_b = encode_properties(properties).encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    size = 75 + born_len + store_len + body_len + len(topic_b) + len(props_b)
+    if (len(props_b) > MAX_PROPERTIES_LENGTH or body_len > max_message_size
+            or size > max_message_size + 32 * 1024 or size + _END_FILE_MIN_BLANK_LENGTH > file_size):
+        return None
+    record = encode_stored_message(
+        topic=topic_b, body=bytes(body), properties=props_b, queue_id=queue_id, flag=flag, sys_flag=sys_flag,
+        born_timestamp=born_timestamp, born_host=bytes(born_host), store_host=bytes(store_host),
+        reconsume_times=reconsume_times)
+    return record, size, tags_string_to_tags_code(properties.get(MC.TAGS))
+
+
 def finish_batch_py(records: bytearray, tags: list[int], store_host: bytes, born_host_len: int,
                     physical_offset: int, queue_offset: int, now: int) -> tuple[bytes, str, list[int]]:
     """Pure-Python twin of ``_cstore.finish_batch``: writes each record's queue offset, physical
@@ -129,3 +178,4 @@ def finish_batch_py(records: bytearray, tags: list[int], store_host: bytes, born
 _cstore = load("rocketmq_broker.store._cstore")
 encode_batch = _cstore.encode_batch if _cstore is not None else encode_batch_py
 finish_batch = _cstore.finish_batch if _cstore is not None else finish_batch_py
+encode_single = _cstore.encode_single if _cstore is not None else encode_single_py

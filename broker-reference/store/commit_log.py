@@ -74,8 +74,12 @@ encode_record = _cstore.encode_record if _cstore is not None else encode_record_
 
 
 @functools.lru_cache(maxsize=4096)
-def _packed_host(host: str) -> bytes:
+def packed_host(host: str) -> bytes:
+    """``"ip:port"`` as the record's packed host (4 or 16 bytes ip + int port); memoised."""
     return pack_host(host)[0]
+
+
+_packed_host = packed_host
 
 
 def parse_delay_levels(spec: str) -> dict[int, int]:
@@ -163,16 +167,21 @@ class CommitLog:
     def _check(self, msg: InnerMessage) -> tuple[bytes, bytes, bytes, bytes, int] | PutMessageStatus:
         """Validate a message; returns (topic, properties, born host, store host, record size)
         in wire form, or the refusal status."""
-        topic = msg.topic.encode("utf-8")
+        return self.check_wire(msg.topic, msg.properties_string, msg.body, msg.born_host, msg.store_host)
+
+    def check_wire(self, topic_s: str, properties_string: str, body, born_host: str,
+                   store_host: str) -> tuple[bytes, bytes, bytes, bytes, int] | PutMessageStatus:
+        """:meth:`_check` of a message's parts (hosts ``"ip:port"``; sizes in bytes)."""
+        topic = topic_s.encode("utf-8")
         if not topic or len(topic) > 127:
             return PutMessageStatus.MESSAGE_ILLEGAL
-        props = msg.properties_string.encode("utf-8") if msg.properties_string else b""
+        props = properties_string.encode("utf-8") if properties_string else b""
         if len(props) > MAX_PROPERTIES_LENGTH:
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-        body_len = len(msg.body)
+        body_len = len(body)
         if body_len > self.config.max_message_size:
             return PutMessageStatus.MESSAGE_ILLEGAL
-        born, store = _packed_host(msg.born_host), _packed_host(msg.store_host)
+        born, store = _packed_host(born_host), _packed_host(store_host)
         # the §4.5 layout's size (encode_stored_message): 48 fixed + hosts + store timestamp (8)
         # + reconsumeTimes/preparedTxOffset/bodyLen (16) + body + topic (1 + n) + properties (2 + n)
         size = 75 + len(born) + len(store) + body_len + len(topic) + len(props)

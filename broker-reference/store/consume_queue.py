@@ -152,6 +152,17 @@ class ConsumeQueue:
         self.max_physic_offset = offset + size
         return True
 
+    def put_packed_entry(self, entry: bytes, max_physic_offset: int, cq_offset: int) -> None:
+        """:meth:`put_message_position_info` of one entry already packed (20 bytes, :data:`CQ_ENTRY`);
+        ``max_physic_offset`` is its CommitLog offset + size."""
+        mf = self.mapped_file_queue.last_mapped_file()
+        if (mf is not None and mf.file_from_offset + mf.wrote_position == cq_offset * CQ_STORE_UNIT_SIZE
+                and mf.wrote_position < mf.file_size):  # the next entry of the last file (sizes: multiples of 20)
+            mf.append(entry)
+            self.max_physic_offset = max_physic_offset
+            return
+        self.put_message_position_info(*CQ_ENTRY.unpack(entry), cq_offset)
+
     def put_message_position_infos(self, entries: list[tuple[int, int, int, int]]) -> None:
         """Write the entries ``(offset, size, tags_code, cq_offset)`` of consecutive logical
         offsets (a batch put) with one append when they continue the queue inside its last

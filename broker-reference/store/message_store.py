@@ -20,10 +20,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from rocketmq_sdk.exceptions import MQError
+from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 
+from .batch_records import encode_single, finish_batch
 from .checkpoint import StoreCheckpoint
-from .commit_log import CommitLog, DispatchRequest, EncodedBatch, parse_delay_levels
+from .commit_log import (
+    END_FILE_MIN_BLANK_LENGTH,
+    CommitLog,
+    DispatchRequest,
+    EncodedBatch,
+    packed_host,
+    parse_delay_levels,
+)
 from .config import StoreConfig
 from .consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, INT_MAX, ConsumeQueue
 from .disk_space import CommitLogCleaner
@@ -323,6 +332,70 @@ class MessageStore:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         result, reqs = self.commit_log.put_message(msg)
         return self._after_put(result, reqs, msg.wait_store_msg_ok, deferred=True)
+
+    def put_plain(self, topic: str, queue_id: int, body: bytes, props: dict[str, str], flag: int, sys_flag: int,
+                  born_timestamp: int, born_host: str, store_host: str,
+                  reconsume_times: int) -> tuple[str, int] | None:
+        """The single-send fast path: :meth:`put_message_async` of a plain message (transaction
+        type NOT, no SYNC_FLUSH wait, store running and not full, a record the checks accept),
+        with the record, its consume-queue entry and index keys written in one flat pass and no
+        result objects. ``props`` are the stored properties (not changed); ``born_timestamp``
+        in ms; hosts ``"ip:port"``. The same bytes, offsets, index entries and arrival calls as
+        :meth:`put_message_async` with the equivalent :class:`InnerMessage`.
+
+        Returns:
+            ``(offset message id, queue offset)`` of the stored message, or None - nothing was
+            written - for anything else (the caller takes :meth:`put_message_async`, which
+            gives the exact status).
+        """
+        flusher = self._flush_commit_log
+        if (not self.running or self.disk_full or flusher is None or flusher.sync
+                or sys_flag & MessageSysFlag.TRANSACTION_MASK):
+            return None
+        cl = self.commit_log
+        try:
+            born, store = packed_host(born_host), packed_host(store_host)
+        except ValueError:  # not "ip:port": the InnerMessage path raises it
+            return None
+        encoded = encode_single(topic, body, props, queue_id, flag, sys_flag, born_timestamp, born, store,
+                                reconsume_times, self.config.max_message_size, cl.file_size)
+        if encoded is None:
+            return None
+        record, size, tags_code = encoded
+        with cl.put_lock:
+            if not cl.available:
+                return None
+            now = cl._store_time()
+            mf = cl.mapped_file_queue.last_mapped_file()
+            if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
+                mf = cl._writable_file(size)  # the first file, or the end blank and the next file
+            phy = mf.file_from_offset + mf.wrote_position
+            key = (topic, queue_id)
+            table = cl.topic_queue_table
+            queue_offset = table.get(key, 0)
+            table[key] = queue_offset + 1
+            cq_entry, msg_id, _ = finish_batch(record, [tags_code], store, len(born), phy, queue_offset, now)
+            mf.append(record)
+            queues = self.consume_queue_table.get(topic)
+            cq = queues.get(queue_id) if queues is not None else None
+            if cq is None:
+                cq = self.find_consume_queue(topic, queue_id)
+            cq.put_packed_entry(cq_entry, phy + size, queue_offset)
+            index = self.index_service
+            if index is not None:
+                files = index.files
+                uniq = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+                # the usual case, one UNIQ_KEY into the last file; anything else as build_index does
+                if not (uniq and files and MC.KEYS not in props and phy >= files[-1].end_phy_offset
+                        and files[-1].put_keys([(f"{topic}#{uniq}", phy, now)])):
+                    index.build_index(topic, phy, now, sys_flag, props)
+            cl.last_store_timestamp = now
+        for listener in self._listeners:
+            try:
+                listener(topic, queue_id, queue_offset + 1, tags_code, props)
+            except Exception:
+                log.exception("message arrival listener failed")
+        return msg_id, queue_offset
 
     def put_messages_async(self, batch: Sequence[InnerMessage]) -> PutMessageResult | asyncio.Future[PutMessageResult]:
         """:meth:`put_messages` for a caller on an asyncio loop (see :meth:`put_message_async`)."""
