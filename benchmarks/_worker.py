@@ -12,6 +12,15 @@ The last stdout line is one JSON object: ``count`` (messages done in the measure
 every thread, native ones included), ``latencies_us`` summary for ``latency``, or ``error``.
 The native C++ library writes to fd 1 on some paths, so the result channel is a duplicate of
 the original stdout and fd 1 points at stderr (as in tests/interop/_cpp_worker.py).
+
+C++ shutdown (librocketmq bug, see ``cpp_shutdown``): librocketmq 0.4.4 aborts the process
+(SIGABRT, ``terminate called after throwing an instance of 'boost::thread_interrupted'``) when
+``shutdown()`` meets its first topic-route refresh, 3 s after ``start()``. Every C++ client here is
+started by ``cpp_start`` and shut down by ``cpp_shutdown``, which, when the process is 2 s or more
+past its first ``start()``, first waits (polled, bounded) until that refresh is over. The wait is
+outside the measured phase (both clients' measured phases end as before: the send loop's end or
+the drain target); it adds wall time and a few polls of ``/proc/self/task`` to the C++ process
+totals only.
 """
 
 from __future__ import annotations
@@ -230,6 +239,63 @@ def paced(rate: float, max_count: int, max_s: float, send: Any) -> int:
 
 
 # ------------------------------------------------------------------------------------------ C++
+#
+# librocketmq 0.4.4 (rocketmq-client-cpp 1.2.x) puts a placeholder TopicPublishInfo for "TBW102"
+# in a new client factory; each TopicPublishInfo owns a boost::thread. The factory's scheduler
+# thread refreshes every known topic's route 3 s after start() (then every 30 s); the first refresh
+# finds TBW102's route "changed" (none before) and replaces the placeholder, whose destructor
+# interrupts and joins its thread. MQClientFactory::shutdown() interrupts the scheduler thread and
+# joins it: when that lands while the refresh is running (it waits for the name server's answers,
+# slow while the dev cluster's process works through a oneway backlog), the destructor's join()
+# throws boost::thread_interrupted out of a noexcept destructor -> std::terminate -> SIGABRT.
+# Core dump stack of the aborting thread: join_noexcept <- ~TopicPublishInfo <- addTopicInfoToTable
+# <- updateTopicRouteInfoFromNameServer <- updateTopicRouteInfo <- startScheduledTask; the main
+# thread in ShutdownProducer -> MQClientFactory::shutdown -> join. Later refreshes replace nothing
+# while routes stay the same, so only the first one is a hazard. Observable end of that refresh:
+# the placeholder's thread, one of the threads the first start() created, exits.
+
+ROUTE_REFRESH_S = 3.0  # librocketmq's first route refresh, seconds after start()
+SHUTDOWN_SAFE_S = 2.0  # a shutdown begun before this stops the scheduler before that refresh starts
+_native_start: list[tuple[float, frozenset[str]]] = []  # (monotonic s, thread ids) of the first start()
+
+
+def native_tids() -> frozenset[str]:
+    """This process's thread ids (``/proc/self/task``; empty where there is no /proc)."""
+    try:
+        return frozenset(os.listdir("/proc/self/task"))
+    except OSError:
+        return frozenset()
+
+
+def cpp_start(c: Any) -> None:
+    """``c.start()``; the first native start in this process records the threads it created."""
+    before, t0 = native_tids(), time.monotonic()
+    c.start()
+    if not _native_start:
+        _native_start.append((t0, native_tids() - before))
+
+
+def cpp_shutdown(c: Any, limit_s: float = 12.0) -> float:
+    """``c.shutdown()`` once it cannot meet librocketmq's first route refresh; seconds waited.
+
+    From ``SHUTDOWN_SAFE_S`` after the first ``cpp_start`` on, waits (polls every 10 ms) until one
+    of the threads that start created has exited (the TBW102 placeholder's, replaced by the
+    refresh; the benchmark's topics sort before "TBW102", so nothing after it in that refresh
+    replaces a TopicPublishInfo), at most until ``ROUTE_REFRESH_S + limit_s`` after the start
+    (two name server requests of 5 s timeout each, and a name server without a TBW102 route
+    never replaces the placeholder).
+    """
+    waited = 0.0
+    if _native_start:
+        t0, threads = _native_start[0]
+        if threads and time.monotonic() - t0 >= SHUTDOWN_SAFE_S:
+            w0, deadline = time.monotonic(), t0 + ROUTE_REFRESH_S + limit_s
+            while threads <= native_tids() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            waited = time.monotonic() - w0
+    c.shutdown()
+    return waited
+
 
 def cpp_producer(a: dict) -> tuple[Any, Any, Any]:
     from rocketmq import client
@@ -246,7 +312,7 @@ def cpp_producer(a: dict) -> tuple[Any, Any, Any]:
         fn = dll.SetProducerCompressMsgBodyOverHowmuch
         fn.argtypes, fn.restype = [ctypes.c_void_p, ctypes.c_int], ctypes.c_int
         fn(p._handle, 1 << 30)
-    p.start()
+    cpp_start(p)
     return client, dll, p
 
 
@@ -305,7 +371,7 @@ def run_cpp_send(a: dict) -> dict:
             return {"count": done[0], "errors": done[1], "elapsed_s": m.elapsed, "cpu_s": m.cpu}
         raise ValueError(f"unsupported cpp scenario {scen}")
     finally:
-        p.shutdown()
+        cpp_shutdown(p)
 
 
 def cpp_consumer(a: dict, on_body: Any) -> tuple[Any, Any]:
@@ -343,10 +409,10 @@ def run_cpp_consume(a: dict) -> dict:
 
     c, cb = cpp_consumer(a, on_body)
     with Measure() as m:
-        c.start()
+        cpp_start(c)
         done.wait(max_s)
     count = got[0]
-    c.shutdown()
+    cpp_shutdown(c)
     del cb
     return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
 
@@ -410,7 +476,7 @@ def latency_sender(a: dict) -> tuple[Any, Any, Any, Any]:
             except Exception:
                 done(False)
 
-        close = p.shutdown
+        close = lambda: cpp_shutdown(p)  # noqa: E731
     return probe, send, lambda: (errors[0], outstanding[0]), close
 
 
@@ -483,10 +549,12 @@ def run_latency(a: dict) -> dict:
                                 for msg in msgs if int(msg.body[:20]) >= gate[0])
 
             c = sdk_consumer(a, on_msgs)
+            c.start()
+            stop = c.shutdown
         else:
             c, cb = cpp_consumer(a, on_body)
-        c.start()
-        stop = c.shutdown
+            cpp_start(c)
+            stop = lambda: cpp_shutdown(c)  # noqa: E731
         deadline = time.monotonic() + 30  # a new C++ group may start at the end of the queues
         while time.monotonic() < deadline and not seen.wait(0.2):
             if in_process:
