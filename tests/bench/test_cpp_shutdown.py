@@ -128,8 +128,8 @@ def test_cpp_shutdown_waits_for_the_first_route_refresh(sync_flush_cluster) -> N
 @pytest.mark.interop
 @pytest.mark.timeout(180)
 def test_cpp_oneway_on_sync_flush_completes_repeatedly(sync_flush_cluster) -> None:
-    """The failing suite configuration (2.5 s of oneway, SYNC_FLUSH): before the guard ~3 runs in
-    4 aborted here (the shutdown ~3 s after start met the refresh, whose name server requests
+    """The failing suite configuration (2.5 s of oneway, SYNC_FLUSH): before the guard 3-5 runs in
+    10-12 aborted like this (the shutdown ~3 s after start met the refresh, whose name server requests
     wait behind the broker's oneway backlog in the dev cluster's process)."""
     for i in range(3):
         args = {"client": "cpp", "scenario": "oneway", "namesrv": sync_flush_cluster.namesrv_addr,
