@@ -232,7 +232,8 @@ def scenario_args(name: str, size: int, p: dict) -> tuple[str, dict] | str:
         a["max_seconds"] = p["consume_seconds"]
     else:
         a["max_count"] = p["sync"] if size <= 1024 else p["sync"] // 4
-        a["max_seconds"] = p.get("sync_seconds", p["seconds"])
+        if scen == "sync":
+            a["max_seconds"] = p.get("sync_seconds", p["seconds"])
     return scen, a
 
 

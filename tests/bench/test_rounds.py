@@ -37,6 +37,7 @@ def test_plan_runs_sync_in_rounds_and_the_report_lists_them() -> None:
     p = run.plan(quick=False)
     assert run.rounds_of("sync", p) == 3 and run.rounds_of("async", p) == 1
     assert run.scenario_args("sync1", 100, p)[1]["max_seconds"] == p["sync_seconds"]
+    assert run.scenario_args("oneway", 100, p)[1]["max_seconds"] == p["seconds"] != p["sync_seconds"]
     assert run.rounds_of("sync", run.plan(quick=True)) == 1
     sdk = run.merge_rounds([_round(8_000, 1.0, 0.36, 0.6), _round(6_000, 1.0, 0.3, 0.5)])
     cpp = run.merge_rounds([_round(4_000, 1.0, 0.7, 0.4), _round(2_000, 1.0, 0.4, 0.2)])
