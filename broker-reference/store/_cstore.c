@@ -1,7 +1,8 @@
 /* C accelerator of the reference broker's CommitLog records (rocketmq_broker.store._cstore).
  *
- * Pure-Python twins: store/batch_records.py (encode_batch_py, encode_single_py, finish_batch_py) and
- * store/commit_log.py (encode_record_py); compared byte for byte by tests/store/test_cstore.py.
+ * Pure-Python twins: store/batch_records.py (encode_batch_py, encode_single_py, place_single_py,
+ * finish_batch_py) and store/commit_log.py (encode_record_py); compared byte for byte by
+ * tests/store/test_cstore.py and tests/store/test_single_put.py.
  * Loaded only through rocketmq_sdk._speedups.load (None with ROCKETMQ_PURE_PYTHON set).
  *
  * encode_record(...): one record for CommitLog._place (see the function's comment).
@@ -21,6 +22,11 @@
  *               reconsume_times, max_message_size, file_size)
  *   The record of one plain single send (MessageStore.put_plain), properties from a dict, offsets and
  *   store timestamp left 0 for finish_batch; (record bytearray, size, tags code) or None to decline.
+ *
+ * place_single(record, tags_code, store_host, born_host_len, physical_offset, queue_offset, now,
+ *              commit_log_map, commit_log_pos, consume_queue_map, consume_queue_pos)
+ *   That record finished (as finish_batch) straight into its CommitLog file's mapping and its consume-queue
+ *   entry into the queue file's mapping; returns the offset msg id.
  *
  * finish_batch(records, tags, store_host, born_host_len, physical_offset, queue_offset, now)
  *   Writes the offsets and store timestamp into the records in place and returns
@@ -451,6 +457,29 @@ fail:
 
 static const char HEX[] = "0123456789ABCDEF";
 
+/* The offsets and store timestamp of the record at r, its consume-queue entry at c (20 bytes) and its
+ * offset message id at idp ((store_len + 8) * 2 hex digits); returns idp after the id. */
+static Py_UCS1 *finish_record(unsigned char *r, Py_ssize_t born_len, int32_t size, long long tag, uint64_t phy,
+                              long long queue_offset, long long now, unsigned char *c, const unsigned char *sh,
+                              Py_ssize_t store_len, Py_UCS1 *idp) {
+    put_u64(r + 20, (uint64_t)queue_offset);
+    put_u64(r + 28, phy);
+    put_u64(r + 48 + born_len, (uint64_t)now);
+    put_u64(c, phy);
+    put_u32(c + 8, (uint32_t)size);
+    put_u64(c + 12, (uint64_t)tag);
+    for (Py_ssize_t k = 0; k < store_len; k++) {
+        *idp++ = (Py_UCS1)HEX[sh[k] >> 4];
+        *idp++ = (Py_UCS1)HEX[sh[k] & 15];
+    }
+    for (int k = 56; k >= 0; k -= 8) {
+        unsigned char byte = (unsigned char)(phy >> k);
+        *idp++ = (Py_UCS1)HEX[byte >> 4];
+        *idp++ = (Py_UCS1)HEX[byte & 15];
+    }
+    return idp;
+}
+
 static PyObject *finish_batch(PyObject *self, PyObject *args) {
     Py_buffer rec, store;
     PyObject *tags;
@@ -487,23 +516,9 @@ static PyObject *finish_batch(PyObject *self, PyObject *args) {
         long long tag = PyLong_AsLongLong(PyList_GET_ITEM(tags, i));
         if (tag == -1 && PyErr_Occurred()) goto done;
         uint64_t phy = (uint64_t)phy0 + (uint64_t)pos;
-        put_u64(r + pos + 20, (uint64_t)(q0 + i));
-        put_u64(r + pos + 28, phy);
-        put_u64(r + pos + 48 + born_len, (uint64_t)now);
-        put_u64(c, phy);
-        put_u32(c + 8, (uint32_t)size);
-        put_u64(c + 12, (uint64_t)tag);
-        c += 20;
         if (i) *idp++ = ',';
-        for (Py_ssize_t k = 0; k < store.len; k++) {
-            *idp++ = (Py_UCS1)HEX[sh[k] >> 4];
-            *idp++ = (Py_UCS1)HEX[sh[k] & 15];
-        }
-        for (int k = 56; k >= 0; k -= 8) {
-            unsigned char byte = (unsigned char)(phy >> k);
-            *idp++ = (Py_UCS1)HEX[byte >> 4];
-            *idp++ = (Py_UCS1)HEX[byte & 15];
-        }
+        idp = finish_record(r + pos, born_len, size, tag, phy, q0 + i, now, c, sh, store.len, idp);
+        c += 20;
         PyObject *o = PyLong_FromLongLong((long long)phy);
         if (o == NULL) goto done;
         PyList_SET_ITEM(phys, i, o);
@@ -520,6 +535,48 @@ done:
     Py_XDECREF(phys);
     PyBuffer_Release(&rec);
     PyBuffer_Release(&store);
+    return result;
+}
+
+/* place_single(record, tags_code, store_host, born_host_len, physical_offset, queue_offset, now,
+ *              commit_log_map, commit_log_pos, consume_queue_map, consume_queue_pos)
+ * One record from encode_single written into its CommitLog file's mapping at commit_log_pos with its
+ * offsets and store timestamp (as finish_batch), its consume-queue entry into the queue file's mapping at
+ * consume_queue_pos; returns its offset message id. ValueError (nothing written) when the record's size
+ * field is not its length, a host length is wrong or either write would leave its mapping. Twin:
+ * batch_records.place_single_py. */
+static PyObject *place_single(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer rec, store, cl, cq;
+    long long tag, phy, q, now;
+    Py_ssize_t born_len, cl_pos, cq_pos;
+    if (!PyArg_ParseTuple(args, "y*Ly*nLLLw*nw*n", &rec, &tag, &store, &born_len, &phy, &q, &now, &cl, &cl_pos, &cq,
+                          &cq_pos))
+        return NULL;
+    PyObject *result = NULL;
+    if ((born_len != 8 && born_len != 20) || store.len > 64) {
+        PyErr_SetString(PyExc_ValueError, "bad host lengths");
+        goto done;
+    }
+    if (rec.len < 64 + born_len || rec.len > INT32_MAX || get_i32(rec.buf) != rec.len) {
+        PyErr_SetString(PyExc_ValueError, "record length is not its size field");
+        goto done;
+    }
+    if (cl_pos < 0 || cl_pos > cl.len - rec.len || cq_pos < 0 || cq_pos > cq.len - 20) {
+        PyErr_SetString(PyExc_ValueError, "record or entry beyond its file");
+        goto done;
+    }
+    result = PyUnicode_New((store.len + 8) * 2, 127);
+    if (result == NULL) goto done;
+    unsigned char *r = (unsigned char *)cl.buf + cl_pos;
+    memcpy(r, rec.buf, (size_t)rec.len);
+    finish_record(r, born_len, (int32_t)rec.len, tag, (uint64_t)phy, q, now, (unsigned char *)cq.buf + cq_pos,
+                  store.buf, store.len, PyUnicode_1BYTE_DATA(result));
+done:
+    PyBuffer_Release(&rec);
+    PyBuffer_Release(&store);
+    PyBuffer_Release(&cl);
+    PyBuffer_Release(&cq);
     return result;
 }
 
@@ -702,6 +759,9 @@ static PyMethodDef methods[] = {
     {"encode_single", (PyCFunction)(void (*)(void))encode_single, METH_FASTCALL,
      "encode_single(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host, "
      "reconsume_times, max_message_size, file_size) -> (record, size, tags_code) | None"},
+    {"place_single", place_single, METH_VARARGS,
+     "place_single(record, tags_code, store_host, born_host_len, physical_offset, queue_offset, now, commit_log_map, "
+     "commit_log_pos, consume_queue_map, consume_queue_pos) -> msg_id"},
     {"encode_batch", encode_batch, METH_VARARGS,
      "encode_batch(body, topic, extra, queue_id, sys_flag, born_timestamp, born_host, store_host, reconsume_times, "
      "max_message_size, file_size) -> (records, sizes, tags_codes, properties) | None"},

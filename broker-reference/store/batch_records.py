@@ -36,7 +36,8 @@ from rocketmq_sdk.protocol.msgid import offset_msg_id_from_packed
 from .inner_message import tags_string_to_tags_code
 
 __all__ = ["MAX_ITEMS", "Extra", "batch_extra", "encode_batch", "encode_batch_py", "encode_single",
-           "encode_single_py", "finish_batch", "finish_batch_py", "merge_properties"]
+           "encode_single_py", "finish_batch", "finish_batch_py", "merge_properties", "place_single",
+           "place_single_py"]
 
 MAX_ITEMS = 64
 """More property items (``\\x02``-separated pieces) in one message: the fast path declines."""
@@ -154,6 +155,28 @@ def encode_single_py(topic: str, body, properties: dict[str, str], queue_id: int
     return record, size, tags_string_to_tags_code(properties.get(MC.TAGS))
 
 
+def place_single_py(record, tags_code: int, store_host: bytes, born_host_len: int, physical_offset: int,
+                    queue_offset: int, now: int, commit_log_map, commit_log_pos: int, consume_queue_map,
+                    consume_queue_pos: int) -> str:
+    """Pure-Python twin of ``_cstore.place_single``: ``record`` (from :func:`encode_single`)
+    finished as :func:`finish_batch` does, written into ``commit_log_map`` at ``commit_log_pos``
+    and its consume-queue entry into ``consume_queue_map`` at ``consume_queue_pos`` (bytes);
+    returns the offset message id. ValueError, nothing written, for a record whose size field is
+    not its length, a wrong host length or a write beyond either mapping."""
+    record = bytearray(record)
+    n = len(record)
+    if born_host_len not in (8, 20) or len(store_host) > 64:
+        raise ValueError("bad host lengths")
+    if n < 64 + born_host_len or n > 2**31 - 1 or struct.unpack_from(">i", record)[0] != n:
+        raise ValueError("record length is not its size field")
+    if not (0 <= commit_log_pos <= len(commit_log_map) - n and 0 <= consume_queue_pos <= len(consume_queue_map) - 20):
+        raise ValueError("record or entry beyond its file")
+    cq, msg_id, _ = finish_batch_py(record, [tags_code], store_host, born_host_len, physical_offset, queue_offset, now)
+    commit_log_map[commit_log_pos:commit_log_pos + n] = record
+    consume_queue_map[consume_queue_pos:consume_queue_pos + 20] = cq
+    return msg_id
+
+
 def finish_batch_py(records: bytearray, tags: list[int], store_host: bytes, born_host_len: int,
                     physical_offset: int, queue_offset: int, now: int) -> tuple[bytes, str, list[int]]:
     """Pure-Python twin of ``_cstore.finish_batch``: writes each record's queue offset, physical
@@ -179,3 +202,4 @@ _cstore = load("rocketmq_broker.store._cstore")
 encode_batch = _cstore.encode_batch if _cstore is not None else encode_batch_py
 finish_batch = _cstore.finish_batch if _cstore is not None else finish_batch_py
 encode_single = _cstore.encode_single if _cstore is not None else encode_single_py
+place_single = _cstore.place_single if _cstore is not None else place_single_py

@@ -152,16 +152,14 @@ class ConsumeQueue:
         self.max_physic_offset = offset + size
         return True
 
-    def put_packed_entry(self, entry: bytes, max_physic_offset: int, cq_offset: int) -> None:
-        """:meth:`put_message_position_info` of one entry already packed (20 bytes, :data:`CQ_ENTRY`);
-        ``max_physic_offset`` is its CommitLog offset + size."""
+    def next_entries_file(self, first: int, nbytes: int = CQ_STORE_UNIT_SIZE) -> MappedFile | None:
+        """The last file when the entries from logical offset ``first`` (``nbytes`` of them) come
+        next in it and fit (the usual case), else None (new queue, gap, re-dispatch, file end)."""
         mf = self.mapped_file_queue.last_mapped_file()
-        if (mf is not None and mf.file_from_offset + mf.wrote_position == cq_offset * CQ_STORE_UNIT_SIZE
-                and mf.wrote_position < mf.file_size):  # the next entry of the last file (sizes: multiples of 20)
-            mf.append(entry)
-            self.max_physic_offset = max_physic_offset
-            return
-        self.put_message_position_info(*CQ_ENTRY.unpack(entry), cq_offset)
+        if (mf is not None and mf.file_from_offset + mf.wrote_position == first * CQ_STORE_UNIT_SIZE
+                and mf.file_size - mf.wrote_position >= nbytes):
+            return mf
+        return None
 
     def put_message_position_infos(self, entries: list[tuple[int, int, int, int]]) -> None:
         """Write the entries ``(offset, size, tags_code, cq_offset)`` of consecutive logical
@@ -180,9 +178,8 @@ class ConsumeQueue:
         """Write entries already packed (20 bytes each, :data:`CQ_ENTRY`) for the consecutive
         logical offsets from ``first``: one append when they continue the queue inside its last
         file, else entry by entry (:meth:`put_message_position_info`)."""
-        mf = self.mapped_file_queue.last_mapped_file()
-        if (mf is not None and mf.file_from_offset + mf.wrote_position == first * CQ_STORE_UNIT_SIZE
-                and mf.remaining() >= len(packed)):
+        mf = self.next_entries_file(first, len(packed))
+        if mf is not None:
             mf.append(packed)
             offset, size, _tags = CQ_ENTRY.unpack_from(packed, len(packed) - CQ_STORE_UNIT_SIZE)
             self.max_physic_offset = offset + size

@@ -23,7 +23,7 @@ from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 
-from .batch_records import encode_single, finish_batch
+from .batch_records import encode_single, finish_batch, place_single
 from .checkpoint import StoreCheckpoint
 from .commit_log import (
     END_FILE_MIN_BLANK_LENGTH,
@@ -374,13 +374,21 @@ class MessageStore:
             table = cl.topic_queue_table
             queue_offset = table.get(key, 0)
             table[key] = queue_offset + 1
-            cq_entry, msg_id, _ = finish_batch(record, [tags_code], store, len(born), phy, queue_offset, now)
-            mf.append(record)
             queues = self.consume_queue_table.get(topic)
             cq = queues.get(queue_id) if queues is not None else None
             if cq is None:
                 cq = self.find_consume_queue(topic, queue_id)
-            cq.put_packed_entry(cq_entry, phy + size, queue_offset)
+            cq_file = cq.next_entries_file(queue_offset)
+            if cq_file is not None:  # record and consume-queue entry written in one call
+                msg_id = place_single(record, tags_code, store, len(born), phy, queue_offset, now, mf._mm,
+                                      mf.wrote_position, cq_file._mm, cq_file.wrote_position)
+                mf.wrote_position += size
+                cq_file.wrote_position += CQ_STORE_UNIT_SIZE
+                cq.max_physic_offset = phy + size
+            else:
+                _, msg_id, _ = finish_batch(record, [tags_code], store, len(born), phy, queue_offset, now)
+                mf.append(record)
+                cq.put_message_position_info(phy, size, tags_code, queue_offset)
             index = self.index_service
             if index is not None:
                 files = index.files

@@ -1,11 +1,12 @@
 """The single-send fast path: ``SendProcessor.send`` → ``MessageStore.put_plain`` with the record
-built by ``_cstore.encode_single`` (or its twin ``batch_records.encode_single_py``) and finished by
-``finish_batch``.
+built by ``_cstore.encode_single`` (or its twin ``batch_records.encode_single_py``) and written with
+its consume-queue entry by ``place_single`` (``finish_batch`` + appends at a queue file's end).
 
 * kernel level: ``_cstore.encode_single`` against ``encode_single_py`` (hypothesis: unicode and
   invalid topics and properties, None and non-str values, ints out of range, odd hosts, tiny
   limits), and both, once finished, against ``commit_log.encode_record_py`` (the record of the
-  InnerMessage path);
+  InnerMessage path); ``place_single`` (C and twin) against ``finish_batch_py``, with writes
+  beyond the maps, bad host lengths and cut records refused;
 * broker level: random sends through a real ``BrokerController``'s send processor and store, fast
   path (C, or the Python twins) against the InnerMessage path (``fast_put`` off): the same
   answers (codes, remarks, msg ids, queue offsets, response bytes, exceptions), the same arrival
@@ -118,6 +119,48 @@ def test_encode_single_finished_equals_the_inner_message_record(topic, body, pro
         assert msg_id == offset_msg_id_from_packed(store, phy)
 
 
+def _place_both(record, tags, store, born_len, phy, q, now, cl_size, cl_pos, cq_size, cq_pos):
+    """place_single of C and Python twin on fresh maps: the same id and maps, or the same error."""
+    outs = []
+    fns = [batch_records.place_single_py] + ([_cstore.place_single] if _cstore is not None else [])
+    for fn in fns:
+        cl, cq = bytearray(b"\xee" * cl_size), bytearray(b"\xee" * cq_size)
+        try:
+            outs.append((fn(record, tags, store, born_len, phy, q, now, cl, cl_pos, cq, cq_pos), bytes(cl), bytes(cq)))
+        except ValueError as exc:
+            outs.append((ValueError, str(exc), bytes(cl) == b"\xee" * cl_size and bytes(cq) == b"\xee" * cq_size))
+    assert all(o == outs[0] for o in outs), outs
+    return outs[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=200), tags=st.integers(-2**31, 2**31 - 1), v6=st.booleans(),
+       born_len=st.sampled_from([8, 20, 8, 20, 12]), phy=st.integers(0, 2**62), q=st.integers(0, 2**62),
+       now=st.integers(0, 2**45), cl_size=st.integers(0, 700), cl_pos=st.integers(-5, 700),
+       cq_size=st.sampled_from([0, 19, 20, 40, 200]), cq_pos=st.integers(-5, 200), cut=st.integers(0, 3))
+def test_place_single_twins_write_what_finish_batch_writes(body, tags, v6, born_len, phy, q, now, cl_size, cl_pos,
+                                                           cq_size, cq_pos, cut):
+    """place_single (C and twin) put the finish_batch record and entry at the given positions, or
+    refuse (ValueError, maps untouched) a write beyond a map, a bad host length, a cut record."""
+    store = pack_host("[::1]:7000" if v6 else "127.0.0.1:10911")[0]
+    born = pack_host("10.0.0.7:50001")[0]
+    record, size, _ = batch_records.encode_single_py("TopicA", body, {"UNIQ_KEY": "U"}, 1, 0, 0, 5, born, store,
+                                                     0, 4096, 1 << 30)
+    if cut:
+        record = record[:-cut]
+    out = _place_both(bytes(record), tags, store, born_len, phy, q, now, cl_size, cl_pos, cq_size, cq_pos)
+    ok = (not cut and born_len in (8, 20) and 0 <= cl_pos <= cl_size - size and 0 <= cq_pos <= cq_size - 20)
+    assert (out[0] is not ValueError) == ok
+    if ok and born_len == len(born):
+        finished = bytearray(record)
+        cq, msg_id, _ = batch_records.finish_batch_py(finished, [tags], store, born_len, phy, q, now)
+        assert out[0] == msg_id
+        assert out[1][cl_pos:cl_pos + size] == finished and out[2][cq_pos:cq_pos + 20] == cq
+        assert out[1][:cl_pos] + out[1][cl_pos + size:] == b"\xee" * (cl_size - size)
+    elif not ok:
+        assert out[2] is True  # nothing written
+
+
 # -- broker level: the send processor over a real store ---------------------------------------------------------
 
 class _Ch:
@@ -190,12 +233,11 @@ def run_sends(root, monkeypatch, mode: str, sends, flush: str = "ASYNC_FLUSH", i
         fixed = types.SimpleNamespace(time=lambda: 1_700_000_000.5)
         m.setattr(commit_log, "time", fixed)  # store timestamps
         m.setattr("rocketmq_broker.broker.schedule.time", fixed)  # deliver times of delayed messages
-        if mode == "py":
-            m.setattr(message_store, "encode_single", batch_records.encode_single_py)
-            m.setattr(message_store, "finish_batch", batch_records.finish_batch_py)
-        elif mode == "c":
-            m.setattr(message_store, "encode_single", _cstore.encode_single)
-            m.setattr(message_store, "finish_batch", _cstore.finish_batch)
+        for name in ("encode_single", "finish_batch", "place_single"):
+            if mode == "py":
+                m.setattr(message_store, name, getattr(batch_records, f"{name}_py"))
+            elif mode == "c":
+                m.setattr(message_store, name, getattr(_cstore, name))
         return asyncio.run(main())
 
 
