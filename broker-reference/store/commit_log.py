@@ -79,9 +79,6 @@ def packed_host(host: str) -> bytes:
     return pack_host(host)[0]
 
 
-_packed_host = packed_host
-
-
 def parse_delay_levels(spec: str) -> dict[int, int]:
     """``"1s 5s 10s 30s 1m ..."`` → ``{1: 1000, 2: 5000, ...}`` (ms; units s, m, h, d)."""
     units = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -167,21 +164,16 @@ class CommitLog:
     def _check(self, msg: InnerMessage) -> tuple[bytes, bytes, bytes, bytes, int] | PutMessageStatus:
         """Validate a message; returns (topic, properties, born host, store host, record size)
         in wire form, or the refusal status."""
-        return self.check_wire(msg.topic, msg.properties_string, msg.body, msg.born_host, msg.store_host)
-
-    def check_wire(self, topic_s: str, properties_string: str, body, born_host: str,
-                   store_host: str) -> tuple[bytes, bytes, bytes, bytes, int] | PutMessageStatus:
-        """:meth:`_check` of a message's parts (hosts ``"ip:port"``; sizes in bytes)."""
-        topic = topic_s.encode("utf-8")
+        topic = msg.topic.encode("utf-8")
         if not topic or len(topic) > 127:
             return PutMessageStatus.MESSAGE_ILLEGAL
-        props = properties_string.encode("utf-8") if properties_string else b""
+        props = msg.properties_string.encode("utf-8") if msg.properties_string else b""
         if len(props) > MAX_PROPERTIES_LENGTH:
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
-        body_len = len(body)
+        body_len = len(msg.body)
         if body_len > self.config.max_message_size:
             return PutMessageStatus.MESSAGE_ILLEGAL
-        born, store = _packed_host(born_host), _packed_host(store_host)
+        born, store = packed_host(msg.born_host), packed_host(msg.store_host)
         # the §4.5 layout's size (encode_stored_message): 48 fixed + hosts + store timestamp (8)
         # + reconsumeTimes/preparedTxOffset/bodyLen (16) + body + topic (1 + n) + properties (2 + n)
         size = 75 + len(born) + len(store) + body_len + len(topic) + len(props)
@@ -300,7 +292,7 @@ class CommitLog:
             return None
         try:
             topic_b = topic.encode("utf-8")
-            born, store = _packed_host(born_host), _packed_host(store_host)
+            born, store = packed_host(born_host), packed_host(store_host)
             encoded = encode_batch(body, topic_b, extra, queue_id, sys_flag, born_timestamp, born, store,
                                    reconsume_times, self.config.max_message_size, self.file_size)
         except (ValueError, OverflowError, struct.error):  # bad host, int out of range: the InnerMessage path decides

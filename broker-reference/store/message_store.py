@@ -3,7 +3,9 @@
 It owns the CommitLog, the consume queues, the checkpoint, the flush services and recovery, and
 knows nothing of the network. Records are dispatched to their consume queue synchronously,
 inside the append lock, so a message is visible to ``get_message`` as soon as ``put_message``
-returns; arrival listeners (long polling) are called right after, outside the lock.
+returns; arrival listeners (long polling) are called right after, outside the lock. A plain
+single send (the broker's common case) takes :meth:`MessageStore.put_plain`: the same bytes,
+entries and listener calls in one flat pass, without the InnerMessage and result objects.
 
 Thread safety: puts may come from any thread (one append lock); reads run concurrently with
 appends and never take that lock.
