@@ -337,6 +337,19 @@ static unsigned char *write_record_head(unsigned char *w, long long size, long l
     return w;
 }
 
+/* the properties text of ``count`` items at ``w``: name 0x01 value, items joined by 0x02 (no trailing
+ * separator, as Java's messageProperties2String for the stored record) */
+static void write_items(unsigned char *w, const Item *items, Py_ssize_t count) {
+    for (Py_ssize_t j = 0; j < count; j++) {
+        if (j) *w++ = 2;
+        memcpy(w, items[j].k, (size_t)items[j].kl);
+        w += items[j].kl;
+        *w++ = 1;
+        memcpy(w, items[j].v, (size_t)items[j].vl);
+        w += items[j].vl;
+    }
+}
+
 static PyObject *encode_batch(PyObject *self, PyObject *args) {
     Py_buffer body, topic, born, store;
     PyObject *extra_t;
@@ -412,14 +425,7 @@ static PyObject *encode_batch(PyObject *self, PyObject *args) {
         /* queue offset, physical offset, store timestamp and prepared offset 0 (finish_batch) */
         unsigned char *w = write_record_head(out.p + out.len, size, crc, queue_id, flag, 0, 0, sys_flag, born_ts, &born,
                                              0, &store, reconsume, 0, mbody, body_len, topic.buf, topic.len, plen);
-        for (Py_ssize_t j = 0; j < count; j++) {
-            if (j) *w++ = 2;
-            memcpy(w, items[j].k, (size_t)items[j].kl);
-            w += items[j].kl;
-            *w++ = 1;
-            memcpy(w, items[j].v, (size_t)items[j].vl);
-            w += items[j].vl;
-        }
+        write_items(w, items, count);
         out.len += (Py_ssize_t)size;
 
         PyObject *o = PyLong_FromLongLong(size);
@@ -728,14 +734,7 @@ static PyObject *encode_single(PyObject *self, PyObject *const *args, Py_ssize_t
     unsigned char *w = write_record_head((unsigned char *)PyByteArray_AS_STRING(record), size, crc, queue_id, flag, 0, 0,
                                          sys_flag, born_ts, &born, 0, &store, reconsume, 0, body.buf, body.len,
                                          (const unsigned char *)topic, topic_len, plen);
-    for (Py_ssize_t j = 0; j < count; j++) {
-        if (j) *w++ = 2;
-        memcpy(w, items[j].k, (size_t)items[j].kl);
-        w += items[j].kl;
-        *w++ = 1;
-        memcpy(w, items[j].v, (size_t)items[j].vl);
-        w += items[j].vl;
-    }
+    write_items(w, items, count);
     result = Py_BuildValue("(OLi)", record, size, (int)tags_code);
     goto done;
 decline_clear:
