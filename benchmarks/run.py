@@ -411,8 +411,10 @@ def main() -> int:
 def runtime_info() -> dict:
     """What this Python runs the SDK and broker with: the optional C accelerators
     (``rocketmq_sdk._speedups``; every ``*.c`` of the tree, built or not), the switch, and the
-    event loop the SDK's I/O thread and the broker pick here (``auto`` + ``$ROCKETMQ_EVENT_LOOP``)."""
+    event loop the SDK's I/O thread and the broker pick here (``auto`` + ``$ROCKETMQ_EVENT_LOOP``),
+    and the zlib module of message bodies (``rocketmq_sdk.protocol.deflate``)."""
     from rocketmq_sdk import _speedups
+    from rocketmq_sdk.protocol import deflate
     from rocketmq_sdk.remoting.loop import resolve_event_loop
 
     roots = {"sdk": "rocketmq_sdk", "broker-reference": "rocketmq_broker"}
@@ -422,13 +424,15 @@ def runtime_info() -> dict:
             name = ".".join((package, *src.relative_to(HERE.parent / folder).with_suffix("").parts))
             built[name] = _speedups.load(name) is not None
     return {"pure_python": _speedups.PURE_PYTHON, "accelerators": built,
-            "event_loop": resolve_event_loop("auto")}
+            "event_loop": resolve_event_loop("auto"), "zlib": deflate.IMPLEMENTATION}
 
 
 def runtime_line(info: dict) -> str:
     """One Markdown line for :func:`runtime_info`."""
     acc = info.get("accelerators", {})
     loop = f" Event loop: {info['event_loop']}." if info.get("event_loop") else ""
+    if info.get("zlib"):
+        loop += f" Message bodies: {info['zlib']}."
     if info.get("pure_python"):
         return f"Code: pure Python (ROCKETMQ_PURE_PYTHON set).{loop}  "
     if not acc:

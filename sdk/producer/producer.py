@@ -13,7 +13,6 @@ import logging
 import os
 import threading
 import time
-import zlib
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
@@ -37,6 +36,7 @@ from ..exceptions import (
     RemotingTimeoutError,
     TopicNotExistError,
 )
+from ..protocol import deflate
 from ..protocol.codes import (
     GROUP_MAX_LENGTH,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -615,7 +615,7 @@ class Producer(RequestReplyMixin):
         span = self._start_span(msg, topic, fifo, oneway)
         sys_flag = 0
         if len(body) >= cfg.compress_msg_body_over_howmuch:
-            body = zlib.compress(body, cfg.compress_level)
+            body = deflate.compress(body, cfg.compress_level)
             sys_flag |= SF.COMPRESSED
         if props.get(MC.TRANSACTION_PREPARED) == "true":
             sys_flag |= SF.TRANSACTION_PREPARED_TYPE

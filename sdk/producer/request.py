@@ -29,11 +29,11 @@ import logging
 import threading
 import time
 import uuid
-import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ClientStateError, IllegalArgumentError, RequestTimeoutError
+from ..protocol import deflate
 from ..protocol.codes import MessageConst as MC
 from ..protocol.codes import MessageSysFlag, ResponseCode
 from ..protocol.headers import ReplyMessageRequestHeader
@@ -198,8 +198,8 @@ def decode_reply_message(cmd: RemotingCommand, arrive_time_ms: int | None = None
     sys_flag = h.sys_flag or 0
     if sys_flag & MessageSysFlag.COMPRESSED:
         try:
-            body = zlib.decompress(body)
-        except zlib.error:
+            body = deflate.decompress(body)
+        except deflate.ERRORS:
             log.warning("reply message body does not inflate; passed on as is")
     props = decode_properties(h.properties or "")
     props[MC.REPLY_MESSAGE_ARRIVE_TIME] = str(arrive_time_ms if arrive_time_ms is not None

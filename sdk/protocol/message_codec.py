@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from .. import _speedups
 from ..exceptions import FrameError
+from . import deflate
 from .codes import MessageConst as MC
 from .codes import MessageSysFlag
 from .message import Message, MessageExt
@@ -277,7 +278,7 @@ def _decode_records_py(buf, pos: int, end: int, out: list[MessageExt], decompres
                 if type(body) is not bytes:
                     body = bytes(body)
                 if decompress and sys_flag & MessageSysFlag.COMPRESSED:
-                    body = zlib.decompress(body)
+                    body = deflate.decompress(body)
                 m.body = body
             else:
                 m.body = b""
@@ -304,7 +305,7 @@ def _decode_records_py(buf, pos: int, end: int, out: list[MessageExt], decompres
             if not limit:
                 break
         return pos
-    except (struct.error, IndexError, UnicodeDecodeError, zlib.error, ValueError, OSError) as exc:
+    except (struct.error, IndexError, UnicodeDecodeError, *deflate.ERRORS, ValueError, OSError) as exc:
         # ValueError/OSError: a truncated IPv6 host (inet_ntop)
         raise FrameError(f"malformed message record at {pos}: {exc}") from exc
 
@@ -312,7 +313,7 @@ def _decode_records_py(buf, pos: int, end: int, out: list[MessageExt], decompres
 decode_properties_py = decode_properties  # the twin of _ccodec.decode_properties
 _ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
 if _ccodec is not None:
-    _ccodec.configure_records(MessageExt, _HOSTS, _v4_host, _TOPICS, _topic_str, zlib.decompress)
+    _ccodec.configure_records(MessageExt, _HOSTS, _v4_host, _TOPICS, _topic_str, deflate.decompress)
     _c_decode_records = _ccodec.decode_records
     _c_encode_batch = _ccodec.encode_batch
     _c_encode_properties = _ccodec.encode_properties
