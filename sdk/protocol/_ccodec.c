@@ -622,6 +622,13 @@ typedef struct {
     char small[1024];
 } Writer;
 
+/* an empty writer on its inline buffer, ``reserved`` bytes (a frame's length words) left to fill later */
+static inline void w_init(Writer *w, Py_ssize_t reserved) {
+    w->buf = w->small;
+    w->len = reserved;
+    w->cap = sizeof w->small;
+}
+
 static int w_reserve(Writer *w, Py_ssize_t extra) {
     if (w->len + extra <= w->cap)
         return 0;
@@ -841,9 +848,7 @@ static PyObject *codec_encode(PyObject *self, PyObject *cmd) {
     if (r || st != 0)
         Py_RETURN_NONE;
     Writer w;
-    w.buf = w.small;
-    w.len = 8; /* room for the length prefix and the serialize type/header length word */
-    w.cap = sizeof w.small;
+    w_init(&w, 8); /* room for the length prefix and the serialize type/header length word */
     PyObject *result = NULL;
     r = write_header(&w, cmd);
     if (r == FAILED)
@@ -1348,9 +1353,7 @@ static PyObject *codec_encode_batch(PyObject *self, PyObject *const *args, Py_ss
     if (seq == NULL)
         return NULL;
     Writer w;
-    w.buf = w.small;
-    w.len = 0;
-    w.cap = sizeof w.small;
+    w_init(&w, 0);
     PyObject *result = NULL;
     int r = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -1534,9 +1537,7 @@ static PyObject *codec_render_send(PyObject *self, PyObject *const *args, Py_ssi
         return NULL;
     }
     Writer w;
-    w.buf = w.small;
-    w.len = 8;
-    w.cap = sizeof w.small;
+    w_init(&w, 8);
     PyObject *result = NULL;
     int r = 0;
     long long flag = 0, opaque = 0;
