@@ -34,10 +34,14 @@ def main() -> None:
               show_default=True)
 @click.option("--commit-log-file-size", type=int, default=64 * 1024 * 1024, show_default=True,
               help="CommitLog file size in bytes.")
+@click.option("--busy-poll-us", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Keep the broker's event loop polling this many µs after each read (0: off; "
+                   "see busyPollUs in docs/broker.md).")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int, broker_port: int, broker_name: str, cluster: str,
-        flush_disk_type: str, commit_log_file_size: int, log_level: str, event_loop: str) -> None:
+        flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, log_level: str,
+        event_loop: str) -> None:
     """Run a name server and one broker on 127.0.0.1."""
     setup_logging(log_level)
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-dev-")
@@ -50,7 +54,7 @@ def dev(store_dir: str | None, namesrv_port: int, broker_port: int, broker_name:
         announce("NAMESRV", ns.addr)
         cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port,
                            namesrv_addr=ns.addr, store_path_root_dir=store_dir, flush_disk_type=flush_disk_type,
-                           mapped_file_size_commit_log=commit_log_file_size)
+                           mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us)
         broker = holder["b"] = BrokerController(cfg)
         await broker.start()
         announce("BROKER", cfg.broker_addr)

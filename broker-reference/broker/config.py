@@ -84,6 +84,12 @@ class BrokerConfig:
         tls_client_trust_cert_path: CA file used to verify the name servers' certificates
             (``tlsClientTrustCertPath``, Java ``tls.client.trustCertPath``); default the system
             trust store.
+        busy_poll_us: keep the event loop polling for up to this many µs after each read
+            instead of sleeping until the next request (``busyPollUs``, not a Java key; 0,
+            default: off). Adaptive (``rocketmq_sdk.remoting.busy_poll``): it pays for request
+            streams with gaps under the window, e.g. synchronous senders, on virtual machines
+            where waking an idle vCPU is dear; leave it off for a broker sharing its process
+            (and GIL) with clients (``start_embedded_cluster``, ``in_process=True``).
     """
 
     broker_cluster_name: str = "DefaultCluster"
@@ -133,6 +139,7 @@ class BrokerConfig:
     tls_server_cert_path: str | None = None
     tls_server_key_path: str | None = None
     tls_client_trust_cert_path: str | None = None
+    busy_poll_us: int = 0
 
     @property
     def broker_addr(self) -> str:

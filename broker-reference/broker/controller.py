@@ -62,7 +62,8 @@ class BrokerController:
                                                                config.filter_data_clean_time_span))
         self.producers = ProducerManager()
         self.schedule = ScheduleService(self)
-        self.server = RemotingServer(ssl_context=config.tls_server_context())  # tlsEnable
+        self.server = RemotingServer(ssl_context=config.tls_server_context(),  # tlsEnable
+                                     busy_poll_us=config.busy_poll_us)
         self.namesrv_client = RemotingClient(ssl_context=config.tls_client_context())
         self.pull = PullProcessor(self)
         self.send = SendProcessor(self)

@@ -19,6 +19,7 @@ from typing import Any, TypeAlias
 
 from rocketmq_sdk.exceptions import FrameError, RemotingSendRequestError, RemotingTimeoutError
 from rocketmq_sdk.protocol.codes import ResponseCode
+from rocketmq_sdk.remoting.busy_poll import BusyPoller
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
 
@@ -47,7 +48,13 @@ class RequestDispatcher:
     ``" request type <code> not supported"``; a processor that raises gets ``SYSTEM_ERROR`` (1)
     with the exception text; a processor returning None sends nothing; oneway requests are never
     answered; a response copies the request's opaque and serialize type.
+
+    Attributes:
+        busy_poller: kept polling by the channels after each read when set (a server's
+            ``busy_poll_us``); None (default) lets the loop sleep.
     """
+
+    busy_poller: BusyPoller | None = None
 
     def __init__(self) -> None:
         self._processors: dict[int, Processor] = {}
@@ -226,6 +233,9 @@ class Channel(asyncio.Protocol):
             self._reading = False
             if self._wbuf:
                 self._flush()
+            poller = self._dispatcher.busy_poller
+            if poller is not None:
+                poller.arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

@@ -1,0 +1,212 @@
+"""``BusyPoller`` and ``RemotingServer(busy_poll_us=...)``: after a read the server's loop polls
+(every select with timeout 0) for the adaptive window, then sleeps again; the window halves on
+each poll that sees no read and drops to 0 below an eighth, and comes back when reads arrive
+within it; a stopped server polls no more."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from rocketmq_sdk.exceptions import IllegalArgumentError
+from rocketmq_sdk.protocol.codes import ResponseCode
+from rocketmq_sdk.remoting import RemotingClient, RemotingServer
+from rocketmq_sdk.remoting.busy_poll import BusyPoller
+from rocketmq_sdk.remoting.command import RemotingCommand
+
+from tests.conftest import run_async as run
+from tests.conftest import wait_until_async as wait_for
+
+pytestmark = pytest.mark.timeout(30)
+
+ECHO = 1300
+
+
+class FakeLoop:
+    def __init__(self) -> None:
+        self.ready: list = []
+
+    def call_soon(self, cb) -> None:
+        self.ready.append(cb)
+
+    def run_once(self) -> int:
+        ready, self.ready = self.ready, []
+        for cb in ready:
+            cb()
+        return len(ready)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _poller(max_us: float = 100.0) -> tuple[BusyPoller, FakeLoop, Clock]:
+    loop, clock = FakeLoop(), Clock()
+    return BusyPoller(loop, max_us, clock=clock), loop, clock  # type: ignore[arg-type]
+
+
+def _poll_out(p: BusyPoller, loop: FakeLoop, clock: Clock, step_s: float = 10e-6) -> int:
+    """Run the loop until the poll stops; returns the polls run."""
+    n = 0
+    while p.polling:
+        assert loop.run_once() == 1
+        n += 1
+        clock.t += step_s
+        assert n < 10_000
+    assert loop.ready == []
+    return n
+
+
+def test_a_read_keeps_the_loop_polling_for_the_window_then_it_sleeps() -> None:
+    p, loop, clock = _poller(100)
+    p.arm()
+    assert p.polling and len(loop.ready) == 1
+    polls = _poll_out(p, loop, clock, 10e-6)
+    assert polls in (11, 12)  # 0, 10, ..., 100 µs (+1 for float rounding), then it is over
+    assert (p.hits, p.misses) == (0, 1)
+    assert p.window_s == pytest.approx(50e-6)
+
+
+def test_misses_halve_the_window_down_to_an_eighth_then_polling_stops() -> None:
+    p, loop, clock = _poller(80)
+    windows = []
+    for _ in range(5):
+        clock.t += 1.0  # reads far apart: nothing restores the window
+        p.arm()
+        _poll_out(p, loop, clock, 1e-6)
+        windows.append(round(p.window_s * 1e6, 3))
+    assert windows == [40, 20, 10, 0, 0]
+    assert p.misses == 4
+    clock.t += 1.0
+    p.arm()
+    assert not p.polling and loop.ready == []
+
+
+def test_a_read_while_polling_is_a_hit_and_extends_the_poll() -> None:
+    p, loop, clock = _poller(100)
+    p.arm()
+    _poll_out(p, loop, clock)
+    assert p.window_s == pytest.approx(50e-6)
+    clock.t += 1.0
+    p.arm()
+    clock.t += 30e-6
+    loop.run_once()
+    p.arm()  # read 30 µs into a 50 µs poll
+    assert p.hits == 1 and p.window_s == pytest.approx(100e-6)
+    assert len(loop.ready) == 1  # the running poll goes on: no second callback
+    start = clock.t
+    _poll_out(p, loop, clock, 1e-6)
+    assert clock.t - start == pytest.approx(100e-6, abs=3e-6)  # the new window counts from the read
+
+
+def test_a_read_soon_after_a_sleep_restores_the_window() -> None:
+    p, loop, clock = _poller(100)
+    for _ in range(4):
+        clock.t += 1.0
+        p.arm()
+        _poll_out(p, loop, clock, 1e-6)
+    assert p.window_s == 0
+    clock.t += 1.0
+    p.arm()  # a gap longer than the window: stays asleep
+    assert not p.polling
+    clock.t += 80e-6
+    p.arm()  # 80 µs after the last read: a 100 µs poll would have caught it
+    assert p.polling and p.window_s == pytest.approx(100e-6)
+
+
+def test_close_stops_a_running_poll_and_later_reads_do_not_start_one() -> None:
+    p, loop, clock = _poller(100)
+    p.arm()
+    p.close()
+    loop.run_once()
+    assert not p.polling and loop.ready == []
+    p.arm()
+    assert loop.ready == []
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_a_window_must_be_positive(bad: float) -> None:
+    with pytest.raises(IllegalArgumentError, match="busy poll window"):
+        BusyPoller(FakeLoop(), bad)  # type: ignore[arg-type]
+
+
+def test_server_rejects_a_negative_busy_poll() -> None:
+    with pytest.raises(IllegalArgumentError, match="busy_poll_us"):
+        RemotingServer(busy_poll_us=-5)
+
+
+async def _echo(channel, cmd):
+    return cmd.response(ResponseCode.SUCCESS, body=cmd.body)
+
+
+def _record_select_timeouts(loop: asyncio.AbstractEventLoop) -> list:
+    selector = loop._selector  # type: ignore[attr-defined]
+    timeouts: list = []
+    real = selector.select
+
+    def select(timeout=None):
+        timeouts.append(timeout)
+        return real(timeout)
+
+    selector.select = select
+    return timeouts
+
+
+def _assert_slept(timeouts: list) -> None:
+    """The selects of a 50 ms ``asyncio.sleep``: one blocking wait for the timer (and the
+    non-blocking one that runs the woken task), not a poll loop."""
+    assert any(t is None or t >= 0.01 for t in timeouts), timeouts
+    assert sum(1 for t in timeouts if t == 0) <= 3, timeouts
+
+
+async def _serve_and_send(busy_poll_us: float):
+    server = RemotingServer(busy_poll_us=busy_poll_us)
+    server.register_processor(ECHO, _echo)
+    port = await server.start()
+    client = RemotingClient()
+    resp = await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, body=b"ping"), 5000)
+    assert resp.code == ResponseCode.SUCCESS and resp.body == b"ping"
+    return server, client
+
+
+def test_server_loop_polls_after_a_request_then_sleeps_again() -> None:
+    async def main():
+        loop = asyncio.get_running_loop()
+        timeouts = _record_select_timeouts(loop)
+        server, client = await _serve_and_send(busy_poll_us=50_000)  # 50 ms: wide enough for CI
+        try:
+            poller = server.busy_poller
+            assert poller is not None and poller.polling
+            del timeouts[:]
+            await wait_for(lambda: not poller.polling, 5.0, "the poll to end")
+            assert poller.misses >= 1
+            polled = [t for t in timeouts if t == 0]
+            assert len(polled) >= 10, timeouts[:20]  # the loop did not sleep during the window
+            del timeouts[:]
+            await asyncio.sleep(0.05)
+            _assert_slept(timeouts)
+        finally:
+            await client.close()
+            await server.stop()
+        assert server.busy_poller is None and not poller.polling
+    run(main())
+
+
+def test_server_without_busy_poll_sleeps_between_requests() -> None:
+    async def main():
+        loop = asyncio.get_running_loop()
+        timeouts = _record_select_timeouts(loop)
+        server, client = await _serve_and_send(busy_poll_us=0)
+        try:
+            assert server.busy_poller is None
+            del timeouts[:]
+            await asyncio.sleep(0.05)
+            _assert_slept(timeouts)
+        finally:
+            await client.close()
+            await server.stop()
+    run(main())
