@@ -18,6 +18,8 @@ them the working tree runs), ``arg.NAME=VALUE`` sets a worker argument (a string
 ``arg.producer=thread`` runs a latency scenario's producer in the consumer's process),
 ``env.NAME=VALUE`` sets an environment variable of the client worker (e.g.
 ``env.ROCKETMQ_EVENT_LOOP=uvloop``; the brokers keep this process's environment),
+``broker.NAME=VALUE`` a broker setting of that variant's cluster (an int when it parses as one,
+e.g. ``broker.busy_poll_us=0``; on top of ``--broker-config``),
 ``patch=JSON`` (last key) sets attributes in the client worker (``_worker.apply_patches``). Every distinct broker code gets its own dev cluster (ASYNC_FLUSH
 unless ``--flush``); scenarios are those of ``run.py`` (``sync1``, ``async``, ``consume``,
 ``latency5k``, ...). Prints one line per run and the per-variant medians.
@@ -44,7 +46,7 @@ import run as suite  # noqa: E402  (benchmarks/run.py: scenario args, worker run
 
 def parse_variant(text: str) -> dict:
     name, _, rest = text.partition(":")
-    v = {"name": name, "client": None, "broker": None, "patch": {}, "args": {}, "env": {}}
+    v = {"name": name, "client": None, "broker": None, "patch": {}, "args": {}, "env": {}, "bcfg": {}}
     while rest:
         key, _, val = rest.partition("=")
         if key == "patch":
@@ -55,6 +57,8 @@ def parse_variant(text: str) -> dict:
             v["args"][key[4:]] = val
         elif key.startswith("env."):  # a client worker environment variable
             v["env"][key[4:]] = val
+        elif key.startswith("broker."):  # a broker setting of this variant's cluster
+            v["bcfg"][key[7:]] = int(val) if val.lstrip("-").isdigit() else val
         else:
             v[key] = val
     return v
@@ -132,13 +136,14 @@ def main() -> None:
     rows: dict[str, list[dict]] = {v["name"]: [] for v in variants}
     try:
         with ExitStack() as stack:
-            clusters: dict[str | None, object] = {}
+            clusters: dict[str, object] = {}
             for v in variants:
-                if v["broker"] not in clusters:
+                v["cluster"] = json.dumps([v["broker"], v["bcfg"]], sort_keys=True)
+                if v["cluster"] not in clusters:
                     with env_path(checkout(v["broker"], tmp) if v["broker"] else None):
-                        clusters[v["broker"]] = stack.enter_context(start_dev_cluster(broker_config={
+                        clusters[v["cluster"]] = stack.enter_context(start_dev_cluster(broker_config={
                             "flush_disk_type": args.flush, "mapped_file_size_commit_log": 256 * 1024 * 1024,
-                            **json.loads(args.broker_config)}))
+                            **json.loads(args.broker_config), **v["bcfg"]}))
             backlog = {}
             if scen == "consume":  # one backlog per cluster; every run drains it with a new group
                 for key, cl in clusters.items():
@@ -152,11 +157,11 @@ def main() -> None:
                 order = variants if r % 2 == 0 else list(reversed(variants))
                 for v in order:
                     run_no += 1
-                    cl = clusters[v["broker"]]
+                    cl = clusters[v["cluster"]]
                     wargs = {"topic": f"Ab_{args.scenario}", **base, "client": "sdk", "namesrv": cl.namesrv_addr,
                              "group": f"ab_{run_no}", "patch": v["patch"], **v["args"]}
                     if scen == "consume":
-                        wargs.update(topic="AbBacklog", max_count=backlog[v["broker"]])
+                        wargs.update(topic="AbBacklog", max_count=backlog[v["cluster"]])
                     if scen == "latency":
                         wargs["topic"] = f"AbLat_{run_no}"
                     with env_path(checkout(v["client"], tmp) if v["client"] else None), env_vars(v["env"]):

@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "_worker.py"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+BUSY_POLL_US = 100  # the broker's busy_poll_us in the suite: polls catch sync senders' next request (PROFILE.md)
 
 # name -> (worker scenario, extra args)
 SCENARIOS: dict[str, tuple[str, dict]] = {
@@ -299,6 +300,8 @@ def main() -> int:
     ap.add_argument("--out-dir", default=str(HERE / "results"))
     ap.add_argument("--no-write", action="store_true", help="print the table only")
     ap.add_argument("--backlog", type=int, help="consume backlog per size (default 1,000,000; QUICK 5,000)")
+    ap.add_argument("--busy-poll-us", type=int, default=BUSY_POLL_US,
+                    help=f"the broker's busy_poll_us (default {BUSY_POLL_US}; 0: its event loop sleeps between reads)")
     args = ap.parse_args()
 
     from rocketmq_broker.embedded import start_dev_cluster
@@ -325,7 +328,7 @@ def main() -> int:
 
     for flush in flushes:
         prog.line(f"== broker {flush}")
-        cluster = start_dev_cluster(broker_config={"flush_disk_type": flush,
+        cluster = start_dev_cluster(broker_config={"flush_disk_type": flush, "busy_poll_us": args.busy_poll_us,
                                                    "mapped_file_size_commit_log": 256 * 1024 * 1024})
         try:
             pid = cluster._proc.pid  # the dev broker + name server process
@@ -391,6 +394,7 @@ def main() -> int:
                     "loadavg_after": os.getloadavg()},
         "clients": {"sdk": "rocketmq_sdk (this repository)", "cpp": _cpp_version()},
         "runtime": runtime_info(),
+        "broker": {"busy_poll_us": args.busy_poll_us},
         "plan": p,
         "estimate_s": round(est),
         "backlogs": backlogs,
@@ -441,6 +445,16 @@ def runtime_line(info: dict) -> str:
     off = [n.rsplit(".", 1)[1] for n, ok in acc.items() if not ok]
     return (f"Code: C accelerators in use: {', '.join(on) or 'none'}"
             + (f"; not built: {', '.join(off)}" if off else "") + f".{loop}  ")
+
+
+def broker_line(broker: dict | None) -> list[str]:
+    """The broker settings line of a results header (none for files written before it existed)."""
+    if broker is None:
+        return []
+    us = broker.get("busy_poll_us", 0)
+    return ["Broker: the reference broker in a process of its own (uvloop when installed), "
+            + (f"busy polling up to {us} µs after each read (`busy_poll_us`; docs/performance.md).  " if us
+               else "sleeping between reads (`busy_poll_us=0`).  ")]
 
 
 def git_span(commit: dict, changed_note: str = "") -> str:
@@ -524,6 +538,7 @@ def to_markdown(doc: dict) -> str:
            f"Clients: SDK = {doc['clients']['sdk']}; C++ = {doc['clients']['cpp']}, driven through its "
            "ctypes bindings in the same kind of worker process.  ",
            runtime_line(doc.get("runtime", {})),
+           *broker_line(doc.get("broker")),
            _plan_line(doc), "",
            "Throughput in messages/s over the measured phase; ratio = SDK / C++; client CPU = CPU seconds "
            "of the client process per 100,000 messages (measured phase, all threads); broker CPU in µs "

@@ -28,4 +28,7 @@ def test_suite_runs_sync_send_for_both_clients(tmp_path: Path) -> None:
     for r in by_client.values():
         assert "error" not in r, r
         assert r["count"] > 0 and r["msgs_per_s"] > 0 and r["client_cpu_s_per_100k"] > 0
-    assert "| 100 B | sync1 |" in (tmp_path / json_path.name.replace(".json", ".md")).read_text()
+    md = (tmp_path / json_path.name.replace(".json", ".md")).read_text()
+    assert "| 100 B | sync1 |" in md
+    assert doc["broker"] == {"busy_poll_us": 100}
+    assert "busy polling up to 100 µs after each read" in md

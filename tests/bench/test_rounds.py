@@ -44,3 +44,11 @@ def test_plan_runs_sync_in_rounds_and_the_report_lists_them() -> None:
     (note,) = run.round_notes({("ASYNC_FLUSH", 100, "sync1"): {"sdk": sdk, "cpp": cpp}})
     assert "SDK 8,000 msg/s (45.0 µs), 6,000 msg/s (50.0 µs)" in note
     assert note.endswith("ratio per round 2.00, 3.00")
+
+
+def test_broker_line_states_the_busy_poll_setting() -> None:
+    assert run.broker_line(None) == []  # results files from before the setting existed
+    (on,) = run.broker_line({"busy_poll_us": 100})
+    assert "busy polling up to 100 µs" in on
+    (off,) = run.broker_line({"busy_poll_us": 0})
+    assert "sleeping between reads" in off
