@@ -453,7 +453,7 @@ def broker_line(broker: dict | None) -> list[str]:
         return []
     us = broker.get("busy_poll_us", 0)
     return ["Broker: the reference broker in a process of its own (uvloop when installed), "
-            + (f"busy polling up to {us} µs after each read (`busy_poll_us`; docs/performance.md).  " if us
+            + (f"busy polling up to {us} µs after each answer (`busy_poll_us`; docs/performance.md).  " if us
                else "sleeping between reads (`busy_poll_us=0`).  ")]
 
 

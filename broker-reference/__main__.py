@@ -35,7 +35,7 @@ def main() -> None:
 @click.option("--commit-log-file-size", type=int, default=64 * 1024 * 1024, show_default=True,
               help="CommitLog file size in bytes.")
 @click.option("--busy-poll-us", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Keep the broker's event loop polling this many µs after each read (0: off; "
+              help="Keep the broker's event loop polling this many µs after each answer (0: off; "
                    "see busyPollUs in docs/broker.md).")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option

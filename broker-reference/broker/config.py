@@ -84,7 +84,8 @@ class BrokerConfig:
         tls_client_trust_cert_path: CA file used to verify the name servers' certificates
             (``tlsClientTrustCertPath``, Java ``tls.client.trustCertPath``); default the system
             trust store.
-        busy_poll_us: keep the event loop polling for up to this many µs after each read
+        busy_poll_us: keep the event loop polling for up to this many µs after answering
+            requests (in the read that brought them: not SYNC_FLUSH sends nor held pulls)
             instead of sleeping until the next request (``busyPollUs``, not a Java key; 0,
             default: off). Adaptive (``rocketmq_sdk.remoting.busy_poll``): it pays for request
             streams with gaps under the window, e.g. synchronous senders, on virtual machines

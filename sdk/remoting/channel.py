@@ -50,8 +50,9 @@ class RequestDispatcher:
     answered; a response copies the request's opaque and serialize type.
 
     Attributes:
-        busy_poller: kept polling by the channels after each read when set (a server's
-            ``busy_poll_us``); None (default) lets the loop sleep.
+        busy_poller: told by the channels of each read and of each read that answered inline,
+            to keep the loop polling after those (a server's ``busy_poll_us``); None (default)
+            lets it sleep.
     """
 
     busy_poller: BusyPoller | None = None
@@ -173,6 +174,7 @@ class Channel(asyncio.Protocol):
         self._wbuf: list[bytes] = []
         self._wbuf_size = 0
         self._reading = False  # inside data_received: writes are flushed at its end
+        self._answered = False  # something was written during the current read
         self.closed = False
         self.remote_addr = ""
         self.local_addr = ""
@@ -204,6 +206,9 @@ class Channel(asyncio.Protocol):
         """Split ``data`` into frames and handle them; what the handlers write meanwhile goes out
         in one socket write at the end (no loop callback for a request answered inline)."""
         self.last_active = _monotonic()
+        poller = self._dispatcher.busy_poller
+        if poller is not None:
+            poller.on_read()
         try:
             frames = self._decoder.feed(data)
         except FrameError as exc:
@@ -233,9 +238,12 @@ class Channel(asyncio.Protocol):
             self._reading = False
             if self._wbuf:
                 self._flush()
-            poller = self._dispatcher.busy_poller
-            if poller is not None:
-                poller.arm()
+                self._answered = True
+            if self._answered:  # answered inline: the client's next request may follow soon
+                self._answered = False
+                poller = self._dispatcher.busy_poller
+                if poller is not None:
+                    poller.arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -282,6 +290,7 @@ class Channel(asyncio.Protocol):
         self._wbuf_size += len(data)
         self.last_active = _monotonic()
         if self._wbuf_size >= _FLUSH_THRESHOLD:
+            self._answered = self._reading
             self._flush()  # bounded buffering; lets the transport report backpressure at once
 
     def _flush(self) -> None:

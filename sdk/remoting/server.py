@@ -61,8 +61,8 @@ class RemotingServer(RequestDispatcher):
             permissive mode that sniffs the first byte is not offered); None (default) for plain
             TCP. Read at :meth:`start`, so it may also be set as the ``ssl_context`` attribute
             before that. A plaintext client's connection is closed at its first bytes.
-        busy_poll_us: keep the event loop polling for up to this many µs after each read
-            instead of sleeping until the next request (adaptive, see
+        busy_poll_us: keep the event loop polling for up to this many µs after a read whose
+            requests were answered inline, instead of sleeping until the next request (adaptive, see
             :class:`~rocketmq_sdk.remoting.busy_poll.BusyPoller`); 0 (default) disables it. Worth
             it on virtual machines where waking an idle vCPU is dear, for a server whose loop has
             a process of its own; not a Java setting (Netty's epoll sleeps).
@@ -144,7 +144,7 @@ class RemotingServer(RequestDispatcher):
         if self.idle_timeout_s:
             self._idle_task = loop.create_task(self._close_idle_channels(self.idle_timeout_s))
         log.info("%s listening on %s:%d%s%s", self.name, host, self.port, " (TLS)" if self.ssl_context else "",
-                 f" (busy poll up to {self.busy_poll_us:g} µs after reads)" if self.busy_poll_us else "")
+                 f" (busy poll up to {self.busy_poll_us:g} µs after answers)" if self.busy_poll_us else "")
         return self.port
 
     async def stop(self, timeout_s: float = 3.0) -> None:

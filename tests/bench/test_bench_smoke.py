@@ -31,4 +31,4 @@ def test_suite_runs_sync_send_for_both_clients(tmp_path: Path) -> None:
     md = (tmp_path / json_path.name.replace(".json", ".md")).read_text()
     assert "| 100 B | sync1 |" in md
     assert doc["broker"] == {"busy_poll_us": 100}
-    assert "busy polling up to 100 µs after each read" in md
+    assert "busy polling up to 100 µs after each answer" in md

@@ -37,4 +37,4 @@ def test_dev_cluster_child_process_polls_and_serves_sends(tmp_path) -> None:
         assert sorted(bodies) == sorted(f"m{i}".encode() for i in range(20))
         with open(os.path.join(store, "dev-cluster.log")) as fh:
             log = fh.read()
-    assert "busy poll up to 200 µs after reads" in log
+    assert "busy poll up to 200 µs after answers" in log

@@ -1,7 +1,7 @@
-"""``BusyPoller`` and ``RemotingServer(busy_poll_us=...)``: after a read the server's loop polls
-(every select with timeout 0) for the adaptive window, then sleeps again; the window halves on
-each poll that sees no read and drops to 0 below an eighth, and comes back when reads arrive
-within it; a stopped server polls no more."""
+"""``BusyPoller`` and ``RemotingServer(busy_poll_us=...)``: after the server answers inline, its loop polls
+(every select with timeout 0) for the adaptive window, then sleeps again; a read ends the poll;
+the window halves on each poll that sees no read and drops to 0 below an eighth, and comes back
+when reads arrive within it; a stopped server polls no more."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _poll_out(p: BusyPoller, loop: FakeLoop, clock: Clock, step_s: float = 10e-6
     return n
 
 
-def test_a_read_keeps_the_loop_polling_for_the_window_then_it_sleeps() -> None:
+def test_a_write_keeps_the_loop_polling_for_the_window_then_it_sleeps() -> None:
     p, loop, clock = _poller(100)
     p.arm()
     assert p.polling and len(loop.ready) == 1
@@ -75,7 +75,8 @@ def test_misses_halve_the_window_down_to_an_eighth_then_polling_stops() -> None:
     p, loop, clock = _poller(80)
     windows = []
     for _ in range(5):
-        clock.t += 1.0  # reads far apart: nothing restores the window
+        clock.t += 1.0  # reads and writes far apart: nothing restores the window
+        p.on_read()
         p.arm()
         _poll_out(p, loop, clock, 1e-6)
         windows.append(round(p.window_s * 1e6, 3))
@@ -86,7 +87,7 @@ def test_misses_halve_the_window_down_to_an_eighth_then_polling_stops() -> None:
     assert not p.polling and loop.ready == []
 
 
-def test_a_read_while_polling_is_a_hit_and_extends_the_poll() -> None:
+def test_a_read_ends_the_poll_as_a_hit_and_the_answer_starts_the_next() -> None:
     p, loop, clock = _poller(100)
     p.arm()
     _poll_out(p, loop, clock)
@@ -95,12 +96,37 @@ def test_a_read_while_polling_is_a_hit_and_extends_the_poll() -> None:
     p.arm()
     clock.t += 30e-6
     loop.run_once()
-    p.arm()  # read 30 µs into a 50 µs poll
-    assert p.hits == 1 and p.window_s == pytest.approx(100e-6)
-    assert len(loop.ready) == 1  # the running poll goes on: no second callback
+    p.on_read()  # a request 30 µs into a 50 µs poll
+    assert (p.hits, p.misses) == (1, 1) and p.window_s == pytest.approx(100e-6)
+    assert not p.polling
+    loop.run_once()  # the queued poll ends quietly: not a miss
+    assert p.misses == 1 and loop.ready == []
+    p.arm()  # its answer: the next poll, with the full window
     start = clock.t
     _poll_out(p, loop, clock, 1e-6)
-    assert clock.t - start == pytest.approx(100e-6, abs=3e-6)  # the new window counts from the read
+    assert clock.t - start == pytest.approx(100e-6, abs=3e-6)
+    assert p.misses == 2
+
+
+def test_a_read_handed_to_another_thread_leaves_the_loop_asleep_until_the_answer() -> None:
+    p, loop, clock = _poller(100)
+    p.arm()
+    clock.t += 20e-6
+    loop.run_once()
+    p.on_read()  # e.g. a SYNC_FLUSH put: answered later, from the flush thread's completion
+    assert loop.run_once() == 1 and loop.ready == [] and not p.polling  # no polling meanwhile
+    clock.t += 500e-6
+    p.arm()  # the answer
+    assert p.polling and len(loop.ready) == 1
+
+
+def test_an_answer_queued_while_a_poll_runs_does_not_start_a_second_one() -> None:
+    p, loop, clock = _poller(100)
+    p.arm()
+    p.on_read()
+    p.arm()  # answered inline before the queued poll ran
+    assert len(loop.ready) == 1
+    assert _poll_out(p, loop, clock, 10e-6) in (11, 12)
 
 
 def test_a_read_soon_after_a_sleep_restores_the_window() -> None:
@@ -111,21 +137,28 @@ def test_a_read_soon_after_a_sleep_restores_the_window() -> None:
         _poll_out(p, loop, clock, 1e-6)
     assert p.window_s == 0
     clock.t += 1.0
-    p.arm()  # a gap longer than the window: stays asleep
+    p.arm()  # window 0: no poll
+    assert not p.polling and loop.ready == []
+    clock.t += 1.0
+    p.on_read()  # a gap longer than the window: stays asleep
+    p.arm()
     assert not p.polling
     clock.t += 80e-6
-    p.arm()  # 80 µs after the last read: a 100 µs poll would have caught it
-    assert p.polling and p.window_s == pytest.approx(100e-6)
+    p.on_read()  # 80 µs after the last write: a 100 µs poll would have caught it
+    assert p.window_s == pytest.approx(100e-6)
+    p.arm()
+    assert p.polling
 
 
-def test_close_stops_a_running_poll_and_later_reads_do_not_start_one() -> None:
+def test_close_stops_a_running_poll_and_later_writes_do_not_start_one() -> None:
     p, loop, clock = _poller(100)
     p.arm()
     p.close()
+    assert not p.polling
     loop.run_once()
-    assert not p.polling and loop.ready == []
-    p.arm()
     assert loop.ready == []
+    p.arm()
+    assert loop.ready == [] and not p.polling
 
 
 @pytest.mark.parametrize("bad", [0, -1])
@@ -139,7 +172,7 @@ def test_server_rejects_a_negative_busy_poll() -> None:
         RemotingServer(busy_poll_us=-5)
 
 
-async def _echo(channel, cmd):
+def _echo(channel, cmd):  # answered inline, like the broker's sends and pulls that find messages
     return cmd.response(ResponseCode.SUCCESS, body=cmd.body)
 
 
@@ -193,6 +226,30 @@ def test_server_loop_polls_after_a_request_then_sleeps_again() -> None:
             await client.close()
             await server.stop()
         assert server.busy_poller is None and not poller.polling
+    run(main())
+
+
+def test_answers_written_later_start_no_poll() -> None:
+    """An answer that leaves after the read (a processor waiting on something else, like a
+    SYNC_FLUSH put) does not keep the loop polling: other threads need the GIL then."""
+    async def later(channel, cmd):
+        await asyncio.sleep(0.01)
+        return cmd.response(ResponseCode.SUCCESS, body=cmd.body)
+
+    async def main():
+        server = RemotingServer(busy_poll_us=50_000)
+        server.register_processor(ECHO, later)
+        port = await server.start()
+        client = RemotingClient()
+        try:
+            for _ in range(3):
+                resp = await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, body=b"x"), 5000)
+                assert resp.body == b"x"
+            poller = server.busy_poller
+            assert not poller.polling and (poller.hits, poller.misses) == (0, 0)
+        finally:
+            await client.close()
+            await server.stop()
     run(main())
 
 
