@@ -16,10 +16,13 @@ and a polling loop would make them fight for it (measured: SYNC_FLUSH sync sends
 
 The window adapts like haltpoll's: a poll that ends without a read halves it (below an eighth
 of ``max_us`` it becomes 0: no polling), a read that arrives while polling, or after a sleep
-shorter than ``max_us`` since the last answer, sets it back to ``max_us``. So request streams
-with gaps under ``max_us`` (a client sending synchronously, a few thousand requests/s per
-connection and up) are polled for, and sparse or slower traffic costs at most a few polls before
-the loop sleeps again as before.
+shorter than ``max_us`` since the last answer, sets it back to ``max_us``. While it is 0, every
+``PROBE_EVERY``-th answer is followed by one probing poll of ``max_us`` anyway (a miss returns
+to 0 at once): a sleeping server's gaps include the wake-ups polling would remove, so they can
+look too long for a stream that polling would catch. So request streams with gaps under
+``max_us`` (a client sending synchronously, a few thousand requests/s per connection and up)
+are polled for, and sparse or slower traffic costs a few polls per lull and one probe per
+``PROBE_EVERY`` answers.
 
 Only for a server with an event loop (and a CPU) of its own: an event loop thread sharing the
 process with busy client threads would take the GIL from them while it polls.
@@ -33,7 +36,10 @@ from collections.abc import Callable
 
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
-__all__ = ["BusyPoller"]
+__all__ = ["PROBE_EVERY", "BusyPoller"]
+
+#: with the window at 0, one answer in this many is followed by a probing poll of the full window
+PROBE_EVERY = 64
 
 
 class BusyPoller:
@@ -71,6 +77,8 @@ class BusyPoller:
         self._scheduled = False  # a _poll callback is queued on the loop
         self._last_answer = float("-inf")
         self._closed = False
+        self._quiet = 0  # answers not polled after since the window went to 0
+        self._probing = False
 
     @property
     def polling(self) -> bool:
@@ -80,8 +88,16 @@ class BusyPoller:
     def arm(self) -> None:
         """Note answers that just went out and keep the loop polling for the current window."""
         now = self._last_answer = self._clock()
-        if self.window_s and not self._closed:
-            self._until = now + self.window_s
+        window = self.window_s
+        if not window:
+            self._quiet += 1
+            if self._quiet < PROBE_EVERY:
+                return
+            self._quiet = 0
+            self._probing = True
+            window = self.max_s
+        if not self._closed:
+            self._until = now + window
             if not self._scheduled:
                 self._scheduled = True
                 self._loop.call_soon(self._poll)
@@ -92,9 +108,12 @@ class BusyPoller:
         if self._until:
             self.hits += 1
             self._until = 0.0
+            self._probing = False
             self.window_s = self.max_s
+            self._quiet = 0
         elif self._clock() - self._last_answer <= self.max_s:
             self.window_s = self.max_s
+            self._quiet = 0
 
     def _poll(self) -> None:
         until = self._until
@@ -105,6 +124,9 @@ class BusyPoller:
         if until:  # the window ran out without a read
             self._until = 0.0
             self.misses += 1
+            if self._probing:
+                self._probing = False
+                return
             half = self.window_s / 2
             self.window_s = half if half >= self.max_s / 8 else 0.0
 

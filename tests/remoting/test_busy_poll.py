@@ -11,7 +11,7 @@ import pytest
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.remoting import RemotingClient, RemotingServer
-from rocketmq_sdk.remoting.busy_poll import BusyPoller
+from rocketmq_sdk.remoting.busy_poll import PROBE_EVERY, BusyPoller
 from rocketmq_sdk.remoting.command import RemotingCommand
 
 from tests.conftest import run_async as run
@@ -145,6 +145,49 @@ def test_a_read_soon_after_a_sleep_restores_the_window() -> None:
     assert not p.polling
     clock.t += 80e-6
     p.on_read()  # 80 µs after the last write: a 100 µs poll would have caught it
+    assert p.window_s == pytest.approx(100e-6)
+    p.arm()
+    assert p.polling
+
+
+def _collapse(p: BusyPoller, loop: FakeLoop, clock: Clock) -> None:
+    while p.window_s:
+        clock.t += 1.0
+        p.on_read()
+        p.arm()
+        _poll_out(p, loop, clock, 1e-6)
+
+
+def test_with_the_window_at_0_one_answer_in_probe_every_gets_a_full_poll() -> None:
+    p, loop, clock = _poller(100)
+    _collapse(p, loop, clock)
+    misses = p.misses
+    polled = []
+    for i in range(3 * PROBE_EVERY):
+        clock.t += 1.0  # gaps too long to restore the window
+        p.on_read()
+        p.arm()
+        if p.polling:
+            polled.append(i)
+            start = clock.t
+            _poll_out(p, loop, clock, 1e-6)
+            assert clock.t - start == pytest.approx(100e-6, abs=3e-6)  # the full window
+            assert p.window_s == 0  # a missed probe goes straight back to 0: no halving cascade
+    assert polled == [PROBE_EVERY - 1, 2 * PROBE_EVERY - 1, 3 * PROBE_EVERY - 1]
+    assert p.misses == misses + 3
+
+
+def test_a_probe_that_catches_a_request_restores_the_window() -> None:
+    p, loop, clock = _poller(100)
+    _collapse(p, loop, clock)
+    for _ in range(PROBE_EVERY):
+        clock.t += 1.0
+        p.on_read()
+        p.arm()
+    assert p.polling
+    clock.t += 40e-6
+    loop.run_once()
+    p.on_read()  # the next request, 40 µs into the probe
     assert p.window_s == pytest.approx(100e-6)
     p.arm()
     assert p.polling
