@@ -408,7 +408,7 @@ class Producer(RequestReplyMixin):
             submitter = self._submitter(inst)
             fast = None if selector is not None or in_loop else self._async_send(inst, prepared, mq, timeout, retries)
             if fast is not None:  # route and broker address cached: no Task (async_send.py)
-                submitter.call(fast.start)
+                submitter.start(fast)
                 fut = fast.fut  # a SendFuture: frees the in-flight slot itself when done
             else:
                 fut = submitter.submit(self._send_core(prepared, msg, selector, arg, mq, timeout, retries))
@@ -513,9 +513,9 @@ class Producer(RequestReplyMixin):
             raise RemotingTimeoutError("producer", timeout, "send_oneway (too many oneway sends queued)")
         mq, addr = target
         try:
-            self._submitter(inst).call(OnewaySend(
+            self._submitter(inst).start(OnewaySend(
                 inst, addr, self._request_for(prepared, mq, inst.remoting.rpc_hooks, oneway=True), timeout,
-                lambda error: self._oneway_done(prepared, mq, error)).start)
+                lambda error: self._oneway_done(prepared, mq, error)))
         except BaseException as exc:
             self._oneway_done(prepared, None, exc)
             raise

@@ -40,8 +40,8 @@ class BatchedSubmitter:
 
     def __init__(self, loop_thread: EventLoopThread) -> None:
         self.loop_thread = loop_thread
-        # (coroutine, its future) or (None, a plain callable)
-        self._queue: collections.deque[tuple[Coroutine[Any, Any, Any] | None, Any]] = collections.deque()
+        # (coroutine, its future), (None, a plain callable), or an object to ``start()``
+        self._queue: collections.deque[Any] = collections.deque()
         self._lock = threading.Lock()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -59,9 +59,19 @@ class BatchedSubmitter:
         """
         self._push(None, fn)
 
-    def _push(self, coro: Coroutine[Any, Any, Any] | None, target: Any) -> None:
+    def start(self, op: Any) -> None:
+        """Run ``op.start()`` on the loop, like :meth:`call` (``op`` is queued itself: no tuple
+        and no bound method per call, which would stay alive for the cyclic GC to count while
+        many sends are queued).
+
+        Raises:
+            ClientStateError: the loop is stopped or was inherited through fork().
+        """
+        self._push(None, None, op)
+
+    def _push(self, coro: Coroutine[Any, Any, Any] | None, target: Any, op: Any = None) -> None:
         with self._lock:
-            self._queue.append((coro, target))
+            self._queue.append((coro, target) if op is None else op)
             wake = len(self._queue) == 1
         if wake:
             try:
@@ -70,16 +80,23 @@ class BatchedSubmitter:
                 with self._lock:
                     pending = list(self._queue)
                     self._queue.clear()
-                for c, _f in pending:
-                    if c is not None:
-                        c.close()
+                for item in pending:
+                    if type(item) is tuple and item[0] is not None:
+                        item[0].close()
                 raise
 
     def _drain(self) -> None:
         loop = self.loop_thread.loop
         queue = self._queue
         while queue:
-            coro, fut = queue.popleft()
+            item = queue.popleft()
+            if type(item) is not tuple:  # start()
+                try:
+                    item.start()
+                except Exception:
+                    log.exception("start of %r on the I/O loop failed", item)
+                continue
+            coro, fut = item
             if coro is None:  # a plain call
                 try:
                     fut()

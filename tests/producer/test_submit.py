@@ -71,3 +71,42 @@ def test_stopped_loop_refuses(loop_thread):
 
     with pytest.raises(ClientStateError):
         sub.submit(nothing())
+
+
+def test_start_calls_and_coroutines_run_in_submission_order_and_errors_are_logged(loop_thread, caplog):
+    """``start(op)`` queues ``op`` itself and runs ``op.start()`` on the loop, in order with
+    ``call`` (and ``submit``, whose task starts on the next loop iteration); an exception is
+    logged and the rest of the burst still runs."""
+    sub = BatchedSubmitter(loop_thread)
+    order: list[str] = []
+
+    class Op:
+        def __init__(self, name: str, fail: bool = False) -> None:
+            self.name, self.fail = name, fail
+
+        def start(self) -> None:
+            assert loop_thread.in_loop_thread
+            order.append(self.name)
+            if self.fail:
+                raise RuntimeError(f"{self.name} failed")
+
+    async def coro() -> None:
+        order.append("coro")
+
+    sub.start(Op("a"))
+    sub.call(lambda: order.append("call"))
+    sub.start(Op("bad", fail=True))
+    fut = sub.submit(coro())
+    sub.start(Op("b"))
+    fut.result(5)
+    loop_thread.run(asyncio.sleep(0), 5)
+    # the coroutine became a task in its turn; its body runs after the burst, as a Task does
+    assert order == ["a", "call", "bad", "b", "coro"]
+    assert "start of" in caplog.text and "bad failed" in caplog.text
+
+
+def test_start_on_a_stopped_loop_refuses(loop_thread):
+    sub = BatchedSubmitter(loop_thread)
+    loop_thread.stop()
+    with pytest.raises(ClientStateError):
+        sub.start(object())
