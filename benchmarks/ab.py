@@ -13,8 +13,9 @@ Usage::
 
 A variant is ``name[:key=value,...]``: ``client=REV`` / ``broker=REV`` run that revision's code
 (or a directory put on ``PYTHONPATH`` as it is)
-(extracted with ``git archive`` into a temporary directory put first on ``PYTHONPATH``; without
-them the working tree runs), ``arg.NAME=VALUE`` sets a worker argument (a string, e.g.
+(extracted with ``git archive`` into a temporary directory put first on ``PYTHONPATH``, with the
+working tree's built C accelerators whose source is unchanged at REV; without them the working
+tree runs), ``arg.NAME=VALUE`` sets a worker argument (a string, e.g.
 ``arg.producer=thread`` runs a latency scenario's producer in the consumer's process),
 ``env.NAME=VALUE`` sets an environment variable of the client worker (e.g.
 ``env.ROCKETMQ_EVENT_LOOP=uvloop``; the brokers keep this process's environment),
@@ -80,7 +81,24 @@ def checkout(rev: str, tmp: Path) -> str:
         py.mkdir()
         (py / "rocketmq_sdk").symlink_to(root / "sdk")
         (py / "rocketmq_broker").symlink_to(root / "broker-reference")
+        copy_extensions(repo, root)
     return str(root / "py")
+
+
+def copy_extensions(repo: Path, root: Path) -> None:
+    """Give the checkout at ``root`` the C accelerators built in the working tree whose source is
+    the same there (git archive has no built modules: without them the revision would run its
+    pure-Python fallbacks and look slower than it is); warn about the others."""
+    for src in sorted(root.rglob("*.c")):
+        rel = src.relative_to(root)
+        built = sorted((repo / rel.parent).glob(rel.stem + ".*.so"))
+        here = repo / rel
+        if built and here.exists() and here.read_bytes() == src.read_bytes():
+            for so in built:
+                shutil.copy2(so, root / rel.parent / so.name)
+        else:
+            print(f"ab.py: {rel} differs from the working tree (or is not built): that revision runs "
+                  "its pure-Python fallback", file=sys.stderr)
 
 
 @contextmanager
