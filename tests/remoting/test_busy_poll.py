@@ -232,20 +232,23 @@ def _record_select_timeouts(loop: asyncio.AbstractEventLoop) -> list:
     return timeouts
 
 
-def _assert_slept(timeouts: list) -> None:
-    """The selects of a 50 ms ``asyncio.sleep``: one blocking wait for the timer (and the
+async def _assert_loop_sleeps(timeouts: list) -> None:
+    """The selects of a 50 ms ``asyncio.sleep`` are one blocking wait for the timer (and the
     non-blocking one that runs the woken task), not a poll loop."""
+    del timeouts[:]
+    await asyncio.sleep(0.05)
     assert any(t is None or t >= 0.01 for t in timeouts), timeouts
     assert sum(1 for t in timeouts if t == 0) <= 3, timeouts
 
 
-async def _serve_and_send(busy_poll_us: float):
+async def _serve_and_send(busy_poll_us: float, processor=_echo, requests: int = 1):
     server = RemotingServer(busy_poll_us=busy_poll_us)
-    server.register_processor(ECHO, _echo)
+    server.register_processor(ECHO, processor)
     port = await server.start()
     client = RemotingClient()
-    resp = await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, body=b"ping"), 5000)
-    assert resp.code == ResponseCode.SUCCESS and resp.body == b"ping"
+    for _ in range(requests):
+        resp = await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, body=b"ping"), 5000)
+        assert resp.code == ResponseCode.SUCCESS and resp.body == b"ping"
     return server, client
 
 
@@ -262,9 +265,7 @@ def test_server_loop_polls_after_a_request_then_sleeps_again() -> None:
             assert poller.misses >= 1
             polled = [t for t in timeouts if t == 0]
             assert len(polled) >= 10, timeouts[:20]  # the loop did not sleep during the window
-            del timeouts[:]
-            await asyncio.sleep(0.05)
-            _assert_slept(timeouts)
+            await _assert_loop_sleeps(timeouts)
         finally:
             await client.close()
             await server.stop()
@@ -280,14 +281,8 @@ def test_answers_written_later_start_no_poll() -> None:
         return cmd.response(ResponseCode.SUCCESS, body=cmd.body)
 
     async def main():
-        server = RemotingServer(busy_poll_us=50_000)
-        server.register_processor(ECHO, later)
-        port = await server.start()
-        client = RemotingClient()
+        server, client = await _serve_and_send(busy_poll_us=50_000, processor=later, requests=3)
         try:
-            for _ in range(3):
-                resp = await client.invoke(f"127.0.0.1:{port}", RemotingCommand.request(ECHO, body=b"x"), 5000)
-                assert resp.body == b"x"
             poller = server.busy_poller
             assert not poller.polling and (poller.hits, poller.misses) == (0, 0)
         finally:
@@ -303,9 +298,7 @@ def test_server_without_busy_poll_sleeps_between_requests() -> None:
         server, client = await _serve_and_send(busy_poll_us=0)
         try:
             assert server.busy_poller is None
-            del timeouts[:]
-            await asyncio.sleep(0.05)
-            _assert_slept(timeouts)
+            await _assert_loop_sleeps(timeouts)
         finally:
             await client.close()
             await server.stop()
