@@ -241,7 +241,6 @@ class Channel(asyncio.Protocol):
                 self._answered = True
             if self._answered:  # answered inline: the client's next request may follow soon
                 self._answered = False
-                poller = self._dispatcher.busy_poller
                 if poller is not None:
                     poller.arm()
 
