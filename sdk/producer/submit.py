@@ -47,7 +47,7 @@ class BatchedSubmitter:
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Raises ClientStateError: the loop is stopped or was inherited through fork()."""
         fut: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._push(coro, fut)
+        self._push((coro, fut))
         return fut
 
     def call(self, fn: Callable[[], Any]) -> None:
@@ -57,7 +57,7 @@ class BatchedSubmitter:
         Raises:
             ClientStateError: the loop is stopped or was inherited through fork().
         """
-        self._push(None, fn)
+        self._push((None, fn))
 
     def start(self, op: Any) -> None:
         """Run ``op.start()`` on the loop, like :meth:`call` (``op`` is queued itself: no tuple
@@ -67,11 +67,11 @@ class BatchedSubmitter:
         Raises:
             ClientStateError: the loop is stopped or was inherited through fork().
         """
-        self._push(None, None, op)
+        self._push(op)
 
-    def _push(self, coro: Coroutine[Any, Any, Any] | None, target: Any, op: Any = None) -> None:
+    def _push(self, item: Any) -> None:
         with self._lock:
-            self._queue.append((coro, target) if op is None else op)
+            self._queue.append(item)
             wake = len(self._queue) == 1
         if wake:
             try:
