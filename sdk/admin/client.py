@@ -464,14 +464,18 @@ class AdminClient:
     async def _pull_one(self, addr: str, mq: MessageQueue, offset: int) -> MessageExt | None:
         """The message at ``offset`` of ``mq`` (one PULL_MESSAGE as ``TOOLS_CONSUMER``, the
         fields mqadmin sends), None when there is none."""
+        found = await self._pull(addr, mq, offset, 1)
+        return found[0] if found else None
+
+    async def _pull(self, addr: str, mq: MessageQueue, offset: int, max_nums: int) -> list[MessageExt]:
         header = PullMessageRequestHeader(consumer_group=TOOLS_CONSUMER_GROUP, topic=mq.topic, queue_id=mq.queue_id,
-                                          queue_offset=offset, max_msg_nums=1, sys_flag=4, commit_offset=0,
+                                          queue_offset=offset, max_msg_nums=max_nums, sys_flag=4, commit_offset=0,
                                           suspend_timeout_millis=20000, subscription="*", sub_version=0,
                                           expression_type="TAG", bname=mq.broker_name)
         result = await self._api.pull_message(addr, header, self.timeout_ms)
-        if result.pull_status is not PullStatus.FOUND or not result.msg_found_list:
-            return None
-        return result.msg_found_list[0]
+        if result.pull_status is not PullStatus.FOUND:
+            return []
+        return list(result.msg_found_list or [])
 
     # ================================================================== cluster
 
@@ -720,6 +724,22 @@ class AdminClient:
 
         return self._run(go())
 
+    def delete_subscription_group(self, group: str, *, cluster: str | None = None,
+                                  broker_addr: str | None = None) -> list[str]:
+        """Delete a subscription group's config (DELETE_SUBSCRIPTIONGROUP 207, ``groupName``) on
+        a broker or every master of a cluster, as ``mqadmin deleteSubGroup``.
+
+        Returns:
+            the broker addresses asked.
+        """
+        async def go() -> list[str]:
+            addrs = await self._master_addrs(cluster, broker_addr)
+            for addr in addrs:
+                await self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": group})
+            return addrs
+
+        return self._run(go())
+
     def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *,
                              force: bool = True) -> list[ResetOffsetEntry]:
         """Move the group's offsets on ``topic`` to the first message stored at or after
@@ -845,6 +865,46 @@ class AdminClient:
         raise MQClientError(f"message {msg_id} not found ({'; '.join(errors)}); "
                             "give the topic (-t) to look it up as a unique id")
 
+    def search_offset(self, topic: str, broker_name: str, queue_id: int, timestamp_ms: int) -> int:
+        """The offset of the first message of a queue stored at or after ``timestamp_ms``
+        (SEARCH_OFFSET_BY_TIMESTAMP 29 to the master, as Java ``searchOffset``; the queue's max
+        offset when every message is older).
+
+        Raises:
+            MQClientError: ``broker_name`` is not in the topic's route.
+        """
+        async def go() -> int:
+            addr = await self._queue_master(topic, broker_name)
+            return await self._api.search_offset(addr, MessageQueue(topic, broker_name, queue_id), timestamp_ms,
+                                                 self.timeout_ms)
+
+        return self._run(go())
+
+    def pull_messages(self, topic: str, broker_name: str, queue_id: int, offset: int,
+                      max_nums: int = 32) -> list[MessageExt]:
+        """Up to ``max_nums`` messages of a queue from ``offset`` on (one PULL_MESSAGE as group
+        ``TOOLS_CONSUMER``, no filter, bodies inflated); empty past the end of the queue.
+
+        Raises:
+            MQClientError: ``broker_name`` is not in the topic's route.
+            IllegalArgumentError: ``max_nums`` not in 1..1024.
+        """
+        if not 1 <= max_nums <= 1024:
+            raise IllegalArgumentError(f"max_nums must be in 1..1024, got {max_nums}")
+
+        async def go() -> list[MessageExt]:
+            addr = await self._queue_master(topic, broker_name)
+            return await self._pull(addr, MessageQueue(topic, broker_name, queue_id), offset, max_nums)
+
+        return self._run(go())
+
+    async def _queue_master(self, topic: str, broker_name: str) -> str:
+        route = await self._route(topic)
+        addr = self._route_masters(route).get(broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
+        return addr
+
     def query_message_by_offset(self, topic: str, broker_name: str, queue_id: int, offset: int) -> MessageExt:
         """The message at ``offset`` of a queue (one PULL_MESSAGE of 1 message as group
         ``TOOLS_CONSUMER``, like ``queryMsgByOffset``).
@@ -853,10 +913,7 @@ class AdminClient:
             MQClientError: unknown broker, or no message at that offset.
         """
         async def go() -> MessageExt:
-            route = await self._route(topic)
-            addr = self._route_masters(route).get(broker_name)
-            if addr is None:
-                raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
+            addr = await self._queue_master(topic, broker_name)
             msg = await self._pull_one(addr, MessageQueue(topic, broker_name, queue_id), offset)
             if msg is None:
                 raise MQClientError(f"no message at offset {offset} of {topic}/{broker_name}/{queue_id}")
