@@ -34,6 +34,7 @@ from ..protocol.headers import SendMessageRequestHeader
 from ..protocol.message import MessageExt, MessageQueue
 from ..protocol.message_codec import encode_properties
 from ..protocol.msgid import create_uniq_id
+from ..trace.hooks import traced_consume
 from .listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
 from .process_queue import ProcessQueue
 from .tracing import start_process_spans
@@ -186,7 +187,12 @@ class ConsumeMessageOrderlyService:
         try:
             inst = getattr(self.consumer, "_instance", None)
             spans = start_process_spans(msgs, self.consumer.group, inst.client_id if inst is not None else None)
-            status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
+            mt = getattr(self.consumer, "msg_trace", None)
+            if mt is not None:
+                call = self.listener if spans is None else lambda ms, c: spans.call(self.listener, ms, c)
+                status = traced_consume(mt, call, msgs, ctx, self.consumer.group)
+            else:
+                status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
         except Exception:
             log.warning("orderly listener of group %s raised on %s; suspending the queue",
                         self.consumer.group, mq, exc_info=True)

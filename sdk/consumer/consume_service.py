@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..exceptions import MQError
 from ..protocol.codes import MessageConst as MC
 from ..protocol.message import MessageExt, MessageQueue
+from ..trace.hooks import traced_consume
 from .consume_pool import ConsumePool
 from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, MessageListenerConcurrently
 from .process_queue import ProcessQueue
@@ -134,7 +135,12 @@ class ConsumeMessageConcurrentlyService:
         t0 = time.perf_counter()
         try:
             spans = start_process_spans(msgs, self.consumer.group, self._client_id()) if tracing_active() else None
-            status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
+            mt = getattr(self.consumer, "msg_trace", None)
+            if mt is not None:
+                call = self.listener if spans is None else lambda ms, c: spans.call(self.listener, ms, c)
+                status = traced_consume(mt, call, msgs, ctx, self.consumer.group, self.consumer.config.consume_timeout)
+            else:
+                status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
         except Exception:
             log.warning("listener of group %s raised on %d messages of %s; they will be redelivered",
                         self.consumer.group, len(msgs), mq, exc_info=True)

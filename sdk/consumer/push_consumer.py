@@ -32,6 +32,7 @@ from ..protocol.bodies import (
 )
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name, get_retry_topic, is_retry_topic
 from ..protocol.message import MessageExt, MessageQueue
+from ..trace.dispatcher import TraceDispatcher
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .backlog import QueueLag, collect_lags
 from .consume_orderly import ConsumeMessageOrderlyService
@@ -72,15 +73,23 @@ class PushConsumer:
         **config: any :class:`rocketmq_sdk.config.ConsumerConfig` setting
             (``consume_thread_max``, ``pull_batch_size``, ``consume_from_where``,
             ``instance_name``...).
+        enable_msg_trace: write Apache RocketMQ message traces (``SubBefore``/``SubAfter``
+            records around each listener call, batched asynchronously to the trace topic; Java
+            ``enableMsgTrace``, False).
+        customized_trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
 
     Raises:
         IllegalArgumentError: illegal group name, unknown setting.
     """
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
-                 allocate_strategy: AllocateMessageQueueStrategy | None = None, **config: Any) -> None:
+                 allocate_strategy: AllocateMessageQueueStrategy | None = None, enable_msg_trace: bool = False,
+                 customized_trace_topic: str | None = None, **config: Any) -> None:
         self.group = check_name(group, "consumer group", GROUP_MAX_LENGTH)
         self.config = ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
+        #: the message trace dispatcher (``enable_msg_trace``), else None.
+        self.msg_trace = TraceDispatcher(group, "CONSUME", customized_trace_topic, self.config) \
+            if enable_msg_trace else None
         self.retry_topic = get_retry_topic(group)
         self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())
         self._listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
@@ -266,6 +275,12 @@ class PushConsumer:
             else:
                 self.consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
             inst.register_consumer(self)
+            if self.msg_trace is not None:
+                try:
+                    self.msg_trace.start()
+                except Exception:  # as Java: the client runs untraced
+                    log.warning("system mqtrace hook init failed", exc_info=True)
+                    self.msg_trace = None
             self._state = "RUNNING"
             self.start_timestamp_ms = int(time.time() * 1000)
             try:
@@ -354,6 +369,8 @@ class PushConsumer:
         except MQError:
             log.warning("consumer %s: stopping the pull loops failed", self.group, exc_info=True)
         self.consume_service.shutdown(self.config.await_termination_timeout / 1000.0)
+        if self.msg_trace is not None:
+            self.msg_trace.shutdown()
         try:
             inst.run(self._persist_and_unregister(), timeout_s * 2)
         except MQError:

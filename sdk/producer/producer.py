@@ -52,6 +52,8 @@ from ..protocol.message import Message, MessageQueue, SendResult, SendStatus
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
 from ..remoting.command import RemotingCommand
+from ..trace.dispatcher import TraceDispatcher
+from ..trace.hooks import PubTraceSpan
 from .async_send import AsyncSend, DeadlineQueue, InFlight, OnewaySend
 from .callbacks import run_callback
 from .fault import MQFaultStrategy
@@ -137,6 +139,9 @@ class Producer(RequestReplyMixin):
         **config: any :class:`rocketmq_sdk.config.ProducerConfig` setting (``send_msg_timeout``,
             ``retry_times_when_send_failed``, ``compress_msg_body_over_howmuch``,
             ``max_message_size``, ``instance_name``...).
+        enable_msg_trace: write Apache RocketMQ message traces (a ``Pub`` record per answered
+            send, batched asynchronously to the trace topic; Java ``enableMsgTrace``, False).
+        customized_trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
 
     Raises:
         IllegalArgumentError: illegal group name or unknown setting.
@@ -144,9 +149,12 @@ class Producer(RequestReplyMixin):
     Use as a context manager or call ``start()`` / ``shutdown()``.
     """
 
-    def __init__(self, group: str, namesrv_addr: str | None = None, **config: Any) -> None:
+    def __init__(self, group: str, namesrv_addr: str | None = None, *, enable_msg_trace: bool = False,
+                 customized_trace_topic: str | None = None, **config: Any) -> None:
         self.group = check_name(group, "producer group", GROUP_MAX_LENGTH)
         self.config = ProducerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
+        self._msg_trace = TraceDispatcher(group, "PRODUCE", customized_trace_topic, self.config) \
+            if enable_msg_trace else None
         self.group = wrap_namespace(self.config.namespace, self.group)
         self._publish: dict[str, TopicPublishInfo] = {}
         self._instance: MQClientInstance | None = None
@@ -193,6 +201,12 @@ class Producer(RequestReplyMixin):
             self._forks = _FORKS[0]
             self._state = "RUNNING"
         inst.loop_thread.call_soon(inst.spawn_background, inst.announce_producer(self.config.create_topic_key))
+        if self._msg_trace is not None:
+            try:
+                self._msg_trace.start()
+            except Exception:  # as Java: the client runs untraced
+                log.warning("system mqtrace hook init failed", exc_info=True)
+                self._msg_trace = None
         log.info("producer %s started (client %s)", self.group, inst.client_id)
 
     def shutdown(self) -> None:
@@ -215,6 +229,8 @@ class Producer(RequestReplyMixin):
             self._state = "SHUTDOWN"
             self._instance = None
         self._abandon_requests()  # request_async futures still waiting for a reply
+        if self._msg_trace is not None:
+            self._msg_trace.shutdown()
         if self._callbacks is not None:
             self._callbacks.shutdown(wait=False)
         try:
@@ -617,6 +633,8 @@ class Producer(RequestReplyMixin):
         if len(body) >= cfg.compress_msg_body_over_howmuch:
             body = deflate.compress(body, cfg.compress_level)
             sys_flag |= SF.COMPRESSED
+        if span is not None and self._msg_trace is not None:
+            span.body_length = len(body)  # type: ignore[union-attr]
         if props.get(MC.TRANSACTION_PREPARED) == "true":
             sys_flag |= SF.TRANSACTION_PREPARED_TYPE
         code = RequestCode.SEND_REPLY_MESSAGE_V2 if props.get(MC.MESSAGE_TYPE) == REPLY_MESSAGE_FLAG \
@@ -659,7 +677,17 @@ class Producer(RequestReplyMixin):
         return RemotingCommand.request(p.code, self._ext_for(p, mq), p.body, oneway)
 
     def _start_span(self, msgs: Message | Sequence[Message], topic: str, fifo: bool = False,
-                    oneway: bool = False) -> PublishSpan | None:
+                    oneway: bool = False) -> PublishSpan | PubTraceSpan | None:
+        if self._msg_trace is not None and not oneway:  # oneway sends get no Pub record (Java)
+            inst = self._instance
+            ns = self.config.namespace
+            return PubTraceSpan(self._msg_trace, self._start_otel_span(msgs, topic, fifo, oneway), msgs,
+                                unwrap_namespace(ns, self.group), unwrap_namespace(ns, topic),
+                                lambda name: inst.find_broker_master(name) if inst else None)
+        return self._start_otel_span(msgs, topic, fifo, oneway)
+
+    def _start_otel_span(self, msgs: Message | Sequence[Message], topic: str, fifo: bool,
+                         oneway: bool) -> PublishSpan | None:
         if publish_span_is_no_op():  # no span: skip the arguments and a second check
             return None
         inst = self._instance
@@ -693,6 +721,8 @@ class Producer(RequestReplyMixin):
         topic = self._wrap(first.topic)
         span = self._start_span(msgs, topic)
         body = encode_batch(msgs)
+        if span is not None and self._msg_trace is not None:
+            span.body_length = len(body)  # type: ignore[union-attr]
         if len(body) > self.config.max_message_size:
             if span is not None:
                 span.end(None, IllegalArgumentError("batch too large"))
