@@ -1,0 +1,1 @@
+"""Django integrations of the RocketMQ SDK."""

@@ -1,0 +1,127 @@
+"""Periodic samples for the charts: per broker in/out TPS, per consumer group TPS and lag, per
+topic TPS (from the growth of its queues' max offsets between two samples).
+
+One daemon thread, started by the first chart or cluster page view, samples every
+``SAMPLE_INTERVAL_S`` seconds and keeps ``SAMPLE_WINDOW_S`` seconds (an hour) in memory; nothing
+is written anywhere. A failed sample is logged and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from rocketmq_sdk.protocol.codes import is_retry_topic
+
+from . import service
+
+__all__ = ["Sample", "Sampler", "ensure_sampler", "get_sampler", "stop_sampler"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.django.console")
+
+MAX_TOPICS = 50  # topics whose TPS is sampled (the first ones by name)
+
+
+@dataclass
+class Sample:
+    """One sample: ``at`` epoch seconds; values per broker name, group, topic."""
+
+    at: float
+    broker_in_tps: dict[str, float] = field(default_factory=dict)
+    broker_out_tps: dict[str, float] = field(default_factory=dict)
+    group_tps: dict[str, float] = field(default_factory=dict)
+    group_lag: dict[str, int] = field(default_factory=dict)
+    topic_tps: dict[str, float] = field(default_factory=dict)
+
+
+class Sampler:
+    """Takes a :class:`Sample` every ``interval_s`` seconds into a bounded deque."""
+
+    def __init__(self, interval_s: float, window_s: float) -> None:
+        self.interval_s = max(0.05, float(interval_s))
+        self.samples: deque[Sample] = deque(maxlen=max(2, int(window_s / self.interval_s) + 1))
+        self._offsets: dict[str, int] = {}
+        self._offsets_at = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rocketmq-console-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.samples.append(self.take())
+            except Exception as exc:  # the cluster may be down for a while
+                log.warning("console sample failed: %s", exc)
+            self._stop.wait(self.interval_s)
+
+    def take(self) -> Sample:
+        """Take one sample now (also used directly by tests)."""
+        adm = service.admin()
+        s = Sample(time.time())
+        for b in adm.cluster_list(runtime=True):
+            if b.role == "MASTER":
+                s.broker_in_tps[b.broker_name] = b.in_tps or 0.0
+                s.broker_out_tps[b.broker_name] = b.out_tps or 0.0
+        for g in adm.consumer_groups():
+            s.group_tps[g.group] = g.consume_tps
+            s.group_lag[g.group] = g.diff_total
+        topics = [t for t in adm.topic_list() if not is_retry_topic(t) and not t.startswith("%DLQ%")]
+        offsets: dict[str, int] = {}
+        for t in sorted(topics)[:MAX_TOPICS]:
+            try:
+                offsets[t] = sum(q.max_offset for q in adm.topic_status(t))
+            except Exception:  # a topic without route (being deleted)
+                continue
+        if self._offsets_at:
+            dt = max(1e-3, s.at - self._offsets_at)
+            s.topic_tps = {t: max(0, n - self._offsets[t]) / dt for t, n in offsets.items() if t in self._offsets}
+        self._offsets, self._offsets_at = offsets, s.at
+        return s
+
+    def series(self, kind: str, name: str) -> list[tuple[float, float]]:
+        """``[(epoch s, value)]`` of ``kind`` (an attribute of :class:`Sample`) for ``name``."""
+        return [(s.at, float(getattr(s, kind)[name])) for s in list(self.samples) if name in getattr(s, kind)]
+
+    def names(self, kind: str) -> list[str]:
+        """Every name seen in ``kind`` over the window, sorted."""
+        out: set[str] = set()
+        for s in list(self.samples):
+            out.update(getattr(s, kind))
+        return sorted(out)
+
+
+_lock = threading.Lock()
+_sampler: list[Sampler] = []
+
+
+def ensure_sampler() -> Sampler:
+    """The running sampler, started at first call."""
+    with _lock:
+        if not _sampler:
+            smp = Sampler(service.console_setting("SAMPLE_INTERVAL_S"), service.console_setting("SAMPLE_WINDOW_S"))
+            smp.start()
+            _sampler.append(smp)
+        return _sampler[0]
+
+
+def get_sampler() -> Sampler | None:
+    """The sampler if it runs."""
+    return _sampler[0] if _sampler else None
+
+
+def stop_sampler() -> None:
+    """Stop the sampler (a later :func:`ensure_sampler` starts a new one)."""
+    with _lock:
+        smp = _sampler.pop() if _sampler else None
+    if smp is not None:
+        smp.stop()

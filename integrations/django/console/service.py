@@ -1,0 +1,103 @@
+"""The console's connections to RocketMQ: one shared :class:`AdminClient`, one lazily started
+producer (test messages, DLQ resends), settings, and the audit log of every change.
+
+Settings (``ROCKETMQ_CONSOLE`` dict in the Django settings, all optional):
+
+* ``NAMESRV_ADDR`` — name servers ``host:port;host:port`` (default ``$NAMESRV_ADDR``).
+* ``ACCESS_KEY`` / ``SECRET_KEY`` — ACL credentials for every request.
+* ``TRACE_TOPIC`` — the topic traces are read from (``RMQ_SYS_TRACE_TOPIC``).
+* ``PRODUCER_GROUP`` — group of the console's producer (``rocketmq_console_producer``).
+* ``MSG_TRACE`` — the console's producer writes message traces (True).
+* ``SAMPLE_INTERVAL_S`` — seconds between chart samples (10); ``SAMPLE_WINDOW_S`` (3600).
+* ``TIMEOUT_MS`` — per-request timeout (5000).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+from django.conf import settings
+from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.producer import Producer
+from rocketmq_sdk.trace import TRACE_TOPIC_DEFAULT
+
+__all__ = ["admin", "audit", "console_setting", "producer", "reset_clients"]
+
+audit_log = logging.getLogger("rocketmq_sdk.integrations.django.console.audit")
+
+_DEFAULTS: dict[str, Any] = {
+    "NAMESRV_ADDR": None, "ACCESS_KEY": None, "SECRET_KEY": None, "TRACE_TOPIC": TRACE_TOPIC_DEFAULT,
+    "PRODUCER_GROUP": "rocketmq_console_producer", "MSG_TRACE": True, "SAMPLE_INTERVAL_S": 10.0,
+    "SAMPLE_WINDOW_S": 3600.0, "TIMEOUT_MS": 5000,
+}
+_lock = threading.Lock()
+_clients: dict[str, Any] = {}
+
+
+def console_setting(name: str) -> Any:
+    """``settings.ROCKETMQ_CONSOLE[name]``, else the default above."""
+    conf = getattr(settings, "ROCKETMQ_CONSOLE", {}) or {}
+    return conf.get(name, _DEFAULTS[name])
+
+
+def _namesrv() -> str:
+    addr = console_setting("NAMESRV_ADDR") or os.environ.get("NAMESRV_ADDR", "")
+    if not addr:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured("set ROCKETMQ_CONSOLE['NAMESRV_ADDR'] (or $NAMESRV_ADDR) for the RocketMQ console")
+    return addr
+
+
+def admin() -> AdminClient:
+    """The shared admin client (created at first use; thread-safe)."""
+    with _lock:
+        client = _clients.get("admin")
+        if client is None:
+            client = _clients["admin"] = AdminClient(
+                _namesrv(), timeout_ms=float(console_setting("TIMEOUT_MS")),
+                access_key=console_setting("ACCESS_KEY"), secret_key=console_setting("SECRET_KEY"))
+        return client
+
+
+def producer() -> Producer:
+    """The console's producer (started at first use; traced unless ``MSG_TRACE`` is False)."""
+    with _lock:
+        prod = _clients.get("producer")
+        if prod is None:
+            kwargs: dict[str, Any] = {}
+            if console_setting("ACCESS_KEY"):
+                kwargs.update(access_key=console_setting("ACCESS_KEY"), secret_key=console_setting("SECRET_KEY"))
+            prod = Producer(console_setting("PRODUCER_GROUP"), _namesrv(),
+                            enable_msg_trace=bool(console_setting("MSG_TRACE")),
+                            customized_trace_topic=console_setting("TRACE_TOPIC"), **kwargs)
+            prod.start()
+            _clients["producer"] = prod
+        return prod
+
+
+def reset_clients() -> None:
+    """Close the shared clients and stop the sampler (settings changed, tests, shutdown)."""
+    from .sampler import stop_sampler
+
+    stop_sampler()
+    with _lock:
+        clients = dict(_clients)
+        _clients.clear()
+    if "producer" in clients:
+        clients["producer"].shutdown()
+    if "admin" in clients:
+        clients["admin"].close()
+
+
+def audit(request: Any, action: str, outcome: str, **params: Any) -> None:
+    """Log one change made through the console: who, what, with which parameters, outcome
+    (``ok`` or the error), on logger ``rocketmq_sdk.integrations.django.console.audit``."""
+    user = getattr(getattr(request, "user", None), "get_username", lambda: "?")()
+    addr = request.META.get("REMOTE_ADDR", "?") if hasattr(request, "META") else "?"
+    args = " ".join(f"{k}={v!r}" for k, v in sorted(params.items()))
+    level = logging.INFO if outcome == "ok" else logging.WARNING
+    audit_log.log(level, "user=%s addr=%s action=%s %s outcome=%s", user, addr, action, args, outcome)

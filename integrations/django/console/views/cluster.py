@@ -1,0 +1,52 @@
+"""Cluster page: brokers per cluster with role, version, address, TPS, today's counts, disk use;
+broker detail: runtime info and config."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from .. import service
+from ..sampler import ensure_sampler
+from .base import try_call, viewer
+
+# runtime-info keys shown as columns (4.9.8 GET_BROKER_RUNTIME_INFO)
+_TODAY_IN = "msgPutTotalTodayNow"
+_TODAY_OUT = "msgGetTotalTodayNow"
+_DISK = "commitLogDiskRatio"
+
+
+def _disk_pct(value: str | None) -> str:
+    try:
+        return f"{float(value) * 100:.1f} %" if value is not None else "-"
+    except ValueError:
+        return value or "-"
+
+
+@viewer
+def cluster(request: HttpRequest) -> HttpResponse:
+    ensure_sampler()
+    adm = service.admin()
+    brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=True)
+    rows = []
+    for b in brokers:
+        info = try_call(request, f"runtime info of {b.addr}", adm.broker_runtime_info, b.addr, default={})
+        rows.append({"b": b, "today_in": info.get(_TODAY_IN, "-"), "today_out": info.get(_TODAY_OUT, "-"),
+                     "disk": _disk_pct(info.get(_DISK))})
+    clusters: dict[str, list] = {}
+    for r in rows:
+        clusters.setdefault(r["b"].cluster, []).append(r)
+    return render(request, "rocketmq_console/cluster.html", {"clusters": sorted(clusters.items()), "page": "cluster"})
+
+
+@viewer
+def broker(request: HttpRequest, addr: str) -> HttpResponse:
+    adm = service.admin()
+    known = {b.addr for b in try_call(request, "cluster list", adm.cluster_list, default=[], runtime=False)}
+    runtime = config = {}
+    if addr in known:  # only addresses the name server lists are contacted
+        runtime = try_call(request, "runtime info", adm.broker_runtime_info, addr, default={})
+        config = try_call(request, "broker config", adm.broker_config, addr, default={})
+    return render(request, "rocketmq_console/broker.html", {
+        "addr": addr, "known": addr in known, "runtime": sorted(runtime.items()), "config": sorted(config.items()),
+        "page": "cluster"})

@@ -1,0 +1,133 @@
+"""Consumer group pages: list with lag and TPS, detail (clients with versions and languages,
+per-queue progress, subscription consistency), reset offset by time, create/update/delete the
+group config; producer connections."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from rocketmq_sdk.exceptions import MQError
+from rocketmq_sdk.protocol.codes import version_desc
+
+from .. import service
+from ..forms import NAME_RE, GroupConfigForm, ResetOffsetForm
+from .base import can_operate, operator, try_call, viewer
+
+
+def _check_group(group: str) -> str:
+    if not NAME_RE.match(group) or len(group) > 255:
+        raise Http404("no such group")
+    return group
+
+
+def version_name(version: int | None) -> str:
+    """``V4_9_8`` for ordinal 409 (Java ``MQVersion.getVersionDesc``); ``-`` when unknown."""
+    return "-" if version is None else version_desc(version)
+
+
+def subscription_consistency(running: dict) -> tuple[bool, list[dict]]:
+    """(consistent, rows): each client's subscriptions (topic -> ``TYPE:expression``) from its
+    running info. The group is consistent when every client subscribes the same topics with the
+    same expressions (the seed notes' 订阅关系一致性); otherwise the clients that differ from the
+    most common subscription set get ``differs=True``."""
+    rows = []
+    for client_id, info in sorted(running.items()):
+        subs = {s.topic: f"{s.expression_type or 'TAG'}:{s.sub_string}" for s in (info.subscription_set or [])}
+        rows.append({"client_id": client_id, "subs": dict(sorted(subs.items()))})
+    counts = Counter(tuple(r["subs"].items()) for r in rows)
+    common = counts.most_common(1)[0][0] if counts else ()
+    for r in rows:
+        r["differs"] = tuple(r["subs"].items()) != common
+    return len(counts) <= 1, rows
+
+
+@viewer
+def groups(request: HttpRequest) -> HttpResponse:
+    adm = service.admin()
+    rows = try_call(request, "consumer groups", adm.consumer_groups, default=[])
+    brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=False)
+    clusters = sorted({b.cluster for b in brokers})
+    return render(request, "rocketmq_console/groups.html", {
+        "rows": sorted(rows, key=lambda g: g.group), "form": GroupConfigForm(initial={"cluster": clusters[0] if clusters else ""}),
+        "can_operate": can_operate(request), "page": "groups"})
+
+
+@viewer
+def group_detail(request: HttpRequest, group: str) -> HttpResponse:
+    _check_group(group)
+    adm = service.admin()
+    progress = try_call(request, "consumer progress", adm.consumer_progress, group)
+    try:
+        conns = adm.consumer_connection(group)
+    except MQError:  # no client online: not an error on this page
+        conns = None
+    running: dict = {}
+    if conns is not None and conns.connections:
+        running = try_call(request, "consumer running info", adm.consumer_running_info, group, default={})
+    consistent, sub_rows = subscription_consistency(running)
+    topics = sorted({q.topic for q in progress.queues}) if progress else []
+    brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=False)
+    return render(request, "rocketmq_console/group_detail.html", {
+        "group": group, "progress": progress, "conns": conns, "consistent": consistent, "sub_rows": sub_rows,
+        "versions": {c.client_id: version_name(c.version) for c in (conns.connections if conns else [])},
+        "reset_form": ResetOffsetForm(initial={"topic": next((t for t in topics if not t.startswith("%RETRY%")), "")}),
+        "topics": topics, "clusters": sorted({b.cluster for b in brokers}),
+        "reset": request.session.pop("rocketmq_console_reset", None),
+        "can_operate": can_operate(request), "page": "groups"})
+
+
+@operator("reset offset")
+def group_reset(request: HttpRequest, group: str) -> HttpResponse:
+    _check_group(group)
+    form = ResetOffsetForm(request.POST)
+    if not form.is_valid():
+        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    d = form.cleaned_data
+    entries = service.admin().reset_offset_by_time(group, d["topic"], d["timestamp"])
+    request.session["rocketmq_console_reset"] = [
+        {"broker": e.broker_name, "queue_id": e.queue_id, "offset": e.offset} for e in entries]
+    messages.success(request, f"offsets of {group} on {d['topic']} reset ({len(entries)} queues)")
+    return redirect("rocketmq_console:group", group=group)
+
+
+@operator("create/update group")
+def group_config(request: HttpRequest) -> HttpResponse:
+    form = GroupConfigForm(request.POST)
+    if not form.is_valid():
+        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    d = form.cleaned_data
+    service.admin().update_subscription_group(
+        d["group"], cluster=d["cluster"], consume_enable=d["consume_enable"],
+        consume_broadcast_enable=d["consume_broadcast_enable"], retry_queue_nums=d["retry_queue_nums"],
+        retry_max_times=d["retry_max_times"])
+    messages.success(request, f"group {d['group']} created/updated")
+    return redirect("rocketmq_console:group", group=d["group"])
+
+
+@operator("delete group")
+def group_delete(request: HttpRequest, group: str) -> HttpResponse:
+    _check_group(group)
+    cluster = request.POST.get("cluster", "")
+    if not NAME_RE.match(cluster):
+        raise ValueError("choose the cluster to delete the group from")
+    service.admin().delete_subscription_group(group, cluster=cluster)
+    messages.success(request, f"group {group} deleted from cluster {cluster}")
+    return redirect("rocketmq_console:groups")
+
+
+@viewer
+def producers(request: HttpRequest) -> HttpResponse:
+    group = request.GET.get("group", "").strip()
+    topic = request.GET.get("topic", "").strip()
+    rows = None
+    if group and topic:
+        if not NAME_RE.match(group) or not NAME_RE.match(topic):
+            messages.error(request, "illegal group or topic name")
+        else:
+            rows = try_call(request, "producer connections", service.admin().producer_connection, group, topic,
+                            default=[])
+    return render(request, "rocketmq_console/producers.html", {
+        "group": group, "topic": topic, "rows": rows, "page": "producers"})

@@ -1,0 +1,127 @@
+"""Topic pages: list with kind filters, create/update, delete, route, per-queue offsets,
+consumer groups of a topic, permission change, send a test message."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from rocketmq_sdk.protocol.codes import is_retry_topic
+from rocketmq_sdk.protocol.message import Message
+
+from .. import service
+from ..forms import NAME_RE, SendMessageForm, TopicForm, TopicPermForm
+from .base import can_operate, operator, try_call, viewer
+
+KINDS = ("all", "normal", "retry", "dlq", "system")
+_SYSTEM = {"TBW102", "SCHEDULE_TOPIC_XXXX", "OFFSET_MOVED_EVENT", "SELF_TEST_TOPIC", "BenchmarkTest",
+           "TRANS_CHECK_MAX_TIME_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+           "RMQ_SYS_TRACE_TOPIC"}
+
+
+def topic_kind(topic: str, system_names: set[str]) -> str:
+    """``retry``, ``dlq``, ``system`` (built-in topics, cluster and broker names, reply and
+    trace topics) or ``normal``."""
+    if is_retry_topic(topic):
+        return "retry"
+    if topic.startswith("%DLQ%"):
+        return "dlq"
+    if (topic in _SYSTEM or topic in system_names or topic.startswith("rmq_sys_")
+            or topic.endswith("_REPLY_TOPIC") or topic == service.console_setting("TRACE_TOPIC")):
+        return "system"
+    return "normal"
+
+
+def _check_topic(topic: str) -> str:
+    if not NAME_RE.match(topic) or len(topic) > 255:
+        raise Http404("no such topic")
+    return topic
+
+
+@viewer
+def topics(request: HttpRequest) -> HttpResponse:
+    adm = service.admin()
+    kind = request.GET.get("kind", "normal")
+    kind = kind if kind in KINDS else "normal"
+    brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=False)
+    system_names = {b.cluster for b in brokers} | {b.broker_name for b in brokers}
+    names = try_call(request, "topic list", adm.topic_list, default=[])
+    rows = [(t, topic_kind(t, system_names)) for t in sorted(names)]
+    counts = {k: sum(1 for _, tk in rows if k == "all" or tk == k) for k in KINDS}
+    rows = [r for r in rows if kind == "all" or r[1] == kind]
+    clusters = sorted({b.cluster for b in brokers})
+    form = TopicForm(initial={"cluster": clusters[0] if clusters else ""})
+    return render(request, "rocketmq_console/topics.html", {
+        "rows": rows, "kind": kind, "kinds": KINDS, "counts": counts, "form": form, "clusters": clusters,
+        "can_operate": can_operate(request), "page": "topics"})
+
+
+@viewer
+def topic_detail(request: HttpRequest, topic: str) -> HttpResponse:
+    _check_topic(topic)
+    adm = service.admin()
+    route = try_call(request, "route", adm.topic_route, topic)
+    status = try_call(request, "status", adm.topic_status, topic, default=[]) if route else []
+    groups: list[str] = []
+    if route:
+        for _cluster, t, gs in try_call(request, "consumer groups", adm.topic_list_by_cluster, default=[]):
+            if t == topic:
+                groups.extend(gs)
+    clusters = sorted({bd.cluster for bd in route.broker_datas}) if route else []
+    return render(request, "rocketmq_console/topic_detail.html", {
+        "topic": topic, "route": route, "status": status, "groups": sorted(set(groups)), "clusters": clusters,
+        "total": sum(q.max_offset - q.min_offset for q in status), "send_form": SendMessageForm(),
+        "perm_form": TopicPermForm(initial={"perm": route.queue_datas[0].perm if route and route.queue_datas else 6}),
+        "sent": request.session.pop("rocketmq_console_sent", None),
+        "can_operate": can_operate(request), "page": "topics"})
+
+
+@operator("create/update topic")
+def topic_create(request: HttpRequest) -> HttpResponse:
+    form = TopicForm(request.POST)
+    if not form.is_valid():
+        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    d = form.cleaned_data
+    addrs = service.admin().create_topic(d["topic"], cluster=d["cluster"], read_queue_nums=d["read_queue_nums"],
+                                         write_queue_nums=d["write_queue_nums"], perm=d["perm"], order=d["order"])
+    messages.success(request, f"topic {d['topic']} created/updated on {', '.join(addrs)}")
+    return redirect("rocketmq_console:topic", topic=d["topic"])
+
+
+@operator("update topic perm")
+def topic_perm(request: HttpRequest, topic: str) -> HttpResponse:
+    _check_topic(topic)
+    form = TopicPermForm(request.POST)
+    if not form.is_valid():
+        raise ValueError("perm must be 2, 4 or 6")
+    service.admin().update_topic_perm(topic, form.cleaned_data["perm"])
+    messages.success(request, f"perm of {topic} set to {form.cleaned_data['perm']}")
+    return redirect("rocketmq_console:topic", topic=topic)
+
+
+@operator("delete topic")
+def topic_delete(request: HttpRequest, topic: str) -> HttpResponse:
+    _check_topic(topic)
+    cluster = request.POST.get("cluster", "")
+    if not NAME_RE.match(cluster):
+        raise ValueError("choose the cluster to delete the topic from")
+    service.admin().delete_topic(topic, cluster=cluster)
+    messages.success(request, f"topic {topic} deleted from cluster {cluster}")
+    return redirect("rocketmq_console:topics")
+
+
+@operator("send test message")
+def topic_send(request: HttpRequest, topic: str) -> HttpResponse:
+    _check_topic(topic)
+    form = SendMessageForm(request.POST)
+    if not form.is_valid():
+        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    d = form.cleaned_data
+    msg = Message(topic, d["body"].encode("utf-8"), tags=d["tags"] or None, keys=d["keys"].split() or None)
+    result = service.producer().send(msg)
+    request.session["rocketmq_console_sent"] = {
+        "msg_id": result.msg_id, "offset_msg_id": result.offset_msg_id, "status": result.send_status.name,
+        "broker": result.message_queue.broker_name, "queue_id": result.message_queue.queue_id,
+        "queue_offset": result.queue_offset}
+    messages.success(request, f"sent {result.msg_id} ({result.send_status.name})")
+    return redirect("rocketmq_console:topic", topic=topic)
