@@ -126,19 +126,31 @@ def _find(topic: str, msg_id: str) -> MessageExt:
         raise Http404(f"message {msg_id} not found in {topic}: {exc}") from None
 
 
+def broker_of(msg: MessageExt) -> str | None:
+    """The name of the broker that stores ``msg`` (from its store host when the message came
+    from VIEW_MESSAGE_BY_ID, which has no broker name)."""
+    if msg.broker_name:
+        return msg.broker_name
+    for b in service.admin().cluster_list(runtime=False):
+        if b.addr == msg.store_host:
+            return b.broker_name
+    return None
+
+
 def consume_status(msg: MessageExt, topic_groups: list[str]) -> list[dict]:
     """Per consumer group of the topic: ``CONSUMED`` when its offset on the message's queue is
     past the message, ``NOT_CONSUMED_YET`` otherwise, ``UNKNOWN`` without offsets (the
     dashboard's ``messageTrackDetail``, from GET_CONSUME_STATS)."""
     out = []
     adm = service.admin()
+    broker = broker_of(msg)
     for g in topic_groups:
         try:
             progress = adm.consumer_progress(g, msg.topic)
         except MQError:
             out.append({"group": g, "status": "UNKNOWN"})
             continue
-        q = next((q for q in progress.queues if q.broker_name == msg.broker_name and q.queue_id == msg.queue_id), None)
+        q = next((q for q in progress.queues if q.broker_name == broker and q.queue_id == msg.queue_id), None)
         if q is None:
             status = "UNKNOWN"
         else:
@@ -157,7 +169,7 @@ def message_detail(request: HttpRequest, topic: str, msg_id: str) -> HttpRespons
             groups.extend(gs)
     groups = sorted(set(groups))
     return render(request, "rocketmq_console/message_detail.html", {
-        "msg": msg, "props": sorted(msg.properties.items()), "preview": body_preview(msg.body),
+        "msg": msg, "broker_name": broker_of(msg), "props": sorted(msg.properties.items()), "preview": body_preview(msg.body),
         "groups": consume_status(msg, groups) if not topic.startswith(DLQ_PREFIX) else [],
         "group_names": groups, "resend_form": ResendForm(initial={"group": groups[0] if groups else ""}),
         "trace_topic": service.console_setting("TRACE_TOPIC"), "result": request.session.pop("rocketmq_console_resend", None),

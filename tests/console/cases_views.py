@@ -1,0 +1,285 @@
+"""The console's views through Django's test client against the embedded reference cluster
+(run by Django's test runner: ``python -m django test tests.console.cases_views
+--settings=tests.console.settings``; test_console.py does it in ``make test``)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from django.test import Client, TestCase
+from django.urls import reverse
+from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_sdk.integrations.django.console import service
+from rocketmq_sdk.integrations.django.console.sampler import Sampler
+from rocketmq_sdk.producer import Producer
+from rocketmq_sdk.protocol.message import Message
+
+from .support import make_user, start_cluster, stop_cluster, wait_until
+
+CLUSTER = None
+TOPIC = "ConsoleOrders"
+
+
+def setUpModule() -> None:  # noqa: N802 - unittest's name
+    global CLUSTER
+    CLUSTER = start_cluster()
+    with AdminClient(CLUSTER.namesrv_addr) as adm:
+        adm.create_topic(TOPIC, cluster="DefaultCluster", read_queue_nums=2, write_queue_nums=2)
+
+
+def tearDownModule() -> None:  # noqa: N802
+    stop_cluster()
+
+
+def url(name: str, *args: str) -> str:
+    return reverse(f"rocketmq_console:{name}", args=args)
+
+
+class Counting:
+    """A listener counting deliveries per key; ``fail`` keys go straight to the DLQ."""
+
+    def __init__(self, fail: set[str] | None = None) -> None:
+        self.seen: dict[str, int] = {}
+        self.lock = threading.Lock()
+        self.fail = fail or set()
+
+    def __call__(self, msgs, ctx):
+        with self.lock:
+            for m in msgs:
+                for k in m.keys:
+                    self.seen[k] = self.seen.get(k, 0) + 1
+                if self.fail.intersection(m.keys):
+                    ctx.delay_level_when_next_consume = -1  # no retry: to the DLQ at once (Java)
+                    return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+def consumer(group: str, listener, topic: str = TOPIC, expression: str = "*", **kw) -> PushConsumer:
+    c = PushConsumer(group, CLUSTER.namesrv_addr, consume_from_where="CONSUME_FROM_FIRST_OFFSET", **kw)
+    c.subscribe(topic, expression)
+    c.register_message_listener(listener)
+    c.start()
+    return c
+
+
+class AccessTests(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        make_user("reader", "view_console")
+        make_user("operator", "view_console", "operate_console")
+        make_user("nobody")
+
+    def test_anonymous_is_sent_to_login(self) -> None:
+        resp = self.client.get(url("topics"))
+        self.assertEqual(resp.status_code, 302)
+        self.assertTrue(resp["Location"].startswith(url("login")))
+
+    def test_user_without_view_permission_is_refused(self) -> None:
+        self.client.login(username="nobody", password="nobody-pw")
+        self.assertEqual(self.client.get(url("cluster")).status_code, 403)
+
+    def test_read_only_user_sees_pages_but_cannot_change(self) -> None:
+        self.client.login(username="reader", password="reader-pw")
+        resp = self.client.get(url("topics"))
+        self.assertContains(resp, TOPIC)
+        self.assertNotContains(resp, 'id="topic-form"')
+        with self.assertLogs("rocketmq_sdk.integrations.django.console.audit", "INFO") as logs:
+            service.audit_log.info("marker")  # assertLogs needs one record; no audit line follows
+            resp = self.client.post(url("topic_create"), {"topic": "ReaderTopic", "cluster": "DefaultCluster",
+                                                          "read_queue_nums": 1, "write_queue_nums": 1, "perm": 6})
+        self.assertEqual(resp.status_code, 403)
+        self.assertEqual(len(logs.records), 1)
+        self.assertNotIn("ReaderTopic", service.admin().topic_list())
+
+    def test_changes_need_post_and_csrf_token(self) -> None:
+        csrf = Client(enforce_csrf_checks=True)
+        csrf.login(username="operator", password="operator-pw")
+        data = {"topic": "CsrfTopic", "cluster": "DefaultCluster", "read_queue_nums": 1, "write_queue_nums": 1,
+                "perm": 6}
+        self.assertEqual(csrf.post(url("topic_create"), data).status_code, 403)
+        self.assertEqual(csrf.get(url("topic_create")).status_code, 405)
+        self.assertNotIn("CsrfTopic", service.admin().topic_list())
+
+    def test_hostile_names_are_refused_before_anything_is_sent(self) -> None:
+        self.client.login(username="operator", password="operator-pw")
+        self.assertEqual(self.client.get(url("topic", "..%2Fetc")).status_code, 404)
+        self.assertEqual(self.client.get(url("message", TOPIC, "<script>")).status_code, 404)
+        resp = self.client.post(url("topic_create"), {"topic": "bad/name", "cluster": "DefaultCluster",
+                                                      "read_queue_nums": 1, "write_queue_nums": 1, "perm": 6},
+                                follow=True)
+        self.assertContains(resp, "illegal topic name")
+        resp = self.client.get(url("trace") + "?msg_id=<b>x</b>")
+        self.assertContains(resp, "illegal message id")
+        self.assertNotContains(resp, "<b>x</b>")
+
+
+class OperatorTests(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        make_user("op", "view_console", "operate_console")
+
+    def setUp(self) -> None:
+        self.client.login(username="op", password="op-pw")
+
+    def test_cluster_page_lists_both_masters(self) -> None:
+        resp = self.client.get(url("cluster"))
+        for name in ("broker-a", "broker-b"):
+            self.assertContains(resp, name)
+            self.assertContains(resp, CLUSTER.addr(name))
+        self.assertContains(resp, "MASTER", count=2)
+        resp = self.client.get(url("broker", CLUSTER.addr("broker-a")))
+        self.assertContains(resp, "brokerName")  # broker config
+        self.assertContains(resp, "msgPutTotalTodayNow")  # runtime info
+
+    def test_create_update_and_delete_topic_is_audited(self) -> None:
+        with self.assertLogs("rocketmq_sdk.integrations.django.console.audit", "INFO") as logs:
+            resp = self.client.post(url("topic_create"), {"topic": "Made", "cluster": "DefaultCluster",
+                                                          "read_queue_nums": 3, "write_queue_nums": 3, "perm": 6},
+                                    follow=True)
+        self.assertContains(resp, "Topic Made")
+        route = service.admin().topic_route("Made")
+        self.assertEqual(sorted((q.broker_name, q.read_queue_nums) for q in route.queue_datas),
+                         [("broker-a", 3), ("broker-b", 3)])
+        self.assertIn("user=op", logs.output[0])
+        self.assertIn("action=create/update topic", logs.output[0])
+        self.assertIn("topic='Made'", logs.output[0])
+        self.assertIn("outcome=ok", logs.output[0])
+        self.client.post(url("topic_perm", "Made"), {"perm": 4})
+        self.assertEqual({q.perm for q in service.admin().topic_route("Made").queue_datas}, {4})
+        resp = self.client.post(url("topic_delete", "Made"), {"cluster": "DefaultCluster"}, follow=True)
+        self.assertContains(resp, "deleted")
+        self.assertNotIn("Made", service.admin().topic_list())
+
+    def test_topic_filters(self) -> None:
+        resp = self.client.get(url("topics") + "?kind=system")
+        self.assertContains(resp, "TBW102")
+        self.assertNotContains(resp, TOPIC)
+        resp = self.client.get(url("topics") + "?kind=normal")
+        self.assertContains(resp, TOPIC)
+        self.assertNotContains(resp, ">TBW102<")
+
+    def test_send_find_by_key_time_and_id_and_detail(self) -> None:
+        resp = self.client.post(url("topic_send", TOPIC), {"tags": "TagA", "keys": "views-key-1",
+                                                           "body": '{"order": 1, "名": "值"}'}, follow=True)
+        self.assertContains(resp, 'id="sent"')
+        found = service.admin().query_message_by_key(TOPIC, "views-key-1")
+        self.assertEqual(len(found), 1)
+        msg = found[0]
+        resp = self.client.get(url("messages") + f"?mode=key&topic={TOPIC}&key=views-key-1")
+        self.assertContains(resp, msg.msg_id)
+        resp = self.client.get(url("messages") + f"?mode=time&topic={TOPIC}")
+        self.assertContains(resp, msg.msg_id)
+        resp = self.client.get(url("messages") + f"?mode=id&msg_id={msg.offset_msg_id}")
+        self.assertRedirects(resp, url("message", TOPIC, msg.msg_id))
+        resp = self.client.get(url("message", TOPIC, msg.msg_id))
+        self.assertContains(resp, "views-key-1")
+        self.assertContains(resp, '<span class="badge">json</span>', html=False)
+        self.assertContains(resp, "&quot;名&quot;: &quot;值&quot;")
+        self.assertEqual(resp.context["preview"]["encoding"], "json")
+
+    def test_group_page_clients_consistency_reset_and_resend(self) -> None:
+        Producer_ = Producer("views_pg", CLUSTER.namesrv_addr)
+        Producer_.start()
+        listener = Counting()
+        c1 = consumer("views_cg", listener)
+        c2 = None
+        try:
+            sent = [Producer_.send(Message(TOPIC, f"m{i}".encode(), keys=f"grp-{i}")) for i in range(4)]
+            wait_until(lambda: all(listener.seen.get(f"grp-{i}") for i in range(4)), 20, "first deliveries")
+            resp = self.client.get(url("group", "views_cg"))
+            self.assertContains(resp, "PYTHON")
+            self.assertContains(resp, 'id="consistency">consistent<', html=False)
+            # reset to the earliest offset: every message is delivered again
+            wait_until(lambda: service.admin().consumer_progress("views_cg", TOPIC).total_lag == 0, 20, "lag 0")
+            resp = self.client.post(url("group_reset", "views_cg"), {"topic": TOPIC, "timestamp": "earliest"},
+                                    follow=True)
+            self.assertContains(resp, 'id="reset-result"')
+            self.assertTrue(all(e["offset"] == 0 for e in resp.context["reset"]))
+            wait_until(lambda: all(listener.seen.get(f"grp-{i}", 0) >= 2 for i in range(4)), 30,
+                       "redelivery after the reset")
+            # resend one message to the group (CONSUME_MESSAGE_DIRECTLY)
+            before = listener.seen["grp-0"]
+            resp = self.client.post(url("message_resend", TOPIC, sent[0].msg_id), {"group": "views_cg"}, follow=True)
+            self.assertContains(resp, "CR_SUCCESS")
+            self.assertEqual(listener.seen["grp-0"], before + 1)
+            # the detail page says the group consumed it
+            wait_until(lambda: {"group": "views_cg", "status": "CONSUMED"} in self.client.get(
+                url("message", TOPIC, sent[0].msg_id)).context["groups"], 20, "the committed offset (CONSUMED)")
+            resp = self.client.get(url("producers") + f"?group=views_pg&topic={TOPIC}")
+            self.assertContains(resp, "PYTHON")
+            # a second member subscribing with another expression is flagged (last: the broker
+            # then filters the group's pulls with the newer subscription, as 4.9.8 does)
+            c2 = consumer("views_cg", Counting(), expression="TagOnly")
+            wait_until(lambda: len(service.admin().consumer_connection("views_cg").connections) == 2, 20, "two clients")
+            resp = self.client.get(url("group", "views_cg"))
+            self.assertContains(resp, 'id="consistency">inconsistent<', html=False)
+            self.assertContains(resp, "differs")
+        finally:
+            if c2 is not None:
+                c2.shutdown()
+            c1.shutdown()
+            Producer_.shutdown()
+
+    def test_group_config_create_and_delete(self) -> None:
+        resp = self.client.post(url("group_config"), {"group": "cfg_cg", "cluster": "DefaultCluster",
+                                                      "consume_enable": "on", "retry_queue_nums": 1,
+                                                      "retry_max_times": 3}, follow=True)
+        self.assertContains(resp, "cfg_cg created/updated")
+        broker = CLUSTER.brokers["broker-a"]
+        self.assertEqual(broker.groups.find("cfg_cg").retry_max_times, 3)
+        self.client.post(url("group_delete", "cfg_cg"), {"cluster": "DefaultCluster"})
+        self.assertNotIn("cfg_cg", broker.groups.table)
+
+    def test_dlq_view_export_and_resend(self) -> None:
+        listener = Counting(fail={"dlq-1"})
+        c = consumer("dlq_cg", listener)
+        try:
+            prod = service.producer()
+            prod.send(Message(TOPIC, b"poison", tags="T", keys="dlq-1"))
+            wait_until(lambda: "%DLQ%dlq_cg" in service.admin().topic_list(), 20, "the DLQ topic")
+            resp = wait_until(lambda: (r := self.client.get(url("dlq") + "?group=dlq_cg")).context["results"] and r,
+                              20, "the message in the DLQ")
+            dead = resp.context["results"][0]
+            self.assertEqual(dead.properties.get("RETRY_TOPIC"), TOPIC)
+            export = self.client.get(url("dlq_export") + "?group=dlq_cg")
+            self.assertEqual(export["Content-Disposition"], 'attachment; filename="dlq-dlq_cg.json"')
+            rows = json.loads(export.content)
+            self.assertEqual([r["keys"] for r in rows], [["dlq-1"]])
+            self.assertEqual(rows[0]["body"], "poison")
+            listener.fail.clear()
+            before = listener.seen["dlq-1"]
+            resp = self.client.post(url("dlq_resend"), {"group": "dlq_cg", "msg_id": dead.msg_id}, follow=True)
+            self.assertContains(resp, "sent again")
+            wait_until(lambda: listener.seen["dlq-1"] > before, 20, "the resent message consumed")
+            self.assertEqual(len(service.admin().query_message_by_key(TOPIC, "dlq-1")), 2)
+        finally:
+            c.shutdown()
+
+    def test_trace_page_shows_the_timeline(self) -> None:
+        c = consumer("trace_view_cg", Counting(), enable_msg_trace=True)
+        try:
+            self.client.post(url("topic_send", TOPIC), {"keys": "traced-1", "body": "traced"})
+            msg = wait_until(lambda: service.admin().query_message_by_key(TOPIC, "traced-1"), 10, "the message")[0]
+            resp = wait_until(lambda: (r := self.client.get(url("trace") + f"?msg_id={msg.msg_id}"))
+                              and len(r.context["records"]) >= 3 and r, 20, "Pub, SubBefore and SubAfter")
+            types = [r.type.value for r in resp.context["records"]]
+            self.assertEqual(sorted(types), ["Pub", "SubAfter", "SubBefore"])
+            self.assertContains(resp, "<svg")
+            self.assertContains(resp, "send · rocketmq_console_producer")
+            self.assertContains(resp, "consume · trace_view_cg")
+            self.assertContains(resp, 'class="bar ok"')
+        finally:
+            c.shutdown()
+
+    def test_charts_from_samples(self) -> None:
+        smp = Sampler(0.5, 60)
+        s1 = smp.take()
+        service.producer().send(Message(TOPIC, b"chart", keys="chart-1"))
+        s2 = smp.take()
+        self.assertIn("broker-a", s1.broker_in_tps)
+        self.assertGreater(s2.topic_tps.get(TOPIC, 0), 0)
+        resp = self.client.get(url("charts"))
+        self.assertContains(resp, "Consumer lag (messages)")
+        self.assertContains(resp, "Put TPS per broker")

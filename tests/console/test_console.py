@@ -1,0 +1,56 @@
+"""Runs the console's Django cases with Django's own test runner in a child process (its own
+settings, in-memory database and live server, apart from the rest of the suite).
+
+* ``cases_views``: the views against the embedded cluster (test client).
+* ``cases_browser``: the scenario in a real headless Chromium (Debian's ``chromium`` and
+  ``chromium-driver``); skipped with one line when they are not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+pytest.importorskip("django", reason="the console needs Django (pip install -e '.[console]')")
+
+
+def run_django_tests(label: str, timeout_s: float, env: dict | None = None) -> tuple[int, str]:
+    cmd = [sys.executable, "-m", "django", "test", label, "--settings=tests.console.settings", "-v", "2",
+           "--noinput"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s,
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+    out = proc.stdout + proc.stderr
+    ran = re.search(r"Ran (\d+) tests?", out)
+    assert proc.returncode == 0, out[-12000:]
+    assert ran and re.search(r"^OK", out, re.M), out[-4000:]
+    return int(ran.group(1)), out
+
+
+def test_console_views_with_djangos_runner() -> None:
+    ran, out = run_django_tests("tests.console.cases_views", 600)
+    assert ran == 14, out[-4000:]
+
+
+def browser_missing() -> str | None:
+    for path in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
+        if not os.path.exists(path):
+            return f"{path} not installed (apt-get install chromium chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium not installed"
+    return None
+
+
+@pytest.mark.skipif(browser_missing() is not None, reason=f"browser tests skipped: {browser_missing()}")
+def test_console_in_headless_chromium() -> None:
+    assert shutil.which("chromium") or os.path.exists("/usr/bin/chromium")
+    ran, out = run_django_tests("tests.console.cases_browser", 600)
+    assert ran >= 1 and "skipped" not in out.split("Ran")[-1], out[-4000:]
