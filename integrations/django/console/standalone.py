@@ -46,6 +46,7 @@ def build_settings(namesrv: str, db_path: str, *, secret_key: str, host: str = "
                                                           "django.contrib.messages.context_processors.messages"]}}],
         "DATABASES": {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": db_path}},
         "DEFAULT_AUTO_FIELD": "django.db.models.AutoField",
+        "STATIC_URL": "/static/",
         "USE_TZ": True,
         "SESSION_COOKIE_HTTPONLY": True,
         "CSRF_COOKIE_SAMESITE": "Strict",

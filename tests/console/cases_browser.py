@@ -1,0 +1,251 @@
+"""The console in a real headless Chromium (Debian's chromium + chromium-driver, driven by
+Selenium; nothing is downloaded): log in, create a topic, send a message, find it by key, see
+its trace, watch lag fall while a consumer runs, reset the group's offset, look at the charts.
+
+Run by test_console.py through Django's test runner. With ``CONSOLE_SCREENSHOTS=<dir>`` every
+page is also saved there as PNG (docs/tools/console_screenshots.py uses this for docs/console/).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import unittest
+
+from django.test import LiveServerTestCase
+from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_sdk.producer import Producer
+from rocketmq_sdk.protocol.message import Message
+
+from .support import make_user, start_cluster, stop_cluster, wait_until
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+TOPIC, GROUP = "BrowserOrders", "browser_cg"
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+except ImportError:  # pragma: no cover - test_console.py skips before
+    webdriver = None
+
+
+def browser_missing() -> str | None:
+    if webdriver is None:
+        return "selenium is not installed"
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not os.path.exists(path):
+            return f"{path} is not installed"
+    return None
+
+
+class Listener:
+    """Counts deliveries; ``delay_s`` per message makes a backlog drain over a few seconds;
+    keys in ``fail`` go to the DLQ at once."""
+
+    def __init__(self, delay_s: float = 0.0, fail: frozenset[str] = frozenset()) -> None:
+        self.delay_s, self.fail, self.count, self.lock = delay_s, fail, 0, threading.Lock()
+
+    def __call__(self, msgs, ctx):
+        if self.delay_s:
+            threading.Event().wait(self.delay_s * len(msgs))  # simulated work, not synchronisation
+        with self.lock:
+            self.count += len(msgs)
+        if any(self.fail.intersection(m.keys) for m in msgs):
+            ctx.delay_level_when_next_consume = -1
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+
+@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
+class ConsoleInChromium(LiveServerTestCase):
+    host = "127.0.0.1"
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.cluster = start_cluster(SAMPLE_INTERVAL_S=0.5)
+        cls.profile = tempfile.mkdtemp(prefix="console-chromium-")
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = CHROMIUM
+        for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                     f"--user-data-dir={cls.profile}", "--window-size=1280,900", "--force-device-scale-factor=1"):
+            opts.add_argument(flag)
+        cls.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+        cls.driver.set_page_load_timeout(60)
+        cls.shots = os.environ.get("CONSOLE_SCREENSHOTS")
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        try:
+            cls.driver.quit()
+        finally:
+            shutil.rmtree(cls.profile, ignore_errors=True)
+            stop_cluster()
+            super().tearDownClass()
+
+    # ------------------------------------------------------------------ helpers
+
+    def go(self, path: str) -> None:
+        self.driver.get(f"{self.live_server_url}/rocketmq/{path}")
+
+    def find(self, css: str):
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def text(self, css: str) -> str:
+        return self.find(css).text
+
+    def shot(self, name: str) -> None:
+        if not self.shots:
+            return
+        os.makedirs(self.shots, exist_ok=True)
+        height = int(self.driver.execute_script("return document.documentElement.scrollHeight"))
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": 1280, "height": max(600, min(height, 2400)), "deviceScaleFactor": 1, "mobile": False})
+        try:
+            self.driver.save_screenshot(os.path.join(self.shots, f"{name}.png"))
+        finally:
+            self.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+    def reload_until(self, path: str, cond, timeout_s: float, what: str):
+        def check():
+            self.go(path)
+            return cond()
+        return wait_until(check, timeout_s, what)
+
+    def lag(self) -> int:
+        return int(self.text("#total-lag"))
+
+    # ------------------------------------------------------------------ the scenario
+
+    def test_console_scenario(self) -> None:
+        make_user("operator", "view_console", "operate_console")
+        d = self.driver
+        # log in
+        self.go("")
+        self.assertIn("/rocketmq/login/", d.current_url)
+        self.shot("login")
+        self.find("#id_username").send_keys("operator")
+        self.find("#id_password").send_keys("operator-pw")
+        self.find("#login").click()
+        self.assertIn("broker-a", self.text("#brokers"))
+        self.assertIn("broker-b", self.text("#brokers"))
+        self.shot("cluster")
+        self.go(f"brokers/{self.cluster.addr('broker-a')}/")
+        self.shot("broker")
+
+        # create a topic
+        self.go("topics/")
+        self.find("#id_topic").send_keys(TOPIC)
+        for field in ("#id_read_queue_nums", "#id_write_queue_nums"):
+            self.find(field).clear()
+            self.find(field).send_keys("2")
+        self.find("#create-topic").click()
+        self.assertIn(f"Topic {TOPIC}", self.text("h1"))
+        with AdminClient(self.cluster.namesrv_addr) as adm:
+            self.assertEqual(sorted(q.broker_name for q in adm.topic_route(TOPIC).queue_datas), ["broker-a", "broker-b"])
+        self.go("topics/")
+        self.assertIn(TOPIC, self.text("#topics"))
+        self.shot("topics")
+
+        # a traced consumer, then send a message from the topic page
+        listener = Listener(fail=frozenset({"poison-1"}))
+        consumer = self.start_consumer(listener)
+        try:
+            self.go(f"topics/{TOPIC}/")
+            self.find("#id_tags").send_keys("TagA")
+            self.find("#id_keys").send_keys("browser-key-1")
+            self.find("#id_body").send_keys('{"order": 1001, "amount": 42.5}')
+            self.find("#send").click()
+            self.assertIn("SEND_OK", self.text("#sent"))
+            self.shot("topic")
+
+            # find it by key, open it, see its trace
+            self.go("messages/?mode=key")
+            self.find("#id_topic").send_keys(TOPIC)
+            self.find("#id_key").send_keys("browser-key-1")
+            self.find("#search").click()
+            search = d.current_url.split("/rocketmq/", 1)[1]  # the broker indexes keys asynchronously
+            self.reload_until(search, lambda: d.find_elements(By.CSS_SELECTOR, "#results tr td a"), 20, "the key found")
+            rows = d.find_elements(By.CSS_SELECTOR, "#results tr td a")
+            self.assertEqual(len(rows), 1)
+            self.shot("messages")
+            rows[0].click()
+            self.assertIn("browser-key-1", self.text("#message"))
+            self.assertIn('"amount": 42.5', self.text("#body"))
+            msg_path = d.current_url.split("/rocketmq/", 1)[1]
+            self.reload_until(msg_path, lambda: "CONSUMED" in self.text("#consumed"), 20, "the group's offset past it")
+            self.shot("message")
+            self.find("#trace-link").click()
+            trace_path = d.current_url.split("/rocketmq/", 1)[1]
+            self.reload_until(trace_path, lambda: "SubAfter" in self.text("#records"), 20, "the consume records")
+            self.assertIn("Pub", self.text("#records"))
+            bars = d.find_elements(By.CSS_SELECTOR, "#timeline svg rect.bar.ok")
+            self.assertEqual(len(bars), 2)  # the send and the delivery
+            self.shot("trace")
+
+            # a poisoned message ends in the group's DLQ
+            with Producer("browser_pg", self.cluster.namesrv_addr) as producer:
+                producer.send(Message(TOPIC, b"cannot be processed", tags="TagB", keys="poison-1"))
+                self.reload_until(f"dlq/?group={GROUP}", lambda: "poison-1" in self.text("#dlq"), 20, "the DLQ message")
+                self.shot("dlq")
+                self.go(f"producers/?group=browser_pg&topic={TOPIC}")
+                self.assertIn("PYTHON", self.text("#producers"))
+                self.shot("producers")
+            consumer.shutdown()
+            consumer = None
+
+            # a backlog while the group is offline, then lag falls while a consumer runs
+            with Producer("browser_pg", self.cluster.namesrv_addr) as producer:
+                for i in range(300):
+                    producer.send(Message(TOPIC, f"backlog {i}".encode(), tags="TagC", keys=f"backlog-{i}"))
+            self.reload_until(f"groups/{GROUP}/", lambda: self.lag() == 300, 20, "lag 300")
+            self.go("groups/")
+            self.assertIn(GROUP, self.text("#groups"))
+            self.shot("groups")
+            slow = Listener(delay_s=0.01)
+            consumer = self.start_consumer(slow)
+            seen = [300]
+            self.reload_until(f"groups/{GROUP}/", lambda: seen.append(self.lag()) or seen[-1] == 0, 60, "lag 0")
+            self.assertGreaterEqual(slow.count, 300)
+            self.assertEqual(seen, sorted(seen, reverse=True), "lag only falls while the consumer runs")
+
+            # reset the offset to the earliest: everything is consumed again and lag falls back to 0
+            before = slow.count
+            Select(self.find("#id_topic")).select_by_visible_text(TOPIC)
+            self.find("#id_timestamp").clear()
+            self.find("#id_timestamp").send_keys("earliest")
+            self.find("#reset").click()
+            offsets = [int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#reset-result td:last-child")]
+            self.assertEqual(offsets, [0, 0, 0, 0])
+            self.reload_until(f"groups/{GROUP}/", lambda: self.lag() == 0 and slow.count >= before + 300, 60,
+                              "the group consumed everything again")
+            self.assertIn("PYTHON", self.text("#clients"))
+            self.assertEqual(self.text("#consistency"), "consistent")
+            self.shot("group")
+
+            # the charts saw the lag rise and fall
+            self.reload_until("charts/", lambda: d.find_elements(By.CSS_SELECTOR, f'polyline[data-series="{GROUP}"]'),
+                              20, "a lag series")
+            points = self.find(f'svg polyline[data-series="{GROUP}"]').get_attribute("points").split()
+            ys = [float(p.split(",")[1]) for p in points]
+            self.assertGreater(max(ys), min(ys))  # not flat: the lag moved
+            self.shot("charts")
+        finally:
+            if consumer is not None:
+                consumer.shutdown()
+
+    def start_consumer(self, listener) -> PushConsumer:
+        c = PushConsumer(GROUP, self.cluster.namesrv_addr, enable_msg_trace=True,
+                         consume_from_where="CONSUME_FROM_FIRST_OFFSET", pull_batch_size=8)
+        c.subscribe(TOPIC, "*")
+        c.register_message_listener(listener)
+        c.start()
+        return c
+
+
