@@ -29,7 +29,8 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support import expected_conditions as EC  # noqa: N812 - selenium's idiom
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 except ImportError:  # pragma: no cover - test_console.py skips before
     webdriver = None
 
@@ -95,7 +96,14 @@ class ConsoleInChromium(LiveServerTestCase):
         self.driver.get(f"{self.live_server_url}/rocketmq/{path}")
 
     def find(self, css: str):
-        return self.driver.find_element(By.CSS_SELECTOR, css)
+        """The element, waiting up to 10 s for it to appear."""
+        return WebDriverWait(self.driver, 10).until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+    def submit(self, css: str) -> None:
+        """Click a submit button (or link) and wait until the next page replaced this one."""
+        old = self.driver.find_element(By.TAG_NAME, "html")
+        self.find(css).click()
+        WebDriverWait(self.driver, 30).until(EC.staleness_of(old))
 
     def text(self, css: str) -> str:
         return self.find(css).text
@@ -132,7 +140,7 @@ class ConsoleInChromium(LiveServerTestCase):
         self.shot("login")
         self.find("#id_username").send_keys("operator")
         self.find("#id_password").send_keys("operator-pw")
-        self.find("#login").click()
+        self.submit("#login")
         self.assertIn("broker-a", self.text("#brokers"))
         self.assertIn("broker-b", self.text("#brokers"))
         self.shot("cluster")
@@ -145,7 +153,7 @@ class ConsoleInChromium(LiveServerTestCase):
         for field in ("#id_read_queue_nums", "#id_write_queue_nums"):
             self.find(field).clear()
             self.find(field).send_keys("2")
-        self.find("#create-topic").click()
+        self.submit("#create-topic")
         self.assertIn(f"Topic {TOPIC}", self.text("h1"))
         with AdminClient(self.cluster.namesrv_addr) as adm:
             self.assertEqual(sorted(q.broker_name for q in adm.topic_route(TOPIC).queue_datas), ["broker-a", "broker-b"])
@@ -161,7 +169,7 @@ class ConsoleInChromium(LiveServerTestCase):
             self.find("#id_tags").send_keys("TagA")
             self.find("#id_keys").send_keys("browser-key-1")
             self.find("#id_body").send_keys('{"order": 1001, "amount": 42.5}')
-            self.find("#send").click()
+            self.submit("#send")
             self.assertIn("SEND_OK", self.text("#sent"))
             self.shot("topic")
 
@@ -169,19 +177,21 @@ class ConsoleInChromium(LiveServerTestCase):
             self.go("messages/?mode=key")
             self.find("#id_topic").send_keys(TOPIC)
             self.find("#id_key").send_keys("browser-key-1")
-            self.find("#search").click()
+            self.submit("#search")
             search = d.current_url.split("/rocketmq/", 1)[1]  # the broker indexes keys asynchronously
             self.reload_until(search, lambda: d.find_elements(By.CSS_SELECTOR, "#results tr td a"), 20, "the key found")
             rows = d.find_elements(By.CSS_SELECTOR, "#results tr td a")
             self.assertEqual(len(rows), 1)
             self.shot("messages")
+            old = d.find_element(By.TAG_NAME, "html")
             rows[0].click()
+            WebDriverWait(d, 30).until(EC.staleness_of(old))
             self.assertIn("browser-key-1", self.text("#message"))
             self.assertIn('"amount": 42.5', self.text("#body"))
             msg_path = d.current_url.split("/rocketmq/", 1)[1]
             self.reload_until(msg_path, lambda: "CONSUMED" in self.text("#consumed"), 20, "the group's offset past it")
             self.shot("message")
-            self.find("#trace-link").click()
+            self.submit("#trace-link")
             trace_path = d.current_url.split("/rocketmq/", 1)[1]
             self.reload_until(trace_path, lambda: "SubAfter" in self.text("#records"), 20, "the consume records")
             self.assertIn("Pub", self.text("#records"))
@@ -220,7 +230,7 @@ class ConsoleInChromium(LiveServerTestCase):
             Select(self.find("#id_topic")).select_by_visible_text(TOPIC)
             self.find("#id_timestamp").clear()
             self.find("#id_timestamp").send_keys("earliest")
-            self.find("#reset").click()
+            self.submit("#reset")
             offsets = [int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#reset-result td:last-child")]
             self.assertEqual(offsets, [0, 0, 0, 0])
             self.reload_until(f"groups/{GROUP}/", lambda: self.lag() == 0 and slow.count >= before + 300, 60,

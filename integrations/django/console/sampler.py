@@ -1,5 +1,6 @@
-"""Periodic samples for the charts: per broker in/out TPS, per consumer group TPS and lag, per
-topic TPS (from the growth of its queues' max offsets between two samples).
+"""Periodic samples for the charts: per broker put/get TPS (from the growth of the broker's
+``msgPutTotalTodayNow``/``msgGetTotalTodayNow`` between two samples), per consumer group TPS and
+lag, per normal topic TPS (from the growth of its queues' max offsets).
 
 One daemon thread, started by the first chart or cluster page view, samples every
 ``SAMPLE_INTERVAL_S`` seconds and keeps ``SAMPLE_WINDOW_S`` seconds (an hour) in memory; nothing
@@ -14,9 +15,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from rocketmq_sdk.protocol.codes import is_retry_topic
-
 from . import service
+from .kinds import topic_kind
 
 __all__ = ["Sample", "Sampler", "ensure_sampler", "get_sampler", "stop_sampler"]
 
@@ -45,6 +45,8 @@ class Sampler:
         self.samples: deque[Sample] = deque(maxlen=max(2, int(window_s / self.interval_s) + 1))
         self._offsets: dict[str, int] = {}
         self._offsets_at = 0.0
+        self._counters: dict[str, tuple[int, int]] = {}
+        self._counters_at = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rocketmq-console-sampler", daemon=True)
 
@@ -68,14 +70,29 @@ class Sampler:
         """Take one sample now (also used directly by tests)."""
         adm = service.admin()
         s = Sample(time.time())
-        for b in adm.cluster_list(runtime=True):
-            if b.role == "MASTER":
-                s.broker_in_tps[b.broker_name] = b.in_tps or 0.0
-                s.broker_out_tps[b.broker_name] = b.out_tps or 0.0
+        counters: dict[str, tuple[int, int]] = {}
+        brokers = adm.cluster_list(runtime=False)
+        for b in brokers:
+            if b.role != "MASTER":
+                continue
+            info = adm.broker_runtime_info(b.addr)
+            put, get = _int(info.get("msgPutTotalTodayNow")), _int(info.get("msgGetTotalTodayNow"))
+            if put is not None and get is not None:
+                counters[b.broker_name] = (put, get)
+                prev = self._counters.get(b.broker_name)
+                if prev is not None and self._counters_at:
+                    dt = max(1e-3, s.at - self._counters_at)
+                    s.broker_in_tps[b.broker_name] = max(0, put - prev[0]) / dt
+                    s.broker_out_tps[b.broker_name] = max(0, get - prev[1]) / dt
+            else:  # no counters: the broker's own (minute-averaged) figures
+                s.broker_in_tps[b.broker_name] = _first_float(info.get("putTps"))
+                s.broker_out_tps[b.broker_name] = _first_float(info.get("getTransferedTps"))
+        self._counters, self._counters_at = counters, s.at
+        system_names = {b.cluster for b in brokers} | {b.broker_name for b in brokers}
         for g in adm.consumer_groups():
             s.group_tps[g.group] = g.consume_tps
             s.group_lag[g.group] = g.diff_total
-        topics = [t for t in adm.topic_list() if not is_retry_topic(t) and not t.startswith("%DLQ%")]
+        topics = [t for t in adm.topic_list() if topic_kind(t, system_names) == "normal"]
         offsets: dict[str, int] = {}
         for t in sorted(topics)[:MAX_TOPICS]:
             try:
@@ -98,6 +115,21 @@ class Sampler:
         for s in list(self.samples):
             out.update(getattr(s, kind))
         return sorted(out)
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _first_float(value: str | None) -> float:
+    """The first number of a runtime-info TPS value (``"12.5 11.0 10.2"``), 0.0 when absent."""
+    try:
+        return float((value or "0").split()[0])
+    except (ValueError, IndexError):
+        return 0.0
 
 
 _lock = threading.Lock()

@@ -20,10 +20,10 @@ def _fmt(v: float) -> str:
 def line_chart(title: str, series: dict[str, list[tuple[float, float]]], *, width: int = 640,
                height: int = 220, unit: str = "") -> str:
     """An SVG line chart: one line per named series of ``(epoch s, value)`` points."""
-    left, right, top, bottom = 56, 150, 28, 28
+    left, right, top, bottom = 56, 170, 28, 28
     pw, ph = width - left - right, height - top - bottom
     pts = [p for s in series.values() for p in s]
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="100%" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">',
            f'<text x="{left}" y="18" class="chart-title">{escape(title)}</text>',
            f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="plot"/>']
@@ -58,13 +58,13 @@ def line_chart(title: str, series: dict[str, list[tuple[float, float]]], *, widt
         last = points[-1][1] if points else 0
         ly = top + 12 + i * 16
         out.append(f'<rect x="{left + pw + 10}" y="{ly - 8}" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{left + pw + 24}" y="{ly + 1}" class="legend">{escape(name[:14])} '
+        out.append(f'<text x="{left + pw + 24}" y="{ly + 1}" class="legend">{escape(name[:18])} '
                    f'{_fmt(last)}{escape(unit)}</text>')
     out.append("</svg>")
     return "".join(out)
 
 
-def trace_timeline(graph: TraceGraph, *, width: int = 900) -> str:
+def trace_timeline(graph: TraceGraph, *, width: int = 1180) -> str:
     """The trace of one message as a Gantt-like SVG: a row for the send (``Pub``), one per
     transaction end, one per delivery to each consumer group (green success, red failure, grey
     unknown), on a common time axis in ms from the send."""
@@ -80,9 +80,9 @@ def trace_timeline(graph: TraceGraph, *, width: int = 900) -> str:
             cls = {"SUCCESS": "ok", "FAILED": "fail"}.get(n.status, "unknown")
             rows.append((f"consume · {group}" + (f" · retry {n.retry_times}" if n.retry_times > 0 else ""),
                          n.begin, n.end, cls, f"{n.status} · {n.cost_time} ms"))
-    left, right, row_h, top = 240, 150, 30, 34
+    left, right, row_h, top = 250, 230, 30, 34
     height = top + row_h * max(1, len(rows)) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width}" height="{height}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="100%" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="trace of {escape(graph.msg_id)}">']
     if not rows:
         out.append(f'<text x="20" y="{top + 10}" class="muted">no trace records found</text></svg>')

@@ -1,5 +1,6 @@
 """Cluster page: brokers per cluster with role, version, address, TPS, today's counts, disk use;
-broker detail: runtime info and config."""
+broker detail: runtime info and config. The TPS columns are the sampler's latest figures (growth
+of the day's put/get counters) when it has them, else what the broker reports."""
 
 from __future__ import annotations
 
@@ -25,13 +26,17 @@ def _disk_pct(value: str | None) -> str:
 
 @viewer
 def cluster(request: HttpRequest) -> HttpResponse:
-    ensure_sampler()
+    smp = ensure_sampler()
+    latest = smp.samples[-1] if smp.samples else None
     adm = service.admin()
     brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=True)
     rows = []
     for b in brokers:
         info = try_call(request, f"runtime info of {b.addr}", adm.broker_runtime_info, b.addr, default={})
-        rows.append({"b": b, "today_in": info.get(_TODAY_IN, "-"), "today_out": info.get(_TODAY_OUT, "-"),
+        in_tps, out_tps = b.in_tps, b.out_tps
+        if latest is not None and b.broker_name in latest.broker_in_tps and b.role == "MASTER":
+            in_tps, out_tps = latest.broker_in_tps[b.broker_name], latest.broker_out_tps[b.broker_name]
+        rows.append({"b": b, "in_tps": in_tps, "out_tps": out_tps, "today_in": info.get(_TODAY_IN, "-"), "today_out": info.get(_TODAY_OUT, "-"),
                      "disk": _disk_pct(info.get(_DISK))})
     clusters: dict[str, list] = {}
     for r in rows:

@@ -35,5 +35,5 @@ def trace(request: HttpRequest) -> HttpResponse:
                 records = []
                 messages.error(request, f"trace query failed: {exc}")
             graph = build_trace_graph(msg_id, records)
-            ctx.update(records=records, graph=graph, timeline=mark_safe(trace_timeline(graph)))  # noqa: S308 - escaped in svg.py
+            ctx.update(records=sorted(records, key=lambda r: r.time_stamp), graph=graph, timeline=mark_safe(trace_timeline(graph)))  # noqa: S308 - escaped in svg.py
     return render(request, "rocketmq_console/trace.html", ctx)
