@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 ROWS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint clean ext
+.PHONY: install demo test lint clean ext browser
 
 install: $(STAMP)
 
@@ -37,7 +37,17 @@ demo: install
 PURE_TESTS ?= tests/protocol tests/remoting tests/store tests/producer
 PURE_PASS ?= 1
 
-test: install
+# the console's browser tests (tests/console) drive Debian's chromium + chromium-driver; installed
+# here when missing and we are root with apt-get, else those tests are skipped with one line
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make test: installing chromium and chromium-driver for the console's browser tests"; \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver) >/dev/null 2>&1 \
+	    || echo "make test: could not install chromium; the console's browser tests will be skipped"; \
+	else echo "make test: no chromium (not root or no apt-get); the console's browser tests will be skipped"; fi
+
+test: install browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(if $(filter 1,$(PURE_PASS)),ROCKETMQ_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(PURE_TESTS))
 

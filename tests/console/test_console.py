@@ -54,3 +54,49 @@ def test_console_in_headless_chromium() -> None:
     assert shutil.which("chromium") or os.path.exists("/usr/bin/chromium")
     ran, out = run_django_tests("tests.console.cases_browser", 600)
     assert ran >= 1 and "skipped" not in out.split("Ran")[-1], out[-4000:]
+
+
+def test_standalone_refuses_a_non_loopback_address_without_allow_remote() -> None:
+    proc = subprocess.run([sys.executable, "-m", "rocketmq_sdk.integrations.django.console", "--namesrv",
+                           "127.0.0.1:9876", "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60,
+                          cwd=REPO, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert "not a loopback address; add --allow-remote" in proc.stderr
+
+
+def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> None:
+    requests = pytest.importorskip("requests")
+    from rocketmq_broker import embedded
+
+    with embedded.start_cluster(("broker-a",)) as cluster:
+        env = {**os.environ, "ROCKETMQ_CONSOLE_PASSWORD": "op-secret", "ROCKETMQ_CONSOLE_READONLY_PASSWORD": "ro-secret"}
+        proc = subprocess.Popen([sys.executable, "-m", "rocketmq_sdk.integrations.django.console", "--namesrv",
+                                 cluster.namesrv_addr, "--port", "0", "--read-only-user", "viewer"],
+                                stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                text=True, env=env, cwd=REPO)
+        try:
+            line = proc.stderr.readline()  # blocks until the announcement (or the process ends)
+            m = re.search(r"http://(127\.0\.0\.1):(\d+)/", line)
+            assert m, f"no announcement: {line!r}"
+            base = m.group(0)
+            s = requests.Session()
+            assert s.get(base, timeout=30).url == base + "login/?next=/"
+            s.post(base + "login/", data={"username": "viewer", "password": "ro-secret", "next": "/",
+                                          "csrfmiddlewaretoken": s.cookies["csrftoken"]},
+                   headers={"Referer": base}, timeout=30)
+            page = s.get(base, timeout=30)
+            assert "broker-a" in page.text and "read-only" in page.text
+            denied = s.post(base + "topics/create/", data={"topic": "X", "cluster": "DefaultCluster",
+                                                           "csrfmiddlewaretoken": s.cookies["csrftoken"]},
+                            headers={"Referer": base}, timeout=30)
+            assert denied.status_code == 403
+            s2 = requests.Session()
+            s2.get(base + "login/", timeout=30)
+            s2.post(base + "login/", data={"username": "admin", "password": "op-secret", "next": "/",
+                                           "csrfmiddlewaretoken": s2.cookies["csrftoken"]},
+                    headers={"Referer": base}, timeout=30)
+            assert "operator" in s2.get(base, timeout=30).text
+        finally:
+            proc.terminate()
+            proc.wait(30)
+            proc.stderr.close()

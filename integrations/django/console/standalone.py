@@ -17,6 +17,7 @@ import secrets
 import shutil
 import sys
 import tempfile
+import zoneinfo
 from typing import Any
 
 __all__ = ["build_settings", "main"]
@@ -25,7 +26,7 @@ log = logging.getLogger("rocketmq_sdk.integrations.django.console")
 
 
 def build_settings(namesrv: str, db_path: str, *, secret_key: str, host: str = "127.0.0.1",
-                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                   time_zone: str = "UTC", extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The settings of the one-app project (``settings.configure(**...)``)."""
     return {
         "DEBUG": False,
@@ -48,6 +49,7 @@ def build_settings(namesrv: str, db_path: str, *, secret_key: str, host: str = "
         "DEFAULT_AUTO_FIELD": "django.db.models.AutoField",
         "STATIC_URL": "/static/",
         "USE_TZ": True,
+        "TIME_ZONE": time_zone,
         "SESSION_COOKIE_HTTPONLY": True,
         "CSRF_COOKIE_SAMESITE": "Strict",
         "LOGIN_URL": "rocketmq_console:login",
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--read-only-user", help="also create this read-only account "
                                             "(password: $ROCKETMQ_CONSOLE_READONLY_PASSWORD)")
     p.add_argument("--trace-topic", default="RMQ_SYS_TRACE_TOPIC", help="trace topic (RMQ_SYS_TRACE_TOPIC)")
+    p.add_argument("--time-zone", default="UTC", help="time zone of the times shown (UTC), e.g. Asia/Shanghai")
     p.add_argument("--sample-interval", type=float, default=10.0, help="seconds between chart samples (10)")
     args = p.parse_args(argv)
     if not args.namesrv:
@@ -103,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--host {args.host} is not a loopback address; add --allow-remote to listen there")
     if not 0 <= args.port <= 65535:
         p.error("--port must be in 0..65535")
+    try:
+        zoneinfo.ZoneInfo(args.time_zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        p.error(f"--time-zone {args.time_zone!r} is not a known time zone")
     tmp = None
     db = args.db
     if db is None:
@@ -122,6 +129,7 @@ def _serve(args: argparse.Namespace, db: str) -> int:
     from django.core.servers.basehttp import WSGIServer, get_internal_wsgi_application
 
     settings.configure(**build_settings(args.namesrv, db, secret_key=secrets.token_urlsafe(40), host=args.host,
+                                        time_zone=args.time_zone,
                                         extra={"TRACE_TOPIC": args.trace_topic,
                                                "SAMPLE_INTERVAL_S": args.sample_interval}))
     django.setup()

@@ -3,14 +3,21 @@ and the trace timeline of a message. Every text is escaped."""
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime
 from html import escape
 
+from django.utils import timezone
 from rocketmq_sdk.trace import TraceGraph
 
-__all__ = ["line_chart", "trace_timeline"]
+__all__ = ["line_chart", "local_time", "trace_timeline"]
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563")
+
+
+def local_time(epoch_ms: float, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """``epoch_ms`` in the project's ``TIME_ZONE`` (Django's current time zone)."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return timezone.localtime(moment).strftime(fmt)
 
 
 def _fmt(v: float) -> str:
@@ -45,7 +52,7 @@ def line_chart(title: str, series: dict[str, list[tuple[float, float]]], *, widt
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="axis">{_fmt(v)}</text>')
     for t, anchor in ((t0, "start"), (t1, "end")):
         out.append(f'<text x="{xy(t, 0)[0]:.1f}" y="{height - 8}" text-anchor="{anchor}" class="axis">'
-                   f'{time.strftime("%H:%M:%S", time.localtime(t))}</text>')
+                   f'{local_time(t * 1000, "%H:%M:%S")}</text>')
     for i, (name, points) in enumerate(sorted(series.items())):
         color = PALETTE[i % len(PALETTE)]
         coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(t, v) for t, v in points))
@@ -102,6 +109,6 @@ def trace_timeline(graph: TraceGraph, *, width: int = 1180) -> str:
         out.append(f'<rect x="{x0:.1f}" y="{y + 6}" width="{w:.1f}" height="18" rx="3" class="bar {cls}">'
                    f'<title>{escape(label)}: {escape(caption)}</title></rect>')
         out.append(f'<text x="{min(x0 + w + 6, left + pw + 6):.1f}" y="{y + 19}" class="caption">{escape(caption)}</text>')
-    out.append(f'<text x="{left}" y="{height - 6}" class="axis">{time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0 / 1000))}'
+    out.append(f'<text x="{left}" y="{height - 6}" class="axis">{local_time(t0)} {timezone.get_current_timezone_name()}'
                "</text></svg>")
     return "".join(out)

@@ -1,12 +1,12 @@
-"""Template filters of the console: ``get_item``, ``ms_time`` (epoch ms -> local time),
+"""Template filters of the console: ``get_item``, ``ms_time`` (epoch ms -> time in the project's ``TIME_ZONE``),
 ``version`` (4.x version ordinal -> ``V4_9_8``)."""
 
 from __future__ import annotations
 
-import time
-
 from django import template
 from rocketmq_sdk.protocol.codes import version_desc
+
+from ..svg import local_time
 
 register = template.Library()
 
@@ -20,7 +20,7 @@ def get_item(mapping: dict, key: str) -> object:
 def ms_time(value: int | None) -> str:
     if not value or value <= 0:
         return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(value / 1000)) + f".{value % 1000:03d}"
+    return local_time(value) + f".{value % 1000:03d}"
 
 
 @register.filter
