@@ -103,10 +103,10 @@ def message_search(request: HttpRequest) -> HttpResponse:
             begin, end = _parse_time(ctx["begin"], now - 3600_000), _parse_time(ctx["end"], now)
             found = messages_by_time(topic, begin, end)
             page = max(1, int(request.GET.get("page") or 1))
-            ctx.update(results=found[(page - 1) * PAGE_SIZE: page * PAGE_SIZE], total=len(found), page_no=page,
-                       pages=max(1, -(-len(found) // PAGE_SIZE)), capped=len(found) >= MAX_SCAN)
+            ctx.update(results=with_broker_names(found[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]), total=len(found),
+                       page_no=page, pages=max(1, -(-len(found) // PAGE_SIZE)), capped=len(found) >= MAX_SCAN)
         elif mode == "key" and topic and ctx["key"]:
-            ctx["results"] = adm.query_message_by_key(topic, ctx["key"].strip(), max_num=64)
+            ctx["results"] = with_broker_names(adm.query_message_by_key(topic, ctx["key"].strip(), max_num=64))
         elif mode == "id" and ctx["msg_id"]:
             msg = adm.query_message_by_id(ctx["msg_id"].strip(), topic or None)
             return redirect("rocketmq_console:message", topic=msg.topic, msg_id=msg.msg_id)
@@ -128,13 +128,19 @@ def _find(topic: str, msg_id: str) -> MessageExt:
 
 def broker_of(msg: MessageExt) -> str | None:
     """The name of the broker that stores ``msg`` (from its store host when the message came
-    from VIEW_MESSAGE_BY_ID, which has no broker name)."""
-    if msg.broker_name:
-        return msg.broker_name
-    for b in service.admin().cluster_list(runtime=False):
-        if b.addr == msg.store_host:
-            return b.broker_name
-    return None
+    from VIEW_MESSAGE_BY_ID or QUERY_MESSAGE, which carry no broker name)."""
+    return msg.broker_name or with_broker_names([msg])[0].broker_name or None
+
+
+def with_broker_names(msgs: list[MessageExt]) -> list[MessageExt]:
+    """``msgs`` with ``broker_name`` filled in from the store host where it is missing."""
+    if all(m.broker_name for m in msgs):
+        return msgs
+    names = {b.addr: b.broker_name for b in service.admin().cluster_list(runtime=False)}
+    for m in msgs:
+        if not m.broker_name:
+            m.broker_name = names.get(m.store_host, "")
+    return msgs
 
 
 def consume_status(msg: MessageExt, topic_groups: list[str]) -> list[dict]:
