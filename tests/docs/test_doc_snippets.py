@@ -24,7 +24,7 @@ from rocketmq_broker.embedded import start_dev_cluster
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["README.md", "docs/getting-started.md", "docs/producer.md", "docs/consumer.md", "docs/broker.md"]
 #: pages whose blocks are only compiled and have their imports resolved (Spark, placeholders).
-CHECKED_PAGES = [*PAGES, "docs/admin.md", "docs/spark.md"]
+CHECKED_PAGES = [*PAGES, "docs/admin.md", "docs/spark.md", "docs/message-trace.md", "docs/console.md"]
 #: every block of a page must finish within this many seconds.
 BLOCK_TIMEOUT_S = 15.0
 
