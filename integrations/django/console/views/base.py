@@ -14,13 +14,14 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_POST
 from rocketmq_sdk.exceptions import MQError
 
 from .. import service
+from ..forms import NAME_RE
 
 log = logging.getLogger("rocketmq_sdk.integrations.django.console")
 
@@ -71,3 +72,26 @@ def try_call(request: HttpRequest, what: str, fn: Callable[..., Any], *args: Any
     except MQError as exc:
         messages.error(request, f"{what}: {exc}")
         return default
+
+
+def cleaned(form: Any) -> dict[str, Any]:
+    """The form's cleaned data; ``ValueError`` listing the errors when it is not valid (the
+    :func:`operator` wrapper shows it and audits the refusal)."""
+    if not form.is_valid():
+        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    return form.cleaned_data
+
+
+def posted_cluster(request: HttpRequest, what: str) -> str:
+    """The ``cluster`` field of a POST; ``ValueError`` when missing or not a legal name."""
+    cluster = request.POST.get("cluster", "")
+    if not NAME_RE.match(cluster):
+        raise ValueError(f"choose the cluster to delete the {what} from")
+    return cluster
+
+
+def name_or_404(value: str) -> str:
+    """A topic or group name from the URL; 404 when it is not a legal RocketMQ name."""
+    if not NAME_RE.match(value) or len(value) > 255:
+        raise Http404("no such topic or group")
+    return value

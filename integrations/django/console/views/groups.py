@@ -7,20 +7,14 @@ from __future__ import annotations
 from collections import Counter
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import version_desc
 
 from .. import service
 from ..forms import NAME_RE, GroupConfigForm, ResetOffsetForm
-from .base import can_operate, operator, try_call, viewer
-
-
-def _check_group(group: str) -> str:
-    if not NAME_RE.match(group) or len(group) > 255:
-        raise Http404("no such group")
-    return group
+from .base import can_operate, cleaned, name_or_404, operator, posted_cluster, try_call, viewer
 
 
 def version_name(version: int | None) -> str:
@@ -57,7 +51,7 @@ def groups(request: HttpRequest) -> HttpResponse:
 
 @viewer
 def group_detail(request: HttpRequest, group: str) -> HttpResponse:
-    _check_group(group)
+    name_or_404(group)
     adm = service.admin()
     progress = try_call(request, "consumer progress", adm.consumer_progress, group)
     try:
@@ -81,11 +75,8 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
 
 @operator("reset offset")
 def group_reset(request: HttpRequest, group: str) -> HttpResponse:
-    _check_group(group)
-    form = ResetOffsetForm(request.POST)
-    if not form.is_valid():
-        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-    d = form.cleaned_data
+    name_or_404(group)
+    d = cleaned(ResetOffsetForm(request.POST))
     entries = service.admin().reset_offset_by_time(group, d["topic"], d["timestamp"])
     request.session["rocketmq_console_reset"] = [
         {"broker": e.broker_name, "queue_id": e.queue_id, "offset": e.offset} for e in entries]
@@ -95,10 +86,7 @@ def group_reset(request: HttpRequest, group: str) -> HttpResponse:
 
 @operator("create/update group")
 def group_config(request: HttpRequest) -> HttpResponse:
-    form = GroupConfigForm(request.POST)
-    if not form.is_valid():
-        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-    d = form.cleaned_data
+    d = cleaned(GroupConfigForm(request.POST))
     service.admin().update_subscription_group(
         d["group"], cluster=d["cluster"], consume_enable=d["consume_enable"],
         consume_broadcast_enable=d["consume_broadcast_enable"], retry_queue_nums=d["retry_queue_nums"],
@@ -109,10 +97,8 @@ def group_config(request: HttpRequest) -> HttpResponse:
 
 @operator("delete group")
 def group_delete(request: HttpRequest, group: str) -> HttpResponse:
-    _check_group(group)
-    cluster = request.POST.get("cluster", "")
-    if not NAME_RE.match(cluster):
-        raise ValueError("choose the cluster to delete the group from")
+    name_or_404(group)
+    cluster = posted_cluster(request, "group")
     service.admin().delete_subscription_group(group, cluster=cluster)
     messages.success(request, f"group {group} deleted from cluster {cluster}")
     return redirect("rocketmq_console:groups")

@@ -20,7 +20,7 @@ from rocketmq_sdk.protocol.message import Message, MessageExt
 
 from .. import service
 from ..forms import NAME_RE, ResendForm
-from .base import can_operate, operator, try_call, viewer
+from .base import can_operate, cleaned, operator, try_call, viewer
 
 PAGE_SIZE = 20
 MAX_SCAN = 2000  # messages read at most for one time-range query
@@ -185,10 +185,7 @@ def message_detail(request: HttpRequest, topic: str, msg_id: str) -> HttpRespons
 @operator("resend message to group")
 def message_resend(request: HttpRequest, topic: str, msg_id: str) -> HttpResponse:
     msg = _find(topic, msg_id)
-    form = ResendForm(request.POST)
-    if not form.is_valid():
-        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-    d = form.cleaned_data
+    d = cleaned(ResendForm(request.POST))
     results = service.admin().consume_message_directly(d["group"], msg.offset_msg_id, d["client_id"] or None,
                                                        topic=topic)
     request.session["rocketmq_console_resend"] = {

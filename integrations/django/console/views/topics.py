@@ -4,20 +4,14 @@ consumer groups of a topic, permission change, send a test message."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from rocketmq_sdk.protocol.message import Message
 
 from .. import service
-from ..forms import NAME_RE, SendMessageForm, TopicForm, TopicPermForm
+from ..forms import SendMessageForm, TopicForm, TopicPermForm
 from ..kinds import KINDS, topic_kind
-from .base import can_operate, operator, try_call, viewer
-
-
-def _check_topic(topic: str) -> str:
-    if not NAME_RE.match(topic) or len(topic) > 255:
-        raise Http404("no such topic")
-    return topic
+from .base import can_operate, cleaned, name_or_404, operator, posted_cluster, try_call, viewer
 
 
 @viewer
@@ -40,7 +34,7 @@ def topics(request: HttpRequest) -> HttpResponse:
 
 @viewer
 def topic_detail(request: HttpRequest, topic: str) -> HttpResponse:
-    _check_topic(topic)
+    name_or_404(topic)
     adm = service.admin()
     route = try_call(request, "route", adm.topic_route, topic)
     status = try_call(request, "status", adm.topic_status, topic, default=[]) if route else []
@@ -60,10 +54,7 @@ def topic_detail(request: HttpRequest, topic: str) -> HttpResponse:
 
 @operator("create/update topic")
 def topic_create(request: HttpRequest) -> HttpResponse:
-    form = TopicForm(request.POST)
-    if not form.is_valid():
-        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-    d = form.cleaned_data
+    d = cleaned(TopicForm(request.POST))
     addrs = service.admin().create_topic(d["topic"], cluster=d["cluster"], read_queue_nums=d["read_queue_nums"],
                                          write_queue_nums=d["write_queue_nums"], perm=d["perm"], order=d["order"])
     messages.success(request, f"topic {d['topic']} created/updated on {', '.join(addrs)}")
@@ -72,7 +63,7 @@ def topic_create(request: HttpRequest) -> HttpResponse:
 
 @operator("update topic perm")
 def topic_perm(request: HttpRequest, topic: str) -> HttpResponse:
-    _check_topic(topic)
+    name_or_404(topic)
     form = TopicPermForm(request.POST)
     if not form.is_valid():
         raise ValueError("perm must be 2, 4 or 6")
@@ -83,10 +74,8 @@ def topic_perm(request: HttpRequest, topic: str) -> HttpResponse:
 
 @operator("delete topic")
 def topic_delete(request: HttpRequest, topic: str) -> HttpResponse:
-    _check_topic(topic)
-    cluster = request.POST.get("cluster", "")
-    if not NAME_RE.match(cluster):
-        raise ValueError("choose the cluster to delete the topic from")
+    name_or_404(topic)
+    cluster = posted_cluster(request, "topic")
     service.admin().delete_topic(topic, cluster=cluster)
     messages.success(request, f"topic {topic} deleted from cluster {cluster}")
     return redirect("rocketmq_console:topics")
@@ -94,11 +83,8 @@ def topic_delete(request: HttpRequest, topic: str) -> HttpResponse:
 
 @operator("send test message")
 def topic_send(request: HttpRequest, topic: str) -> HttpResponse:
-    _check_topic(topic)
-    form = SendMessageForm(request.POST)
-    if not form.is_valid():
-        raise ValueError("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
-    d = form.cleaned_data
+    name_or_404(topic)
+    d = cleaned(SendMessageForm(request.POST))
     msg = Message(topic, d["body"].encode("utf-8"), tags=d["tags"] or None, keys=d["keys"].split() or None)
     result = service.producer().send(msg)
     request.session["rocketmq_console_sent"] = {
