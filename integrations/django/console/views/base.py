@@ -95,3 +95,10 @@ def name_or_404(value: str) -> str:
     if not NAME_RE.match(value) or len(value) > 255:
         raise Http404("no such topic or group")
     return value
+
+
+def cluster_names(request: HttpRequest) -> list[str]:
+    """The names of the clusters the name server knows, sorted (empty, with an error message,
+    when it cannot be asked)."""
+    brokers = try_call(request, "cluster list", service.admin().cluster_list, default=[], runtime=False)
+    return sorted({b.cluster for b in brokers})

@@ -14,7 +14,7 @@ from rocketmq_sdk.protocol.codes import version_desc
 
 from .. import service
 from ..forms import NAME_RE, GroupConfigForm, ResetOffsetForm
-from .base import can_operate, cleaned, name_or_404, operator, posted_cluster, try_call, viewer
+from .base import can_operate, cleaned, cluster_names, name_or_404, operator, posted_cluster, try_call, viewer
 
 
 def version_name(version: int | None) -> str:
@@ -42,8 +42,7 @@ def subscription_consistency(running: dict) -> tuple[bool, list[dict]]:
 def groups(request: HttpRequest) -> HttpResponse:
     adm = service.admin()
     rows = try_call(request, "consumer groups", adm.consumer_groups, default=[])
-    brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=False)
-    clusters = sorted({b.cluster for b in brokers})
+    clusters = cluster_names(request)
     return render(request, "rocketmq_console/groups.html", {
         "rows": sorted(rows, key=lambda g: g.group), "form": GroupConfigForm(initial={"cluster": clusters[0] if clusters else ""}),
         "can_operate": can_operate(request), "page": "groups"})
@@ -63,12 +62,11 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
         running = try_call(request, "consumer running info", adm.consumer_running_info, group, default={})
     consistent, sub_rows = subscription_consistency(running)
     topics = sorted({q.topic for q in progress.queues}) if progress else []
-    brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=False)
     return render(request, "rocketmq_console/group_detail.html", {
         "group": group, "progress": progress, "conns": conns, "consistent": consistent, "sub_rows": sub_rows,
         "versions": {c.client_id: version_name(c.version) for c in (conns.connections if conns else [])},
         "reset_form": ResetOffsetForm(initial={"topic": next((t for t in topics if not t.startswith("%RETRY%")), "")}),
-        "topics": topics, "clusters": sorted({b.cluster for b in brokers}),
+        "topics": topics, "clusters": cluster_names(request),
         "reset": request.session.pop("rocketmq_console_reset", None),
         "can_operate": can_operate(request), "page": "groups"})
 
