@@ -21,6 +21,8 @@ from ..protocol.codes import MessageConst as MC
 from ..protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from ..protocol.message import Message, MessageExt, SendResult, SendStatus
 from ..protocol.msgid import decode_offset_msg_id
+from ..trace.hooks import trace_end_transaction
+from .namespace import unwrap_namespace
 from .producer import Producer
 
 __all__ = ["LocalTransactionState", "TransactionListener", "TransactionProducer", "TransactionSendResult"]
@@ -189,14 +191,15 @@ class TransactionProducer(Producer):
         # as Java's endTransaction: a raising listener is reported in the request's remark
         remark = None if error is None else f"executeLocalTransactionBranch exception: {_describe(error)}"
         try:
-            self._end_transaction(result, state, remark)
+            self._end_transaction(result, state, remark, msg)
         except Exception:
             log.warning("END_TRANSACTION of %s (%s) failed; the broker will check it", result.msg_id,
                         state.value, exc_info=True)
         return TransactionSendResult(**{f: getattr(result, f) for f in SendResult.__dataclass_fields__},
                                      local_transaction_state=state)
 
-    def _end_transaction(self, result: SendResult, state: LocalTransactionState, remark: str | None = None) -> None:
+    def _end_transaction(self, result: SendResult, state: LocalTransactionState, remark: str | None = None,
+                         msg: Message | None = None) -> None:
         inst = self._running()
         commit_log_offset = decode_offset_msg_id(result.offset_msg_id)[2] if result.offset_msg_id else 0
         mq = result.message_queue
@@ -209,9 +212,19 @@ class TransactionProducer(Producer):
 
         async def end() -> None:
             addr = await self._master_addr(inst, mq, mq.topic)
+            if msg is not None:
+                self._trace_end(msg, result.msg_id, addr, state, False)
             await inst.api.end_transaction_oneway(addr, header, remark=remark)
 
         inst.run(end(), self.config.send_msg_timeout / 1000.0)
+
+    def _trace_end(self, msg: Message, msg_id: str, addr: str | None, state: LocalTransactionState,
+                   from_check: bool) -> None:
+        """The message trace's ``EndTransaction`` record (with ``enable_msg_trace``)."""
+        if self._msg_trace is not None:
+            ns = self.config.namespace
+            trace_end_transaction(self._msg_trace, msg, unwrap_namespace(ns, self.group),
+                                  unwrap_namespace(ns, msg.topic), msg_id, addr, state.value, from_check)
 
     # -------------------------------------------------------------- broker checks (I/O loop)
 
@@ -240,6 +253,7 @@ class TransactionProducer(Producer):
                 commit_log_offset=header.commit_log_offset, commit_or_rollback=state.end_type,
                 from_transaction_check=True, msg_id=uniq, transaction_id=header.transaction_id)
             inst = self._inst()
+            self._trace_end(msg, uniq, addr, state, True)
             inst.run(inst.api.end_transaction_oneway(addr, end, remark=remark), self.config.send_msg_timeout / 1000.0)
         except Exception:
             log.warning("answering the transaction check of %s failed", header.msg_id, exc_info=True)

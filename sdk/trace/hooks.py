@@ -5,6 +5,9 @@
   record with ``success`` false for the flush/slave statuses) becomes one ``Pub`` record. No record
   for oneway sends, failed sends or a broker answering ``TRACE_ON=false`` (Java
   ``SendMessageTraceHookImpl``).
+* :func:`trace_end_transaction` writes the ``EndTransaction`` record of a transaction's end
+  (after the local transaction or a broker check), just before END_TRANSACTION is sent (Java
+  ``EndTransactionTraceHookImpl``).
 * :func:`traced_consume` runs a listener call between one ``SubBefore`` record per message and one
   ``SubAfter`` per message, sharing a fresh ``requestId`` (Java ``ConsumeMessageTraceHookImpl``).
 """
@@ -21,7 +24,7 @@ from ..protocol.msgid import create_uniq_id
 from .codec import ConsumeReturnType, TraceMessageType, TraceRecord, TraceType
 from .dispatcher import TraceDispatcher
 
-__all__ = ["PubTraceSpan", "traced_consume"]
+__all__ = ["PubTraceSpan", "trace_end_transaction", "traced_consume"]
 
 _SUCCESS_NAMES = frozenset({"CONSUME_SUCCESS", "SUCCESS", "COMMIT"})
 
@@ -135,3 +138,26 @@ def traced_consume(dispatcher: TraceDispatcher, call: Callable[[list[MessageExt]
                                        cost_time=cost, success=ok, keys=m.properties.get(MC.KEYS),
                                        context_code=int(code), time_stamp=now, group_name=group)
                            for m in traced])
+
+
+def trace_end_transaction(dispatcher: TraceDispatcher, msg: Message, group: str, topic: str, msg_id: str,
+                          store_host: str | None, state: str, from_check: bool) -> None:
+    """Queue the ``EndTransaction`` record of ``msg``'s transaction.
+
+    Args:
+        group, topic: without namespace.
+        msg_id: the half message's ``UNIQ_KEY``.
+        store_host: the broker address END_TRANSACTION goes to.
+        state: ``COMMIT_MESSAGE``, ``ROLLBACK_MESSAGE`` or ``UNKNOW`` (every state is recorded).
+        from_check: the end answers a broker's CHECK_TRANSACTION_STATE.
+
+    ``msgType`` is always 2 (``Trans_msg_Commit``, also for rollback and unknown) and
+    ``transactionId`` the message's transaction id (its ``UNIQ_KEY``), as Java writes them.
+    """
+    props = msg.properties
+    dispatcher.append([TraceRecord(
+        TraceType.EndTransaction, time_stamp=int(time.time() * 1000),
+        region_id=props.get(MC.MSG_REGION) or "DefaultRegion", group_name=group, topic=topic, msg_id=msg_id,
+        tags=props.get(MC.TAGS), keys=props.get(MC.KEYS), store_host=store_host,
+        msg_type=int(TraceMessageType.Trans_msg_Commit), transaction_id=msg.transaction_id or msg_id,
+        transaction_state=state, from_transaction_check=from_check)])

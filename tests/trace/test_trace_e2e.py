@@ -111,3 +111,43 @@ def test_oneway_send_has_no_pub_and_custom_topic(cluster) -> None:
         assert pub.type is TraceType.Pub and pub.group_name == "trace_pg2"
         keys = {k for m in adm.query_message_by_key("MyTraceTopic", "custom-1") for k in m.keys}
         assert "custom-2" not in keys  # the oneway send wrote no record
+
+
+def test_transaction_traces_half_pub_and_end_transaction_records() -> None:
+    """A half message gets a ``Pub`` with msgType 1; each end gets an ``EndTransaction`` record
+    (msgType 2, the state's Java name), also the end that answers a broker check."""
+    from rocketmq_sdk.producer import LocalTransactionState, TransactionListener, TransactionProducer
+
+    class Listener(TransactionListener):
+        def execute_local_transaction(self, msg, arg):
+            return {"commit": LocalTransactionState.COMMIT_MESSAGE, "rollback": LocalTransactionState.ROLLBACK_MESSAGE,
+                    "check": LocalTransactionState.UNKNOW}[arg]
+
+        def check_local_transaction(self, msg):
+            return LocalTransactionState.COMMIT_MESSAGE
+
+    cfg = {"transaction_check_interval": 200, "transaction_time_out": 300}
+    with embedded.start_cluster(("broker-a",), broker_config=cfg) as c:
+        with AdminClient(c.namesrv_addr) as adm:
+            adm.create_topic(TOPIC, cluster="DefaultCluster", read_queue_nums=1, write_queue_nums=1)
+            with TransactionProducer("trace_tx_pg", c.namesrv_addr, listener=Listener(), enable_msg_trace=True) as p:
+                results = {arg: p.send_message_in_transaction(Message(TOPIC, arg.encode(), tags="TagTx", keys=f"tx-{arg}"),
+                                                              arg) for arg in ("commit", "rollback", "check")}
+
+                def ends(arg: str) -> list:
+                    return [r for r in _records(adm, results[arg].msg_id) if r.type is TraceType.EndTransaction]
+
+                wait_until(lambda: len(ends("check")) == 2, 30, "the UNKNOW end and the end after the check")
+                wait_until(lambda: ends("commit") and ends("rollback"), 15, "the commit and rollback records")
+                pubs = [r for r in _records(adm, results["commit"].msg_id) if r.type is TraceType.Pub]
+                found = {arg: ends(arg) for arg in results}
+    assert [(p.msg_type, p.tags, p.keys) for p in pubs] == [(1, "TagTx", "tx-commit")]
+    addr = c.addr("broker-a")
+    (commit,) = found["commit"]
+    assert (commit.group_name, commit.topic, commit.msg_type, commit.transaction_state,
+            commit.from_transaction_check, commit.store_host) == ("trace_tx_pg", TOPIC, 2, "COMMIT_MESSAGE", False, addr)
+    assert commit.transaction_id == commit.msg_id == results["commit"].msg_id
+    assert (commit.tags, commit.keys, commit.region_id) == ("TagTx", "tx-commit", "DefaultRegion")
+    assert [e.transaction_state for e in found["rollback"]] == ["ROLLBACK_MESSAGE"]
+    assert sorted((e.transaction_state, e.from_transaction_check) for e in found["check"]) == [
+        ("COMMIT_MESSAGE", True), ("UNKNOW", False)]
