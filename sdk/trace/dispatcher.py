@@ -147,22 +147,29 @@ class TraceDispatcher:
 
     def _run(self) -> None:
         while not self._stopped.is_set():
-            window_end = time.monotonic() + POLL_S
-            while True:
-                left = window_end - time.monotonic()
-                if left <= 0:
-                    break
-                try:
-                    item = self._queue.get(timeout=left)
-                except queue.Empty:
-                    break
-                if isinstance(item, threading.Event):
-                    self._send_all(lambda seg: True)
-                    item.set()
-                    continue
-                self._add(item)
-            now = time.monotonic()
-            self._send_all(lambda seg, now=now: now - seg.first_s >= WAIT_S)
+            try:
+                self._poll_window()
+            except Exception:  # never let the worker die: later records would be lost
+                log.warning("trace dispatcher %s: unexpected error", self.trace_group, exc_info=True)
+
+    def _poll_window(self) -> None:
+        """One 100 ms window: take records, then send the batches that are due."""
+        window_end = time.monotonic() + POLL_S
+        while True:
+            left = window_end - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                item = self._queue.get(timeout=left)
+            except queue.Empty:
+                break
+            if isinstance(item, threading.Event):
+                self._send_all(lambda seg: True)
+                item.set()
+                continue
+            self._add(item)
+        now = time.monotonic()
+        self._send_all(lambda seg, now=now: now - seg.first_s >= WAIT_S)
 
     def _add(self, rec: TraceRecord) -> None:
         try:

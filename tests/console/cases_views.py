@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import threading
 
-from django.test import Client, TestCase
+from django.test import Client, SimpleTestCase, TestCase
 from django.urls import reverse
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.integrations.django.console import service
 from rocketmq_sdk.integrations.django.console.sampler import Sampler
+from rocketmq_sdk.integrations.django.console.views.messages import body_preview
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.protocol.message import Message
 
@@ -287,3 +288,15 @@ class OperatorTests(TestCase):
         resp = self.client.get(url("charts"))
         self.assertContains(resp, "Consumer lag (messages)")
         self.assertContains(resp, "Put TPS per broker")
+
+
+class BodyPreviewTests(SimpleTestCase):
+    def test_encodings(self) -> None:
+        self.assertEqual(body_preview(b'{"a": [1, 2]}')["encoding"], "json")
+        self.assertEqual(body_preview("订单 1001".encode())["text"], "订单 1001")
+        gbk = body_preview("订单 1001".encode("gbk"))
+        self.assertEqual((gbk["encoding"], gbk["text"]), ("gbk", "订单 1001"))
+        binary = body_preview(bytes(range(40)))
+        self.assertEqual(binary["encoding"], "binary")
+        self.assertTrue(binary["text"].startswith("00000000  00 01 02 03"))
+        self.assertTrue(body_preview(b"x" * 5000, limit=4096)["truncated"])

@@ -17,6 +17,7 @@ from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse_lazy
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from rocketmq_sdk.exceptions import MQError
 
@@ -50,7 +51,10 @@ def operator(action: str) -> Callable[[Callable[..., HttpResponse]], Callable[..
             except (MQError, ValueError) as exc:
                 service.audit(request, action, f"error: {exc}", **params)
                 messages.error(request, f"{action} failed: {exc}")
-                return redirect(request.META.get("HTTP_REFERER") or "rocketmq_console:cluster")
+                back = request.META.get("HTTP_REFERER", "")
+                if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
+                    back = "rocketmq_console:cluster"  # only ever back to this site
+                return redirect(back)
             service.audit(request, action, "ok", **params)
             return response
 

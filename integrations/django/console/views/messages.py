@@ -40,6 +40,8 @@ def body_preview(body: bytes, limit: int = 4096) -> dict:
             text = body.decode(enc)
         except UnicodeDecodeError:
             continue
+        if any(not c.isprintable() and c not in "\n\r\t" for c in text[:limit]):
+            break  # decodes, but holds control characters: show the bytes
         if enc == "utf-8":
             try:
                 return {"encoding": "json", "text": json.dumps(json.loads(text), indent=2, ensure_ascii=False)[:limit],
