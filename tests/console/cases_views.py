@@ -130,6 +130,7 @@ class OperatorTests(TestCase):
             self.assertContains(resp, name)
             self.assertContains(resp, CLUSTER.addr(name))
         self.assertContains(resp, "MASTER", count=2)
+        self.assertContains(resp, "V4_9_8", count=2)
         resp = self.client.get(url("broker", CLUSTER.addr("broker-a")))
         self.assertContains(resp, "brokerName")  # broker config
         self.assertContains(resp, "msgPutTotalTodayNow")  # runtime info

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from . import service
 from .kinds import topic_kind
 
-__all__ = ["Sample", "Sampler", "ensure_sampler", "get_sampler", "stop_sampler"]
+__all__ = ["Sample", "Sampler", "ensure_sampler", "first_float", "get_sampler", "stop_sampler"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django.console")
 
@@ -85,8 +85,8 @@ class Sampler:
                     s.broker_in_tps[b.broker_name] = max(0, put - prev[0]) / dt
                     s.broker_out_tps[b.broker_name] = max(0, get - prev[1]) / dt
             else:  # no counters: the broker's own (minute-averaged) figures
-                s.broker_in_tps[b.broker_name] = _first_float(info.get("putTps"))
-                s.broker_out_tps[b.broker_name] = _first_float(info.get("getTransferedTps"))
+                s.broker_in_tps[b.broker_name] = first_float(info.get("putTps"))
+                s.broker_out_tps[b.broker_name] = first_float(info.get("getTransferedTps"))
         self._counters, self._counters_at = counters, s.at
         system_names = {b.cluster for b in brokers} | {b.broker_name for b in brokers}
         for g in adm.consumer_groups():
@@ -124,7 +124,7 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def _first_float(value: str | None) -> float:
+def first_float(value: str | None) -> float:
     """The first number of a runtime-info TPS value (``"12.5 11.0 10.2"``), 0.0 when absent."""
     try:
         return float((value or "0").split()[0])

@@ -44,7 +44,8 @@ def operator(action: str) -> Callable[[Callable[..., HttpResponse]], Callable[..
     def wrap(fn: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(fn)
         def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            params = {k: v for k, v in request.POST.items() if k != "csrfmiddlewaretoken"}
+            params = {k: v if len(v) <= 200 else f"{v[:200]}... ({len(v)} characters)"
+                      for k, v in request.POST.items() if k != "csrfmiddlewaretoken"}
             params.update(kwargs)
             try:
                 response = fn(request, *args, **kwargs)

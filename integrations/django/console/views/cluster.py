@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from .. import service
-from ..sampler import ensure_sampler
+from ..sampler import ensure_sampler, first_float
 from .base import try_call, viewer
 
 # runtime-info keys shown as columns (4.9.8 GET_BROKER_RUNTIME_INFO)
@@ -29,14 +29,15 @@ def cluster(request: HttpRequest) -> HttpResponse:
     smp = ensure_sampler()
     latest = smp.samples[-1] if smp.samples else None
     adm = service.admin()
-    brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=True)
+    brokers = try_call(request, "cluster list", adm.cluster_list, default=[], runtime=False)
     rows = []
     for b in brokers:
         info = try_call(request, f"runtime info of {b.addr}", adm.broker_runtime_info, b.addr, default={})
-        in_tps, out_tps = b.in_tps, b.out_tps
+        in_tps, out_tps = first_float(info.get("putTps")), first_float(info.get("getTransferedTps"))
         if latest is not None and b.broker_name in latest.broker_in_tps and b.role == "MASTER":
             in_tps, out_tps = latest.broker_in_tps[b.broker_name], latest.broker_out_tps[b.broker_name]
-        rows.append({"b": b, "in_tps": in_tps, "out_tps": out_tps, "today_in": info.get(_TODAY_IN, "-"), "today_out": info.get(_TODAY_OUT, "-"),
+        rows.append({"b": b, "version": info.get("brokerVersionDesc", "-"), "in_tps": in_tps, "out_tps": out_tps,
+                     "today_in": info.get(_TODAY_IN, "-"), "today_out": info.get(_TODAY_OUT, "-"),
                      "disk": _disk_pct(info.get(_DISK))})
     clusters: dict[str, list] = {}
     for r in rows:
