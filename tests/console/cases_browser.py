@@ -108,6 +108,11 @@ class ConsoleInChromium(LiveServerTestCase):
     def text(self, css: str) -> str:
         return self.find(css).text
 
+    def now_text(self, css: str) -> str:
+        """The element's text, "" when the page has none (no waiting: for polled conditions)."""
+        found = self.driver.find_elements(By.CSS_SELECTOR, css)
+        return found[0].text if found else ""
+
     def shot(self, name: str) -> None:
         if not self.shots:
             return
@@ -127,7 +132,9 @@ class ConsoleInChromium(LiveServerTestCase):
         return wait_until(check, timeout_s, what)
 
     def lag(self) -> int:
-        return int(self.text("#total-lag"))
+        """The group page's total lag, -1 when the page shows none (offsets not there yet)."""
+        text = self.now_text("#total-lag")
+        return int(text) if text else -1
 
     # ------------------------------------------------------------------ the scenario
 
@@ -189,11 +196,11 @@ class ConsoleInChromium(LiveServerTestCase):
             self.assertIn("browser-key-1", self.text("#message"))
             self.assertIn('"amount": 42.5', self.text("#body"))
             msg_path = d.current_url.split("/rocketmq/", 1)[1]
-            self.reload_until(msg_path, lambda: "CONSUMED" in self.text("#consumed"), 20, "the group's offset past it")
+            self.reload_until(msg_path, lambda: "CONSUMED" in self.now_text("#consumed"), 20, "the group's offset past it")
             self.shot("message")
             self.submit("#trace-link")
             trace_path = d.current_url.split("/rocketmq/", 1)[1]
-            self.reload_until(trace_path, lambda: "SubAfter" in self.text("#records"), 20, "the consume records")
+            self.reload_until(trace_path, lambda: "SubAfter" in self.now_text("#records"), 20, "the consume records")
             self.assertIn("Pub", self.text("#records"))
             bars = d.find_elements(By.CSS_SELECTOR, "#timeline svg rect.bar.ok")
             self.assertEqual(len(bars), 2)  # the send and the delivery
@@ -202,7 +209,7 @@ class ConsoleInChromium(LiveServerTestCase):
             # a poisoned message ends in the group's DLQ
             with Producer("browser_pg", self.cluster.namesrv_addr) as producer:
                 producer.send(Message(TOPIC, b"cannot be processed", tags="TagB", keys="poison-1"))
-                self.reload_until(f"dlq/?group={GROUP}", lambda: "poison-1" in self.text("#dlq"), 20, "the DLQ message")
+                self.reload_until(f"dlq/?group={GROUP}", lambda: "poison-1" in self.now_text("#dlq"), 20, "the DLQ message")
                 self.shot("dlq")
                 self.go(f"producers/?group=browser_pg&topic={TOPIC}")
                 self.assertIn("PYTHON", self.text("#producers"))
@@ -221,7 +228,8 @@ class ConsoleInChromium(LiveServerTestCase):
             slow = Listener(delay_s=0.01)
             consumer = self.start_consumer(slow)
             seen = [300]
-            self.reload_until(f"groups/{GROUP}/", lambda: seen.append(self.lag()) or seen[-1] == 0, 60, "lag 0")
+            self.reload_until(f"groups/{GROUP}/", lambda: (lag := self.lag()) >= 0 and (seen.append(lag) or lag == 0),
+                              60, "lag 0")
             self.assertGreaterEqual(slow.count, 300)
             self.assertEqual(seen, sorted(seen, reverse=True), "lag only falls while the consumer runs")
 
