@@ -32,7 +32,7 @@ from ..protocol.bodies import (
 )
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name, get_retry_topic, is_retry_topic
 from ..protocol.message import MessageExt, MessageQueue
-from ..trace.dispatcher import TraceDispatcher
+from ..trace.dispatcher import TraceDispatcher, start_or_none
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .backlog import QueueLag, collect_lags
 from .consume_orderly import ConsumeMessageOrderlyService
@@ -275,12 +275,7 @@ class PushConsumer:
             else:
                 self.consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
             inst.register_consumer(self)
-            if self.msg_trace is not None:
-                try:
-                    self.msg_trace.start()
-                except Exception:  # as Java: the client runs untraced
-                    log.warning("system mqtrace hook init failed", exc_info=True)
-                    self.msg_trace = None
+            self.msg_trace = start_or_none(self.msg_trace)
             self._state = "RUNNING"
             self.start_timestamp_ms = int(time.time() * 1000)
             try:

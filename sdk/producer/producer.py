@@ -52,7 +52,7 @@ from ..protocol.message import Message, MessageQueue, SendResult, SendStatus
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
 from ..remoting.command import RemotingCommand
-from ..trace.dispatcher import TraceDispatcher
+from ..trace.dispatcher import TraceDispatcher, start_or_none
 from ..trace.hooks import PubTraceSpan
 from .async_send import AsyncSend, DeadlineQueue, InFlight, OnewaySend
 from .callbacks import run_callback
@@ -201,12 +201,7 @@ class Producer(RequestReplyMixin):
             self._forks = _FORKS[0]
             self._state = "RUNNING"
         inst.loop_thread.call_soon(inst.spawn_background, inst.announce_producer(self.config.create_topic_key))
-        if self._msg_trace is not None:
-            try:
-                self._msg_trace.start()
-            except Exception:  # as Java: the client runs untraced
-                log.warning("system mqtrace hook init failed", exc_info=True)
-                self._msg_trace = None
+        self._msg_trace = start_or_none(self._msg_trace)
         log.info("producer %s started (client %s)", self.group, inst.client_id)
 
     def shutdown(self) -> None:

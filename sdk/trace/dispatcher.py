@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..config import ClientConfig
     from ..producer.producer import Producer
 
-__all__ = ["TraceDispatcher"]
+__all__ = ["TraceDispatcher", "start_or_none"]
 
 log = logging.getLogger("rocketmq_sdk.trace")
 
@@ -214,3 +214,16 @@ class TraceDispatcher:
             self._pending.discard(fut)
         if not fut.cancelled() and fut.exception() is not None:
             log.warning("send trace data failed: %s", fut.exception())
+
+
+def start_or_none(dispatcher: TraceDispatcher | None) -> TraceDispatcher | None:
+    """Start ``dispatcher`` (a client's, at its ``start()``); when it cannot start, log "system
+    mqtrace hook init failed" and return None: the client then runs untraced, as Java's does."""
+    if dispatcher is None:
+        return None
+    try:
+        dispatcher.start()
+    except Exception:
+        log.warning("system mqtrace hook init failed", exc_info=True)
+        return None
+    return dispatcher
