@@ -295,6 +295,9 @@ class MessageQueue:
 
 
 class SendStatus(enum.Enum):
+    """Java ``SendStatus``: SEND_OK, or stored but FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT /
+    SLAVE_NOT_AVAILABLE (SYNC_FLUSH or SYNC_MASTER brokers)."""
+
     SEND_OK = "SEND_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
     FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
