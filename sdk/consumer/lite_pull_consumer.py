@@ -285,13 +285,10 @@ class LitePullConsumer(ActiveConsumerBase):
         deadline = self._poll_deadline(timeout_ms)
         with self._cond:
             while True:
-                msgs = self._take_batch()
-                if msgs is not None:
-                    return msgs
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self.running:
-                    return []
-                self._cond.wait(remaining)
+                got = self._take_or_time_left(deadline)
+                if isinstance(got, list):
+                    return got
+                self._cond.wait(got)
 
     async def apoll(self, timeout_ms: int | None = None) -> list[MessageExt]:
         """:meth:`poll` for asyncio code: waits on the caller's loop without blocking it (no
@@ -309,16 +306,13 @@ class LitePullConsumer(ActiveConsumerBase):
         loop = asyncio.get_running_loop()
         while True:
             with self._cond:
-                msgs = self._take_batch()
-                if msgs is not None:
-                    return msgs
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self.running:
-                    return []
+                got = self._take_or_time_left(deadline)
+                if isinstance(got, list):
+                    return got
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._async_waiters.append((loop, waiter))
             try:
-                await asyncio.wait_for(waiter, remaining)
+                await asyncio.wait_for(waiter, got)
             except TimeoutError:
                 pass
             finally:
@@ -350,6 +344,15 @@ class LitePullConsumer(ActiveConsumerBase):
 
     def _poll_deadline(self, timeout_ms: int | None) -> float:
         return time.monotonic() + (self.config.poll_timeout_millis if timeout_ms is None else timeout_ms) / 1000.0
+
+    def _take_or_time_left(self, deadline: float) -> list[MessageExt] | float:
+        """A batch; [] when ``deadline`` passed or the consumer stopped; else the seconds left to
+        wait for one (call with ``self._cond`` held)."""
+        msgs = self._take_batch()
+        if msgs is not None:
+            return msgs
+        remaining = deadline - time.monotonic()
+        return [] if remaining <= 0 or not self.running else remaining
 
     def _take_batch(self) -> list[MessageExt] | None:
         """The oldest pulled batch still valid, its queue's position moved past it; None when
