@@ -149,14 +149,16 @@ class MQClientInstance:
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(coro)
 
-    def spawn_background(self, coro: Coroutine[Any, Any, Any]) -> None:
-        """Run ``coro`` as a task cancelled by :meth:`shutdown` (call on the loop thread)."""
+    def spawn_background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task | None:
+        """Run ``coro`` as a task cancelled by :meth:`shutdown` (call on the loop thread); None
+        (``coro`` closed) once the instance is shut down."""
         if self._closed:
             coro.close()
-            return
+            return None
         task = self._spawn(coro)
         self._tasks.append(task)
         task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+        return task
 
     async def shutdown(self) -> None:
         """Cancel the periodic tasks and close every connection."""
@@ -269,9 +271,9 @@ class MQClientInstance:
             return
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # created by the broker on the first heartbeat
             log.info("topic %s has no route yet; looking again soon", topic)
-        self._missing_routes[topic] = task = self._spawn(self._await_route(topic))
-        self._tasks.append(task)
-        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+        task = self.spawn_background(self._await_route(topic))
+        if task is not None:
+            self._missing_routes[topic] = task
 
     async def _await_route(self, topic: str) -> None:
         delay_s = MISSING_ROUTE_FIRST_RETRY_MS / 1000.0
@@ -282,11 +284,8 @@ class MQClientInstance:
                     return
                 try:
                     route = await self.api.get_topic_route(topic)
-                except TopicNotExistError:
-                    delay_s = min(delay_s * 2, self.config.poll_name_server_interval / 1000.0)
-                    continue
-                except MQError as exc:
-                    log.debug("route lookup of %s failed: %s", topic, exc)
+                except MQError as exc:  # TopicNotExistError (still none) or a network error
+                    log.debug("route lookup of %s: %s", topic, exc)
                     delay_s = min(delay_s * 2, self.config.poll_name_server_interval / 1000.0)
                     continue
                 self._apply_route(topic, route)
@@ -383,9 +382,7 @@ class MQClientInstance:
                 except MQError as exc:
                     log.debug("heartbeat of client %s failed: %s", self.client_id, exc)
 
-        self._heartbeat_task = task = self._spawn(beat())
-        self._tasks.append(task)
-        task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+        self._heartbeat_task = self.spawn_background(beat())
 
     async def send_heartbeat_to_all(self) -> None:
         """HEART_BEAT to every known broker (masters only when there is no consumer)."""
