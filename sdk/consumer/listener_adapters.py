@@ -15,6 +15,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -25,6 +26,10 @@ from ..remoting.loop import EventLoopThread
 __all__ = ["AsyncListenerRunner", "TopicDispatcher", "is_async_listener"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.listener")
+
+#: how often a consume thread waiting for a listener on the application's loop checks that the
+#: loop still runs, s
+_APP_LOOP_CHECK_S = 1.0
 
 
 def is_async_listener(fn: Any) -> bool:
@@ -68,13 +73,24 @@ class AsyncListenerRunner:
         return call
 
     def _run_on(self, app: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coro`` on the application's loop and wait (this is a consume thread) for its
+        result, at most ``timeout_s``; gives up early if that loop stops running (the call
+        then fails and the batch is redelivered)."""
         future = asyncio.run_coroutine_threadsafe(coro, app)
-        try:
-            return future.result(self.timeout_s)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise RemotingTimeoutError("application event loop", (self.timeout_s or 0) * 1000.0,
-                                       "async listener call") from None
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while True:
+            wait_s = _APP_LOOP_CHECK_S if deadline is None else min(_APP_LOOP_CHECK_S, deadline - time.monotonic())
+            try:
+                return future.result(max(0.0, wait_s))
+            except concurrent.futures.TimeoutError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    future.cancel()
+                    raise RemotingTimeoutError("application event loop", (self.timeout_s or 0) * 1000.0,
+                                               "async listener call") from None
+                if not app.is_running():
+                    future.cancel()
+                    raise RemotingTimeoutError("application event loop", 0, "async listener call (the "
+                                               "loop stopped before the listener finished)") from None
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self.app_loop = None
