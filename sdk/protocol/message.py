@@ -73,7 +73,7 @@ class Message:
 
     __slots__ = ("topic", "_body", "flag", "properties", "transaction_id")
 
-    def __init__(self, topic: str, body: bytes | str = b"", tags: str | None = None,
+    def __init__(self, topic: str, body: bytes | bytearray | memoryview | str = b"", tags: str | None = None,
                  keys: str | Iterable[str] | None = None, flag: int = 0,
                  properties: dict[str, str] | None = None, delay_time_level: int = 0,
                  wait_store_msg_ok: bool = True) -> None:
