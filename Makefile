@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 ROWS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint clean ext browser
+.PHONY: install demo test lint clean ext browser docs wheel-check
 
 install: $(STAMP)
 
@@ -53,6 +53,21 @@ test: install browser
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+# make docs - the guides of docs/ and the API reference from the docstrings (mkdocs +
+# mkdocstrings, the "docs" extra) as HTML in build/site/ (open build/site/index.html); ~15 s
+docs: install
+	@$(PY) -c 'import mkdocstrings_handlers.python' 2>/dev/null || $(PY) -m pip install --quiet -e ".[docs]"
+	$(PY) -m mkdocs build
+
+# make wheel-check - build the pure-Python wheel (ROCKETMQ_NO_EXTENSIONS=1, py3-none-any), install
+# it into a clean virtual environment and send + consume a message with it (.ci/run runs it too)
+wheel-check: install
+	rm -rf build/wheel-check
+	ROCKETMQ_NO_EXTENSIONS=1 $(PY) -m pip wheel --quiet --no-deps -w build/wheel-check .
+	$(PYTHON) -m venv build/wheel-check/venv
+	build/wheel-check/venv/bin/python -m pip install --quiet build/wheel-check/rocketmq_python_sdk-*-py3-none-any.whl
+	cd build/wheel-check && venv/bin/python ../../tests/packaging/wheel_smoke.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache

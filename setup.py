@@ -2,11 +2,22 @@
 
 ``sdk/`` is imported as ``rocketmq_sdk``, ``broker-reference/`` as ``rocketmq_broker`` and
 ``integrations/`` as ``rocketmq_sdk.integrations``; pyproject.toml holds everything else.
+
+The C accelerators are optional: without a C compiler the build says so in one line and goes
+on in pure Python. ``ROCKETMQ_NO_EXTENSIONS=1`` skips them on purpose, which makes the
+pure-Python wheel (``py3-none-any``) that installs on every Python 3.11+ and platform::
+
+    ROCKETMQ_NO_EXTENSIONS=1 pip wheel --no-deps -w dist .
 """
 
+import os
+import sys
 from pathlib import Path
 
 from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+NO_EXTENSIONS = os.environ.get("ROCKETMQ_NO_EXTENSIONS", "") not in ("", "0")
 
 ROOTS = {
     "rocketmq_sdk": "sdk",
@@ -30,11 +41,38 @@ def _packages() -> tuple[list[str], dict[str, str]]:
     return sorted(set(packages)), package_dir
 
 
+def _note(text: str) -> None:
+    """One line in the build log (pip shows it with ``-v``, and on failure)."""
+    sys.stderr.write(f"rocketmq-python-sdk: {text}\n")
+
+
+class OptionalBuildExt(build_ext):
+    """``build_ext`` that turns a failed accelerator into one clear line instead of a compiler
+    traceback: the package works without it (``rocketmq_sdk._speedups`` picks the pure-Python twin)."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler at all (DistutilsPlatformError...)
+            _note(f"C accelerators skipped ({type(exc).__name__}: {exc}); the pure-Python code is used "
+                  "(same behaviour, slower; see docs/performance.md)")
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # CompileError, LinkError, missing Python headers...
+            _note(f"C accelerator {ext.name} skipped ({type(exc).__name__}: {exc}); its pure-Python twin "
+                  "is used (same behaviour, slower; see docs/performance.md)")
+
+
 def _extensions() -> list[Extension]:
     """Optional C accelerators: every ``*.c`` file under a package folder becomes the extension
     module of the same name in that package (``sdk/protocol/_ccodec.c`` -> ``rocketmq_sdk.protocol._ccodec``).
     ``optional=True``: without a C compiler the install goes on and the pure-Python code runs
     (each accelerator has a pure-Python twin; ``rocketmq_sdk._speedups`` picks one)."""
+    if NO_EXTENSIONS:
+        _note("ROCKETMQ_NO_EXTENSIONS is set: no C accelerators, a pure-Python (py3-none-any) build")
+        return []
     exts = []
     for name, folder in ROOTS.items():
         for src in sorted(Path(folder).rglob("*.c")):
@@ -47,4 +85,5 @@ def _extensions() -> list[Extension]:
 
 
 PACKAGES, PACKAGE_DIR = _packages()
-setup(packages=PACKAGES, package_dir=PACKAGE_DIR, ext_modules=_extensions())
+setup(packages=PACKAGES, package_dir=PACKAGE_DIR, ext_modules=_extensions(),
+      cmdclass={"build_ext": OptionalBuildExt})

@@ -1,13 +1,19 @@
 """``python -m rocketmq_broker dev``: a name server and a broker in one process, for development.
 
-Prints ``NAMESRV 127.0.0.1:<port>``, ``BROKER 127.0.0.1:<port>`` and ``READY`` on stdout;
-logs go to stderr. Stops cleanly (store flushed, offsets persisted, abort file removed) on
-SIGINT or SIGTERM.
+Takes Apache's default ports, 9876 (name server) and 10911 (broker), when they are free, as
+``mqnamesrv``/``mqbroker`` do, so snippets that say ``127.0.0.1:9876`` work as pasted; when one is
+taken it picks a free port and says so on stderr, with an ``export NAMESRV_ADDR=...`` line to
+paste. Prints ``NAMESRV 127.0.0.1:<port>``, ``BROKER 127.0.0.1:<port>``, ``STORE <dir>`` and
+``READY`` on stdout; logs go to stderr. Stops cleanly (store flushed, offsets persisted, abort
+file removed) on SIGINT or SIGTERM; a temporary store (no ``--store DIR``) is then deleted.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
+import socket
 import tempfile
 
 import click
@@ -23,11 +29,29 @@ def main() -> None:
     """Reference RocketMQ name server and broker."""
 
 
+#: Apache RocketMQ's default ports (``mqnamesrv`` listenPort, ``mqbroker`` listenPort)
+DEFAULT_NAMESRV_PORT = 9876
+DEFAULT_BROKER_PORT = 10911
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True when ``host:port`` can be bound now (as the server binds it: SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 @main.command()
-@click.option("--store-dir", type=click.Path(file_okay=False), default=None,
-              help="Store root directory (default: a new temporary directory).")
-@click.option("--namesrv-port", type=int, default=0, show_default=True, help="0 picks a free port.")
-@click.option("--broker-port", type=int, default=0, show_default=True, help="0 picks a free port.")
+@click.option("--store", "--store-dir", "store_dir", type=click.Path(file_okay=False), default=None,
+              help="Store root directory, kept on exit (default: a new temporary directory, deleted on exit).")
+@click.option("--namesrv-port", type=int, default=None,
+              help=f"Name server port (default {DEFAULT_NAMESRV_PORT} when free, else a free one; 0: a free one).")
+@click.option("--broker-port", type=int, default=None,
+              help=f"Broker port (default {DEFAULT_BROKER_PORT} when free, else a free one; 0: a free one).")
 @click.option("--broker-name", default="broker-a", show_default=True)
 @click.option("--cluster", default="DefaultCluster", show_default=True)
 @click.option("--flush-disk-type", type=click.Choice(["ASYNC_FLUSH", "SYNC_FLUSH"]), default="ASYNC_FLUSH",
@@ -39,26 +63,54 @@ def main() -> None:
                    "see busyPollUs in docs/broker.md).")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
-def dev(store_dir: str | None, namesrv_port: int, broker_port: int, broker_name: str, cluster: str,
-        flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, log_level: str,
+def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
+        cluster: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, log_level: str,
         event_loop: str) -> None:
     """Run a name server and one broker on 127.0.0.1."""
     setup_logging(log_level)
+    temporary = store_dir is None
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-dev-")
+    try:
+        _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster, flush_disk_type,
+                 commit_log_file_size, busy_poll_us, event_loop)
+    finally:
+        if temporary:
+            shutil.rmtree(store_dir, ignore_errors=True)
+
+
+def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, broker_name: str, cluster: str,
+             flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str) -> None:
     os.makedirs(store_dir, exist_ok=True)
-    ns = NameServer(NamesrvConfig(listen_port=namesrv_port))
+    ns = NameServer(NamesrvConfig(listen_port=DEFAULT_NAMESRV_PORT if namesrv_port is None else namesrv_port))
     holder: dict[str, BrokerController] = {}
 
     async def start() -> None:
-        await ns.start()
+        try:
+            await ns.start()
+        except OSError as exc:
+            if namesrv_port is not None or exc.errno != errno.EADDRINUSE:
+                raise
+            ns.config.listen_port = 0  # 9876 is taken: any free port (and say so below)
+            await ns.start()
         announce("NAMESRV", ns.addr)
-        cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port,
+        if broker_port is None:
+            broker_port_now = DEFAULT_BROKER_PORT if port_is_free(DEFAULT_BROKER_PORT) else 0
+        else:
+            broker_port_now = broker_port
+        cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port_now,
                            namesrv_addr=ns.addr, store_path_root_dir=store_dir, flush_disk_type=flush_disk_type,
                            mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us)
         broker = holder["b"] = BrokerController(cfg)
         await broker.start()
         announce("BROKER", cfg.broker_addr)
         announce("STORE", store_dir)
+        if namesrv_port is None and ns.port != DEFAULT_NAMESRV_PORT:
+            click.echo(f"port {DEFAULT_NAMESRV_PORT} is in use, so the name server took {ns.addr}: use it "
+                       f"instead of 127.0.0.1:{DEFAULT_NAMESRV_PORT} in the examples, or paste\n"
+                       f"    export NAMESRV_ADDR={ns.addr}\n"
+                       "and create clients without namesrv_addr (they read $NAMESRV_ADDR)", err=True)
+        if broker_port is None and cfg.listen_port != DEFAULT_BROKER_PORT:
+            click.echo(f"port {DEFAULT_BROKER_PORT} is in use, so the broker took {cfg.broker_addr}", err=True)
 
     async def stop() -> None:
         if "b" in holder:

@@ -111,7 +111,7 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
     if in_process:
         return _start_in_process(store_dir, owns, extra, start_timeout_s, ssl_context, event_loop)
     cmd = [sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", store_dir,
-           "--event-loop", event_loop]
+           "--namesrv-port", "0", "--broker-port", "0", "--event-loop", event_loop]  # free ports, not 9876
     if "flush_disk_type" in extra:
         cmd += ["--flush-disk-type", str(extra["flush_disk_type"])]
     if "mapped_file_size_commit_log" in extra:

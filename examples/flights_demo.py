@@ -32,6 +32,7 @@ from flights_kit.data import (  # noqa: E402
     FLIGHTS_ROWS,
     build_spark,
     extract_flights_csv,
+    java_problem,
     load_flights,
     message_key_column,
 )
@@ -196,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
     for name in ("rocketmq_sdk", "rocketmq_broker", "py4j"):
         logging.getLogger(name).setLevel(logging.INFO if args.verbose else logging.WARNING)
+    problem = java_problem()
+    if problem is not None:
+        log.error("%s", problem)
+        return 2
     try:
         return run(args)
     except KeyboardInterrupt:

@@ -8,6 +8,9 @@ Public API (see docs/architecture.md, "SDK public API")::
         producer.send(Message("MyTopic", b"hello", tags="TagA"))
 """
 
+import logging as _logging
+
+from ._version import __version__
 from .config import ConsumerConfig, ProducerConfig
 from .consumer import (
     AllocateMessageQueueAveragely,
@@ -48,7 +51,12 @@ from .producer import (
 from .protocol.bodies import ConsumeFromWhere, MessageModel
 from .protocol.message import Message, MessageExt, MessageQueue, PullStatus, SendResult, SendStatus
 
+# Library etiquette: records of the ``rocketmq_sdk`` loggers go nowhere (not to Python's
+# last-resort stderr handler) until the application configures logging.
+_logging.getLogger("rocketmq_sdk").addHandler(_logging.NullHandler())
+
 __all__ = [
+    "__version__",
     "LocalTransactionState",
     "TransactionListener",
     "TransactionProducer",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import difflib
 import os
 import socket
 import ssl
@@ -96,12 +97,17 @@ class ClientConfig:
         """Build a config from keyword arguments.
 
         Raises:
-            IllegalArgumentError: an unknown setting name.
+            IllegalArgumentError: an unknown setting name; the message suggests the nearest
+                known one ("send_msg_timout (did you mean send_msg_timeout?)").
         """
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(kwargs) - names)
         if unknown:
-            raise IllegalArgumentError(f"unknown {cls.__name__} setting(s): {', '.join(unknown)}")
+            hints = []
+            for name in unknown:
+                near = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+                hints.append(f"{name} (did you mean {near[0]}?)" if near else name)
+            raise IllegalArgumentError(f"unknown {cls.__name__} setting(s): {', '.join(hints)}")
         if "rpc_hooks" in kwargs:
             kwargs["rpc_hooks"] = tuple(kwargs["rpc_hooks"] or ())
         if "event_loop" in kwargs:

@@ -63,6 +63,16 @@ class TopicNotExistError(MQBrokerError):
     """No route for the topic (response code 17 TOPIC_NOT_EXIST)."""
 
 
+def topic_missing_remark(topic: str, namesrv_addrs: list[str] | None = None) -> str:
+    """What a user whose topic does not exist should do next (the remark of a
+    :class:`TopicNotExistError` raised by a send): create the topic, or let the brokers create it."""
+    where = f" on the name server(s) {';'.join(namesrv_addrs)}" if namesrv_addrs else ""
+    return (f"topic {topic} does not exist{where}, and the brokers do not create topics on first use "
+            f"(autoCreateTopicEnable=false): create it with `rocketmq-admin updateTopic -t {topic} -c CLUSTER` "
+            f"(CLUSTER is the brokers' cluster name, DefaultCluster unless configured), or set "
+            f"autoCreateTopicEnable=true in broker.conf")
+
+
 class RequestTimeoutError(MQError, TimeoutError):
     """No reply arrived within the timeout of ``Producer.request`` (Java ``RequestTimeoutException``,
     ``ClientErrorCode.REQUEST_TIMEOUT_EXCEPTION``).
@@ -92,18 +102,32 @@ class RemotingError(MQError):
 class RemotingConnectError(RemotingError):
     """Could not open a TCP connection to the given address."""
 
-    def __init__(self, addr: str, reason: str = "") -> None:
+    def __init__(self, addr: str, reason: str = "", *, role: str = "") -> None:
         self.addr = addr
-        super().__init__(f"cannot connect to {addr}" + (f": {reason}" if reason else ""))
+        self.reason = reason
+        where = f"{role} {addr}" if role else addr
+        super().__init__(f"cannot connect to {where}" + (f": {reason}" if reason else ""))
 
 
 class RemotingTimeoutError(RemotingError):
-    """No response arrived within the timeout."""
+    """No response arrived within the timeout.
 
-    def __init__(self, addr: str, timeout_ms: float, what: str = "request") -> None:
+    Attributes:
+        addr: the server (or component) that did not answer.
+        timeout_ms: the timeout, ms.
+        operation: what timed out, for people ("get route of topic X from name server A"),
+            when the caller knows it; else None.
+    """
+
+    def __init__(self, addr: str, timeout_ms: float, what: str = "request", *,
+                 operation: str | None = None) -> None:
         self.addr = addr
         self.timeout_ms = timeout_ms
-        super().__init__(f"{what} to {addr} timed out after {timeout_ms:.0f} ms")
+        self.operation = operation
+        if operation:
+            super().__init__(f"{operation}: no answer within {timeout_ms:.0f} ms ({what})")
+        else:
+            super().__init__(f"{what} to {addr} timed out after {timeout_ms:.0f} ms")
 
 
 class RemotingSendRequestError(RemotingError):

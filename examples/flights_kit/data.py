@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import re
+import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -54,6 +57,34 @@ def extract_flights_csv(dest_dir: Path) -> Path:
     with archive.open("rb") as fh, zipfile.ZipFile(fh) as zf:
         zf.extract("flights.csv", dest_dir)
     return dest_dir / "flights.csv"
+
+
+#: the Java release PySpark 4 needs
+MIN_JAVA = 17
+
+
+def java_problem() -> str | None:
+    """Why Spark cannot start here, in one line ("the demo needs Java 17+ (java not found)"), or
+    None when a Java 17+ is found (``$JAVA_HOME/bin/java``, else ``java`` on the PATH, as PySpark
+    looks it up)."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        where = f"$JAVA_HOME/bin/java ({java}) not found" if home else "java not found"
+        return f"the demo needs Java {MIN_JAVA}+ ({where})"
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the demo needs Java {MIN_JAVA}+ ({java} -version failed: {exc})"
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if match is None:
+        return None  # an unknown format: let Spark try
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8.0_392" is Java 8
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        return f"the demo needs Java {MIN_JAVA}+ (found Java {major} at {java})"
+    return None
 
 
 def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "rocketmq-flights-demo",

@@ -394,9 +394,10 @@ def _show_messages(as_json: bool, msgs: list) -> None:
     emit(as_json, msgs, lambda: "\n\n".join(message_block(m) for m in msgs))
 
 
-@command("queryMsgById", "Show a message by id (offset id, or unique id with -t); -g/-d resends it to a consumer.")
+@command("queryMsgById", "Show a message by id (offset id, or the unique id of SendResult.msg_id); "
+                        "-g/-d resends it to a consumer.")
 @click.option("-i", "--msgId", "msg_id", required=True)
-@click.option("-t", "--topic", help="topic, to look the id up as a unique (client) id")
+@click.option("-t", "--topic", help="topic of a unique (client) id (default: every topic is searched)")
 @click.option("-g", "--consumerGroup", "group", help="resend the message to this group's consumer")
 @click.option("-d", "--clientId", "client_id", help="the consumer client id (default: every client)")
 def query_msg_by_id(admin: AdminClient, as_json: bool, msg_id: str, topic: str | None, group: str | None,

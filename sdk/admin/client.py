@@ -48,7 +48,7 @@ from rocketmq_sdk.protocol.bodies import (
     ResetOffsetBody,
     TopicRouteData,
 )
-from rocketmq_sdk.protocol.codes import PermName, RequestCode, ResponseCode
+from rocketmq_sdk.protocol.codes import PermName, RequestCode, ResponseCode, is_sys_topic
 from rocketmq_sdk.protocol.headers import (
     BrokerNameRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
@@ -67,7 +67,7 @@ from rocketmq_sdk.protocol.headers import (
 )
 from rocketmq_sdk.protocol.message import MessageExt, MessageQueue, PullStatus
 from rocketmq_sdk.protocol.message_codec import decode_messages
-from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
+from rocketmq_sdk.protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
 from rocketmq_sdk.remoting.client import RemotingClient
 from rocketmq_sdk.remoting.command import RemotingCommand
 from rocketmq_sdk.remoting.loop import EventLoopThread
@@ -849,8 +849,10 @@ class AdminClient:
         return msgs[0]
 
     def query_message_by_id(self, msg_id: str, topic: str | None = None) -> MessageExt:
-        """Look a message up by either id kind: an offset message id first (VIEW_MESSAGE_BY_ID),
-        then, with ``topic``, as a unique id.
+        """Look a message up by either id kind, as ``mqadmin queryMsgById``: an offset message id
+        first (VIEW_MESSAGE_BY_ID), then as a unique id (``SendResult.msg_id``) in ``topic``, or
+        without ``topic`` in every non-system topic of the cluster (one QUERY_MESSAGE per topic,
+        from an hour before the time the id carries).
 
         Raises:
             MQClientError: not found.
@@ -862,8 +864,27 @@ class AdminClient:
             errors.append(str(exc))
         if topic:
             return self.query_message_by_unique_key(topic, msg_id)
-        raise MQClientError(f"message {msg_id} not found ({'; '.join(errors)}); "
-                            "give the topic (-t) to look it up as a unique id")
+        found = self._find_unique_key_in_all_topics(msg_id)
+        if found is not None:
+            return found
+        raise MQClientError(f"message {msg_id} not found, neither as an offset message id ({'; '.join(errors)}) "
+                            "nor as a unique id in any topic")
+
+    def _find_unique_key_in_all_topics(self, msg_id: str) -> MessageExt | None:
+        try:
+            begin_ms = max(0, get_nearly_time_from_id(msg_id) - 3_600_000)
+        except ValueError:
+            return None
+        for topic in self.topic_list():
+            if is_sys_topic(topic):
+                continue
+            try:
+                msgs = self.query_message_by_key(topic, msg_id, max_num=32, begin_ms=begin_ms, unique=True)
+            except MQError:  # e.g. a cluster or broker name listed as a topic: no route
+                continue
+            if msgs:
+                return msgs[0]
+        return None
 
     def search_offset(self, topic: str, broker_name: str, queue_id: int, timestamp_ms: int) -> int:
         """The offset of the first message of a queue stored at or after ``timestamp_ms``

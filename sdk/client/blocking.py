@@ -26,6 +26,7 @@ from ..exceptions import (
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
+from ..protocol.codes import request_name
 from ..remoting.client import parse_addr, peer_speaks_tls
 from ..remoting.command import FLAG_RESPONSE, RemotingCommand
 from ..remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
@@ -205,7 +206,7 @@ class BlockingConnections:
                         log.debug("ignored frame code %d opaque %d from %s", answer.code, answer.opaque, addr)
         except TimeoutError:
             self._drop(addr, conn)
-            raise RemotingTimeoutError(addr, timeout_ms, f"request code {cmd.code}") from None
+            raise RemotingTimeoutError(addr, timeout_ms, request_name(cmd.code)) from None
         except OSError as exc:
             self._drop(addr, conn)
             raise RemotingSendRequestError(f"connection to {addr} failed: {exc}") from exc

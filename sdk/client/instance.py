@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 from ..config import ClientConfig
 from ..exceptions import ClientStateError, MQError, TopicNotExistError
 from ..protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
-from ..protocol.codes import MASTER_ID, RequestCode, ResponseCode
+from ..protocol.codes import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, RequestCode, ResponseCode
 from ..protocol.message import MessageQueue
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
@@ -36,6 +36,8 @@ T = TypeVar("T")
 
 #: Java ``fetchNameServerAddr`` period (2 minutes), ms.
 NAMESRV_FETCH_INTERVAL_MS = 120_000
+#: first retry of a consumer topic without a route, ms (then doubling up to the route poll period)
+MISSING_ROUTE_FIRST_RETRY_MS = 1_000
 
 
 class ProducerInner(Protocol):
@@ -87,9 +89,13 @@ class MQClientInstance:
         self.routes: dict[str, TopicRouteData] = {}
         self.broker_addrs: dict[str, dict[int, str]] = {}
         self._route_locks: dict[str, asyncio.Lock] = {}
+        #: consumer topics without a route yet -> the retry task (backoff 1 s .. route poll period)
+        self._missing_routes: dict[str, asyncio.Task] = {}
         self._tasks: list[asyncio.Task] = []
         self._rebalance_event: asyncio.Event | None = None
         self._heartbeat_lock: asyncio.Lock | None = None
+        self._heartbeat_task: asyncio.Task | None = None
+        self._heartbeat_again = False
         self._started = False
         self._closed = False
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
@@ -143,14 +149,16 @@ class MQClientInstance:
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task:
         return asyncio.get_running_loop().create_task(coro)
 
-    def spawn_background(self, coro: Coroutine[Any, Any, Any]) -> None:
-        """Run ``coro`` as a task cancelled by :meth:`shutdown` (call on the loop thread)."""
+    def spawn_background(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task | None:
+        """Run ``coro`` as a task cancelled by :meth:`shutdown` (call on the loop thread); None
+        (``coro`` closed) once the instance is shut down."""
         if self._closed:
             coro.close()
-            return
+            return None
         task = self._spawn(coro)
         self._tasks.append(task)
         task.add_done_callback(lambda t: self._tasks.remove(t) if t in self._tasks else None)
+        return task
 
     async def shutdown(self) -> None:
         """Cancel the periodic tasks and close every connection."""
@@ -243,15 +251,59 @@ class MQClientInstance:
                 else:
                     route = await self.api.get_topic_route(topic)
             except TopicNotExistError:
-                log.log(logging.WARNING if default_topic else logging.DEBUG, "no route for topic %s",
-                        default_topic or topic)
+                # without the default topic (TBW102) the broker does not auto-create topics: the
+                # send's TopicNotExistError says what to do; a log line about TBW102 would not help
+                log.debug("no route for topic %s", default_topic or topic)
+                if not default_topic:
+                    self._retry_missing_route(topic)
                 return None
             self._apply_route(topic, route)
             return route
 
+    def _retry_missing_route(self, topic: str) -> None:
+        """A topic a consumer subscribes to has no route yet (the consumer started before the
+        topic's first message or creation): look again after 1 s, 2 s, 4 s... up to
+        ``poll_name_server_interval``, and rebalance as soon as it appears, instead of waiting
+        for the next periodic route refresh (30 s). One INFO line per topic."""
+        if topic in self._missing_routes or self._closed or not self._started:
+            return
+        if not any(topic in c.subscribed_topics() for c in self.consumers.values()):
+            return
+        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # created by the broker on the first heartbeat
+            log.info("topic %s has no route yet; looking again soon", topic)
+        task = self.spawn_background(self._await_route(topic))
+        if task is not None:
+            self._missing_routes[topic] = task
+
+    async def _await_route(self, topic: str) -> None:
+        delay_s = MISSING_ROUTE_FIRST_RETRY_MS / 1000.0
+        try:
+            while not self._closed:
+                await asyncio.sleep(delay_s)
+                if not any(topic in c.subscribed_topics() for c in self.consumers.values()):
+                    return
+                try:
+                    route = await self.api.get_topic_route(topic)
+                except MQError as exc:  # TopicNotExistError (still none) or a network error
+                    log.debug("route lookup of %s: %s", topic, exc)
+                    delay_s = min(delay_s * 2, self.config.poll_name_server_interval / 1000.0)
+                    continue
+                self._apply_route(topic, route)
+                log.debug("topic %s has a route now", topic)
+                self.wakeup_rebalance()
+                return
+        finally:
+            self._missing_routes.pop(topic, None)
+
     def _apply_route(self, topic: str, route: TopicRouteData) -> None:
+        learned = False
         for bd in route.broker_datas:
+            known = self.broker_addrs.get(bd.broker_name)
+            if known is None or not set(bd.broker_addrs.values()) <= set(known.values()):
+                learned = True
             self.broker_addrs[bd.broker_name] = dict(bd.broker_addrs)
+        if learned and self.consumers and self._started:
+            self._heartbeat_soon()
         self.routes[topic] = route
         info: TopicPublishInfo | None = None
         for producer in self.producers.values():
@@ -313,6 +365,24 @@ class MQClientInstance:
     def heartbeat_data(self) -> HeartbeatData:
         return HeartbeatData(self.client_id, sorted(self.producers),
                              [c.consumer_data() for c in self.consumers.values()])
+
+    def _heartbeat_soon(self) -> None:
+        """Heartbeat now (in a task) because a broker was first learned: a consumer that only
+        pulls (``PullConsumer``, lite-pull ``assign``) would otherwise stay unknown to it until
+        the next periodic heartbeat (30 s), so ``consumerProgress`` could not find the group."""
+        self._heartbeat_again = True
+        if self._heartbeat_task is not None and not self._heartbeat_task.done():
+            return  # the running one sends another after it (it may have listed the brokers already)
+
+        async def beat() -> None:
+            while self._heartbeat_again:
+                self._heartbeat_again = False
+                try:
+                    await self.send_heartbeat_to_all()
+                except MQError as exc:
+                    log.debug("heartbeat of client %s failed: %s", self.client_id, exc)
+
+        self._heartbeat_task = self.spawn_background(beat())
 
     async def send_heartbeat_to_all(self) -> None:
         """HEART_BEAT to every known broker (masters only when there is no consumer)."""

@@ -11,10 +11,16 @@ import logging
 import random
 from collections.abc import Iterator
 
-from ..exceptions import MQBrokerError, RemotingError, TopicNotExistError
+from ..exceptions import (
+    MQBrokerError,
+    RemotingConnectError,
+    RemotingError,
+    RemotingTimeoutError,
+    TopicNotExistError,
+)
 from ..protocol import fastjson
 from ..protocol.bodies import ConsumerListBody, HeartbeatData, SubscriptionData, TopicRouteData
-from ..protocol.codes import RequestCode, ResponseCode
+from ..protocol.codes import RequestCode, ResponseCode, request_name
 from ..protocol.headers import (
     ConsumerGroupRequestHeader,
     ConsumerSendMsgBackRequestHeader,
@@ -117,8 +123,12 @@ class MQClientAPI:
 
     # -------------------------------------------------------------- name server
 
-    async def invoke_namesrv(self, cmd: RemotingCommand, timeout_ms: float | None = None) -> RemotingCommand:
+    async def invoke_namesrv(self, cmd: RemotingCommand, timeout_ms: float | None = None,
+                             operation: str | None = None) -> RemotingCommand:
         """Send ``cmd`` to a name server, trying the next one on a network failure.
+
+        ``operation`` names the request for people ("get route of topic X"); a timeout then says
+        "get route of topic X from name server A: no answer within N ms".
 
         Raises:
             MQBrokerError: no name server address configured (code -1).
@@ -131,6 +141,11 @@ class MQClientAPI:
             try:
                 resp = await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms)
             except RemotingError as exc:
+                if operation and isinstance(exc, RemotingTimeoutError):
+                    exc = RemotingTimeoutError(addr, exc.timeout_ms, request_name(cmd.code),
+                                               operation=f"{operation} from name server {addr}")
+                elif type(exc) is RemotingConnectError:
+                    exc = RemotingConnectError(addr, exc.reason, role="name server")
                 log.warning("name server %s failed: %s", addr, exc)
                 self.namesrv.chosen = None
                 self.remoting.close_connection(addr)
@@ -152,7 +167,7 @@ class MQClientAPI:
             RemotingError: no name server answered.
         """
         cmd = _new_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, TopicRequestHeader(topic=topic).to_ext_fields())
-        resp = await self.invoke_namesrv(cmd, timeout_ms)
+        resp = await self.invoke_namesrv(cmd, timeout_ms, f"get route of topic {topic}")
         if resp.code == ResponseCode.TOPIC_NOT_EXIST:
             raise TopicNotExistError(resp.code, resp.remark or f"no route info of topic {topic}")
         _check(resp, self.namesrv.chosen or "")

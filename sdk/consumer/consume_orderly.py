@@ -273,7 +273,15 @@ class ConsumeMessageOrderlyService:
             self._stopped = True
             futures = set(self._futures)
         self.executor.shutdown(wait=False, cancel_futures=True)
-        _done, not_done = concurrent.futures.wait(futures, timeout=timeout_s)
+        running = sum(f.running() for f in futures)
+        if running and timeout_s > 0:
+            log.warning("group %s: waiting up to %.0f s for %d running listener(s) (Ctrl-C again to stop now)",
+                        self.consumer.group, timeout_s, running)
+        try:
+            _done, not_done = concurrent.futures.wait(futures, timeout=timeout_s)
+        except KeyboardInterrupt:
+            log.warning("group %s: stopped waiting for the orderly listeners (Ctrl-C)", self.consumer.group)
+            return False
         if not_done:
             log.warning("group %s: %d orderly listener calls still running at shutdown", self.consumer.group,
                         len(not_done))

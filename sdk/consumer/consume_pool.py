@@ -31,7 +31,8 @@ class ConsumePool:
     A thread is started when a call is submitted and no started thread is idle, as in
     ``ThreadPoolExecutor``; threads then live until :meth:`shutdown`. Threads are daemons, but,
     as with ``ThreadPoolExecutor``, calls already submitted still run when the interpreter exits
-    without a :meth:`shutdown` (an ``atexit`` hook waits for them).
+    without a :meth:`shutdown` (an ``atexit`` hook waits for them; Ctrl-C stops that wait).
+    After a :meth:`shutdown` the exit hook does not wait again: the owner's deadline stands.
 
     Args:
         max_workers: most threads (≥ 1).
@@ -51,6 +52,7 @@ class ConsumePool:
         self._idle = 0
         self._unclaimed = 0
         self._stopped = False
+        self._owner_shut_down = False  # shutdown() ran: the exit hook leaves this pool alone
         _pools.add(self)
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> bool:
@@ -94,12 +96,21 @@ class ConsumePool:
         """Threads started so far."""
         return len(self._threads)
 
+    @property
+    def running(self) -> int:
+        """Threads busy with a call now (approximately: read without stopping them)."""
+        with self._lock:
+            return max(0, len(self._threads) - self._idle)
+
     def shutdown(self, timeout_s: float | None, *, cancel_queued: bool = True) -> bool:
         """Stop taking calls, drop the queued ones (unless ``cancel_queued`` is False) and wait up
         to ``timeout_s`` seconds (None: no limit) for the running ones. Returns True when every
-        thread ended; a call to this from a pool thread does not wait for that thread."""
+        thread ended; a call to this from a pool thread does not wait for that thread. A
+        ``KeyboardInterrupt`` (Ctrl-C) while waiting ends the wait at once (False; logged, not
+        raised): the running calls go on in their daemon threads until the process exits."""
         with self._lock:
             self._stopped = True
+            self._owner_shut_down = self._owner_shut_down or cancel_queued
             threads = list(self._threads)
         if cancel_queued:
             try:
@@ -112,17 +123,24 @@ class ConsumePool:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         me = threading.current_thread()
         done = True
-        for thread in threads:
-            if thread is me:
-                done = False
-                continue
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            done = done and not thread.is_alive()
+        try:
+            for thread in threads:
+                if thread is me:
+                    done = False
+                    continue
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                done = done and not thread.is_alive()
+        except KeyboardInterrupt:
+            log.warning("%s: stopped waiting (Ctrl-C); %d listener call(s) still running are abandoned",
+                        self.thread_name_prefix, sum(t.is_alive() for t in threads))
+            return False
         return done
 
 
 @atexit.register
 def _finish_at_exit() -> None:
-    """As ``ThreadPoolExecutor``: calls submitted before exit still run."""
+    """As ``ThreadPoolExecutor``: calls submitted before exit still run, unless the pool's owner
+    already shut it down with its own deadline (a consumer's ``await_termination_timeout``)."""
     for pool in list(_pools):
-        pool.shutdown(None, cancel_queued=False)
+        if not pool._owner_shut_down:
+            pool.shutdown(None, cancel_queued=False)

@@ -1,26 +1,35 @@
 """Listener adapters of the push consumer: coroutine listeners and per-topic handlers.
 
-- :class:`AsyncListenerRunner`: an ``async def`` listener runs on a dedicated asyncio loop
-  thread (``rocketmq-listener-<group>``), never on the client's I/O loop, so a listener that
-  awaits slow work cannot stall heartbeats or pulls; the consume thread waits for its result.
+- :class:`AsyncListenerRunner`: an ``async def`` listener runs on the application's loop when
+  the consumer was started from it (``astart()``, ``async with``, ``start()`` in a coroutine),
+  else on a dedicated asyncio loop thread (``rocketmq-listener-<group>``); never on the client's
+  I/O loop, so a listener that awaits slow work cannot stall heartbeats or pulls. The consume
+  thread waits for its result.
 - :class:`TopicDispatcher`: the listener behind ``@consumer.on_message(topic, tags)``: each
   batch (always from one queue, so one topic) goes to the handler registered for its topic.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import inspect
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..exceptions import IllegalArgumentError
+from ..exceptions import IllegalArgumentError, RemotingTimeoutError
 from ..protocol.message import MessageExt
 from ..remoting.loop import EventLoopThread
 
 __all__ = ["AsyncListenerRunner", "TopicDispatcher", "is_async_listener"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.listener")
+
+#: how often a consume thread waiting for a listener on the application's loop checks that the
+#: loop still runs, s
+_APP_LOOP_CHECK_S = 1.0
 
 
 def is_async_listener(fn: Any) -> bool:
@@ -45,6 +54,8 @@ class AsyncListenerRunner:
         self.timeout_s = timeout_s
         self.event_loop = event_loop
         self._loop: EventLoopThread | None = None
+        #: the application's loop, when the consumer was started from one: listeners run there
+        self.app_loop: asyncio.AbstractEventLoop | None = None
 
     def start(self) -> None:
         if self._loop is None or not self._loop.is_running:
@@ -52,13 +63,37 @@ class AsyncListenerRunner:
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[[list[MessageExt], Any], Any]:
         def call(msgs: list[MessageExt], context: Any) -> Any:
+            app = self.app_loop
+            if app is not None and app.is_running():
+                return self._run_on(app, fn(msgs, context))
             loop = self._loop
             if loop is None:
                 raise IllegalArgumentError("the asyncio listener loop is not started")
             return loop.run(fn(msgs, context), self.timeout_s)
         return call
 
+    def _run_on(self, app: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coro`` on the application's loop and wait (this is a consume thread) for its
+        result, at most ``timeout_s``; gives up early if that loop stops running (the call
+        then fails and the batch is redelivered)."""
+        future = asyncio.run_coroutine_threadsafe(coro, app)
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while True:
+            wait_s = _APP_LOOP_CHECK_S if deadline is None else min(_APP_LOOP_CHECK_S, deadline - time.monotonic())
+            try:
+                return future.result(max(0.0, wait_s))
+            except concurrent.futures.TimeoutError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    future.cancel()
+                    raise RemotingTimeoutError("application event loop", (self.timeout_s or 0) * 1000.0,
+                                               "async listener call") from None
+                if not app.is_running():
+                    future.cancel()
+                    raise RemotingTimeoutError("application event loop", 0, "async listener call (the "
+                                               "loop stopped before the listener finished)") from None
+
     def stop(self, timeout_s: float = 5.0) -> None:
+        self.app_loop = None
         if self._loop is not None:
             self._loop.stop(timeout_s)
             self._loop = None

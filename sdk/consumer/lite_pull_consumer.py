@@ -19,11 +19,12 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Unpack
 
 from ..config import LitePullConsumerConfig
+from ..config_types import LitePullConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQError
 from ..protocol.bodies import SubscriptionData
 from ..protocol.codes import MessageConst as MC
@@ -44,6 +45,11 @@ __all__ = ["LitePullConsumer"]
 log = logging.getLogger("rocketmq_sdk.consumer.lite")
 
 _PAUSE_S = 0.05
+
+
+def _set_done(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 @dataclass
@@ -74,7 +80,8 @@ class LitePullConsumer(ActiveConsumerBase):
     """
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
-                 allocate_strategy: AllocateMessageQueueStrategy | None = None, **config: Any) -> None:
+                 allocate_strategy: AllocateMessageQueueStrategy | None = None,
+                 **config: Unpack[LitePullConsumerSettings]) -> None:
         super().__init__(group, LitePullConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
         self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())  # type: ignore[arg-type]
         self.subscriptions = self.rebalancer.subscriptions
@@ -83,6 +90,8 @@ class LitePullConsumer(ActiveConsumerBase):
         self._states: dict[MessageQueue, _QueueState] = {}
         self._buffer: collections.deque[tuple[MessageQueue, _QueueState, int, list[MessageExt]]] = collections.deque()
         self._cond = threading.Condition()
+        #: ``apoll`` callers waiting on their own loops (woken with the condition's waiters)
+        self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._last_commit = time.monotonic()
         self.orderly = False
         self.needs_queue_locks = False
@@ -170,6 +179,7 @@ class LitePullConsumer(ActiveConsumerBase):
             log.warning("stopping the pull tasks of %s failed", self.group, exc_info=True)
         with self._cond:
             self._cond.notify_all()
+            self._wake_async_waiters()
 
     def _offset_queues(self) -> set[MessageQueue]:
         return set(self._states) | set(self.offset_store.snapshot())
@@ -248,6 +258,7 @@ class LitePullConsumer(ActiveConsumerBase):
                     with self._cond:
                         self._buffer.append((mq, st, gen, msgs))
                         self._cond.notify_all()
+                        self._wake_async_waiters()
                 elif st.pq.msg_count == 0:
                     with st.lock:
                         if gen == st.generation:
@@ -269,25 +280,100 @@ class LitePullConsumer(ActiveConsumerBase):
         """
         if not self.running:
             raise ClientStateError(f"consumer {self.group} is not running")
-        cfg = self.config
-        if cfg.auto_commit and (time.monotonic() - self._last_commit) * 1000 >= cfg.auto_commit_interval:
+        if self._commit_due():
             self.commit_sync()
-        deadline = time.monotonic() + (cfg.poll_timeout_millis if timeout_ms is None else timeout_ms) / 1000.0
+        deadline = self._poll_deadline(timeout_ms)
         with self._cond:
             while True:
-                while self._buffer:
-                    mq, st, gen, msgs = self._buffer.popleft()
-                    with st.lock:
-                        if st.pq.dropped or gen != st.generation:
-                            continue
-                        offset = st.pq.remove_messages(msgs)
-                        if offset >= 0:
-                            st.consume_offset = offset
-                    return msgs
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self.running:
-                    return []
-                self._cond.wait(remaining)
+                got = self._take_or_time_left(deadline)
+                if isinstance(got, list):
+                    return got
+                self._cond.wait(got)
+
+    async def apoll(self, timeout_ms: int | None = None) -> list[MessageExt]:
+        """:meth:`poll` for asyncio code: waits on the caller's loop without blocking it (no
+        thread is held while waiting). Cancelling it loses no message: a batch is taken only
+        when the call returns it. Auto-commits first when due (:meth:`acommit`).
+
+        Raises:
+            ClientStateError: not started.
+        """
+        if not self.running:
+            raise ClientStateError(f"consumer {self.group} is not running")
+        if self._commit_due():
+            await self.acommit()
+        deadline = self._poll_deadline(timeout_ms)
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                got = self._take_or_time_left(deadline)
+                if isinstance(got, list):
+                    return got
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._async_waiters.append((loop, waiter))
+            try:
+                await asyncio.wait_for(waiter, got)
+            except TimeoutError:
+                pass
+            finally:
+                with self._cond:
+                    if (loop, waiter) in self._async_waiters:
+                        self._async_waiters.remove((loop, waiter))
+
+    def __aiter__(self) -> AsyncIterator[MessageExt]:
+        """``async for msg in consumer``: the polled messages one by one, until shutdown (polls
+        with :meth:`apoll`, so auto-commit applies as to ``poll``)."""
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[MessageExt]:
+        while self.running:
+            for msg in await self.apoll():
+                yield msg
+
+    async def acommit(self) -> None:
+        """:meth:`commit_sync` for asyncio code: the offsets are persisted on the client's I/O
+        loop while the caller's loop waits without blocking."""
+        inst = self.instance
+        self._store_polled_offsets()
+        await asyncio.wrap_future(inst.loop_thread.submit(
+            self.offset_store.persist_all(self._offset_queues(), oneway=False)))
+
+    def _commit_due(self) -> bool:
+        cfg = self.config
+        return cfg.auto_commit and (time.monotonic() - self._last_commit) * 1000 >= cfg.auto_commit_interval
+
+    def _poll_deadline(self, timeout_ms: int | None) -> float:
+        return time.monotonic() + (self.config.poll_timeout_millis if timeout_ms is None else timeout_ms) / 1000.0
+
+    def _take_or_time_left(self, deadline: float) -> list[MessageExt] | float:
+        """A batch; [] when ``deadline`` passed or the consumer stopped; else the seconds left to
+        wait for one (call with ``self._cond`` held)."""
+        msgs = self._take_batch()
+        if msgs is not None:
+            return msgs
+        remaining = deadline - time.monotonic()
+        return [] if remaining <= 0 or not self.running else remaining
+
+    def _take_batch(self) -> list[MessageExt] | None:
+        """The oldest pulled batch still valid, its queue's position moved past it; None when
+        there is none (call with ``self._cond`` held)."""
+        while self._buffer:
+            mq, st, gen, msgs = self._buffer.popleft()
+            with st.lock:
+                if st.pq.dropped or gen != st.generation:
+                    continue
+                offset = st.pq.remove_messages(msgs)
+                if offset >= 0:
+                    st.consume_offset = offset
+            return msgs
+        return None
+
+    def _wake_async_waiters(self) -> None:
+        """Wake the ``apoll`` callers (call with ``self._cond`` held; any thread)."""
+        waiters, self._async_waiters = self._async_waiters, []
+        for loop, waiter in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(_set_done, waiter)
 
     def _queue_state(self, mq: MessageQueue) -> _QueueState:
         st = self._states.get(mq)
@@ -332,13 +418,16 @@ class LitePullConsumer(ActiveConsumerBase):
 
     def commit_sync(self) -> None:
         """Store the polled position of every queue and persist them (broker or file)."""
+        self._store_polled_offsets()
+        self.instance.run(self.offset_store.persist_all(self._offset_queues(), oneway=False), self._timeout_s() * 2)
+
+    def _store_polled_offsets(self) -> None:
         self._last_commit = time.monotonic()
         store = self.offset_store
         for mq, st in list(self._states.items()):
             with st.lock:
                 if not st.pq.dropped and st.consume_offset >= 0:
                     store.update_offset(mq, st.consume_offset, increase_only=False)
-        self.instance.run(store.persist_all(self._offset_queues(), oneway=False), self._timeout_s() * 2)
 
     def committed(self, mq: MessageQueue) -> int:
         """The group's stored offset of ``mq`` (-1 none, -2 lookup failed)."""

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, Unpack
 
+from ..aio import AsyncLifecycle
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import subscribe_queues_from_route
 from ..config import ConsumerConfig
+from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, MQError, TopicNotExistError
 from ..protocol.bodies import ConsumerData, ConsumeType, MessageModel, SubscriptionData
 from ..protocol.codes import GROUP_MAX_LENGTH, PullSysFlag, check_name
@@ -33,7 +35,7 @@ __all__ = ["ActiveConsumerBase", "PullConsumer"]
 log = logging.getLogger("rocketmq_sdk.consumer.pull")
 
 
-class ActiveConsumerBase:
+class ActiveConsumerBase(AsyncLifecycle):
     """Lifecycle, offset store and queue/offset look-ups shared by the pull and lite-pull
     consumers (Java ``CONSUME_ACTIVELY`` consumers). Registered in the client instance so the
     brokers list it in the group (heartbeats) and its offsets are persisted periodically."""
@@ -233,7 +235,7 @@ class PullConsumer(ActiveConsumerBase):
     #: client timeout of a non-blocking pull, ms (Java ``consumerPullTimeoutMillis``).
     consumer_pull_timeout = 10_000
 
-    def __init__(self, group: str, namesrv_addr: str | None = None, **config: Any) -> None:
+    def __init__(self, group: str, namesrv_addr: str | None = None, **config: Unpack[ConsumerSettings]) -> None:
         super().__init__(group, ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
 
     def pull(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int, max_nums: int, *,

@@ -16,10 +16,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
+from ..aio import AsyncLifecycle
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..config import ConsumerConfig
+from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, MQError
 from ..protocol.bodies import (
     ConsumeFromWhere,
@@ -63,7 +65,14 @@ _LAST_OFFSET_FAMILY = frozenset({
     ConsumeFromWhere.CONSUME_FROM_MIN_OFFSET, ConsumeFromWhere.CONSUME_FROM_MAX_OFFSET})
 
 
-class PushConsumer:
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class PushConsumer(AsyncLifecycle):
     """A push consumer (clustering, concurrent listener).
 
     Args:
@@ -84,7 +93,7 @@ class PushConsumer:
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
                  allocate_strategy: AllocateMessageQueueStrategy | None = None, enable_msg_trace: bool = False,
-                 customized_trace_topic: str | None = None, **config: Any) -> None:
+                 customized_trace_topic: str | None = None, **config: Unpack[ConsumerSettings]) -> None:
         self.group = check_name(group, "consumer group", GROUP_MAX_LENGTH)
         self.config = ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
         #: the message trace dispatcher (``enable_msg_trace``), else None.
@@ -270,6 +279,8 @@ class PushConsumer:
             self.queue_locker = QueueLocker(inst, self.group)
             self._async_runner.timeout_s = self.config.consume_timeout * 60.0
             self._async_runner.start()
+            if self._async_runner.app_loop is None:  # start() called on an application loop's thread
+                self._async_runner.app_loop = _running_loop()
             if self.orderly:
                 self.consume_service = ConsumeMessageOrderlyService(self, self._listener)
             else:
@@ -289,6 +300,24 @@ class PushConsumer:
                 self._async_runner.stop()
                 raise
         log.info("consumer %s started (client %s)", self.group, inst.client_id)
+
+    async def astart(self) -> None:
+        """Start from asyncio code without blocking the loop (``start()`` runs in a worker
+        thread). ``async def`` listeners then run on this loop (the application's), so they can
+        use its objects (an ``asyncio.Queue``, a database pool...) directly; plain listeners still
+        run on the consume threads. Same for ``async with consumer:`` and for ``start()`` called
+        from a coroutine. A listener call still holds one consume thread while it runs, and a loop
+        that is no longer running gets them sent to the consumer's private listener loop.
+
+        Raises:
+            the errors of :meth:`start`.
+        """
+        self._async_runner.app_loop = asyncio.get_running_loop()
+        try:
+            await asyncio.to_thread(self.start)
+        except BaseException:
+            self._async_runner.app_loop = None
+            raise
 
     async def _start_async(self) -> None:
         inst = self.instance

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from tenacity import (
     AsyncRetrying,
@@ -25,9 +25,11 @@ from tenacity import (
     wait_none,
 )
 
+from ..aio import AsyncLifecycle
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import TopicPublishInfo
 from ..config import ProducerConfig
+from ..config_types import ProducerSettings
 from ..exceptions import (
     ClientStateError,
     IllegalArgumentError,
@@ -35,6 +37,7 @@ from ..exceptions import (
     RemotingError,
     RemotingTimeoutError,
     TopicNotExistError,
+    topic_missing_remark,
 )
 from ..protocol import deflate
 from ..protocol.codes import (
@@ -130,7 +133,7 @@ class _Prepared:
         return ext
 
 
-class Producer(RequestReplyMixin):
+class Producer(RequestReplyMixin, AsyncLifecycle):
     """A message producer.
 
     Args:
@@ -150,7 +153,7 @@ class Producer(RequestReplyMixin):
     """
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *, enable_msg_trace: bool = False,
-                 customized_trace_topic: str | None = None, **config: Any) -> None:
+                 customized_trace_topic: str | None = None, **config: Unpack[ProducerSettings]) -> None:
         self.group = check_name(group, "producer group", GROUP_MAX_LENGTH)
         self.config = ProducerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
         self._msg_trace = TraceDispatcher(group, "PRODUCE", customized_trace_topic, self.config) \
@@ -751,7 +754,7 @@ class Producer(RequestReplyMixin):
                                           default_queue_nums=self.config.default_topic_queue_nums)
             info = self._publish[topic]
         if not info.ok:
-            raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, f"no route info of topic {topic}")
+            raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, topic_missing_remark(topic, inst.api.namesrv.addrs))
         return info
 
     async def _send_prepared(self, p: _Prepared, mq: MessageQueue | None, timeout_ms: float,

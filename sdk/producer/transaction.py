@@ -14,8 +14,9 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Unpack, runtime_checkable
 
+from ..config_types import ProducerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQClientError
 from ..protocol.codes import MessageConst as MC
 from ..protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
@@ -124,7 +125,8 @@ class TransactionProducer(Producer):
     """
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *, listener: TransactionListener,
-                 check_thread_pool_size: int = 1, check_request_hold_max: int = 2000, **config: Any) -> None:
+                 check_thread_pool_size: int = 1, check_request_hold_max: int = 2000,
+                 **config: Unpack[ProducerSettings]) -> None:
         if listener is None or not isinstance(listener, TransactionListener):
             raise IllegalArgumentError("a TransactionListener (execute_local_transaction, "
                                        "check_local_transaction) is required")

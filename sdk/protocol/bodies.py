@@ -41,11 +41,17 @@ class ConsumeType(_NamedEnum):
 
 
 class MessageModel(_NamedEnum):
+    """Java ``MessageModel``: CLUSTERING (the group shares the queues; offsets on the broker) or
+    BROADCASTING (every instance gets every message; offsets in a local file)."""
+
     BROADCASTING = "BROADCASTING"
     CLUSTERING = "CLUSTERING"
 
 
 class ConsumeFromWhere(_NamedEnum):
+    """Java ``ConsumeFromWhere``: where a group with no stored offset starts a queue (LAST_OFFSET:
+    new messages only; FIRST_OFFSET: from the oldest kept; TIMESTAMP: ``consume_timestamp``)."""
+
     CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
     CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST = "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST"
     CONSUME_FROM_MIN_OFFSET = "CONSUME_FROM_MIN_OFFSET"

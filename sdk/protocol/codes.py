@@ -145,6 +145,14 @@ class RequestCode(IntEnum):
     DELETE_EXPIRED_COMMITLOG = 329
 
 
+def request_name(code: int) -> str:
+    """``"request GET_ROUTEINFO_BY_TOPIC (105)"`` for messages; ``"request code N"`` for unknown codes."""
+    try:
+        return f"request {RequestCode(code).name} ({code})"
+    except ValueError:
+        return f"request code {code}"
+
+
 class ResponseCode(IntEnum):
     SUCCESS = 0
     SYSTEM_ERROR = 1

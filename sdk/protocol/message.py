@@ -14,34 +14,76 @@ from ..exceptions import IllegalArgumentError
 from .codes import MessageConst as MC
 
 
+def _as_body(value: object) -> bytes:
+    """``value`` as the body bytes: bytes-like objects as they are, ``str`` encoded as UTF-8.
+
+    Raises:
+        TypeError: any other type (an ``int`` is not turned into that many NUL bytes).
+    """
+    if type(value) is bytes:
+        return value  # type: ignore[return-value]
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"Message body must be bytes or str, got {type(value).__name__}")
+
+
+def _checked_str(value: object, what: str) -> str:
+    """``value`` if it is a ``str`` without the property separators \\x01 / \\x02.
+
+    Raises:
+        TypeError: not a ``str``.
+        IllegalArgumentError: it contains ``\\x01`` or ``\\x02``.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"Message {what} must be str, got {type(value).__name__}")
+    if "\x01" in value or "\x02" in value:
+        raise IllegalArgumentError(
+            f"Message {what} {value!r} contains a property separator (\\x01 or \\x02), which RocketMQ "
+            "cannot store: it would be read back as other (system) properties")
+    return value
+
+
 class Message:
     """A message to send.
 
     Args:
         topic: destination topic (``^[%|a-zA-Z0-9_-]+$``, at most 127 characters).
-        body: payload bytes; a ``str`` is encoded as UTF-8.
-        tags: optional single tag used for broker-side filtering (``TagA``).
+        body: payload: ``bytes``, ``bytearray`` or ``memoryview`` (copied to ``bytes``), or a
+            ``str`` (encoded as UTF-8). Assigning ``msg.body`` later follows the same rule.
+        tags: optional single tag used for broker-side filtering (``TagA``), a ``str``.
         keys: optional business key(s), a string or an iterable of strings; indexed by the broker
             for QUERY_MESSAGE. Stored space-separated in the ``KEYS`` property.
         flag: user flag (int32), stored untouched.
         properties: user properties (str → str). Reserved RocketMQ names are refused.
         delay_time_level: 0 (none) or 1..18, the broker's ``messageDelayLevel`` index.
         wait_store_msg_ok: the ``WAIT`` property (default True), as the Java ``Message``.
+
+    Raises:
+        TypeError: a body that is not bytes-like or ``str`` (``Message("t", 5)``), or tags,
+            keys, property names or values that are not ``str``; the same on assignment.
+        IllegalArgumentError: tags, keys, property names or values containing ``\\x01`` or
+            ``\\x02`` (the separators of the encoded properties: such a string could forge
+            system properties such as ``DELAY``), or a reserved property name.
+
+    Only ``put_user_property`` and the attribute setters check; writing into the
+    ``properties`` dict directly bypasses the checks (it is the SDK's internal view).
     """
 
-    __slots__ = ("topic", "body", "flag", "properties", "transaction_id")
+    __slots__ = ("topic", "_body", "flag", "properties", "transaction_id")
 
-    def __init__(self, topic: str, body: bytes | str = b"", tags: str | None = None,
+    def __init__(self, topic: str, body: bytes | bytearray | memoryview | str = b"", tags: str | None = None,
                  keys: str | Iterable[str] | None = None, flag: int = 0,
                  properties: dict[str, str] | None = None, delay_time_level: int = 0,
                  wait_store_msg_ok: bool = True) -> None:
         self.topic = topic
-        self.body = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+        self._body = _as_body(body)
         self.flag = flag
         self.properties: dict[str, str] = {}
         self.transaction_id: str | None = None
         if tags:
-            self.properties[MC.TAGS] = tags
+            self.properties[MC.TAGS] = _checked_str(tags, "tags")
         if keys:
             self.keys = keys
         if delay_time_level:
@@ -51,6 +93,15 @@ class Message:
             for k, v in properties.items():
                 self.put_user_property(k, v)
 
+    @property
+    def body(self) -> bytes:
+        """The payload bytes; assign bytes-like or ``str`` (UTF-8), anything else raises TypeError."""
+        return self._body
+
+    @body.setter
+    def body(self, value: bytes | bytearray | memoryview | str) -> None:
+        self._body = _as_body(value)
+
     # -- views over properties -------------------------------------------------------------
     @property
     def tags(self) -> str | None:
@@ -59,7 +110,7 @@ class Message:
     @tags.setter
     def tags(self, value: str | None) -> None:
         if value:
-            self.properties[MC.TAGS] = value
+            self.properties[MC.TAGS] = _checked_str(value, "tags")
         else:
             self.properties.pop(MC.TAGS, None)
 
@@ -73,9 +124,11 @@ class Message:
         if not value:
             self.properties.pop(MC.KEYS, None)
         elif isinstance(value, str):
-            self.properties[MC.KEYS] = value
+            self.properties[MC.KEYS] = _checked_str(value, "keys")
+        elif isinstance(value, Iterable):
+            self.properties[MC.KEYS] = MC.KEY_SEPARATOR.join([_checked_str(k, "key") for k in value])
         else:
-            self.properties[MC.KEYS] = MC.KEY_SEPARATOR.join(value)
+            raise TypeError(f"Message keys must be str or an iterable of str, got {type(value).__name__}")
 
     @property
     def delay_time_level(self) -> int:
@@ -107,13 +160,17 @@ class Message:
         """Set a user property.
 
         Raises:
-            IllegalArgumentError: the name is empty or reserved by RocketMQ (``MessageConst``).
+            TypeError: the name or the value is not a ``str``.
+            IllegalArgumentError: the name or value is empty or contains ``\\x01``/``\\x02``,
+                or the name is reserved by RocketMQ (``MessageConst``).
         """
-        if not name or value is None or value == "":
+        _checked_str(name, "property name")
+        _checked_str(value, f"property {name!r} value")
+        if not name or value == "":
             raise IllegalArgumentError("user property name and value must be non-empty")
         if name in MC.RESERVED:
             raise IllegalArgumentError(f"the property name {name!r} is reserved by RocketMQ")
-        self.properties[name] = str(value)
+        self.properties[name] = value
 
     def get_property(self, name: str) -> str | None:
         return self.properties.get(name)
@@ -151,7 +208,8 @@ class MessageExt(Message):
     Times are epoch milliseconds; hosts are ``"ip:port"`` strings.
     """
 
-    __slots__ = ("queue_id", "store_size", "queue_offset", "sys_flag", "born_timestamp", "born_host",
+    # ``body`` is a plain slot here (the decoder fills it; no check needed on the hot path)
+    __slots__ = ("body", "queue_id", "store_size", "queue_offset", "sys_flag", "born_timestamp", "born_host",
                  "store_timestamp", "store_host", "commit_log_offset", "body_crc", "reconsume_times",
                  "prepared_transaction_offset", "broker_name", "_oid", "_oid_prefix", "_oid_phys")
 
@@ -185,8 +243,8 @@ class MessageExt(Message):
         for name, value in fields.items():
             if name not in _EXT_FIELDS:
                 raise TypeError(f"MessageExt has no field {name!r}")
-            if name == "body" and isinstance(value, str):
-                value = value.encode("utf-8")
+            if name == "body":
+                value = _as_body(value)
             setattr(self, name, value)
 
     @property
@@ -237,6 +295,9 @@ class MessageQueue:
 
 
 class SendStatus(enum.Enum):
+    """Java ``SendStatus``: SEND_OK, or stored but FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT /
+    SLAVE_NOT_AVAILABLE (SYNC_FLUSH or SYNC_MASTER brokers)."""
+
     SEND_OK = "SEND_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
     FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 from rocketmq_sdk.exceptions import FrameError, RemotingSendRequestError, RemotingTimeoutError
-from rocketmq_sdk.protocol.codes import ResponseCode
+from rocketmq_sdk.protocol.codes import ResponseCode, request_name
 from rocketmq_sdk.remoting.busy_poll import BusyPoller
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
@@ -337,7 +337,7 @@ class Channel(asyncio.Protocol):
             timer = self._loop.call_later(timeout_ms / 1000.0, _expire, fut)
             return await fut
         except TimeoutError:
-            raise RemotingTimeoutError(self.remote_addr, timeout_ms, f"request code {cmd.code}") from None
+            raise RemotingTimeoutError(self.remote_addr, timeout_ms, request_name(cmd.code)) from None
         finally:
             if timer is not None:
                 timer.cancel()
@@ -390,6 +390,8 @@ class Channel(asyncio.Protocol):
 
     def _protocol_error(self, exc: FrameError) -> None:
         log.warning("closing connection %s -> %s: %s", self.local_addr, self.remote_addr, exc)
+        # the waiting requests learn why (e.g. "looks like HTTP"), not only that it closed
+        self._fail_pending(f"connection to {self.remote_addr} closed: {exc}")
         self.abort()
 
     def _fail_pending(self, reason: str) -> None:

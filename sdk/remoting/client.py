@@ -22,6 +22,7 @@ from rocketmq_sdk.exceptions import (
     RemotingSendRequestError,
     RemotingTimeoutError,
 )
+from rocketmq_sdk.protocol.codes import request_name
 from rocketmq_sdk.remoting.channel import BufferedChannel, Channel, RequestDispatcher, close_channels
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
@@ -216,7 +217,7 @@ class RemotingClient(RequestDispatcher):
         except ssl.SSLError as exc:
             raise RemotingConnectError(addr, f"TLS handshake failed: {exc}") from exc
         except OSError as exc:
-            raise RemotingConnectError(addr, f"TLS connection failed: {exc}" if ctx else str(exc)) from exc
+            raise RemotingConnectError(addr, f"TLS connection failed: {exc}" if ctx else str(exc)) from None
         if ctx is None:
             _watch_first_byte(channel)
         log.debug("connected to %s from %s%s", addr, channel.local_addr, " (TLS)" if ctx else "")
@@ -276,7 +277,7 @@ class RemotingClient(RequestDispatcher):
         channel = await self.get_channel(addr)
         remaining = timeout_ms - (time.monotonic() - start) * 1000.0
         if remaining <= 0:
-            raise RemotingTimeoutError(addr, timeout_ms, f"request code {cmd.code}")
+            raise RemotingTimeoutError(addr, timeout_ms, request_name(cmd.code))
         try:
             resp = await channel.invoke(cmd, remaining)
         except RemotingSendRequestError as exc:

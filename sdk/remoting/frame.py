@@ -21,6 +21,24 @@ MAX_FRAME_LENGTH = DEFAULT_MAX_FRAME_LENGTH  # alias
 _UINT = struct.Struct(">I")
 
 
+_HTTP_STARTS = (b"HTTP/", b"GET ", b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"PATCH ",
+                b"CONNECT ", b"PRI * ")
+
+
+def foreign_protocol(head: bytes | bytearray | memoryview) -> str:
+    """A remark for a stream that starts with ``head`` when it is recognisably another protocol:
+    HTTP (a web server or proxy on the port) or TLS (a TLS-only server answering plain TCP, or a
+    TLS client on a plain port); else ``""``."""
+    head = bytes(head[:8])
+    if head.startswith(_HTTP_STARTS):
+        kind = "HTTP"
+    elif len(head) >= 3 and head[0] in (0x15, 0x16, 0x17) and head[1] == 0x03 and head[2] <= 0x04:
+        kind = "TLS: use use_tls=True if the server is a TLS RocketMQ server"
+    else:
+        return ""
+    return f"; this is not a RocketMQ name server/broker (looks like {kind})"
+
+
 class FrameDecoder:
     """Split a byte stream into frames.
 
@@ -61,9 +79,10 @@ class FrameDecoder:
         while size - pos >= 4:
             (length,) = _UINT.unpack_from(buf, pos)
             if length < 4:
-                raise FrameError(f"frame length {length} is below the minimum of 4")
+                raise FrameError(f"frame length {length} is below the minimum of 4" + foreign_protocol(buf[pos:]))
             if length + 4 > self._max:
-                raise FrameError(f"frame length {length} + 4 exceeds the maximum of {self._max} bytes")
+                raise FrameError(f"frame length {length} + 4 exceeds the maximum of {self._max} bytes"
+                                 + foreign_protocol(buf[pos:]))
             if size - pos >= 8:
                 hlen = _UINT.unpack_from(buf, pos + 4)[0] & 0xFFFFFF
                 if hlen > length - 4:

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from rocketmq_sdk.exceptions import ClientStateError, IllegalArgumentError, RemotingTimeoutError
+from rocketmq_sdk.exceptions import ClientStateError, IllegalArgumentError, MQError, RemotingTimeoutError
 
 __all__ = [
     "EVENT_LOOP_CHOICES",
@@ -174,6 +174,11 @@ class _BlockingCall:
         error = self.error
         if error is not None:
             self.error = None  # no reference cycle through the traceback
+            if isinstance(error, MQError):
+                # the SDK's own errors say what failed; the I/O loop's frames and the chained
+                # OSError would only bury that under asyncio internals (kept at DEBUG)
+                log.debug("%s raised on the I/O loop", type(error).__name__, exc_info=error)
+                raise error.with_traceback(None) from None
             raise error
         return self.result
 

@@ -36,8 +36,10 @@ def test_errors(admin, replay):
         admin.create_topic("T")  # neither cluster nor broker
     with pytest.raises(MQClientError, match="cluster 'Nope' not found"):
         admin.create_topic("T", cluster="Nope")
-    with pytest.raises(MQClientError, match="give the topic"):
-        admin.query_message_by_id(UNIQ)  # a unique id is not an offset id
+    # a unique id without its topic: looked up in every topic, as mqadmin does (issue 17)
+    assert admin.query_message_by_id(UNIQ).offset_msg_id == OFFSET_ID
+    with pytest.raises(MQClientError, match="nor as a unique id in any topic"):
+        admin.query_message_by_id("0" * 32)
     with pytest.raises(MQClientError, match="not online"):
         admin.consumer_running_info(GROUP, client_id="nobody")
     replay.overrides[RC.GET_ROUTEINFO_BY_TOPIC] = {"code": 17, "header": {"remark": "No topic route info"}}

@@ -152,6 +152,14 @@ def test_query_messages_by_ids_key_and_offset(env):
     assert o["msgId"] == s.msg_id and o["queueOffset"] == s.queue_offset
 
 
+def test_query_msg_by_id_accepts_the_send_result_msg_id_without_a_topic(env):
+    """Issue 17: ``queryMsgById -i <SendResult.msg_id>`` (a unique id) without -t finds the
+    message, as mqadmin does, instead of failing with "invalid port"."""
+    s = env["sent"][5]
+    m = json.loads(run(env, "queryMsgById", "-i", s.msg_id, "--json").output)[0]
+    assert (m["msgId"], m["offsetMsgId"], m["body"]) == (s.msg_id, s.offset_msg_id, "body-5")
+
+
 def test_query_key_outside_the_time_range_finds_nothing(env):
     k = json.loads(run(env, "queryMsgByKey", "-t", TOPIC, "-k", "key-3", "-b", "1", "-e", "2", "--json").output)
     assert k == []

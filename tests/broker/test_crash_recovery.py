@@ -27,6 +27,7 @@ FILE_SIZE = 64 * 1024  # small CommitLog files: the recovery scan crosses severa
 
 def _dev_cmd(store: str) -> list[str]:
     return [sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", store, "--flush-disk-type", "SYNC_FLUSH",
+            "--namesrv-port", "0", "--broker-port", "0",
             "--commit-log-file-size", str(FILE_SIZE)]
 
 

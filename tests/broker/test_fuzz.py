@@ -284,6 +284,7 @@ def test_fuzzed_frames_never_break_the_broker_or_the_name_server(tmp_path, serve
     seed = int(os.environ.get("FUZZ_SEED", random.SystemRandom().randrange(1 << 32)))
     print(f"fuzz seed {seed} (FUZZ_SEED={seed} repeats this run)")
     dev = server_process([sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", str(tmp_path / "store"),
+                          "--namesrv-port", "0", "--broker-port", "0",
                           "--commit-log-file-size", str(4 * 1024 * 1024)])
     namesrv, broker = dev.lines["NAMESRV"], dev.lines["BROKER"]
     targets = {"broker": broker, "namesrv": namesrv}

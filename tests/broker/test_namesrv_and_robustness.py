@@ -57,7 +57,8 @@ def test_malformed_frame_closes_only_that_connection(cluster, client):
 
 
 def test_dev_command_prints_addresses_and_stops_on_sigterm(tmp_path, server_process):
-    dev = server_process([sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", str(tmp_path / "st")])
+    dev = server_process([sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", str(tmp_path / "st"),
+                          "--namesrv-port", "0", "--broker-port", "0"])
     assert dev.lines["NAMESRV"].startswith("127.0.0.1:") and dev.lines["BROKER"].startswith("127.0.0.1:")
     assert dev.lines["STORE"] == str(tmp_path / "st")
     assert os.path.exists(tmp_path / "st" / "abort")

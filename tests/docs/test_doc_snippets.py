@@ -22,7 +22,8 @@ import pytest
 from rocketmq_broker.embedded import start_dev_cluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PAGES = ["README.md", "docs/getting-started.md", "docs/producer.md", "docs/consumer.md", "docs/broker.md"]
+PAGES = ["README.md", "docs/getting-started.md", "docs/producer.md", "docs/consumer.md", "docs/broker.md",
+         "docs/asyncio.md"]
 #: pages whose blocks are only compiled and have their imports resolved (Spark, placeholders).
 CHECKED_PAGES = [*PAGES, "docs/admin.md", "docs/spark.md", "docs/message-trace.md", "docs/console.md"]
 #: every block of a page must finish within this many seconds.

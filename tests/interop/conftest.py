@@ -54,7 +54,8 @@ class DevProcess:
         self._lines: list[str] = []
         self._cond = threading.Condition()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", store_dir],
+            [sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", store_dir,
+             "--namesrv-port", "0", "--broker-port", "0"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         threading.Thread(target=self._read, daemon=True).start()
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -24,3 +24,25 @@ def test_demo_on_3000_rows_reports_matching_counts_and_exits_0(tmp_path):
     assert "messages consumed             3,000" in out
     assert out.rstrip().endswith("RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept")
     assert list(tmp_path.iterdir()) == [], "the demo must not write into the working directory"
+
+
+def test_demo_without_java_says_so_in_one_line(tmp_path):
+    """Issue 17: no Java → one clear line and exit 2, not a Py4J traceback."""
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}  # no java on the PATH, no JAVA_HOME
+    proc = subprocess.run([sys.executable, str(DEMO), "--rows", "10"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "the demo needs Java 17+ (java not found)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_demo_with_an_old_java_names_its_version(tmp_path):
+    fake = tmp_path / "bin" / "java"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho \'openjdk version "1.8.0_392"\' >&2\n')
+    fake.chmod(0o755)
+    env = {"PATH": str(fake.parent), "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, str(DEMO), "--rows", "10"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert f"the demo needs Java 17+ (found Java 8 at {fake})" in proc.stderr
