@@ -15,6 +15,7 @@ from rocketmq_broker.broker.config import (
     read_properties_text,
     tls_server_context,
 )
+from rocketmq_broker.request_guard import name_refusal
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.admin_bodies import KVTable, TopicList
 from rocketmq_sdk.protocol.bodies import RegisterBrokerBody
@@ -28,7 +29,9 @@ from rocketmq_sdk.protocol.headers import (
     RegisterBrokerResponseHeader,
     TopicRequestHeader,
 )
+from rocketmq_sdk.protocol.validators import topic_problem
 from rocketmq_sdk.remoting import Channel, RemotingCommand, RemotingServer
+from rocketmq_sdk.remoting.channel import bad_input_log
 
 from .route_info import RouteInfoManager
 
@@ -103,6 +106,9 @@ class NameServer:
             RequestCode.UPDATE_NAMESRV_CONFIG: self._update_config,
         }.items():
             self.server.register_processor(code, fn)
+        # every topic/group a request names is checked first (issue 14); unknown codes stay unanswered
+        self.server.add_request_hook(
+            lambda ch, cmd: name_refusal(ch, cmd) if cmd.code in self.server._processors else None)
 
     @property
     def addr(self) -> str:
@@ -135,6 +141,10 @@ class NameServer:
             body = RegisterBrokerBody.decode(cmd.body, compressed=bool(h.compressed))
             wrapper = body.topic_config_wrapper
             topics = wrapper.topic_config_table
+            problem = next((p for p in map(topic_problem, topics or ()) if p is not None), None)
+            if problem is not None:  # a route named by a hostile topic never enters the table
+                bad_input_log.warning("refused broker registration from %s: %s", ch.remote_addr, problem)
+                return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
             data_version = wrapper.data_version.to_dict()
         master = self.routes.register_broker(h.cluster_name or "", h.broker_addr or "", h.broker_name or "",
                                              int(h.broker_id or 0), h.ha_server_addr or "", topics, data_version, ch)
