@@ -13,15 +13,15 @@ Blank fields are left to the processors (which answer them as Java does, e.g. "t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.validators import group_problem, topic_problem
-from rocketmq_sdk.remoting import Channel, RemotingCommand
+from rocketmq_sdk.remoting import Channel, RemotingCommand, RemotingServer
 from rocketmq_sdk.remoting.channel import bad_input_log
 
-__all__ = ["name_refusal", "request_name_problem"]
+__all__ = ["install", "name_refusal", "request_name_problem"]
 
 #: header fields (Java names) holding a topic / a group
 TOPIC_FIELDS = ("topic", "defaultTopic", "originTopic")
@@ -134,4 +134,12 @@ def name_refusal(channel: Channel, cmd: RemotingCommand) -> RemotingCommand | No
     return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
 
 
-RequestHook = Callable[[Channel, RemotingCommand], "RemotingCommand | None"]
+def install(server: RemotingServer) -> None:
+    """Run :func:`name_refusal` before every request ``server`` has a processor for (requests
+    with unknown codes keep their usual answer: REQUEST_CODE_NOT_SUPPORTED, or none)."""
+    processors = server._processors
+
+    def hook(channel: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
+        return name_refusal(channel, cmd) if cmd.code in processors else None
+
+    server.add_request_hook(hook)

@@ -9,13 +9,13 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+from rocketmq_broker import request_guard
 from rocketmq_broker.broker.config import (
     apply_properties,
     config_to_properties,
     read_properties_text,
     tls_server_context,
 )
-from rocketmq_broker.request_guard import name_refusal
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.admin_bodies import KVTable, TopicList
 from rocketmq_sdk.protocol.bodies import RegisterBrokerBody
@@ -107,8 +107,7 @@ class NameServer:
         }.items():
             self.server.register_processor(code, fn)
         # every topic/group a request names is checked first (issue 14); unknown codes stay unanswered
-        self.server.add_request_hook(
-            lambda ch, cmd: name_refusal(ch, cmd) if cmd.code in self.server._processors else None)
+        request_guard.install(self.server)
 
     @property
     def addr(self) -> str:
