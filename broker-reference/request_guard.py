@@ -41,26 +41,25 @@ _valid_topics: set[str] = set()
 _valid_groups: set[str] = set()
 
 
-def _topic(name: object) -> str | None:
-    if name in _valid_topics or name is None or name == "":
+def _checked(name: object, valid: set[str], problem_of) -> str | None:
+    """``problem_of(name)``, remembering names that passed in ``valid`` (bounded); None for an
+    absent or blank field (the processors answer those)."""
+    if name in valid or name is None or name == "":
         return None
-    problem = topic_problem(name)
+    problem = problem_of(name)
     if problem is None:
-        if len(_valid_topics) >= _CACHE_MAX:
-            _valid_topics.clear()
-        _valid_topics.add(name)  # type: ignore[arg-type]
+        if len(valid) >= _CACHE_MAX:
+            valid.clear()
+        valid.add(name)  # type: ignore[arg-type]
     return problem
+
+
+def _topic(name: object) -> str | None:
+    return _checked(name, _valid_topics, topic_problem)
 
 
 def _group(name: object) -> str | None:
-    if name in _valid_groups or name is None or name == "":
-        return None
-    problem = group_problem(name)
-    if problem is None:
-        if len(_valid_groups) >= _CACHE_MAX:
-            _valid_groups.clear()
-        _valid_groups.add(name)  # type: ignore[arg-type]
-    return problem
+    return _checked(name, _valid_groups, group_problem)
 
 
 def _first(checks: Iterable[str | None]) -> str | None:

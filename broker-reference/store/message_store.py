@@ -102,17 +102,23 @@ class MessageStore:
         self.commit_log.prepare_queue = self._prepare_queue
 
     def _prepare_queue(self, topic: str, queue_id: int) -> bool:
-        """Before a record of topic/queue is appended (lock held): create the queue's next
-        consume-queue file now if its last one is full, so a full disk refuses the put (False)
-        instead of failing the dispatch after the record is written."""
+        """Before a record of topic/queue is appended (lock held): create the consume-queue file
+        the record's entry will need (the next one when the last is full, the first one of a new
+        queue) now, so a full disk refuses the put (False) instead of failing the dispatch after
+        the record is written."""
         queues = self.consume_queue_table.get(topic)
         cq = queues.get(queue_id) if queues is not None else None
         try:
             if cq is None:
                 cq = self.find_consume_queue(topic, queue_id)
-            last = cq.mapped_file_queue.last_mapped_file()
+            mfq = cq.mapped_file_queue
+            last = mfq.last_mapped_file()
             if last is not None and last.is_full():
-                cq.mapped_file_queue.get_last_mapped_file()
+                mfq.get_last_mapped_file()
+            elif last is None:  # a new queue: its first file, as the dispatch would create it
+                first = self.commit_log.topic_queue_table.get((topic, queue_id), 0) * CQ_STORE_UNIT_SIZE
+                if first < mfq.file_size:
+                    mfq.get_last_mapped_file(first)
         except DiskFullError as exc:
             log.error("consume queue %s-%d: %s; refusing writes until space is freed", topic, queue_id, exc)
             self._mark_disk_full()

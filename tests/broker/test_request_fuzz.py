@@ -77,8 +77,9 @@ BODIES = _bodies()
 # are still covered through the other codes sharing their header fields)
 SKIP = {int(RequestCode.UPDATE_BROKER_CONFIG), int(RequestCode.UPDATE_NAMESRV_CONFIG),
         int(RequestCode.WIPE_WRITE_PERM_OF_BROKER)}
-#: requests Java answers with nothing (the client sends them oneway): sent oneway here
-ONEWAY = {int(RequestCode.END_TRANSACTION)}
+#: requests Java answers with nothing (END_TRANSACTION is sent oneway; 4.9.8 with ACL off does not
+#: answer GET_BROKER_CLUSTER_ACL_INFO): sent oneway here
+ONEWAY = {int(RequestCode.END_TRANSACTION), int(RequestCode.GET_BROKER_CLUSTER_ACL_INFO)}
 
 
 @pytest.fixture(scope="module")

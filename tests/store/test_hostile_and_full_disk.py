@@ -21,6 +21,7 @@ from rocketmq_broker.store.paths import UnsafePathError, safe_join
 from rocketmq_broker.store.results import GetMessageStatus, PutMessageStatus
 
 from tests.store.store_helpers import CL_FILE, inner, make_config, simulate_crash
+from tests.tmpfs import small_tmpfs as mounted_tmpfs
 
 OK = PutMessageStatus.PUT_OK
 
@@ -175,16 +176,8 @@ _FILLER = textwrap.dedent("""
 
 @pytest.fixture
 def small_tmpfs(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("a real full disk needs a tmpfs mount, which needs root")
-    mnt = tmp_path / "tmpfs"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], capture_output=True,
-                       timeout=30)
-    if r.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace').strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
+    with mounted_tmpfs(tmp_path / "tmpfs", "3m") as mnt:
+        yield mnt
 
 
 def test_filling_a_real_small_disk_refuses_writes_and_never_sigbus(small_tmpfs):
