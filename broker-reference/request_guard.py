@@ -106,18 +106,9 @@ def request_name_problem(cmd: RemotingCommand) -> str | None:
         topic_fields, group_fields = _V2_TOPIC_FIELDS, _V2_GROUP_FIELDS
     else:
         topic_fields, group_fields = TOPIC_FIELDS, GROUP_FIELDS
-    for f in topic_fields:
-        v = ext.get(f)
-        if v is not None:
-            problem = _topic(v)
-            if problem is not None:
-                return problem
-    for f in group_fields:
-        v = ext.get(f)
-        if v is not None:
-            problem = _group(v)
-            if problem is not None:
-                return problem
+    problem = _first(_topic(ext.get(f)) for f in topic_fields) or _first(_group(ext.get(f)) for f in group_fields)
+    if problem is not None:
+        return problem
     if code == _HEART_BEAT or code in _LOCK_CODES or code == _CREATE_GROUP:
         return _body_problem(code, cmd.body)
     return None

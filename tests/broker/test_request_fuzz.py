@@ -29,6 +29,7 @@ from rocketmq_sdk.protocol.validators import is_valid_name
 
 from tests.broker.conftest import SyncClient
 from tests.broker.test_hostile_names import _commit_log_offset, _send
+from tests.faults.faults_helpers import record
 
 EXAMPLES = int(os.environ.get("FAULTS_EXAMPLES", "150"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -138,8 +139,8 @@ def test_every_request_handler_answers_hostile_valid_looking_requests(fuzz_clust
     assert all(is_valid_name(t) for t in broker.topics.table)
     # the broker still works, and its store loads again
     _send(client, cluster, "AfterFuzz")
-    print(f"request fuzz: {EXAMPLES} requests over {len(seen)} request codes; answer codes per request code:",
-          {c: sorted(v) for c, v in sorted(seen.items())})
+    record("request handler fuzz", requests=EXAMPLES, request_codes=len(seen),
+           answers={str(c): sorted(v) for c, v in sorted(seen.items())})
     assert ResponseCode.SYSTEM_ERROR in set().union(*seen.values())
 
 
