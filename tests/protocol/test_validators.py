@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from rocketmq_sdk import Producer, PushConsumer
+from rocketmq_sdk.consumer.lite_pull_consumer import LitePullConsumer
+from rocketmq_sdk.consumer.pull_consumer import PullConsumer
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.protocol import codes, validators
 from rocketmq_sdk.protocol.validators import check_name, group_problem, is_valid_name, topic_problem
@@ -52,6 +54,10 @@ def test_sdk_clients_refuse_hostile_groups_before_connecting(group):
         Producer(group, "127.0.0.1:1")
     with pytest.raises(IllegalArgumentError):
         PushConsumer(group, "127.0.0.1:1")
+    with pytest.raises(IllegalArgumentError):
+        LitePullConsumer(group, "127.0.0.1:1")
+    with pytest.raises(IllegalArgumentError):
+        PullConsumer(group, "127.0.0.1:1")
 
 
 def test_push_consumer_refuses_a_hostile_topic():
