@@ -82,3 +82,14 @@ bench: install
 	$(PY) benchmarks/run.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/broker_send.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/spark_writer.py $(if $(QUICK),--quick,)
+
+# make faults - issue 14's fault suite at full size (docs/reliability.md): broker SIGKILL under both
+# flush modes, consumer SIGKILL mid-batch, a full disk (a small tmpfs; root only, else skipped),
+# idle and slow-loris connections, and the structured fuzzers of the request handlers and the
+# SDK's decoders. ~10 min on 2 cores; figures appended to benchmarks/results/faults.jsonl.
+# Its quick variant (small sizes, 150 fuzz examples) is part of make test.
+.PHONY: faults
+faults: install
+	FAULTS_FULL=1 FAULTS_EXAMPLES=2000 FAULTS_RECORD=1 $(PY) -m pytest -q -s -p no:cacheprovider \
+		tests/faults tests/broker/test_request_fuzz.py tests/broker/test_hostile_names.py \
+		tests/remoting/test_hostile_broker_fuzz.py tests/store/test_hostile_and_full_disk.py

@@ -193,7 +193,7 @@ def _start_in_process(store_dir: str, owns: bool, extra: dict, timeout_s: float,
         await ns.start()
         cluster._servers.append(ns)
         cfg = BrokerConfig(listen_port=0, namesrv_addr=ns.addr, store_path_root_dir=store_dir,
-                           mapped_file_size_commit_log=64 * 1024 * 1024, **extra)
+                           **{"mapped_file_size_commit_log": 64 * 1024 * 1024, **extra})
         broker = BrokerController(cfg)
         if ssl_context is not None:
             broker.server.ssl_context = ssl_context

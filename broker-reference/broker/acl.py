@@ -46,6 +46,7 @@ from rocketmq_sdk.protocol.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, ver
 from rocketmq_sdk.protocol.bodies import HeartbeatData
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.remoting import Channel, RemotingCommand
+from rocketmq_sdk.remoting.channel import bad_input_log
 
 from .acl_config import (
     ADMIN_CODES,
@@ -270,7 +271,7 @@ class PlainAccessValidator:
         try:
             self.check(cmd, channel.remote_addr)
         except AclError as exc:
-            log.warning("ACL refused request code %d from %s: %s", cmd.code, channel.remote_addr, exc)
+            bad_input_log.warning("ACL refused request code %d from %s: %s", cmd.code, channel.remote_addr, exc)
             return cmd.response(self.denied_code, f"{ACL_EXCEPTION}: {exc}")
         return None
 

@@ -9,6 +9,7 @@ import os
 import time
 import zlib
 
+from rocketmq_broker import request_guard
 from rocketmq_broker.filter.consumer_filter import ConsumerFilterManager
 from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.message_store import MessageStore
@@ -78,6 +79,7 @@ class BrokerController:
                     if config.acl_enable else None)  # aclEnable
         if self.acl is not None:
             self.server.add_request_hook(self.acl.before_request)
+        request_guard.install(self.server)  # every topic/group a request names (issue 14)
         AclAdminProcessor(self).register(self.server)
         self.store.register_arrival_listener(self._on_arrival)
         self._tasks: list[asyncio.Task] = []

@@ -29,6 +29,7 @@ from rocketmq_sdk.protocol.codes import (
 )
 from rocketmq_sdk.protocol.headers import PullMessageRequestHeader
 from rocketmq_sdk.remoting import Channel, RemotingCommand
+from rocketmq_sdk.remoting.channel import bad_input_log
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -99,7 +100,8 @@ class PullProcessor:
                 # compiles it; both failures answer SUBSCRIPTION_PARSE_FAILED here
                 fd = filters.build(topic, group_name, h.subscription, etype, h.sub_version or 0)
                 if fd is None:
-                    log.warning("Parse the consumer's subscription[%s] failed, group: %s", h.subscription, group_name)
+                    bad_input_log.warning("Parse the consumer's subscription[%s] failed, group: %s",
+                                          str(h.subscription)[:200], group_name)
                     return None, None, cmd.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                                                     "parse the consumer's subscription failed")
         else:

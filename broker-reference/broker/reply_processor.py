@@ -34,6 +34,7 @@ from rocketmq_sdk.protocol.codes import PermName, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import ReplyMessageRequestHeader, SendMessageRequestHeader
 from rocketmq_sdk.protocol.message_codec import decode_properties, encode_properties
 from rocketmq_sdk.remoting import Channel, RemotingCommand
+from rocketmq_sdk.remoting.channel import bad_input_log
 
 from .send_processor import topic_refusal
 
@@ -116,12 +117,12 @@ class ReplyProcessor:
         """PUSH_REPLY_MESSAGE_TO_CLIENT to the requester; ``(ok, remark)``."""
         sender = props.get(MC.MESSAGE_REPLY_TO_CLIENT)
         if not sender:
-            log.warning("%s is null, can not reply message", MC.MESSAGE_REPLY_TO_CLIENT)
+            bad_input_log.warning("%s is null, can not reply message", MC.MESSAGE_REPLY_TO_CLIENT)
             return False, f"reply message properties[{MC.MESSAGE_REPLY_TO_CLIENT}] is null"
         target = self.find_client_channel(sender)
         if target is None:
             remark = f"push reply message fail, channel of <{sender}> not found."
-            log.warning(remark)
+            bad_input_log.warning("%s", remark)
             return False, remark
         push_props = {MC.PUSH_REPLY_TIME: str(int(time.time() * 1000))}
         push_props.update((k, v) for k, v in props.items() if k != MC.PUSH_REPLY_TIME)

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from rocketmq_broker.store.commit_log import parse_delay_levels
 from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
-from rocketmq_broker.store.results import GetMessageStatus
+from rocketmq_broker.store.results import GetMessageStatus, PutMessageStatus
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.codes import SCHEDULE_TOPIC
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.message_codec import decode_message, encode_properties
+from rocketmq_sdk.protocol.validators import topic_problem
 
 from .config_file import read_json, write_atomically
 
@@ -96,12 +97,19 @@ class ScheduleService:
                 if res is not None and res.status is GetMessageStatus.FOUND:
                     now = int(time.time() * 1000)
                     for raw, qoff in zip(res.message_buffers, res.message_queue_offsets, strict=True):
-                        msg, _ = decode_message(raw, 0, decompress=False)
+                        try:
+                            msg, _ = decode_message(raw, 0, decompress=False)
+                        except Exception as exc:  # noqa: BLE001 - unreadable: skipped, as Java does
+                            log.error("schedule level %d: skipping unreadable message at queue offset %d: %s",
+                                      level, qoff, exc)
+                            self.offsets[level] = qoff + 1
+                            continue
                         deliver = msg.store_timestamp + self.levels[level]
                         if deliver > now:
                             wait_s = min(wait_s, (deliver - now) / 1000.0)
                             break
-                        await self._deliver(msg)
+                        if not await self._deliver(msg, level, qoff):
+                            break  # the store refuses writes for now (disk full): retry the same message
                         self.offsets[level] = qoff + 1
                     else:
                         wait_s = 0.0
@@ -119,10 +127,39 @@ class ScheduleService:
                 except TimeoutError:
                     pass
 
-    async def _deliver(self, msg) -> None:
+    async def _deliver(self, msg, level: int, queue_offset: int) -> bool:
+        """Re-put a due message to its real topic. Returns False only when the store refuses
+        writes for now (SERVICE_NOT_AVAILABLE: disk full, shutting down), so the level retries
+        the same message later; a message that can never be delivered (illegal real topic or
+        queue, refused by the store as illegal, failing put) is logged at ERROR and skipped, as
+        Java's ``ScheduleMessageService`` skips it, so one message never blocks its level."""
+        try:
+            result = self._put_real(msg)
+            if inspect.isawaitable(result):
+                result = await result
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - skipped below
+            result, problem = None, f"{type(exc).__name__}: {exc}"
+        else:
+            if result is not None and result.is_ok():
+                return True
+            if result is not None and result.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+                return False
+            problem = result.put_message_status.value if result is not None else "store not running"
+        log.error("schedule level %d: skipping undeliverable message %s at queue offset %d (real topic %r): %s",
+                  level, msg.offset_msg_id, queue_offset, str(msg.properties.get(MC.REAL_TOPIC))[:200], str(problem)[:300])
+        return True
+
+    def _put_real(self, msg):
         props = dict(msg.properties)
         topic = props.get(MC.REAL_TOPIC, msg.topic)
+        problem = topic_problem(topic)
+        if problem is not None:
+            raise ValueError(problem)
         qid = int(props.get(MC.REAL_QUEUE_ID, "0"))
+        if not 0 <= qid < 1 << 31:
+            raise ValueError(f"illegal real queue id {qid}")
         props.pop(MC.DELAY_TIME_LEVEL, None)
         props[MC.WAIT_STORE_MSG_OK] = "false"
         inner = InnerMessage(topic=topic, queue_id=qid, body=msg.body, properties_string=encode_properties(props),
@@ -130,6 +167,4 @@ class ScheduleService:
                              sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
                              store_host=msg.store_host, reconsume_times=msg.reconsume_times, properties=props,
                              wait_store_msg_ok=False)
-        result = self.broker.put_message(inner, schedule=False)
-        if inspect.isawaitable(result):
-            await result
+        return self.broker.put_message(inner, schedule=False)

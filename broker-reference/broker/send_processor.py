@@ -30,7 +30,6 @@ from rocketmq_sdk.protocol.codes import (
     RequestCode,
     ResponseCode,
     dlq_topic,
-    is_valid_name,
     retry_topic,
 )
 from rocketmq_sdk.protocol.codes import MessageConst as MC
@@ -41,6 +40,7 @@ from rocketmq_sdk.protocol.message_codec import (
     decode_properties,
     encode_properties,
 )
+from rocketmq_sdk.protocol.validators import group_problem, topic_problem
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 from rocketmq_sdk.remoting.command import FLAG_RESPONSE
 
@@ -69,12 +69,12 @@ _PERM_WRITE = int(PermName.WRITE)
 
 def topic_refusal(cmd: RemotingCommand, topic: str) -> RemotingCommand | None:
     """The answer refusing a send (or reply) to ``topic`` by its name, or None when the name may
-    be sent to (Java ``AbstractSendMessageProcessor.msgCheck``): SYSTEM_ERROR "topic is blank" or
-    "the topic[..] is conflict with system topic" for a blank or invalid name, NO_PERMISSION
+    be sent to (Java 4.9.8 ``AbstractSendMessageProcessor.msgCheck``): SYSTEM_ERROR with
+    ``TopicValidator.validateTopic``'s remark for a blank, illegal or too long name, NO_PERMISSION
     "Sending message to topic[..] is forbidden." for a system topic (``NOT_ALLOWED_SEND_TOPICS``)."""
-    if not is_valid_name(topic):
-        return cmd.response(ResponseCode.SYSTEM_ERROR, f"the topic[{topic}] is conflict with system topic"
-                            if topic else "topic is blank")
+    problem = topic_problem(topic)
+    if problem is not None:
+        return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
     if topic in NOT_ALLOWED_SEND_TOPICS:
         return cmd.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
     return None
@@ -270,6 +270,12 @@ class SendProcessor:
     def send_back(self, ch: Channel, cmd: RemotingCommand):
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker
+        group = h.group or ""
+        # the retry/DLQ topic is built from the group: the group and that name must both be legal
+        # (before anything is stored; the request guard checked the group already)
+        problem = group_problem(group) or topic_problem(dlq_topic(group)) or topic_problem(retry_topic(group))
+        if problem is not None:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
         raw = b.store.look_message_by_offset(h.offset or 0)
         if raw is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
@@ -277,7 +283,6 @@ class SendProcessor:
             msg, _ = decode_message(raw, 0, decompress=False)
         except FrameError as exc:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"stored message unreadable: {exc}")
-        group = h.group or ""
         sg = b.groups.find(group)
         if sg is None:
             return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")

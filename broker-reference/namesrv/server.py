@@ -9,6 +9,7 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
+from rocketmq_broker import request_guard
 from rocketmq_broker.broker.config import (
     apply_properties,
     config_to_properties,
@@ -28,7 +29,9 @@ from rocketmq_sdk.protocol.headers import (
     RegisterBrokerResponseHeader,
     TopicRequestHeader,
 )
+from rocketmq_sdk.protocol.validators import topic_problem
 from rocketmq_sdk.remoting import Channel, RemotingCommand, RemotingServer
+from rocketmq_sdk.remoting.channel import bad_input_log
 
 from .route_info import RouteInfoManager
 
@@ -103,6 +106,8 @@ class NameServer:
             RequestCode.UPDATE_NAMESRV_CONFIG: self._update_config,
         }.items():
             self.server.register_processor(code, fn)
+        # every topic/group a request names is checked first (issue 14); unknown codes stay unanswered
+        request_guard.install(self.server)
 
     @property
     def addr(self) -> str:
@@ -135,6 +140,10 @@ class NameServer:
             body = RegisterBrokerBody.decode(cmd.body, compressed=bool(h.compressed))
             wrapper = body.topic_config_wrapper
             topics = wrapper.topic_config_table
+            problem = next((p for p in map(topic_problem, topics or ()) if p is not None), None)
+            if problem is not None:  # a route named by a hostile topic never enters the table
+                bad_input_log.warning("refused broker registration from %s: %s", ch.remote_addr, problem)
+                return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
             data_version = wrapper.data_version.to_dict()
         master = self.routes.register_broker(h.cluster_name or "", h.broker_addr or "", h.broker_name or "",
                                              int(h.broker_id or 0), h.ha_server_addr or "", topics, data_version, ch)

@@ -37,11 +37,12 @@ from rocketmq_sdk.protocol.message_codec import (
     store_timestamp_pos,
 )
 from rocketmq_sdk.protocol.msgid import offset_msg_id_from_packed
+from rocketmq_sdk.protocol.validators import is_valid_name
 
 from .batch_records import Extra, encode_batch, finish_batch
 from .config import StoreConfig
 from .inner_message import InnerMessage, tags_string_to_tags_code
-from .mapped_file import MappedFile, MappedFileQueue
+from .mapped_file import DiskFullError, MappedFile, MappedFileQueue
 from .results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 
 log = logging.getLogger("rocketmq_broker.store.commit_log")
@@ -159,14 +160,19 @@ class CommitLog:
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.last_store_timestamp = 0  # store time of the last appended record, ms
         self.available = True  # cleared under the lock at shutdown
+        #: called (lock held) when a new file finds no disk space
+        self.on_disk_full: Callable[[], None] | None = None
+        #: ``f(topic, queue_id) -> bool`` called (lock held) before a record is appended: False
+        #: refuses the put (its consume queue has no room on disk)
+        self.prepare_queue: Callable[[str, int], bool] | None = None
 
     # -- building records ------------------------------------------------------------------
     def _check(self, msg: InnerMessage) -> tuple[bytes, bytes, bytes, bytes, int] | PutMessageStatus:
         """Validate a message; returns (topic, properties, born host, store host, record size)
         in wire form, or the refusal status."""
-        topic = msg.topic.encode("utf-8")
-        if not topic or len(topic) > 127:
+        if not is_valid_name(msg.topic):  # also: a topic becomes a consume-queue directory name
             return PutMessageStatus.MESSAGE_ILLEGAL
+        topic = msg.topic.encode("utf-8")
         props = msg.properties_string.encode("utf-8") if msg.properties_string else b""
         if len(props) > MAX_PROPERTIES_LENGTH:
             return PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
@@ -187,14 +193,22 @@ class CommitLog:
         now = int(time.time() * 1000)
         return now if now >= self.last_store_timestamp else self.last_store_timestamp
 
-    def _writable_file(self, needed: int) -> MappedFile:
-        """The file that has room for ``needed`` bytes plus the end blank (lock held)."""
-        mf = self.mapped_file_queue.get_last_mapped_file(0)
-        if needed + END_FILE_MIN_BLANK_LENGTH > mf.remaining():
-            remaining = mf.remaining()
-            mf.append(_BLANK.pack(remaining, BLANK_MAGIC_CODE))
-            mf.wrote_position = self.file_size
+    def _writable_file(self, needed: int) -> MappedFile | None:
+        """The file that has room for ``needed`` bytes plus the end blank (lock held), or None
+        when a new file is needed and the disk has no room for it (``on_disk_full`` is called;
+        the put is refused, code 14)."""
+        try:
             mf = self.mapped_file_queue.get_last_mapped_file(0)
+            if needed + END_FILE_MIN_BLANK_LENGTH > mf.remaining():
+                remaining = mf.remaining()
+                mf.append(_BLANK.pack(remaining, BLANK_MAGIC_CODE))
+                mf.wrote_position = self.file_size
+                mf = self.mapped_file_queue.get_last_mapped_file(0)
+        except DiskFullError as exc:
+            log.error("commit log: %s; refusing writes until space is freed", exc)
+            if self.on_disk_full is not None:
+                self.on_disk_full()
+            return None
         return mf
 
     def _place(self, mf: MappedFile, msg: InnerMessage, wire: tuple[bytes, bytes, bytes, bytes, int],
@@ -233,7 +247,12 @@ class CommitLog:
             if not self.available:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             now = self._store_time()
+            prepare = self.prepare_queue
+            if prepare is not None and not prepare(msg.topic, msg.queue_id):
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             mf = self._writable_file(size)
+            if mf is None:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             phy, queue_offset, req = self._place(mf, msg, wire, now)
             self.last_store_timestamp = now
         result = AppendMessageResult(AppendMessageStatus.PUT_OK, phy, size, offset_msg_id_from_packed(wire[3], phy),
@@ -264,7 +283,12 @@ class CommitLog:
             if not self.available:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             now = self._store_time()
+            prepare = self.prepare_queue
+            if prepare is not None and not prepare(msgs[0].topic, msgs[0].queue_id):
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             mf = self._writable_file(total)
+            if mf is None:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             first_queue_offset = 0
             place = self._place
             batch_dispatcher = self.batch_dispatcher
@@ -288,7 +312,7 @@ class CommitLog:
         the batch is anything but plainly storable (malformed, empty, refused by the checks of
         :meth:`put_messages`): the caller then builds InnerMessages and calls
         :meth:`put_messages`, which gives the exact refusal. Called outside the append lock."""
-        if sys_flag & MessageSysFlag.TRANSACTION_MASK not in _NOT_OR_COMMIT:
+        if sys_flag & MessageSysFlag.TRANSACTION_MASK not in _NOT_OR_COMMIT or not is_valid_name(topic):
             return None
         try:
             topic_b = topic.encode("utf-8")
@@ -313,7 +337,12 @@ class CommitLog:
             if not self.available:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             now = self._store_time()
+            prepare = self.prepare_queue
+            if prepare is not None and not prepare(topic, queue_id):
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             mf = self._writable_file(total)
+            if mf is None:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             phy0 = mf.file_from_offset + mf.wrote_position
             key = (topic, queue_id)
             table = self.topic_queue_table

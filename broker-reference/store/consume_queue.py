@@ -11,10 +11,12 @@ CommitLog. A queue first written at a non-zero logical offset is pre-filled with
 from __future__ import annotations
 
 import logging
-import os
 import struct
 
+from rocketmq_sdk.protocol.validators import is_valid_name
+
 from .mapped_file import MappedFile, MappedFileQueue
+from .paths import UnsafePathError, safe_join
 
 log = logging.getLogger("rocketmq_broker.store.consume_queue")
 
@@ -30,6 +32,9 @@ class ConsumeQueue:
     Written only by the store's dispatcher (under the CommitLog append lock or during
     recovery); read from any thread.
 
+    Raises:
+        UnsafePathError: ``topic`` is no legal topic name (it would not make a safe directory).
+
     Args:
         topic / queue_id: the queue.
         root_dir: the ``consumequeue`` directory.
@@ -40,7 +45,9 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.mapped_file_queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size)
+        if not is_valid_name(topic):
+            raise UnsafePathError(f"illegal topic name for a consume queue: {topic[:200]!r}")
+        self.mapped_file_queue = MappedFileQueue(safe_join(root_dir, topic, str(int(queue_id))), file_size)
         self.max_physic_offset = -1  # offset + size of the last entry
         self.min_logic_offset = 0  # bytes
 

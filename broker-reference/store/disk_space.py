@@ -49,6 +49,18 @@ class CommitLogCleaner:
         self.store = store
         self.used_ratio = used_ratio
 
+    def refresh_disk_full(self) -> float:
+        """Only the disk-full decision of :meth:`run_once` (the store calls it at start, so a
+        broker restarted on a full disk refuses writes from its first request); returns the
+        used ratio."""
+        cfg = self.store.config
+        ratio = self.used_ratio(cfg.commit_log_dir)
+        if ratio > cfg.disk_space_warning_level_ratio:
+            log.error("disk of %s is %.0f%% full (over %.0f%%): the store refuses writes until space is freed",
+                      cfg.commit_log_dir, ratio * 100, cfg.disk_space_warning_level_ratio * 100)
+            self.store.disk_full = True
+        return ratio
+
     def run_once(self, now_ms: int | None = None) -> int:
         """One pass; returns the number of CommitLog files deleted."""
         cfg = self.store.config

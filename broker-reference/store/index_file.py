@@ -30,6 +30,8 @@ from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.javahash import java_string_hash
 
+from .mapped_file import DiskFullError, open_or_create_reserved
+
 log = logging.getLogger("rocketmq_broker.store.index")
 
 INDEX_HEADER_SIZE = 40
@@ -237,12 +239,10 @@ class _MappedIndex:
     """A whole-file mapping of an index file (its name is not an offset, unlike MappedFile)."""
 
     def __init__(self, path: str, size: int) -> None:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_or_create_reserved(path, size)  # space reserved: no SIGBUS on a full disk
         try:
             st = os.fstat(fd).st_size
-            if st == 0:
-                os.ftruncate(fd, size)
-            elif st != size:
+            if st != size:
                 raise ValueError(f"{path} has {st} bytes, expected {size}")
             self.buf = mmap.mmap(fd, size)
         finally:
@@ -314,9 +314,12 @@ class IndexService:
         return f
 
     def _put(self, key: str, phy: int, ts: int) -> None:
-        f = self.files[-1] if self.files else self._new_file()
-        if not f.put_key(key, phy, ts):
-            self._new_file().put_key(key, phy, ts)
+        try:
+            f = self.files[-1] if self.files else self._new_file()
+            if not f.put_key(key, phy, ts):
+                self._new_file().put_key(key, phy, ts)
+        except DiskFullError as exc:  # the index is an aid: the message is stored and queued
+            log.error("index: %s; key %r of the record at %d not indexed", exc, key[:200], phy)
 
     def build_index_many(self, records: Iterable[tuple[str, int, int, int, dict[str, str]]]) -> None:
         """:meth:`build_index` for the records ``(topic, phy_offset, store_timestamp, sys_flag,
@@ -335,13 +338,17 @@ class IndexService:
             if keys:
                 items.extend((f"{topic}#{k}", phy_offset, store_timestamp) for k in keys.split(sep) if k)
         while items:
-            f = self.files[-1] if self.files else self._new_file()
-            n = f.put_keys(items)
-            if n == 0:
-                if f.index_count <= 1:  # a fresh file takes nothing: give up rather than spin
-                    log.warning("index file %s cannot take entries", f.path)
-                    return
-                self._new_file()
+            try:
+                f = self.files[-1] if self.files else self._new_file()
+                n = f.put_keys(items)
+                if n == 0:
+                    if f.index_count <= 1:  # a fresh file takes nothing: give up rather than spin
+                        log.warning("index file %s cannot take entries", f.path)
+                        return
+                    self._new_file()
+            except DiskFullError as exc:  # the index is an aid: the messages are stored and queued
+                log.error("index: %s; %d keys from the record at %d not indexed", exc, len(items), items[0][1])
+                return
             items = items[n:]
 
     def build_index(self, topic: str, phy_offset: int, store_timestamp: int, sys_flag: int,

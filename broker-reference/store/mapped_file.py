@@ -16,9 +16,11 @@ reloaded at start (recovery then sets the real write positions).
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
+import shutil
 import threading
 
 log = logging.getLogger("rocketmq_broker.store.mapped_file")
@@ -26,6 +28,81 @@ log = logging.getLogger("rocketmq_broker.store.mapped_file")
 _PAGE = mmap.PAGESIZE
 _HAS_FDATASYNC = hasattr(os, "fdatasync")
 _ZERO_CHUNK = bytes(1024 * 1024)
+
+
+class DiskFullError(OSError):
+    """No space for a new store file: the store refuses the write (code 14) instead of mapping
+    pages with no disk behind them (a write to such a page is a SIGBUS that kills the process)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.ENOSPC, message)
+
+
+_fallocate_unsupported = False
+
+
+def create_reserved(path: str, size: int) -> int:
+    """Create ``path`` with ``size`` bytes of disk space reserved (``posix_fallocate``), so no
+    page of its mapping can lack backing store later; returns the open descriptor. Where the file
+    system cannot reserve (EOPNOTSUPP/EINVAL) the file is created sparse and a WARNING is logged
+    once.
+
+    Raises:
+        DiskFullError: the space is not available (the half-made file is removed).
+        OSError: the file cannot be created.
+    """
+    global _fallocate_unsupported
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        if not _fallocate_unsupported:
+            try:
+                _fallocate(fd, 0, size)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise
+                _fallocate_unsupported = True
+                log.warning("the file system of %s cannot reserve space (%s): store files are sparse, "
+                            "a full disk may then kill the process", path, exc)
+        os.ftruncate(fd, size)
+    except BaseException as exc:
+        os.close(fd)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"no space for {size} bytes at {path}: {exc.strerror}") from exc
+        raise
+    return fd
+
+
+def open_or_create_reserved(path: str, size: int) -> int:
+    """Open the existing file ``path``, or create it with :func:`create_reserved` (also when a
+    crash left it empty); returns the descriptor.
+
+    Raises:
+        DiskFullError: a new file finds no space.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return create_reserved(path, size)
+    if os.fstat(fd).st_size:
+        return fd
+    os.close(fd)  # left empty by a crash at creation
+    os.unlink(path)
+    return create_reserved(path, size)
+
+
+def _free_bytes(path: str) -> int:  # tests replace it to simulate a full disk
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return 1 << 62  # unknown: let the reservation decide
+
+
+def _fallocate(fd: int, offset: int, size: int) -> None:  # tests replace it to inject ENOSPC
+    os.posix_fallocate(fd, offset, size)
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -38,10 +115,11 @@ class MappedFile:
 
     Args:
         path: file path; its base name must be the 20-digit start offset.
-        file_size: size in bytes; a new file is created sparse with this size, an existing file
-            must already have it.
+        file_size: size in bytes; a new file is created with this much disk space reserved
+            (:func:`create_reserved`), an existing file must already have it.
 
     Raises:
+        DiskFullError: no disk space for a new file.
         OSError: the file cannot be created or mapped.
         ValueError: an existing file has another size or the name is not a 20-digit offset.
     """
@@ -56,12 +134,10 @@ class MappedFile:
         self.path = path
         self.file_size = file_size
         self.file_from_offset = int(name)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_or_create_reserved(path, file_size)
         try:
             size = os.fstat(fd).st_size
-            if size == 0:
-                os.ftruncate(fd, file_size)
-            elif size != file_size:
+            if size != file_size:
                 raise ValueError(f"{path} has {size} bytes, expected {file_size}")
             self._mm = mmap.mmap(fd, file_size)
         except BaseException:
@@ -222,7 +298,11 @@ class MappedFileQueue:
 
     def get_last_mapped_file(self, start_offset: int = 0) -> MappedFile:
         """The file to write into: the last one if not full, else a new one after it. With no
-        file at all, creates the file containing global offset ``start_offset``."""
+        file at all, creates the file containing global offset ``start_offset``.
+
+        Raises:
+            DiskFullError: a new file is needed and the disk has no room for it.
+        """
         files = self._files
         last = files[-1] if files else None
         if last is not None and not last.is_full():
@@ -232,6 +312,9 @@ class MappedFileQueue:
         else:
             create_offset = last.file_from_offset + self.file_size
         os.makedirs(self.store_path, exist_ok=True)
+        free = _free_bytes(self.store_path)
+        if free < self.file_size:  # checked before rolling, whatever the file system reserves
+            raise DiskFullError(f"{free} bytes free at {self.store_path}, a new file needs {self.file_size}")
         mf = MappedFile(os.path.join(self.store_path, offset_to_file_name(create_offset)), self.file_size)
         if last is None:
             self.flushed_where = create_offset

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
+from rocketmq_sdk.protocol.validators import is_valid_name
 
 from .batch_records import encode_single, finish_batch, place_single
 from .checkpoint import StoreCheckpoint
@@ -41,6 +42,8 @@ from .disk_space import CommitLogCleaner
 from .flush import CommitLogFlushService, ConsumeQueueFlushService, LoopFlushWaiters
 from .index_file import IndexService
 from .inner_message import InnerMessage
+from .mapped_file import DiskFullError
+from .paths import UnsafePathError, safe_join
 from .results import (
     GetMessageResult,
     GetMessageStatus,
@@ -93,6 +96,39 @@ class MessageStore:
         #: set by the disk-space guard above ``disk_space_warning_level_ratio``: puts are refused
         self.disk_full = False
         self.cleaner = CommitLogCleaner(self)
+        #: records recovery skipped (logged at ERROR with their offsets)
+        self.skipped_records = 0
+        self.commit_log.on_disk_full = self._mark_disk_full
+        self.commit_log.prepare_queue = self._prepare_queue
+
+    def _prepare_queue(self, topic: str, queue_id: int) -> bool:
+        """Before a record of topic/queue is appended (lock held): create the consume-queue file
+        the record's entry will need (the next one when the last is full, the first one of a new
+        queue) now, so a full disk refuses the put (False) instead of failing the dispatch after
+        the record is written."""
+        queues = self.consume_queue_table.get(topic)
+        cq = queues.get(queue_id) if queues is not None else None
+        try:
+            if cq is None:
+                cq = self.find_consume_queue(topic, queue_id)
+            mfq = cq.mapped_file_queue
+            last = mfq.last_mapped_file()
+            if last is not None and last.is_full():
+                mfq.get_last_mapped_file()
+            elif last is None:  # a new queue: its first file, as the dispatch would create it
+                first = self.commit_log.topic_queue_table.get((topic, queue_id), 0) * CQ_STORE_UNIT_SIZE
+                if first < mfq.file_size:
+                    mfq.get_last_mapped_file(first)
+        except DiskFullError as exc:
+            log.error("consume queue %s-%d: %s; refusing writes until space is freed", topic, queue_id, exc)
+            self._mark_disk_full()
+            return False
+        return True
+
+    def _mark_disk_full(self) -> None:
+        """A new store file found no disk space: refuse puts until the disk guard (run every
+        ``clean_resource_interval`` ms) sees usage back under the warning level."""
+        self.disk_full = True
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -128,6 +164,8 @@ class MessageStore:
         except ValueError as exc:
             self._release_lock()
             raise StoreError(f"cannot load store {cfg.store_path_root_dir}: {exc}") from exc
+        os.makedirs(cfg.commit_log_dir, exist_ok=True)
+        self.cleaner.refresh_disk_full()  # a restart on a full disk refuses writes at once
         with open(cfg.abort_path, "wb"):
             pass
         self._flush_commit_log = CommitLogFlushService(cfg, self.commit_log, self.checkpoint)
@@ -190,7 +228,10 @@ class MessageStore:
         if not os.path.isdir(root):
             return
         for topic in sorted(os.listdir(root)):
-            tdir = os.path.join(root, topic)
+            if not is_valid_name(topic):
+                log.error("ignoring %r in %s: not a legal topic name", topic, root)
+                continue
+            tdir = safe_join(root, topic)
             if not os.path.isdir(tdir):
                 continue
             for qid in sorted(os.listdir(tdir)):
@@ -275,6 +316,19 @@ class MessageStore:
                     log.exception("message arrival listener failed")
 
     # -- recovery --------------------------------------------------------------------------
+    def _recovery_dispatch(self, req: DispatchRequest) -> None:
+        """:meth:`_dispatch` for records read back at start: one record that cannot be indexed
+        (an illegal topic written by an older broker, a failing queue) is skipped with an ERROR
+        naming its CommitLog offset; loading goes on with the next record."""
+        try:
+            if not is_valid_name(req.topic):
+                raise UnsafePathError(f"illegal topic name {req.topic[:200]!r}")
+            self._dispatch(req)
+        except Exception as exc:  # noqa: BLE001 - one bad record never makes the store unloadable
+            self.skipped_records += 1
+            log.error("store load: skipping the record at commit log offset %d (topic %r, %d bytes): %s",
+                      req.commit_log_offset, req.topic[:200], req.msg_size, exc)
+
     def _recover(self) -> None:
         cl = self.commit_log
         for cq in self.all_consume_queues():
@@ -284,7 +338,7 @@ class MessageStore:
         else:
             assert self.checkpoint is not None
             end = cl.recover_abnormally(self.checkpoint.get_min_timestamp(self.config.message_index_safe),
-                                        self._dispatch)
+                                        self._recovery_dispatch)
         if self.index_service is not None:
             self.index_service.truncate(end)
         for cq in self.all_consume_queues():
@@ -293,7 +347,7 @@ class MessageStore:
         reput_from = max(reput_from, cl.get_min_offset())
         if reput_from < end:
             log.info("re-dispatching commit log %d..%d to the consume queues", reput_from, end)
-            cl.dispatch_from(reput_from, self._dispatch)
+            cl.dispatch_from(reput_from, self._recovery_dispatch)
         min_phy = max(cl.get_min_offset(), 0)
         table = {}
         for cq in self.all_consume_queues():
@@ -371,16 +425,24 @@ class MessageStore:
             mf = cl.mapped_file_queue.last_mapped_file()
             if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
                 mf = cl._writable_file(size)  # the first file, or the end blank and the next file
+                if mf is None:  # no disk space for it: the InnerMessage path answers code 14
+                    return None
+            queues = self.consume_queue_table.get(topic)
+            cq = queues.get(queue_id) if queues is not None else None
+            if cq is None:
+                try:  # a new queue: its topic must make a safe directory (nothing written yet)
+                    cq = self.find_consume_queue(topic, queue_id)
+                except UnsafePathError:
+                    return None
             phy = mf.file_from_offset + mf.wrote_position
             key = (topic, queue_id)
             table = cl.topic_queue_table
             queue_offset = table.get(key, 0)
             table[key] = queue_offset + 1
-            queues = self.consume_queue_table.get(topic)
-            cq = queues.get(queue_id) if queues is not None else None
-            if cq is None:
-                cq = self.find_consume_queue(topic, queue_id)
             cq_file = cq.next_entries_file(queue_offset)
+            if cq_file is None and not self._prepare_queue(topic, queue_id):
+                table[key] = queue_offset  # nothing written
+                return None
             if cq_file is not None:  # record and consume-queue entry written in one call
                 msg_id = place_single(record, tags_code, store, len(born), phy, queue_offset, now, mf._mm,
                                       mf.wrote_position, cq_file._mm, cq_file.wrote_position)
@@ -669,8 +731,8 @@ class MessageStore:
                     self.commit_log.topic_queue_table.pop((topic, qid), None)
                     removed += 1
                 try:
-                    os.rmdir(os.path.join(self.config.consume_queue_dir, topic))
-                except OSError:
+                    os.rmdir(safe_join(self.config.consume_queue_dir, topic))
+                except (OSError, UnsafePathError):
                     pass
             self.consume_queue_table = table
         return removed

@@ -20,6 +20,23 @@ from .fastjson import ObjectKey
 from .message import MessageQueue
 
 B = TypeVar("B", bound="JsonBean")
+_T = TypeVar("_T")
+
+
+def parse_body(what: str, body: bytes | str, build: Callable[[Any], _T]) -> _T:
+    """``build(fastjson.loads(body))`` with every way a hostile body can be wrong (not JSON,
+    too deeply nested, a list where an object belongs, a missing key) raised as ValueError
+    naming ``what``.
+
+    Raises:
+        ValueError: the body is malformed.
+    """
+    try:
+        return build(fastjson.loads(body))
+    except ValueError:
+        raise
+    except (TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+        raise ValueError(f"malformed {what} JSON: {type(exc).__name__}: {str(exc)[:200]}") from exc
 
 
 class Codec:
@@ -193,4 +210,4 @@ class JsonBean:
         Raises:
             ValueError: not JSON, or a value of the wrong kind.
         """
-        return cls.from_dict(fastjson.loads(body))
+        return parse_body(cls.__name__, body, cls.from_dict)

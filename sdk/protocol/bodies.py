@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import fastjson
-from .beans import INT, MQ, MQ_KEY, PLAIN, JsonBean, bean, enum_codec, json_field, list_of, map_of
+from .beans import INT, MQ, MQ_KEY, PLAIN, JsonBean, bean, enum_codec, json_field, list_of, map_of, parse_body
 from .javahash import java_string_hash
 from .message import MessageQueue
 
@@ -79,7 +79,7 @@ class _DictJson:
 
     @classmethod
     def from_json(cls, body: bytes | str):
-        return cls.from_dict(fastjson.loads(body))
+        return parse_body(cls.__name__, body, cls.from_dict)
 
 
 @dataclass
@@ -169,7 +169,10 @@ class HeartbeatData:
 
     @classmethod
     def from_json(cls, body: bytes) -> HeartbeatData:
-        d = fastjson.loads(body)
+        return parse_body(cls.__name__, body, cls._from_dict)
+
+    @classmethod
+    def _from_dict(cls, d: dict) -> HeartbeatData:
         return cls(client_id=d.get("clientID", ""),
                    producer_groups=[p["groupName"] for p in d.get("producerDataSet") or []],
                    consumers=[ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or []])
@@ -225,7 +228,11 @@ class TopicRouteData:
 
     @classmethod
     def from_json(cls, body: bytes) -> TopicRouteData:
-        d = fastjson.loads(body)
+        """Raises: ValueError: malformed route JSON (a hostile or broken name server)."""
+        return parse_body(cls.__name__, body, cls._from_dict)
+
+    @classmethod
+    def _from_dict(cls, d: dict) -> TopicRouteData:
         return cls([QueueData.from_dict(q) for q in d.get("queueDatas") or []],
                    [BrokerData.from_dict(b) for b in d.get("brokerDatas") or []], d.get("orderTopicConf"))
 
@@ -310,7 +317,10 @@ class RegisterBrokerBody:
 
     @classmethod
     def from_json(cls, body: bytes) -> RegisterBrokerBody:
-        d = fastjson.loads(body)
+        return parse_body(cls.__name__, body, cls._from_dict)
+
+    @classmethod
+    def _from_dict(cls, d: dict) -> RegisterBrokerBody:
         return cls(TopicConfigSerializeWrapper.from_dict(d.get("topicConfigSerializeWrapper") or {}),
                    list(d.get("filterServerList") or []))
 

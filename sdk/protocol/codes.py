@@ -7,7 +7,6 @@ Values are those of Apache RocketMQ 4.9.8 (``RequestCode``, ``ResponseCode``,
 
 from __future__ import annotations
 
-import re
 from enum import IntEnum
 
 #: ``MQVersion.Version.V4_9_8`` ordinal: what a 4.9.8 client, broker and name server send.
@@ -417,15 +416,8 @@ NOT_ALLOWED_SEND_TOPICS = frozenset({
     SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
     SELF_TEST_TOPIC, OFFSET_MOVED_EVENT,
 })
-TOPIC_MAX_LENGTH = 127
-#: ``Validators.CHARACTER_MAX_LENGTH``: the Java client's limit for group names.
-GROUP_MAX_LENGTH = 255
-_NAME_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-
-
-def is_valid_name(name: str, max_length: int = TOPIC_MAX_LENGTH) -> bool:
-    """True if ``name`` is a legal topic or group name (``^[%|a-zA-Z0-9_-]+$``, ≤ max_length)."""
-    return bool(name) and len(name) <= max_length and _NAME_RE.match(name) is not None
+# the name rules live in .validators (one module shared by the SDK and the broker)
+from .validators import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, check_name, is_valid_name  # noqa: E402,F401
 
 
 def retry_topic(group: str) -> str:
@@ -466,22 +458,3 @@ def is_sys_topic(topic: str) -> bool:
 def is_not_allowed_send_topic(topic: str) -> bool:
     """True if clients may not send to ``topic`` (``TopicValidator.isNotAllowedSendTopic``)."""
     return topic in NOT_ALLOWED_SEND_TOPICS
-
-
-def check_name(name: str, what: str = "topic", max_length: int = TOPIC_MAX_LENGTH) -> str:
-    """Validate a topic/group name; returns it unchanged.
-
-    Raises:
-        IllegalArgumentError: empty, longer than ``max_length`` or with characters outside
-            ``[%|a-zA-Z0-9_-]``.
-    """
-    from ..exceptions import IllegalArgumentError
-
-    if not name or not name.strip():
-        raise IllegalArgumentError(f"the specified {what} is blank")
-    if len(name) > max_length:
-        raise IllegalArgumentError(f"the specified {what} is longer than {max_length} characters: {name!r}")
-    if _NAME_RE.match(name) is None:
-        raise IllegalArgumentError(
-            f"the specified {what} {name!r} contains illegal characters, allowed: ^[%|a-zA-Z0-9_-]+$")
-    return name

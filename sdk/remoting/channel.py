@@ -22,10 +22,13 @@ from rocketmq_sdk.protocol.codes import ResponseCode, request_name
 from rocketmq_sdk.remoting.busy_poll import BusyPoller
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
+from rocketmq_sdk.remoting.log_limit import RateLimitedLog
 
 __all__ = ["BufferedChannel", "Channel", "Handler", "Processor", "RequestDispatcher", "close_channels"]
 
 log = logging.getLogger("rocketmq_sdk.remoting")
+#: bad requests and malformed frames: one WARNING line each (traceback at DEBUG), rate-limited
+bad_input_log = RateLimitedLog(log)
 
 Processor: TypeAlias = Callable[
     ["Channel", RemotingCommand], "Awaitable[RemotingCommand | None] | RemotingCommand | None"
@@ -124,8 +127,8 @@ class RequestDispatcher:
 
     @staticmethod
     def _error_response(channel: Channel, cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
-        log.warning("processor for request code %d from %s failed", cmd.code, channel.remote_addr,
-                    exc_info=exc)
+        bad_input_log.warning("request code %d from %s failed: %s: %s", cmd.code, channel.remote_addr,
+                              type(exc).__name__, str(exc)[:200], exc=exc)
         return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
     @staticmethod
@@ -389,7 +392,7 @@ class Channel(asyncio.Protocol):
         await asyncio.shield(self._closed_fut)
 
     def _protocol_error(self, exc: FrameError) -> None:
-        log.warning("closing connection %s -> %s: %s", self.local_addr, self.remote_addr, exc)
+        bad_input_log.warning("closing connection %s -> %s: %s", self.local_addr, self.remote_addr, exc)
         # the waiting requests learn why (e.g. "looks like HTTP"), not only that it closed
         self._fail_pending(f"connection to {self.remote_addr} closed: {exc}")
         self.abort()

@@ -1,0 +1,135 @@
+"""The name check at the request boundary of the broker and the name server.
+
+Every topic and group a request names (header fields, and the heartbeat, lock and
+subscription-group bodies) is checked with the shared rules of
+:mod:`rocketmq_sdk.protocol.validators` before the request reaches its processor, so a hostile
+name (``x/../../escape``, a NUL byte, 10 KB of text) is refused before anything is stored or
+turns into a path. The refusal is Java's for a bad name: ``SYSTEM_ERROR`` with
+``TopicValidator``'s / ``Validators``' remark. Each refusal is logged as one WARNING line (peer,
+request code), rate-limited.
+
+Blank fields are left to the processors (which answer them as Java does, e.g. "topic is blank").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rocketmq_sdk.protocol import fastjson
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.validators import group_problem, topic_problem
+from rocketmq_sdk.remoting import Channel, RemotingCommand, RemotingServer
+from rocketmq_sdk.remoting.channel import bad_input_log
+
+__all__ = ["install", "name_refusal", "request_name_problem"]
+
+#: header fields (Java names) holding a topic / a group
+TOPIC_FIELDS = ("topic", "defaultTopic", "originTopic")
+GROUP_FIELDS = ("group", "consumerGroup", "producerGroup", "groupName", "srcGroup", "destGroup", "compareGroup")
+#: SendMessageRequestHeaderV2's one-letter fields: a = producerGroup, b = topic, c = defaultTopic
+_V2_CODES = frozenset({int(RequestCode.SEND_MESSAGE_V2), int(RequestCode.SEND_BATCH_MESSAGE),
+                       int(RequestCode.SEND_REPLY_MESSAGE_V2)})
+_V2_TOPIC_FIELDS = ("b", "c")
+_V2_GROUP_FIELDS = ("a",)
+
+_HEART_BEAT = int(RequestCode.HEART_BEAT)
+_LOCK_CODES = frozenset({int(RequestCode.LOCK_BATCH_MQ), int(RequestCode.UNLOCK_BATCH_MQ)})
+_CREATE_GROUP = int(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+
+_CACHE_MAX = 8192
+_valid_topics: set[str] = set()
+_valid_groups: set[str] = set()
+
+
+def _checked(name: object, valid: set[str], problem_of) -> str | None:
+    """``problem_of(name)``, remembering names that passed in ``valid`` (bounded); None for an
+    absent or blank field (the processors answer those)."""
+    if name in valid or name is None or name == "":
+        return None
+    problem = problem_of(name)
+    if problem is None:
+        if len(valid) >= _CACHE_MAX:
+            valid.clear()
+        valid.add(name)  # type: ignore[arg-type]
+    return problem
+
+
+def _topic(name: object) -> str | None:
+    return _checked(name, _valid_topics, topic_problem)
+
+
+def _group(name: object) -> str | None:
+    return _checked(name, _valid_groups, group_problem)
+
+
+def _first(checks: Iterable[str | None]) -> str | None:
+    for problem in checks:
+        if problem is not None:
+            return problem
+    return None
+
+
+def _items(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _body_problem(code: int, body: bytes) -> str | None:
+    """The name problem of a heartbeat, lock or subscription-group body (unparsable bodies are
+    left to the processor, which answers them)."""
+    if not body:
+        return None
+    try:
+        d = fastjson.loads(body)
+    except Exception:  # noqa: BLE001 - the processor refuses it with its own answer
+        return None
+    if not isinstance(d, dict):
+        return None
+    if code == _HEART_BEAT:
+        producers = (_group(p.get("groupName")) for p in _items(d.get("producerDataSet")) if isinstance(p, dict))
+        consumers = [c for c in _items(d.get("consumerDataSet")) if isinstance(c, dict)]
+        return _first(producers) or _first(_group(c.get("groupName")) for c in consumers) or _first(
+            _topic(s.get("topic")) for c in consumers for s in _items(c.get("subscriptionDataSet"))
+            if isinstance(s, dict))
+    if code in _LOCK_CODES:
+        return _group(d.get("consumerGroup")) or _first(
+            _topic(mq.get("topic")) for mq in _items(d.get("mqSet")) if isinstance(mq, dict))
+    if code == _CREATE_GROUP:
+        return _group(d.get("groupName"))
+    return None
+
+
+def request_name_problem(cmd: RemotingCommand) -> str | None:
+    """Why ``cmd`` names an illegal topic or group (the Java remark), or None."""
+    ext = cmd.ext_fields or {}
+    code = cmd.code
+    if code in _V2_CODES:
+        topic_fields, group_fields = _V2_TOPIC_FIELDS, _V2_GROUP_FIELDS
+    else:
+        topic_fields, group_fields = TOPIC_FIELDS, GROUP_FIELDS
+    problem = _first(_topic(ext.get(f)) for f in topic_fields) or _first(_group(ext.get(f)) for f in group_fields)
+    if problem is not None:
+        return problem
+    if code == _HEART_BEAT or code in _LOCK_CODES or code == _CREATE_GROUP:
+        return _body_problem(code, cmd.body)
+    return None
+
+
+def name_refusal(channel: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
+    """Request hook (``RemotingServer.add_request_hook``): SYSTEM_ERROR for a request naming an
+    illegal topic or group, None otherwise."""
+    problem = request_name_problem(cmd)
+    if problem is None:
+        return None
+    bad_input_log.warning("refused request code %d from %s: %s", cmd.code, channel.remote_addr, problem[:300])
+    return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
+
+
+def install(server: RemotingServer) -> None:
+    """Run :func:`name_refusal` before every request ``server`` has a processor for (requests
+    with unknown codes keep their usual answer: REQUEST_CODE_NOT_SUPPORTED, or none)."""
+    processors = server._processors
+
+    def hook(channel: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
+        return name_refusal(channel, cmd) if cmd.code in processors else None
+
+    server.add_request_hook(hook)
