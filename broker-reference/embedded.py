@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -218,7 +219,8 @@ class EmbeddedCluster:
     Use :func:`start_cluster`. Attributes:
         namesrv_addrs: ``["127.0.0.1:<port>", ...]``, one per name server.
         namesrv_addr: the same joined with ``;`` (what clients and brokers take).
-        brokers: ``{broker_name: BrokerController}`` in start order.
+        brokers: ``{broker_name: BrokerController}`` in start order (the masters).
+        slaves: ``{broker_name: [BrokerController, ...]}``, brokerId 1, 2, ... (``slaves=``).
         namesrvs: the :class:`NameServer` objects.
         store_dir: store root; broker ``<name>`` stores under ``<store_dir>/<name>``.
     """
@@ -228,8 +230,10 @@ class EmbeddedCluster:
         self.timeout_s = timeout_s
         self.namesrvs: list[NameServer] = []
         self.brokers: dict[str, BrokerController] = {}
+        self.slaves: dict[str, list[BrokerController]] = {}
         self._owns_store = owns_store
         self._stopped_brokers: set[str] = set()
+        self._stopped_slaves: set[int] = set()
         self._stopped = False
         self.loop = new_event_loop(event_loop)
         self._thread = threading.Thread(target=self.loop.run_forever, name="rocketmq-embedded-cluster",
@@ -258,6 +262,24 @@ class EmbeddedCluster:
             self._stopped_brokers.add(broker_name)
             self.run(self.brokers[broker_name].stop())
 
+    def stop_slave(self, broker_name: str, index: int = 0) -> None:
+        """Stop slave ``index`` (brokerId ``index + 1``) of ``broker_name`` cleanly. Idempotent."""
+        broker = self.slaves[broker_name][index]
+        if id(broker) not in self._stopped_slaves:
+            self._stopped_slaves.add(id(broker))
+            self.run(broker.stop())
+
+    def restart_slave(self, broker_name: str, index: int = 0) -> BrokerController:
+        """Start slave ``index`` of ``broker_name`` again on its store and ports (stopping it
+        first if needed); it resumes replication from its own max offset."""
+        self.stop_slave(broker_name, index)
+        old = self.slaves[broker_name][index]
+        cfg = dataclasses.replace(old.config, ha_listen_port=old.ha.port)
+        broker = BrokerController(cfg)
+        self.run(broker.start())
+        self.slaves[broker_name][index] = broker
+        return broker
+
     def stop(self) -> None:
         """Stop every broker, then the name servers and the loop; a temporary store is removed.
         Idempotent."""
@@ -265,6 +287,9 @@ class EmbeddedCluster:
             return
         self._stopped = True
         try:
+            for name, slaves in self.slaves.items():
+                for i in range(len(slaves)):
+                    self.stop_slave(name, i)
             for name in list(self.brokers):
                 self.stop_broker(name)
             for ns in reversed(self.namesrvs):
@@ -285,7 +310,7 @@ class EmbeddedCluster:
 def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, namesrvs: int = 1,
                   cluster_name: str = "DefaultCluster", store_dir: str | None = None,
                   broker_config: dict | None = None, start_timeout_s: float = 30.0,
-                  event_loop: str = "auto") -> EmbeddedCluster:
+                  event_loop: str = "auto", slaves: int = 0, broker_role: str = "ASYNC_MASTER") -> EmbeddedCluster:
     """Start ``namesrvs`` name servers and one master broker per name in ``broker_names``, all of
     cluster ``cluster_name`` on free 127.0.0.1 ports, in this process (one background loop thread).
 
@@ -303,6 +328,9 @@ def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, nam
             CommitLog file size defaults to 16 MiB here.
         start_timeout_s: how long to wait for all servers, in seconds.
         event_loop: the servers' loop, as :func:`start_dev_cluster`'s.
+        slaves: SLAVE brokers per master (brokerId 1, 2, ...; store ``<store_dir>/<name>-s<id>``),
+            started after all masters; they replicate over the HA protocol (ha-protocol.md).
+        broker_role: the masters' ``brokerRole``, ``ASYNC_MASTER`` or ``SYNC_MASTER``.
 
     Raises:
         ValueError: no broker name, a repeated name, or ``namesrvs < 1`` (an unknown
@@ -327,10 +355,19 @@ def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, nam
         for name in names:
             cfg = BrokerConfig(listen_port=0, namesrv_addr=cluster.namesrv_addr, broker_name=name,
                                broker_cluster_name=cluster_name,
-                               store_path_root_dir=os.path.join(store_dir, name), **extra)
+                               store_path_root_dir=os.path.join(store_dir, name),
+                               **{"broker_role": broker_role, **extra})
             broker = BrokerController(cfg)
             await broker.start()
             cluster.brokers[name] = broker
+        for name in names:
+            for bid in range(1, slaves + 1):
+                cfg = BrokerConfig(listen_port=0, namesrv_addr=cluster.namesrv_addr, broker_name=name,
+                                   broker_cluster_name=cluster_name, broker_id=bid, broker_role="SLAVE",
+                                   store_path_root_dir=os.path.join(store_dir, f"{name}-s{bid}"), **extra)
+                slave = BrokerController(cfg)
+                await slave.start()
+                cluster.slaves.setdefault(name, []).append(slave)
 
     try:
         cluster.run(start())
