@@ -81,7 +81,7 @@ class NameServer:
         # Java's name server gives no reply to unknown codes (the caller times out)
         self.server.default_processor = lambda ch, cmd: None
         # Java BrokerHousekeepingService: a broker whose channel closes leaves the routes at once
-        self.server.on_channel_close(self.routes.on_channel_destroy)
+        self.server.on_channel_close(lambda ch: self.routes.on_channel_destroy(ch))
         for code, fn in {
             RequestCode.REGISTER_BROKER: self._register_broker,
             RequestCode.UNREGISTER_BROKER: self._unregister_broker,
