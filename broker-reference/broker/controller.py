@@ -214,6 +214,8 @@ class BrokerController:
         changed = apply_properties(self.config, props)
         if "auto_create_subscription_group" in changed:
             self.groups.auto_create = self.config.auto_create_subscription_group
+        if "access_message_in_memory_max_ratio" in changed:  # a MessageStoreConfig key in Java
+            self.store.config.access_message_in_memory_max_ratio = self.config.access_message_in_memory_max_ratio
         self.config_version = DataVersion(int(time.time() * 1000), self.config_version.counter + 1)
         return changed
 
