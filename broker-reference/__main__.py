@@ -1,19 +1,28 @@
-"""``python -m rocketmq_broker dev``: a name server and a broker in one process, for development.
+"""``python -m rocketmq_broker dev``: a name server and a broker in one process, for development,
+or with ``--cluster 2m | 2m-2s-async | 2m-2s-sync`` a name server and one process per broker.
 
-Prints ``NAMESRV 127.0.0.1:<port>``, ``BROKER 127.0.0.1:<port>`` and ``READY`` on stdout;
-logs go to stderr. Stops cleanly (store flushed, offsets persisted, abort file removed) on
-SIGINT or SIGTERM.
+Prints ``NAMESRV 127.0.0.1:<port>``, ``BROKER 127.0.0.1:<port>`` (the first master), one
+``BROKER.<brokerName>.<brokerId> <role> <addr> ha=<HA addr> pid=<pid>`` line per broker,
+``STORE <dir>`` and ``READY`` on stdout; logs go to stderr (multi-process: ``<store>/*/broker.log``).
+Stops cleanly (store flushed, offsets persisted, abort file removed) on SIGINT or SIGTERM.
+``python -m rocketmq_broker namesrv`` / ``broker -c broker.conf`` are ``rocketmq-namesrv`` /
+``rocketmq-broker``.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import threading
 
 import click
 
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
+from .cli import broker_main, namesrv_main
+from .cluster_modes import MODES
+from .embedded import DevClusterError, start_dev_cluster
 from .namesrv.server import NameServer, NamesrvConfig
 from .runner import announce, event_loop_option, run_until_signal, setup_logging
 
@@ -29,7 +38,10 @@ def main() -> None:
 @click.option("--namesrv-port", type=int, default=0, show_default=True, help="0 picks a free port.")
 @click.option("--broker-port", type=int, default=0, show_default=True, help="0 picks a free port.")
 @click.option("--broker-name", default="broker-a", show_default=True)
-@click.option("--cluster", default="DefaultCluster", show_default=True)
+@click.option("--cluster", default="1m", show_default=True,
+              help="Deployment mode: 1m (one process), 2m, 2m-2s-async, 2m-2s-sync (a process per broker). "
+                   "Any other value is taken as --cluster-name (deprecated).")
+@click.option("--cluster-name", default="DefaultCluster", show_default=True, help="brokerClusterName.")
 @click.option("--flush-disk-type", type=click.Choice(["ASYNC_FLUSH", "SYNC_FLUSH"]), default="ASYNC_FLUSH",
               show_default=True)
 @click.option("--commit-log-file-size", type=int, default=64 * 1024 * 1024, show_default=True,
@@ -40,24 +52,33 @@ def main() -> None:
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int, broker_port: int, broker_name: str, cluster: str,
-        flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, log_level: str,
+        cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, log_level: str,
         event_loop: str) -> None:
-    """Run a name server and one broker on 127.0.0.1."""
+    """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
+    if cluster not in MODES:
+        click.echo(f"warning: --cluster {cluster} is not a mode ({', '.join(MODES)}); "
+                   "taken as --cluster-name", err=True)
+        cluster, cluster_name = "1m", cluster
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-dev-")
     os.makedirs(store_dir, exist_ok=True)
+    if cluster != "1m":
+        _dev_multi(cluster, store_dir, cluster_name, flush_disk_type, commit_log_file_size, busy_poll_us, event_loop)
+        return
     ns = NameServer(NamesrvConfig(listen_port=namesrv_port))
     holder: dict[str, BrokerController] = {}
 
     async def start() -> None:
         await ns.start()
         announce("NAMESRV", ns.addr)
-        cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port,
+        cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster_name, listen_port=broker_port,
                            namesrv_addr=ns.addr, store_path_root_dir=store_dir, flush_disk_type=flush_disk_type,
                            mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us)
         broker = holder["b"] = BrokerController(cfg)
         await broker.start()
         announce("BROKER", cfg.broker_addr)
+        announce(f"BROKER.{cfg.broker_name}.{cfg.broker_id}",
+                 f"{cfg.broker_role} {cfg.broker_addr} ha={broker.ha_server_addr} pid={os.getpid()}")
         announce("STORE", store_dir)
 
     async def stop() -> None:
@@ -66,6 +87,35 @@ def dev(store_dir: str | None, namesrv_port: int, broker_port: int, broker_name:
         await ns.stop()
 
     run_until_signal(start, stop, event_loop)
+
+
+def _dev_multi(mode: str, store_dir: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int,
+               busy_poll_us: int, event_loop: str) -> None:
+    """``dev --cluster <mode>``: start the processes, print them, stop them all on a signal."""
+    extra = {"brokerClusterName": cluster_name, "flushDiskType": flush_disk_type,
+             "mappedFileSizeCommitLog": commit_log_file_size, "busyPollUs": busy_poll_us}
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        cluster = start_dev_cluster(store_dir, cluster=mode, broker_config=extra, event_loop=event_loop)
+    except DevClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        announce("NAMESRV", cluster.namesrv_addr)
+        announce("BROKER", cluster.broker_addr)
+        for b in cluster.brokers:
+            announce(f"BROKER.{b.name}.{b.broker_id}", b.line())
+        announce("STORE", store_dir)
+        print("READY", flush=True)
+        while not done.wait(1.0):
+            pass
+    finally:
+        cluster.stop()
+
+
+main.add_command(namesrv_main, "namesrv")
+main.add_command(broker_main, "broker")
 
 
 if __name__ == "__main__":
