@@ -6,16 +6,20 @@ FLUSH_SLAVE_TIMEOUT as 4.9.8 does, SlaveSynchronize, slave refusals and slave re
 from __future__ import annotations
 
 import filecmp
+import json
 import os
 import socket
 
 import pytest
+from click.testing import CliRunner
 from rocketmq_broker.broker.config import BrokerConfig
 from rocketmq_broker.broker.replication import SLAVE_SEND_REMARK
 from rocketmq_broker.embedded import start_cluster
 from rocketmq_broker.store.commit_log import BLANK, DispatchRequest
 from rocketmq_broker.store.ha_frames import encode_report
 from rocketmq_sdk import LocalTransactionState, Message, Producer, TransactionProducer
+from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.admin.cli import cli
 from rocketmq_sdk.protocol.codes import PullSysFlag, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -257,3 +261,38 @@ def test_a_slave_needs_a_positive_broker_id():
     cfg.check_role()
     assert cfg.broker_id == 0  # masters always get id 0 (Java BrokerStartup)
 
+
+
+def test_cluster_list_shows_the_slave_with_its_replication_lag(tmp_path):
+    with _cluster(tmp_path) as c:
+        m, s = c.brokers["ha-a"], c.slaves["ha-a"][0]
+        wait_until(lambda: m.ha.connection_count == 1, 10, "the slave's HA connection")
+        p = Producer("ha_pg", c.namesrv_addr)
+        p.start()
+        try:
+            p.send(Message("HaList", b"x" * 100))
+        finally:
+            p.shutdown()
+        wait_until(lambda: _synced(c), 10, "the slave to catch up")
+        r = CliRunner().invoke(cli, ["clusterList", "-n", c.namesrv_addr, "--json"])
+        assert r.exit_code == 0, r.output
+        rows = {b["broker_id"]: b for b in json.loads(r.output)}
+        assert (rows[0]["role"], rows[1]["role"]) == ("MASTER", "SLAVE")
+        assert rows[1]["addr"] == s.config.broker_addr
+        assert rows[0]["commit_log_max_offset"] == rows[1]["commit_log_max_offset"] == m.store.get_max_phy_offset()
+        assert (rows[0]["replication_lag"], rows[1]["replication_lag"]) == (None, 0)
+        c.stop_slave("ha-a")
+        p = Producer("ha_pg2", c.namesrv_addr)
+        p.start()
+        try:
+            p.send(Message("HaList", b"y" * 100))  # the master alone: the slave falls behind
+        finally:
+            p.shutdown()
+        status = AdminClient(c.namesrv_addr)
+        try:
+            info = status.broker_runtime_info(m.config.broker_addr)
+        finally:
+            status.close()
+        assert info["brokerRole"] == "SYNC_MASTER" and info["haConnectionCount"] == "0"
+        text = CliRunner().invoke(cli, ["clusterList", "-n", c.namesrv_addr]).output.splitlines()
+        assert "#HA Lag" in text[0] and len(text) == 2  # the stopped slave unregistered
