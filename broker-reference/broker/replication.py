@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from rocketmq_broker.aio import cancel_and_wait
 from rocketmq_broker.broker.config_file import write_atomically
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol import fastjson
@@ -100,11 +100,8 @@ class SlaveSynchronize:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
         await self.client.close()
 
     async def _loop(self) -> None:
@@ -127,6 +124,16 @@ class SlaveSynchronize:
             return None
         return resp.body or b""
 
+    def _adopt(self, manager, table: dict, version, what: str) -> None:
+        """Replace a topic or group manager's whole table when the master's data version differs."""
+        if version == manager.data_version:
+            return
+        with manager._lock:
+            manager.table = dict(table)
+            manager.data_version = version
+        manager.persist()
+        log.info("update slave %s from master, %s", what, self.master_addr)
+
     async def sync_all(self) -> None:
         """One round of the four copies (errors logged)."""
         b = self.broker
@@ -134,12 +141,7 @@ class SlaveSynchronize:
             body = await self._get(RequestCode.GET_ALL_TOPIC_CONFIG)
             if body:
                 wrapper = TopicConfigSerializeWrapper.from_dict(fastjson.loads(body))
-                if wrapper.data_version != b.topics.data_version:
-                    with b.topics._lock:
-                        b.topics.table = dict(wrapper.topic_config_table)
-                        b.topics.data_version = wrapper.data_version
-                    b.topics.persist()
-                    log.info("update slave topic config from master, %s", self.master_addr)
+                self._adopt(b.topics, wrapper.topic_config_table, wrapper.data_version, "topic config")
             body = await self._get(RequestCode.GET_ALL_CONSUMER_OFFSET)
             if body:
                 table = (fastjson.loads(body) or {}).get("offsetTable") or {}
@@ -156,12 +158,7 @@ class SlaveSynchronize:
             body = await self._get(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
             if body:
                 wrapper = SubscriptionGroupWrapper.from_dict(fastjson.loads(body))
-                if wrapper.data_version != b.groups.data_version:
-                    with b.groups._lock:
-                        b.groups.table = dict(wrapper.subscription_group_table)
-                        b.groups.data_version = wrapper.data_version
-                    b.groups.persist()
-                    log.info("update slave subscription group from master, %s", self.master_addr)
+                self._adopt(b.groups, wrapper.subscription_group_table, wrapper.data_version, "subscription group")
             self.rounds += 1
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("SlaveSynchronize: unreadable answer from master %s: %s", self.master_addr, exc)

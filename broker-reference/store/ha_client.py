@@ -18,6 +18,7 @@ import socket
 import time
 from typing import TYPE_CHECKING
 
+from ..aio import cancel_and_wait
 from .ha_frames import REPORT, HAProtocolError, TransferReader
 
 if TYPE_CHECKING:
@@ -59,11 +60,8 @@ class HAClient:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
         self._close()
 
     def _close(self) -> None:
