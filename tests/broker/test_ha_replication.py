@@ -17,7 +17,14 @@ from rocketmq_broker.broker.replication import SLAVE_SEND_REMARK
 from rocketmq_broker.embedded import start_cluster
 from rocketmq_broker.store.commit_log import BLANK, DispatchRequest
 from rocketmq_broker.store.ha_frames import encode_report
-from rocketmq_sdk import LocalTransactionState, Message, Producer, TransactionProducer
+from rocketmq_sdk import (
+    ConsumeConcurrentlyStatus,
+    LocalTransactionState,
+    Message,
+    Producer,
+    PushConsumer,
+    TransactionProducer,
+)
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.admin.cli import cli
 from rocketmq_sdk.protocol.codes import PullSysFlag, RequestCode, ResponseCode
@@ -296,3 +303,40 @@ def test_cluster_list_shows_the_slave_with_its_replication_lag(tmp_path):
         assert info["brokerRole"] == "SYNC_MASTER" and info["haConnectionCount"] == "0"
         text = CliRunner().invoke(cli, ["clusterList", "-n", c.namesrv_addr]).output.splitlines()
         assert "#HA Lag" in text[0] and len(text) == 2  # the stopped slave unregistered
+
+
+def test_push_consumer_follows_the_suggestion_to_the_slave_without_the_commit_bit(tmp_path):
+    """The SDK side of slave reads: after the master suggests broker 1, the queue's next pull
+    goes to the slave (Java ``PullAPIWrapper``), with the COMMIT_OFFSET bit cleared; everything
+    is consumed once and the offsets still reach the master."""
+    with _cluster(tmp_path) as c:
+        m, s = c.brokers["ha-a"], c.slaves["ha-a"][0]
+        wait_until(lambda: m.ha.connection_count == 1, 10, "the slave's HA connection")
+        m.update_config({"slaveReadEnable": "true", "accessMessageInMemoryMaxRatio": "0"})
+        at_slave: list[int] = []
+        s.server.add_request_hook(lambda ch, cmd: at_slave.append(int(cmd.ext_fields.get("sysFlag", "0")))
+                                  if cmd.code == RequestCode.PULL_MESSAGE else None)
+        p = Producer("ha_pg", c.namesrv_addr)
+        p.start()
+        try:
+            keys = [f"r{i}" for i in range(40)]
+            for k in keys:
+                p.send(Message("HaSlaveRead", b"x", keys=k))
+        finally:
+            p.shutdown()
+        wait_until(lambda: _synced(c) and s.topics.get("HaSlaveRead") is not None, 15, "the slave to have it all")
+        got: list[str] = []
+        consumer = PushConsumer("ha_read_push_cg", c.namesrv_addr, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                                persist_consumer_offset_interval=300, pull_batch_size=4)
+        consumer.subscribe("HaSlaveRead", "*")
+        consumer.register_message_listener(
+            lambda msgs, ctx: got.extend(msg.keys[0] for msg in msgs) or ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+        consumer.start()
+        try:
+            wait_until(lambda: sorted(got) == sorted(keys), 20, "every message consumed")
+            wait_until(lambda: sum(m.offsets.query("ha_read_push_cg", "HaSlaveRead", q) for q in range(4)) == 40,
+                       10, "the offsets committed to the master")
+        finally:
+            consumer.shutdown()
+        assert at_slave, "no pull reached the slave"
+        assert all(not flag & PullSysFlag.COMMIT_OFFSET for flag in at_slave)
