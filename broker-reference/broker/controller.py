@@ -73,7 +73,11 @@ class BrokerController:
         self.send = SendProcessor(self)
         self.lock = LockProcessor(self)
         self.transactions = BrokerTransactions(self)
-        for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self), self.lock,
+        admin = AdminProcessor(self)
+        # the "VIP" port (listenPort - 2), where a Java slave asks GET_ALL_TOPIC_CONFIG (issue 20)
+        self.vip_server = RemotingServer(ssl_context=config.tls_server_context(), name="vip-server")
+        self.vip_server.register_processor(RequestCode.GET_ALL_TOPIC_CONFIG, admin.all_topic_config)
+        for p in (self.send, self.pull, ClientProcessor(self), admin, self.lock,
                   GroupProcessor(self), StatsProcessor(self), self.transactions):
             p.register(self.server)
         ReplyProcessor(self).register(self.server)  # request-reply: SEND_REPLY_MESSAGE(_V2)
@@ -82,6 +86,7 @@ class BrokerController:
                     if config.acl_enable else None)  # aclEnable
         if self.acl is not None:
             self.server.add_request_hook(self.acl.before_request)
+            self.vip_server.add_request_hook(self.acl.before_request)
         AclAdminProcessor(self).register(self.server)
         # master/slave replication (issue 20): HA listener on every broker, client + copies on slaves
         MetadataProcessor(self).register(self.server)
@@ -121,12 +126,19 @@ class BrokerController:
         self.schedule.load()
         await loop.run_in_executor(None, self.store.start)
         self.pull.start(loop)
+        fixed_port = self.config.listen_port != 0
         port = await self.server.start(self.config.bind_address, self.config.listen_port)
         ha_port = self.config.ha_listen_port
         if ha_port is None:
-            ha_port = port + 1 if self.config.listen_port else 0
+            ha_port = port + 1 if fixed_port else 0
         self.config.listen_port = port
         await self.ha.start(self.config.bind_address, ha_port)
+        if fixed_port and port > 2:  # not next to a free port: its neighbours may be anyone's
+            try:
+                await self.vip_server.start(self.config.bind_address, self.config.listen_port - 2)
+            except OSError as exc:
+                log.warning("VIP port %d not available (%s): Java slaves will not get the topic config",
+                            self.config.listen_port - 2, exc)
         self._register_soon = asyncio.Event()
         if self.is_slave:  # Java: no schedule service nor transaction checks on a slave
             assert self.ha_client is not None and self.slave_sync is not None
@@ -157,6 +169,8 @@ class BrokerController:
         self.pull.stop()
         await self._unregister_all()
         await self.ha.stop()
+        if self.vip_server.port:
+            await self.vip_server.stop()
         await self.server.stop()
         await self.namesrv_client.close()
         self.offsets.persist(force=True)

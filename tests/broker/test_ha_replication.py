@@ -5,6 +5,7 @@ FLUSH_SLAVE_TIMEOUT as 4.9.8 does, SlaveSynchronize, slave refusals and slave re
 
 from __future__ import annotations
 
+import asyncio
 import filecmp
 import json
 import os
@@ -13,6 +14,7 @@ import socket
 import pytest
 from click.testing import CliRunner
 from rocketmq_broker.broker.config import BrokerConfig
+from rocketmq_broker.broker.controller import BrokerController
 from rocketmq_broker.broker.replication import SLAVE_SEND_REMARK
 from rocketmq_broker.embedded import start_cluster
 from rocketmq_broker.store.commit_log import BLANK, DispatchRequest
@@ -34,6 +36,7 @@ from rocketmq_sdk.protocol.headers import (
     SendMessageRequestHeader,
 )
 from rocketmq_sdk.protocol.message import SendStatus
+from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 
 from tests.broker.conftest import SyncClient
 from tests.conftest import wait_until
@@ -340,3 +343,47 @@ def test_push_consumer_follows_the_suggestion_to_the_slave_without_the_commit_bi
             consumer.shutdown()
         assert at_slave, "no pull reached the slave"
         assert all(not flag & PullSysFlag.COMMIT_OFFSET for flag in at_slave)
+
+
+def _three_free_ports() -> int:
+    """A port p with p - 2 and p + 1 free too (the VIP and HA ports of a broker on p)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            p = probe.getsockname()[1]
+        socks = []
+        try:
+            for port in (p - 2, p, p + 1):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return p
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    pytest.skip("no three free ports found")
+
+
+def test_a_broker_on_a_fixed_port_serves_the_topic_config_on_its_vip_port_and_ha_on_port_plus_one(tmp_path):
+    """A Java slave asks GET_ALL_TOPIC_CONFIG on ``listenPort - 2`` (ha-protocol.md §6) and
+    connects to ``listenPort + 1`` for the CommitLog."""
+    port = _three_free_ports()
+
+    async def main():
+        b = BrokerController(BrokerConfig(listen_port=port, store_path_root_dir=str(tmp_path),
+                                          mapped_file_size_commit_log=FILE))
+        await b.start()
+        client = RemotingClient()
+        try:
+            resp = await client.invoke(f"127.0.0.1:{port - 2}",
+                                       RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG), 3000)
+            return b.ha.port, b.ha_server_addr, resp
+        finally:
+            await client.close()
+            await b.stop()
+
+    ha_port, ha_addr, resp = asyncio.run(main())
+    assert ha_port == port + 1 and ha_addr == f"127.0.0.1:{port + 1}"
+    assert resp.code == ResponseCode.SUCCESS and b'"TBW102"' in resp.body
