@@ -28,8 +28,10 @@ from rocketmq_broker.embedded import read_announcements, start_dev_cluster
 from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
 from rocketmq_sdk.admin.client import AdminClient
 from rocketmq_sdk.exceptions import MQError
+from rocketmq_sdk.protocol.codes import RequestCode
 from rocketmq_sdk.protocol.message import SendStatus
 
+from tests.broker.conftest import SyncClient
 from tests.conftest import wait_until
 
 TOPIC = "HaFailover"
@@ -62,6 +64,15 @@ def test_sigkill_of_a_master_under_load_loses_nothing_acknowledged(tmp_path):
                 admin.create_topic(TOPIC, broker_addr=addr, read_queue_nums=4, write_queue_nums=4)
         finally:
             admin.close()
+        # a slave serves pulls of topics it knows: SlaveSynchronize copies the master's topic
+        # config every 10 s (first 3 s after start), as Java's; wait for it before the kill
+        client = SyncClient()
+        try:
+            for b in (b for b in c.brokers if b.broker_id > 0):
+                wait_until(lambda b=b: TOPIC.encode() in client.invoke(b.addr, RequestCode.GET_ALL_TOPIC_CONFIG).body,
+                           30, f"slave {b.name} to get the topic")
+        finally:
+            client.close()
         lock = threading.Lock()
         seen: Counter = Counter()
         late_seen: Counter = Counter()
