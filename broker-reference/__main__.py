@@ -1,11 +1,17 @@
-"""``python -m rocketmq_broker dev``: a name server and a broker in one process, for development.
+"""``python -m rocketmq_broker dev``: a name server and a broker in one process, for development,
+or with ``--cluster 2m | 2m-2s-async | 2m-2s-sync`` a name server and one process per broker.
 
 Takes Apache's default ports, 9876 (name server) and 10911 (broker), when they are free, as
 ``mqnamesrv``/``mqbroker`` do, so snippets that say ``127.0.0.1:9876`` work as pasted; when one is
 taken it picks a free port and says so on stderr, with an ``export NAMESRV_ADDR=...`` line to
-paste. Prints ``NAMESRV 127.0.0.1:<port>``, ``BROKER 127.0.0.1:<port>``, ``STORE <dir>`` and
-``READY`` on stdout; logs go to stderr. Stops cleanly (store flushed, offsets persisted, abort
-file removed) on SIGINT or SIGTERM; a temporary store (no ``--store DIR``) is then deleted.
+paste (the multi-process modes always take free ports). Prints ``NAMESRV 127.0.0.1:<port>``,
+``BROKER 127.0.0.1:<port>`` (the first master), one
+``BROKER.<brokerName>.<brokerId> <role> <addr> ha=<HA addr> pid=<pid>`` line per broker,
+``STORE <dir>`` and ``READY`` on stdout; logs go to stderr (multi-process: ``<store>/*/broker.log``).
+Stops cleanly (store flushed, offsets persisted, abort file removed) on SIGINT or SIGTERM; a
+temporary store (no ``--store DIR``) is then deleted.
+``python -m rocketmq_broker namesrv`` / ``broker -c broker.conf`` are ``rocketmq-namesrv`` /
+``rocketmq-broker``.
 """
 
 from __future__ import annotations
@@ -13,13 +19,18 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import signal
 import socket
 import tempfile
+import threading
 
 import click
 
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
+from .cli import broker_main, namesrv_main
+from .cluster_modes import MODES
+from .embedded import DevClusterError, start_dev_cluster
 from .namesrv.server import NameServer, NamesrvConfig
 from .runner import announce, event_loop_option, run_until_signal, setup_logging
 
@@ -53,7 +64,10 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 @click.option("--broker-port", type=int, default=None,
               help=f"Broker port (default {DEFAULT_BROKER_PORT} when free, else a free one; 0: a free one).")
 @click.option("--broker-name", default="broker-a", show_default=True)
-@click.option("--cluster", default="DefaultCluster", show_default=True)
+@click.option("--cluster", default="1m", show_default=True,
+              help="Deployment mode: 1m (one process), 2m, 2m-2s-async, 2m-2s-sync (a process per broker). "
+                   "Any other value is taken as --cluster-name (deprecated).")
+@click.option("--cluster-name", default="DefaultCluster", show_default=True, help="brokerClusterName.")
 @click.option("--flush-disk-type", type=click.Choice(["ASYNC_FLUSH", "SYNC_FLUSH"]), default="ASYNC_FLUSH",
               show_default=True)
 @click.option("--commit-log-file-size", type=int, default=64 * 1024 * 1024, show_default=True,
@@ -64,15 +78,24 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
-        cluster: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, log_level: str,
-        event_loop: str) -> None:
-    """Run a name server and one broker on 127.0.0.1."""
+        cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
+        log_level: str, event_loop: str) -> None:
+    """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
+    if cluster not in MODES:
+        click.echo(f"warning: --cluster {cluster} is not a mode ({', '.join(MODES)}); "
+                   "taken as --cluster-name", err=True)
+        cluster, cluster_name = "1m", cluster
     temporary = store_dir is None
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-dev-")
     try:
-        _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster, flush_disk_type,
-                 commit_log_file_size, busy_poll_us, event_loop)
+        if cluster != "1m":
+            os.makedirs(store_dir, exist_ok=True)
+            _dev_multi(cluster, store_dir, cluster_name, flush_disk_type, commit_log_file_size, busy_poll_us,
+                       event_loop)
+        else:
+            _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster_name, flush_disk_type,
+                     commit_log_file_size, busy_poll_us, event_loop)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
@@ -103,6 +126,8 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         broker = holder["b"] = BrokerController(cfg)
         await broker.start()
         announce("BROKER", cfg.broker_addr)
+        announce(f"BROKER.{cfg.broker_name}.{cfg.broker_id}",
+                 f"{cfg.broker_role} {cfg.broker_addr} ha={broker.ha_server_addr} pid={os.getpid()}")
         announce("STORE", store_dir)
         if namesrv_port is None and ns.port != DEFAULT_NAMESRV_PORT:
             click.echo(f"port {DEFAULT_NAMESRV_PORT} is in use, so the name server took {ns.addr}: use it "
@@ -118,6 +143,35 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         await ns.stop()
 
     run_until_signal(start, stop, event_loop)
+
+
+def _dev_multi(mode: str, store_dir: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int,
+               busy_poll_us: int, event_loop: str) -> None:
+    """``dev --cluster <mode>``: start the processes, print them, stop them all on a signal."""
+    extra = {"brokerClusterName": cluster_name, "flushDiskType": flush_disk_type,
+             "mappedFileSizeCommitLog": commit_log_file_size, "busyPollUs": busy_poll_us}
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        cluster = start_dev_cluster(store_dir, cluster=mode, broker_config=extra, event_loop=event_loop)
+    except DevClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        announce("NAMESRV", cluster.namesrv_addr)
+        announce("BROKER", cluster.broker_addr)
+        for b in cluster.brokers:
+            announce(f"BROKER.{b.name}.{b.broker_id}", b.line())
+        announce("STORE", store_dir)
+        print("READY", flush=True)
+        while not done.wait(1.0):
+            pass
+    finally:
+        cluster.stop()
+
+
+main.add_command(namesrv_main, "namesrv")
+main.add_command(broker_main, "broker")
 
 
 if __name__ == "__main__":

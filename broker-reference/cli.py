@@ -56,5 +56,7 @@ def broker_main(config_path: str, namesrv_addr: str | None, log_level: str, even
     async def start() -> None:
         await broker.start()
         announce("BROKER", cfg.broker_addr)
+        announce("HA", broker.ha_server_addr)
+        announce("ROLE", f"{cfg.broker_role} {cfg.broker_name} {cfg.broker_id}")
 
     run_until_signal(start, broker.stop, event_loop)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -19,8 +20,9 @@ from typing import Any
 from rocketmq_sdk.remoting.client import client_ssl_context
 from rocketmq_sdk.remoting.loop import new_event_loop, resolve_event_loop
 
-from .broker.config import BrokerConfig
+from .broker.config import BrokerConfig, camel
 from .broker.controller import BrokerController
+from .cluster_modes import MODES, DevBroker, pin_ports, spawn, stop_process, write_broker_conf
 from .namesrv.server import NameServer, NamesrvConfig
 
 
@@ -30,11 +32,24 @@ class DevClusterError(RuntimeError):
 
 @dataclass
 class DevCluster:
-    """A running name server and broker on 127.0.0.1. Use :func:`start_dev_cluster`."""
+    """A running name server and broker(s) on 127.0.0.1. Use :func:`start_dev_cluster`.
+
+    Attributes:
+        namesrv_addr / broker_addr: the name server and the (first) master broker.
+        store_dir: the store root.
+        mode: ``1m``, ``2m``, ``2m-2s-async`` or ``2m-2s-sync`` (see ``rocketmq_broker.cluster_modes``).
+        brokers: every broker process of a multi-process mode (:class:`DevBroker`: name, id,
+            role, addr, ha_addr, pid), masters first; ``[]`` in mode ``1m``.
+    """
 
     namesrv_addr: str = ""
     broker_addr: str = ""
     store_dir: str = ""
+    mode: str = "1m"
+    brokers: list[DevBroker] = field(default_factory=list)
+    _namesrv_proc: subprocess.Popen | None = None
+    _timeout_s: float = 30.0
+    _event_loop: str = "auto"
     _proc: subprocess.Popen | None = None
     _thread: threading.Thread | None = None
     _loop: asyncio.AbstractEventLoop | None = None
@@ -47,7 +62,11 @@ class DevCluster:
         if self._stopped:
             return
         self._stopped = True
-        if self._proc is not None:
+        if self.brokers or self._namesrv_proc is not None:
+            for b in reversed(self.brokers):  # slaves first, then masters
+                stop_process(b.proc, timeout_s)
+            stop_process(self._namesrv_proc, timeout_s)
+        elif self._proc is not None:
             if self._proc.poll() is None:
                 self._proc.send_signal(signal.SIGTERM)
                 try:
@@ -70,6 +89,29 @@ class DevCluster:
         if self._owns_store:
             shutil.rmtree(self.store_dir, ignore_errors=True)
 
+    def broker(self, name: str, broker_id: int = 0) -> DevBroker:
+        """The broker ``name``/``broker_id`` of a multi-process mode (KeyError if none)."""
+        for b in self.brokers:
+            if b.name == name and b.broker_id == broker_id:
+                return b
+        raise KeyError(f"no broker {name}/{broker_id} in mode {self.mode}")
+
+    def kill_broker(self, name: str, broker_id: int = 0, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` (default SIGKILL: no clean stop, the ``abort`` file stays) to one broker
+        process and wait for it to exit."""
+        b = self.broker(name, broker_id)
+        stop_process(b.proc, self._timeout_s, sig)
+        b.proc = None
+
+    def start_broker(self, name: str, broker_id: int = 0) -> DevBroker:
+        """Start a stopped broker again on its store and ports (recovery as after a crash when
+        it was killed); waits for its READY."""
+        b = self.broker(name, broker_id)
+        if b.proc is not None and b.proc.poll() is None:
+            return b
+        _launch_broker(b, self._timeout_s, self._event_loop)
+        return b
+
     def __enter__(self) -> DevCluster:
         return self
 
@@ -79,8 +121,10 @@ class DevCluster:
 
 def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
                       broker_config: dict | None = None, start_timeout_s: float = 30.0,
-                      ssl_context: ssl.SSLContext | None = None, event_loop: str = "auto") -> DevCluster:
-    """Start a name server and a broker on free 127.0.0.1 ports.
+                      ssl_context: ssl.SSLContext | None = None, event_loop: str = "auto",
+                      cluster: str = "1m") -> DevCluster:
+    """Start a name server and a broker on free 127.0.0.1 ports (or, with ``cluster``, the
+    brokers of a deployment mode).
 
     Args:
         store_dir: store root; a temporary directory (removed at stop) when None.
@@ -96,12 +140,24 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
             its certificate. Clients then need ``use_tls``/``ssl_context``.
         event_loop: the servers' loop, ``"auto"`` (uvloop when installed), ``"asyncio"`` or
             ``"uvloop"``; ``$ROCKETMQ_EVENT_LOOP`` overrides it.
+        cluster: deployment mode, ``"1m"`` (default: one name server and one broker, as
+            above), ``"2m"``, ``"2m-2s-async"`` or ``"2m-2s-sync"`` (see
+            ``rocketmq_broker.cluster_modes``): a name server process and one process per
+            broker; ``broker_config`` then takes broker.conf keys (camelCase or snake_case)
+            for every broker; ``in_process`` and ``ssl_context`` are not available.
 
     Raises:
         DevClusterError: the servers did not come up in time.
-        ValueError: ``ssl_context`` without ``in_process``.
+        ValueError: ``ssl_context`` without ``in_process``; an unknown ``cluster``, or a
+            multi-process ``cluster`` with ``in_process``/``ssl_context``.
         IllegalArgumentError: an unknown ``event_loop``, or ``"uvloop"`` without uvloop.
     """
+    if cluster not in MODES:
+        raise ValueError(f"unknown cluster mode {cluster!r}; one of {', '.join(MODES)}")
+    if cluster != "1m":
+        if in_process or ssl_context is not None:
+            raise ValueError(f"cluster={cluster!r} runs one process per broker: no in_process/ssl_context")
+        return _start_multi(cluster, store_dir, dict(broker_config or {}), start_timeout_s, event_loop)
     if ssl_context is not None and not in_process:
         raise ValueError("start_dev_cluster(ssl_context=...) needs in_process=True")
     resolve_event_loop(event_loop)  # fail before anything starts
@@ -136,6 +192,43 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
     cluster.namesrv_addr = lines["NAMESRV"]
     cluster.broker_addr = lines["BROKER"]
     return cluster
+
+
+def _start_multi(mode: str, store_dir: str | None, extra: dict, timeout_s: float, event_loop: str) -> DevCluster:
+    owns = store_dir is None
+    store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-dev-")
+    os.makedirs(store_dir, exist_ok=True)
+    props = {camel(k) if "_" in k else k: ("true" if v is True else "false" if v is False else str(v))
+             for k, v in extra.items()}
+    cluster = DevCluster(store_dir=store_dir, mode=mode, _owns_store=owns, _timeout_s=timeout_s,
+                         _event_loop=event_loop)
+    try:
+        cluster._namesrv_proc = spawn(["namesrv", "-p", "0", "--event-loop", event_loop],
+                                      os.path.join(store_dir, "namesrv.log"))
+        cluster.namesrv_addr = read_announcements(cluster._namesrv_proc, timeout_s)["NAMESRV"]
+        for name, bid, role in MODES[mode]:
+            b = DevBroker(name, bid, role, os.path.join(store_dir, f"{name}-{bid}"))
+            write_broker_conf(b, cluster.namesrv_addr, props)
+            cluster.brokers.append(b)
+            _launch_broker(b, timeout_s, event_loop)
+            pin_ports(b)
+    except (DevClusterError, OSError) as exc:
+        cluster.stop()
+        raise DevClusterError(f"dev cluster {mode} did not start: {exc}") from None
+    cluster.broker_addr = cluster.brokers[0].addr
+    return cluster
+
+
+def _launch_broker(b: DevBroker, timeout_s: float, event_loop: str) -> None:
+    b.proc = spawn(["broker", "-c", b.conf_path, "--event-loop", event_loop], os.path.join(b.store_dir, "broker.log"))
+    try:
+        lines = read_announcements(b.proc, timeout_s)
+    except DevClusterError as exc:
+        tail = ""
+        with contextlib.suppress(OSError), open(os.path.join(b.store_dir, "broker.log"), errors="replace") as fh:
+            tail = fh.read()[-1500:]
+        raise DevClusterError(f"broker {b.name}/{b.broker_id}: {exc}: {tail}") from None
+    b.addr, b.ha_addr = lines["BROKER"], lines.get("HA", "")
 
 
 def read_announcements(proc: subprocess.Popen, timeout_s: float = 30.0) -> dict[str, str]:
@@ -218,7 +311,8 @@ class EmbeddedCluster:
     Use :func:`start_cluster`. Attributes:
         namesrv_addrs: ``["127.0.0.1:<port>", ...]``, one per name server.
         namesrv_addr: the same joined with ``;`` (what clients and brokers take).
-        brokers: ``{broker_name: BrokerController}`` in start order.
+        brokers: ``{broker_name: BrokerController}`` in start order (the masters).
+        slaves: ``{broker_name: [BrokerController, ...]}``, brokerId 1, 2, ... (``slaves=``).
         namesrvs: the :class:`NameServer` objects.
         store_dir: store root; broker ``<name>`` stores under ``<store_dir>/<name>``.
     """
@@ -228,8 +322,10 @@ class EmbeddedCluster:
         self.timeout_s = timeout_s
         self.namesrvs: list[NameServer] = []
         self.brokers: dict[str, BrokerController] = {}
+        self.slaves: dict[str, list[BrokerController]] = {}
         self._owns_store = owns_store
         self._stopped_brokers: set[str] = set()
+        self._stopped_slaves: set[int] = set()
         self._stopped = False
         self.loop = new_event_loop(event_loop)
         self._thread = threading.Thread(target=self.loop.run_forever, name="rocketmq-embedded-cluster",
@@ -258,6 +354,24 @@ class EmbeddedCluster:
             self._stopped_brokers.add(broker_name)
             self.run(self.brokers[broker_name].stop())
 
+    def stop_slave(self, broker_name: str, index: int = 0) -> None:
+        """Stop slave ``index`` (brokerId ``index + 1``) of ``broker_name`` cleanly. Idempotent."""
+        broker = self.slaves[broker_name][index]
+        if id(broker) not in self._stopped_slaves:
+            self._stopped_slaves.add(id(broker))
+            self.run(broker.stop())
+
+    def restart_slave(self, broker_name: str, index: int = 0) -> BrokerController:
+        """Start slave ``index`` of ``broker_name`` again on its store and ports (stopping it
+        first if needed); it resumes replication from its own max offset."""
+        self.stop_slave(broker_name, index)
+        old = self.slaves[broker_name][index]
+        cfg = dataclasses.replace(old.config, ha_listen_port=old.ha.port)
+        broker = BrokerController(cfg)
+        self.run(broker.start())
+        self.slaves[broker_name][index] = broker
+        return broker
+
     def stop(self) -> None:
         """Stop every broker, then the name servers and the loop; a temporary store is removed.
         Idempotent."""
@@ -265,6 +379,9 @@ class EmbeddedCluster:
             return
         self._stopped = True
         try:
+            for name, slaves in self.slaves.items():
+                for i in range(len(slaves)):
+                    self.stop_slave(name, i)
             for name in list(self.brokers):
                 self.stop_broker(name)
             for ns in reversed(self.namesrvs):
@@ -285,7 +402,7 @@ class EmbeddedCluster:
 def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, namesrvs: int = 1,
                   cluster_name: str = "DefaultCluster", store_dir: str | None = None,
                   broker_config: dict | None = None, start_timeout_s: float = 30.0,
-                  event_loop: str = "auto") -> EmbeddedCluster:
+                  event_loop: str = "auto", slaves: int = 0, broker_role: str = "ASYNC_MASTER") -> EmbeddedCluster:
     """Start ``namesrvs`` name servers and one master broker per name in ``broker_names``, all of
     cluster ``cluster_name`` on free 127.0.0.1 ports, in this process (one background loop thread).
 
@@ -303,6 +420,9 @@ def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, nam
             CommitLog file size defaults to 16 MiB here.
         start_timeout_s: how long to wait for all servers, in seconds.
         event_loop: the servers' loop, as :func:`start_dev_cluster`'s.
+        slaves: SLAVE brokers per master (brokerId 1, 2, ...; store ``<store_dir>/<name>-s<id>``),
+            started after all masters; they replicate over the HA protocol (ha-protocol.md).
+        broker_role: the masters' ``brokerRole``, ``ASYNC_MASTER`` or ``SYNC_MASTER``.
 
     Raises:
         ValueError: no broker name, a repeated name, or ``namesrvs < 1`` (an unknown
@@ -327,10 +447,19 @@ def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, nam
         for name in names:
             cfg = BrokerConfig(listen_port=0, namesrv_addr=cluster.namesrv_addr, broker_name=name,
                                broker_cluster_name=cluster_name,
-                               store_path_root_dir=os.path.join(store_dir, name), **extra)
+                               store_path_root_dir=os.path.join(store_dir, name),
+                               **{"broker_role": broker_role, **extra})
             broker = BrokerController(cfg)
             await broker.start()
             cluster.brokers[name] = broker
+        for name in names:
+            for bid in range(1, slaves + 1):
+                cfg = BrokerConfig(listen_port=0, namesrv_addr=cluster.namesrv_addr, broker_name=name,
+                                   broker_cluster_name=cluster_name, broker_id=bid, broker_role="SLAVE",
+                                   store_path_root_dir=os.path.join(store_dir, f"{name}-s{bid}"), **extra)
+                slave = BrokerController(cfg)
+                await slave.start()
+                cluster.slaves.setdefault(name, []).append(slave)
 
     try:
         cluster.run(start())

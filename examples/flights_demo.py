@@ -12,6 +12,12 @@
 4. Waits until the group has received everything, then checks per-carrier counts against
    Spark's ``groupBy("carrier").count()``, the key multiset (no loss, no duplicate), and the
    per-tail-number order; prints a report and exits 1 on any mismatch.
+
+``--failover`` runs the same pipeline on a 2m-2s-sync cluster (two SYNC_MASTER brokers, each
+with a slave, one process per broker) and SIGKILLs broker-a's master once a third of the rows
+are sent: the consumers (running during the send) continue on its slave, the producers on
+broker-b. The verdict is then "nothing lost": rows sent again after the kill arrive twice and
+are counted (see ``flights_kit/failover.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from flights_kit.data import (  # noqa: E402
     load_flights,
     message_key_column,
 )
+from flights_kit.failover import audit_failover, wait_slaves_know_topic  # noqa: E402
 from flights_kit.progress import Progress  # noqa: E402
 from flights_kit.report import Report, Timings, format_report  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
@@ -60,8 +67,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "start them after the send, so send and consume throughput are measured apart)")
     p.add_argument("--stall-timeout", type=float, default=60.0,
                    help="give up when no message arrives for this many seconds (default 60)")
+    p.add_argument("--failover", action="store_true",
+                   help="run on a 2m-2s-sync cluster and SIGKILL one master when a third of the rows are sent "
+                        "(implies --live; the producer picks the queues; duplicates are counted, not failures)")
     p.add_argument("-v", "--verbose", action="store_true", help="log the SDK and broker at INFO")
     args = p.parse_args(argv)
+    if args.failover:
+        args.live = True
     if args.rows is not None and args.rows <= 0:
         p.error("--rows must be positive")
     if args.batch_size < 1:
@@ -90,11 +102,15 @@ def run(args: argparse.Namespace) -> int:
         tmp = Path(tmp_name)
         t = time.monotonic()
         (tmp / "store").mkdir()
-        cluster = start_dev_cluster(store_dir=str(tmp / "store"))
+        cluster = (start_dev_cluster(store_dir=str(tmp / "store"), cluster="2m-2s-sync",
+                                     broker_config={"slaveSyncInterval": 1000})
+                   if args.failover else start_dev_cluster(store_dir=str(tmp / "store")))
         timings.cluster_start_s = time.monotonic() - t
         log.info("name server %s, broker %s", cluster.namesrv_addr, cluster.broker_addr)
         spark = None
         group = None
+        killed: dict[str, int] = {}
+        masters = [b.addr for b in cluster.brokers if b.broker_id == 0] or [cluster.broker_addr]
         try:
             t = time.monotonic()
             spark = build_spark(tmp / "spark")
@@ -105,21 +121,33 @@ def run(args: argparse.Namespace) -> int:
             log.info("loaded %d rows (%d carriers, %d tail numbers) in %.1f s", rows_read,
                      len(expected.carrier_counts), len(expected.tail_counts), timings.load_s)
 
-            create_topic(cluster.namesrv_addr, cluster.broker_addr, TOPIC, args.queues)
+            for addr in masters:
+                create_topic(cluster.namesrv_addr, addr, TOPIC, args.queues)
+            if args.failover:
+                wait_slaves_know_topic([b.addr for b in cluster.brokers if b.broker_id > 0], TOPIC)
             group = ConsumerGroup(cluster.namesrv_addr, TOPIC, "flights_tally", args.consumers,
-                                  consumer_config=consumer_config(), gated=not args.live)
+                                  consumer_config=consumer_config(args.failover), gated=not args.live)
             if args.live:
                 group.start()
-                wait_for_assignment(group, args.queues)
+                wait_for_assignment(group, args.queues * len(masters))
 
             partitions = args.partitions or max(8, -(-rows_read // 5000))
             ordered = df.repartition(partitions, "tailnum").sortWithinPartitions("tailnum", "tail_seq")
             send_progress = Progress("sent", rows_read)
+
+            def on_progress(p) -> None:
+                send_progress.update(p.sent, extra=f" | consumed {len(group.tally):,}")
+                if args.failover and not killed and p.sent >= rows_read // 3:
+                    killed["at"] = p.sent
+                    log.warning("SIGKILL of broker-a's master (pid %s) after %d rows sent",
+                                cluster.broker("broker-a").pid, p.sent)
+                    cluster.kill_broker("broker-a", 0)
+
             result = write_dataframe(
                 ordered, cluster.namesrv_addr, TOPIC, tag_col="carrier", keys_fn=FieldTemplate(KEYS_TEMPLATE),
-                selector_col="tailnum", group="flights_writer", batch_size=args.batch_size,
-                progress=lambda p: send_progress.update(p.sent, extra=f" | consumed {len(group.tally):,}"),
-                progress_interval_s=0.5)
+                selector_col=None if args.failover else "tailnum", group="flights_writer",
+                batch_size=args.batch_size, progress=on_progress, progress_interval_s=0.5,
+                producer_config={"poll_name_server_interval": 1000} if args.failover else None)
             send_progress.finish(result.sent, extra=f" | consumed {len(group.tally):,}")
             timings.send_s = result.elapsed_s
             send_done = time.monotonic()
@@ -134,6 +162,11 @@ def run(args: argparse.Namespace) -> int:
             complete = group.tally.wait_for(result.sent, stall_timeout_s=args.stall_timeout,
                                             on_progress=consume_progress.update)
             consume_progress.finish(len(group.tally))
+            if args.failover:  # duplicates inflate the count: wait for every distinct row (with a deadline)
+                deadline = time.monotonic() + args.stall_timeout
+                while (len({(r.tail, r.seq) for r in list(group.tally.records)}) < rows_read
+                       and time.monotonic() < deadline):
+                    time.sleep(0.5)  # polling the tally, not synchronising
             if not complete:
                 log.error("no message for %.0f s; stopping with %d of %d consumed", args.stall_timeout,
                           len(group.tally), result.sent)
@@ -149,6 +182,8 @@ def run(args: argparse.Namespace) -> int:
                 spark.stop()
             cluster.stop()
     timings.total_s = time.monotonic() - started
+    if args.failover:
+        return _failover_report(args, rows_read, result.sent, expected, timings, partitions, group, killed)
     result_audit = audit(expected, list(group.tally.records))
     notes = [f"one message per row, sent in requests of up to {args.batch_size} messages per queue"
              if args.batch_size > 1 else "one message per row, one send request per message",
@@ -162,12 +197,32 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result_audit.ok and result.sent == rows_read else 1
 
 
-def consumer_config() -> dict:
+def consumer_config(failover: bool = False) -> dict:
     """PushConsumer settings of the demo: one listener thread per instance, so each instance hands
     a queue's messages to the listener in queue order (the per-tail-number order is checked at the
-    listener), batches of up to 32 messages per call, and a fresh group starts at the first offset."""
-    return {"consume_thread_min": 1, "consume_thread_max": 1, "consume_message_batch_max_size": 32,
-            "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
+    listener), batches of up to 32 messages per call, and a fresh group starts at the first offset.
+    ``failover``: routes refreshed every second, so the consumers see the dead master go soon."""
+    cfg = {"consume_thread_min": 1, "consume_thread_max": 1, "consume_message_batch_max_size": 32,
+           "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
+    if failover:
+        cfg["poll_name_server_interval"] = 1000
+    return cfg
+
+
+def _failover_report(args: argparse.Namespace, rows_read: int, sent: int, expected: Expected, timings: Timings,
+                     partitions: int, group: ConsumerGroup, killed: dict[str, int]) -> int:
+    checked = audit_failover(expected, list(group.tally.records))
+    if not killed:
+        checked.result.problems.append("the master was never killed (the send ended first)")
+    notes = [f"2m-2s-sync cluster; broker-a's master SIGKILLed after {killed.get('at', 0):,} of {rows_read:,} "
+             "rows were sent; consumers continued on its slave, producers on broker-b",
+             f"duplicates: {checked.duplicate_rows:,} rows delivered more than once "
+             f"({checked.redelivered_ids:,} redeliveries of the same message id, the rest re-sent after the kill)",
+             "the producer picks the queues (no per-tail queue), so the per-tail order is not checked"]
+    print(format_report(Report(rows_read, sent, expected, checked.result, timings, partitions, notes,
+                               ok_verdict=f"RESULT: OK - nothing lost across the master's SIGKILL "
+                                          f"({checked.duplicate_rows:,} duplicates counted)")))
+    return 0 if checked.result.ok and sent == rows_read else 1
 
 
 def wait_for_assignment(group: ConsumerGroup, queues: int, timeout_s: float = 30.0) -> None:

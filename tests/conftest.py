@@ -31,6 +31,14 @@ SHARED = REPO_ROOT.parent / "shared"
 CAPTURES = SHARED / "captures"
 
 
+def frame_capture_names() -> list[str]:
+    """The captures of client/broker remoting frames in the README's line format; ``ha_*``
+    (HA frames, checked by ``tests/broker/test_ha_frames.py`` on a copy in ``tests/data``) and
+    ``trace_records`` (decoded trace records, not frames) are left out."""
+    names = [p.stem for p in CAPTURES.glob("*.jsonl") if not p.stem.startswith("ha_") and p.stem != "trace_records"]
+    return sorted(names) or ["missing"]
+
+
 def load_capture(name: str) -> list[dict]:
     """Return the frames of ``../shared/captures/<name>.jsonl`` as dicts (see its README)."""
     path = CAPTURES / f"{name}.jsonl"

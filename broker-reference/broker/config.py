@@ -13,6 +13,7 @@ import ssl
 from dataclasses import dataclass, field, fields
 
 from rocketmq_broker.store.config import FlushDiskType, StoreConfig
+from rocketmq_broker.store.ha_service import HASettings
 from rocketmq_sdk.remoting.client import client_ssl_context
 from rocketmq_sdk.remoting.server import server_ssl_context
 
@@ -91,6 +92,29 @@ class BrokerConfig:
             streams with gaps under the window, e.g. synchronous senders, on virtual machines
             where waking an idle vCPU is dear; leave it off for a broker sharing its process
             (and GIL) with clients (``start_embedded_cluster``, ``in_process=True``).
+
+    Master/slave replication (issue 20; ha-protocol.md; Java ``BrokerConfig`` /
+    ``MessageStoreConfig`` keys, 4.9.8 defaults):
+        broker_role: ``ASYNC_MASTER`` (sends acknowledged after the local write),
+            ``SYNC_MASTER`` (after a slave has the bytes) or ``SLAVE`` (``brokerRole``).
+            Masters always get ``broker_id`` 0; a SLAVE needs ``broker_id`` > 0.
+        ha_listen_port: the HA port (``haListenPort``); None: ``listen_port + 1`` (a free port
+            when ``listen_port`` is 0). Java 4.9.8 always uses ``listenPort + 1``.
+        broker_ip2: host part of the advertised HA address (``brokerIP2``; None: ``broker_ip1``).
+        ha_master_address: a slave's fixed master HA address ``host:port`` (``haMasterAddress``;
+            None: learnt from the name server's REGISTER_BROKER answers).
+        ha_send_heartbeat_interval / ha_housekeeping_interval: 5000 / 20000 ms.
+        ha_transfer_batch_size: largest transfer frame body (32768 bytes).
+        ha_slave_fallbehind_max: SYNC_MASTER: SLAVE_NOT_AVAILABLE beyond this lag (256 MiB).
+        slave_timeout: SYNC_MASTER: FLUSH_SLAVE_TIMEOUT after this wait (3000 ms; not
+            ``syncFlushTimeout``).
+        slave_read_enable: a master may suggest pulling from a slave (``slaveReadEnable``, false).
+        access_message_in_memory_max_ratio: a pull further behind the CommitLog end than this
+            percentage of physical memory is "slow": suggested to the slave (40).
+        offset_check_in_slave: a slave answers PULL_OFFSET_MOVED instead of
+            PULL_RETRY_IMMEDIATELY (``offsetCheckInSlave``, false).
+        slave_sync_interval: SlaveSynchronize period (10000 ms, first run 3000 ms after start;
+            not a Java key: Java hard-codes both).
     """
 
     broker_cluster_name: str = "DefaultCluster"
@@ -141,6 +165,21 @@ class BrokerConfig:
     tls_server_key_path: str | None = None
     tls_client_trust_cert_path: str | None = None
     busy_poll_us: int = 0
+    # -- master/slave replication (issue 20) -----------------------------------------------
+    broker_role: str = "ASYNC_MASTER"
+    ha_listen_port: int | None = None
+    broker_ip2: str | None = None
+    ha_master_address: str | None = None
+    ha_send_heartbeat_interval: int = 5000
+    ha_housekeeping_interval: int = 20000
+    ha_transfer_batch_size: int = 32768
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
+    slave_timeout: int = 3000
+    slave_read_enable: bool = False
+    access_message_in_memory_max_ratio: int = 40
+    offset_check_in_slave: bool = False
+    slave_sync_interval: int = 10_000
+    # -- end of replication keys ------------------------------------------------------------
 
     @property
     def broker_addr(self) -> str:
@@ -160,7 +199,35 @@ class BrokerConfig:
                            disk_space_warning_level_ratio=self.disk_space_warning_level_ratio,
                            clean_file_forcibly_enable=self.clean_file_forcibly_enable,
                            message_index_enable=self.message_index_enable,
-                           message_delay_level=self.message_delay_level)
+                           message_delay_level=self.message_delay_level,
+                           access_message_in_memory_max_ratio=self.access_message_in_memory_max_ratio)
+
+    def ha_settings(self) -> HASettings:
+        """The replication settings of the store's HA service."""
+        return HASettings(heartbeat_interval=self.ha_send_heartbeat_interval,
+                          housekeeping_interval=self.ha_housekeeping_interval,
+                          transfer_batch_size=self.ha_transfer_batch_size,
+                          slave_fallbehind_max=self.ha_slave_fallbehind_max, slave_timeout=self.slave_timeout,
+                          sync_master=self.broker_role == "SYNC_MASTER")
+
+    def check_role(self) -> None:
+        """Java ``BrokerStartup``: masters get ``broker_id`` 0, a SLAVE needs ``broker_id`` > 0.
+
+        Raises:
+            ValueError: an unknown ``broker_role``, or a SLAVE with ``broker_id`` <= 0.
+        """
+        if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
+            raise ValueError(f"brokerRole must be ASYNC_MASTER, SYNC_MASTER or SLAVE, got {self.broker_role!r}")
+        if self.broker_role == "SLAVE":
+            if self.broker_id <= 0:
+                raise ValueError("Slave's brokerId must be > 0")
+        else:
+            self.broker_id = 0
+
+    @property
+    def ha_server_host(self) -> str:
+        """Host part of the HA address this broker advertises (``brokerIP2``)."""
+        return self.broker_ip2 or self.broker_ip1
 
     @property
     def acl_file_path(self) -> str:

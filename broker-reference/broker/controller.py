@@ -11,6 +11,8 @@ import zlib
 
 from rocketmq_broker import request_guard
 from rocketmq_broker.filter.consumer_filter import ConsumerFilterManager
+from rocketmq_broker.store.ha_client import HAClient
+from rocketmq_broker.store.ha_service import HAService
 from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.message_store import MessageStore
 from rocketmq_broker.store.results import PutMessageResult
@@ -35,6 +37,7 @@ from .group_processor import GroupProcessor
 from .lock_manager import LockProcessor
 from .offset_manager import ConsumerOffsetManager
 from .pull_processor import PullProcessor
+from .replication import MetadataProcessor, SlaveSynchronize, slave_refusal
 from .reply_processor import ReplyProcessor
 from .schedule import ScheduleService
 from .send_processor import SendProcessor
@@ -51,6 +54,7 @@ class BrokerController:
     """A broker: ``await start()`` binds, recovers the store and registers with the name servers."""
 
     def __init__(self, config: BrokerConfig) -> None:
+        config.check_role()
         self.config = config
         os.makedirs(config.config_dir, exist_ok=True)
         self.store = MessageStore(config.store_config())
@@ -70,7 +74,11 @@ class BrokerController:
         self.send = SendProcessor(self)
         self.lock = LockProcessor(self)
         self.transactions = BrokerTransactions(self)
-        for p in (self.send, self.pull, ClientProcessor(self), AdminProcessor(self), self.lock,
+        admin = AdminProcessor(self)
+        # the "VIP" port (listenPort - 2), where a Java slave asks GET_ALL_TOPIC_CONFIG (issue 20)
+        self.vip_server = RemotingServer(ssl_context=config.tls_server_context(), name="vip-server")
+        self.vip_server.register_processor(RequestCode.GET_ALL_TOPIC_CONFIG, admin.all_topic_config)
+        for p in (self.send, self.pull, ClientProcessor(self), admin, self.lock,
                   GroupProcessor(self), StatsProcessor(self), self.transactions):
             p.register(self.server)
         ReplyProcessor(self).register(self.server)  # request-reply: SEND_REPLY_MESSAGE(_V2)
@@ -79,8 +87,19 @@ class BrokerController:
                     if config.acl_enable else None)  # aclEnable
         if self.acl is not None:
             self.server.add_request_hook(self.acl.before_request)
+            self.vip_server.add_request_hook(self.acl.before_request)
         request_guard.install(self.server)  # every topic/group a request names (issue 14)
+        request_guard.install(self.vip_server)
         AclAdminProcessor(self).register(self.server)
+        # master/slave replication (issue 20): HA listener on every broker, client + copies on slaves
+        MetadataProcessor(self).register(self.server)
+        self.ha = HAService(self.store, config.ha_settings())
+        self.ha_client: HAClient | None = None
+        self.slave_sync: SlaveSynchronize | None = None
+        if self.is_slave:
+            self.ha_client = HAClient(self.store, config.ha_send_heartbeat_interval)
+            self.slave_sync = SlaveSynchronize(self)
+            self.server.add_request_hook(slave_refusal)
         self.store.register_arrival_listener(self._on_arrival)
         self._tasks: list[asyncio.Task] = []
         self._register_soon: asyncio.Event | None = None
@@ -91,6 +110,16 @@ class BrokerController:
     def is_master(self) -> bool:
         return self.config.broker_id == 0
 
+    @property
+    def is_slave(self) -> bool:
+        """``brokerRole=SLAVE``: replicates its master, refuses writes (ha-protocol.md §5.3)."""
+        return self.config.broker_role == "SLAVE"
+
+    @property
+    def ha_server_addr(self) -> str:
+        """``brokerIP2:haPort``, the HA address registered with the name servers."""
+        return f"{self.config.ha_server_host}:{self.ha.port}"
+
     async def start(self) -> int:
         loop = asyncio.get_running_loop()
         self.topics.load()
@@ -100,11 +129,30 @@ class BrokerController:
         self.schedule.load()
         await loop.run_in_executor(None, self.store.start)
         self.pull.start(loop)
+        fixed_port = self.config.listen_port != 0
         port = await self.server.start(self.config.bind_address, self.config.listen_port)
+        ha_port = self.config.ha_listen_port
+        if ha_port is None:
+            ha_port = port + 1 if fixed_port else 0
         self.config.listen_port = port
+        await self.ha.start(self.config.bind_address, ha_port)
+        if fixed_port and port > 2:  # not next to a free port: its neighbours may be anyone's
+            try:
+                await self.vip_server.start(self.config.bind_address, self.config.listen_port - 2)
+            except OSError as exc:
+                log.warning("VIP port %d not available (%s): Java slaves will not get the topic config",
+                            self.config.listen_port - 2, exc)
         self._register_soon = asyncio.Event()
-        self.schedule.start(loop)
-        self.transactions.start(loop)
+        if self.is_slave:  # Java: no schedule service nor transaction checks on a slave
+            assert self.ha_client is not None and self.slave_sync is not None
+            fixed = self.config.ha_master_address
+            if fixed and len(fixed) >= 6:
+                self.ha_client.update_master_address(fixed)
+            self.ha_client.start()
+            self.slave_sync.start()
+        else:
+            self.schedule.start(loop)
+            self.transactions.start(loop)
         self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._persist_loop()),
                        loop.create_task(self._scan_channels_loop())]
         log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.config.broker_addr,
@@ -117,8 +165,15 @@ class BrokerController:
             t.cancel()
         await self.schedule.stop()
         await self.transactions.stop()
+        if self.ha_client is not None:
+            await self.ha_client.stop()
+        if self.slave_sync is not None:
+            await self.slave_sync.stop()
         self.pull.stop()
         await self._unregister_all()
+        await self.ha.stop()
+        if self.vip_server.port:
+            await self.vip_server.stop()
         await self.server.stop()
         await self.namesrv_client.close()
         self.offsets.persist(force=True)
@@ -141,6 +196,17 @@ class BrokerController:
 
     def _on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int, props) -> None:
         self.pull.on_arrival(topic, queue_id, max_offset, tags_code, props)
+        if self.ha.connections:  # data for the slaves now rather than at their 100 ms poll
+            loop = self.pull.loop
+            if loop is not None:
+                try:
+                    on_loop = asyncio.get_running_loop() is loop
+                except RuntimeError:
+                    on_loop = False
+                if on_loop:
+                    self.ha.wake_writers()
+                else:
+                    loop.call_soon_threadsafe(self.ha.wake_writers)
         if topic == "SCHEDULE_TOPIC_XXXX" and self.pull.loop is not None:
             self.pull.loop.call_soon_threadsafe(self.schedule.notify, queue_id)
 
@@ -165,6 +231,8 @@ class BrokerController:
         changed = apply_properties(self.config, props)
         if "auto_create_subscription_group" in changed:
             self.groups.auto_create = self.config.auto_create_subscription_group
+        if "access_message_in_memory_max_ratio" in changed:  # a MessageStoreConfig key in Java
+            self.store.config.access_message_in_memory_max_ratio = self.config.access_message_in_memory_max_ratio
         self.config_version = DataVersion(int(time.time() * 1000), self.config_version.counter + 1)
         return changed
 
@@ -222,7 +290,7 @@ class BrokerController:
         c = self.config
         body = RegisterBrokerBody(self.topics.wrapper()).to_json()
         ext = RegisterBrokerRequestHeader(broker_name=c.broker_name, broker_addr=c.broker_addr,
-                                          cluster_name=c.broker_cluster_name, ha_server_addr=f"{c.broker_ip1}:0",
+                                          cluster_name=c.broker_cluster_name, ha_server_addr=self.ha_server_addr,
                                           broker_id=c.broker_id, compressed=False,
                                           body_crc32=zlib.crc32(body) & 0x7FFFFFFF).to_ext_fields()
         for addr in self._namesrvs():
@@ -234,8 +302,22 @@ class BrokerController:
                     resp = await self.namesrv_client.invoke(addr, cmd, 3000)
                     if resp.code != ResponseCode.SUCCESS:
                         log.warning("register to %s failed: %s %s", addr, resp.code, resp.remark)
+                    else:
+                        self._learn_master(resp.ext_fields or {})
             except MQError as exc:
                 log.warning("register to name server %s failed: %s", addr, exc)
+
+    def _learn_master(self, ext: dict[str, str]) -> None:
+        """A REGISTER_BROKER answer: a slave takes its master's HA address (unless
+        ``haMasterAddress`` is fixed) and SlaveSynchronize its master address (None stops it),
+        as Java's ``BrokerController.doRegisterBrokerAll``."""
+        if self.ha_client is None or self.slave_sync is None:
+            return
+        ha_addr = ext.get("haServerAddr")
+        fixed = self.config.ha_master_address
+        if ha_addr and not (fixed and len(fixed) >= 6):
+            self.ha_client.update_master_address(ha_addr)
+        self.slave_sync.master_addr = ext.get("masterAddr") or None
 
     async def _unregister_all(self) -> None:
         c = self.config

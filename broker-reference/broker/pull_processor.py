@@ -50,6 +50,12 @@ _PULL_CODES = {
 }
 
 
+#: statuses whose next offset Java's ``DefaultMessageStore.nextOffsetCorrection`` corrects (masters only)
+_CORRECTED = frozenset((GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.OFFSET_TOO_SMALL,
+                        GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFSET_FOUND_NULL,
+                        GetMessageStatus.NO_MATCHED_LOGIC_QUEUE))
+
+
 def _arrival_matcher(tag_filter, fd):
     """``f(tags_code, properties) -> bool`` for a held pull: the SQL92 evaluation of a filtered
     subscription; None (every arrival wakes it) for a TAG subscription: a 4.9.8 broker answers a
@@ -167,6 +173,15 @@ class PullProcessor:
             code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:
             code = _PULL_CODES.get(result.status, ResponseCode.PULL_NOT_FOUND)
+        # slave reads (ha-protocol.md §5.2): which broker the client should pull from next
+        suggest = 0
+        if b.config.slave_read_enable:
+            suggest = sg.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sg.broker_id
+        if b.is_slave and not b.config.offset_check_in_slave and result.status in _CORRECTED:
+            # Java nextOffsetCorrection: a slave (maybe behind its master) never moves the offset
+            result.next_begin_offset = offset
+            if code == ResponseCode.PULL_OFFSET_MOVED:
+                code, suggest = ResponseCode.PULL_RETRY_IMMEDIATELY, sg.broker_id
         if allow_suspend and sys_flag & PullSysFlag.COMMIT_OFFSET and (h.commit_offset or 0) >= 0 and b.is_master:
             b.offsets.commit(h.consumer_group or "", topic, queue_id, h.commit_offset or 0)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
@@ -174,7 +189,7 @@ class PullProcessor:
                 else b.config.short_polling_time_mills
             self._hold(topic, queue_id, offset, ch, cmd, timeout_ms, _arrival_matcher(tag_filter, fd))
             return None
-        ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": str(result.next_begin_offset),
+        ext = {"suggestWhichBrokerId": str(suggest), "nextBeginOffset": str(result.next_begin_offset),
                "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}
         if code == ResponseCode.SUCCESS:
             b.record_get(h.consumer_group or "", result.message_count)

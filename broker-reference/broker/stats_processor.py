@@ -185,6 +185,13 @@ class StatsProcessor:
             "sendThreadPoolQueueSize": "0", "pullThreadPoolQueueSize": "0", "queryThreadPoolQueueSize": "0",
             "EndTransactionQueueSize": "0",
         }
+        # replication (not in 4.9.8's answer): master side of the HA service, or the slave's link
+        table["brokerRole"] = b.config.broker_role
+        if b.ha_client is not None:
+            table["haMasterAddress"] = b.ha_client.master_address or ""
+            table["haConnected"] = "true" if b.ha_client.connected else "false"
+        else:
+            table.update(b.ha.runtime_info())
         for level, off in sorted(dict(b.schedule.offsets).items()):
             table[f"scheduleMessageOffset_{level}"] = f"{off},{off}"
         return cmd.response(ResponseCode.SUCCESS, body=KVTable(table).to_json())

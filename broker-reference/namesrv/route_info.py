@@ -38,8 +38,9 @@ class RouteInfoManager:
 
     def register_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
                         ha_server_addr: str, topic_configs: dict[str, TopicConfig] | None,
-                        data_version: dict | None, channel: object | None = None) -> str | None:
-        """Record a broker and its topics; returns the master address for a slave (else None)."""
+                        data_version: dict | None, channel: object | None = None) -> tuple[str, str] | None:
+        """Record a broker and its topics. For a slave (``broker_id`` != 0) whose master is
+        registered and live, returns the master's ``(broker address, HA address)``; else None."""
         with self._lock:
             self.cluster_addr_table.setdefault(cluster, set()).add(broker_name)
             bd = self.broker_addr_table.get(broker_name)
@@ -63,7 +64,24 @@ class RouteInfoManager:
                 log.info("broker registered: %s %s id=%s cluster=%s", broker_name, broker_addr, broker_id, cluster)
             self.broker_live_table[broker_addr] = BrokerLiveInfo(time.monotonic() * 1000, data_version or {},
                                                                  ha_server_addr, channel)
-            return bd.broker_addrs.get(0) if broker_id != 0 else None
+            if broker_id == 0:
+                return None
+            master = bd.broker_addrs.get(0)
+            live = self.broker_live_table.get(master) if master else None
+            return (master, live.ha_server_addr) if live is not None else None
+
+    def on_channel_destroy(self, channel: object) -> None:
+        """The connection of a registered broker closed: unregister every broker that
+        registered over it (Java ``RouteInfoManager.onChannelDestroy``)."""
+        with self._lock:
+            gone = [addr for addr, info in self.broker_live_table.items() if info.channel is channel]
+            for addr in gone:
+                for bd in list(self.broker_addr_table.values()):
+                    for bid, a in list(bd.broker_addrs.items()):
+                        if a == addr:
+                            log.info("broker %s (%s) channel closed", bd.broker_name, addr)
+                            self.unregister_broker(bd.cluster, addr, bd.broker_name, bid)
+                self.broker_live_table.pop(addr, None)
 
     def _create_or_update_queue_data(self, broker_name: str, tc: TopicConfig) -> None:
         qd = QueueData(broker_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)

@@ -83,6 +83,8 @@ class NameServer:
         self.port = 0
         # Java's name server gives no reply to unknown codes (the caller times out)
         self.server.default_processor = lambda ch, cmd: None
+        # Java BrokerHousekeepingService: a broker whose channel closes leaves the routes at once
+        self.server.on_channel_close(lambda ch: self.routes.on_channel_destroy(ch))
         for code, fn in {
             RequestCode.REGISTER_BROKER: self._register_broker,
             RequestCode.UNREGISTER_BROKER: self._unregister_broker,
@@ -147,7 +149,9 @@ class NameServer:
             data_version = wrapper.data_version.to_dict()
         master = self.routes.register_broker(h.cluster_name or "", h.broker_addr or "", h.broker_name or "",
                                              int(h.broker_id or 0), h.ha_server_addr or "", topics, data_version, ch)
-        resp = RegisterBrokerResponseHeader(ha_server_addr=None, master_addr=master)
+        # a slave learns its master's address and HA address (Java RouteInfoManager.registerBroker)
+        resp = RegisterBrokerResponseHeader(ha_server_addr=master[1] if master else None,
+                                            master_addr=master[0] if master else None)
         return cmd.response(ResponseCode.SUCCESS, ext_fields=resp.to_ext_fields())
 
     def _unregister_broker(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:

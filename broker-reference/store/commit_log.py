@@ -396,6 +396,32 @@ class CommitLog:
         """Offset just after the last written byte."""
         return self.mapped_file_queue.get_max_offset()
 
+    def get_data(self, offset: int, max_bytes: int) -> bytes | None:
+        """Up to ``max_bytes`` written bytes from ``offset`` to the end of the written data of
+        the file holding it (never across a file boundary), or None when that file does not
+        exist (Java ``CommitLog.getData``: what the HA master sends to a slave)."""
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.file_from_offset
+        n = min(mf.wrote_position - pos, max_bytes)
+        return mf.read(pos, n) if n > 0 else None
+
+    def append_data(self, offset: int, data: bytes) -> bool:
+        """Append replicated bytes at ``offset`` (Java ``CommitLog.appendData``, HA slave): into
+        the last file, creating the first one at ``offset``'s file start when the log is empty
+        or the next one when the last is full. False (nothing written) when ``offset`` is not
+        the current end of a non-empty log or ``data`` would cross the file boundary."""
+        with self.put_lock:
+            if not self.available:
+                return False
+            mf = self.mapped_file_queue.get_last_mapped_file(offset)
+            if mf.file_from_offset + mf.wrote_position != offset or len(data) > mf.remaining():
+                return False
+            if data:
+                mf.append(data)
+            return True
+
     def roll_next_file(self, offset: int) -> int:
         return offset + self.file_size - offset % self.file_size
 

@@ -49,7 +49,9 @@ class StoreConfig:
         message_index_safe: let the index checkpoint bound the abnormal-recovery start (False).
         max_transfer_bytes_on_message_in_memory / max_transfer_count_on_message_in_memory:
             pull batch limits (256 KiB / 32 messages).
-        access_message_in_memory_max_ratio: kept for parity; every message is treated as hot.
+        access_message_in_memory_max_ratio: a pull whose last record lies further behind the
+            CommitLog end than this percentage of physical memory sets the result's
+            ``suggest_pulling_from_slave`` (40; the batch limits do not change here).
         message_delay_level: delay levels (units s, m, h, d); used to recompute the deliver
             time of ``SCHEDULE_TOPIC_XXXX`` records re-dispatched at recovery.
     """

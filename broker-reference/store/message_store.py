@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import logging
 import os
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -25,6 +27,7 @@ from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.validators import is_valid_name
+from rocketmq_sdk.protocol.message_codec import BLANK_MAGIC_CODE
 
 from .batch_records import encode_single, finish_batch, place_single
 from .checkpoint import StoreCheckpoint
@@ -62,6 +65,16 @@ TagFilter = Callable[[int], bool]
 RecordFilter = Callable[[bytes], bool]
 _NOT_OR_COMMIT = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 _MAX_FILTER_BYTES = 16000
+_SIZE_MAGIC = struct.Struct(">ii")
+
+
+@functools.cache
+def total_physical_memory() -> int:
+    """Bytes of physical memory (Java ``StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE``)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024 ** 3
 
 
 class StoreError(MQError):
@@ -100,6 +113,12 @@ class MessageStore:
         self.skipped_records = 0
         self.commit_log.on_disk_full = self._mark_disk_full
         self.commit_log.prepare_queue = self._prepare_queue
+        #: SYNC_MASTER (set by the HA service): ``hook(end_offset, result_or_future)`` returns a
+        #: future of the result completed when a slave has acknowledged ``end_offset``
+        #: (Java ``CommitLog.submitReplicaRequest``); applied to deferred puts with WAIT=true
+        self.replica_hook: Callable[[int, object], asyncio.Future[PutMessageResult]] | None = None
+        #: HA slave: the next CommitLog offset to dispatch to the consume queues and index
+        self.reput_from_offset = 0
 
     def _prepare_queue(self, topic: str, queue_id: int) -> bool:
         """Before a record of topic/queue is appended (lock held): create the consume-queue file
@@ -174,6 +193,7 @@ class MessageStore:
                                                              self.cleaner.run_once)
         self._flush_commit_log.start()
         self._flush_consume_queue.start()
+        self.reput_from_offset = self.get_max_phy_offset()
         self.running = True
         log.info("message store started at %s (last exit %s, commit log %d..%d)", cfg.store_path_root_dir,
                  "clean" if self.last_exit_ok else "ABNORMAL", self.get_min_phy_offset(), self.get_max_phy_offset())
@@ -406,7 +426,7 @@ class MessageStore:
         """
         flusher = self._flush_commit_log
         if (not self.running or self.disk_full or flusher is None or flusher.sync
-                or sys_flag & MessageSysFlag.TRANSACTION_MASK):
+                or sys_flag & MessageSysFlag.TRANSACTION_MASK or self.replica_hook is not None):
             return None
         cl = self.commit_log
         try:
@@ -490,17 +510,22 @@ class MessageStore:
             return result
         self._notify(reqs)
         flusher = self._flush_commit_log
+        replica = self.replica_hook
+        out: PutMessageResult | asyncio.Future[PutMessageResult] = result
         if flusher is not None and flusher.sync:
             ar = result.append_message_result
             end = ar.wrote_offset + ar.wrote_bytes
             if not wait:
                 flusher.wakeup(end)
             elif deferred:
-                return self._flush_future(flusher, end, result)
+                out = self._flush_future(flusher, end, result)
             elif not flusher.wait_for_flush(end, self.config.sync_flush_timeout):
                 log.warning("flush disk timeout for commit log offset %d", end)
                 result.put_message_status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-        return result
+        if replica is not None and wait and deferred:
+            ar = result.append_message_result
+            return replica(ar.wrote_offset + ar.wrote_bytes, out)
+        return out
 
     def _flush_future(self, flusher: CommitLogFlushService, end: int,
                       result: PutMessageResult) -> asyncio.Future[PutMessageResult]:
@@ -509,6 +534,59 @@ class MessageStore:
         if waiters is None or waiters.loop is not loop or waiters.service is not flusher:
             waiters = self._loop_waiters = LoopFlushWaiters(flusher, loop, self.config.sync_flush_timeout)
         return waiters.wait(end, result)
+
+    # -- replication (HA slave) ------------------------------------------------------------
+    def append_to_commit_log(self, offset: int, data: bytes) -> bool:
+        """Append bytes replicated from the master at CommitLog ``offset`` and dispatch every
+        record they complete to its consume queue and the index (Java
+        ``DefaultMessageStore.appendToCommitLog`` + ``ReputMessageService``); a record cut by
+        the chunk end waits for the rest. False when nothing was written (store stopped,
+        ``offset`` is not the end of a non-empty log, or the bytes cross a file boundary)."""
+        if not self.running or not self.commit_log.append_data(offset, data):
+            return False
+        if data:
+            self._reput()
+        return True
+
+    def _reput(self) -> None:
+        cl = self.commit_log
+        reqs: list[DispatchRequest] = []
+        queue_table = cl.topic_queue_table
+        with cl.put_lock:
+            pos = self.reput_from_offset
+            while True:
+                mf = cl.mapped_file_queue.find_mapped_file_by_offset(pos)
+                if mf is None:
+                    break
+                rel = pos - mf.file_from_offset
+                if rel + END_FILE_MIN_BLANK_LENGTH > mf.wrote_position:
+                    break
+                size, magic = _SIZE_MAGIC.unpack(mf.read(rel, 8))
+                if magic == BLANK_MAGIC_CODE:
+                    if not mf.is_full():
+                        break
+                    pos = mf.file_from_offset + mf.file_size
+                    continue
+                if size <= 0 or rel + size > mf.wrote_position:
+                    break
+                r = cl.check_message_and_return_size(mf, rel, False)
+                if not isinstance(r, DispatchRequest):
+                    log.error("replicated commit log record at %d is unreadable; dispatch stops there", pos)
+                    break
+                self._dispatch(r)
+                if r.sys_flag & MessageSysFlag.TRANSACTION_MASK in _NOT_OR_COMMIT:
+                    queue_table[(r.topic, r.queue_id)] = r.consume_queue_offset + 1
+                if r.store_timestamp > cl.last_store_timestamp:
+                    cl.last_store_timestamp = r.store_timestamp
+                reqs.append(r)
+                pos += size
+            self.reput_from_offset = pos
+        self._notify(reqs)
+
+    def get_commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
+        """Up to ``max_bytes`` stored bytes from CommitLog ``offset`` within its file, or None
+        (Java ``DefaultMessageStore.getCommitLogData``, read by the HA master)."""
+        return self.commit_log.get_data(offset, max_bytes) if self.running else None
 
     # -- reading ---------------------------------------------------------------------------
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
@@ -594,6 +672,10 @@ class MessageStore:
             next_phy_file_start = -1
         res.buffer_total_size = total
         res.next_begin_offset = offset + scanned // CQ_STORE_UNIT_SIZE
+        if scanned:  # Java: the consumer is slow when it reads data far behind the CommitLog end
+            last_phy = CQ_ENTRY.unpack_from(buf, scanned - CQ_STORE_UNIT_SIZE)[0]
+            behind = self.commit_log.get_max_offset() - last_phy
+            res.suggest_pulling_from_slave = behind > total_physical_memory() * cfg.access_message_in_memory_max_ratio // 100
         return res
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:

@@ -28,6 +28,8 @@ class Report:
     timings: Timings
     partitions: int
     notes: list[str] = field(default_factory=list)
+    #: the RESULT line when the audit passed (default: the plain demo's exact-once verdict)
+    ok_verdict: str = "RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept"
 
 
 def _rate(n: int, seconds: float) -> str:
@@ -60,7 +62,7 @@ def format_report(r: Report, top: int = 5) -> str:
     ]
     lines += [f"note: {n}" for n in r.notes]
     if a.ok:
-        lines.append("RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept")
+        lines.append(r.ok_verdict)
     else:
         lines.append("RESULT: FAILED")
         lines += [f"  - {p}" for p in a.problems]

@@ -209,14 +209,17 @@ def topic_status(admin: AdminClient, as_json: bool, topic: str) -> None:
 # ---------------------------------------------------------------------------------- cluster
 
 
-@command("clusterList", "List clusters and their brokers (address, role, version, TPS).")
+@command("clusterList", "List clusters and their brokers (address, role, version, TPS, CommitLog end and, "
+                         "for slaves, replication lag in bytes).")
 @click.option("-c", "--clusterName", "cluster", help="only this cluster")
 def cluster_list(admin: AdminClient, as_json: bool, cluster: str | None) -> None:
     rows = [b for b in admin.cluster_list() if not cluster or b.cluster == cluster]
     emit(as_json, rows, lambda: table(
-        ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role", "#Version", "#InTPS", "#OutTPS"],
-        [(b.cluster, b.broker_name, b.broker_id, b.addr, b.role, b.version, b.in_tps, b.out_tps) for b in rows],
-        numeric=(2, 6, 7)))
+        ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role", "#Version", "#InTPS", "#OutTPS",
+         "#CommitLog Max", "#HA Lag"],
+        [(b.cluster, b.broker_name, b.broker_id, b.addr, b.role, b.version, b.in_tps, b.out_tps,
+          b.commit_log_max_offset, "-" if b.broker_id == 0 else b.replication_lag) for b in rows],
+        numeric=(2, 6, 7, 8, 9)))
 
 
 def _broker_targets(admin: AdminClient, broker_addr: str | None, cluster: str | None) -> list[str]:

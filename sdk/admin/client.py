@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import ssl
@@ -506,7 +507,14 @@ class AdminClient:
                                 b.version = table.get("brokerVersionDesc")
                                 b.in_tps = _first_tps(table.get("putTps"))
                                 b.out_tps = _first_tps(table.get("getTransferedTps"))
+                                with contextlib.suppress(TypeError, ValueError):
+                                    b.commit_log_max_offset = int(table.get("commitLogMaxOffset"))
                         out.append(b)
+            masters = {(b.cluster, b.broker_name): b.commit_log_max_offset for b in out if b.broker_id == MASTER_ID}
+            for b in out:  # replication lag of each slave, as two brokerStatus calls would give it
+                master = masters.get((b.cluster, b.broker_name))
+                if b.broker_id != MASTER_ID and master is not None and b.commit_log_max_offset is not None:
+                    b.replication_lag = max(master - b.commit_log_max_offset, 0)
             return out
 
         return self._run(go())

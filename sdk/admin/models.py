@@ -29,8 +29,11 @@ class QueueStatus:
 class BrokerInfo:
     """One broker of ``clusterList``; ``role`` is ``MASTER`` for broker id 0, else ``SLAVE``.
 
-    ``version``, ``in_tps`` and ``out_tps`` come from GET_BROKER_RUNTIME_INFO and are None when
-    the broker did not answer it.
+    ``version``, ``in_tps``, ``out_tps`` and ``commit_log_max_offset`` come from
+    GET_BROKER_RUNTIME_INFO and are None when the broker did not answer it.
+    ``replication_lag`` (slaves only): bytes the slave's CommitLog is behind its master's
+    (master ``commitLogMaxOffset`` − slave ``commitLogMaxOffset``, what 4.9.8 offers for it);
+    None for a master or when either figure is missing (e.g. the master is down).
     """
 
     cluster: str
@@ -41,6 +44,8 @@ class BrokerInfo:
     version: str | None = None
     in_tps: float | None = None
     out_tps: float | None = None
+    commit_log_max_offset: int | None = None
+    replication_lag: int | None = None
 
 
 @dataclass(slots=True)

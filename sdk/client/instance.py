@@ -352,6 +352,21 @@ class MQClientInstance:
         addrs = self.broker_addrs.get(broker_name) or {}
         return addrs.get(MASTER_ID) or next(iter(addrs.values()), None)
 
+    def find_broker_in_subscribe(self, broker_name: str, broker_id: int) -> tuple[str | None, bool]:
+        """``(address, is_slave)`` to pull ``broker_name`` from when the broker suggested
+        ``broker_id`` (Java ``MQClientInstance.findBrokerAddressInSubscribe`` with
+        ``onlyThisBroker=false``): that id; if missing and not the master's, ``id + 1``; else any
+        address of the name (a slave while the master is away); ``(None, False)`` if unknown."""
+        addrs = self.broker_addrs.get(broker_name) or {}
+        bid = broker_id
+        addr = addrs.get(bid)
+        if addr is None and bid != MASTER_ID:
+            bid += 1
+            addr = addrs.get(bid)
+        if addr is None:
+            bid, addr = next(iter(sorted(addrs.items())), (MASTER_ID, None))
+        return addr, addr is not None and bid != MASTER_ID
+
     async def find_broker_master_or_refresh(self, broker_name: str, topic: str) -> str | None:
         """Like :meth:`find_broker_master`, refreshing ``topic``'s route once if unknown."""
         addr = self.find_broker_master(broker_name)

@@ -108,6 +108,8 @@ class RemoteBrokerOffsetStore(OffsetTable):
 
     async def _broker_addr(self, mq: MessageQueue) -> str:
         addr = await self.instance.find_broker_master_or_refresh(mq.broker_name, mq.topic)
+        if addr is None:  # Java RemoteBrokerOffsetStore: the master is away, any address (its slave)
+            addr = self.instance.find_broker_any(mq.broker_name)
         if addr is None:
             raise MQBrokerError(-1, f"broker {mq.broker_name} not found")
         return addr

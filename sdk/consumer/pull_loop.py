@@ -59,6 +59,7 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
     inst = consumer.instance
     store = consumer.offset_store
     next_offset = offset
+    broker_id = 0  # suggestWhichBrokerId of the last answer (slave reads, ha-protocol.md §5.1)
     while not pq.dropped and consumer.running:
         if consumer.suspended:
             await asyncio.sleep(PULL_DELAY_WHEN_SUSPENDED_S)
@@ -81,7 +82,9 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
             commit_offset=max(commit_offset, 0), suspend_timeout_millis=cfg.suspend_timeout,
             subscription=sub.sub_string if post_sub else None, sub_version=sub.sub_version,
             expression_type=sub.expression_type, bname=mq.broker_name)
-        addr = inst.find_broker_any(mq.broker_name)
+        addr, from_slave = inst.find_broker_in_subscribe(mq.broker_name, broker_id)
+        if from_slave:  # Java PullAPIWrapper: a slave never takes the piggy-backed commit
+            header.sys_flag = PullSysFlag.clear_commit_offset(header.sys_flag)
         try:
             if addr is None:
                 addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
@@ -102,6 +105,7 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
             continue
         if pq.dropped:
             break
+        broker_id = result.suggest_which_broker_id  # Java: the next pull of this queue goes there
         status = result.pull_status
         if status is PullStatus.FOUND:
             next_offset = result.next_begin_offset

@@ -23,7 +23,7 @@ from rocketmq_sdk.protocol.acl import (
 from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServer
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, frame_capture_names, load_capture
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -51,7 +51,8 @@ def _signed_frames(names: list[str]) -> list[dict]:
 
 
 def _capture_names(pattern: str) -> list[str]:
-    return sorted(Path(p).stem for p in glob.glob(str(CAPTURES / pattern)))
+    frames = set(frame_capture_names())  # not the ha_* / trace_records files
+    return sorted(Path(p).stem for p in glob.glob(str(CAPTURES / pattern)) if Path(p).stem in frames)
 
 
 def _java_frames() -> list[dict]:

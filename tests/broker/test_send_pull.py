@@ -11,7 +11,7 @@ from rocketmq_sdk.protocol.message import Message
 from rocketmq_sdk.protocol.message_codec import decode_messages, encode_batch, encode_properties
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
 
-from tests.conftest import load_capture
+from tests.conftest import load_capture, wait_until
 
 
 def _send(client, cluster, topic, body, props, queue_id=0, code=RequestCode.SEND_MESSAGE_V2, batch=False):
@@ -38,8 +38,15 @@ def test_send_auto_creates_topic_and_answers_like_a_4_9_8_broker(cluster, client
     assert r.ext_fields["queueId"] == "2" and r.ext_fields["queueOffset"] == "0"
     host, port, offset = decode_offset_msg_id(r.ext_fields["msgId"])
     assert (f"{host}:{port}", offset) == (cluster.broker_addr, 0)
-    route = client.invoke(cluster.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AutoTopic"})
-    assert route.code == ResponseCode.SUCCESS and b'"readQueueNums":4' in route.body
+    # the broker registers the new topic with a oneway REGISTER_BROKER, as Java does: poll the route
+    routes = []
+
+    def routed() -> bool:
+        routes.append(client.invoke(cluster.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AutoTopic"}))
+        return routes[-1].code == ResponseCode.SUCCESS
+
+    wait_until(routed, 10.0, "AutoTopic routed by the name server")
+    assert b'"readQueueNums":4' in routes[-1].body
 
 
 @pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_REPLY_MESSAGE_V2])

@@ -536,7 +536,7 @@ def test_sync_flush_broker_commits_and_checks(tmp_path):
 
 
 def test_a_slave_refuses_end_transaction(tmp_path, client):
-    with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config={"broker_id": 1}) as c:
+    with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config={"broker_id": 1, "broker_role": "SLAVE"}) as c:
         assert c.broker.transactions.check_service._task is None  # no checks on a slave
         resp = client.invoke(c.broker_addr, RequestCode.END_TRANSACTION, {
             "producerGroup": "g", "tranStateTableOffset": "0", "commitLogOffset": "0", "commitOrRollback": "8",

@@ -9,9 +9,9 @@ from rocketmq_sdk.protocol import admin_bodies as A
 from rocketmq_sdk.protocol import bodies as B
 from rocketmq_sdk.protocol.message import MessageQueue
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import frame_capture_names, load_capture
 
-CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
+CAPTURE_NAMES = frame_capture_names()
 
 #: (request code, is response) -> body class
 BODY_CLASSES = {

@@ -25,9 +25,9 @@ from rocketmq_sdk.protocol.javahash import (
     select_queue_index_by_hash,
 )
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURES, frame_capture_names, load_capture
 
-CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
+CAPTURE_NAMES = frame_capture_names()
 
 
 def test_current_version_is_4_9_8_and_ordinals_follow_the_formula():

@@ -9,9 +9,9 @@ import pytest
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.fastjson import ObjectKey
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import frame_capture_names, load_capture
 
-CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
+CAPTURE_NAMES = frame_capture_names()
 
 
 def _json_bodies(name: str):

@@ -16,9 +16,9 @@ from rocketmq_sdk.protocol.headers import (
     parse_request_header,
 )
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import frame_capture_names, load_capture
 
-CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
+CAPTURE_NAMES = frame_capture_names()
 #: Keys that are not header fields: ACL signing, stream request type, unique-key query switch.
 NOT_HEADER_KEYS = {"AccessKey", "Signature", "OnsChannel", "ReqT", "_UNIQUE_KEY_QUERY"}
 

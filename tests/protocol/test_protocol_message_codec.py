@@ -25,9 +25,9 @@ from rocketmq_sdk.protocol.message_codec import (
     store_timestamp_pos,
 )
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import frame_capture_names, load_capture
 
-CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
+CAPTURE_NAMES = frame_capture_names()
 
 _FIELDS = {  # capture key -> MessageExt attribute
     "totalSize": "store_size", "bodyCRC": "body_crc", "queueId": "queue_id", "flag": "flag",

@@ -18,9 +18,9 @@ from rocketmq_sdk.protocol.msgid import (
     offset_msg_id_from_packed,
 )
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import frame_capture_names, load_capture
 
-CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
+CAPTURE_NAMES = frame_capture_names()
 
 
 def _captured_messages():

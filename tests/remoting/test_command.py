@@ -12,9 +12,9 @@ from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import LanguageCode, SerializeType
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import frame_capture_names, load_capture
 
-CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
+CAPTURE_NAMES = frame_capture_names()
 
 
 def _frame_of(rec: dict) -> tuple[bytes, bytes, int]:

@@ -97,3 +97,22 @@ def test_report_shows_counts_top_carriers_throughput_and_verdict():
     assert text.endswith("RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept")
     bad = format_report(Report(4, 4, expected, audit(expected, _received()[:2]), Timings(), 2))
     assert "RESULT: FAILED" in bad and "MISMATCH" in bad
+
+
+def test_failover_audit_counts_duplicates_and_fails_only_on_loss():
+    from flights_kit.failover import audit_failover
+
+    received = _received()
+    first = received[0]
+    # the same row once more: re-sent after the kill (new id, other queue) and redelivered (same id)
+    received.append(Received(first.key, first.carrier, first.tail, first.seq, ("b2", 3), 9, "id-resent", "c2", 4))
+    received.append(Received(first.key, first.carrier, first.tail, first.seq, first.queue, first.queue_offset,
+                             first.msg_id, "c1", 5))
+    checked = audit_failover(_expected(), received)
+    assert checked.result.ok, checked.result.problems
+    assert (checked.duplicate_rows, checked.redelivered_ids) == (2, 1)
+    assert checked.result.carrier_counts == {"UA": 3, "AA": 1}  # distinct rows per carrier
+    lost = audit_failover(_expected(), [r for r in received if r.seq != 3])
+    assert not lost.result.ok
+    assert "1 rows (tailnum, tail_seq) never arrived: ('N1', 3)" in lost.result.problems[0]
+    assert "carrier UA: 2 distinct rows consumed, Spark counted 3" in lost.result.problems[1]
