@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import glob
+import fnmatch
 import hashlib
 import hmac
-from pathlib import Path
 
 import pytest
 from rocketmq_sdk.protocol.acl import (
@@ -23,7 +22,7 @@ from rocketmq_sdk.protocol.acl import (
 from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServer
 
-from tests.conftest import CAPTURES, load_capture
+from tests.conftest import CAPTURE_NAMES, load_capture
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -51,7 +50,7 @@ def _signed_frames(names: list[str]) -> list[dict]:
 
 
 def _capture_names(pattern: str) -> list[str]:
-    return sorted(Path(p).stem for p in glob.glob(str(CAPTURES / pattern)))
+    return [name for name in CAPTURE_NAMES if fnmatch.fnmatch(name, pattern[: -len(".jsonl")])]
 
 
 def _java_frames() -> list[dict]:

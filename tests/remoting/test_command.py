@@ -12,9 +12,7 @@ from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import LanguageCode, SerializeType
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 
-from tests.conftest import CAPTURES, load_capture
-
-CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl")) or ["missing"]
+from tests.conftest import CAPTURE_NAMES, load_capture
 
 
 def _frame_of(rec: dict) -> tuple[bytes, bytes, int]:
