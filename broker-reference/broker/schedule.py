@@ -1,4 +1,4 @@
-"""Delayed delivery (RocketMQ ``ScheduleMessageService``, protocol doc §5.7).
+"""Delayed delivery (RocketMQ ``ScheduleMessageService``, docs/protocol.md §5.7).
 
 A message with ``DELAY`` level L > 0 is stored in ``SCHEDULE_TOPIC_XXXX`` queue L-1 with
 ``REAL_TOPIC``/``REAL_QID`` and a consume-queue tag code equal to its deliver time. One task per

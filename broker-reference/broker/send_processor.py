@@ -1,6 +1,6 @@
 """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and CONSUMER_SEND_MSG_BACK (36).
 
-Follows protocol doc §3.3 and §3.5: topic validation, auto-creation from TBW102, random queue
+Follows docs/protocol.md §3.3 and §3.5: topic validation, auto-creation from TBW102, random queue
 for ``queueId < 0``, MESSAGE_ILLEGAL for oversized bodies or properties, the CLUSTER property,
 WAIT stripped from stored single messages, retry → DLQ after max reconsume times. Whether a
 request is a batch is decided by the header's ``batch`` flag (the C++ client sends batches as

@@ -1,4 +1,4 @@
-"""A small declarative base for the JSON bodies fastjson writes (§3.6).
+"""A small declarative base for the JSON bodies fastjson writes (docs/protocol.md §3.6).
 
 A body is a dataclass deriving from :class:`JsonBean`; each field's JSON name is its camelCase
 name (or ``json_field(key=...)``) and its codec is inferred or given with ``json_field(codec=...)``.

@@ -1,4 +1,4 @@
-"""Typed request/response headers (the ``extFields`` of a command, §3.1-§3.2).
+"""Typed request/response headers (the ``extFields`` of a command, docs/protocol.md §3.1-§3.2).
 
 Each header is a small dataclass with snake_case attributes; the wire key is the Java field
 name (camelCase, or an explicit ``wire`` name such as ``clientID``). ``to_ext_fields()`` writes

@@ -1,4 +1,4 @@
-"""ACL signing (protocol doc §6.8) against the signatures mqadmin 4.9.8 and the C++ client sent."""
+"""ACL signing (docs/protocol.md §6.8) against the signatures mqadmin 4.9.8 and the C++ client sent."""
 
 from __future__ import annotations
 

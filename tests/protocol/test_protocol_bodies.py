@@ -1,4 +1,4 @@
-"""JSON bodies (§3.6) against every captured body of the codes they serve."""
+"""JSON bodies (docs/protocol.md §3.6) against every captured body of the codes they serve."""
 
 from __future__ import annotations
 

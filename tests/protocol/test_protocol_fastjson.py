@@ -1,4 +1,4 @@
-"""The fastjson-lenient JSON reader and writer (protocol doc §3.7)."""
+"""The fastjson-lenient JSON reader and writer (docs/protocol.md §3.7)."""
 
 from __future__ import annotations
 

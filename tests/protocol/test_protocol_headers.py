@@ -1,4 +1,4 @@
-"""Typed extFields headers against every captured request and response (§3.1-§3.3)."""
+"""Typed extFields headers against every captured request and response (docs/protocol.md §3.1-§3.3)."""
 
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def test_booleans_follow_java_parse_boolean_except_cpp_batch_and_unit_mode():
 
 
 def _rocketmq_ext_keys(raw: bytes) -> list[str]:
-    """Keys of a ROCKETMQ binary header's extFields, in wire order (§1.4)."""
+    """Keys of a ROCKETMQ binary header's extFields, in wire order (docs/protocol.md §1.4)."""
     p = 13
     p += 4 + struct.unpack_from(">i", raw, p)[0]  # remark
     end = p + 4 + struct.unpack_from(">i", raw, p)[0]

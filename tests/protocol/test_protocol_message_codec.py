@@ -1,4 +1,4 @@
-"""Message codecs (§4.1, §4.5, §4.6) against every stored record and batch in the captures."""
+"""Message codecs (docs/protocol.md §4.1, §4.5, §4.6) against every stored record and batch in the captures."""
 
 from __future__ import annotations
 

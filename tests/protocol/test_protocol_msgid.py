@@ -1,4 +1,4 @@
-"""Message ids (§4.7): offset message ids and UNIQ_KEY ids."""
+"""Message ids (docs/protocol.md §4.7): offset message ids and UNIQ_KEY ids."""
 
 from __future__ import annotations
 

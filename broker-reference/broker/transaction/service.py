@@ -1,5 +1,5 @@
 """Transaction state checks (RocketMQ ``TransactionalMessageCheckService`` and
-``TransactionalMessageServiceImpl.check``, protocol doc §5.9).
+``TransactionalMessageServiceImpl.check``, docs/protocol.md §5.9).
 
 Every ``transactionCheckInterval`` ms a round walks each half queue from the check progress
 (consume offset of ``CID_RMQ_SYS_TRANS``) with the op messages read so far:
