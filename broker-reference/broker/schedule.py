@@ -34,7 +34,7 @@ log = logging.getLogger("rocketmq_broker.schedule")
 class ScheduleService:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        self.levels = parse_delay_levels(broker.config.message_delay_level)  # level -> ms
+        self.levels = parse_delay_levels(broker.config.store.message_delay_level)  # level -> ms
         self.max_level = max(self.levels) if self.levels else 0
         self.offsets: dict[int, int] = {}
         self.path = os.path.join(broker.config.config_dir, "delayOffset.json")

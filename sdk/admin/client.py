@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 import os
-import ssl
 import time
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
+from rocketmq_sdk.config import ClientConfig
 from rocketmq_sdk.exceptions import (
     IllegalArgumentError,
     MQBrokerError,
@@ -30,7 +30,7 @@ from rocketmq_sdk.exceptions import (
     RemotingError,
     TopicNotExistError,
 )
-from rocketmq_sdk.protocol.acl import AclClientRPCHook
+from rocketmq_sdk.properties import parse_properties
 from rocketmq_sdk.protocol.admin_bodies import (
     ClusterInfo,
     ConsumerConnection,
@@ -135,29 +135,20 @@ def _first_tps(value: str | None) -> float | None:
         return None
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse the ``key=value`` lines of GET_BROKER_CONFIG (Java ``Properties`` text, no escapes
-    beyond ``\\``-continued keys, which brokers never write)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, _, value = line.partition("=")
-        out[key.strip()] = value.strip()
-    return out
-
-
 class AdminClient:
     """Administration of a RocketMQ 4.x cluster (topics, groups, messages, name servers).
 
     Args:
-        namesrv_addr: ``"host:port;host:port"`` or a list; defaults to ``$NAMESRV_ADDR``.
+        namesrv_addr: ``"host:port;host:port"`` or a list; defaults to ``config.namesrv_addr``,
+            then ``$NAMESRV_ADDR``.
         timeout_ms: timeout of each request in milliseconds (default 5000, mqadmin's).
-        access_key / secret_key: ACL credentials; when ``access_key`` is given every request is
-            signed (``AclClientRPCHook``, what mqadmin does with ``conf/tools.yml``).
-        use_tls / ssl_context: connect with TLS, as ``ClientConfig`` (mqadmin ``-Dtls.enable``).
-        event_loop: I/O loop implementation, as ``ClientConfig.event_loop`` (``"auto"``).
+        config: a :class:`~rocketmq_sdk.config.ClientConfig` (or a producer's or consumer's
+            config): the same connection settings producers and consumers take, i.e. ACL
+            credentials (``access_key`` / ``secret_key`` / ``security_token``: every request is
+            signed, as mqadmin does with ``conf/tools.yml``), ``rpc_hooks``, TLS (``use_tls`` /
+            ``ssl_context``, mqadmin ``-Dtls.enable``), ``connect_timeout`` and ``event_loop``.
+        **settings: ``ClientConfig`` fields by name instead of ``config`` (``access_key=...``,
+            ``use_tls=True``...).
 
     Raises:
         IllegalArgumentError: no name server address.
@@ -170,15 +161,17 @@ class AdminClient:
     """
 
     def __init__(self, namesrv_addr: str | Iterable[str] | None = None, *, timeout_ms: float = 5000.0,
-                 access_key: str | None = None, secret_key: str | None = None, use_tls: bool = False,
-                 ssl_context: ssl.SSLContext | None = None, event_loop: str = "auto") -> None:
-        self.namesrv_addrs = parse_namesrv_addr(namesrv_addr)
+                 config: ClientConfig | None = None, **settings: Any) -> None:
+        if config is not None and settings:
+            raise IllegalArgumentError("pass either config or ClientConfig settings, not both")
+        cfg = config if config is not None else ClientConfig.from_kwargs(**settings)
+        self.config = cfg
+        self.namesrv_addrs = parse_namesrv_addr(namesrv_addr if namesrv_addr is not None
+                                                else cfg.namesrv_addr)
         self.timeout_ms = timeout_ms
-        self._loop = EventLoopThread("rocketmq-admin", event_loop=event_loop)
-        hooks = [AclClientRPCHook(access_key, secret_key or "")] if access_key else []
-        if ssl_context is None and use_tls:
-            ssl_context = ssl.create_default_context()
-        self._remoting = RemotingClient(rpc_hooks=hooks, ssl_context=ssl_context)
+        self._loop = EventLoopThread("rocketmq-admin", event_loop=cfg.event_loop)
+        self._remoting = RemotingClient(cfg.connect_timeout, rpc_hooks=cfg.effective_rpc_hooks,
+                                        ssl_context=cfg.effective_ssl_context)
         self._api = MQClientAPI(self._remoting, self.namesrv_addrs, timeout_ms)
 
     # ------------------------------------------------------------------ lifecycle
