@@ -85,3 +85,36 @@ def test_admin_client_takes_the_client_config_of_producers(replay):
         AdminClient(NS, acces_key="typo")
     with pytest.raises(IllegalArgumentError, match="either config"):
         AdminClient(NS, config=cfg, use_tls=True)
+
+
+def test_async_admin_client_runs_on_the_callers_event_loop(replay):
+    import asyncio
+
+    from rocketmq_sdk.admin import AsyncAdminClient
+
+    from tests.conftest import run_async
+
+    async def main():
+        async with AsyncAdminClient(NS, timeout_ms=2000) as a:
+            topics, status, kv = await asyncio.gather(a.topic_list(), a.topic_status(TOPIC), a.kv_list("CAP_NAMESPACE"))
+            with pytest.raises(TopicNotExistError):
+                replay.overrides[RC.GET_ROUTEINFO_BY_TOPIC] = {"code": 17, "header": {"remark": "No topic route info"}}
+                await a.topic_route("Missing")
+            return topics, status, kv
+
+    topics, status, kv = run_async(main())
+    assert TOPIC in topics and len(status) == 4 and kv == {"k1": "v1"}
+
+
+def test_blocking_and_async_clients_offer_the_same_methods():
+    import inspect
+
+    from rocketmq_sdk.admin import AsyncAdminClient
+
+    public = {n for n, f in inspect.getmembers(AsyncAdminClient, inspect.iscoroutinefunction) if not n.startswith("_")}
+    assert {"create_topic", "consumer_progress", "view_message", "kv_list", "update_acl_config"} <= public
+    for name in public - {"close"}:
+        blocking = getattr(AdminClient, name)
+        assert not inspect.iscoroutinefunction(blocking), name
+        assert inspect.signature(blocking) == inspect.signature(getattr(AsyncAdminClient, name)), name
+        assert blocking.__doc__ == getattr(AsyncAdminClient, name).__doc__
