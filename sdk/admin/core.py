@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.config import ClientConfig
@@ -50,7 +50,6 @@ __all__ = ["MASTER_ID", "AdminCore", "parse_namesrv_addr", "parse_properties"]
 
 log = logging.getLogger("rocketmq_sdk.admin")
 
-T = TypeVar("T")
 MASTER_ID = 0
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
