@@ -146,7 +146,7 @@ class BrokerConfig:
     busy_poll_us: int = 0
     store: StoreConfig = field(default_factory=StoreConfig, metadata=INLINE)
 
-    def __init__(self, store: StoreConfig | None = None, **settings: Any) -> None:
+    def __init__(self, *, store: StoreConfig | None = None, **settings: Any) -> None:
         own = {f.name: f for f in fields(self) if f.name != "store"}
         object.__setattr__(self, "store", store if store is not None else StoreConfig())
         for name, f in own.items():
