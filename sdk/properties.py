@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import Any
 
-__all__ = ["apply_properties", "camel", "convert_value", "format_properties", "inline_fields",
-           "parse_properties", "read_properties", "settings_fields", "snake", "typed_settings"]
+__all__ = ["INLINE", "apply_properties", "camel", "coerce_settings", "convert_value", "format_properties",
+           "inline_fields", "parse_properties", "read_properties", "settings_fields", "snake", "typed_settings"]
 
 #: metadata of a dataclass field holding nested settings whose keys are read and written flat
 INLINE = {"properties": "inline"}
