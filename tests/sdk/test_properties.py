@@ -118,3 +118,12 @@ def test_broker_conf_keys_of_broker_and_store_share_one_file():
         ("b2", "/r", FlushDiskType.SYNC_FLUSH, 200, 60)
     lines = format_properties(cfg).splitlines()
     assert "brokerName=b2" in lines and "flushDiskType=SYNC_FLUSH" in lines and "flushIntervalCommitLog=200" in lines
+
+
+def test_no_broker_field_shadows_a_store_setting():
+    """A store setting lives in StoreConfig only (BrokerConfig reaches it through ``store``); a
+    BrokerConfig field of the same name would hold a second value the store never reads."""
+    from dataclasses import fields
+
+    shadowed = {f.name for f in fields(BrokerConfig) if f.name != "store"} & {f.name for f in fields(StoreConfig)}
+    assert not shadowed, f"move {sorted(shadowed)} out of BrokerConfig: they are StoreConfig settings"
