@@ -151,9 +151,9 @@ class SendProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 f"request queueId[{queue_id}] is illegal, {tc} Producer: {ch.remote_addr}")
         body = cmd.body
-        if len(body) > b.config.max_message_size:
+        if len(body) > b.config.store.max_message_size:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL,
-                                f"the message body size over max value, MAX: {b.config.max_message_size}")
+                                f"the message body size over max value, MAX: {b.config.store.max_message_size}")
         props_string = h.properties or ""
         if len(props_string.encode("utf-8")) > _MAX_PROPERTIES:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "the message properties length too long")
