@@ -610,7 +610,7 @@ RUNNERS = {
 
 def apply_patches(patch: dict[str, Any]) -> None:
     """``{"package.module:Class.attr": value}``: set attributes before the run (A/B variants,
-    see ``benchmarks/ab.py``); a target ending in ``()`` is called with the value instead
+    see ``benchmarks/profiling/ab.py``); a target ending in ``()`` is called with the value instead
     (``{"sys:setswitchinterval()": 0.0005}``)."""
     import importlib
 

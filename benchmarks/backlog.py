@@ -4,7 +4,7 @@ Used by ``benchmarks/run.py`` (``consume`` scenario). The backlog is written by 
 SEND_BATCH_MESSAGE frames (``Producer._prepare_batch``), encoded once before the fill
 (``FILL_DISTINCT`` distinct frames, reused in a cycle, so UNIQ_KEYs repeat every
 ``FILL_DISTINCT x batch`` messages) and pipelined over a few raw sockets by
-``broker_send.Generator``: the filler costs a socket write per batch, so the fill runs at the
+``harness.Generator``: the filler costs a socket write per batch, so the fill runs at the
 broker's batch-store speed (about 50,000 x 100 B messages/s on 2 cores) instead of a client's.
 
 Run alone to time a fill: ``python benchmarks/backlog.py --size 16384 --count 20000
@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from broker_send import Generator, build_frames  # noqa: E402 - benchmarks/broker_send.py
+from harness import Generator, build_frames  # noqa: E402 - benchmarks/harness.py
 
 FILL_DISTINCT = 16
 # stored bytes per message besides the body: CommitLog record (~100 B header + topic +

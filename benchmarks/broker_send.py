@@ -28,118 +28,27 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
-import resource
-import socket
-import struct
 import sys
-import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import _cpu_model, _git_head, git_span, proc_cpu_s, runtime_info, runtime_line, settle  # noqa: E402 - benchmarks/run.py helpers
+from harness import (  # noqa: E402
+    Generator,
+    build_frames,
+    cpu_self_s,
+    git_head,
+    git_span,
+    machine_info,
+    proc_cpu_s,
+    runtime_info,
+    runtime_line,
+    settle,
+)
 
-_LEN = struct.Struct(">I")
-_OK = b'{"code":0,'
-DISTINCT_FRAMES = 1024
 MODES = {"single": 1, "batch32": 32}
-
-
-def cpu_self_s() -> float:
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
-
-
-def build_frames(producer, topic: str, size: int, batch: int, broker_name: str, queue_ids: list[int],
-                 distinct: int = DISTINCT_FRAMES) -> list[bytes]:
-    """``distinct`` encoded requests of ``batch`` messages each, ``queue_ids`` round robin."""
-    from rocketmq_sdk import Message
-    from rocketmq_sdk.remoting.command import RemotingCommand
-
-    body = (b"b" * size)[:size]
-    frames = []
-    for i in range(distinct):
-        if batch == 1:
-            p = producer._prepare(Message(topic, body))
-        else:
-            p = producer._prepare_batch([Message(topic, body) for _ in range(batch)])
-        ext = dict(p.ext)
-        ext["e"] = str(queue_ids[i % len(queue_ids)])
-        ext["n"] = broker_name
-        frames.append(RemotingCommand.request(p.code, ext, p.body).encode())
-    return frames
-
-
-def recv_exact(sock: socket.socket, n: int, buf: bytearray) -> memoryview:
-    if len(buf) < n:
-        buf.extend(bytes(n - len(buf)))
-    view = memoryview(buf)[:n]
-    got = 0
-    while got < n:
-        k = sock.recv_into(view[got:])
-        if not k:
-            raise ConnectionError("broker closed the connection")
-        got += k
-    return view
-
-
-class Generator:
-    """``connections`` threads, each writing ``window`` requests then reading their answers."""
-
-    def __init__(self, addr: str, frames: list[bytes], batch: int, connections: int, window: int,
-                 limit: int | None = None) -> None:
-        host, port = addr.rsplit(":", 1)
-        self.addr = (host, int(port))
-        self.bursts = [b"".join(frames[(i + k) % len(frames)] for k in range(window))
-                       for i in range(0, len(frames), window)]
-        self.burst_bytes = [len(b) for b in self.bursts]
-        self.batch, self.window = batch, window
-        self.done = [0] * connections      # messages acknowledged, per connection
-        self.sent_bytes = [0] * connections
-        self.errors: list[str] = []
-        self.stop = threading.Event()
-        self.limit = limit  # messages per connection, then the connection stops (None: until join)
-        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(connections)]
-
-    def start(self) -> None:
-        for t in self.threads:
-            t.start()
-
-    def join(self, timeout_s: float) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout_s)
-
-    def _run(self, n: int) -> None:
-        # answers are read into views of buf, which cannot grow while one is alive: room for the
-        # longest (a 256-message batch's msgId list, ~9 KB)
-        buf = bytearray(1 << 16)
-        try:
-            with socket.create_connection(self.addr, timeout=30) as sock:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                i = n
-                while not self.stop.is_set() and (self.limit is None or self.done[n] < self.limit):
-                    k = i % len(self.bursts)
-                    sock.sendall(self.bursts[k])
-                    for _ in range(self.window):
-                        (length,) = _LEN.unpack(recv_exact(sock, 4, buf))
-                        frame = recv_exact(sock, length, buf)
-                        if frame[4:14] != _OK:
-                            from rocketmq_sdk.remoting.command import RemotingCommand
-
-                            self.errors.append(repr(RemotingCommand.decode(bytes(frame))))
-                            return
-                    self.done[n] += self.window * self.batch
-                    self.sent_bytes[n] += self.burst_bytes[k]
-                    i += 1
-        except Exception as exc:  # reported in the results, the run goes on
-            self.errors.append(f"{type(exc).__name__}: {exc}")
-
-    def snapshot(self) -> tuple[int, int]:
-        return sum(self.done), sum(self.sent_bytes)
 
 
 def run_case(cluster, producer, flush: str, size: int, mode: str, args, broker_pid: int) -> dict:
@@ -196,7 +105,7 @@ def main() -> int:
     from rocketmq_sdk import Producer
 
     started = dt.datetime.now(dt.UTC)
-    load_before, commit_before = os.getloadavg(), _git_head()
+    load_before, commit_before = os.getloadavg(), git_head()
     results = []
     for flush in args.flush.split(","):
         with start_dev_cluster(broker_config={"flush_disk_type": flush,
@@ -211,10 +120,8 @@ def main() -> int:
     doc = {"started_utc": started.isoformat(timespec="seconds"),
            "finished_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "command": " ".join([Path(sys.executable).name, *sys.argv]), "quick": args.quick,
-           "git_commit": {"start": commit_before, "end": _git_head()},
-           "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": _cpu_model(),
-                       "platform": platform.platform(), "loadavg_before": load_before,
-                       "loadavg_after": os.getloadavg()},
+           "git_commit": {"start": commit_before, "end": git_head()},
+           "machine": machine_info(load_before),
            "runtime": runtime_info(),
            "settings": {"connections": args.connections, "window": args.window, "seconds": args.seconds,
                         "warmup": args.warmup},

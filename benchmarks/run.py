@@ -1,7 +1,14 @@
 """The benchmark suite: our SDK and the official C++ client side by side on one reference broker.
 
 Usage: ``python benchmarks/run.py [--quick] [--sizes 100,1024] [--flush ASYNC_FLUSH]
-[--scenarios sync1,async] [--out-dir benchmarks/results]`` (``make bench`` / ``make bench QUICK=1``).
+[--scenarios sync1,async] [--out-dir benchmarks/results] [--namesrv ADDR [--cluster NAME]]``
+(``make bench`` / ``make bench QUICK=1``).
+
+``--namesrv ADDR`` measures an existing cluster instead (a real Apache RocketMQ one included, as
+Java's benchmark tools do): no broker is started, the topics are created through the
+``AdminClient`` (4 queues, on every master of ``--cluster``, default the first cluster), the
+flush mode is whatever the brokers run (read from the first master's config), the consume
+backlog goes to the first master, and broker CPU is not measured (it is not this machine's).
 
 For each flush mode (ASYNC_FLUSH, then SYNC_FLUSH) a reference broker (``python -m
 rocketmq_broker dev``, a child process on 127.0.0.1) is started; for each body size every
@@ -32,7 +39,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -43,10 +49,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from harness import git_head, git_span, machine_info, proc_cpu_s, runtime_info, runtime_line, settle  # noqa: E402
+
 WORKER = HERE / "_worker.py"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-BUSY_POLL_US = 100  # the broker's busy_poll_us in the suite: polls catch sync senders' next request (PROFILE.md)
+BUSY_POLL_US = 100  # the broker's busy_poll_us in the suite: polls catch sync senders' next request (benchmarks/profiling/LOG.md)
 
 # name -> (worker scenario, extra args)
 SCENARIOS: dict[str, tuple[str, dict]] = {
@@ -97,32 +106,14 @@ class Progress:
         sys.stderr.flush()
 
 
-def proc_cpu_s(pid: int) -> float:
-    """utime + stime of ``pid`` in seconds (all threads)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def settle(broker_pid: int, limit_s: float = 30.0) -> float:
-    """Wait until the broker is idle (under 5% of a core over 0.3 s) so a scenario does not
-    inherit the previous one's backlog; return the seconds waited (bounded by ``limit_s``)."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < limit_s:
-        c0 = proc_cpu_s(broker_pid)
-        time.sleep(0.3)
-        if proc_cpu_s(broker_pid) - c0 < 0.015:
-            break
-    return time.monotonic() - t0
-
-
-def run_worker(args: dict, broker_pid: int, timeout_s: float) -> dict:
-    """Run one worker process; its JSON result plus process and broker CPU."""
-    settled = settle(broker_pid)
+def run_worker(args: dict, broker_pid: int | None, timeout_s: float) -> dict:
+    """Run one worker process; its JSON result plus process CPU, and the broker's CPU when
+    ``broker_pid`` is a local process (None: a remote broker, not measured)."""
+    settled = settle(broker_pid) if broker_pid else 0.0
     home = tempfile.mkdtemp(prefix="bench-home-")  # librocketmq logs under $HOME
     env = {k: v for k, v in os.environ.items() if k not in ("NAMESRV_ADDR", "ROCKETMQ_HOME")}
     env["HOME"] = home
-    b0 = proc_cpu_s(broker_pid)
+    b0 = proc_cpu_s(broker_pid) if broker_pid else None
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, str(WORKER), json.dumps({**args, "deadline_s": int(timeout_s)})],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
@@ -137,7 +128,7 @@ def run_worker(args: dict, broker_pid: int, timeout_s: float) -> dict:
     killer.cancel()
     t.join(5)
     wall = time.perf_counter() - t0
-    b1 = proc_cpu_s(broker_pid)
+    b1 = proc_cpu_s(broker_pid) if broker_pid else None
     shutil.rmtree(home, ignore_errors=True)
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
     try:
@@ -148,7 +139,7 @@ def run_worker(args: dict, broker_pid: int, timeout_s: float) -> dict:
         res["stderr_tail"] = err[0].decode(errors="replace")[-600:]
     res["process_cpu_s"] = ru.ru_utime + ru.ru_stime
     res["process_wall_s"] = wall
-    res["broker_cpu_s"] = b1 - b0
+    res["broker_cpu_s"] = None if b0 is None or b1 is None else b1 - b0
     res["settle_s"] = settled
     return res
 
@@ -161,7 +152,8 @@ def derive(res: dict) -> dict:
         res["client_cpu_s_per_100k"] = res["cpu_s"] / n * 100_000
         res["client_cpu_us_per_msg"] = res["cpu_s"] / n * 1e6
         res["process_cpu_s_per_100k"] = res["process_cpu_s"] / n * 100_000
-        res["broker_cpu_us_per_msg"] = res["broker_cpu_s"] / n * 1e6
+        if res.get("broker_cpu_s") is not None:
+            res["broker_cpu_us_per_msg"] = res["broker_cpu_s"] / n * 1e6
     return res
 
 
@@ -246,7 +238,7 @@ def rounds_of(scen: str, p: dict) -> int:
 ROUNDS_NOTE = ("Sync sends are one round trip per message, and on this kind of machine a round trip costs "
                "either side 15-25 µs more when the scheduler puts the client and the broker on two cores "
                "(a cross-core wake-up) than on one, which can change for each worker process "
-               "(benchmarks/PROFILE.md, \"Why sync1 is bimodal\"). So each client runs the sync scenarios in "
+               "(benchmarks/profiling/LOG.md, \"Why sync1 is bimodal\"). So each client runs the sync scenarios in "
                "rounds, alternating with the other client (SDK, C++, C++, SDK, ...); the table shows totals over "
                "the rounds (all messages / all measured time; all CPU / all messages) and the notes each round.")
 
@@ -263,8 +255,9 @@ def merge_rounds(runs: list[dict]) -> dict:
     failed = [r for r in runs if "msgs_per_s" not in r]
     if failed:
         return {**failed[0], "rounds": runs}
-    merged = derive({k: sum(r.get(k, 0) for r in runs) for k in _SUMMED})
-    merged["rounds"] = [{k: r[k] for k in ("msgs_per_s", "client_cpu_us_per_msg", "broker_cpu_us_per_msg")}
+    merged = derive({k: None if any(r.get(k, 0) is None for r in runs) else sum(r.get(k, 0) for r in runs)
+                     for k in _SUMMED})
+    merged["rounds"] = [{k: r.get(k) for k in ("msgs_per_s", "client_cpu_us_per_msg", "broker_cpu_us_per_msg")}
                         for r in runs]
     return merged
 
@@ -275,7 +268,8 @@ def make_backlog(cluster, topic: str, size: int, wanted: int, prog: Progress, fl
     from backlog import fill, sized_backlog
     from rocketmq_sdk import Producer
 
-    count, reason = sized_backlog(wanted, size, cluster.store_dir)
+    count, reason = sized_backlog(wanted, size, cluster.store_dir) if cluster.store_dir else (wanted, None)
+    cluster.ensure_topic(topic)
     if reason:
         prog.line(f"{flush} {size} B: {reason}")
     prog.step(f"{flush} {size} B: filling a backlog of {count:,} in {topic}")
@@ -284,6 +278,58 @@ def make_backlog(cluster, topic: str, size: int, wanted: int, prog: Progress, fl
     prog.line(f"{flush} {size:>5} B backlog  : {res['count']:,} stored in {res['elapsed_s']:.1f} s "
               f"({res['msgs_per_s']:,.0f} msg/s)" + (f" ERROR {res['error']}" if "error" in res else ""))
     return {"wanted": wanted, **({"reduced": reason} if reason else {}), **res}
+
+
+class LocalBroker:
+    """A reference broker started for one flush mode (``start_dev_cluster``, its own process)."""
+
+    def __init__(self, flush: str, busy_poll_us: int) -> None:
+        from rocketmq_broker.embedded import start_dev_cluster
+
+        self.flush = flush
+        self._cluster = start_dev_cluster(broker_config={"flush_disk_type": flush, "busy_poll_us": busy_poll_us,
+                                                         "mapped_file_size_commit_log": 256 * 1024 * 1024})
+        self.namesrv_addr, self.broker_addr = self._cluster.namesrv_addr, self._cluster.broker_addr
+        self.store_dir = self._cluster.store_dir
+        self.pid: int | None = self._cluster._proc.pid  # the dev broker + name server process
+
+    def ensure_topic(self, topic: str) -> None:
+        """Nothing to do: the dev broker creates topics on first send (TBW102)."""
+
+    def stop(self) -> None:
+        self._cluster.stop()
+
+
+class ExistingCluster:
+    """A running cluster reached through its name servers (``--namesrv``): topics are created with
+    the ``AdminClient``, the broker's CPU and disk are not this machine's (not measured)."""
+
+    def __init__(self, namesrv_addr: str, cluster: str | None) -> None:
+        from rocketmq_sdk.admin import AdminClient
+
+        self.namesrv_addr, self.store_dir, self.pid = namesrv_addr, None, None
+        self._admin = AdminClient(namesrv_addr)
+        masters = [b for b in self._admin.cluster_list(runtime=False) if b.broker_id == 0
+                   and (cluster is None or b.cluster == cluster)]
+        if not masters:
+            self._admin.close()
+            raise SystemExit(f"no master broker{f' in cluster {cluster}' if cluster else ''} at {namesrv_addr}")
+        self.cluster = cluster or masters[0].cluster
+        self.broker_addr = sorted(b.addr for b in masters if b.cluster == self.cluster)[0]
+        try:
+            self.flush = self._admin.broker_config(self.broker_addr).get("flushDiskType") or "unknown"
+        except Exception as exc:  # a broker that refuses GET_BROKER_CONFIG (ACL) still gets measured
+            self.flush = f"unknown ({type(exc).__name__})"
+        self._created: set[str] = set()
+
+    def ensure_topic(self, topic: str) -> None:
+        """Create ``topic`` (4 read/write queues, as auto-creation gives) on the cluster's masters once."""
+        if topic not in self._created:
+            self._admin.create_topic(topic, cluster=self.cluster, read_queue_nums=4, write_queue_nums=4)
+            self._created.add(topic)
+
+    def stop(self) -> None:
+        self._admin.close()
 
 
 def fmt_rate(v: float | None) -> str:
@@ -302,13 +348,15 @@ def main() -> int:
     ap.add_argument("--backlog", type=int, help="consume backlog per size (default 1,000,000; QUICK 5,000)")
     ap.add_argument("--busy-poll-us", type=int, default=BUSY_POLL_US,
                     help=f"the broker's busy_poll_us (default {BUSY_POLL_US}; 0: its event loop sleeps between reads)")
+    ap.add_argument("--namesrv", metavar="ADDR",
+                    help="measure an existing cluster (host:port[;host:port], e.g. Apache RocketMQ) instead of a "
+                         "reference broker started here; --flush and --busy-poll-us do not apply")
+    ap.add_argument("--cluster", help="with --namesrv: the cluster whose masters get the topics (default: the first)")
     args = ap.parse_args()
-
-    from rocketmq_broker.embedded import start_dev_cluster
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the broker on the way out
     load_before = os.getloadavg()
-    commit_before = _git_head()
+    commit_before = git_head()
     p = plan(args.quick)
     p["quick"] = args.quick
     if args.backlog:
@@ -326,12 +374,19 @@ def main() -> int:
     suite_deadline = time.monotonic() + max(600, 2 * est + 300)
     backlogs: list[dict] = []
 
-    for flush in flushes:
-        prog.line(f"== broker {flush}")
-        cluster = start_dev_cluster(broker_config={"flush_disk_type": flush, "busy_poll_us": args.busy_poll_us,
-                                                   "mapped_file_size_commit_log": 256 * 1024 * 1024})
+    if args.namesrv:
+        flushes = ["existing"]
+    for flush_wanted in flushes:
+        if args.namesrv:
+            cluster: LocalBroker | ExistingCluster = ExistingCluster(args.namesrv, args.cluster)
+            prog.line(f"== cluster {cluster.cluster} at {args.namesrv} (first master {cluster.broker_addr}, "
+                      f"{cluster.flush})")
+        else:
+            prog.line(f"== broker {flush_wanted}")
+            cluster = LocalBroker(flush_wanted, args.busy_poll_us)
+        flush = cluster.flush
         try:
-            pid = cluster._proc.pid  # the dev broker + name server process
+            pid = cluster.pid
             for size in sizes:
                 topic = f"Bench_{flush[:1]}_{size}"
                 for name in names:
@@ -364,6 +419,7 @@ def main() -> int:
                                      "group": f"bench_{c}_{name}_{run_no}"}
                             if scen == "latency":
                                 wargs["topic"] = f"Lat_{flush[:1]}_{size}_{name}_{c}"
+                            cluster.ensure_topic(wargs["topic"])
                             label = f"{flush} {size:>5} B {name:<9} {c:<3}" + (
                                 f" round {rnd + 1}/{n_rounds}" if n_rounds > 1 else "")
                             prog.step(f"{label}: running (≤{wargs['max_seconds']:.0f} s)")
@@ -374,7 +430,9 @@ def main() -> int:
                             prog.line(f"{label}: "
                                       + (f"{res['msgs_per_s']:>10,.0f} msg/s  client "
                                          f"{res['client_cpu_us_per_msg']:6.1f} µs/msg  broker "
-                                         f"{res['broker_cpu_us_per_msg']:6.1f} µs/msg{extra}"
+                                         + (f"{res['broker_cpu_us_per_msg']:6.1f} µs/msg"
+                                            if "broker_cpu_us_per_msg" in res else "not measured")
+                                         + extra
                                          if "msgs_per_s" in res else f"FAILED {res.get('error')}"))
                     for c in order:
                         results.append({"flush": flush, "size": size, "scenario": name, "client": c,
@@ -387,14 +445,12 @@ def main() -> int:
         "finished_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "quick": args.quick,
-        "git_commit": {"start": commit_before, "end": _git_head()},
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
-                    "implementation": platform.python_implementation(), "platform": platform.platform(),
-                    "processor": _cpu_model(), "loadavg_before": load_before,
-                    "loadavg_after": os.getloadavg()},
+        "git_commit": {"start": commit_before, "end": git_head()},
+        "machine": machine_info(load_before),
         "clients": {"sdk": "rocketmq_sdk (this repository)", "cpp": _cpp_version()},
         "runtime": runtime_info(),
-        "broker": {"busy_poll_us": args.busy_poll_us},
+        "broker": ({"existing": args.namesrv, "cluster": args.cluster} if args.namesrv
+                   else {"busy_poll_us": args.busy_poll_us}),
         "plan": p,
         "estimate_s": round(est),
         "backlogs": backlogs,
@@ -412,79 +468,16 @@ def main() -> int:
     return 0
 
 
-def runtime_info() -> dict:
-    """What this Python runs the SDK and broker with: the optional C accelerators
-    (``rocketmq_sdk._speedups``; every ``*.c`` of the tree, built or not), the switch, and the
-    event loop the SDK's I/O thread and the broker pick here (``auto`` + ``$ROCKETMQ_EVENT_LOOP``),
-    and the zlib module of message bodies (``rocketmq_sdk.protocol.deflate``)."""
-    from rocketmq_sdk import _speedups
-    from rocketmq_sdk.protocol import deflate
-    from rocketmq_sdk.remoting.loop import resolve_event_loop
-
-    roots = {"sdk": "rocketmq_sdk", "broker-reference": "rocketmq_broker"}
-    built = {}
-    for folder, package in roots.items():
-        for src in sorted((HERE.parent / folder).rglob("*.c")):
-            name = ".".join((package, *src.relative_to(HERE.parent / folder).with_suffix("").parts))
-            built[name] = _speedups.load(name) is not None
-    return {"pure_python": _speedups.PURE_PYTHON, "accelerators": built,
-            "event_loop": resolve_event_loop("auto"), "zlib": deflate.IMPLEMENTATION}
-
-
-def runtime_line(info: dict) -> str:
-    """One Markdown line for :func:`runtime_info`."""
-    acc = info.get("accelerators", {})
-    loop = f" Event loop: {info['event_loop']}." if info.get("event_loop") else ""
-    if info.get("zlib"):
-        loop += f" Message bodies: {info['zlib']}."
-    if info.get("pure_python"):
-        return f"Code: pure Python (ROCKETMQ_PURE_PYTHON set).{loop}  "
-    if not acc:
-        return f"Code: pure Python (no C accelerators in the tree).{loop}  "
-    on = [n.rsplit(".", 1)[1] for n, ok in acc.items() if ok]
-    off = [n.rsplit(".", 1)[1] for n, ok in acc.items() if not ok]
-    return (f"Code: C accelerators in use: {', '.join(on) or 'none'}"
-            + (f"; not built: {', '.join(off)}" if off else "") + f".{loop}  ")
-
-
 def broker_line(broker: dict | None) -> list[str]:
     """The broker settings line of a results header (none for files written before it existed)."""
     if broker is None:
         return []
+    if broker.get("existing"):
+        return [f"Broker: an existing cluster at `{broker['existing']}` (`--namesrv`); its CPU is not measured.  "]
     us = broker.get("busy_poll_us", 0)
     return ["Broker: the reference broker in a process of its own (uvloop when installed), "
             + (f"busy polling up to {us} µs after each answer (`busy_poll_us`; docs/performance.md).  " if us
                else "sleeping between reads (`busy_poll_us=0`).  ")]
-
-
-def git_span(commit: dict, changed_note: str = "") -> str:
-    """``start`` or ``start → end`` (plus ``changed_note``) of a results file's ``git_commit``."""
-    if commit["end"] == commit["start"]:
-        return commit["start"]
-    return f"{commit['start']} → {commit['end']}{changed_note}"
-
-
-def _git_head() -> str:
-    """The repository's HEAD (``+dirty`` with uncommitted changes), or "" outside git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
-                              text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=HERE,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return head + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _cpp_version() -> str:

@@ -32,7 +32,6 @@ import datetime as dt
 import json
 import logging
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -45,7 +44,16 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 from flights_kit.data import FLIGHTS_ROWS, build_spark, extract_flights_csv, load_flights  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
-from run import CLK_TCK, _cpu_model, _git_head, git_span, proc_cpu_s, runtime_info, runtime_line, settle  # noqa: E402 - benchmarks/run.py helpers
+from harness import (  # noqa: E402
+    CLK_TCK,
+    git_head,
+    git_span,
+    machine_info,
+    proc_cpu_s,
+    runtime_info,
+    runtime_line,
+    settle,
+)
 
 QUICK_ROWS = 20_000
 QUEUES = 8
@@ -145,7 +153,7 @@ def main() -> int:
     from rocketmq_sdk.integrations.spark import register_data_source, shutdown_producers
 
     started = dt.datetime.now(dt.UTC)
-    load_before, commit_before = os.getloadavg(), _git_head()
+    load_before, commit_before = os.getloadavg(), git_head()
     results: list[dict] = []
     t_all = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp_name:
@@ -201,10 +209,8 @@ def main() -> int:
            "finished_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "total_s": round(time.monotonic() - t_all, 1), "estimate_s": round(est),
            "command": " ".join([Path(sys.executable).name, *sys.argv]), "quick": args.quick,
-           "git_commit": {"start": commit_before, "end": _git_head()},
-           "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": _cpu_model(),
-                       "platform": platform.platform(), "loadavg_before": load_before,
-                       "loadavg_after": os.getloadavg(), "pyspark": _version("pyspark")},
+           "git_commit": {"start": commit_before, "end": git_head()},
+           "machine": {**machine_info(load_before), "pyspark": _version("pyspark")},
            "runtime": runtime_info(),
            "settings": {"master": args.master, "flush": args.flush, "rows": rows, "partitions": partitions,
                         "queues": QUEUES, "load_s": round(load_s, 1)},

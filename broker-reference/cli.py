@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import click
+from rocketmq_sdk.properties import apply_properties, read_properties
 
-from .broker.config import BrokerConfig, read_properties, snake
+from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
 from .namesrv.server import NameServer, NamesrvConfig
 from .runner import announce, event_loop_option, run_until_signal, setup_logging
@@ -21,12 +22,11 @@ def namesrv_main(config_path: str | None, port: int | None, log_level: str, even
     setup_logging(log_level)
     cfg = NamesrvConfig()
     if config_path:
-        for k, v in read_properties(config_path).items():
-            name = snake(k)
-            if hasattr(cfg, name):
-                setattr(cfg, name, type(getattr(cfg, name))(v))
-            else:
-                click.echo(f"warning: ignoring unknown key {k}", err=True)
+        try:
+            apply_properties(cfg, read_properties(config_path),
+                             on_unknown=lambda key: click.echo(f"warning: ignoring unknown key {key}", err=True))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint=f"-c {config_path}") from None
     if port is not None:
         cfg.listen_port = port
     ns = NameServer(cfg)
@@ -48,7 +48,10 @@ def namesrv_main(config_path: str | None, port: int | None, log_level: str, even
 def broker_main(config_path: str, namesrv_addr: str | None, log_level: str, event_loop: str) -> None:
     """Run the reference broker."""
     setup_logging(log_level)
-    cfg = BrokerConfig.from_properties(read_properties(config_path))
+    try:
+        cfg = BrokerConfig.from_properties(read_properties(config_path))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=f"-c {config_path}") from None
     if namesrv_addr:
         cfg.namesrv_addr = namesrv_addr
     broker = BrokerController(cfg)

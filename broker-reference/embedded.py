@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketmq_sdk.properties import camel
 from rocketmq_sdk.remoting.client import client_ssl_context
 from rocketmq_sdk.remoting.loop import new_event_loop, resolve_event_loop
 
-from .broker.config import BrokerConfig, camel
+from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
 from .cluster_modes import MODES, DevBroker, pin_ports, spawn, stop_process, write_broker_conf
 from .namesrv.server import NameServer, NamesrvConfig

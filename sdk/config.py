@@ -59,7 +59,7 @@ class ClientConfig:
         connect_timeout: TCP connect timeout, ms (3000).
         rpc_hooks: objects with ``before_request``/``after_response`` (e.g. ACL signing).
         access_key / secret_key / security_token: ACL credentials; when ``access_key`` is set
-            every request is signed (``AclClientRPCHook``, HMAC-SHA1, protocol doc §6.8).
+            every request is signed (``AclClientRPCHook``, HMAC-SHA1, docs/protocol.md §6.8).
         use_tls: talk TLS to name servers and brokers (Java ``useTLS``, False). Without
             ``ssl_context`` the server certificate is verified against the system trust store
             (Java's default, ``tls.client.authServer=false``, verifies nothing; use
@@ -180,7 +180,7 @@ class ProducerConfig(ClientConfig):
         retry_times_when_send_async_failed: extra attempts of ``send_async`` / ``asend`` (2).
         retry_another_broker_when_not_store_ok: a sync send whose status is not SEND_OK
             (flush/slave timeouts) is sent again to another broker (False, as Java).
-        send_latency_fault_enable: latency fault tolerance (§6.2): slow or failed brokers are
+        send_latency_fault_enable: latency fault tolerance (docs/protocol.md §6.2): slow or failed brokers are
             avoided for a while (False).
         latency_max: latency thresholds, ms (50, 100, 550, 1000, 2000, 3000, 15000).
         not_available_duration: how long a broker is avoided for each threshold, ms

@@ -1,21 +1,40 @@
 """Broker settings: the standard ``broker.conf`` keys, in snake_case.
 
 ``BrokerConfig.from_properties`` reads a ``broker.conf`` (Java properties: ``key=value``) using
-RocketMQ's camelCase key names; unknown keys are logged and ignored.
+RocketMQ's camelCase key names; unknown keys are logged and ignored. As in Java, one file holds
+the broker's keys and the store's (``MessageStoreConfig``): the store's live in the
+:class:`~rocketmq_broker.store.config.StoreConfig` at ``BrokerConfig.store``, the very object the
+running store reads, so UPDATE_BROKER_CONFIG reaches it (see :data:`RESTART_ONLY_KEYS`).
+Parsing and typed conversion are :mod:`rocketmq_sdk.properties`'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
-import re
 import ssl
 from dataclasses import dataclass, field, fields
+from typing import Any
 
-from rocketmq_broker.store.config import FlushDiskType, StoreConfig
+from rocketmq_broker.store.config import StoreConfig
 from rocketmq_broker.store.ha_service import HASettings
+from rocketmq_sdk.properties import (
+    INLINE,
+    apply_properties,
+    coerce_settings,
+    format_properties,
+    parse_properties,
+    read_properties,
+    settings_fields,
+    snake,
+    typed_settings,
+)
 from rocketmq_sdk.remoting.client import client_ssl_context
 from rocketmq_sdk.remoting.server import server_ssl_context
+
+__all__ = ["RESTART_ONLY_KEYS", "BrokerConfig", "RestartRequiredError", "apply_properties", "config_to_properties",
+           "read_properties", "read_properties_text", "restart_only", "snake", "tls_server_context"]
 
 log = logging.getLogger("rocketmq_broker")
 
@@ -24,18 +43,23 @@ log = logging.getLogger("rocketmq_broker")
 class BrokerConfig:
     """Broker configuration (defaults are Apache RocketMQ 4.9.8's unless noted).
 
+    ``BrokerConfig(**settings)`` takes any of the fields below and any
+    :class:`~rocketmq_broker.store.config.StoreConfig` field (``store_path_root_dir``,
+    ``flush_disk_type``, ``mapped_file_size_commit_log``, ``max_message_size``,
+    ``file_reserved_time``, ``disk_max_used_space_ratio``...; text values are converted), or a
+    whole ``store=StoreConfig(...)``. Store settings are held once, in :attr:`store`; reading or
+    setting them on the broker config (``cfg.max_message_size``) reads or sets ``cfg.store``'s.
+
     Attributes:
+        store: the store's settings (:class:`StoreConfig`), shared with the running
+            ``MessageStore``.
         broker_cluster_name / broker_name / broker_id: identity (``DefaultCluster``, ``broker-a``, 0).
         listen_port: remoting port (10911; 0 picks a free one).
         broker_ip1: address advertised to the name server and clients (127.0.0.1 here, since the
             reference broker binds loopback by default).
         namesrv_addr: ``host:port;host:port`` of the name servers.
-        store_path_root_dir: store root (``~/store``).
         auto_create_topic_enable: create unknown topics on first send from TBW102 (true).
         default_topic_queue_nums: queues of TBW102 and auto-created topics (8).
-        mapped_file_size_commit_log: CommitLog file size in bytes (1 GiB).
-        flush_disk_type: ``ASYNC_FLUSH`` or ``SYNC_FLUSH``.
-        max_message_size: largest body accepted, bytes (4 MiB).
         long_polling_enable: hold pulls that find nothing (true).
         short_polling_time_mills: hold time when long polling is off (1000 ms), also the
             re-check period of held pulls then.
@@ -52,12 +76,6 @@ class BrokerConfig:
             in pulls of ``%RETRY%<group>`` (``filterSupportRetry``, false: retries unfiltered).
         filter_data_clean_time_span: how long the filter of a group gone is kept in
             ``config/consumerFilter.json`` (``filterDataCleanTimeSpan``, 86400000 ms).
-        message_index_enable: build IndexFiles (true).
-        file_reserved_time / delete_when / clean_resource_interval: CommitLog expiry (72 hours,
-            at hour ``"04"``, checked every 10000 ms).
-        disk_max_used_space_ratio / disk_space_clean_forcibly_ratio /
-            disk_space_warning_level_ratio / clean_file_forcibly_enable: disk-space guard (75 %,
-            0.85, 0.90, true): see ``rocketmq_broker.store.disk_space``.
         acl_enable: check every request against the ACL file (``aclEnable``, false; see
             ``rocketmq_broker.broker.acl``).
         acl_config_file: the ``plain_acl.yml`` to use (``aclConfigFile``, not a Java key; Java reads
@@ -110,7 +128,8 @@ class BrokerConfig:
             ``syncFlushTimeout``).
         slave_read_enable: a master may suggest pulling from a slave (``slaveReadEnable``, false).
         access_message_in_memory_max_ratio: a pull further behind the CommitLog end than this
-            percentage of physical memory is "slow": suggested to the slave (40).
+            percentage of physical memory is "slow": suggested to the slave (40; a store setting,
+            held by ``store``).
         offset_check_in_slave: a slave answers PULL_OFFSET_MOVED instead of
             PULL_RETRY_IMMEDIATELY (``offsetCheckInSlave``, false).
         slave_sync_interval: SlaveSynchronize period (10000 ms, first run 3000 ms after start;
@@ -124,15 +143,9 @@ class BrokerConfig:
     bind_address: str = "127.0.0.1"
     broker_ip1: str = "127.0.0.1"
     namesrv_addr: str | None = None
-    store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
-    store_path_commit_log: str | None = None
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
     default_topic_queue_nums: int = 8
-    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
-    mapped_file_size_consume_queue: int = 300_000 * 20
-    flush_disk_type: str = "ASYNC_FLUSH"
-    max_message_size: int = 4 * 1024 * 1024
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
     pull_hold_check_interval: int = 5000
@@ -143,15 +156,6 @@ class BrokerConfig:
     enable_property_filter: bool = False
     filter_support_retry: bool = False
     filter_data_clean_time_span: int = 24 * 3600 * 1000
-    message_index_enable: bool = True
-    file_reserved_time: int = 72
-    delete_when: str = "04"
-    clean_resource_interval: int = 10000
-    disk_max_used_space_ratio: int = 75
-    disk_space_clean_forcibly_ratio: float = 0.85
-    disk_space_warning_level_ratio: float = 0.90
-    clean_file_forcibly_enable: bool = True
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     acl_enable: bool = False
     acl_config_file: str | None = None
     acl_denied_response_code: int = 16
@@ -176,31 +180,38 @@ class BrokerConfig:
     ha_slave_fallbehind_max: int = 256 * 1024 * 1024
     slave_timeout: int = 3000
     slave_read_enable: bool = False
-    access_message_in_memory_max_ratio: int = 40
+    # access_message_in_memory_max_ratio: a store setting (StoreConfig), reached through .store
     offset_check_in_slave: bool = False
     slave_sync_interval: int = 10_000
     # -- end of replication keys ------------------------------------------------------------
+    store: StoreConfig = field(default_factory=StoreConfig, metadata=INLINE)
+
+    def __init__(self, *, store: StoreConfig | None = None, **settings: Any) -> None:
+        own = {f.name: f for f in fields(self) if f.name != "store"}
+        object.__setattr__(self, "store", store if store is not None else StoreConfig())
+        for name, f in own.items():
+            if name not in settings:
+                setattr(self, name, f.default_factory() if f.default is dataclasses.MISSING else f.default)
+        unknown = sorted(set(settings) - set(settings_fields(BrokerConfig)))
+        if unknown:
+            raise TypeError(f"unknown BrokerConfig setting(s): {', '.join(unknown)}")
+        for name, value in coerce_settings(BrokerConfig, settings).items():
+            setattr(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:  # only called for names that are not own attributes
+        if name in _STORE_FIELDS:
+            return getattr(self.store, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _STORE_FIELDS:
+            setattr(self.store, name, value)
+        else:
+            object.__setattr__(self, name, value)
 
     @property
     def broker_addr(self) -> str:
         return f"{self.broker_ip1}:{self.listen_port}"
-
-    def store_config(self) -> StoreConfig:
-        return StoreConfig(store_path_root_dir=self.store_path_root_dir,
-                           store_path_commit_log=self.store_path_commit_log,
-                           mapped_file_size_commit_log=self.mapped_file_size_commit_log,
-                           mapped_file_size_consume_queue=self.mapped_file_size_consume_queue,
-                           flush_disk_type=FlushDiskType(self.flush_disk_type),
-                           max_message_size=self.max_message_size,
-                           file_reserved_time=self.file_reserved_time, delete_when=self.delete_when,
-                           clean_resource_interval=self.clean_resource_interval,
-                           disk_max_used_space_ratio=self.disk_max_used_space_ratio,
-                           disk_space_clean_forcibly_ratio=self.disk_space_clean_forcibly_ratio,
-                           disk_space_warning_level_ratio=self.disk_space_warning_level_ratio,
-                           clean_file_forcibly_enable=self.clean_file_forcibly_enable,
-                           message_index_enable=self.message_index_enable,
-                           message_delay_level=self.message_delay_level,
-                           access_message_in_memory_max_ratio=self.access_message_in_memory_max_ratio)
 
     def ha_settings(self) -> HASettings:
         """The replication settings of the store's HA service."""
@@ -269,89 +280,33 @@ def tls_server_context(cfg) -> ssl.SSLContext | None:
     return server_ssl_context(cfg.tls_server_cert_path, cfg.tls_server_key_path)
 
 
-def snake(name: str) -> str:
-    """``brokerClusterName`` → ``broker_cluster_name``; ``brokerIP1`` → ``broker_ip1``."""
-    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    return re.sub(r"([a-z\d])([A-Z])", r"\1_\2", name).lower()
+_STORE_FIELDS = frozenset(f.name for f in fields(StoreConfig))
+
+#: camelCase keys UPDATE_BROKER_CONFIG refuses on a running broker: the store reads them only at
+#: start (paths, file sizes, flush mode, index geometry, delay levels). Set them in broker.conf
+#: and restart. Every other store key applies at once, as in Java (disk-space guard, expiry,
+#: flush intervals, message size...).
+RESTART_ONLY_KEYS = frozenset({
+    "storePathRootDir", "storePathCommitLog", "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue",
+    "flushDiskType", "messageIndexEnable", "maxHashSlotNum", "maxIndexNum", "messageDelayLevel",
+})
 
 
-def camel(name: str) -> str:
-    """``broker_cluster_name`` → ``brokerClusterName``; ``broker_ip1`` → ``brokerIP1``."""
-    head, *rest = name.split("_")
-    return head + "".join("IP" + p[2:] if p.startswith("ip") else p.capitalize() for p in rest)
+class RestartRequiredError(ValueError):
+    """UPDATE_BROKER_CONFIG named a setting that takes effect only when the broker starts."""
 
 
-def _convert(cls, props: dict[str, str]) -> dict[str, object]:
-    """Known keys of ``props`` converted to the field types of ``cls`` (unknown ones logged).
-
-    Raises:
-        ValueError: a value does not parse as its field's type.
-    """
-    known = {f.name: f for f in fields(cls)}
-    kwargs: dict[str, object] = {}
-    for key, raw in props.items():
-        name = snake(key)
-        f = known.get(name)
-        if f is None:
-            log.warning("ignoring unknown config key %s", key)
-            continue
-        t = f.type if isinstance(f.type, str) else f.type.__name__
-        value: object = raw.strip()
-        if "bool" in t:
-            value = str(value).lower() == "true"
-        elif "int" in t:
-            value = int(str(value))
-        elif "float" in t:
-            value = float(str(value))
-        kwargs[name] = value
-    return kwargs
+def restart_only(props: dict[str, str]) -> list[str]:
+    """The keys of ``props`` (camelCase or snake_case) that :data:`RESTART_ONLY_KEYS` lists, sorted."""
+    restart = {snake(k) for k in RESTART_ONLY_KEYS}
+    return sorted(k for k in props if snake(k) in restart)
 
 
 def _from_properties(cls, props: dict[str, str]):
-    return cls(**_convert(cls, props))
+    return cls(**typed_settings(cls, props, on_unknown=lambda key: log.warning("ignoring unknown config key %s", key)))
 
 
-def apply_properties(obj, props: dict[str, str]) -> dict[str, object]:
-    """Set the known keys of ``props`` on the dataclass ``obj`` (UPDATE_BROKER_CONFIG /
-    UPDATE_NAMESRV_CONFIG); returns what was set.
-
-    Raises:
-        ValueError: a value does not parse (nothing is set then).
-    """
-    changed = _convert(type(obj), props)
-    for name, value in changed.items():
-        setattr(obj, name, value)
-    return changed
-
-
-def config_to_properties(obj) -> str:
-    """``key=value`` lines with camelCase keys, as GET_BROKER_CONFIG / GET_NAMESRV_CONFIG answer."""
-    lines = []
-    for f in fields(obj):
-        value = getattr(obj, f.name)
-        if value is None:
-            value = ""
-        elif isinstance(value, bool):
-            value = "true" if value else "false"
-        lines.append(f"{camel(f.name)}={value}")
-    return "\n".join(lines) + "\n"
-
-
-def read_properties_text(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text (``key=value``, ``#`` comments)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        k, sep, v = line.partition("=")
-        if not sep:
-            k, _, v = line.partition(":")
-        out[k.strip()] = v.strip()
-    return out
-
-
-def read_properties(path: str) -> dict[str, str]:
-    """Parse a Java ``.properties``-style file (``key=value``, ``#`` comments)."""
-    with open(path, encoding="utf-8") as fh:
-        return read_properties_text(fh.read())
+#: ``key=value`` lines with camelCase keys, as GET_BROKER_CONFIG / GET_NAMESRV_CONFIG answer
+config_to_properties = format_properties
+#: Java ``.properties`` text → dict (``rocketmq_sdk.properties.parse_properties``)
+read_properties_text = parse_properties

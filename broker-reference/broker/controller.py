@@ -31,7 +31,7 @@ from .acl_admin import AclAdminProcessor
 from .admin_processor import AdminProcessor
 from .client_manager import ConsumerManager, ProducerManager
 from .client_processor import ClientProcessor
-from .config import BrokerConfig, apply_properties
+from .config import BrokerConfig, RestartRequiredError, apply_properties, restart_only
 from .controller_util import MaybeAwaitable
 from .group_processor import GroupProcessor
 from .lock_manager import LockProcessor
@@ -57,7 +57,7 @@ class BrokerController:
         config.check_role()
         self.config = config
         os.makedirs(config.config_dir, exist_ok=True)
-        self.store = MessageStore(config.store_config())
+        self.store = MessageStore(config.store)
         self.topics = TopicConfigManager(config)
         self.offsets = ConsumerOffsetManager(config.config_dir)
         self.groups = SubscriptionGroupManager(config.config_dir, config.auto_create_subscription_group)
@@ -156,7 +156,7 @@ class BrokerController:
         self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._persist_loop()),
                        loop.create_task(self._scan_channels_loop())]
         log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.config.broker_addr,
-                 self.config.store_path_root_dir)
+                 self.config.store.store_path_root_dir)
         await self.register_all(oneway=False)
         return port
 
@@ -222,17 +222,23 @@ class BrokerController:
 
     def update_config(self, props: dict[str, str]) -> dict[str, object]:
         """UPDATE_BROKER_CONFIG: set the known keys of ``props`` on the running broker's
-        config and bump its data version; returns what was set. Like Java, settings read only at
-        start (ports, store paths) take effect after a restart.
+        config and bump its data version; returns what was set. Store keys land in the
+        ``StoreConfig`` the running store reads, so the disk-space guard, file expiry, flush
+        intervals and size limits change at once, as in Java. Like Java, broker settings read
+        only at start (ports, names) take effect after a restart.
 
         Raises:
+            RestartRequiredError: ``props`` holds store keys the store reads only at start
+                (``RESTART_ONLY_KEYS``: paths, file sizes, flush mode...; nothing changes).
             ValueError: a value does not parse as its setting's type (nothing changes).
         """
+        refused = restart_only(props)
+        if refused:
+            raise RestartRequiredError(
+                f"{', '.join(refused)} can only be set at start: put them in broker.conf and restart the broker")
         changed = apply_properties(self.config, props)
         if "auto_create_subscription_group" in changed:
             self.groups.auto_create = self.config.auto_create_subscription_group
-        if "access_message_in_memory_max_ratio" in changed:  # a MessageStoreConfig key in Java
-            self.store.config.access_message_in_memory_max_ratio = self.config.access_message_in_memory_max_ratio
         self.config_version = DataVersion(int(time.time() * 1000), self.config_version.counter + 1)
         return changed
 

@@ -25,7 +25,7 @@ from rocketmq_sdk.protocol.message import MessageQueue
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
-from .config import config_to_properties, read_properties_text
+from .config import RestartRequiredError, config_to_properties, read_properties_text
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -164,6 +164,8 @@ class GroupProcessor:
         props = read_properties_text((cmd.body or b"").decode("utf-8", "replace"))
         try:
             changed = self.broker.update_config(props)
+        except RestartRequiredError as exc:
+            return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
         except ValueError as exc:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
         log.info("broker config updated: %s", changed)

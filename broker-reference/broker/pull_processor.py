@@ -1,4 +1,4 @@
-"""PULL_MESSAGE (11) with long polling (protocol doc §3.4).
+"""PULL_MESSAGE (11) with long polling (docs/protocol.md §3.4).
 
 A pull that finds nothing (PULL_NOT_FOUND) with the SUSPEND flag is held for
 ``suspendTimeoutMillis`` and answered as soon as a message arrives on its queue (the store's

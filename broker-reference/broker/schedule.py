@@ -1,4 +1,4 @@
-"""Delayed delivery (RocketMQ ``ScheduleMessageService``, protocol doc §5.7).
+"""Delayed delivery (RocketMQ ``ScheduleMessageService``, docs/protocol.md §5.7).
 
 A message with ``DELAY`` level L > 0 is stored in ``SCHEDULE_TOPIC_XXXX`` queue L-1 with
 ``REAL_TOPIC``/``REAL_QID`` and a consume-queue tag code equal to its deliver time. One task per
@@ -35,7 +35,7 @@ log = logging.getLogger("rocketmq_broker.schedule")
 class ScheduleService:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
-        self.levels = parse_delay_levels(broker.config.message_delay_level)  # level -> ms
+        self.levels = parse_delay_levels(broker.config.store.message_delay_level)  # level -> ms
         self.max_level = max(self.levels) if self.levels else 0
         self.offsets: dict[int, int] = {}
         self.path = os.path.join(broker.config.config_dir, "delayOffset.json")

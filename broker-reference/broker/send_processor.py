@@ -1,6 +1,6 @@
 """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and CONSUMER_SEND_MSG_BACK (36).
 
-Follows protocol doc §3.3 and §3.5: topic validation, auto-creation from TBW102, random queue
+Follows docs/protocol.md §3.3 and §3.5: topic validation, auto-creation from TBW102, random queue
 for ``queueId < 0``, MESSAGE_ILLEGAL for oversized bodies or properties, the CLUSTER property,
 WAIT stripped from stored single messages, retry → DLQ after max reconsume times. Whether a
 request is a batch is decided by the header's ``batch`` flag (the C++ client sends batches as
@@ -151,9 +151,9 @@ class SendProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 f"request queueId[{queue_id}] is illegal, {tc} Producer: {ch.remote_addr}")
         body = cmd.body
-        if len(body) > b.config.max_message_size:
+        if len(body) > b.config.store.max_message_size:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL,
-                                f"the message body size over max value, MAX: {b.config.max_message_size}")
+                                f"the message body size over max value, MAX: {b.config.store.max_message_size}")
         props_string = h.properties or ""
         if len(props_string.encode("utf-8")) > _MAX_PROPERTIES:
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, "the message properties length too long")

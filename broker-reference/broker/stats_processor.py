@@ -165,7 +165,7 @@ class StatsProcessor:
         hrs, rem = divmod(rem, 3600)
         mins, secs = divmod(rem, 60)
         try:
-            du = shutil.disk_usage(b.config.store_path_root_dir)
+            du = shutil.disk_usage(b.config.store.store_path_root_dir)
             ratio = f"{(du.total - du.free) / du.total:.2f}"
             capacity = f"Total : {du.total / 2**30:.1f} GiB, Free : {du.free / 2**30:.1f} GiB."
         except OSError:

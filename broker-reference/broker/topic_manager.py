@@ -74,7 +74,7 @@ class TopicConfigManager:
         log.info("topic config updated: %s", tc)
 
     def create_in_send(self, topic: str, default_topic: str, queue_nums: int, sys_flag: int = 0) -> TopicConfig | None:
-        """Auto-create ``topic`` from ``default_topic`` (TBW102) when its perm has INHERIT (§5.10)."""
+        """Auto-create ``topic`` from ``default_topic`` (TBW102) when its perm has INHERIT (docs/protocol.md §5.10)."""
         with self._lock:
             existing = self.table.get(topic)
             if existing is not None:

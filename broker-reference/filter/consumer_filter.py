@@ -54,7 +54,7 @@ _H16 = struct.Struct(">h")
 
 
 def record_properties(record) -> dict[str, str]:
-    """The properties of a stored message record (protocol doc §4.5), without decoding the rest.
+    """The properties of a stored message record (docs/protocol.md §4.5), without decoding the rest.
 
     Raises:
         struct.error, IndexError: the record is truncated.

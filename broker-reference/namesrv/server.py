@@ -1,4 +1,4 @@
-"""The name server: route registration from brokers, route lookup for clients (§3.2, §5.10)."""
+"""The name server: route registration from brokers, route lookup for clients (docs/protocol.md §3.2, §5.10)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """CommitLog records of a SEND_BATCH_MESSAGE body, built in one step (the batch put fast path),
 and the record of one plain single send (:func:`encode_single`, ``MessageStore.put_plain``).
 
-:func:`encode_batch` splits the batch body (§4.6), merges each message's properties with the
+:func:`encode_batch` splits the batch body (docs/protocol.md §4.6), merges each message's properties with the
 batch's (``dict.setdefault`` order: the message's own items first, then the batch's missing
-ones), validates as :meth:`CommitLog._check` does and builds the §4.5 records with the queue
+ones), validates as :meth:`CommitLog._check` does and builds the docs/protocol.md §4.5 records with the queue
 offset, physical offset and store timestamp left 0; :func:`finish_batch` writes those three
 in place under the append lock and returns the consume-queue entries and the offset message ids.
 

@@ -1,4 +1,4 @@
-"""The ``checkpoint`` file (§5.5): a 4 KiB mapped page holding, big-endian longs,
+"""The ``checkpoint`` file (docs/protocol.md §5.5): a 4 KiB mapped page holding, big-endian longs,
 ``physicMsgTimestamp`` @0 (store time of the last flushed CommitLog record),
 ``logicsMsgTimestamp`` @8 (consume queues) and ``indexMsgTimestamp`` @16 (index files)."""
 

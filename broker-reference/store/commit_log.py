@@ -1,6 +1,6 @@
-"""CommitLog (§5.2): every message of every topic, appended to one sequence of files.
+"""CommitLog (docs/protocol.md §5.2): every message of every topic, appended to one sequence of files.
 
-Records are §4.5 layouts built with
+Records are docs/protocol.md §4.5 layouts built with
 :func:`rocketmq_sdk.protocol.message_codec.encode_stored_message`: messages are validated
 outside the lock; inside the one append lock the store assigns the physical offset, the queue
 offset (table keyed by topic and queue id, advanced only for TRANSACTION_NOT/COMMIT records)
@@ -61,7 +61,7 @@ def encode_record_py(topic: bytes, body: bytes, properties: bytes, queue_id: int
                      born_timestamp: int, born_host: bytes, store_host: bytes, store_timestamp: int,
                      queue_offset: int, physical_offset: int, reconsume_times: int,
                      prepared_transaction_offset: int) -> bytearray:
-    """Pure-Python twin of ``_cstore.encode_record``: one §4.5 record, :func:`encode_stored_message`
+    """Pure-Python twin of ``_cstore.encode_record``: one docs/protocol.md §4.5 record, :func:`encode_stored_message`
     with positional arguments (timestamps in ms, offsets in bytes / queue entries)."""
     return encode_stored_message(
         topic=topic, body=body, properties=properties, queue_id=queue_id, flag=flag, sys_flag=sys_flag,
@@ -122,7 +122,7 @@ class EncodedBatch:
     sys_flag: int
     born_host_len: int  # 8 (IPv4) or 20 (IPv6) bytes
     store_host: bytes  # packed ip + port
-    records: bytearray  # the §4.5 records, back to back
+    records: bytearray  # the docs/protocol.md §4.5 records, back to back
     sizes: list[int]  # bytes per record
     tags_codes: list[int]
     properties: list[dict[str, str]]  # merged properties per record
@@ -180,7 +180,7 @@ class CommitLog:
         if body_len > self.config.max_message_size:
             return PutMessageStatus.MESSAGE_ILLEGAL
         born, store = packed_host(msg.born_host), packed_host(msg.store_host)
-        # the §4.5 layout's size (encode_stored_message): 48 fixed + hosts + store timestamp (8)
+        # the docs/protocol.md §4.5 layout's size (encode_stored_message): 48 fixed + hosts + store timestamp (8)
         # + reconsumeTimes/preparedTxOffset/bodyLen (16) + body + topic (1 + n) + properties (2 + n)
         size = 75 + len(born) + len(store) + body_len + len(topic) + len(props)
         if size > self.config.max_message_size + 32 * 1024 or size + END_FILE_MIN_BLANK_LENGTH > self.file_size:

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 
-class FlushDiskType(enum.Enum):
+class FlushDiskType(enum.StrEnum):
     """When a put is acknowledged relative to the disk flush."""
 
     ASYNC_FLUSH = "ASYNC_FLUSH"  # acknowledged once in the page cache; flushed every interval

@@ -1,4 +1,4 @@
-"""ConsumeQueue (§5.3): the per topic/queueId index of the CommitLog.
+"""ConsumeQueue (docs/protocol.md §5.3): the per topic/queueId index of the CommitLog.
 
 Entry N (20 bytes, big-endian) at byte ``N·20``: ``long commitLogOffset, int size, long
 tagsCode``. Files of ``mapped_file_size_consume_queue`` bytes live under

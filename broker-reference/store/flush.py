@@ -87,14 +87,14 @@ class CommitLogFlushService:
         return flushed
 
     def _run(self) -> None:
-        interval = self.config.flush_interval_commit_log / 1000.0
         while True:
             with self._cond:
                 if self.sync:
                     while self._requested <= self._flushed and not self._stopped:
                         self._cond.wait()
                 elif not self._stopped:
-                    self._cond.wait(interval)
+                    # read each round: UPDATE_BROKER_CONFIG may change it
+                    self._cond.wait(self.config.flush_interval_commit_log / 1000.0)
                 if self._stopped:
                     break
             try:
@@ -258,16 +258,15 @@ class ConsumeQueueFlushService:
         self.checkpoint.flush()
 
     def _run(self) -> None:
-        interval = self.config.flush_interval_consume_queue / 1000.0
-        clean_every = self.config.clean_resource_interval / 1000.0
-        next_clean = time.monotonic() + clean_every
-        while not self._stop.wait(interval):
+        # intervals are read each round: UPDATE_BROKER_CONFIG may change them
+        next_clean = time.monotonic() + self.config.clean_resource_interval / 1000.0
+        while not self._stop.wait(self.config.flush_interval_consume_queue / 1000.0):
             try:
                 self.flush_all()
             except (OSError, ValueError):
                 log.exception("consume queue flush failed")
             if self.cleaner is not None and time.monotonic() >= next_clean:
-                next_clean = time.monotonic() + clean_every
+                next_clean = time.monotonic() + self.config.clean_resource_interval / 1000.0
                 try:
                     self.cleaner()
                 except (OSError, ValueError):

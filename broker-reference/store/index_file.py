@@ -1,4 +1,4 @@
-"""IndexFile and IndexService (§5.4): a hash index from ``topic#key`` to CommitLog offsets,
+"""IndexFile and IndexService (docs/protocol.md §5.4): a hash index from ``topic#key`` to CommitLog offsets,
 used by QUERY_MESSAGE (by key or by ``UNIQ_KEY``).
 
 File layout (big-endian): 40-byte header ``beginTimestamp(8) endTimestamp(8)

@@ -1,7 +1,7 @@
 """The broker-side message handed to the store (RocketMQ ``MessageExtBrokerInner``).
 
-It carries what the CommitLog record (§4.5) needs, already in wire form: the properties string
-(§4.1), the tag hash code for the consume queue, hosts as ``"ip:port"``. The store builds the
+It carries what the CommitLog record (docs/protocol.md §4.5) needs, already in wire form: the properties string
+(docs/protocol.md §4.1), the tag hash code for the consume queue, hosts as ``"ip:port"``. The store builds the
 record with :func:`rocketmq_sdk.protocol.message_codec.encode_stored_message` and patches the
 queue offset, physical offset and store timestamp inside its append lock.
 """
@@ -19,7 +19,7 @@ from rocketmq_sdk.protocol.message_codec import decode_properties, encode_proper
 
 
 def tags_string_to_tags_code(tags: str | None) -> int:
-    """Consume-queue tag code of a tag string: Java ``String.hashCode``, 0 when absent (§4.8)."""
+    """Consume-queue tag code of a tag string: Java ``String.hashCode``, 0 when absent (docs/protocol.md §4.8)."""
     return java_string_hash(tags) if tags else 0
 
 
@@ -31,11 +31,11 @@ class InnerMessage:
         topic: topic name (≤ 127 UTF-8 bytes).
         queue_id: destination queue.
         body: stored body (compressed bytes when ``sys_flag`` has COMPRESSED).
-        properties_string: §4.1 properties string.
+        properties_string: docs/protocol.md §4.1 properties string.
         flag: user flag (int32).
         tags_code: consume-queue tag code (``tags_string_to_tags_code``; deliver time for
             ``SCHEDULE_TOPIC_XXXX``).
-        sys_flag: §4.3; the transaction bits decide whether the record gets a queue offset and a
+        sys_flag: docs/protocol.md §4.3; the transaction bits decide whether the record gets a queue offset and a
             consume-queue entry (NOT/COMMIT) or not (PREPARED/ROLLBACK). The V6 host bits must
             match the hosts.
         born_timestamp: producer time, epoch ms.

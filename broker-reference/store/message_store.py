@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Sequence
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
-from rocketmq_sdk.protocol.validators import is_valid_name
 from rocketmq_sdk.protocol.message_codec import BLANK_MAGIC_CODE
+from rocketmq_sdk.protocol.validators import is_valid_name
 
 from .batch_records import encode_single, finish_batch, place_single
 from .checkpoint import StoreCheckpoint
@@ -606,7 +606,7 @@ class MessageStore:
                 (RocketMQ ``isMatchedByCommitLog``, e.g. an SQL92 subscription); None accepts all.
 
         Returns:
-            A :class:`GetMessageResult` whose status follows protocol doc §3.4 step 3, or None
+            A :class:`GetMessageResult` whose status follows docs/protocol.md §3.4 step 3, or None
             when the store is not running (the broker answers SYSTEM_ERROR).
         """
         if not self.running:
@@ -695,7 +695,7 @@ class MessageStore:
         return entry[0] if entry is not None else 0
 
     def look_message_by_offset(self, commit_log_offset: int, size: int | None = None) -> bytes | None:
-        """The §4.5 record at a CommitLog offset, or None (bad offset, deleted, not written)."""
+        """The docs/protocol.md §4.5 record at a CommitLog offset, or None (bad offset, deleted, not written)."""
         if size is not None:
             return self.commit_log.get_message(commit_log_offset, size)
         return self.commit_log.look_message_by_offset(commit_log_offset)

@@ -39,7 +39,7 @@ class AppendMessageResult:
         status: :class:`AppendMessageStatus`.
         wrote_offset: CommitLog offset of the (first) record, bytes.
         wrote_bytes: bytes written (all records of a batch).
-        msg_id: offset message id (§4.7); comma-joined for a batch, as RocketMQ.
+        msg_id: offset message id (docs/protocol.md §4.7); comma-joined for a batch, as RocketMQ.
         store_timestamp: store time, epoch ms.
         logics_offset: consume-queue offset of the (first) record (0 for PREPARED/ROLLBACK).
         msg_num: number of records.
@@ -70,7 +70,7 @@ class PutMessageResult:
 
 
 class GetMessageStatus(enum.Enum):
-    """Outcome of a lookup (protocol doc §3.4 step 3 gives the pull response code of each)."""
+    """Outcome of a lookup (docs/protocol.md §3.4 step 3 gives the pull response code of each)."""
 
     FOUND = "FOUND"
     NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
@@ -91,7 +91,7 @@ class GetMessageResult:
         status: :class:`GetMessageStatus`.
         next_begin_offset: consume-queue offset to pull from next.
         min_offset / max_offset: the queue's bounds at lookup time (max exclusive).
-        message_buffers: raw §4.5 records, ready to be concatenated into a pull body.
+        message_buffers: raw docs/protocol.md §4.5 records, ready to be concatenated into a pull body.
         message_queue_offsets: consume-queue offset of each record.
         buffer_total_size: sum of the record sizes, bytes.
     """

@@ -1,6 +1,8 @@
-"""Administration of a RocketMQ 4.x cluster: :class:`AdminClient` (the ``DefaultMQAdminExt``
-operations) and the ``rocketmq-admin`` command line (``rocketmq_sdk.admin.cli``)."""
+"""Administration of a RocketMQ 4.x cluster: :class:`AsyncAdminClient` (the ``DefaultMQAdminExt``
+operations as coroutines, one module per family over ``core.py``), :class:`AdminClient` (the same,
+blocking) and the ``rocketmq-admin`` command line (``rocketmq_sdk.admin.cli``)."""
 
+from .async_client import AsyncAdminClient
 from .client import AdminClient, parse_namesrv_addr
 from .models import (
     BrokerInfo,
@@ -16,6 +18,7 @@ from .models import (
 
 __all__ = [
     "AdminClient",
+    "AsyncAdminClient",
     "BrokerInfo",
     "ClientConnection",
     "ConsumerProgress",

@@ -16,7 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import click
+try:
+    import click
+except ModuleNotFoundError as exc:  # the core install has no click: the command line is an extra
+    raise ModuleNotFoundError("rocketmq-admin needs click: pip install 'rocketmq-python-sdk[cli]'",
+                              name=exc.name) from exc
 from rocketmq_sdk.exceptions import IllegalArgumentError, MQError, RemotingError
 from rocketmq_sdk.protocol.codes import version_desc
 

@@ -238,7 +238,7 @@ class MQClientInstance:
         """Fetch ``topic``'s route from a name server and hand it to producers and consumers.
 
         With ``default_topic`` (producers, after the topic's own lookup failed), the topic gets
-        the default topic's route (TBW102, §6.2) so the first send can auto-create it.
+        the default topic's route (TBW102, docs/protocol.md §6.2) so the first send can auto-create it.
 
         Returns:
             the route, or None when there is none (a warning is logged).

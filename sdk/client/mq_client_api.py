@@ -51,7 +51,7 @@ _new_request = RemotingCommand.request
 
 
 class NameServerList:
-    """Name server addresses, tried from a random start and then round robin (Java §6.3): the
+    """Name server addresses, tried from a random start and then round robin (Java, docs/protocol.md §6.3): the
     last address that answered stays chosen until it fails."""
 
     def __init__(self, addrs: list[str]) -> None:

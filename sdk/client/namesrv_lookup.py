@@ -3,7 +3,7 @@
 
 The server answers ``GET http://<domain>[:8080]/rocketmq/<subgroup>`` with a plain-text
 ``host:port;host:port`` list. Java fetches it when ``namesrvAddr`` is unset, then every 2 minutes.
-``requests`` is used when installed, else the standard library.
+One plain GET: the standard library's ``urllib`` does it (no HTTP client dependency).
 """
 
 from __future__ import annotations
@@ -41,15 +41,8 @@ def fetch_namesrv_addr(url: str, timeout_s: float = 3.0) -> list[str]:
         timeout_s: connect + read timeout, seconds.
     """
     try:
-        try:
-            import requests
-        except ImportError:
-            with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - configured URL
-                text = resp.read().decode("utf-8", "replace")
-        else:
-            r = requests.get(url, timeout=timeout_s)
-            r.raise_for_status()
-            text = r.text
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - configured URL
+            text = resp.read().decode("utf-8", "replace")
     except Exception as exc:
         log.warning("fetching name server addresses from %s failed: %s", url, exc)
         return []

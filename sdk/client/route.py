@@ -1,5 +1,5 @@
 """Turning a ``TopicRouteData`` into the queues producers write to and consumers read from
-(protocol doc §6.2 and §6.1)."""
+(docs/protocol.md §6.2 and §6.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Queue allocation strategies of clustering consumers (protocol doc §6.1).
+"""Queue allocation strategies of clustering consumers (docs/protocol.md §6.1).
 
 Every consumer of a group runs the same strategy on the same sorted inputs (all queues of the
 topic, all client ids of the group) and keeps only its own share, so the results must equal

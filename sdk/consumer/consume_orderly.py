@@ -11,7 +11,7 @@ offset order, calls the listener under the queue's ``consume_lock`` and:
   queue and is consumed again after ``suspend_current_queue_time`` ms (10..30000), its messages'
   ``reconsume_times`` incremented; a message already consumed ``max_reconsume_times`` times is
   sent to ``%RETRY%group`` with header ``reconsumeTimes`` = that count, which makes the broker
-  store it in ``%DLQ%group`` (protocol doc §5.8), and the offset moves on. For orderly consumers
+  store it in ``%DLQ%group`` (docs/protocol.md §5.8), and the offset moves on. For orderly consumers
   ``max_reconsume_times = -1`` means unlimited (Java ``Integer.MAX_VALUE``).
 
 A request keeps consuming a queue for at most 60 s before yielding its thread.

@@ -1,6 +1,6 @@
 """Consumer offset stores (Java ``OffsetStore``): ``RemoteBrokerOffsetStore`` keeps clustering
-offsets on the broker (§6.5); ``LocalFileOffsetStore`` keeps broadcasting offsets in a local
-file (§6.7)."""
+offsets on the broker (docs/protocol.md §6.5); ``LocalFileOffsetStore`` keeps broadcasting offsets in a local
+file (docs/protocol.md §6.7)."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ DEFAULT_LOCAL_OFFSET_STORE_DIR = "~/.rocketmq_offsets"
 
 class LocalFileOffsetStore(OffsetTable):
     """Broadcasting offsets in ``<store_dir>/<clientId>/<group>/offsets.json`` (Java
-    ``LocalFileOffsetStore``, protocol doc §6.7).
+    ``LocalFileOffsetStore``, docs/protocol.md §6.7).
 
     The file holds Java's form ``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:42}}``
     (a Java consumer with the same client id and group can read it, and we read Java's pretty

@@ -2,7 +2,7 @@
 ``ProcessQueue``).
 
 The committed offset of a queue is the lowest offset still in flight, or, once nothing is in
-flight, the highest offset consumed + 1 (pitfalls.md): committing nothing when drained would
+flight, the highest offset consumed + 1 (docs/protocol.md §7): committing nothing when drained would
 replay the last message after a restart.
 """
 

@@ -1,7 +1,7 @@
 """``PushConsumer``: a clustering consumer whose listener is called with pulled messages
 (Java ``DefaultMQPushConsumer``, concurrently).
 
-Start-up order (pitfalls.md): routes of the subscribed topics, then a heartbeat (so the broker
+Start-up order (docs/protocol.md §7): routes of the subscribed topics, then a heartbeat (so the broker
 lists this client in the group), then a rebalance at once. Rebalances then run every
 ``rebalance_interval`` ms and whenever a broker sends NOTIFY_CONSUMER_IDS_CHANGED. Offsets live
 on the broker (``RemoteBrokerOffsetStore``): piggy-backed on pulls, persisted every
@@ -466,7 +466,7 @@ class PushConsumer(AsyncLifecycle):
     # -------------------------------------------------------------- used by the rebalancer
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """Start offset of a newly owned queue (protocol doc §6.5); negative means skip it for
+        """Start offset of a newly owned queue (docs/protocol.md §6.5); negative means skip it for
         now."""
         last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
         if last >= 0:

@@ -1,5 +1,5 @@
 """Broker-side queue locks of orderly clustering consumers (Java ``RebalanceImpl.lock`` /
-``lockAll`` / ``unlockAll``, protocol doc §6.1).
+``lockAll`` / ``unlockAll``, docs/protocol.md §6.1).
 
 LOCK_BATCH_MQ (41) asks a broker master for the lock of several queues of one group; the answer
 lists those granted (a queue locked by another live client of the group is refused). The broker

@@ -1,10 +1,10 @@
 """``Rebalancer``: which queues of its subscribed topics a clustering consumer owns (Java
-``RebalanceImpl`` / ``RebalancePushImpl``, protocol doc §6.1).
+``RebalanceImpl`` / ``RebalancePushImpl``, docs/protocol.md §6.1).
 
 On every rebalance (every 20 s, at start, and when the broker sends NOTIFY_CONSUMER_IDS_CHANGED)
 each topic's read queues and the group's client ids, both sorted, go through the allocation
 strategy. Queues no longer owned are dropped (their offset is persisted first); new ones get a
-``ProcessQueue`` and a pull loop starting at the offset of §6.5.
+``ProcessQueue`` and a pull loop starting at the offset of docs/protocol.md §6.5.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
+from ..properties import camel
 from ..protocol.bodies import ConsumerRunningInfo
 
 if TYPE_CHECKING:
@@ -16,11 +17,6 @@ __all__ = ["build_running_info"]
 
 # never sent: credentials (anyone running consumerStatus would read them) and non-settings
 _NOT_SHOWN = frozenset({"rpc_hooks", "secret_key", "security_token", "ssl_context"})
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
@@ -33,7 +29,7 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
         v = getattr(cfg, f.name)
         if v is None:  # Java's MixAll.object2Properties skips null fields
             continue
-        props[_camel(f.name)] = v.value if hasattr(v, "value") else str(v).lower() if isinstance(v, bool) else str(v)
+        props[camel(f.name)] = v.value if hasattr(v, "value") else str(v).lower() if isinstance(v, bool) else str(v)
     props.update({
         "PROP_NAMESERVER_ADDR": cfg.namesrv_addr or "", "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
         "PROP_CONSUMEORDERLY": str(bool(consumer.orderly)).lower(), "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),

@@ -19,7 +19,7 @@ _UNIQ_KEY_ALLOWANCE = len(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) + 2 + 32
 
 
 def encoded_size(msg: Message) -> int:
-    """Bytes ``msg`` takes in a batch body (§4.6), counting the ``UNIQ_KEY`` the producer adds."""
+    """Bytes ``msg`` takes in a batch body (docs/protocol.md §4.6), counting the ``UNIQ_KEY`` the producer adds."""
     props = len(encode_properties(msg.properties).encode("utf-8"))
     if not msg.properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX):
         props += _UNIQ_KEY_ALLOWANCE

@@ -1,5 +1,5 @@
 """Latency fault tolerance of producers (Java ``MQFaultStrategy`` + ``LatencyFaultToleranceImpl``,
-protocol doc §6.2).
+docs/protocol.md §6.2).
 
 After every send attempt the producer records the broker's latency; a latency above a threshold
 (or a failure, counted as 30 s) makes the broker "not available" for the matching duration, and
@@ -122,7 +122,7 @@ class MQFaultStrategy:
         self.table.update(broker, latency, self.compute_not_available(latency))
 
     def select_one_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
-        """Pick the queue of the next attempt (§6.2).
+        """Pick the queue of the next attempt (docs/protocol.md §6.2).
 
         Raises:
             IndexError: the topic has no writable queue.

@@ -1,4 +1,4 @@
-"""Transactional messages (Java ``TransactionMQProducer``, protocol doc §5.9).
+"""Transactional messages (Java ``TransactionMQProducer``, docs/protocol.md §5.9).
 
 ``send_message_in_transaction`` sends a half message (``TRAN_MSG=true``, ``PGROUP``, sysFlag
 ``0x4``), runs the listener's local transaction, then tells the broker the outcome with a oneway

@@ -1026,7 +1026,7 @@ fail:
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Stored records (rocketmq_sdk.protocol.message_codec._decode_records, protocol doc §4.5)       */
+/* Stored records (rocketmq_sdk.protocol.message_codec._decode_records, docs/protocol.md §4.5)       */
 
 
 static PyTypeObject *ext_type = NULL; /* MessageExt */
@@ -1083,7 +1083,7 @@ static PyObject *v4_host(uint64_t key) {
     return host;
 }
 
-/* the properties dict of a §4.1 string, as decode_properties(str(raw, "utf-8")) builds it; NULL
+/* the properties dict of a docs/protocol.md §4.1 string, as decode_properties(str(raw, "utf-8")) builds it; NULL
  * with UnicodeDecodeError set when the bytes are not UTF-8 */
 static PyObject *decode_props(const unsigned char *p, Py_ssize_t n) {
     PyObject *d = PyDict_New();
@@ -1290,7 +1290,7 @@ static PyObject *codec_configure_records(PyObject *self, PyObject *args) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Batch bodies (message_codec.encode_batch, protocol doc §4.6)                                 */
+/* Batch bodies (message_codec.encode_batch, docs/protocol.md §4.6)                                 */
 
 static PyObject *s_properties, *s_flag_attr;
 
@@ -1412,7 +1412,7 @@ static PyObject *codec_encode_batch(PyObject *self, PyObject *const *args, Py_ss
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Properties strings (message_codec.decode_properties / encode_properties, protocol doc §4.1)  */
+/* Properties strings (message_codec.decode_properties / encode_properties, docs/protocol.md §4.1)  */
 
 /* decode_properties(text: str) -> dict: "k\x01v\x02..." items; items without a separator, an
  * empty name or an empty value are skipped (a trailing separator too). */
@@ -1628,7 +1628,7 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* UNIQ_KEY ids (msgid.UniqIdGenerator.create of the process-wide generator, protocol doc §4.7) */
+/* UNIQ_KEY ids (msgid.UniqIdGenerator.create of the process-wide generator, docs/protocol.md §4.7) */
 
 #include <time.h>
 
@@ -1728,12 +1728,12 @@ static PyMethodDef methods[] = {
      "decode_records(buf, pos, end, out, decompress, read_body) -> pos: append MessageExt objects of the "
      "plain records from pos; returns where the Python decoder must go on (end when done)."},
     {"encode_batch", (PyCFunction)(void (*)(void))codec_encode_batch, METH_FASTCALL,
-     "encode_batch(messages, trailing_separator) -> bytes | None: the §4.6 batch body, or None when "
+     "encode_batch(messages, trailing_separator) -> bytes | None: the docs/protocol.md §4.6 batch body, or None when "
      "the Python encoder must handle it."},
     {"decode_properties", codec_decode_properties, METH_O,
-     "decode_properties(text) -> dict: a §4.1 properties string parsed as message_codec.decode_properties."},
+     "decode_properties(text) -> dict: a docs/protocol.md §4.1 properties string parsed as message_codec.decode_properties."},
     {"encode_properties", (PyCFunction)(void (*)(void))codec_encode_properties, METH_FASTCALL,
-     "encode_properties(props, trailing_separator) -> str | None: the §4.1 string, or None when a name "
+     "encode_properties(props, trailing_separator) -> str | None: the docs/protocol.md §4.1 string, or None when a name "
      "or value is not a str."},
     {"render_send", (PyCFunction)(void (*)(void))codec_render_send, METH_FASTCALL,
      "render_send(pieces, vals, flag, opaque, body) -> bytes | None: the frame of a templated send request, "

@@ -1,4 +1,4 @@
-"""RocketMQ 4.x ACL request signing (protocol doc §6.8), shared by the SDK and the reference broker.
+"""RocketMQ 4.x ACL request signing (docs/protocol.md §6.8), shared by the SDK and the reference broker.
 
 Signature = ``base64(HmacSHA1(secretKey, data))`` where ``data`` is the UTF-8 concatenation of the
 **values** of every ``extFields`` entry except ``Signature``, taken in key order (Java ``String``

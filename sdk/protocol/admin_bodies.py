@@ -1,4 +1,4 @@
-"""JSON bodies of the admin and name-server requests (§3.2, §3.6): clusters, topic lists, KV
+"""JSON bodies of the admin and name-server requests (docs/protocol.md §3.2, §3.6): clusters, topic lists, KV
 tables, connections, consume/topic statistics, subscription groups.
 
 All are :class:`~rocketmq_sdk.protocol.beans.JsonBean` dataclasses: ``to_json()`` writes the Java

@@ -1,4 +1,4 @@
-"""A small declarative base for the JSON bodies fastjson writes (§3.6).
+"""A small declarative base for the JSON bodies fastjson writes (docs/protocol.md §3.6).
 
 A body is a dataclass deriving from :class:`JsonBean`; each field's JSON name is its camelCase
 name (or ``json_field(key=...)``) and its codec is inferred or given with ``json_field(codec=...)``.
@@ -15,6 +15,7 @@ import enum
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
+from ..properties import camel
 from . import fastjson
 from .fastjson import ObjectKey
 from .message import MessageQueue
@@ -141,11 +142,6 @@ def json_field(default: Any = dataclasses.MISSING, *, key: str | None = None, co
     return dataclasses.field(default=default, metadata=md)
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
 _SIMPLE = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}
 
 
@@ -167,7 +163,7 @@ class JsonBean:
             items = []
             for f in dataclasses.fields(cls):
                 codec = f.metadata.get("codec") or _infer(f.type if isinstance(f.type, str) else f.type.__name__)
-                items.append((f.name, f.metadata.get("json_key", _camel(f.name)), codec))
+                items.append((f.name, f.metadata.get("json_key", camel(f.name)), codec))
             spec = tuple(sorted(items, key=lambda it: it[1]))
             cls._spec_cache = spec
         return spec

@@ -1,4 +1,4 @@
-"""JSON bodies of remoting commands (§3.6), as small data classes.
+"""JSON bodies of remoting commands (docs/protocol.md §3.6), as small data classes.
 
 ``to_json()`` writes the Java client's form (fastjson: alphabetical keys, enums by name);
 ``from_json()`` accepts the Java form and the C++ client's (enum ordinals, ``subVersion`` as a

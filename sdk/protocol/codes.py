@@ -2,7 +2,7 @@
 
 Values are those of Apache RocketMQ 4.9.8 (``RequestCode``, ``ResponseCode``,
 ``LanguageCode``, ``MQVersion``, ``PermName``, ``MessageSysFlag``, ``PullSysFlag``,
-``MessageConst``, ``MixAll``); see docs/protocol notes §1-§5.
+``MessageConst``, ``MixAll``); see docs/protocol.md §1-§5.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ V3_4_9 = 121
 V4_9_4 = 401
 
 
-#: Other ``MQVersion`` ordinals the protocol refers to (§1.6).
+#: Other ``MQVersion`` ordinals the protocol refers to (docs/protocol.md §1.6).
 V3_0_7_SNAPSHOT = 28
 V3_0_11 = 37
 V3_1_8 = 63  # what the C++ 1.x client (PyPI ``rocketmq`` 0.4.4) sends
@@ -246,7 +246,7 @@ class PermName:
 
 
 class MessageSysFlag:
-    """Bits of a message's ``sysFlag`` (§4.3)."""
+    """Bits of a message's ``sysFlag`` (docs/protocol.md §4.3)."""
 
     COMPRESSED = 0x1
     MULTI_TAGS = 0x2
@@ -280,7 +280,7 @@ class MessageSysFlag:
 
 
 class PullSysFlag:
-    """Bits of a PULL_MESSAGE request's ``sysFlag`` (§3.4)."""
+    """Bits of a PULL_MESSAGE request's ``sysFlag`` (docs/protocol.md §3.4)."""
 
     COMMIT_OFFSET = 0x1
     SUSPEND = 0x2
@@ -322,7 +322,7 @@ class PullSysFlag:
 
 
 class TopicSysFlag:
-    """Bits of a topic's ``topicSysFlag`` (§4.3)."""
+    """Bits of a topic's ``topicSysFlag`` (docs/protocol.md §4.3)."""
 
     UNIT = 0x1
     UNIT_SUB = 0x2
@@ -341,7 +341,7 @@ class TopicSysFlag:
 
 
 class MessageConst:
-    """Property keys of ``MessageConst`` (§4.2)."""
+    """Property keys of ``MessageConst`` (docs/protocol.md §4.2)."""
 
     KEYS = "KEYS"
     TAGS = "TAGS"

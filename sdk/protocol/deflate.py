@@ -6,7 +6,7 @@ Both write and read the same format (RFC 1950, what Java's ``Deflater``/``Inflat
 client's zlib use), so either side of a topic may use either; at the same level zlib-ng's output
 can differ byte for byte from zlib's (another match finder) and inflates to the same body.
 Measured on the 2-core benchmark machine: a 16 KiB JSON body compresses 48 → 38 µs and inflates
-10.7 → 4.7 µs (``benchmarks/PROFILE.md``, 2026-11-25, zlib-ng).
+10.7 → 4.7 µs (``benchmarks/profiling/LOG.md``, 2026-11-25, zlib-ng).
 
 ``ROCKETMQ_ZLIB=zlib`` (read once, at import) keeps the standard library's module even when
 zlib-ng is installed.

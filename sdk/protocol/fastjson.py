@@ -1,4 +1,4 @@
-"""Reading and writing the JSON dialect fastjson (the Java side) emits (§3.7).
+"""Reading and writing the JSON dialect fastjson (the Java side) emits (docs/protocol.md §3.7).
 
 fastjson writes non-string map keys bare (``{0:"addr"}``) and object map keys as objects
 (``{{"brokerName":"b","queueId":0,"topic":"t"}:5}``). :func:`loads` accepts standard JSON

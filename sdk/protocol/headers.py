@@ -1,4 +1,4 @@
-"""Typed request/response headers (the ``extFields`` of a command, §3.1-§3.2).
+"""Typed request/response headers (the ``extFields`` of a command, docs/protocol.md §3.1-§3.2).
 
 Each header is a small dataclass with snake_case attributes; the wire key is the Java field
 name (camelCase, or an explicit ``wire`` name such as ``clientID``). ``to_ext_fields()`` writes
@@ -16,13 +16,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from .. import _speedups
+from ..properties import camel
 
 T = TypeVar("T", bound="Header")
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 def _to_str(v: Any) -> str:
@@ -141,7 +137,7 @@ class Header:
                     parser = _parse_int
                 else:
                     parser = _parse_str
-                items.append((f.name, f.metadata.get("wire", _camel(f.name)), parser))
+                items.append((f.name, f.metadata.get("wire", camel(f.name)), parser))
             spec = tuple(items)
             cls._spec_cache = spec
         return spec

@@ -203,7 +203,7 @@ class Message:
 
 
 class MessageExt(Message):
-    """A stored message, as pulled from a broker (layout §4.5).
+    """A stored message, as pulled from a broker (layout docs/protocol.md §4.5).
 
     Times are epoch milliseconds; hosts are ``"ip:port"`` strings.
     """
@@ -305,7 +305,7 @@ class SendStatus(enum.Enum):
 
     @classmethod
     def from_response_code(cls, code: int) -> SendStatus | None:
-        """Java client mapping (§3.3): 0, 10, 12, 11 → a status; any other code → None (the
+        """Java client mapping (docs/protocol.md §3.3): 0, 10, 12, 11 → a status; any other code → None (the
         caller raises ``MQBrokerError``)."""
         return _SEND_STATUS_BY_CODE.get(code)
 
@@ -337,7 +337,7 @@ class PullStatus(enum.Enum):
 
     @classmethod
     def from_response_code(cls, code: int) -> PullStatus | None:
-        """Java/C++ client mapping (§3.4): 0 FOUND, 19 NO_NEW_MSG, 20 NO_MATCHED_MSG,
+        """Java/C++ client mapping (docs/protocol.md §3.4): 0 FOUND, 19 NO_NEW_MSG, 20 NO_MATCHED_MSG,
         21 OFFSET_ILLEGAL; any other code → None (the caller raises ``MQBrokerError``)."""
         return _PULL_STATUS_BY_CODE.get(code)
 

@@ -1,5 +1,5 @@
-"""Binary codecs for messages: the properties string (§4.1), the stored/pulled record (§4.5) and
-the batch body (§4.6). Shared by the SDK (decoding pulls, encoding batches) and the broker
+"""Binary codecs for messages: the properties string (docs/protocol.md §4.1), the stored/pulled record (docs/protocol.md §4.5) and
+the batch body (docs/protocol.md §4.6). Shared by the SDK (decoding pulls, encoding batches) and the broker
 (building CommitLog records, decoding batches).
 """
 
@@ -135,7 +135,7 @@ def encode_stored_message(*, topic: bytes, body: bytes, properties: bytes, queue
                           store_timestamp: int = 0, queue_offset: int = 0, physical_offset: int = 0,
                           reconsume_times: int = 0, prepared_transaction_offset: int = 0,
                           crc: int | None = None) -> bytearray:
-    """Build one CommitLog record (§4.5).
+    """Build one CommitLog record (docs/protocol.md §4.5).
 
     ``born_host``/``store_host`` are packed hosts from :func:`pack_host` (8 or 20 bytes; the
     matching V6 bits must be in ``sys_flag``). ``topic`` must be ≤ 127 bytes and ``properties`` ≤
@@ -156,7 +156,7 @@ def encode_stored_message(*, topic: bytes, body: bytes, properties: bytes, queue
 
 
 def encode_message_ext(m: MessageExt, *, trailing_separator: bool = False) -> bytearray:
-    """Build the §4.5 record of a :class:`MessageExt` from its fields (hosts as ``"ip:port"``,
+    """Build the docs/protocol.md §4.5 record of a :class:`MessageExt` from its fields (hosts as ``"ip:port"``,
     IPv4 or ``[v6]:port``). The V6 bits of ``sys_flag`` are set from the hosts; BODYCRC is the
     message's ``body_crc`` when non-zero, else computed. The body is written as it is (compress
     it and set the COMPRESSED bit beforehand if wanted).
@@ -183,7 +183,7 @@ def store_timestamp_pos(sys_flag: int) -> int:
 
 
 def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: bool = True) -> tuple[MessageExt, int]:
-    """Decode the §4.5 record starting at ``pos``.
+    """Decode the docs/protocol.md §4.5 record starting at ``pos``.
 
     Args:
         buf: bytes, bytearray or memoryview holding one or more records.
@@ -204,7 +204,7 @@ def decode_message(buf, pos: int = 0, *, decompress: bool = True, read_body: boo
 
 
 def decode_messages(body, *, decompress: bool = True) -> list[MessageExt]:
-    """Decode a pull/query body: back-to-back records (§4.5).
+    """Decode a pull/query body: back-to-back records (docs/protocol.md §4.5).
 
     Raises:
         FrameError: as :func:`decode_message`.
@@ -323,7 +323,7 @@ else:
 
 
 def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = False) -> bytes:
-    """Encode messages as a batch body (§4.6): per message TOTALSIZE, MAGIC 0, BODYCRC 0, FLAG,
+    """Encode messages as a batch body (docs/protocol.md §4.6): per message TOTALSIZE, MAGIC 0, BODYCRC 0, FLAG,
     body and its own properties string (``trailing_separator`` as in :func:`encode_properties`;
     the C++ client writes it, Java does not). The caller checks the batch rules (same topic, no
     delay, no retry topic) and gives each message its UNIQ_KEY beforehand.
@@ -349,7 +349,7 @@ def encode_batch(messages: Sequence[Message], *, trailing_separator: bool = Fals
 
 
 class BatchEntry(NamedTuple):
-    """One message of a batch body: user flag, body bytes, properties string (§4.1, raw)."""
+    """One message of a batch body: user flag, body bytes, properties string (docs/protocol.md §4.1, raw)."""
 
     flag: int
     body: bytes

@@ -1,4 +1,4 @@
-"""Message ids (§4.7).
+"""Message ids (docs/protocol.md §4.7).
 
 * offset message id: hex of store host IP + port + commit log offset (assigned by the broker);
 * unique message id (``UNIQ_KEY``): hex of client IP + pid + a per-process random int + ms since
@@ -44,7 +44,7 @@ def offset_msg_id_from_packed(host_port: bytes, commit_log_offset: int) -> str:
 
 
 def create_offset_msg_id(host: str | bytes, port: int, commit_log_offset: int | None = None) -> str:
-    """Offset message id (the broker's ``msgId``, §4.7): upper-case hex of store host IP (4 or 16
+    """Offset message id (the broker's ``msgId``, docs/protocol.md §4.7): upper-case hex of store host IP (4 or 16
     bytes) + int port + long commit log offset; 32 hex chars for IPv4, 56 for IPv6.
 
     Args:

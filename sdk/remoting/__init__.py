@@ -1,6 +1,6 @@
 """Remoting layer shared by the SDK and the reference broker: commands, frames, client, server.
 
-See ``docs/architecture.md`` (``rocketmq_sdk.remoting``) and the protocol doc §1.
+See ``docs/architecture.md`` (``rocketmq_sdk.remoting``) and docs/protocol.md §1.
 """
 
 from .channel import Channel, Handler, Processor

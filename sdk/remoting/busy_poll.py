@@ -5,7 +5,7 @@ arrives. On bare metal that costs a few µs; on a virtual machine whose idle vCP
 halt polling, e.g. Firecracker) the wake-up is an inter-processor interrupt through the
 hypervisor, and it costs both sides: measured on a 2-vCPU guest, a client's sync send spent
 ~18 µs more CPU and the round trip took ~40 % longer than when the server was already running
-(benchmarks/PROFILE.md, "busy polling"). The Linux guest ``cpuidle-haltpoll`` driver and the
+(benchmarks/profiling/LOG.md, "busy polling"). The Linux guest ``cpuidle-haltpoll`` driver and the
 ``net.core.busy_poll`` sysctl answer this in the kernel; this is the same idea in the event loop:
 after a read whose requests the server answered inline (in the same loop callback) the loop
 is kept polling (``call_soon`` of a cheap callback makes every iteration an ``epoll_wait`` with

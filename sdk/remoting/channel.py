@@ -1,7 +1,7 @@
 """``Channel``: one remoting TCP connection (either side), and the request dispatch shared by
 the client and the server.
 
-A connection is bidirectional (protocol doc §1): each side can send requests, and responses are
+A connection is bidirectional (docs/protocol.md §1): each side can send requests, and responses are
 matched to requests by ``opaque``. Frames with the RESPONSE flag complete a pending ``invoke``;
 other frames are requests handed to the processor registered for their code.
 """
@@ -46,7 +46,7 @@ class RequestDispatcher:
     """Processor table and channel-close callbacks, shared by ``RemotingClient`` and
     ``RemotingServer``.
 
-    Java behaviour mirrored (§1.5): a request whose code has no processor (and no
+    Java behaviour mirrored (docs/protocol.md §1.5): a request whose code has no processor (and no
     ``default_processor``) gets ``REQUEST_CODE_NOT_SUPPORTED`` (3) with remark
     ``" request type <code> not supported"``; a processor that raises gets ``SYSTEM_ERROR`` (1)
     with the exception text; a processor returning None sends nothing; oneway requests are never

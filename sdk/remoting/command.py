@@ -1,10 +1,10 @@
 """``RemotingCommand``: one RocketMQ remoting request or response, and its frame codec.
 
-Wire format (protocol doc §1.1)::
+Wire format (docs/protocol.md §1.1)::
 
     int length                       = 4 + headerLen + bodyLen
     int serializeType << 24 | headerLen
-    header                           JSON text (type 0) or ROCKETMQ binary header (type 1, §1.4)
+    header                           JSON text (type 0) or ROCKETMQ binary header (type 1, docs/protocol.md §1.4)
     body                             raw bytes, may be empty
 
 The JSON header is written like Java's fastjson does (compact, alphabetical field order, ``remark``

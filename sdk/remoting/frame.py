@@ -1,4 +1,4 @@
-"""Incremental splitter of a TCP byte stream into remoting frames (protocol doc §1.1).
+"""Incremental splitter of a TCP byte stream into remoting frames (docs/protocol.md §1.1).
 
 Mirrors Java's ``LengthFieldBasedFrameDecoder(16 MiB, 0, 4, 0, 4)`` plus the header-length check
 of ``RemotingCommand.decode``: any violation raises ``FrameError`` and the caller closes the

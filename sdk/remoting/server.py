@@ -1,7 +1,7 @@
 """``RemotingServer``: asyncio remoting server used by the reference broker and name server.
 
 Mirrors Java's ``NettyRemotingServer``: requests go to the processor registered for their code
-(§1.5 rules in ``RequestDispatcher``), a malformed or oversized frame closes only its own
+(docs/protocol.md §1.5 rules in ``RequestDispatcher``), a malformed or oversized frame closes only its own
 connection, idle connections are closed after ``idle_timeout_s`` (Java
 ``serverChannelMaxIdleTimeSeconds`` = 120), and a ``Channel`` can send requests to the client
 over the client's own connection.

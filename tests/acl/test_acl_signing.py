@@ -1,13 +1,12 @@
-"""ACL signing (protocol doc §6.8) against the signatures mqadmin 4.9.8 and the C++ client sent."""
+"""ACL signing (docs/protocol.md §6.8) against the signatures mqadmin 4.9.8 and the C++ client sent."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import glob
+import fnmatch
 import hashlib
 import hmac
-from pathlib import Path
 
 import pytest
 from rocketmq_sdk.protocol.acl import (
@@ -23,7 +22,7 @@ from rocketmq_sdk.protocol.acl import (
 from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand, RemotingServer
 
-from tests.conftest import CAPTURES, frame_capture_names, load_capture
+from tests.conftest import CAPTURE_NAMES, load_capture
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -51,8 +50,7 @@ def _signed_frames(names: list[str]) -> list[dict]:
 
 
 def _capture_names(pattern: str) -> list[str]:
-    frames = set(frame_capture_names())  # not the ha_* / trace_records files
-    return sorted(Path(p).stem for p in glob.glob(str(CAPTURES / pattern)) if Path(p).stem in frames)
+    return [name for name in CAPTURE_NAMES if fnmatch.fnmatch(name, pattern[: -len(".jsonl")])]
 
 
 def _java_frames() -> list[dict]:

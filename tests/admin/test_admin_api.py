@@ -56,3 +56,67 @@ def test_errors(admin, replay):
 def test_namesrv_failover_to_the_second_address(replay):
     with AdminClient(f"127.0.0.1:1;{NS}", timeout_ms=2000) as a:
         assert TOPIC in a.topic_list()
+
+
+def test_admin_client_takes_the_client_config_of_producers(replay):
+    """Credentials, security token and hooks come from the same ClientConfig producers take; the
+    name server receives signed requests carrying the token (Java AclClientRPCHook)."""
+    from rocketmq_sdk.config import ProducerConfig
+    from rocketmq_sdk.protocol.acl import verify
+
+    seen: list[str] = []
+
+    class Hook:
+        def before_request(self, addr, cmd):
+            seen.append(addr)
+
+        def after_response(self, addr, cmd, resp):
+            pass
+
+    cfg = ProducerConfig(access_key="ak", secret_key="sk", security_token="tok", rpc_hooks=(Hook(),))
+    with AdminClient(NS, timeout_ms=2000, config=cfg) as a:
+        assert TOPIC in a.topic_list()
+    req = replay.requests(RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)[-1]
+    assert req.ext_fields["AccessKey"] == "ak" and req.ext_fields["SecurityToken"] == "tok"
+    assert verify(req.ext_fields, req.body or b"", "sk", lenient=False)
+    assert seen  # the user's own hook ran too
+    with AdminClient(NS, timeout_ms=2000, access_key="ak2", secret_key="sk2") as a:
+        a.topic_list()
+    assert replay.requests(RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)[-1].ext_fields["AccessKey"] == "ak2"
+    with pytest.raises(IllegalArgumentError, match="unknown ClientConfig setting"):
+        AdminClient(NS, acces_key="typo")
+    with pytest.raises(IllegalArgumentError, match="either config"):
+        AdminClient(NS, config=cfg, use_tls=True)
+
+
+def test_async_admin_client_runs_on_the_callers_event_loop(replay):
+    import asyncio
+
+    from rocketmq_sdk.admin import AsyncAdminClient
+
+    from tests.conftest import run_async
+
+    async def main():
+        async with AsyncAdminClient(NS, timeout_ms=2000) as a:
+            topics, status, kv = await asyncio.gather(a.topic_list(), a.topic_status(TOPIC), a.kv_list("CAP_NAMESPACE"))
+            with pytest.raises(TopicNotExistError):
+                replay.overrides[RC.GET_ROUTEINFO_BY_TOPIC] = {"code": 17, "header": {"remark": "No topic route info"}}
+                await a.topic_route("Missing")
+            return topics, status, kv
+
+    topics, status, kv = run_async(main())
+    assert TOPIC in topics and len(status) == 4 and kv == {"k1": "v1"}
+
+
+def test_blocking_and_async_clients_offer_the_same_methods():
+    import inspect
+
+    from rocketmq_sdk.admin import AsyncAdminClient
+
+    public = {n for n, f in inspect.getmembers(AsyncAdminClient, inspect.iscoroutinefunction) if not n.startswith("_")}
+    assert {"create_topic", "consumer_progress", "view_message", "kv_list", "update_acl_config"} <= public
+    for name in public - {"close"}:
+        blocking = getattr(AdminClient, name)
+        assert not inspect.iscoroutinefunction(blocking), name
+        assert inspect.signature(blocking) == inspect.signature(getattr(AsyncAdminClient, name)), name
+        assert blocking.__doc__ == getattr(AsyncAdminClient, name).__doc__

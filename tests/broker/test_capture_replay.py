@@ -1,4 +1,4 @@
-"""Replay the requests real Java 4.9.8 and C++ 1.x clients sent (``/work/shared/captures``) against
+"""Replay the requests real Java 4.9.8 and C++ 1.x clients sent (``tests/data/captures``) against
 the reference name server and broker, and compare every answer with the real 4.9.8 one.
 
 Each captured connection gets its own ``RemotingClient`` (heartbeats bind client ids to

@@ -55,7 +55,7 @@ def test_register_broker_with_a_wrong_body_crc_is_refused(cluster, client):
 
 
 def test_unknown_code_at_the_name_server_gets_no_reply_and_the_connection_stays(cluster, client):
-    """Java's name server answers nothing to an unknown code (protocol doc §1.5)."""
+    """Java's name server answers nothing to an unknown code (docs/protocol.md §1.5)."""
     with pytest.raises(RemotingTimeoutError):
         client.invoke(cluster.namesrv_addr, 9999, timeout_ms=300)
     cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})

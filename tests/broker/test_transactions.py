@@ -18,7 +18,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from rocketmq_broker.embedded import start_dev_cluster
@@ -49,7 +48,6 @@ UNKNOW = LocalTransactionState.UNKNOW
 #: stores the message twice), so tests that count deliveries never let a timer start a round
 #: while answers are on their way, however loaded the machine is.
 MANUAL_CHECKS = {"transaction_check_interval": 60_000, "transaction_time_out": 0}
-CAPTURE = Path("/work/shared/captures/java-transaction.jsonl")
 _seq = iter(range(10**6))
 
 
@@ -354,10 +352,7 @@ def test_pending_half_message_is_still_checked_after_a_restart(tmp_path):
 # ------------------------------------------------------------------ wire level, vs the Java capture
 
 def _capture_frames() -> list[dict]:
-    if not CAPTURE.exists():
-        pytest.skip(f"{CAPTURE} not available")
-    with CAPTURE.open() as fh:
-        return [json.loads(line) for line in fh]
+    return load_capture("java-transaction")
 
 
 def test_frames_match_the_java_capture(fast_cluster):

@@ -1,7 +1,7 @@
 """Every allocation strategy must give the Java client's assignment for the same sorted inputs
-(protocol doc §6.1), or groups mixing Java/C++/Go and Python consumers overlap or leave gaps.
+(docs/protocol.md §6.1), or groups mixing Java/C++/Go and Python consumers overlap or leave gaps.
 
-The reference functions below are independent transcriptions of the §6.1 table (not the
+The reference functions below are independent transcriptions of the docs/protocol.md §6.1 table (not the
 SDK code): Java integer arithmetic, ``TreeMap`` ring lookup done by a linear scan, Java
 ``String.split`` done by a regular expression. The grid covers 1..16 queues spread over 1..3
 brokers and 1..8 consumers; each strategy's per-consumer result is compared with the reference,
@@ -40,7 +40,7 @@ def make_cids(c: int) -> list[str]:
     return sorted(f"192.168.0.{10 + i}@{4000 + 7 * i}#{93817213849 + i}" for i in range(c))
 
 
-# ------------------------------------------------------------------ references from §6.1
+# ------------------------------------------------------------------ references from docs/protocol.md §6.1
 
 
 def ref_avg(index: int, n: int, c: int) -> list[int]:

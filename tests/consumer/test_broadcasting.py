@@ -1,5 +1,5 @@
 """Broadcasting: every instance gets every message; offsets live in a local file written
-atomically (``.tmp`` → rename, previous content in ``.bak``, Java's §6.7 form) and a restarted
+atomically (``.tmp`` → rename, previous content in ``.bak``, Java's form, docs/protocol.md §6.7) and a restarted
 instance resumes from it."""
 
 from __future__ import annotations

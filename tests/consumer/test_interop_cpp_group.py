@@ -1,6 +1,6 @@
 """A consumer group made of our PushConsumer and the official C++ client's push consumer
 splits the queues with no overlap and no gap (same Averagely allocation over the same sorted
-queues and client ids, protocol doc §6.1)."""
+queues and client ids, docs/protocol.md §6.1)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ def test_consume_from_timestamp_never_overrides_a_stored_offset(cluster, produce
         c.shutdown()
     # Java parity (pitfall): for a new group the broker answers QUERY_CONSUMER_OFFSET with 0
     # while a queue's first message is still in memory, so the timestamp is not consulted and
-    # everything is consumed; the §6.5 TIMESTAMP branch itself is covered with a scripted
+    # everything is consumed; the docs/protocol.md §6.5 TIMESTAMP branch itself is covered with a scripted
     # broker in tests/sdk/test_start_offset.py
     assert sorted(seen.get()) == sorted(old + new)
     # the group now has offsets: a far-past timestamp is ignored, nothing is consumed again

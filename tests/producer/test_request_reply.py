@@ -310,7 +310,7 @@ def test_unmatched_reply_is_acknowledged_and_dropped(caplog):
     assert "not matched any request, CorrelationId: nobody" in caplog.text
 
 
-# -- against the Java 4.9.8 capture (../shared/captures/java-request-reply.jsonl) -----------------
+# -- against the Java 4.9.8 capture (tests/data/captures/java-request-reply.jsonl) -----------------
 
 def _capture() -> dict[int, dict]:
     from tests.conftest import load_capture

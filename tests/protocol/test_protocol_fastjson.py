@@ -1,4 +1,4 @@
-"""The fastjson-lenient JSON reader and writer (protocol doc §3.7)."""
+"""The fastjson-lenient JSON reader and writer (docs/protocol.md §3.7)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import pytest
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.fastjson import ObjectKey
 
-from tests.conftest import frame_capture_names, load_capture
-
-CAPTURE_NAMES = frame_capture_names()
+from tests.conftest import CAPTURE_NAMES, load_capture
 
 
 def _json_bodies(name: str):

@@ -12,9 +12,7 @@ from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.protocol.codes import LanguageCode, SerializeType
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 
-from tests.conftest import frame_capture_names, load_capture
-
-CAPTURE_NAMES = frame_capture_names()
+from tests.conftest import CAPTURE_NAMES, load_capture
 
 
 def _frame_of(rec: dict) -> tuple[bytes, bytes, int]:
@@ -87,7 +85,7 @@ def test_json_reencoding_round_trips_semantically(name):
 
 
 def test_java_style_json_header_bytes():
-    # Protocol doc §1.2 example, Java 4.9.8 field order, compact.
+    # docs/protocol.md §1.2 example, Java 4.9.8 field order, compact.
     cmd = RemotingCommand(310, language=LanguageCode.JAVA, opaque=7, ext_fields={"a": "PG", "b": "T"})
     header = (b'{"code":310,"extFields":{"a":"PG","b":"T"},"flag":0,"language":"JAVA","opaque":7,'
               b'"serializeTypeCurrentRPC":"JSON","version":409}')
@@ -119,7 +117,7 @@ def test_json_decode_accepts_lenient_forms():
 
 
 def test_rocketmq_binary_header_vector():
-    # §1.4: code 105 GET_ROUTEINFO_BY_TOPIC, JAVA, version 409, opaque 2, no remark, topic=TBW102
+    # docs/protocol.md §1.4: code 105 GET_ROUTEINFO_BY_TOPIC, JAVA, version 409, opaque 2, no remark, topic=TBW102
     cmd = RemotingCommand(105, language=LanguageCode.JAVA, opaque=2, ext_fields={"topic": "TBW102"},
                           serialize_type=SerializeType.ROCKETMQ)
     header = (struct.pack(">hbhii", 105, 0, 409, 2, 0) + struct.pack(">i", 0)

@@ -1,4 +1,4 @@
-"""Allocation must equal Java's for the same sorted inputs (protocol doc §6.1), or groups that
+"""Allocation must equal Java's for the same sorted inputs (docs/protocol.md §6.1), or groups that
 mix Java and Python consumers double-consume some queues and skip others."""
 
 from __future__ import annotations

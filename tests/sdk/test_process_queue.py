@@ -1,4 +1,4 @@
-"""Commit-offset rules of ProcessQueue (pitfalls.md: lowest in flight, else max consumed + 1)."""
+"""Commit-offset rules of ProcessQueue (docs/protocol.md §7: lowest in flight, else max consumed + 1)."""
 
 from __future__ import annotations
 

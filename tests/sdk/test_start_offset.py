@@ -1,4 +1,4 @@
-"""Start offset of a newly owned queue (protocol doc §6.5), with stubbed broker answers."""
+"""Start offset of a newly owned queue (docs/protocol.md §6.5), with stubbed broker answers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Helpers of the store tests: small files (4 KiB CommitLog files, 10-entry consume-queue
-files) under ``tmp_path``, and an independent §4.5 / §5.3 parser (plain ``struct``, no SDK
+files) under ``tmp_path``, and an independent docs/protocol.md §4.5 / §5.3 parser (plain ``struct``, no SDK
 codec) to check the bytes on disk."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Rec:
 
 
 def parse_record(buf: bytes, pos: int) -> Rec:
-    """Independent §4.5 decoder (IPv4 hosts only)."""
+    """Independent docs/protocol.md §4.5 decoder (IPv4 hosts only)."""
     total, magic, crc, qid, flag, qoff, phy, sysflag, born_ts = struct.unpack_from(">iiiiiqqiq", buf, pos)
     assert magic == -626843481, hex(magic & 0xFFFFFFFF)
     p = pos + 48

@@ -1,4 +1,4 @@
-"""Bytes on disk: §4.5 records, end-of-file blanks, 20-digit file names, §5.3 entries."""
+"""Bytes on disk: docs/protocol.md §4.5 records, end-of-file blanks, 20-digit file names, docs/protocol.md §5.3 entries."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_records_are_byte_exact_and_files_roll_with_blank_marker(store, config):
         assert rec.body == bytes([65 + i % 26]) * (50 + i)
         assert rec.topic == "TopicA" and rec.born_host == "10.0.0.7:50001"
         assert f"TAGS\x01t{i % 4}" in rec.properties
-    # consume queue entries (§5.3): (commitlog offset, size, tag hash) at N*20
+    # consume queue entries (docs/protocol.md §5.3): (commitlog offset, size, tag hash) at N*20
     for qid in range(3):
         entries = read_consume_queue(config.store_path_root_dir, "TopicA", qid)
         expected = [(ar.wrote_offset, ar.wrote_bytes, java_string_hash(f"t{i % 4}"))

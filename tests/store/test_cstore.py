@@ -52,7 +52,7 @@ def prop_texts(draw) -> str:
 
 
 def raw_batch(entries: list[tuple[int, bytes, bytes]]) -> bytes:
-    """A §4.6 batch body from (flag, body, properties bytes)."""
+    """A docs/protocol.md §4.6 batch body from (flag, body, properties bytes)."""
     out = bytearray()
     for flag, body, props in entries:
         total = 20 + len(body) + 2 + len(props)

@@ -1,4 +1,4 @@
-"""``get_message`` follows protocol doc §3.4 step 3, case by case."""
+"""``get_message`` follows docs/protocol.md §3.4 step 3, case by case."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""IndexFile (§5.4): on-disk layout, lookups by key and UNIQ_KEY, rolling, restart."""
+"""IndexFile (docs/protocol.md §5.4): on-disk layout, lookups by key and UNIQ_KEY, rolling, restart."""
 
 from __future__ import annotations
 

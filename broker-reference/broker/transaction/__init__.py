@@ -1,4 +1,4 @@
-"""Transactional messages in the reference broker (Apache RocketMQ 4.9, protocol doc §5.9).
+"""Transactional messages in the reference broker (Apache RocketMQ 4.9, docs/protocol.md §5.9).
 
 :class:`BrokerTransactions` is what the controller and the send processor use: half messages
 are redirected to ``RMQ_SYS_TRANS_HALF_TOPIC`` at send time (:meth:`BrokerTransactions.prepare`),

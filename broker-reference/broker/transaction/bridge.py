@@ -1,4 +1,4 @@
-"""Store access for transactional messages (RocketMQ ``TransactionalMessageBridge``, protocol doc §5.9).
+"""Store access for transactional messages (RocketMQ ``TransactionalMessageBridge``, docs/protocol.md §5.9).
 
 Half messages live in ``RMQ_SYS_TRANS_HALF_TOPIC`` (queue 0) as ordinary TRANSACTION_NOT_TYPE
 records carrying ``REAL_TOPIC``/``REAL_QID``; every commit or rollback appends an op message

@@ -90,7 +90,7 @@ class EndTransactionProcessor:
             if result.status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
                 return cmd.response(ResponseCode.MESSAGE_ILLEGAL,
                                     "The message is illegal, maybe msg body or properties length not matched. msg "
-                                    f"body length limit {self.broker.config.max_message_size}B, msg properties "
+                                    f"body length limit {self.broker.config.store.max_message_size}B, msg properties "
                                     "length limit 32KB.")
             code, remark = _PUT_FAILED.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"))
             return cmd.response(code, remark)

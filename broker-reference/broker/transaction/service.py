@@ -1,5 +1,5 @@
 """Transaction state checks (RocketMQ ``TransactionalMessageCheckService`` and
-``TransactionalMessageServiceImpl.check``, protocol doc §5.9).
+``TransactionalMessageServiceImpl.check``, docs/protocol.md §5.9).
 
 Every ``transactionCheckInterval`` ms a round walks each half queue from the check progress
 (consume offset of ``CID_RMQ_SYS_TRANS``) with the op messages read so far:
@@ -269,7 +269,7 @@ class TransactionCheckService:
 
     def _need_skip(self, msg: MessageExt) -> bool:
         """True for a half message older than the CommitLog's file reserved time."""
-        if _now_ms() - msg.born_timestamp > self.broker.config.file_reserved_time * 3_600_000:
+        if _now_ms() - msg.born_timestamp > self.broker.config.store.file_reserved_time * 3_600_000:
             log.info("half message %s is older than the file reserved time; skipped", msg.offset_msg_id)
             return True
         return False

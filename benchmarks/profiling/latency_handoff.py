@@ -1,7 +1,7 @@
 """Where a push consumer's client-side latency goes in the latency scenario: the pull answer
 decoded → ``submit`` (the pull loop after FOUND) → the listener starting on a pool thread.
 
-Usage: ``python benchmarks/latency_handoff.py [--rate 5000] [--seconds 3] [--rounds 1]
+Usage: ``python benchmarks/profiling/latency_handoff.py [--rate 5000] [--seconds 3] [--rounds 1]
 [--switch-interval S]``. Starts a dev broker, runs ``_worker.run_latency`` (producer in a child
 process) in this process with ``MQClientAPI.pull_message``, ``ConsumeMessageConcurrentlyService
 .submit`` and ``._consume`` wrapped to stamp each message, and prints p50/p99/p99.9 of both
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 import _worker as w  # noqa: E402  (its import points fd 1 at stderr; results go to w._OUT)
 

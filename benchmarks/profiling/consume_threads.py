@@ -2,7 +2,7 @@
 (I/O loop, listener pool), user vs system time, context switches, frames per socket read and
 socket writes per pull request.
 
-Usage: ``python benchmarks/consume_threads.py [--count 200000] [--rounds 2]``. Starts a dev
+Usage: ``python benchmarks/profiling/consume_threads.py [--count 200000] [--rounds 2]``. Starts a dev
 cluster (ASYNC_FLUSH), fills topic ``CtBacklog`` with ``count`` 100 B messages (batches of 32),
 then runs ``_worker.run_sdk_consume`` in this process ``rounds`` times, each with a new group.
 """
@@ -17,7 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 import run as suite  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Where a sync send's time goes: client components, cProfile of both SDK threads, and the broker.
 
-Usage: ``python benchmarks/profile_send.py [--count 5000] [--part client,components,broker]
-[--top 25]``. Numbers feed ``benchmarks/PROFILE.md``.
+Usage: ``python benchmarks/profiling/profile_send.py [--count 5000] [--part client,components,broker]
+[--top 25]``. Numbers feed ``benchmarks/profiling/LOG.md``.
 
 * ``components``: per-call cost (µs) of each step of ``Producer.send`` measured alone in this
   process: Message construction, UNIQ_KEY, properties string, V2 header, RemotingCommand encode,

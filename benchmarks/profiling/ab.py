@@ -4,11 +4,11 @@ client worker, and run alternately (A B B A ...) so machine load hits both alike
 
 Usage::
 
-    python benchmarks/ab.py --scenario consume --count 20000 --rounds 3 \\
+    python benchmarks/profiling/ab.py --scenario consume --count 20000 --rounds 3 \\
         --variant 'old:client=HEAD' --variant 'new'
-    python benchmarks/ab.py --scenario sync1 --count 5000 \\
+    python benchmarks/profiling/ab.py --scenario sync1 --count 5000 \\
         --variant 'old:broker=HEAD,client=HEAD' --variant 'new'
-    python benchmarks/ab.py --scenario consume --variant \\
+    python benchmarks/profiling/ab.py --scenario consume --variant \\
         'fanout:patch={"rocketmq_sdk.consumer.consume_service:ConsumeMessageConcurrentlyService.fan_out_threshold_s": 0}'
 
 A variant is ``name[:key=value,...]``: ``client=REV`` / ``broker=REV`` run that revision's code
@@ -40,7 +40,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # benchmarks/profiling, benchmarks
 
 import run as suite  # noqa: E402  (benchmarks/run.py: scenario args, worker runner)
 
@@ -73,7 +73,7 @@ def checkout(rev: str, tmp: Path) -> str:
     root = tmp / rev.replace("/", "_")
     if not root.exists():
         root.mkdir(parents=True)
-        repo = HERE.parent
+        repo = HERE.parent.parent
         archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "sdk", "broker-reference", "integrations"],
                                  check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)

@@ -3,7 +3,7 @@
 (extracted by ``ab.py``'s ``checkout`` and put first on ``PYTHONPATH``, so the broker subprocess
 and the load generator both run that code), so machine load hits both variants alike.
 
-Usage: ``python benchmarks/broker_ab.py --base HEAD [--flush ASYNC_FLUSH] [--modes single,batch32]
+Usage: ``python benchmarks/profiling/broker_ab.py --base HEAD [--flush ASYNC_FLUSH] [--modes single,batch32]
 [--rounds 2] [--seconds 2]``. Prints each run and the per-variant medians of broker CPU µs/msg
 and msg/s. ``--in-process "ARGS"`` instead alternates ``broker_send_path.py ARGS`` (or
 ``broker_batch_path.py`` when ARGS start with ``batch``), which print µs of CPU per message
@@ -23,13 +23,13 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # benchmarks/profiling, benchmarks
 
 from ab import checkout, env_path  # noqa: E402
 
 
 def run_once(pythonpath: str | None, args, out_dir: Path) -> list[dict]:
-    cmd = [sys.executable, str(HERE / "broker_send.py"), "--flush", args.flush, "--modes", args.modes,
+    cmd = [sys.executable, str(HERE.parent / "broker_send.py"), "--flush", args.flush, "--modes", args.modes,
            "--sizes", args.sizes, "--seconds", str(args.seconds), "--warmup", str(args.warmup),
            "--out-dir", str(out_dir)]
     for f in out_dir.glob("*.json"):

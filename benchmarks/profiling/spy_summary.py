@@ -1,6 +1,6 @@
 """Summarise a ``py-spy record --format raw`` file (collapsed stacks) per process and thread.
 
-Usage: ``python benchmarks/spy_summary.py FILE [--proc SUBSTR] [--top N] [--incl SUBSTR,...]``
+Usage: ``python benchmarks/profiling/spy_summary.py FILE [--proc SUBSTR] [--top N] [--incl SUBSTR,...]``
 
 Prints, for the processes whose command line contains ``--proc``: samples per thread, the
 functions with the most self samples, and the inclusive share of the ``--incl`` frames

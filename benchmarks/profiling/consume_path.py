@@ -2,7 +2,7 @@
 body of 32 records (``decode_messages``), the pull loop's per-message work, the process queue and
 the consume service (pool hand-off, listener call, settlement, offset update).
 
-Usage: ``python benchmarks/consume_path.py [--lists 3000] [--rounds 3]``. Runs in one process;
+Usage: ``python benchmarks/profiling/consume_path.py [--lists 3000] [--rounds 3]``. Runs in one process;
 the pull body is built once with ``encode_message_ext``.
 """
 

@@ -2,7 +2,7 @@
 fake socket (sync sends in the caller thread) or a fake asyncio transport (async and oneway
 sends on the I/O loop), so only the SDK's Python work is measured.
 
-Usage: ``python benchmarks/client_send_path.py [--count 20000] [--modes sync,async,oneway,batch]
+Usage: ``python benchmarks/profiling/client_send_path.py [--count 20000] [--modes sync,async,oneway,batch]
 [--rounds 3] [--profile MODE]``.
 
 A real reference broker (``start_dev_cluster``) serves the route lookup and the warm-up send;
@@ -35,9 +35,9 @@ from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
-from profile_send import profile_with_loop  # noqa: E402 - benchmarks/profile_send.py
+from profile_send import profile_with_loop  # noqa: E402 - benchmarks/profiling/profile_send.py
 
 _OPAQUE = re.compile(rb'"opaque":(\d+)')
 _FLAG = re.compile(rb'"flag":(\d+)')

@@ -4,7 +4,7 @@ broker ``Channel`` whose transport only counts the bytes written, so this times 
 the send processor, the store put (CommitLog, consume queue, index), the response encoding and
 the channel's write coalescing - everything but the event loop's socket work.
 
-Usage: ``python benchmarks/broker_send_path.py [--count 20000] [--rounds 3] [--per-read 1]
+Usage: ``python benchmarks/profiling/broker_send_path.py [--count 20000] [--rounds 3] [--per-read 1]
 [--profile]``. ``--per-read N`` feeds N frames per ``data_received`` call (1 = sync sends, more =
 pipelined async sends). ``--profile`` prints the cProfile of one more round.
 """

@@ -10,7 +10,7 @@ subprocess, variants interleaved; other C accelerators stay as built, so only th
   ``encode_record_py`` - the ``ROCKETMQ_PURE_PYTHON`` behaviour of the store;
 * ``c``: the batch fast path and single records in C.
 
-Usage: ``python benchmarks/cstore_ab.py [--bench batch|single] [--rounds 5] [--variants before,py,c]``;
+Usage: ``python benchmarks/profiling/cstore_ab.py [--bench batch|single] [--rounds 5] [--variants before,py,c]``;
 prints per-round µs CPU per message and the median and range per variant.
 """
 
@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 
 def child(variant: str, bench: str, rest: list[str]) -> None:
     """Patch the store for ``variant``, then run the benchmark's main() with ``rest``."""
-    sys.path.insert(0, str(HERE))
+    sys.path[:0] = [str(HERE), str(HERE.parent)]
     from rocketmq_broker.store import batch_records, commit_log
 
     if variant in ("before", "py"):

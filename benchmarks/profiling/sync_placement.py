@@ -1,11 +1,11 @@
 """Sync sends with the sending thread and the broker on one core, on two cores, or left to the
 scheduler: the sending thread's user/system CPU per message and msg/s for each placement.
 
-Usage: ``python benchmarks/sync_placement.py [--count 6000] [--rounds 2]`` (needs 2+ CPUs).
+Usage: ``python benchmarks/profiling/sync_placement.py [--count 6000] [--rounds 2]`` (needs 2+ CPUs).
 
 A reference broker (``start_dev_cluster``, child processes) and a producer in this process;
 placements are set with ``os.sched_setaffinity`` on every thread of both (restored at the end).
-Findings in ``PROFILE.md`` (2026-11-24, client send path, wave 3).
+Findings in ``benchmarks/profiling/LOG.md`` (2026-11-24, client send path, wave 3).
 """
 
 from __future__ import annotations

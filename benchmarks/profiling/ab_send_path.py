@@ -5,7 +5,7 @@ variant and mode, the min and median of the runs' µs CPU per message.
 
 Usage::
 
-    python benchmarks/ab_send_path.py --variant base=6203fcc --variant new=HEAD \\
+    python benchmarks/profiling/ab_send_path.py --variant base=6203fcc --variant new=HEAD \\
         [--modes sync,async,oneway,batch] [--count 8000] [--runs 6]
 """
 
@@ -22,9 +22,9 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # benchmarks/profiling, benchmarks
 
-from ab import checkout, env_path  # noqa: E402 - benchmarks/ab.py
+from ab import checkout, env_path  # noqa: E402 - benchmarks/profiling/ab.py
 
 _LINE = re.compile(r"round \d+ (\w+)\s+([\d.]+) µs CPU/msg")
 

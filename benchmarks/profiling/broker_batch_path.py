@@ -3,7 +3,7 @@ bodies with UNIQ_KEY, as ``Producer.send_batch`` builds them) called directly on
 loop: batch decoding, properties, CommitLog append, consume queue and index - no sockets, no
 frame decoding, no response encoding (``broker_send_path.py`` covers those for single sends).
 
-Usage: ``python benchmarks/broker_batch_path.py [--batches 300] [--size 256] [--profile]``.
+Usage: ``python benchmarks/profiling/broker_batch_path.py [--batches 300] [--size 256] [--profile]``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 
 from broker_send_path import CountingTransport  # noqa: E402
 from rocketmq_broker.embedded import start_dev_cluster  # noqa: E402

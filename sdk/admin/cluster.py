@@ -1,0 +1,93 @@
+"""Clusters and brokers: the broker list with runtime figures, a broker's runtime info and configuration.
+
+The ``ClusterAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
+shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
+offers the same methods blocking.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from rocketmq_sdk.exceptions import (
+    MQBrokerError,
+    RemotingError,
+)
+from rocketmq_sdk.properties import parse_properties
+from rocketmq_sdk.protocol.admin_bodies import (
+    KVTable,
+)
+from rocketmq_sdk.protocol.codes import RequestCode
+
+from .core import (
+    MASTER_ID,
+    AdminCore,
+    _first_tps,
+    log,
+)
+from .models import (
+    BrokerInfo,
+)
+
+__all__ = ["ClusterAdmin"]
+
+
+class ClusterAdmin(AdminCore):
+    """Clusters and brokers: the broker list with runtime figures, a broker's runtime info and configuration."""
+
+    async def cluster_list(self, *, runtime: bool = True) -> list[BrokerInfo]:
+        """Every broker of every cluster (GET_BROKER_CLUSTER_INFO 106), as ``mqadmin clusterList``.
+
+        Args:
+            runtime: also ask each broker GET_BROKER_RUNTIME_INFO for version and TPS (a broker
+                that does not answer gets None there).
+        """
+        info = await self._cluster()
+        out = []
+        for cluster in sorted(info.cluster_addr_table):
+            for name in sorted(info.cluster_addr_table[cluster]):
+                bd = info.broker_addr_table.get(name)
+                if bd is None:
+                    continue
+                for bid in sorted(bd.broker_addrs):
+                    addr = bd.broker_addrs[bid]
+                    b = BrokerInfo(cluster, name, bid, addr, "MASTER" if bid == MASTER_ID else "SLAVE")
+                    if runtime:
+                        try:
+                            table = await self._runtime_info(addr)
+                        except (MQBrokerError, RemotingError) as exc:
+                            log.debug("runtime info of %s: %s", addr, exc)
+                        else:
+                            b.version = table.get("brokerVersionDesc")
+                            b.in_tps = _first_tps(table.get("putTps"))
+                            b.out_tps = _first_tps(table.get("getTransferedTps"))
+                            with contextlib.suppress(TypeError, ValueError):
+                                b.commit_log_max_offset = int(table.get("commitLogMaxOffset"))
+                    out.append(b)
+        masters = {(b.cluster, b.broker_name): b.commit_log_max_offset for b in out if b.broker_id == MASTER_ID}
+        for b in out:  # replication lag of each slave, as two brokerStatus calls would give it
+            master = masters.get((b.cluster, b.broker_name))
+            if b.broker_id != MASTER_ID and master is not None and b.commit_log_max_offset is not None:
+                b.replication_lag = max(master - b.commit_log_max_offset, 0)
+        return out
+
+    async def _runtime_info(self, addr: str) -> dict[str, str]:
+        resp = await self._broker(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        return dict(KVTable.from_json(resp.body).table)
+
+    async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
+        """The broker's runtime statistics (GET_BROKER_RUNTIME_INFO 28), as ``brokerStatus``."""
+        return await self._runtime_info(broker_addr)
+
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        """The broker's configuration (GET_BROKER_CONFIG 26), as ``getBrokerConfig``."""
+        resp = await self._broker(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        return parse_properties(resp.body.decode("utf-8", "replace"))
+
+    async def cluster_broker_addrs(self, cluster: str) -> list[str]:
+        """Master addresses of ``cluster``.
+
+        Raises:
+            MQClientError: unknown cluster.
+        """
+        return await self._master_addrs(cluster)

@@ -1,0 +1,228 @@
+"""The async core every admin family is built on: the connections, the name-server and broker
+request plumbing, and the checks of their answers (``AsyncAdminClient`` / ``AdminClient`` put
+the families together).
+
+Every request is built with the same ``extFields`` mqadmin 4.9.8 sends (checked against captured
+traffic), to the same server: name-server requests go to the first answering name server, broker
+requests to the master (broker id 0) of each broker concerned.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from rocketmq_sdk.client.mq_client_api import MQClientAPI
+from rocketmq_sdk.config import ClientConfig
+from rocketmq_sdk.exceptions import (
+    IllegalArgumentError,
+    MQBrokerError,
+    MQClientError,
+    RemotingError,
+    TopicNotExistError,
+)
+from rocketmq_sdk.properties import parse_properties
+from rocketmq_sdk.protocol.admin_bodies import (
+    ClusterInfo,
+    ConsumerConnection,
+)
+from rocketmq_sdk.protocol.bodies import (
+    TopicRouteData,
+)
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.headers import (
+    PullMessageRequestHeader,
+)
+from rocketmq_sdk.protocol.message import MessageExt, MessageQueue, PullStatus
+from rocketmq_sdk.remoting.client import RemotingClient
+from rocketmq_sdk.remoting.command import RemotingCommand
+
+from .models import (
+    ClientConnection,
+    GroupConnections,
+    Subscription,
+)
+
+__all__ = ["MASTER_ID", "AdminCore", "parse_namesrv_addr", "parse_properties"]
+
+log = logging.getLogger("rocketmq_sdk.admin")
+
+MASTER_ID = 0
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+_UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+_JAVA_LONG_MAX = 2**63 - 1
+
+
+def parse_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
+    """Name server list from ``"a:9876;b:9876"`` (or an iterable), else ``$NAMESRV_ADDR``.
+
+    Raises:
+        IllegalArgumentError: no address given and ``NAMESRV_ADDR`` is unset or empty.
+    """
+    if value is None:
+        value = os.environ.get("NAMESRV_ADDR", "")
+    parts = value.split(";") if isinstance(value, str) else list(value)
+    addrs = [p.strip() for p in parts if p and p.strip()]
+    if not addrs:
+        raise IllegalArgumentError("no name server address: pass -n host:port[;host:port] or set NAMESRV_ADDR")
+    return addrs
+
+
+def _check(resp: RemotingCommand, addr: str, request_code: int | None = None) -> RemotingCommand:
+    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and request_code is not None:
+        try:
+            name = RequestCode(request_code).name
+        except ValueError:
+            name = "request"
+        raise MQBrokerError(resp.code, f"{name} ({request_code}) is not supported by this server", addr)
+    if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+        raise TopicNotExistError(resp.code, resp.remark, addr)
+    if resp.code != ResponseCode.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark, addr)
+    return resp
+
+
+def _first_tps(value: str | None) -> float | None:
+    """Runtime-info TPS values read ``"<10s> <1min> <10min>"``; return the first."""
+    if not value:
+        return None
+    try:
+        return float(value.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+
+class AdminCore:
+    """Connections and request plumbing of the admin client; runs on the caller's event loop.
+
+    Args: see :class:`~rocketmq_sdk.admin.AsyncAdminClient`.
+    """
+
+    def __init__(self, namesrv_addr: str | Iterable[str] | None = None, *, timeout_ms: float = 5000.0,
+                 config: ClientConfig | None = None, **settings: Any) -> None:
+        if config is not None and settings:
+            raise IllegalArgumentError("pass either config or ClientConfig settings, not both")
+        cfg = config if config is not None else ClientConfig.from_kwargs(**settings)
+        self.config = cfg
+        self.namesrv_addrs = parse_namesrv_addr(namesrv_addr if namesrv_addr is not None
+                                                else cfg.namesrv_addr)
+        self.timeout_ms = timeout_ms
+        self._remoting = RemotingClient(cfg.connect_timeout, rpc_hooks=cfg.effective_rpc_hooks,
+                                        ssl_context=cfg.effective_ssl_context)
+        self._api = MQClientAPI(self._remoting, self.namesrv_addrs, timeout_ms)
+
+    async def close(self) -> None:
+        """Close the connections (idempotent)."""
+        await self._remoting.close()
+
+    async def __aenter__(self) -> AdminCore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _namesrv(self, code: int, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
+        resp = await self._api.invoke_namesrv(RemotingCommand.request(code, ext or {}, body), self.timeout_ms)
+        return _check(resp, self._api.namesrv.chosen or "", code)
+
+    async def _broker(self, addr: str, code: int, ext: dict[str, str] | None = None,
+                      body: bytes = b"") -> RemotingCommand:
+        resp = await self._remoting.invoke(addr, RemotingCommand.request(code, ext or {}, body), self.timeout_ms)
+        return _check(resp, addr, code)
+
+    async def _route(self, topic: str) -> TopicRouteData:
+        return await self._api.get_topic_route(topic, self.timeout_ms)
+
+    async def _cluster(self) -> ClusterInfo:
+        resp = await self._namesrv(RequestCode.GET_BROKER_CLUSTER_INFO)
+        return ClusterInfo.from_json(resp.body)
+
+    async def _master_addrs(self, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        if broker_addr:
+            return [broker_addr]
+        if not cluster:
+            raise IllegalArgumentError("give a broker address (-b) or a cluster name (-c)")
+        info = await self._cluster()
+        names = info.cluster_addr_table.get(cluster)
+        if names is None:
+            raise MQClientError(f"cluster {cluster!r} not found on the name server")
+        addrs = []
+        for name in sorted(names):
+            bd = info.broker_addr_table.get(name)
+            if bd is not None and bd.master_addr():
+                addrs.append(bd.master_addr())
+        return addrs
+
+    @staticmethod
+    def _route_masters(route: TopicRouteData) -> dict[str, str]:
+        """broker name → master address, for the brokers of a route that have a master."""
+        return {bd.broker_name: bd.broker_addrs[MASTER_ID] for bd in route.broker_datas
+                if MASTER_ID in bd.broker_addrs}
+
+    async def _pull_one(self, addr: str, mq: MessageQueue, offset: int) -> MessageExt | None:
+        """The message at ``offset`` of ``mq`` (one PULL_MESSAGE as ``TOOLS_CONSUMER``, the
+        fields mqadmin sends), None when there is none."""
+        found = await self._pull(addr, mq, offset, 1)
+        return found[0] if found else None
+
+    async def _pull(self, addr: str, mq: MessageQueue, offset: int, max_nums: int) -> list[MessageExt]:
+        header = PullMessageRequestHeader(consumer_group=TOOLS_CONSUMER_GROUP, topic=mq.topic, queue_id=mq.queue_id,
+                                          queue_offset=offset, max_msg_nums=max_nums, sys_flag=4, commit_offset=0,
+                                          suspend_timeout_millis=20000, subscription="*", sub_version=0,
+                                          expression_type="TAG", bname=mq.broker_name)
+        result = await self._api.pull_message(addr, header, self.timeout_ms)
+        if result.pull_status is not PullStatus.FOUND:
+            return []
+        return list(result.msg_found_list or [])
+
+    async def _queue_master(self, topic: str, broker_name: str) -> str:
+        route = await self._route(topic)
+        addr = self._route_masters(route).get(broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
+        return addr
+
+    async def _group_masters(self, group: str) -> dict[str, str]:
+        """Brokers that know the group: those of its retry topic's route (as mqadmin)."""
+        try:
+            route = await self._route(RETRY_GROUP_TOPIC_PREFIX + group)
+        except TopicNotExistError:
+            raise MQClientError(f"consumer group {group!r} not found (no route for "
+                                f"{RETRY_GROUP_TOPIC_PREFIX}{group})") from None
+        return self._route_masters(route)
+
+    async def _connections(self, group: str) -> GroupConnections:
+        masters = await self._group_masters(group)
+        last: Exception | None = None
+        ext = {"consumerGroup": group}
+        for addr in masters.values():
+            try:
+                resp = await self._broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
+            except (MQBrokerError, RemotingError) as exc:
+                last = exc
+                continue
+            cc = ConsumerConnection.from_json(resp.body)
+            conns = [ClientConnection(c.client_id, c.client_addr, str(c.language), int(c.version))
+                     for c in cc.connection_set]
+            conns.sort(key=lambda c: c.client_id)
+            subs = [Subscription(t, sd.sub_string, sd.expression_type)
+                    for t, sd in sorted(cc.subscription_table.items())]
+            return GroupConnections(group, conns, subs,
+                                    cc.consume_type.name if cc.consume_type else None,
+                                    cc.message_model.name if cc.message_model else None,
+                                    cc.consume_from_where.name if cc.consume_from_where else None)
+        if last is not None:
+            raise last
+        raise MQClientError(f"consumer group {group!r} has no broker")
+
+    async def _all_namesrv(self, code: int, ext: dict[str, str]) -> dict[str, RemotingCommand]:
+        return {ns: await self._broker(ns, code, ext) for ns in self.namesrv_addrs}
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)

@@ -1,0 +1,230 @@
+"""Consumer and producer groups: progress (lag), connections, running info, subscription groups, offset resets.
+
+The ``GroupAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
+shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
+offers the same methods blocking.
+"""
+
+from __future__ import annotations
+
+from rocketmq_sdk.exceptions import (
+    MQBrokerError,
+    MQClientError,
+    MQError,
+    RemotingError,
+)
+from rocketmq_sdk.protocol.admin_bodies import (
+    ConsumeStats,
+    ProducerConnection,
+    SubscriptionGroupConfig,
+    TopicList,
+)
+from rocketmq_sdk.protocol.bodies import (
+    ConsumerRunningInfo,
+    ResetOffsetBody,
+)
+from rocketmq_sdk.protocol.codes import RequestCode
+from rocketmq_sdk.protocol.headers import (
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    ResetOffsetRequestHeader,
+)
+
+from .core import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    AdminCore,
+    log,
+)
+from .models import (
+    ClientConnection,
+    ConsumerProgress,
+    GroupConnections,
+    GroupSummary,
+    QueueProgress,
+    ResetOffsetEntry,
+)
+
+__all__ = ["GroupAdmin"]
+
+
+class GroupAdmin(AdminCore):
+    """Consumer and producer groups: progress (lag), connections, running info, subscription groups, offset resets."""
+
+    async def consumer_progress(self, group: str, topic: str | None = None) -> ConsumerProgress:
+        """Per queue broker offset, consumer offset and lag (GET_CONSUME_STATS 208 to every
+        master of the group's retry-topic route), as ``mqadmin consumerProgress -g``.
+
+        Args:
+            group: consumer group.
+            topic: only this topic (the header's ``topic``), default all the group's topics.
+
+        Raises:
+            MQClientError: unknown group. MQBrokerError, RemotingError.
+        """
+        masters = await self._group_masters(group)
+        tps = 0.0
+        queues: list[QueueProgress] = []
+        ext = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields()
+        for addr in masters.values():
+            resp = await self._broker(addr, RequestCode.GET_CONSUME_STATS, ext)
+            stats = ConsumeStats.from_json(resp.body)
+            tps += stats.consume_tps
+            for mq, w in stats.offset_table.items():
+                queues.append(QueueProgress(mq.topic, mq.broker_name, mq.queue_id, w.broker_offset,
+                                            w.consumer_offset, w.broker_offset - w.consumer_offset,
+                                            w.last_timestamp))
+        queues.sort(key=lambda q: (q.topic, q.broker_name, q.queue_id))
+        return ConsumerProgress(group, tps, queues)
+
+    async def consumer_groups(self) -> list[GroupSummary]:
+        """Every consumer group with a retry topic on the name server, with its online client
+        count, TPS and total lag, as ``mqadmin consumerProgress`` without ``-g``. Groups whose
+        brokers do not answer are listed with zero TPS and lag.
+        """
+        resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        groups = sorted(t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in TopicList.from_json(resp.body).topic_list
+                        if t.startswith(RETRY_GROUP_TOPIC_PREFIX))
+        out = []
+        for group in groups:
+            tps, diff = 0.0, 0
+            try:
+                for addr in (await self._group_masters(group)).values():
+                    r = await self._broker(addr, RequestCode.GET_CONSUME_STATS,
+                                           GetConsumeStatsRequestHeader(consumer_group=group).to_ext_fields())
+                    stats = ConsumeStats.from_json(r.body)
+                    tps += stats.consume_tps
+                    diff += stats.diff_total()
+            except (MQError, RemotingError) as exc:
+                log.debug("consume stats of %s: %s", group, exc)
+            try:
+                conns = await self._connections(group)
+            except (MQError, RemotingError):
+                out.append(GroupSummary(group, 0, None, None, None, tps, diff))
+                continue
+            version = max((c.version for c in conns.connections), default=None)
+            out.append(GroupSummary(group, len(conns.connections), version, conns.consume_type,
+                                    conns.message_model, tps, diff))
+        return out
+
+    async def consumer_connection(self, group: str) -> GroupConnections:
+        """The group's online clients (GET_CONSUMER_CONNECTION_LIST 203), as ``consumerConnection``.
+
+        Raises:
+            MQClientError: unknown group. MQBrokerError: code 206 CONSUMER_NOT_ONLINE when no
+            client is connected. RemotingError.
+        """
+        return await self._connections(group)
+
+    async def producer_connection(self, group: str, topic: str) -> list[ClientConnection]:
+        """The online producers of ``group`` (GET_PRODUCER_CONNECTION_LIST 204 to the masters of
+        ``topic``'s route; the first that answers), as ``mqadmin producerConnection``.
+
+        Raises:
+            TopicNotExistError. MQBrokerError: e.g. 1 when no producer of the group is online.
+        """
+        route = await self._route(topic)
+        last: Exception | None = None
+        for addr in self._route_masters(route).values():
+            try:
+                resp = await self._broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                                          {"producerGroup": group})
+            except (MQBrokerError, RemotingError) as exc:
+                last = exc
+                continue
+            pc = ProducerConnection.from_json(resp.body)
+            return sorted((ClientConnection(c.client_id, c.client_addr, str(c.language), int(c.version))
+                           for c in pc.connection_set), key=lambda c: c.client_id)
+        if last is not None:
+            raise last
+        raise MQClientError(f"topic {topic} has no master broker")
+
+    async def consumer_running_info(self, group: str, client_id: str | None = None,
+                              jstack: bool = False) -> dict[str, ConsumerRunningInfo]:
+        """Ask the group's clients for their running info (GET_CONSUMER_RUNNING_INFO 307,
+        forwarded by the broker), as ``consumerStatus``.
+
+        Args:
+            client_id: only this client (default: every connected client).
+            jstack: ask Java clients for a thread dump too.
+
+        Returns:
+            client id → running info.
+        """
+        conns = await self._connections(group)
+        masters = await self._group_masters(group)
+        addr = next(iter(masters.values()))
+        out = {}
+        for c in conns.connections:
+            if client_id and c.client_id != client_id:
+                continue
+            ext = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=c.client_id,
+                                                      jstack_enable=jstack).to_ext_fields()
+            resp = await self._broker(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
+            out[c.client_id] = ConsumerRunningInfo.from_json(resp.body)
+        if client_id and not out:
+            raise MQClientError(f"client {client_id} of group {group} is not online")
+        return out
+
+    async def update_subscription_group(self, group: str, *, cluster: str | None = None, broker_addr: str | None = None,
+                                  consume_enable: bool = True, consume_from_min_enable: bool = False,
+                                  consume_broadcast_enable: bool = False, retry_queue_nums: int = 1,
+                                  retry_max_times: int = 16, broker_id: int = 0,
+                                  which_broker_when_consume_slowly: int = 1,
+                                  notify_consumer_ids_changed_enable: bool = True) -> list[str]:
+        """Create or update a subscription group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP 200) on a
+        broker or every master of a cluster, as ``mqadmin updateSubGroup`` (same defaults).
+
+        Returns:
+            the broker addresses updated.
+        """
+        body = SubscriptionGroupConfig(
+            group_name=group, broker_id=broker_id, consume_broadcast_enable=consume_broadcast_enable,
+            consume_enable=consume_enable, consume_from_min_enable=consume_from_min_enable,
+            notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
+            retry_max_times=retry_max_times, retry_queue_nums=retry_queue_nums,
+            which_broker_when_consume_slowly=which_broker_when_consume_slowly).to_json()
+
+        addrs = await self._master_addrs(cluster, broker_addr)
+        for addr in addrs:
+            await self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
+        return addrs
+
+    async def delete_subscription_group(self, group: str, *, cluster: str | None = None,
+                                        broker_addr: str | None = None) -> list[str]:
+        """Delete a subscription group's config (DELETE_SUBSCRIPTIONGROUP 207, ``groupName``) on
+        a broker or every master of a cluster, as ``mqadmin deleteSubGroup``.
+
+        Returns:
+            the broker addresses asked.
+        """
+        addrs = await self._master_addrs(cluster, broker_addr)
+        for addr in addrs:
+            await self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": group})
+        return addrs
+
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *,
+                             force: bool = True) -> list[ResetOffsetEntry]:
+        """Move the group's offsets on ``topic`` to the first message stored at or after
+        ``timestamp_ms`` (INVOKE_BROKER_TO_RESET_OFFSET 222 to every master of the topic; the
+        broker tells the online clients), as ``mqadmin resetOffsetByTime``.
+
+        Args:
+            timestamp_ms: epoch ms; 0 means the earliest offset, -1 the latest (as mqadmin's
+                ``-s 0`` / ``-s -1`` handling on 4.9.8 brokers).
+            force: reset even to a larger offset than the current one.
+
+        Returns:
+            the new offset of each queue.
+        """
+        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms,
+                                       is_force=force).to_ext_fields()
+
+        route = await self._route(topic)
+        out = []
+        for addr in self._route_masters(route).values():
+            resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+            if resp.body:
+                for mq, off in ResetOffsetBody.from_json(resp.body).offset_table.items():
+                    out.append(ResetOffsetEntry(mq.topic, mq.broker_name, mq.queue_id, off))
+        out.sort(key=lambda e: (e.broker_name, e.queue_id))
+        return out

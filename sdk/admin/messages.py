@@ -1,0 +1,218 @@
+"""Messages: by offset message id, unique id, key, queue offset; consuming one directly on a client.
+
+The ``MessageAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
+shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
+offers the same methods blocking.
+"""
+
+from __future__ import annotations
+
+from rocketmq_sdk.exceptions import (
+    IllegalArgumentError,
+    MQBrokerError,
+    MQClientError,
+    MQError,
+    RemotingError,
+)
+from rocketmq_sdk.protocol.bodies import (
+    ConsumeMessageDirectlyResult,
+)
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode, is_sys_topic
+from rocketmq_sdk.protocol.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    QueryMessageRequestHeader,
+    ViewMessageRequestHeader,
+)
+from rocketmq_sdk.protocol.message import MessageExt, MessageQueue
+from rocketmq_sdk.protocol.message_codec import decode_messages
+from rocketmq_sdk.protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
+
+from .core import (
+    _JAVA_LONG_MAX,
+    _UNIQUE_KEY_QUERY,
+    AdminCore,
+)
+
+__all__ = ["MessageAdmin"]
+
+
+class MessageAdmin(AdminCore):
+    """Messages: by offset message id, unique id, key, queue offset; consuming one directly on a client."""
+
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
+        """The message with this offset message id (VIEW_MESSAGE_BY_ID 33 to the store host
+        encoded in the id), as ``queryMsgById``.
+
+        Raises:
+            IllegalArgumentError: not an offset message id.
+            MQBrokerError: no message at that offset. RemotingError.
+        """
+        try:
+            host, port, offset = decode_offset_msg_id(offset_msg_id)
+        except ValueError as exc:
+            raise IllegalArgumentError(str(exc)) from None
+
+        addr = f"{host}:{port}"
+        resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID,
+                                  ViewMessageRequestHeader(offset=offset).to_ext_fields())
+        msgs = decode_messages(resp.body)
+        if not msgs:
+            raise MQBrokerError(ResponseCode.QUERY_NOT_FOUND, f"no message {offset_msg_id}", addr)
+        return msgs[0]
+
+    async def query_message_by_key(self, topic: str, key: str, *, max_num: int = 64, begin_ms: int = 0,
+                             end_ms: int = _JAVA_LONG_MAX, unique: bool = False) -> list[MessageExt]:
+        """Messages of ``topic`` indexed under ``key`` stored in [begin_ms, end_ms]
+        (QUERY_MESSAGE 12 to every master of the route), as ``queryMsgByKey``.
+
+        Args:
+            max_num: at most this many messages per broker (default 64, mqadmin's).
+            unique: the key is a unique message id (``_UNIQUE_KEY_QUERY``), see
+                :meth:`query_message_by_unique_key`.
+
+        Raises:
+            TopicNotExistError, RemotingError.
+        """
+        ext = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms,
+                                        end_timestamp=end_ms).to_ext_fields()
+        ext[_UNIQUE_KEY_QUERY] = "true" if unique else "false"
+
+        route = await self._route(topic)
+        out: list[MessageExt] = []
+        for addr in self._route_masters(route).values():
+            try:
+                resp = await self._broker(addr, RequestCode.QUERY_MESSAGE, dict(ext))
+            except MQBrokerError as exc:
+                if exc.code == ResponseCode.QUERY_NOT_FOUND:
+                    continue
+                raise
+            for m in decode_messages(resp.body):
+                if m.topic != topic:
+                    continue
+                if unique and m.msg_id != key:
+                    continue
+                if not unique and key not in m.keys:
+                    continue
+                out.append(m)
+        out.sort(key=lambda m: m.store_timestamp)
+        return out
+
+    async def query_message_by_unique_key(self, topic: str, msg_id: str) -> MessageExt:
+        """The message whose client-side unique id (``UNIQ_KEY``) is ``msg_id``, as
+        ``queryMsgByUniqueKey`` (QUERY_MESSAGE with ``_UNIQUE_KEY_QUERY=true``, max 32).
+
+        Raises:
+            MQClientError: not found.
+        """
+        msgs = await self.query_message_by_key(topic, msg_id, max_num=32, unique=True)
+        if not msgs:
+            raise MQClientError(f"message {msg_id} not found in topic {topic}")
+        return msgs[0]
+
+    async def query_message_by_id(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        """Look a message up by either id kind, as ``mqadmin queryMsgById``: an offset message id
+        first (VIEW_MESSAGE_BY_ID), then as a unique id (``SendResult.msg_id``) in ``topic``, or
+        without ``topic`` in every non-system topic of the cluster (one QUERY_MESSAGE per topic,
+        from an hour before the time the id carries).
+
+        Raises:
+            MQClientError: not found.
+        """
+        errors: list[str] = []
+        try:
+            return await self.view_message(msg_id)
+        except (IllegalArgumentError, MQBrokerError, RemotingError) as exc:
+            errors.append(str(exc))
+        if topic:
+            return await self.query_message_by_unique_key(topic, msg_id)
+        found = await self._find_unique_key_in_all_topics(msg_id)
+        if found is not None:
+            return found
+        raise MQClientError(f"message {msg_id} not found, neither as an offset message id ({'; '.join(errors)}) "
+                            "nor as a unique id in any topic")
+
+    async def _find_unique_key_in_all_topics(self, msg_id: str) -> MessageExt | None:
+        try:
+            begin_ms = max(0, get_nearly_time_from_id(msg_id) - 3_600_000)
+        except ValueError:
+            return None
+        for topic in await self.topic_list():
+            if is_sys_topic(topic):
+                continue
+            try:
+                msgs = await self.query_message_by_key(topic, msg_id, max_num=32, begin_ms=begin_ms, unique=True)
+            except MQError:  # e.g. a cluster or broker name listed as a topic: no route
+                continue
+            if msgs:
+                return msgs[0]
+        return None
+
+    async def search_offset(self, topic: str, broker_name: str, queue_id: int, timestamp_ms: int) -> int:
+        """The offset of the first message of a queue stored at or after ``timestamp_ms``
+        (SEARCH_OFFSET_BY_TIMESTAMP 29 to the master, as Java ``searchOffset``; the queue's max
+        offset when every message is older).
+
+        Raises:
+            MQClientError: ``broker_name`` is not in the topic's route.
+        """
+        addr = await self._queue_master(topic, broker_name)
+        return await self._api.search_offset(addr, MessageQueue(topic, broker_name, queue_id), timestamp_ms,
+                                             self.timeout_ms)
+
+    async def pull_messages(self, topic: str, broker_name: str, queue_id: int, offset: int,
+                            max_nums: int = 32) -> list[MessageExt]:
+        """Up to ``max_nums`` messages of a queue from ``offset`` on (one PULL_MESSAGE as group
+        ``TOOLS_CONSUMER``, no filter, bodies inflated); empty past the end of the queue.
+
+        Raises:
+            MQClientError: ``broker_name`` is not in the topic's route.
+            IllegalArgumentError: ``max_nums`` not in 1..1024.
+        """
+        if not 1 <= max_nums <= 1024:
+            raise IllegalArgumentError(f"max_nums must be in 1..1024, got {max_nums}")
+        addr = await self._queue_master(topic, broker_name)
+        return await self._pull(addr, MessageQueue(topic, broker_name, queue_id), offset, max_nums)
+
+    async def query_message_by_offset(self, topic: str, broker_name: str, queue_id: int, offset: int) -> MessageExt:
+        """The message at ``offset`` of a queue (one PULL_MESSAGE of 1 message as group
+        ``TOOLS_CONSUMER``, like ``queryMsgByOffset``).
+
+        Raises:
+            MQClientError: unknown broker, or no message at that offset.
+        """
+        addr = await self._queue_master(topic, broker_name)
+        msg = await self._pull_one(addr, MessageQueue(topic, broker_name, queue_id), offset)
+        if msg is None:
+            raise MQClientError(f"no message at offset {offset} of {topic}/{broker_name}/{queue_id}")
+        return msg
+
+    async def consume_message_directly(self, group: str, msg_id: str, client_id: str | None = None,
+                                 topic: str | None = None) -> dict[str, ConsumeMessageDirectlyResult]:
+        """Have a consumer of ``group`` consume one message again (CONSUME_MESSAGE_DIRECTLY 309,
+        forwarded by the broker to the client), as ``queryMsgById -g G [-d clientId]``.
+
+        Args:
+            msg_id: offset message id (or unique id, with ``topic``).
+            client_id: this client only (default: every connected client).
+
+        Returns:
+            client id → result (``consume_result`` CR_SUCCESS, CR_LATER...).
+        """
+        msg = await self.query_message_by_id(msg_id, topic)
+
+        conns = await self._connections(group)
+        masters = await self._group_masters(group)
+        # the broker that stores the message, as mqadmin (it serves the group's clients too)
+        addr = msg.store_host or masters.get(msg.broker_name) or next(iter(masters.values()))
+        out = {}
+        for c in conns.connections:
+            if client_id and c.client_id != client_id:
+                continue
+            ext = ConsumeMessageDirectlyResultRequestHeader(
+                consumer_group=group, client_id=c.client_id, msg_id=msg.offset_msg_id).to_ext_fields()
+            resp = await self._broker(addr, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext)
+            out[c.client_id] = ConsumeMessageDirectlyResult.from_json(resp.body)
+        if not out:
+            who = f"client {client_id}" if client_id else "no client"
+            raise MQClientError(f"{who} of group {group} is not online")
+        return out
