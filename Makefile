@@ -38,7 +38,7 @@ PURE_TESTS ?= tests/protocol tests/remoting tests/store tests/producer
 PURE_PASS ?= 1
 
 # make test also runs the Django integration tests on Django 4.2 LTS (the venv holds the newest
-# Django that installs): Django 4.2 is installed once into .venv/django42 (pip --target, ~10 MB)
+# Django that installs): Django 4.2 is installed once into .venv/django42 (pip --target, ~50 MB)
 # and put in front of the venv's Django with PYTHONPATH (~1 min); DJANGO_LTS_PASS=0 skips it
 DJANGO_LTS_DIR := $(VENV)/django42
 DJANGO_LTS_PASS ?= 1

@@ -82,3 +82,7 @@ def read_topic(cluster, topic: str, expected: int, timeout_s: float = 20.0, grou
 
 
 PY = sys.executable
+
+
+def pytest_report_header(config):
+    return f"django: {django.get_version()} (from {Path(django.__file__).parent})"

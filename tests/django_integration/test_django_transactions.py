@@ -108,7 +108,7 @@ def _read_line(proc: subprocess.Popen, timeout_s: float) -> str:
     raise AssertionError(f"child said nothing in {timeout_s} s (exit {proc.poll()}): {proc.stderr.read()}")
 
 
-def test_process_killed_after_db_commit_before_end_transaction(rocketmq):
+def test_process_killed_after_db_commit_before_end_transaction(rocketmq, caplog):
     """The child commits the database transaction and is SIGKILLed before END_TRANSACTION; the
     broker's check, answered by a restarted producer of the group from the table, commits."""
     topic = unique("dj_tx_kill")
@@ -133,12 +133,17 @@ def test_process_killed_after_db_commit_before_end_transaction(rocketmq):
     # the database committed...
     assert Order.objects.filter(number="K1").exists()
     assert TransactionRecord.objects.filter(transaction_id=tx_id).exists()
+    # ...the half message is not visible (no producer of the group is alive to answer a check)...
+    assert read_topic(rocketmq, topic, 0) == []
     from rocketmq_sdk.integrations.django.transactions import transaction_producer
 
+    caplog.set_level("INFO", logger="rocketmq_sdk.integrations.django")
     # ...until a producer of the group is back ("the restarted process") and answers the check
     transaction_producer()
     (m,) = _visible(rocketmq, topic, 1, timeout_s=40)
     assert m.msg_id == tx_id and json.loads(m.body) == {"order": "K1"}
+    assert any(f"transaction check of {tx_id}" in r.getMessage() and "COMMIT_MESSAGE" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_outbox_commits_with_the_transaction_and_relay_sends_in_order(rocketmq):

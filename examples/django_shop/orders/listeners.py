@@ -12,8 +12,8 @@ def reserve_stock(event: dict) -> None:
     """Runs once per order even when the message is delivered twice: the decrement and the
     consumed-message row commit together."""
     order = event["data"]
-    Product.objects.filter(sku=order["sku"]).update(stock=F("stock") - order["quantity"])
-    Order.objects.filter(pk=order["id"], status="placed").update(status="reserved")
+    if Order.objects.filter(pk=order["id"], status="placed").update(status="reserved"):
+        Product.objects.filter(sku=order["sku"]).update(stock=F("stock") - order["quantity"])
 
 
 @rocketmq_listener(topic="shop_payments", consumer_group="shop_payment_confirmations", idempotent=True)

@@ -43,7 +43,8 @@ class ShopFlowTests(TransactionTestCase):
                 wait_for(lambda: any(f"duplicate order-{order_id}" in line for line in logs.output),
                          what="the duplicate to be acknowledged")
             self.assertEqual(self.stock(), 7)
-            self.assertEqual(ConsumedMessage.objects.filter(consumer_group="shop_stock").count(), 1)
+            self.assertEqual(ConsumedMessage.objects.filter(consumer_group="shop_stock",
+                                                            message_key=f"order-{order_id}").count(), 1)
 
             # payment: a transactional message bound to the Payment row
             response = self.client.post(f"/orders/{order_id}/pay/", {"amount_cents": 1299},
