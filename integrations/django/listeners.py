@@ -272,15 +272,15 @@ class ListenerContainer:
             raise
         args = (payload, msg) if self.wants_message else (payload,)
         if self.spec.idempotent:
-            if not self._handle_once(msg, args):
-                return
-            result = None
+            ran, result = self._handle_once(msg, args)
+            if not ran:
+                return  # a duplicate: acknowledged, nothing run, nothing replied
         else:
             result = self.spec.handler(*args)
         if self.spec.reply:
             self.template.producer.reply(msg, self.converter.to_body(result))
 
-    def _handle_once(self, msg: MessageExt, args: tuple[Any, ...]) -> bool:
+    def _handle_once(self, msg: MessageExt, args: tuple[Any, ...]) -> tuple[bool, Any]:
         from .models import ConsumedMessage
 
         key = self.spec.message_key(msg)
@@ -293,9 +293,8 @@ class ListenerContainer:
             except IntegrityError:
                 log.info("listener %s: duplicate %s (group %s) acknowledged without running", self.spec.name,
                          key, self.group)
-                return False
-            self.spec.handler(*args)
-        return True
+                return False, None
+            return True, self.spec.handler(*args)
 
 
 def select(names: Iterable[str] | None = None, groups: Iterable[str] | None = None) -> list[ListenerSpec]:

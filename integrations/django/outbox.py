@@ -63,7 +63,7 @@ def relay(batch_size: int = 100) -> int:
         for row in rows:
             msg = _message(row)
             try:
-                result = (capture_send(msg) if template.capturing else template.producer.send(msg))
+                result = (_capture_send(msg) if template.capturing else template.producer.send(msg))
             except Exception as exc:
                 row.attempts += 1
                 row.last_error = f"{type(exc).__name__}: {exc}"[:2000]
@@ -77,7 +77,7 @@ def relay(batch_size: int = 100) -> int:
     return sent
 
 
-def capture_send(msg: Message) -> Any:
+def _capture_send(msg: Message) -> Any:
     from . import capture
 
     return capture.record("outbox", msg)

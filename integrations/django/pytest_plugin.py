@@ -37,16 +37,10 @@ def rocketmq_cluster(rocketmq_broker_config: dict[str, Any]) -> Iterator[Any]:
 
 @pytest.fixture
 def rocketmq(rocketmq_cluster: Any) -> Iterator[Any]:
-    from django.test.utils import override_settings
+    from .testing import using_name_server
 
-    from .template import rocketmq_template
-    from .testing import settings_for_broker
-
-    with override_settings(ROCKETMQ=settings_for_broker(rocketmq_cluster.namesrv_addr)):
-        try:
-            yield rocketmq_cluster
-        finally:
-            rocketmq_template().close()
+    with using_name_server(rocketmq_cluster.namesrv_addr):
+        yield rocketmq_cluster
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 - :func:`embedded_broker`: a context manager that starts the embedded reference name server and
   broker on free 127.0.0.1 ports (temporary store) and points ``settings.ROCKETMQ["NAME_SERVER"]``
-  at it for the duration (:func:`settings_for_broker`).
+  at it for the duration (:func:`using_name_server`).
 - :class:`RocketMQTestRunner`: Django's ``DiscoverRunner`` that does the same around the whole
   run (``TEST_RUNNER = "rocketmq_sdk.integrations.django.testing.RocketMQTestRunner"``).
 - :func:`running_listeners`: start listeners for a test, stop them after.
@@ -24,7 +24,7 @@ from django.test.utils import override_settings
 from .capture import capture_messages
 
 __all__ = ["DEV_BROKER_CONFIG", "DEV_CLIENT_SETTINGS", "RocketMQTestRunner", "capture_messages", "embedded_broker",
-           "running_listeners", "settings_for_broker"]
+           "running_listeners", "using_name_server"]
 
 #: broker settings of the embedded broker for tests: SQL92 filters on, retries after 1 s (instead
 #: of 10 s, 30 s, ...), transaction checks every second for half messages older than 1 s
@@ -41,11 +41,19 @@ DEV_BROKER_CONFIG: dict[str, Any] = {
 DEV_CLIENT_SETTINGS: dict[str, Any] = {"POLL_NAME_SERVER_INTERVAL": 1000, "PERSIST_CONSUMER_OFFSET_INTERVAL": 500}
 
 
-def settings_for_broker(namesrv_addr: str) -> dict[str, Any]:
-    """``settings.ROCKETMQ`` pointed at ``namesrv_addr``, plus :data:`DEV_CLIENT_SETTINGS` where unset."""
+@contextlib.contextmanager
+def using_name_server(namesrv_addr: str) -> Iterator[None]:
+    """Within the block ``settings.ROCKETMQ["NAME_SERVER"]`` is ``namesrv_addr`` (plus
+    :data:`DEV_CLIENT_SETTINGS` where unset); the clients made meanwhile are shut down after it."""
     current = {**DEV_CLIENT_SETTINGS, **(getattr(settings, "ROCKETMQ", None) or {})}
     current["NAME_SERVER"] = namesrv_addr
-    return current
+    with override_settings(ROCKETMQ=current):
+        try:
+            yield
+        finally:
+            from .template import rocketmq_template
+
+            rocketmq_template().close()
 
 
 @contextlib.contextmanager
@@ -63,14 +71,9 @@ def embedded_broker(broker_config: dict[str, Any] | None = None, *, in_process: 
     from rocketmq_broker.embedded import start_dev_cluster
 
     cfg = DEV_BROKER_CONFIG if broker_config is None else broker_config
-    with start_dev_cluster(in_process=in_process, broker_config=cfg if in_process else None) as cluster:
-        with override_settings(ROCKETMQ=settings_for_broker(cluster.namesrv_addr)):
-            try:
-                yield cluster
-            finally:
-                from .template import rocketmq_template
-
-                rocketmq_template().close()
+    with start_dev_cluster(in_process=in_process, broker_config=cfg if in_process else None) as cluster, \
+            using_name_server(cluster.namesrv_addr):
+        yield cluster
 
 
 @contextlib.contextmanager

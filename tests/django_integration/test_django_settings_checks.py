@@ -133,8 +133,11 @@ def test_listener_check_reports_shared_groups():
         messages = check_listeners()
         assert ids(messages) == ["rocketmq.E006"]
         assert "dj_order_audit" in messages[0].msg
+        rocketmq_listener(topic="t1", consumer_group="no_params", name="no_params")(lambda: None)
+        assert ids(check_listeners()) == ["rocketmq.E006", "rocketmq.E007"]
     finally:
         registry.pop("dup", None)
+        registry.pop("no_params", None)
 
 
 def test_settings_reload_on_override(caplog):
