@@ -217,28 +217,28 @@ def _validate_values(s: RocketMQSettings) -> None:
             s.problems.append(SettingProblem("value", path, f"{path}: {exc}"))
 
 
-_cache: dict[int, RocketMQSettings] = {}
+_current: list[RocketMQSettings] = []  # the resolved settings (one entry) until reset()
 
 
 def get_settings() -> RocketMQSettings:
-    """The resolved ``settings.ROCKETMQ`` (cached; :func:`reset` on ``setting_changed``).
+    """The resolved ``settings.ROCKETMQ`` (cached until :func:`reset`, which Django's
+    ``setting_changed`` triggers, e.g. ``override_settings(ROCKETMQ=...)``).
 
     Raises:
         django.core.exceptions.ImproperlyConfigured: a bad setting (the first problem's text).
     """
+    if _current:
+        return _current[0]
     from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
 
-    raw = getattr(settings, "ROCKETMQ", None)
-    cached = _cache.get(id(raw))
-    if cached is None:
-        _cache.clear()
-        cached = _cache[id(raw)] = load(raw)
-    if cached.problems:
-        raise ImproperlyConfigured(cached.problems[0].message)
-    return cached
+    resolved = load(getattr(settings, "ROCKETMQ", None))
+    if resolved.problems:
+        raise ImproperlyConfigured(resolved.problems[0].message)
+    _current[:] = [resolved]
+    return resolved
 
 
 def reset(**_: Any) -> None:
     """Forget the cached settings (connected to Django's ``setting_changed``)."""
-    _cache.clear()
+    _current.clear()

@@ -10,11 +10,13 @@ type hint picks the conversion (:meth:`MessageConverter.from_message`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import typing
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.serializers.json import DjangoJSONEncoder
 from rocketmq_sdk import Message, MessageExt
 
 __all__ = ["ConversionError", "MessageConverter", "model_to_json_dict", "parse_destination"]
@@ -24,6 +26,7 @@ class ConversionError(ValueError):
     """A payload could not be converted (to a body, or from a body to the listener's type)."""
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_destination(destination: str) -> tuple[str, str | None]:
     """``"topic"`` or ``"topic:tag"`` (rocketmq-spring's destination form) -> (topic, tag).
 
@@ -54,6 +57,9 @@ def _is_pydantic_class(tp: Any) -> bool:
     return isinstance(tp, type) and hasattr(tp, "model_validate_json") and hasattr(tp, "model_dump")
 
 
+_ENCODER = DjangoJSONEncoder(separators=(",", ":"))
+
+
 class MessageConverter:
     """Turns payloads into :class:`~rocketmq_sdk.Message` objects and bodies back into the types
     listeners ask for. Subclass it and name the subclass in ``ROCKETMQ["MESSAGE_CONVERTER"]`` to
@@ -75,22 +81,27 @@ class MessageConverter:
         Raises:
             ConversionError: the payload cannot be serialized.
         """
-        if isinstance(payload, bytes | bytearray | memoryview):
-            return bytes(payload)
-        if isinstance(payload, str):
-            return payload.encode("utf-8")
-        if _is_model_instance(payload):
-            payload = self.model_serializer(payload)
-        elif dataclasses.is_dataclass(payload) and not isinstance(payload, type):
-            payload = dataclasses.asdict(payload)
-        elif _is_pydantic_class(type(payload)):
-            payload = payload.model_dump(mode="json")
-        from django.core.serializers.json import DjangoJSONEncoder
-
+        kind = type(payload)
+        if kind is not dict and kind is not list:
+            if isinstance(payload, bytes | bytearray | memoryview):
+                return bytes(payload)
+            if isinstance(payload, str):
+                return payload.encode("utf-8")
+            payload = self._jsonable(payload)
         try:
-            return json.dumps(payload, cls=DjangoJSONEncoder, separators=(",", ":")).encode("utf-8")
+            return _ENCODER.encode(payload).encode("utf-8")
         except (TypeError, ValueError) as exc:
             raise ConversionError(f"cannot convert {type(payload).__name__} to a message body: {exc}") from exc
+
+    def _jsonable(self, payload: Any) -> Any:
+        """Model instances, dataclasses and pydantic models as JSON-able values; others as they are."""
+        if _is_model_instance(payload):
+            return self.model_serializer(payload)
+        if dataclasses.is_dataclass(payload) and not isinstance(payload, type):
+            return dataclasses.asdict(payload)
+        if _is_pydantic_class(type(payload)):
+            return payload.model_dump(mode="json")
+        return payload
 
     def to_message(self, destination: str, payload: Any, *, keys: str | list[str] | None = None,
                    headers: Mapping[str, Any] | None = None, delay_level: int = 0) -> Message:

@@ -169,7 +169,11 @@ def send_in_transaction(msg: Message, local_transaction: Callable[[Message, Any]
     if transaction.get_connection(using).in_atomic_block:
         raise RuntimeError("send_in_transaction() must not run inside atomic(): the database would "
                            "commit after the message; call it outside the block (or use the outbox)")
-    if template is not None and template.capturing:
+    if template is None:
+        from .template import rocketmq_template
+
+        template = rocketmq_template()
+    if template.capturing:
         with transaction.atomic(using=using):
             local_transaction(msg, arg)
         r = capture.record("transaction", msg)
