@@ -1,8 +1,8 @@
 """Django integration throughput against the embedded reference broker (a child process):
 
-1. send path: ``rocketmq_template().send(dest, dict)`` vs the raw SDK ``Producer.send(Message)``
-   of the same JSON body (messages/s and this process's CPU per message, alternating chunks of 50
-   sends; goal: template overhead < 20 %), plus the template's own message building alone;
+1. send path: ``rocketmq_template().send(dest, dict)`` vs the raw SDK
+   ``Producer.send(Message(topic, json.dumps(dict)))``, alternating call by call; wall time and the
+   calling thread's CPU per send (goal: template overhead < 20 %), plus message building alone;
 2. on_commit publishing from a view under Django's test client (``POST /orders/`` of
    examples/django_shop: an ``atomic()`` insert whose post_save publisher sends after commit),
    against the same view with the publisher capturing instead of sending (the database part);
@@ -10,7 +10,7 @@
    message, in ``atomic()``) vs the same listener without idempotency: rows per second over a
    pre-loaded backlog.
 
-Usage: ``python benchmarks/django_publish.py [--messages 1000] [--rounds 5] [--view-requests 200]
+Usage: ``python benchmarks/django_publish.py [--messages 3000] [--view-requests 300]
 [--listener-messages 1000] [--out FILE]``. SQLite file database in a temporary directory (Django
 defaults: rollback journal, ``synchronous=FULL``, so every commit waits for the disk); the
 listeners run a second time with ``PRAGMA synchronous=OFF`` to show the integration's own cost.
@@ -43,94 +43,82 @@ def setup_django(db_dir: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def rate(n: int, fn) -> float:
-    t0 = time.perf_counter()
-    fn(n)
-    return n / (time.perf_counter() - t0)
+def alternate(n: int, variants: dict) -> dict:
+    """Call each variant once per iteration, alternating, ``n`` times; per variant the median and
+    mean of the wall time and of the calling thread's CPU time (µs). Alternating call by call keeps
+    both variants under the same load on a shared machine; the thread's CPU leaves out the SDK's
+    I/O thread and the other processes."""
+    wall = {k: [] for k in variants}
+    cpu = {k: [] for k in variants}
+    for i in range(n):
+        for key, fn in variants.items():
+            c0, t0 = time.thread_time(), time.perf_counter()
+            fn(i)
+            wall[key].append(time.perf_counter() - t0)
+            cpu[key].append(time.thread_time() - c0)
+    return {k: {"wall_us_median": round(statistics.median(wall[k]) * 1e6, 1),
+                "wall_us_mean": round(statistics.mean(wall[k]) * 1e6, 1),
+                "cpu_us_median": round(statistics.median(cpu[k]) * 1e6, 1),
+                "cpu_us_mean": round(statistics.mean(cpu[k]) * 1e6, 1),
+                "per_s_from_mean_wall": round(1 / statistics.mean(wall[k]))} for k in variants}
 
 
-def bench_send_path(n: int, rounds: int, namesrv: str) -> dict:
+def _pct(a: float, b: float) -> float:
+    return round((a / b - 1) * 100, 1)
+
+
+def bench_send_path(n: int, namesrv: str) -> dict:
     from rocketmq_sdk import Message, Producer
     from rocketmq_sdk.integrations.django import rocketmq_template
 
     template = rocketmq_template()
     payload = {"order": 12345, "sku": "mug", "quantity": 3, "status": "placed"}
-    body = json.dumps(payload, separators=(",", ":")).encode()
     raw = Producer("bench_raw", namesrv)
     raw.start()
     try:
         template.send("bench_send:created", payload)  # route + producer warm-up
-        raw.send(Message("bench_send", body, tags="created"))
-
-        def via_template(k: int) -> None:
-            for i in range(k):
-                template.send("bench_send:created", payload, keys=f"order-{i}")
-
-        def via_sdk(k: int) -> None:
-            for i in range(k):
-                raw.send(Message("bench_send", body, tags="created", keys=f"order-{i}"))
-
-        # fine-grained interleaving (chunks of 50 sends, alternating) so both paths see the same
-        # load on a shared machine; per round: n sends of each
-        t_runs, r_runs = [], []
-        for _ in range(rounds):
-            acc = {"raw": [0.0, 0.0], "tpl": [0.0, 0.0]}
-            for _chunk in range(0, n, 50):
-                for key, fn in (("raw", via_sdk), ("tpl", via_template)):
-                    c0, t0 = time.process_time(), time.perf_counter()
-                    fn(50)
-                    acc[key][0] += time.perf_counter() - t0
-                    acc[key][1] += time.process_time() - c0
-            r_runs.append((n / acc["raw"][0], acc["raw"][1] / n * 1e6))
-            t_runs.append((n / acc["tpl"][0], acc["tpl"][1] / n * 1e6))
-        # the template's own work, without the network: building the message from the payload
-        c0 = time.process_time()
-        for i in range(n):
-            template.message("bench_send:created", payload, keys=f"order-{i}")
-        build_us = (time.process_time() - c0) / n * 1e6
-        c0 = time.process_time()
-        for i in range(n):
-            Message("bench_send", json.dumps(payload, separators=(",", ":")).encode(), tags="created",
-                    keys=f"order-{i}")
-        raw_build_us = (time.process_time() - c0) / n * 1e6
+        raw.send(Message("bench_send", b"{}", tags="created"))
+        stats = alternate(n, {
+            # what a user of the bare SDK writes for the same JSON message
+            "raw_sdk": lambda i: raw.send(Message("bench_send", json.dumps(payload, separators=(",", ":")).encode(),
+                                                  tags="created", keys=f"order-{i}")),
+            "template": lambda i: template.send("bench_send:created", payload, keys=f"order-{i}"),
+        })
+        build = alternate(n, {
+            "raw_message_build": lambda i: Message("bench_send", json.dumps(payload, separators=(",", ":")).encode(),
+                                                   tags="created", keys=f"order-{i}"),
+            "template_message_build": lambda i: template.message("bench_send:created", payload, keys=f"order-{i}"),
+        })
     finally:
         raw.shutdown()
-    r_rate, t_rate = statistics.median(x[0] for x in r_runs), statistics.median(x[0] for x in t_runs)
-    r_cpu, t_cpu = statistics.median(x[1] for x in r_runs), statistics.median(x[1] for x in t_runs)
-    return {"raw_sdk_msgs_per_s": round(r_rate), "template_msgs_per_s": round(t_rate),
-            "template_overhead_pct_wall": round((r_rate / t_rate - 1) * 100, 1),
-            "raw_sdk_client_cpu_us_per_msg": round(r_cpu, 1), "template_client_cpu_us_per_msg": round(t_cpu, 1),
-            "template_overhead_pct_cpu": round((t_cpu / r_cpu - 1) * 100, 1),
-            "template_build_message_cpu_us": round(build_us, 1),
-            "raw_json_dumps_plus_message_cpu_us": round(raw_build_us, 1),
-            "rounds_raw": [[round(a), round(b, 1)] for a, b in r_runs],
-            "rounds_template": [[round(a), round(b, 1)] for a, b in t_runs]}
+    r, t = stats["raw_sdk"], stats["template"]
+    return {**stats, **build,
+            "template_overhead_pct_cpu_median": _pct(t["cpu_us_median"], r["cpu_us_median"]),
+            "template_overhead_pct_cpu_mean": _pct(t["cpu_us_mean"], r["cpu_us_mean"]),
+            "template_overhead_pct_wall_median": _pct(t["wall_us_median"], r["wall_us_median"]),
+            "template_overhead_pct_wall_mean": _pct(t["wall_us_mean"], r["wall_us_mean"])}
 
 
-def bench_view(n: int, rounds: int) -> dict:
+def bench_view(n: int) -> dict:
     from django.test import Client
     from rocketmq_sdk.integrations.django.capture import capture_messages
 
     client = Client()
 
-    def post(k: int) -> None:
-        for _ in range(k):
-            r = client.post("/orders/", {"sku": "mug", "quantity": 1}, content_type="application/json")
-            assert r.status_code == 201
+    def post(_i: int) -> None:
+        r = client.post("/orders/", {"sku": "mug", "quantity": 1}, content_type="application/json")
+        assert r.status_code == 201
 
-    def post_captured(k: int) -> None:
+    def post_captured(i: int) -> None:
         with capture_messages():
-            post(k)
+            post(i)
 
-    post(20)
-    sent, captured = [], []
-    for _ in range(rounds):
-        sent.append(rate(n, post))
-        captured.append(rate(n, post_captured))
-    s, c = statistics.median(sent), statistics.median(captured)
-    return {"view_on_commit_publish_msgs_per_s": round(s), "view_capture_only_requests_per_s": round(c),
-            "publish_cost_per_request_ms": round((1 / s - 1 / c) * 1000, 3),
-            "rounds_publish": [round(x) for x in sent], "rounds_capture": [round(x) for x in captured]}
+    for i in range(20):
+        post(i)
+    stats = alternate(n, {"view_publish_on_commit": post, "view_capture_only": post_captured})
+    p, c = stats["view_publish_on_commit"], stats["view_capture_only"]
+    return {**stats, "publish_cost_us_cpu_median": round(p["cpu_us_median"] - c["cpu_us_median"], 1),
+            "publish_cost_us_wall_median": round(p["wall_us_median"] - c["wall_us_median"], 1)}
 
 
 def _counting_handler(product, f):
@@ -183,9 +171,8 @@ def bench_listener(n: int, namesrv: str, label: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--messages", type=int, default=1000, help="sends per round of the send path")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--view-requests", type=int, default=200, help="requests per round of the view")
+    ap.add_argument("--messages", type=int, default=3000, help="sends of each variant on the send path")
+    ap.add_argument("--view-requests", type=int, default=300, help="requests of each variant of the view")
     ap.add_argument("--listener-messages", type=int, default=1000)
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "django_publish.json"))
     args = ap.parse_args()
@@ -203,13 +190,13 @@ def main() -> None:
         result = {
             "benchmark": "django_publish", "date": time.strftime("%Y-%m-%d %H:%M"),
             "django": django.get_version(), "python": platform.python_version(), "cpus": os.cpu_count(),
-            "messages": args.messages, "rounds": args.rounds, "view_requests": args.view_requests,
+            "messages": args.messages, "view_requests": args.view_requests,
             "listener_messages": args.listener_messages, "load_average_at_start": os.getloadavg(),
             "broker": "embedded reference broker, child process, 127.0.0.1",
             "database": "SQLite file (Django defaults)",
         }
-        result["send_path"] = bench_send_path(args.messages, args.rounds, cluster.namesrv_addr)
-        result["view_on_commit"] = bench_view(args.view_requests, args.rounds)
+        result["send_path"] = bench_send_path(args.messages, cluster.namesrv_addr)
+        result["view_on_commit"] = bench_view(args.view_requests)
         result["listener_sqlite_synchronous_full"] = bench_listener(args.listener_messages, cluster.namesrv_addr,
                                                                     "full")
         # the same with SQLite not waiting for the disk: what the integration costs per message
