@@ -13,6 +13,7 @@ import concurrent.futures
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -44,7 +45,7 @@ class ProcessLocalClient(Generic[C]):
         self._client: C | None = None
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        _holders.append(self)
+        _holders.add(self)
 
     def get(self) -> C:
         if self._pid != os.getpid():
@@ -74,11 +75,11 @@ class ProcessLocalClient(Generic[C]):
         self._pid = os.getpid()
 
 
-_holders: list[ProcessLocalClient[Any]] = []
+_holders: weakref.WeakSet[ProcessLocalClient[Any]] = weakref.WeakSet()
 
 
 def _reset_in_child() -> None:
-    for holder in _holders:
+    for holder in list(_holders):
         holder._after_fork()
 
 
