@@ -216,3 +216,27 @@ def test_old_connections_are_closed_around_each_batch(rocketmq, listener):
         wait_until(lambda: holders, 30, "the handler")
         wait_until(lambda: holders[0].connection is None, 10, "the connection to be closed after the batch")
     assert read_topic(rocketmq, topic, 1)
+
+
+def test_namespace_applies_to_template_and_listeners(rocketmq, listener):
+    """``NAMESPACE``: the producer sends to ``ns%topic`` (the SDK), the listener's consumer group
+    and subscription get the same prefix (the integration), so they meet."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    topic = unique("dj_ns")
+    got: list[str] = []
+
+    def handle(payload: str) -> None:
+        got.append(payload)
+
+    name = listener(handle, topic=topic, consumer_group=unique("g_ns")).rocketmq_listener.name
+    with override_settings(ROCKETMQ={**settings.ROCKETMQ, "NAMESPACE": "tenant1"}):
+        create_topic(rocketmq, f"tenant1%{topic}")
+        with running_listeners([name]) as (container,):
+            assert container.topic == f"tenant1%{topic}"
+            assert container.group == f"tenant1%{registry[name].consumer_group}"
+            rocketmq_template().send(topic, "namespaced")
+            wait_until(lambda: got, 30, "the namespaced message")
+    assert got == ["namespaced"]
+    assert read_topic(rocketmq, f"tenant1%{topic}", 1)[0].body == b"namespaced"
