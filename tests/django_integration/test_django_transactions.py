@@ -187,3 +187,28 @@ def test_outbox_relay_keeps_failed_rows_for_later():
     first, second = OutboxMessage.objects.order_by("id")
     assert (first.attempts, second.attempts) == (1, 0)  # stopped at the first failure: order kept
     assert first.last_error and first.sent_at is None
+
+
+def test_outbox_relay_command_loops_until_sigterm(rocketmq):
+    """The relay as a real process: rows committed while it runs are sent; SIGTERM stops it."""
+    from django_integration.conftest import REPO, wait_until
+
+    topic = unique("dj_outbox_loop")
+    create_topic(rocketmq, topic)
+    env = child_env(ROCKETMQ_TEST_DB=connection.settings_dict["NAME"], ROCKETMQ_TEST_NAMESRV=rocketmq.namesrv_addr)
+    proc = subprocess.Popen([PY, "-m", "django", "rocketmq_outbox_relay", "--interval", "0.2"], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for i in range(3):
+            with transaction.atomic():
+                enqueue(topic, {"i": i}, keys=f"loop-{i}")
+        wait_until(lambda: not OutboxMessage.objects.filter(sent_at__isnull=True).exists(), 30, "the relay")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert "3 message(s) sent" in out
+    assert sorted(json.loads(m.body)["i"] for m in _visible(rocketmq, topic, 3)) == [0, 1, 2]
