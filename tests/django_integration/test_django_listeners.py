@@ -240,3 +240,31 @@ def test_namespace_applies_to_template_and_listeners(rocketmq, listener):
             wait_until(lambda: got, 30, "the namespaced message")
     assert got == ["namespaced"]
     assert read_topic(rocketmq, f"tenant1%{topic}", 1)[0].body == b"namespaced"
+
+
+def test_broadcasting_listener_reaches_every_instance(rocketmq, listener, tmp_path):
+    from rocketmq_sdk.integrations.django.listeners import ListenerContainer
+
+    topic = unique("dj_bcast")
+    create_topic(rocketmq, topic)
+    got: list[str] = []
+    lock = threading.Lock()
+
+    def handle(payload: str) -> None:
+        with lock:
+            got.append(payload)
+
+    spec = listener(handle, topic=topic, consumer_group=unique("g_bcast"), message_model="BROADCASTING",
+                    consume_thread_number=2, local_offset_store_dir=str(tmp_path)).rocketmq_listener
+    instances = [ListenerContainer(spec), ListenerContainer(spec)]
+    for i, c in enumerate(instances):
+        c.consumer.config.instance_name = f"bcast{i}"  # broadcasting keeps DEFAULT: two names, two instances
+        c.start()
+    try:
+        assert instances[0].consumer.config.consume_thread_max == 2
+        rocketmq_template().send(topic, "to everyone")
+        wait_until(lambda: len(got) >= 2, 30, "both instances")
+    finally:
+        for c in instances:
+            c.shutdown()
+    assert got == ["to everyone", "to everyone"]
