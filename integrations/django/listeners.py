@@ -1,0 +1,362 @@
+"""Listeners: ``@rocketmq_listener`` (rocketmq-spring's ``@RocketMQMessageListener``).
+
+Put listeners in ``<app>/listeners.py``; the app config imports those modules in ``ready()``
+(``ROCKETMQ["LISTENER_MODULE"]`` names the module). ``manage.py rocketmq_consume`` (or
+:func:`start_listeners`) runs them, one SDK ``PushConsumer`` per listener.
+
+::
+
+    @rocketmq_listener(topic="orders", consumer_group="stock", selector_expression="created",
+                       idempotent=True)
+    def reserve_stock(event: dict) -> None:           # the type hint drives the conversion
+        ...
+
+    @rocketmq_listener(topic="prices", consumer_group="pricer")
+    class Pricer(RocketMQReplyListener):
+        def on_message(self, symbol: str) -> dict:     # the return value is the reply
+            return {"symbol": symbol, "price": 42.0}
+
+The handler gets the payload converted to its first parameter's type hint (``bytes``, ``str``,
+``dict``, ``list``, a dataclass, a pydantic model, ``MessageExt``; no hint: the ``MessageExt``);
+a second positional parameter gets the ``MessageExt``. Returning normally acknowledges; an
+exception means RECONSUME_LATER (orderly: SUSPEND_CURRENT_QUEUE_A_MOMENT), so RocketMQ retries
+the message with its back-off and moves it to ``%DLQ%<group>`` after ``max_reconsume_times``.
+A payload that does not convert is logged with the message id and goes the same way. Database
+connections are handled as for a request: ``close_old_connections()`` before and after each
+batch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, close_old_connections, transaction
+from rocketmq_sdk import (
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyStatus,
+    MessageExt,
+    PushConsumer,
+)
+from rocketmq_sdk.producer.namespace import wrap_namespace
+
+from .converter import ConversionError, MessageConverter
+
+__all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "registry",
+           "rocketmq_listener", "start_listeners"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.django")
+
+SELECTOR_TYPES = ("TAG", "SQL92")
+CONSUME_MODES = ("CONCURRENTLY", "ORDERLY")
+MESSAGE_MODELS = ("CLUSTERING", "BROADCASTING")
+
+
+class RocketMQListener:
+    """Base of class-based listeners (``RocketMQListener<T>``): implement ``on_message``."""
+
+    def on_message(self, payload: Any) -> None:  # pragma: no cover - the subclass's
+        raise NotImplementedError
+
+
+class RocketMQReplyListener(RocketMQListener):
+    """Base of reply listeners (``RocketMQReplyListener<T, R>``): ``on_message`` returns the reply,
+    converted like any payload and sent back to the requester (``template.send_and_receive``)."""
+
+    def on_message(self, payload: Any) -> Any:  # pragma: no cover - the subclass's
+        raise NotImplementedError
+
+
+@dataclass
+class ListenerSpec:
+    """One registered listener (what the decorator recorded).
+
+    ``name`` is ``module.qualname``; ``consumer_options`` are extra ``ConsumerConfig`` settings.
+    """
+
+    name: str
+    target: Any
+    topic: str
+    consumer_group: str
+    selector_type: str = "TAG"
+    selector_expression: str = "*"
+    consume_mode: str = "CONCURRENTLY"
+    message_model: str = "CLUSTERING"
+    max_reconsume_times: int = -1
+    consume_thread_number: int | None = None
+    consume_timeout: float | None = None
+    idempotent: bool = False
+    idempotency_key: str | Callable[[MessageExt], str] = "key"
+    using: str = DEFAULT_DB_ALIAS
+    reply: bool = False
+    consumer_options: dict[str, Any] = field(default_factory=dict)
+    _handler: Callable[..., Any] | None = None
+
+    @property
+    def handler(self) -> Callable[..., Any]:
+        """The callable that gets the payload (a class listener is instantiated once)."""
+        if self._handler is None:
+            self._handler = self.target().on_message if inspect.isclass(self.target) else self.target
+        return self._handler
+
+    def signature(self) -> tuple[Any, bool]:
+        """(payload type hint, whether the handler also takes the MessageExt)."""
+        fn = self.handler
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if not params:
+            raise TypeError(f"listener {self.name} must take the payload as its first parameter")
+        hints = typing.get_type_hints(fn)
+        return hints.get(params[0].name, MessageExt), len(params) > 1
+
+    def consumer_kwargs(self) -> dict[str, Any]:
+        """The listener's own ``PushConsumer`` settings."""
+        kw: dict[str, Any] = {"message_model": self.message_model, "max_reconsume_times": self.max_reconsume_times}
+        if self.consume_thread_number is not None:
+            kw["consume_thread_min"] = kw["consume_thread_max"] = self.consume_thread_number
+        if self.consume_timeout is not None:
+            kw["consume_timeout"] = self.consume_timeout
+        kw.update(self.consumer_options)
+        return kw
+
+    def message_key(self, msg: MessageExt) -> str:
+        """The idempotency key: ``"key"`` (the first message key, else the message id),
+        ``"msg_id"`` (the client message id, kept across redeliveries) or a callable."""
+        if callable(self.idempotency_key):
+            return str(self.idempotency_key(msg))
+        if self.idempotency_key == "key" and msg.keys:
+            return msg.keys[0]
+        return msg.msg_id
+
+
+#: every listener the decorator registered, by name
+registry: dict[str, ListenerSpec] = {}
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
+def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "TAG",
+                      selector_expression: str = "*", consume_mode: str = "CONCURRENTLY",
+                      message_model: str = "CLUSTERING", max_reconsume_times: int = -1,
+                      consume_thread_number: int | None = None, consume_timeout: float | None = None,
+                      idempotent: bool = False, idempotency_key: str | Callable[[MessageExt], str] = "key",
+                      using: str = DEFAULT_DB_ALIAS, reply: bool | None = None, name: str | None = None,
+                      **consumer_options: Any) -> Callable[[Any], Any]:
+    """Register a function or a :class:`RocketMQListener` class as a listener.
+
+    Args:
+        topic: the topic (the namespace, if set, is added).
+        consumer_group: the group; one listener per group.
+        selector_type / selector_expression: ``"TAG"`` with ``"*"`` / ``"a || b"``, or
+            ``"SQL92"`` with an expression over user properties (broker needs
+            ``enablePropertyFilter``).
+        consume_mode: ``"CONCURRENTLY"`` or ``"ORDERLY"`` (one thread per queue, in order).
+        message_model: ``"CLUSTERING"`` (the group shares the queues) or ``"BROADCASTING"``.
+        max_reconsume_times: deliveries before the DLQ (-1: 16 concurrently, unlimited orderly).
+        consume_thread_number: consume threads (default ``CONSUMER`` settings, 20).
+        consume_timeout: minutes a message may take before it is redelivered (15).
+        idempotent: run the handler in ``atomic(using=using)`` with an insert into the consumed
+            message table keyed by (group, ``idempotency_key``); a duplicate is acknowledged
+            without running the handler.
+        idempotency_key: ``"key"`` (first message key, else message id), ``"msg_id"`` or
+            ``callable(MessageExt) -> str``.
+        reply: the return value is sent back as the reply (default: the class is a
+            :class:`RocketMQReplyListener`).
+        name: registry name (default ``module.qualname``).
+        **consumer_options: any other ``ConsumerConfig`` setting (``pull_batch_size``,
+            ``consume_from_where``, ``consume_message_batch_max_size``...).
+
+    Raises:
+        ValueError: a bad choice value or an empty topic/group.
+        TypeError: a class that is not a RocketMQListener.
+    """
+    _choice("selector_type", selector_type, SELECTOR_TYPES)
+    _choice("consume_mode", consume_mode, CONSUME_MODES)
+    _choice("message_model", message_model, MESSAGE_MODELS)
+    if not topic or not consumer_group:
+        raise ValueError("rocketmq_listener needs a topic and a consumer_group")
+    if not (callable(idempotency_key) or idempotency_key in ("key", "msg_id")):
+        raise ValueError("idempotency_key must be 'key', 'msg_id' or a callable")
+
+    def register(target: Any) -> Any:
+        if inspect.isclass(target) and not issubclass(target, RocketMQListener):
+            raise TypeError(f"{target.__qualname__} must subclass RocketMQListener or RocketMQReplyListener")
+        is_reply = reply if reply is not None else (
+            inspect.isclass(target) and issubclass(target, RocketMQReplyListener))
+        spec = ListenerSpec(
+            name=name or f"{target.__module__}.{target.__qualname__}", target=target, topic=topic,
+            consumer_group=consumer_group, selector_type=selector_type, selector_expression=selector_expression,
+            consume_mode=consume_mode, message_model=message_model, max_reconsume_times=max_reconsume_times,
+            consume_thread_number=consume_thread_number, consume_timeout=consume_timeout, idempotent=idempotent,
+            idempotency_key=idempotency_key, using=using, reply=is_reply, consumer_options=consumer_options)
+        registry[spec.name] = spec
+        target.rocketmq_listener = spec
+        return target
+
+    return register
+
+
+class ListenerContainer:
+    """Runs one listener on its own ``PushConsumer`` (``DefaultRocketMQListenerContainer``).
+
+    Args:
+        spec: the listener.
+        settings: resolved settings (default ``settings.ROCKETMQ``).
+    """
+
+    def __init__(self, spec: ListenerSpec, settings: Any = None) -> None:
+        from .conf import get_settings
+        from .template import rocketmq_template
+
+        self.spec = spec
+        self.settings = settings or get_settings()
+        self.template = rocketmq_template()
+        self.converter: MessageConverter = self.template.converter
+        self.payload_type, self.wants_message = spec.signature()
+        ns = self.settings.namespace
+        self.group = wrap_namespace(ns, spec.consumer_group)
+        self.topic = wrap_namespace(ns, spec.topic)
+        self.consumer = PushConsumer(self.group, **self.settings.consumer_kwargs(**spec.consumer_kwargs()))
+        self.consumer.subscribe(self.topic, spec.selector_expression, spec.selector_type)
+        self.consumer.register_message_listener(self._consume, orderly=spec.consume_mode == "ORDERLY")
+
+    def describe(self) -> str:
+        s = self.spec
+        extra = " idempotent" if s.idempotent else ""
+        extra += " reply" if s.reply else ""
+        return (f"{s.name}: topic={self.topic} group={self.group} {s.selector_type}({s.selector_expression}) "
+                f"{s.consume_mode} {s.message_model}{extra}")
+
+    def start(self) -> None:
+        self.consumer.start()
+        log.info("listener started: %s", self.describe())
+
+    def shutdown(self) -> None:
+        """Stop pulling, wait for running handlers, persist the offsets."""
+        self.consumer.shutdown()
+
+    # ------------------------------------------------------------------ consuming
+
+    def _consume(self, msgs: list[MessageExt], ctx: Any) -> Any:
+        orderly = self.spec.consume_mode == "ORDERLY"
+        close_old_connections()
+        try:
+            for msg in msgs:
+                self.consume_one(msg)
+        except Exception as exc:
+            log.warning("listener %s failed on message %s (reconsume %d): %s", self.spec.name,
+                        getattr(msgs[0], "msg_id", "?"), getattr(msgs[0], "reconsume_times", 0), exc,
+                        exc_info=not isinstance(exc, ConversionError))
+            return (ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if orderly
+                    else ConsumeConcurrentlyStatus.RECONSUME_LATER)
+        finally:
+            close_old_connections()
+        return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def consume_one(self, msg: MessageExt) -> None:
+        """Convert and handle one message (idempotently if so configured); reply if a reply
+        listener. Raises what the handler or the conversion raised."""
+        try:
+            payload = self.converter.from_message(msg, self.payload_type)
+        except ConversionError as exc:
+            log.error("listener %s: message %s (topic %s) cannot be converted: %s", self.spec.name,
+                      msg.msg_id, msg.topic, exc)
+            raise
+        args = (payload, msg) if self.wants_message else (payload,)
+        if self.spec.idempotent:
+            ran, result = self._handle_once(msg, args)
+            if not ran:
+                return  # a duplicate: acknowledged, nothing run, nothing replied
+        else:
+            result = self.spec.handler(*args)
+        if self.spec.reply:
+            self.template.producer.reply(msg, self.converter.to_body(result))
+
+    def _handle_once(self, msg: MessageExt, args: tuple[Any, ...]) -> tuple[bool, Any]:
+        from .models import ConsumedMessage
+
+        key = self.spec.message_key(msg)
+        using = self.spec.using
+        with transaction.atomic(using=using):
+            try:
+                with transaction.atomic(using=using):
+                    ConsumedMessage.objects.using(using).create(
+                        consumer_group=self.group, message_key=key, topic=msg.topic, msg_id=msg.msg_id)
+            except IntegrityError:
+                log.info("listener %s: duplicate %s (group %s) acknowledged without running", self.spec.name,
+                         key, self.group)
+                return False, None
+            return True, self.spec.handler(*args)
+
+
+def select(names: Iterable[str] | None = None, groups: Iterable[str] | None = None) -> list[ListenerSpec]:
+    """The registered listeners whose name (or its last dotted part) is in ``names`` and whose
+    group is in ``groups`` (None: any).
+
+    Raises:
+        LookupError: a name or group that matches no listener.
+    """
+    specs = list(registry.values())
+    if names:
+        wanted = set(names)
+        specs = [s for s in specs if s.name in wanted or s.name.rsplit(".", 1)[-1] in wanted]
+        missing = wanted - {s.name for s in specs} - {s.name.rsplit(".", 1)[-1] for s in specs}
+        if missing:
+            raise LookupError(f"no listener named {', '.join(sorted(missing))}")
+    if groups:
+        wanted = set(groups)
+        missing = wanted - {s.consumer_group for s in specs}
+        if missing:
+            raise LookupError(f"no listener of group {', '.join(sorted(missing))}")
+        specs = [s for s in specs if s.consumer_group in wanted]
+    return specs
+
+
+def start_listeners(names: Iterable[str] | None = None, groups: Iterable[str] | None = None) -> list[ListenerContainer]:
+    """Build and start a container per selected listener (all by default); on a failure the
+    ones already started are shut down and the error raised."""
+    containers: list[ListenerContainer] = []
+    try:
+        for spec in select(names, groups):
+            container = ListenerContainer(spec)
+            container.start()
+            containers.append(container)
+    except BaseException:
+        stop_listeners(containers)
+        raise
+    return containers
+
+
+def stop_listeners(containers: Iterable[ListenerContainer]) -> None:
+    """Shut the containers down (offsets persisted); errors are logged, the rest still stop."""
+    for c in containers:
+        try:
+            c.shutdown()
+        except Exception:
+            log.exception("stopping listener %s failed", c.spec.name)
+
+
+def prune_consumed_messages(older_than_hours: float | None = None, using: str = DEFAULT_DB_ALIAS) -> int:
+    """Delete consumed-message rows older than ``older_than_hours`` (default
+    ``ROCKETMQ["IDEMPOTENCY_RETENTION_HOURS"]``, 72); returns how many. A message redelivered
+    after its row was pruned runs again, so keep this longer than the redelivery horizon
+    (16 retries take about 4.7 hours)."""
+    import datetime as dt
+
+    from django.utils import timezone
+
+    from .conf import get_settings
+    from .models import ConsumedMessage
+
+    hours = get_settings().options["idempotency_retention_hours"] if older_than_hours is None else older_than_hours
+    cutoff = timezone.now() - dt.timedelta(hours=hours)
+    deleted, _ = ConsumedMessage.objects.using(using).filter(consumed_at__lt=cutoff).delete()
+    return deleted

@@ -1,0 +1,284 @@
+"""``RocketMQTemplate``: the sending facade (rocketmq-spring's ``RocketMQTemplate``).
+
+One template per process (:func:`rocketmq_template`); its SDK producer is created on first
+use and is fork safe: a producer made before ``fork()`` (gunicorn ``--preload``, uWSGI, Celery
+prefork) is never used in the child, which makes its own (``os.register_at_fork`` plus a pid
+check on every call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+from django.utils.module_loading import import_string
+from rocketmq_sdk import Message, MessageExt, Producer, SelectMessageQueueByHash, SendResult, split_batches
+
+from . import capture
+from .conf import RocketMQSettings, get_settings
+from .converter import MessageConverter
+
+__all__ = ["ProcessLocalClient", "RocketMQTemplate", "rocketmq_template"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.django")
+
+C = TypeVar("C")
+_HASH = SelectMessageQueueByHash()
+
+
+class ProcessLocalClient(Generic[C]):
+    """A started SDK client made on first use, at most one per process.
+
+    ``factory()`` builds and starts it. After ``fork()`` the child never touches the parent's
+    client (its I/O thread did not survive the fork): :meth:`get` sees the changed pid and
+    builds a new one; the inherited one is dropped without a shutdown call.
+    """
+
+    def __init__(self, factory: Callable[[], C]) -> None:
+        self._factory = factory
+        self._client: C | None = None
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        _holders.add(self)
+
+    def get(self) -> C:
+        if self._pid != os.getpid():
+            self._after_fork()
+        client = self._client
+        if client is None:
+            with self._lock:
+                client = self._client
+                if client is None:
+                    client = self._client = self._factory()
+        return client
+
+    @property
+    def created(self) -> bool:
+        return self._client is not None and self._pid == os.getpid()
+
+    def close(self) -> None:
+        """Shut the client down (if this process made one)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None and self._pid == os.getpid():
+            client.shutdown()  # type: ignore[attr-defined]
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a parent thread may have held it at the fork
+        self._client = None
+        self._pid = os.getpid()
+
+
+_holders: weakref.WeakSet[ProcessLocalClient[Any]] = weakref.WeakSet()
+
+
+def _reset_in_child() -> None:
+    for holder in list(_holders):
+        holder._after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_in_child)
+
+
+class RocketMQTemplate:
+    """Send payloads to ``"topic"`` or ``"topic:tag"`` destinations.
+
+    Payloads are converted by the converter (``ROCKETMQ["MESSAGE_CONVERTER"]``, see
+    :mod:`~rocketmq_sdk.integrations.django.converter`); a ready :class:`~rocketmq_sdk.Message`
+    is sent as it is. ``keys`` (a string or a list) become the message keys; ``headers`` map to
+    keys (``"KEYS"``), tag (``"TAGS"``) and user properties; ``delay_level`` 1..18 delays
+    delivery (the broker's ``messageDelayLevel``). Timeouts are ms (default
+    ``PRODUCER["SEND_MSG_TIMEOUT"]``, 3000).
+
+    Every send raises what the SDK raises: ``IllegalArgumentError`` for a bad message (before
+    anything is sent), ``RemotingConnectError`` / ``MQClientError`` / ``MQBrokerError`` when
+    the broker cannot be reached or refuses, ``ValueError`` for a bad destination,
+    ``ConversionError`` for an unconvertible payload, and ``ImproperlyConfigured`` for bad
+    settings or a missing ``PRODUCER["GROUP"]``.
+
+    Args:
+        settings: resolved settings (default: ``settings.ROCKETMQ``).
+    """
+
+    def __init__(self, settings: RocketMQSettings | None = None) -> None:
+        self._settings = settings
+        self._producer: ProcessLocalClient[Producer] = ProcessLocalClient(self._make_producer)
+        self._converter: MessageConverter | None = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def settings(self) -> RocketMQSettings:
+        return self._settings or get_settings()
+
+    @property
+    def converter(self) -> MessageConverter:
+        """The message converter (built once from ``MESSAGE_CONVERTER`` / ``MODEL_SERIALIZER``)."""
+        if self._converter is None:
+            opts = self.settings.options
+            cls = import_string(opts["message_converter"])
+            self._converter = cls(import_string(opts["model_serializer"]))
+        return self._converter
+
+    @property
+    def producer(self) -> Producer:
+        """The started SDK :class:`~rocketmq_sdk.Producer` of this process (made on first use)."""
+        return self._producer.get()
+
+    def _make_producer(self) -> Producer:
+        from django.core.exceptions import ImproperlyConfigured
+
+        s = self.settings
+        if not s.producer_group:
+            raise ImproperlyConfigured('ROCKETMQ["PRODUCER"]["GROUP"] is required to send messages')
+        producer = Producer(s.producer_group, **s.producer_kwargs())
+        producer.start()
+        log.info("RocketMQ producer %s started (pid %d)", s.producer_group, os.getpid())
+        return producer
+
+    @property
+    def capturing(self) -> bool:
+        """Sends are recorded in the capture outbox instead of sent (see :mod:`.capture`)."""
+        return capture.capturing(self.settings.options["capture"])
+
+    def message(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
+                headers: Mapping[str, Any] | None = None, delay_level: int = 0) -> Message:
+        """The :class:`Message` a send of these arguments would send (converter applied)."""
+        return self.converter.to_message(destination, payload, keys=keys, headers=headers,  # type: ignore[arg-type]
+                                         delay_level=delay_level)
+
+    def close(self) -> None:
+        """Shut this process's producers down (``AppConfig`` does it at interpreter exit)."""
+        self._producer.close()
+        from . import transactions
+
+        transactions.close()
+
+    # ------------------------------------------------------------------ sends
+
+    def send(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
+             headers: Mapping[str, Any] | None = None, delay_level: int = 0,
+             timeout_ms: float | None = None) -> SendResult:
+        """Synchronous send (``syncSend``): returns once the broker stored the message.
+
+        Returns:
+            the SDK's ``SendResult`` (``send_status``, ``msg_id``, ``message_queue``...).
+        """
+        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level)
+        if self.capturing:
+            return capture.record("sync", msg)
+        return self.producer.send(msg, timeout_ms=timeout_ms)
+
+    def send_async(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
+                   headers: Mapping[str, Any] | None = None, delay_level: int = 0,
+                   callback: Callable[[SendResult | None, BaseException | None], None] | None = None,
+                   timeout_ms: float | None = None) -> concurrent.futures.Future[SendResult]:
+        """Asynchronous send (``asyncSend``): a ``concurrent.futures.Future[SendResult]``;
+        ``callback(result, error)`` runs on the SDK's callback threads."""
+        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level)
+        if self.capturing:
+            fut: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
+            result = capture.record("async", msg)
+            fut.set_result(result)
+            if callback is not None:
+                callback(result, None)
+            return fut
+        return self.producer.send_async(msg, callback, timeout_ms=timeout_ms)
+
+    async def asend(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
+                    headers: Mapping[str, Any] | None = None, delay_level: int = 0,
+                    timeout_ms: float | None = None) -> SendResult:
+        """``await``-able send for async views; never blocks the event loop (the producer is
+        created in a worker thread the first time)."""
+        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level)
+        if self.capturing:
+            return capture.record("async", msg)
+        producer = self.producer if self._producer.created else await asyncio.to_thread(lambda: self.producer)
+        return await producer.asend(msg, timeout_ms=timeout_ms)
+
+    def send_oneway(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
+                    headers: Mapping[str, Any] | None = None, delay_level: int = 0) -> None:
+        """Fire and forget (``sendOneWay``): no answer, failures only logged by the SDK."""
+        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level)
+        if self.capturing:
+            capture.record("oneway", msg)
+            return
+        self.producer.send_oneway(msg)
+
+    def send_orderly(self, destination: str, payload: Any, hash_key: Any, *,
+                     keys: str | Sequence[str] | None = None, headers: Mapping[str, Any] | None = None,
+                     timeout_ms: float | None = None) -> SendResult:
+        """Ordered send (``syncSendOrderly``): every message with the same ``hash_key`` goes to
+        the same queue (``SelectMessageQueueByHash``, Java's ``hashCode`` of ``str(hash_key)``),
+        one attempt, so their order is kept."""
+        msg = self.message(destination, payload, keys=keys, headers=headers)
+        if self.capturing:
+            return capture.record("orderly", msg, hash_key)
+        return self.producer.send(msg, _HASH, str(hash_key), timeout_ms=timeout_ms)
+
+    def send_batch(self, destination: str, payloads: Iterable[Any], *,
+                   keys: Callable[[Any], str | Sequence[str] | None] | None = None,
+                   timeout_ms: float | None = None) -> list[SendResult]:
+        """Batch send (``syncSend(Collection)``): the payloads, cut into batches of at most 1 MiB
+        encoded (order kept), one ``SendResult`` per batch. ``keys(payload)`` gives each
+        message's keys.
+
+        Raises:
+            ValueError: no payloads.
+        """
+        msgs = [self.message(destination, p, keys=keys(p) if keys else None) for p in payloads]
+        if not msgs:
+            raise ValueError("send_batch needs at least one payload")
+        if self.capturing:
+            return [capture.record("batch", m) for m in msgs]
+        return [self.producer.send_batch(batch, timeout_ms=timeout_ms) for batch in split_batches(msgs)]
+
+    def send_and_receive(self, destination: str, payload: Any, *, reply_type: Any = bytes,
+                         keys: str | Sequence[str] | None = None, headers: Mapping[str, Any] | None = None,
+                         timeout_ms: float = 3000) -> Any:
+        """Request-reply (``sendAndReceive``): send and wait up to ``timeout_ms`` for the reply a
+        :class:`~rocketmq_sdk.integrations.django.listeners.RocketMQReplyListener` (or any
+        ``Producer.reply``) sends back; the reply body converted to ``reply_type`` (``bytes``,
+        ``str``, ``dict``, a dataclass, a pydantic model, ``MessageExt``).
+
+        Raises:
+            rocketmq_sdk.RequestTimeoutError: no reply in time (also a ``TimeoutError``).
+            RuntimeError: while capturing (there is nobody to answer).
+        """
+        msg = self.message(destination, payload, keys=keys, headers=headers)
+        if self.capturing:
+            capture.record("request", msg)
+            raise RuntimeError("send_and_receive has no reply while messages are captured")
+        reply: MessageExt = self.producer.request(msg, timeout_ms)
+        return self.converter.from_message(reply, reply_type)
+
+    def send_in_transaction(self, destination: str, payload: Any, local_transaction: Callable[[Message, Any], Any],
+                            arg: Any = None, *, keys: str | Sequence[str] | None = None,
+                            headers: Mapping[str, Any] | None = None,
+                            timeout_ms: float | None = None) -> Any:
+        """Transactional message bound to the database (``sendMessageInTransaction``): see
+        :func:`rocketmq_sdk.integrations.django.transactions.send_in_transaction`."""
+        from .transactions import send_in_transaction
+
+        msg = self.message(destination, payload, keys=keys, headers=headers)
+        return send_in_transaction(msg, local_transaction, arg, template=self, timeout_ms=timeout_ms)
+
+
+_default: RocketMQTemplate | None = None
+_default_lock = threading.Lock()
+
+
+def rocketmq_template() -> RocketMQTemplate:
+    """The process's template (settings from ``settings.ROCKETMQ``)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = RocketMQTemplate()
+    return _default

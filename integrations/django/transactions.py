@@ -1,0 +1,192 @@
+"""Transactional messages bound to the database.
+
+:func:`send_in_transaction` sends a half message, then runs the local transaction inside a
+Django ``atomic()`` block that also inserts a :class:`~.models.TransactionRecord` with the half
+message's id, and commits or rolls the half message back accordingly. The broker's
+CHECK_TRANSACTION_STATE (sent when END_TRANSACTION never arrived: the process died between the
+database commit and END_TRANSACTION, or the network failed) is answered from that table by any
+live producer of the transaction group, so the database and the message always agree:
+
+- record present -> COMMIT (the database committed);
+- record absent and the half message younger than ``TRANSACTION_UNKNOWN_TIMEOUT`` ms (60000)
+  -> UNKNOW (the local transaction may still be running; the broker asks again later);
+- record absent and older -> ROLLBACK.
+
+A process that answers checks needs the transactional producer running:
+:func:`transaction_producer` starts it (``manage.py rocketmq_consume`` does so when the
+transaction group is configured).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, transaction
+from django.dispatch import Signal
+from rocketmq_sdk import (
+    LocalTransactionState,
+    Message,
+    MessageExt,
+    TransactionProducer,
+    TransactionSendResult,
+)
+from rocketmq_sdk.protocol.codes import MessageConst as MC
+
+from . import capture
+
+__all__ = ["DatabaseTransactionListener", "local_transaction_committed", "send_in_transaction",
+           "transaction_producer"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.django")
+
+#: sent right after the local transaction's ``atomic()`` block committed and before
+#: END_TRANSACTION goes out (``sender`` the listener, ``message``, ``transaction_id``)
+local_transaction_committed = Signal()
+
+
+class _Call(threading.local):
+    fn: Callable[[Message, Any], Any] | None = None
+    arg: Any = None
+    using: str = DEFAULT_DB_ALIAS
+    error: BaseException | None = None
+
+
+class DatabaseTransactionListener:
+    """The SDK ``TransactionListener`` of DB-bound transactions (see the module docstring).
+
+    Args:
+        group: the transaction producer group (stored in the record).
+        unknown_timeout_ms: how long a half message without a record is answered UNKNOW.
+    """
+
+    def __init__(self, group: str, unknown_timeout_ms: int = 60_000) -> None:
+        self.group = group
+        self.unknown_timeout_ms = unknown_timeout_ms
+        self._call = _Call()
+
+    def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+        from .models import TransactionRecord
+
+        call = self._call
+        tx_id = msg.transaction_id or msg.uniq_key or ""
+        try:
+            with transaction.atomic(using=call.using):
+                if call.fn is not None:
+                    call.fn(msg, call.arg)
+                TransactionRecord.objects.using(call.using).create(
+                    transaction_id=tx_id, producer_group=self.group, topic=msg.topic)
+        except BaseException as exc:  # the atomic block rolled back: so does the half message
+            call.error = exc
+            return LocalTransactionState.ROLLBACK_MESSAGE
+        local_transaction_committed.send(sender=self, message=msg, transaction_id=tx_id)
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+        from .models import TransactionRecord
+
+        tx_id = msg.get_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.transaction_id or msg.msg_id
+        close_old_connections()
+        try:
+            if TransactionRecord.objects.filter(transaction_id=tx_id).exists():
+                state = LocalTransactionState.COMMIT_MESSAGE
+            elif time.time() * 1000 - msg.born_timestamp > self.unknown_timeout_ms:
+                state = LocalTransactionState.ROLLBACK_MESSAGE
+            else:
+                state = LocalTransactionState.UNKNOW
+        finally:
+            close_old_connections()
+        log.info("transaction check of %s (%s): %s", tx_id, msg.topic, state.value)
+        return state
+
+
+def _make_producer() -> TransactionProducer:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from .conf import get_settings
+
+    s = get_settings()
+    if not s.transaction_group:
+        raise ImproperlyConfigured('transactional messages need ROCKETMQ["PRODUCER"]["GROUP"] '
+                                   'or ROCKETMQ["TRANSACTION"]["GROUP"]')
+    listener = DatabaseTransactionListener(s.transaction_group, s.options["transaction_unknown_timeout"])
+    producer = TransactionProducer(s.transaction_group, listener=listener, **s.transaction, **s.producer_kwargs())
+    producer.start()
+    log.info("RocketMQ transaction producer %s started", s.transaction_group)
+    return producer
+
+
+def _holder() -> Any:
+    global _producer
+    if _producer is None:
+        from .template import ProcessLocalClient
+
+        with _producer_lock:
+            if _producer is None:
+                _producer = ProcessLocalClient(_make_producer)
+    return _producer
+
+
+_producer: Any = None
+_producer_lock = threading.Lock()
+
+
+def transaction_producer() -> TransactionProducer:
+    """The process's started transactional producer (made on first use; fork safe). Starting
+    it is what lets this process answer the broker's transaction checks."""
+    return _holder().get()
+
+
+def close() -> None:
+    """Shut the transactional producer down (if this process made one)."""
+    if _producer is not None:
+        _producer.close()
+
+
+def send_in_transaction(msg: Message, local_transaction: Callable[[Message, Any], Any], arg: Any = None, *,
+                        using: str = DEFAULT_DB_ALIAS, template: Any = None,
+                        timeout_ms: float | None = None) -> TransactionSendResult:
+    """Send ``msg`` as a transactional message whose local transaction is
+    ``local_transaction(msg, arg)`` run inside ``atomic(using=using)``.
+
+    The half message is stored first (invisible to consumers); then the ``atomic()`` block runs
+    the function and records the transaction; its commit commits the message, an exception
+    rolls both back and is raised again here after the rollback was sent.
+
+    Returns:
+        the SDK's ``TransactionSendResult`` (``local_transaction_state`` COMMIT_MESSAGE).
+
+    Raises:
+        RuntimeError: called inside an ``atomic()`` block (its commit would come after the
+            message's: call it outside, or use the outbox).
+        whatever ``local_transaction`` raised (the message is rolled back);
+        MQClientError and the SDK's send errors: the half message was not stored (the local
+        transaction did not run).
+    """
+    if transaction.get_connection(using).in_atomic_block:
+        raise RuntimeError("send_in_transaction() must not run inside atomic(): the database would "
+                           "commit after the message; call it outside the block (or use the outbox)")
+    if template is None:
+        from .template import rocketmq_template
+
+        template = rocketmq_template()
+    if template.capturing:
+        with transaction.atomic(using=using):
+            local_transaction(msg, arg)
+        r = capture.record("transaction", msg)
+        return TransactionSendResult(r.send_status, r.msg_id, r.offset_msg_id, r.message_queue, r.queue_offset,
+                                     local_transaction_state=LocalTransactionState.COMMIT_MESSAGE)
+    producer = transaction_producer()
+    call: _Call = producer.listener._call  # type: ignore[attr-defined]
+    call.fn, call.arg, call.using, call.error = local_transaction, arg, using, None
+    try:
+        result = producer.send_message_in_transaction(msg, timeout_ms=timeout_ms)
+        error = call.error
+    finally:
+        call.fn = call.arg = call.error = None
+    if error is not None:
+        raise error
+    return result

@@ -1,0 +1,166 @@
+"""Part 5: idempotent consumption under forced redeliveries."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from django.utils import timezone
+from rocketmq_sdk import Message
+from rocketmq_sdk.integrations.django import rocketmq_listener, rocketmq_template
+from rocketmq_sdk.integrations.django.listeners import prune_consumed_messages, registry
+from rocketmq_sdk.integrations.django.models import ConsumedMessage
+from rocketmq_sdk.integrations.django.testing import running_listeners
+
+from django_integration.conftest import create_topic, unique, wait_until
+from django_integration.testapp.models import Handled
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def names():
+    registered: list[str] = []
+    yield registered
+    for n in registered:
+        registry.pop(n, None)
+
+
+def _register(names: list[str], fn, **options) -> str:
+    options.setdefault("name", unique("idem"))
+    rocketmq_listener(**options)(fn)
+    names.append(options["name"])
+    return options["name"]
+
+
+def _handled(listener: str) -> list[str]:
+    return list(Handled.objects.filter(listener=listener).order_by("id").values_list("key", flat=True))
+
+
+def test_reconsume_later_after_commit_skips_the_committed_message(rocketmq, names):
+    """A batch of two: the first message's handler commits, the second fails, so the whole batch
+    comes back (RECONSUME_LATER); the first is acknowledged without running again."""
+    topic, group = unique("dj_idem_batch"), unique("g_idem_batch")
+    create_topic(rocketmq, topic, queues=1)
+    failures = {"B": 1}
+    runs: list[str] = []
+
+    def handle(payload: dict) -> None:
+        runs.append(payload["k"])
+        Handled.objects.create(listener=group, key=payload["k"])
+        if failures.get(payload["k"], 0) > 0:
+            failures[payload["k"]] -= 1
+            raise RuntimeError("second message fails once")
+
+    template = rocketmq_template()
+    # both messages in the queue before the consumer starts, so they come in one batch
+    template.send_batch(topic, [{"k": "A"}, {"k": "B"}], keys=lambda p: p["k"])
+    name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True,
+                     consume_message_batch_max_size=2)
+    with running_listeners([name]):
+        wait_until(lambda: sorted(_handled(group)) == ["A", "B"] and "B" in runs[2:], 40, "the redelivery")
+        wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 2, 10, "two rows")
+    assert runs[:2] == ["A", "B"]  # first delivery: A committed, B raised (its row rolled back)
+    assert runs[2:] == ["B"]  # redelivery of the batch: A acknowledged without running
+    assert sorted(_handled(group)) == ["A", "B"]  # B's failed attempt left nothing behind
+
+
+def _duplicates(caplog, group: str) -> int:
+    return sum(1 for r in caplog.records if "acknowledged without running" in r.getMessage() and group in r.getMessage())
+
+
+def test_duplicates_offset_reset_and_consumer_restart(rocketmq, names, caplog):
+    """Producer-side duplicates (same key twice), an offset reset to the start while consuming
+    (everything redelivered, as after a lost offset commit) and a consumer restart: the handler
+    runs once per key."""
+    caplog.set_level("INFO", logger="rocketmq_sdk.integrations.django")
+    topic, group = unique("dj_idem_dup"), unique("g_idem_dup")
+    create_topic(rocketmq, topic)
+
+    def handle(payload: dict) -> None:
+        Handled.objects.create(listener=group, key=payload["k"])
+
+    template = rocketmq_template()
+    for k in ("k1", "k2", "k3"):
+        template.send(topic, {"k": k}, keys=k)
+    template.send(topic, {"k": "k2"}, keys="k2")  # a duplicate, e.g. a producer retry
+    name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True)
+    with running_listeners([name]):
+        wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 3, 30, "3 keys")
+        wait_until(lambda: _duplicates(caplog, group) == 1, 30, "the duplicate k2")
+        from rocketmq_sdk import MQBrokerError
+        from rocketmq_sdk.admin import AdminClient
+
+        def reset() -> bool:  # mqadmin resetOffsetByTime -s 0, once every queue has a committed offset
+            try:
+                with AdminClient(rocketmq.namesrv_addr) as admin:
+                    admin.reset_offset_by_time(group, topic, 0)
+                return True
+            except MQBrokerError:
+                return False
+
+        wait_until(reset, 20, "the offset reset")
+        wait_until(lambda: _duplicates(caplog, group) == 1 + 4, 30, "the 4 redeliveries after the reset")
+    assert sorted(_handled(group)) == ["k1", "k2", "k3"]
+
+    def handle_after_restart(payload: dict) -> None:
+        Handled.objects.create(listener=group, key=payload["k"] + "-after-restart")
+
+    registry.pop(name)
+    restarted = _register(names, handle_after_restart, topic=topic, consumer_group=group, idempotent=True)
+    template.send(topic, {"k": "k4"}, keys="k4")
+    with running_listeners([restarted]):
+        wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 4, 30, "k4")
+    assert sorted(_handled(group)) == ["k1", "k2", "k3", "k4-after-restart"]
+    assert _duplicates(caplog, group) == 5  # the restart resumed from the persisted offsets
+
+
+def test_rebalance_between_two_consumers_runs_each_key_once(rocketmq, names):
+    topic, group = unique("dj_idem_rb"), unique("g_idem_rb")
+    create_topic(rocketmq, topic, queues=4)
+
+    def handle(payload: dict) -> None:
+        Handled.objects.create(listener=group, key=payload["k"])
+
+    a = _register(names, handle, topic=topic, consumer_group=group, idempotent=True)
+    template = rocketmq_template()
+    with running_listeners([a]):
+        for i in range(20):
+            template.send(topic, {"k": f"m{i}"}, keys=f"m{i}")
+        # a second instance of the group joins: queues move while messages are in flight
+        from rocketmq_sdk.integrations.django.listeners import ListenerContainer
+
+        second = ListenerContainer(registry[a])  # its own client id (pid#nanotime)
+        second.start()
+        try:
+            for i in range(20, 40):
+                template.send(topic, {"k": f"m{i}"}, keys=f"m{i}")
+            # duplicates of half of them
+            for i in range(0, 40, 2):
+                template.send(topic, {"k": f"m{i}"}, keys=f"m{i}")
+            wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 40, 40, "40 keys")
+        finally:
+            second.shutdown()
+    keys = _handled(group)
+    assert sorted(keys) == sorted(f"m{i}" for i in range(40))
+
+
+def test_prune_by_age():
+    old = ConsumedMessage.objects.create(consumer_group="g", message_key="old", topic="t", msg_id="1")
+    ConsumedMessage.objects.create(consumer_group="g", message_key="new", topic="t", msg_id="2")
+    ConsumedMessage.objects.filter(pk=old.pk).update(consumed_at=timezone.now() - dt.timedelta(hours=100))
+    assert prune_consumed_messages() == 1  # default retention: 72 hours
+    assert list(ConsumedMessage.objects.values_list("message_key", flat=True)) == ["new"]
+    assert prune_consumed_messages(older_than_hours=0) == 1
+
+
+def test_idempotency_key_choices():
+    from rocketmq_sdk import MessageExt
+    from rocketmq_sdk.integrations.django.listeners import ListenerSpec
+
+    msg = MessageExt(topic="t", properties={"UNIQ_KEY": "ID1", "KEYS": "order-1 other"})
+    assert ListenerSpec("n", print, "t", "g").message_key(msg) == "order-1"
+    assert ListenerSpec("n", print, "t", "g", idempotency_key="msg_id").message_key(msg) == "ID1"
+    assert ListenerSpec("n", print, "t", "g", idempotency_key=lambda m: m.topic).message_key(msg) == "t"
+    assert ListenerSpec("n", print, "t", "g").message_key(MessageExt(topic="t", properties={"UNIQ_KEY": "X"})) == "X"
+    assert Message  # the SDK message type used by senders
