@@ -750,6 +750,47 @@ class AdminClient:
 
         return self._run(go())
 
+    async def _queue_master(self, mq: MessageQueue) -> str:
+        addr = self._route_masters(await self._route(mq.topic)).get(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {mq.broker_name} of {mq.topic} has no master")
+        return addr
+
+    def consume_offset(self, group: str, mq: MessageQueue) -> int:
+        """The group's committed offset of ``mq`` (QUERY_CONSUMER_OFFSET 14 to the queue's
+        master); -1 when the group has none there (code 22).
+
+        Raises:
+            TopicNotExistError, MQClientError (no master), MQBrokerError, RemotingError.
+        """
+        async def go() -> int:
+            addr = await self._queue_master(mq)
+            try:
+                return await self._api.query_consumer_offset(addr, group, mq, self.timeout_ms)
+            except MQBrokerError as exc:
+                if exc.code == ResponseCode.QUERY_NOT_FOUND:
+                    return -1
+                raise
+
+        return self._run(go())
+
+    def update_consume_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        """Store ``offset`` as the group's committed offset of ``mq`` (UPDATE_CONSUMER_OFFSET 15
+        to the queue's master), as Java ``MQAdminExt.updateConsumeOffset``. Online consumers of
+        the group replace it with their own at their next persist.
+
+        Raises:
+            IllegalArgumentError: negative offset. TopicNotExistError, MQClientError,
+            MQBrokerError, RemotingError.
+        """
+        if offset < 0:
+            raise IllegalArgumentError(f"offset must be >= 0, got {offset}")
+
+        async def go() -> None:
+            await self._api.update_consumer_offset(await self._queue_master(mq), group, mq, offset, self.timeout_ms)
+
+        self._run(go())
+
     # ================================================================== messages
 
     def view_message(self, offset_msg_id: str) -> MessageExt:

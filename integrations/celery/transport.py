@@ -1,0 +1,693 @@
+"""kombu transport for RocketMQ 4.x (``rocketmq://namesrv:9876``), a kombu *virtual* transport.
+
+Mapping (details in docs/celery.md):
+
+- kombu queue ``q`` -> topic ``naming.queue_topic(q)`` (plus one topic per priority step when
+  declared with ``x-max-priority``), consumed by the consumer group ``naming.group(q)``: every
+  consumer of ``q`` in every process shares the group, so each message goes to one of them.
+- direct and topic exchanges route at publish time through the binding tables kept on the name
+  servers (:mod:`.registry`); a fanout exchange ``e`` has a topic of its own that the group of
+  every bound queue reads from the offset it had when the queue was bound.
+- ack = settle the message's offset; the group's committed offset is the lowest unsettled one
+  (:mod:`.offsets`), persisted every ``commit_interval`` ms. reject(requeue=True) / requeue
+  publish the message again to its queue, then settle the original.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from queue import Empty
+from typing import Any
+
+from kombu.transport import virtual
+from kombu.transport.base import to_rabbitmq_queue_arguments
+from kombu.utils.objects import cached_property
+from rocketmq_sdk import Message, Producer
+from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.exceptions import (
+    ClientStateError,
+    IllegalArgumentError,
+    MQBrokerError,
+    MQClientError,
+    MQError,
+    RemotingError,
+    RequestTimeoutError,
+    TopicNotExistError,
+)
+from rocketmq_sdk.protocol.message import MessageQueue
+
+from .consumer import QueueConsumer
+from .naming import Naming
+from .registry import QueueInfo, Registry
+
+__all__ = ["Channel", "QoS", "Transport"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.celery")
+
+DEFAULT_PORT = 9876
+#: message property holding the absolute expiry time (epoch ms) of a message with a TTL
+EXPIRES_PROPERTY = "KOMBU_EXPIRES_AT"
+#: priority steps, as kombu's Redis transport (lower number = higher priority)
+DEFAULT_PRIORITY_STEPS = (0, 3, 6, 9)
+
+
+class RocketMQConnectionError(ConnectionError):
+    """The name server of the connection URL cannot be reached."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class BrokerClient:
+    """The RocketMQ side of one kombu connection: a producer, an admin client, the registry
+    and one :class:`QueueConsumer` per consumed queue, all on one client instance.
+
+    Raises:
+        RocketMQConnectionError: the first name server does not answer.
+    """
+
+    def __init__(self, namesrv_addrs: list[str], options: dict[str, Any]) -> None:
+        self.options = options
+        self.namesrv_addrs = namesrv_addrs
+        self.namesrv_addr = ";".join(namesrv_addrs)
+        self.naming = Naming(options.get("topic_prefix", ""), options.get("group_prefix", "kombu_"),
+                             options.get("namespace"), dict(options.get("queue_topics") or {}))
+        self.instance_name = f"kombu-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.commit_interval = int(options.get("commit_interval", 1000))
+        self.queue_nums = int(options.get("queue_nums", 4))
+        self.cluster: str | None = options.get("cluster")
+        self.sdk_kwargs: dict[str, Any] = {}
+        for key in ("access_key", "secret_key", "use_tls", "ssl_context"):
+            if options.get(key) is not None:
+                self.sdk_kwargs[key] = options[key]
+        self._arrival = threading.Condition()
+        self._arrivals = 0
+        self._lock = threading.RLock()
+        self._consumers: dict[str, QueueConsumer] = {}
+        self._topics: set[str] = set()
+        admin_kwargs = {k: v for k, v in self.sdk_kwargs.items() if k != "use_tls" or v}
+        # the first name server decides whether the connection works (kombu fails over to the next URL)
+        probe = AdminClient(namesrv_addrs[0], timeout_ms=float(options.get("connect_timeout_ms", 3000)),
+                            **admin_kwargs)
+        try:
+            probe.cluster_list(runtime=False)
+        except MQError as exc:
+            raise RocketMQConnectionError(f"name server {namesrv_addrs[0]} is not reachable: {exc}") from exc
+        finally:
+            probe.close()
+        self.admin = AdminClient(self.namesrv_addr, **admin_kwargs)
+        self._kv_admins = [AdminClient(addr, **admin_kwargs) for addr in namesrv_addrs]
+        self.registry = Registry(self._kv_admins, self._kv_prefix(options),
+                                 float(options.get("binding_cache_ttl", 1.0)))
+        self.producer = Producer(options.get("producer_group", "kombu_producer"), self.namesrv_addr,
+                                 instance_name=self.instance_name,
+                                 persist_consumer_offset_interval=self.commit_interval,
+                                 send_msg_timeout=int(options.get("send_timeout", 3000)), **self.sdk_kwargs)
+        self.producer.start()
+
+    def _kv_prefix(self, options: dict[str, Any]) -> str:
+        prefix = "kombu"
+        if self.naming.topic_prefix:
+            prefix += f".{self.naming.topic_prefix}"
+        if self.naming.namespace:
+            prefix += f".{self.naming.namespace}"
+        vhost = options.get("virtual_host")
+        if vhost and vhost != "/":
+            prefix += f".{vhost.strip('/')}"
+        return prefix
+
+    # ------------------------------------------------------------------ topics
+
+    def ensure_topic(self, topic: str, queue_nums: int) -> None:
+        """Create ``topic`` on every master of the cluster (``cluster`` option, or all clusters)
+        unless its route exists; waits until the name server routes it."""
+        if topic in self._topics:
+            return
+        try:
+            self.admin.topic_route(topic)
+        except TopicNotExistError:
+            clusters = [self.cluster] if self.cluster else sorted({b.cluster for b in
+                                                                  self.admin.cluster_list(runtime=False)})
+            for cluster in clusters:
+                self.admin.create_topic(topic, cluster=cluster, read_queue_nums=queue_nums,
+                                        write_queue_nums=queue_nums)
+            deadline = time.monotonic() + 10.0
+            while True:
+                try:
+                    self.admin.topic_route(topic)
+                    break
+                except TopicNotExistError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+        self._topics.add(topic)
+
+    def queue_topics(self, queue: str, info: QueueInfo | None) -> dict[str, int]:
+        """``{topic: priority step}`` of ``queue``'s own topics."""
+        if info is not None and info.max_priority:
+            return {self.naming.queue_topic(queue, step): step for step in self.priority_steps}
+        return {self.naming.queue_topic(queue): 0}
+
+    @property
+    def priority_steps(self) -> tuple[int, ...]:
+        return tuple(self.options.get("priority_steps") or DEFAULT_PRIORITY_STEPS)
+
+    def priority_step(self, priority: Any) -> int:
+        """The step of a kombu priority (the largest step not above it, as kombu's Redis)."""
+        try:
+            p = int(priority)
+        except (TypeError, ValueError):
+            p = 0
+        steps = self.priority_steps
+        return max([s for s in steps if s <= p] or [steps[0]])
+
+    # ------------------------------------------------------------------ consumers
+
+    def notify_arrival(self) -> None:
+        with self._arrival:
+            self._arrivals += 1
+            self._arrival.notify_all()
+
+    @property
+    def arrivals(self) -> int:
+        return self._arrivals
+
+    def wait_arrival(self, seen: int, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for an arrival after the count ``seen``."""
+        with self._arrival:
+            if self._arrivals == seen:
+                self._arrival.wait(timeout_s)
+
+    def consumer(self, queue: str) -> QueueConsumer:
+        """The queue's consumer, started on first use."""
+        with self._lock:
+            qc = self._consumers.get(queue)
+            if qc is not None:
+                return qc
+            info = self.registry.queue(queue)
+            topics = self.queue_topics(queue, info)
+            nums = info.queue_nums if info else self.queue_nums
+            for topic in topics:
+                self.ensure_topic(topic, nums)
+            for exchange in self.registry.fanout_exchanges(queue):
+                topic = self.naming.fanout_topic(exchange)
+                self.ensure_topic(topic, 1)
+                topics[topic] = 0
+            opts = self.options
+            qc = QueueConsumer(queue, self.naming.group(queue), topics, self.notify_arrival,
+                               buffer_limit=int(opts.get("buffer_limit", 64)),
+                               namesrv_addr=self.namesrv_addr, instance_name=self.instance_name,
+                               consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                               pull_batch_size=int(opts.get("pull_batch_size", 32)),
+                               pull_threshold_for_queue=int(opts.get("pull_threshold_for_queue", 256)),
+                               pull_threshold_for_all=int(opts.get("pull_threshold_for_all", 1024)),
+                               suspend_timeout=int(opts.get("long_poll_ms", 15000)),
+                               **self.sdk_kwargs)
+            self._consumers[queue] = qc
+            return qc
+
+    def running_consumer(self, queue: str) -> QueueConsumer | None:
+        return self._consumers.get(queue)
+
+    def close_consumer(self, queue: str) -> None:
+        with self._lock:
+            qc = self._consumers.pop(queue, None)
+        if qc is not None:
+            qc.close()
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self, topic: str, body: bytes, *, keys: str | None = None, expires_at: int | None = None,
+             queue_nums: int | None = None) -> None:
+        self.ensure_topic(topic, queue_nums or self.queue_nums)
+        props = {EXPIRES_PROPERTY: str(expires_at)} if expires_at else None
+        self.producer.send(Message(topic, body, keys=keys or None, properties=props))
+
+    # ------------------------------------------------------------------ offsets of whole groups
+
+    def queues_of(self, topic: str) -> list[MessageQueue]:
+        return [MessageQueue(topic, q.broker_name, q.queue_id) for q in self.admin.topic_status(topic)]
+
+    def move_group_to_end(self, group: str, topic: str, only_if_unset: bool = False) -> None:
+        """Set ``group``'s offsets on every queue of ``topic`` to the queue's max offset
+        (``only_if_unset``: only where the group has no offset yet)."""
+        for q in self.admin.topic_status(topic):
+            mq = MessageQueue(topic, q.broker_name, q.queue_id)
+            if only_if_unset and self.admin.consume_offset(group, mq) >= 0:
+                continue
+            self.admin.update_consume_offset(group, mq, q.max_offset)
+
+    def lag(self, group: str, topic: str) -> int:
+        """Messages of ``topic`` after ``group``'s committed offsets."""
+        total = 0
+        for q in self.admin.topic_status(topic):
+            mq = MessageQueue(topic, q.broker_name, q.queue_id)
+            committed = self.admin.consume_offset(group, mq)
+            total += max(0, q.max_offset - max(committed, q.min_offset))
+        return total
+
+    # ------------------------------------------------------------------ close
+
+    def close(self) -> None:
+        with self._lock:
+            consumers = list(self._consumers.values())
+            self._consumers.clear()
+        for qc in consumers:
+            try:
+                qc.close()
+            except Exception:  # noqa: BLE001 - close everything else too
+                log.warning("closing consumer of %s failed", qc.queue, exc_info=True)
+        try:
+            self.producer.shutdown()
+        finally:
+            for admin in (self.admin, *self._kv_admins):
+                admin.close()
+        with self._arrival:
+            self._arrival.notify_all()
+
+
+class QoS(virtual.QoS):
+    """kombu's prefetch bookkeeping plus RocketMQ settlement: ack, reject and requeue settle
+    the message's offset (see :class:`~.offsets.OffsetTracker`)."""
+
+    def ack(self, delivery_tag: str) -> None:
+        self.channel._settle(delivery_tag)
+        super().ack(delivery_tag)
+
+    def reject(self, delivery_tag: str, requeue: bool = False) -> None:
+        if requeue:
+            self.channel._requeue(delivery_tag)
+        self.channel._settle(delivery_tag)
+        self._quick_ack(delivery_tag)
+
+
+class Channel(virtual.Channel):
+    """A kombu channel over RocketMQ (see the module docstring for the mapping)."""
+
+    QoS = QoS
+    supports_fanout = True
+    do_restore = True
+    #: kombu's priorities 0..9; step 0 is served first (as kombu's Redis transport)
+    min_priority = 0
+    max_priority = 9
+
+    from_transport_options = virtual.Channel.from_transport_options + ("catch_up_timeout",)
+    catch_up_timeout = 1.0
+
+    def __init__(self, connection: Any, **kwargs: Any) -> None:
+        super().__init__(connection, **kwargs)
+        self._deliveries: dict[str, tuple[QueueConsumer, MessageQueue, int, str, dict]] = {}
+        self._deliveries_lock = threading.Lock()
+        self._no_ack_queues: set[str] = set()
+        self._fairness = 0
+
+    @property
+    def client(self) -> BrokerClient:
+        return self.connection.broker_client
+
+    # ------------------------------------------------------------------ declarations
+
+    def prepare_queue_arguments(self, arguments: dict, **kwargs: Any) -> dict:
+        """Queue options as RabbitMQ arguments (``x-max-priority``, ``x-message-ttl`` in ms...)."""
+        return to_rabbitmq_queue_arguments(arguments, **kwargs)
+
+    def _new_queue(self, queue: str, **kwargs: Any) -> None:
+        args = kwargs.get("arguments") or {}
+        max_priority = args.get("x-max-priority")
+        ttl = args.get("x-message-ttl")
+        transient = kwargs.get("auto_delete") or kwargs.get("exclusive")
+        info = QueueInfo(int(max_priority) if max_priority else None, int(ttl) if ttl else None,
+                         1 if transient else self.client.queue_nums)
+        client = self.client
+        for topic in client.queue_topics(queue, info):
+            client.ensure_topic(topic, info.queue_nums)
+        client.registry.declare_queue(queue, info)
+
+    def _has_queue(self, queue: str, **kwargs: Any) -> bool:
+        return self.client.registry.queue(queue) is not None
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        client = self.client
+        if self.typeof(exchange).type == "fanout":
+            topic = client.naming.fanout_topic(exchange)
+            client.ensure_topic(topic, 1)
+            # the queue receives what is published after the bind, not the exchange's history
+            client.move_group_to_end(client.naming.group(queue), topic, only_if_unset=True)
+            client.registry.bind_fanout(queue, exchange)
+            qc = client.running_consumer(queue)
+            if qc is not None:
+                qc.add_topic(topic)
+        client.registry.bind(exchange, routing_key, pattern, queue)
+
+    def queue_unbind(self, queue: str, exchange: str | None = None, routing_key: str = "",
+                     arguments: dict | None = None, **kwargs: Any) -> None:
+        exchange = exchange or "amq.direct"
+        meta = self.typeof(exchange).prepare_bind(queue, exchange, routing_key, arguments)
+        super().queue_unbind(queue, exchange, routing_key, arguments, **kwargs)
+        self.client.registry.unbind(exchange, *meta)
+        if self.typeof(exchange).type == "fanout":
+            self.client.registry.unbind_fanout(queue, exchange)
+
+    def get_table(self, exchange: str) -> list[tuple[str, str, str]]:
+        return self.client.registry.table(exchange)
+
+    def _lookup(self, exchange: str, routing_key: str, default: str | None = None) -> list[str]:
+        """The queues ``exchange`` routes ``routing_key`` to, from the shared binding table (read
+        again at once when the cached one routes nowhere: a binding made by another process)."""
+        if not exchange:
+            return super()._lookup(exchange, routing_key, default)
+        kind = self.typeof(exchange)
+        registry = self.client.registry
+        found = kind.lookup(registry.table(exchange), exchange, routing_key, None)
+        if not found:
+            found = kind.lookup(registry.table(exchange, refresh=True), exchange, routing_key, None)
+        if not found and (default or self.deadletter_queue):
+            return super()._lookup(exchange, routing_key, default)
+        return sorted(found)
+
+    def _delete(self, queue: str, *args: Any, **kwargs: Any) -> None:
+        """Delete ``queue``: its bindings (every exchange), its messages (the group moves to the
+        end of its topics), its consumer here and its declaration."""
+        client = self.client
+        exchanges = client.registry.fanout_exchanges(queue, refresh=True)
+        self._purge(queue)
+        for exchange in exchanges:
+            client.registry.unbind_fanout(queue, exchange)
+        bound = {ex for ex, _, _ in self.state.queue_bindings(queue)} | set(exchanges)
+        client.registry.unbind_queue(queue, sorted(bound))
+        client.close_consumer(queue)
+        client.registry.delete_queue(queue)
+
+    def queue_delete(self, queue: str, if_unused: bool = False, if_empty: bool = False, **kwargs: Any) -> None:
+        if if_empty and self._size(queue):
+            return
+        self._delete(queue)
+        self.state.queue_bindings_delete(queue)
+
+    # ------------------------------------------------------------------ publishing
+
+    def _put(self, queue: str, message: dict, **kwargs: Any) -> None:
+        client = self.client
+        info = client.registry.queue(queue)
+        props = message.get("properties") or {}
+        step = client.priority_step(props.get("priority")) if info and info.max_priority else 0
+        topic = client.naming.queue_topic(queue, step)
+        client.send(topic, json.dumps(message).encode("utf-8"), keys=props.get("correlation_id"),
+                    expires_at=self._expires_at(props, info), queue_nums=info.queue_nums if info else None)
+
+    def _put_fanout(self, exchange: str, message: dict, routing_key: str, **kwargs: Any) -> None:
+        props = message.get("properties") or {}
+        self.client.send(self.client.naming.fanout_topic(exchange), json.dumps(message).encode("utf-8"),
+                         keys=props.get("correlation_id"), expires_at=self._expires_at(props, None), queue_nums=1)
+
+    @staticmethod
+    def _expires_at(props: dict, info: QueueInfo | None) -> int | None:
+        ttls = []
+        if props.get("expiration") not in (None, ""):
+            try:
+                ttls.append(int(float(props["expiration"])))
+            except (TypeError, ValueError):
+                pass
+        if info is not None and info.message_ttl:
+            ttls.append(info.message_ttl)
+        return _now_ms() + min(ttls) if ttls else None
+
+    # ------------------------------------------------------------------ consuming
+
+    def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any) -> Any:
+        if no_ack:
+            self._no_ack_queues.add(queue)
+        else:
+            self._no_ack_queues.discard(queue)
+        qc = self.client.consumer(queue)
+        qc.wait_caught_up(self.catch_up_timeout)
+        return super().basic_consume(queue, no_ack, callback, consumer_tag, **kwargs)
+
+    def basic_get(self, queue: str, no_ack: bool = False, **kwargs: Any) -> Any:
+        qc = self.client.consumer(queue)
+        if not qc.buffered:
+            qc.wait_caught_up(self.catch_up_timeout)
+        try:
+            message = self.Message(self._take(queue, no_ack), channel=self)
+        except Empty:
+            return None
+        if not no_ack:
+            self.qos.append(message, message.delivery_tag)
+        return message
+
+    def _get(self, queue: str, timeout: float | None = None) -> dict:
+        return self._take(queue, queue in self._no_ack_queues)
+
+    def _take(self, queue: str, no_ack: bool) -> dict:
+        qc = self.client.consumer(queue)
+        while True:
+            item = qc.take()
+            if item is None:
+                raise Empty()
+            mq, m = item
+            expires = m.properties.get(EXPIRES_PROPERTY)
+            if expires and int(expires) <= _now_ms():
+                qc.settle(mq, m.queue_offset)
+                continue
+            try:
+                payload = json.loads(m.body)
+                payload["properties"]["delivery_tag"]
+            except (ValueError, TypeError, KeyError):
+                log.error("dropping a message of %s that is not a kombu message (%s offset %d)",
+                          queue, mq, m.queue_offset)
+                qc.settle(mq, m.queue_offset)
+                continue
+            tag = uuid.uuid4().hex
+            payload["properties"]["delivery_tag"] = tag
+            if m.reconsume_times or payload.get("redelivered"):
+                payload["redelivered"] = True
+            if no_ack:
+                qc.settle(mq, m.queue_offset)
+            else:
+                with self._deliveries_lock:
+                    self._deliveries[tag] = (qc, mq, m.queue_offset, queue, payload)
+            return payload
+
+    def deliver_ready(self, deliver: Any) -> int:
+        """Deliver every buffered message of the consumed queues that prefetch allows; the
+        number delivered."""
+        count = 0
+        queues = list(self._active_queues)
+        if not queues or not self._consumers:
+            return 0
+        self._fairness = (self._fairness + 1) % len(queues)
+        queues = queues[self._fairness:] + queues[:self._fairness]
+        progress = True
+        while progress and not self.closed:
+            progress = False
+            for queue in queues:
+                if not self.qos.can_consume() or self.closed or queue not in self._active_queues:
+                    return count
+                try:
+                    payload = self._get(queue)
+                except Empty:
+                    continue
+                deliver(payload, queue)
+                count += 1
+                progress = True
+        return count
+
+    # ------------------------------------------------------------------ settlement
+
+    def _settle(self, delivery_tag: str) -> None:
+        with self._deliveries_lock:
+            entry = self._deliveries.pop(delivery_tag, None)
+        if entry is not None:
+            qc, mq, offset, _, _ = entry
+            qc.settle(mq, offset)
+
+    def _requeue(self, delivery_tag: str) -> None:
+        with self._deliveries_lock:
+            entry = self._deliveries.get(delivery_tag)
+        if entry is None:
+            return
+        _, _, _, queue, payload = entry
+        payload = dict(payload, redelivered=True)
+        self._put(queue, payload)
+
+    def _restore(self, message: Any) -> None:
+        """Put an unacknowledged message back into its queue (channel close, ``recover``),
+        then settle it; if the publish fails it stays unsettled and is redelivered from the
+        committed offset."""
+        tag = message.delivery_tag
+        self._requeue(tag)
+        self._settle(tag)
+
+    def _restore_at_beginning(self, message: Any) -> None:
+        self._restore(message)
+
+    # ------------------------------------------------------------------ size / purge
+
+    def _size(self, queue: str) -> int:
+        client = self.client
+        info = client.registry.queue(queue)
+        group = client.naming.group(queue)
+        total = 0
+        for topic in list(client.queue_topics(queue, info)) + [client.naming.fanout_topic(e) for e in
+                                                                client.registry.fanout_exchanges(queue)]:
+            try:
+                total += client.lag(group, topic)
+            except TopicNotExistError:
+                continue
+        qc = client.running_consumer(queue)
+        if qc is not None:
+            # delivered and not yet acknowledged messages are not waiting any more
+            with self._deliveries_lock:
+                total -= sum(1 for e in self._deliveries.values() if e[3] == queue)
+        return max(total, 0)
+
+    def _purge(self, queue: str) -> int:
+        client = self.client
+        size = self._size(queue)
+        info = client.registry.queue(queue)
+        group = client.naming.group(queue)
+        qc = client.running_consumer(queue)
+        if qc is not None:
+            qc.purge_local()
+            qc.commit_now()
+        topics = list(client.queue_topics(queue, info)) + [client.naming.fanout_topic(e) for e in
+                                                           client.registry.fanout_exchanges(queue)]
+        for topic in topics:
+            try:
+                client.move_group_to_end(group, topic)
+            except TopicNotExistError:
+                continue
+        return size
+
+
+class Transport(virtual.Transport):
+    """kombu transport ``rocketmq://[access_key:secret_key@]namesrv[:9876][;rocketmq://other:9876]``.
+
+    Transport options (``broker_transport_options`` in Celery), all optional:
+
+    - ``topic_prefix`` (""), ``group_prefix`` ("kombu_"), ``namespace``, ``queue_topics``
+      ({queue: topic}): names, see :mod:`.naming`.
+    - ``access_key`` / ``secret_key`` (ACL; also the URL's user and password), ``use_tls``
+      (also ``ssl=True`` on the connection), ``ssl_context``.
+    - ``cluster``: create topics on this cluster's masters (default: every cluster).
+    - ``queue_nums`` (4): message queues of a durable kombu queue's topic (1 for auto-delete /
+      exclusive queues and fanout exchanges).
+    - ``commit_interval`` (1000 ms): how often committed offsets are persisted.
+    - ``buffer_limit`` (64), ``pull_batch_size`` (32), ``pull_threshold_for_queue`` (256),
+      ``pull_threshold_for_all`` (1024), ``long_poll_ms`` (15000): pulling.
+    - ``priority_steps`` ((0, 3, 6, 9)), ``binding_cache_ttl`` (1.0 s),
+      ``catch_up_timeout`` (1.0 s), ``polling_interval`` (max wait slice, 1.0 s).
+    """
+
+    Channel = Channel
+    default_port = DEFAULT_PORT
+    driver_type = "rocketmq"
+    driver_name = "rocketmq"
+    polling_interval = 1.0
+
+    implements = virtual.Transport.implements.extend(
+        asynchronous=False,
+        exchange_type=frozenset(["direct", "topic", "fanout"]),
+        heartbeats=False,
+    )
+
+    connection_errors = virtual.Transport.connection_errors + (
+        RocketMQConnectionError, RemotingError, RequestTimeoutError, ClientStateError, ConnectionError, socket.error)
+    channel_errors = virtual.Transport.channel_errors + (MQBrokerError, MQClientError, IllegalArgumentError)
+
+    def __init__(self, client: Any, **kwargs: Any) -> None:
+        super().__init__(client, **kwargs)
+        self.broker_client: BrokerClient | None = None
+
+    def driver_version(self) -> str:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            return version("rocketmq-python-sdk")
+        except PackageNotFoundError:
+            return "unknown"
+
+    def _namesrv_addrs(self) -> list[str]:
+        conninfo = self.client
+        host = conninfo.hostname or "127.0.0.1"
+        port = conninfo.port or DEFAULT_PORT
+        first = host if ":" in host else f"{host}:{port}"
+        addrs = [first]
+        for alt in conninfo.alt or ():
+            if not isinstance(alt, str):
+                continue
+            netloc = alt.split("://", 1)[-1].rsplit("@", 1)[-1].split("/", 1)[0]
+            if netloc and ":" not in netloc:
+                netloc = f"{netloc}:{DEFAULT_PORT}"
+            if netloc and netloc not in addrs:
+                addrs.append(netloc)
+        return addrs
+
+    def _options(self) -> dict[str, Any]:
+        conninfo = self.client
+        opts = dict(conninfo.transport_options or {})
+        if conninfo.userid and "access_key" not in opts:
+            opts["access_key"] = conninfo.userid
+            opts["secret_key"] = conninfo.password or ""
+        if conninfo.ssl and "use_tls" not in opts:
+            opts["use_tls"] = True
+        if conninfo.connect_timeout and "connect_timeout_ms" not in opts:
+            opts["connect_timeout_ms"] = float(conninfo.connect_timeout) * 1000
+        opts.setdefault("virtual_host", conninfo.virtual_host)
+        return opts
+
+    def establish_connection(self) -> Any:
+        if self.broker_client is None:
+            self.broker_client = BrokerClient(self._namesrv_addrs(), self._options())
+        return super().establish_connection()
+
+    def close_connection(self, connection: Any) -> None:
+        try:
+            super().close_connection(connection)
+        finally:
+            bc, self.broker_client = self.broker_client, None
+            if bc is not None:
+                bc.close()
+
+    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+        """Deliver every message ready on the consumed queues (within prefetch); wait for one
+        up to ``timeout`` seconds.
+
+        Raises:
+            socket.timeout: nothing arrived in time.
+        """
+        bc = self.broker_client
+        if bc is None:
+            raise RocketMQConnectionError("connection is closed")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            seen = bc.arrivals
+            delivered = 0
+            for channel in list(self.channels):
+                if not channel.closed:
+                    delivered += channel.deliver_ready(self._deliver)
+            if delivered:
+                return
+            if self.broker_client is None:
+                raise RocketMQConnectionError("connection is closed")
+            wait = self.polling_interval or 1.0
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError()
+                wait = min(wait, remaining)
+            bc.wait_arrival(seen, wait)
+
+    @cached_property
+    def default_connection_params(self) -> dict[str, Any]:
+        return {"port": DEFAULT_PORT, "hostname": "127.0.0.1"}
+
+    def verify_connection(self, connection: Any) -> bool:
+        return self.broker_client is not None
+
