@@ -1,0 +1,81 @@
+"""Real ``celery worker`` processes for the tests: started in their own session (so a test can
+SIGKILL the whole process group), logs in a file, stopped with SIGTERM (SIGKILL after 20 s)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+class Worker:
+    def __init__(self, proc: subprocess.Popen, name: str, log_path: Path) -> None:
+        self.proc = proc
+        self.name = name
+        self.log_path = log_path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its pool processes."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def worker_env(broker: str, backend: str, marks: Path, options: dict, queue: str = "celery") -> dict:
+    env = dict(os.environ)
+    env.update(CELERY_TEST_BROKER=broker, CELERY_TEST_BACKEND=backend, CELERY_TEST_MARKS=str(marks),
+               CELERY_TEST_TRANSPORT_OPTIONS=json.dumps(options), CELERY_TEST_QUEUE=queue,
+               PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]))
+    return env
+
+
+@contextmanager
+def running_worker(env: dict, log_dir: Path, *args: str, name: str | None = None):
+    """``celery -A worker_app worker <args>`` until the block ends."""
+    name = name or f"w{uuid.uuid4().hex[:6]}@localhost"
+    log_path = log_dir / f"{name.split('@')[0]}.log"
+    cmd = [sys.executable, "-m", "celery", "-A", "worker_app", "worker", "--loglevel=INFO", "-n", name, *args]
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(cmd, cwd=HERE, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    worker = Worker(proc, name, log_path)
+    try:
+        yield worker
+    finally:
+        worker.stop()
+
+
+def wait_ready(app, worker: Worker, timeout_s: float = 60.0) -> None:
+    """Poll ``control.ping`` (pidbox fanout + reply queue) until ``worker`` answers."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if worker.proc.poll() is not None:
+            raise AssertionError(f"worker {worker.name} exited ({worker.proc.returncode}):\n{worker.log()[-3000:]}")
+        replies = app.control.ping(destination=[worker.name], timeout=1.0)
+        if any(worker.name in r for r in replies):
+            return
+    raise AssertionError(f"worker {worker.name} did not answer ping in {timeout_s} s:\n{worker.log()[-3000:]}")
