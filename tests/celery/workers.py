@@ -35,10 +35,7 @@ class Worker:
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                return
+            self.proc.send_signal(signal.SIGTERM)   # warm shutdown; the worker stops its pool
             try:
                 self.proc.wait(20)
             except subprocess.TimeoutExpired:

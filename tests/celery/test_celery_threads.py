@@ -1,0 +1,49 @@
+"""A real worker with the threads pool on the RocketMQ transport, results in a database
+(SQLAlchemy + SQLite): tasks, retries, chain, group, chord, revoke."""
+
+from __future__ import annotations
+
+import pytest
+from celery import chain, chord, group
+from celery.exceptions import TaskRevokedError
+from conftest import isolated_options
+from worker_app import make_app
+from workers import running_worker, wait_ready, worker_env
+
+pytest.importorskip("sqlalchemy")
+
+
+@pytest.fixture(scope="module")
+def app(rocketmq_cluster, tmp_path_factory):
+    marks = tmp_path_factory.mktemp("marks")
+    broker = f"rocketmq://{rocketmq_cluster.namesrv_addr}"
+    backend = f"db+sqlite:///{marks / 'results.db'}"
+    options = isolated_options()
+    app = make_app(broker, backend, str(marks), options)
+    with running_worker(worker_env(broker, backend, marks, options), marks, "-P", "threads", "-c", "4") as worker:
+        wait_ready(app, worker)
+        yield app
+    app.close()
+
+
+def test_task_result(app):
+    results = [app.tasks["worker_app.add"].delay(i, 1) for i in range(20)]
+    assert [r.get(timeout=30) for r in results] == [i + 1 for i in range(20)]
+
+
+def test_retry_with_countdown(app):
+    assert app.tasks["worker_app.flaky"].delay("retry-threads", 1).get(timeout=60) == 2
+
+
+def test_chain_group_chord(app):
+    add, xsum = app.tasks["worker_app.add"], app.tasks["worker_app.xsum"]
+    assert chain(add.s(2, 2), add.s(4)).apply_async().get(timeout=30) == 8
+    assert group(add.s(i, i) for i in range(8)).apply_async().get(timeout=30) == [2 * i for i in range(8)]
+    assert chord((add.s(i, i) for i in range(8)), xsum.s()).apply_async().get(timeout=60) == 56
+
+
+def test_revoke(app):
+    r = app.tasks["worker_app.add"].apply_async((2, 2), countdown=3)
+    r.revoke()
+    with pytest.raises(TaskRevokedError):
+        r.get(timeout=30)
