@@ -244,12 +244,15 @@ class BrokerClient:
                 continue
             self.admin.update_consume_offset(group, mq, q.max_offset)
 
-    def lag(self, group: str, topic: str) -> int:
-        """Messages of ``topic`` after ``group``'s committed offsets."""
+    def lag(self, group: str, topic: str, local: QueueConsumer | None = None) -> int:
+        """Messages of ``topic`` after ``group``'s committed offsets (for message queues owned
+        by ``local``, its committable offsets, which may not be persisted yet)."""
         total = 0
         for q in self.admin.topic_status(topic):
             mq = MessageQueue(topic, q.broker_name, q.queue_id)
             committed = self.admin.consume_offset(group, mq)
+            if local is not None:
+                committed = max(committed, local.tracker.committable(mq))
             total += max(0, q.max_offset - max(committed, q.min_offset))
         return total
 
@@ -468,6 +471,7 @@ class Channel(virtual.Channel):
             payload["properties"]["delivery_tag"] = tag
             if m.reconsume_times or payload.get("redelivered"):
                 payload["redelivered"] = True
+                payload["properties"].setdefault("delivery_info", {})["redelivered"] = True
             if no_ack:
                 qc.settle(mq, m.queue_offset)
             else:
@@ -535,13 +539,13 @@ class Channel(virtual.Channel):
         info = client.registry.queue(queue)
         group = client.naming.group(queue)
         total = 0
+        qc = client.running_consumer(queue)
         for topic in list(client.queue_topics(queue, info)) + [client.naming.fanout_topic(e) for e in
                                                                 client.registry.fanout_exchanges(queue)]:
             try:
-                total += client.lag(group, topic)
+                total += client.lag(group, topic, qc)
             except TopicNotExistError:
                 continue
-        qc = client.running_consumer(queue)
         if qc is not None:
             # delivered and not yet acknowledged messages are not waiting any more
             with self._deliveries_lock:
