@@ -38,7 +38,8 @@ class QueueConsumer:
         queue: kombu queue name.
         group: its consumer group.
         topics: ``{topic: priority step}`` to read (fanout topics with step 0).
-        on_arrival: called (no arguments) after new messages were buffered.
+        on_arrival: called (no arguments) after new messages were buffered; more listeners
+            with :meth:`add_listener` (every connection of the process sharing the consumer).
         buffer_limit: stop polling while this many messages wait in the buffers.
         **consumer_kwargs: :class:`~rocketmq_sdk.config.LitePullConsumerConfig` settings.
     """
@@ -48,7 +49,7 @@ class QueueConsumer:
         self.queue = queue
         self.group = group
         self.topics = dict(topics)
-        self.on_arrival = on_arrival
+        self._listeners: list[Callable[[], None]] = [on_arrival]
         self.buffer_limit = buffer_limit
         self.tracker = OffsetTracker()
         self._lock = threading.Condition()
@@ -64,6 +65,18 @@ class QueueConsumer:
         self.lite.start()
         self._thread = threading.Thread(target=self._poll_loop, name=f"kombu-rocketmq-{queue}", daemon=True)
         self._thread.start()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        if listener not in self._listeners:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # ------------------------------------------------------------------ topics
 
@@ -101,7 +114,8 @@ class QueueConsumer:
                                    (m.store_timestamp, m.commit_log_offset, next(self._seq), mq, m))
                     self._buffered += 1
                 self._lock.notify_all()
-            self.on_arrival()
+            for listener in list(self._listeners):
+                listener()
 
     def take(self) -> tuple[MessageQueue, MessageExt] | None:
         """The next buffered message, highest priority step first (lowest step number), in

@@ -57,6 +57,19 @@ EXPIRES_PROPERTY = "KOMBU_EXPIRES_AT"
 DEFAULT_PRIORITY_STEPS = (0, 3, 6, 9)
 
 
+#: the queue consumers of this process, by (name servers, group): (consumer, connections using it)
+_SHARED: dict[tuple[str, str], tuple[QueueConsumer, set[int]]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _forget_shared_after_fork() -> None:
+    # a forked child (a prefork pool process) cannot use its parent's consumers
+    _SHARED.clear()
+
+
+os.register_at_fork(after_in_child=_forget_shared_after_fork)
+
+
 class RocketMQConnectionError(ConnectionError):
     """The name server of the connection URL cannot be reached."""
 
@@ -186,40 +199,70 @@ class BrokerClient:
                 self._arrival.wait(timeout_s)
 
     def consumer(self, queue: str) -> QueueConsumer:
-        """The queue's consumer, started on first use."""
+        """The queue's consumer, started on first use. One consumer per queue and process:
+        connections of one process share it (a second group member in the same process would
+        take message queues away from the first, e.g. Celery's rpc backend reading a reply
+        queue from a pooled connection while its result consumer drains another)."""
         with self._lock:
             qc = self._consumers.get(queue)
-            if qc is not None:
+            if qc is not None and not qc.closed:
                 return qc
-            info = self.registry.queue(queue)
-            topics = self.queue_topics(queue, info)
-            nums = info.queue_nums if info else self.queue_nums
-            for topic in topics:
-                self.ensure_topic(topic, nums)
-            for exchange in self.registry.fanout_exchanges(queue):
-                topic = self.naming.fanout_topic(exchange)
-                self.ensure_topic(topic, 1)
-                topics[topic] = 0
-            opts = self.options
-            qc = QueueConsumer(queue, self.naming.group(queue), topics, self.notify_arrival,
-                               buffer_limit=int(opts.get("buffer_limit", 64)),
-                               namesrv_addr=self.namesrv_addr, instance_name=self.instance_name,
-                               consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-                               pull_batch_size=int(opts.get("pull_batch_size", 32)),
-                               pull_threshold_for_queue=int(opts.get("pull_threshold_for_queue", 256)),
-                               pull_threshold_for_all=int(opts.get("pull_threshold_for_all", 1024)),
-                               suspend_timeout=int(opts.get("long_poll_ms", 15000)),
-                               **self.sdk_kwargs)
+            key = (self.namesrv_addr, self.naming.group(queue))
+            with _SHARED_LOCK:
+                shared = _SHARED.get(key)
+                if shared is not None and not shared[0].closed:
+                    qc, users = shared
+                    users.add(id(self))
+                    qc.add_listener(self.notify_arrival)
+                else:
+                    qc = self._start_consumer(queue)
+                    _SHARED[key] = (qc, {id(self)})
             self._consumers[queue] = qc
             return qc
 
+    def _start_consumer(self, queue: str) -> QueueConsumer:
+        info = self.registry.queue(queue)
+        topics = self.queue_topics(queue, info)
+        nums = info.queue_nums if info else self.queue_nums
+        for topic in topics:
+            self.ensure_topic(topic, nums)
+        for exchange in self.registry.fanout_exchanges(queue):
+            topic = self.naming.fanout_topic(exchange)
+            self.ensure_topic(topic, 1)
+            topics[topic] = 0
+        opts = self.options
+        return QueueConsumer(queue, self.naming.group(queue), topics, self.notify_arrival,
+                             buffer_limit=int(opts.get("buffer_limit", 64)),
+                             namesrv_addr=self.namesrv_addr, instance_name=self.instance_name,
+                             consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                             pull_batch_size=int(opts.get("pull_batch_size", 32)),
+                             pull_threshold_for_queue=int(opts.get("pull_threshold_for_queue", 256)),
+                             pull_threshold_for_all=int(opts.get("pull_threshold_for_all", 1024)),
+                             suspend_timeout=int(opts.get("long_poll_ms", 15000)),
+                             **self.sdk_kwargs)
+
     def running_consumer(self, queue: str) -> QueueConsumer | None:
-        return self._consumers.get(queue)
+        qc = self._consumers.get(queue)
+        return qc if qc is not None and not qc.closed else None
 
     def close_consumer(self, queue: str) -> None:
+        """Stop using the queue's consumer; it leaves the group when no connection of the
+        process uses it any more."""
         with self._lock:
             qc = self._consumers.pop(queue, None)
-        if qc is not None:
+        if qc is None:
+            return
+        qc.remove_listener(self.notify_arrival)
+        key = (self.namesrv_addr, qc.group)
+        with _SHARED_LOCK:
+            shared = _SHARED.get(key)
+            last = shared is None or shared[0] is not qc
+            if shared is not None and shared[0] is qc:
+                shared[1].discard(id(self))
+                if not shared[1]:
+                    del _SHARED[key]
+                    last = True
+        if last:
             qc.close()
 
     # ------------------------------------------------------------------ sending
@@ -259,14 +302,11 @@ class BrokerClient:
     # ------------------------------------------------------------------ close
 
     def close(self) -> None:
-        with self._lock:
-            consumers = list(self._consumers.values())
-            self._consumers.clear()
-        for qc in consumers:
+        for queue in list(self._consumers):
             try:
-                qc.close()
+                self.close_consumer(queue)
             except Exception:  # noqa: BLE001 - close everything else too
-                log.warning("closing consumer of %s failed", qc.queue, exc_info=True)
+                log.warning("closing consumer of %s failed", queue, exc_info=True)
         try:
             self.producer.shutdown()
         finally:
@@ -332,6 +372,8 @@ class Channel(virtual.Channel):
         for topic in client.queue_topics(queue, info):
             client.ensure_topic(topic, info.queue_nums)
         client.registry.declare_queue(queue, info)
+        if kwargs.get("auto_delete"):
+            self.connection.auto_delete_queues.add(queue)
 
     def _has_queue(self, queue: str, **kwargs: Any) -> bool:
         return self.client.registry.queue(queue) is not None
@@ -432,6 +474,28 @@ class Channel(virtual.Channel):
         qc = self.client.consumer(queue)
         qc.wait_caught_up(self.catch_up_timeout)
         return super().basic_consume(queue, no_ack, callback, consumer_tag, **kwargs)
+
+    def basic_cancel(self, consumer_tag: str) -> None:
+        """Cancel; an auto-delete queue without other consumers in this connection is deleted
+        as AMQP does (its consumer leaves the group, its bindings and declaration go; messages
+        published meanwhile stay behind its committed offset)."""
+        queue = self._tag_to_queue.get(consumer_tag)
+        super().basic_cancel(consumer_tag)
+        transport = self.connection
+        if queue and queue in transport.auto_delete_queues and queue not in transport._callbacks:
+            transport.auto_delete_queues.discard(queue)
+            client = self.client
+            client.close_consumer(queue)
+            try:
+                bound = {ex for ex, _, _ in self.state.queue_bindings(queue)}
+                for exchange in client.registry.fanout_exchanges(queue, refresh=True):
+                    client.registry.unbind_fanout(queue, exchange)
+                    bound.add(exchange)
+                client.registry.unbind_queue(queue, sorted(bound))
+                client.registry.delete_queue(queue)
+            except MQError as exc:
+                log.warning("auto-delete of %s incomplete: %s", queue, exc)
+            self.state.queue_bindings_delete(queue)
 
     def basic_get(self, queue: str, no_ack: bool = False, **kwargs: Any) -> Any:
         qc = self.client.consumer(queue)
@@ -609,6 +673,7 @@ class Transport(virtual.Transport):
     def __init__(self, client: Any, **kwargs: Any) -> None:
         super().__init__(client, **kwargs)
         self.broker_client: BrokerClient | None = None
+        self.auto_delete_queues: set[str] = set()
 
     def driver_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
