@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.exceptions import MQError, RemotingError
@@ -181,12 +181,3 @@ class Registry:
         if text is None and not refresh:
             text = self._list(self._ns("queues"), True).get(queue)
         return None if text is None else QueueInfo.from_json(text)
-
-    def invalidate(self) -> None:
-        with self._lock:
-            self._cache.clear()
-
-    def snapshot(self) -> dict[str, Any]:
-        """Everything cached (for debugging)."""
-        with self._lock:
-            return {ns: dict(t) for ns, (_, t) in self._cache.items()}

@@ -7,21 +7,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import dead_addr, isolated_options
 from rocketmq_broker.embedded import read_announcements
 from worker_app import make_app
-from workers import running_worker, wait_ready, worker_env
+from workers import close_app, running_worker, wait_ready, worker_env
 
-
-def wait_for(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.05)
+from tests.conftest import wait_until
 
 
 class Servers:
@@ -79,7 +72,7 @@ def setup(servers, tmp_path_factory):
     env = worker_env(broker, "rpc://", marks, options, queue="late")
     app = make_app(broker, "rpc://", str(marks), options, queue="late")
     yield app, env, marks
-    app.close()
+    close_app(app)
 
 
 def started(marks, key: str) -> list[str]:
@@ -91,12 +84,12 @@ def test_sigkill_of_acks_late_worker_runs_the_task_again(setup):
     with running_worker(env, marks, "-P", "threads", "-c", "2") as first:
         wait_ready(app, first)
         result = app.tasks["worker_app.hold"].delay("killed")
-        wait_for(lambda: started(marks, "killed"), 30, "the task to start on the first worker")
+        wait_until(lambda: started(marks, "killed"), 30, "the task to start on the first worker")
         first.kill()
     assert started(marks, "killed") == [str(first.proc.pid)]
     with running_worker(env, marks, "-P", "prefork", "-c", "2") as second:
         wait_ready(app, second)
-        wait_for(lambda: len(started(marks, "killed")) == 2, 90, "the task to run again on the second worker")
+        wait_until(lambda: len(started(marks, "killed")) == 2, 90, "the task to run again on the second worker")
         (marks / "killed.release").touch()
         pid = result.get(timeout=30)
     assert str(pid) in started(marks, "killed") and str(pid) != str(first.proc.pid)
@@ -109,7 +102,7 @@ def test_broker_restart_under_a_running_worker(setup, servers):
         wait_ready(app, worker)
         assert add.delay(1, 2).get(timeout=30) == 3
         running = hold.delay("restart")
-        wait_for(lambda: started(marks, "restart"), 30, "the acks_late task to start")
+        wait_until(lambda: started(marks, "restart"), 30, "the acks_late task to start")
         servers.stop_broker()
         servers.start_broker()
         (marks / "restart.release").touch()
@@ -119,5 +112,5 @@ def test_broker_restart_under_a_running_worker(setup, servers):
         # committed everything (nothing left to redeliver) and the task ran once
         with app.connection_for_write() as conn:
             channel = conn.default_channel
-            wait_for(lambda: channel._size("late") == 0, 30, "the group to commit every offset of 'late'")
+            wait_until(lambda: channel._size("late") == 0, 30, "the group to commit every offset of 'late'")
         assert started(marks, "restart") == [str(worker.proc.pid)]

@@ -13,7 +13,7 @@ from celery import chain, chord, group
 from celery.exceptions import TaskRevokedError
 from conftest import isolated_options
 from worker_app import make_app
-from workers import HERE, running_worker, wait_ready, worker_env
+from workers import HERE, close_app, running_worker, wait_ready, worker_env
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def setup(rocketmq_cluster, tmp_path_factory):
     with running_worker(env, marks, "-P", "prefork", "-c", "2") as worker:
         wait_ready(app, worker)
         yield app, worker, env, marks
-    app.close()
+    close_app(app)
 
 
 def test_task_result(setup):

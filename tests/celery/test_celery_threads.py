@@ -8,7 +8,7 @@ from celery import chain, chord, group
 from celery.exceptions import TaskRevokedError
 from conftest import isolated_options
 from worker_app import make_app
-from workers import running_worker, wait_ready, worker_env
+from workers import close_app, running_worker, wait_ready, worker_env
 
 pytest.importorskip("sqlalchemy")
 
@@ -23,7 +23,7 @@ def app(rocketmq_cluster, tmp_path_factory):
     with running_worker(worker_env(broker, backend, marks, options), marks, "-P", "threads", "-c", "4") as worker:
         wait_ready(app, worker)
         yield app
-    app.close()
+    close_app(app)
 
 
 def test_task_result(app):

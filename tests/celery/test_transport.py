@@ -143,3 +143,25 @@ def test_offset_tracker_never_passes_a_pending_offset():
     t.settled("mq", 13)
     assert t.committable("mq") == 15 and t.pending_count() == 0
     assert t.committable("other") == -1
+
+
+def test_class_path_transport_without_the_alias(rocketmq_cluster):
+    # kombu >= 5.7 refuses "module:Class" URL schemes; the class path goes in transport= /
+    # Celery's broker_transport, in a process that never imported the integration
+    code = f"""
+import sys, kombu
+from kombu.transport import TRANSPORT_ALIASES
+assert "rocketmq" not in TRANSPORT_ALIASES
+conn = kombu.Connection("rocketmq://{rocketmq_cluster.namesrv_addr}",
+                        transport="rocketmq_sdk.integrations.celery:Transport",
+                        transport_options={{"topic_prefix": "classpath_"}})
+with conn:
+    q = conn.SimpleQueue("classpath")
+    q.put({{"n": 1}})
+    msg = q.get(timeout=10)
+    msg.ack()
+    q.close()
+sys.exit(0 if msg.payload == {{"n": 1}} else 1)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]

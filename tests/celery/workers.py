@@ -76,3 +76,12 @@ def wait_ready(app, worker: Worker, timeout_s: float = 60.0) -> None:
         if any(worker.name in r for r in replies):
             return
     raise AssertionError(f"worker {worker.name} did not answer ping in {timeout_s} s:\n{worker.log()[-3000:]}")
+
+
+def close_app(app) -> None:
+    """Close the test process's app: its rpc result consumer (a consumer of the reply queue)
+    and its connection pools."""
+    consumer = getattr(app.backend, "result_consumer", None)
+    if consumer is not None and getattr(consumer, "_connection", None) is not None:
+        consumer.stop()
+    app.close()
