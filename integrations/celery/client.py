@@ -248,14 +248,10 @@ class BrokerClient:
 
     # ------------------------------------------------------------------ offsets of whole groups
 
-    def move_group_to_end(self, group: str, topic: str, only_if_unset: bool = False) -> None:
-        """Set ``group``'s offsets on every queue of ``topic`` to the queue's max offset
-        (``only_if_unset``: only where the group has no offset yet)."""
+    def move_group_to_end(self, group: str, topic: str) -> None:
+        """Set ``group``'s offsets on every queue of ``topic`` to the queue's max offset."""
         for q in self.admin.topic_status(topic):
-            mq = MessageQueue(topic, q.broker_name, q.queue_id)
-            if only_if_unset and self.admin.consume_offset(group, mq) >= 0:
-                continue
-            self.admin.update_consume_offset(group, mq, q.max_offset)
+            self.admin.update_consume_offset(group, MessageQueue(topic, q.broker_name, q.queue_id), q.max_offset)
 
     def lag(self, group: str, topic: str, local: QueueConsumer | None = None) -> int:
         """Messages of ``topic`` after ``group``'s committed offsets (for message queues owned

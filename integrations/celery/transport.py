@@ -116,9 +116,11 @@ class Channel(virtual.Channel):
         if self.typeof(exchange).type == "fanout":
             topic = client.naming.fanout_topic(exchange)
             client.ensure_topic(topic, 1)
-            # the queue receives what is published after the bind, not the exchange's history
-            client.move_group_to_end(client.naming.group(queue), topic, only_if_unset=True)
-            client.registry.bind_fanout(queue, exchange)
+            if exchange not in client.registry.fanout_exchanges(queue, refresh=True):
+                # a new binding receives what is published from now on, not the exchange's
+                # history (a binding declared again keeps its offsets)
+                client.move_group_to_end(client.naming.group(queue), topic)
+                client.registry.bind_fanout(queue, exchange)
             qc = client.running_consumer(queue)
             if qc is not None:
                 qc.add_topic(topic)

@@ -758,7 +758,8 @@ class AdminClient:
 
     def consume_offset(self, group: str, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq`` (QUERY_CONSUMER_OFFSET 14 to the queue's
-        master); -1 when the group has none there (code 22).
+        master); -1 when the broker has none (code 22). As Java's broker, a broker answers 0 for
+        a group without an offset while the queue's first message is still in memory.
 
         Raises:
             TopicNotExistError, MQClientError (no master), MQBrokerError, RemotingError.

@@ -280,7 +280,8 @@ def test_update_topic_perm_on_one_broker(env):
 
 def test_consume_offset_of_one_queue_read_and_updated(env):
     admin, mq = env["admin"], env["sent"][0].message_queue
-    assert admin.consume_offset("admin_never_consumed", mq) == -1
+    admin.update_consume_offset("admin_offline_cg", mq, 2)
+    assert admin.consume_offset("admin_offline_cg", mq) == 2
     admin.update_consume_offset("admin_offline_cg", mq, 1)
     assert admin.consume_offset("admin_offline_cg", mq) == 1
     with pytest.raises(ValueError):

@@ -4,15 +4,13 @@ test by a topic prefix."""
 
 from __future__ import annotations
 
-import socket
-import uuid
-
 import pytest
 
 pytest.importorskip("celery")
 kombu = pytest.importorskip("kombu")
 
 import rocketmq_sdk.integrations.celery  # noqa: E402,F401  - registers rocketmq://
+from celery_workers import dead_addr, isolated_options  # noqa: E402
 from rocketmq_broker.embedded import start_dev_cluster  # noqa: E402
 
 
@@ -20,18 +18,6 @@ from rocketmq_broker.embedded import start_dev_cluster  # noqa: E402
 def rocketmq_cluster():
     with start_dev_cluster() as cluster:
         yield cluster
-
-
-def isolated_options(**extra) -> dict:
-    """Transport options giving the test its own topics, groups and binding tables."""
-    prefix = f"t{uuid.uuid4().hex[:8]}_"
-    return {"topic_prefix": prefix, "group_prefix": prefix, **extra}
-
-
-def dead_addr() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
 
 
 @pytest.fixture()

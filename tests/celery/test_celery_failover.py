@@ -9,10 +9,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import dead_addr, isolated_options
+from celery_worker_app import make_app
+from celery_workers import close_app, dead_addr, isolated_options, running_worker, wait_ready, worker_env
 from rocketmq_broker.embedded import read_announcements
-from worker_app import make_app
-from workers import close_app, running_worker, wait_ready, worker_env
 
 from tests.conftest import wait_until
 

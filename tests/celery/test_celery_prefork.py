@@ -11,9 +11,8 @@ import time
 import pytest
 from celery import chain, chord, group
 from celery.exceptions import TaskRevokedError
-from conftest import isolated_options
-from worker_app import make_app
-from workers import HERE, close_app, running_worker, wait_ready, worker_env
+from celery_worker_app import make_app
+from celery_workers import HERE, close_app, isolated_options, running_worker, wait_ready, worker_env
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +76,7 @@ def test_revoke(setup):
 
 def test_inspect_ping_command(setup):
     _, worker, env, _ = setup
-    out = subprocess.run([sys.executable, "-m", "celery", "-A", "worker_app", "inspect", "ping", "-d", worker.name,
+    out = subprocess.run([sys.executable, "-m", "celery", "-A", "celery_worker_app", "inspect", "ping", "-d", worker.name,
                           "--timeout", "5"], cwd=HERE, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "pong" in out.stdout and worker.name in out.stdout

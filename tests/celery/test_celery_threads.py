@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 from celery import chain, chord, group
 from celery.exceptions import TaskRevokedError
-from conftest import isolated_options
-from worker_app import make_app
-from workers import close_app, running_worker, wait_ready, worker_env
+from celery_worker_app import make_app
+from celery_workers import close_app, isolated_options, running_worker, wait_ready, worker_env
 
 pytest.importorskip("sqlalchemy")
 

@@ -9,7 +9,7 @@ import sys
 
 import kombu
 import pytest
-from conftest import isolated_options
+from celery_workers import isolated_options
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.integrations.celery.naming import Naming, escape
@@ -78,6 +78,20 @@ def test_prefetch_bounds_unacked_deliveries(conn):
         for m in got:
             if not m.acknowledged:
                 m.ack()
+
+
+def test_fanout_binding_starts_at_the_bind(conn):
+    ex = kombu.Exchange("fan", type="fanout")
+    q1, q2 = kombu.Queue("fan1", exchange=ex), kombu.Queue("fan2", exchange=ex)
+    producer = kombu.Producer(conn.default_channel, exchange=ex)
+    producer.publish("before", declare=[q1], serializer="json")
+    q2(conn.default_channel).declare()            # bound after "before" was published
+    producer.publish("after", serializer="json")
+    assert [m.payload for m in consume(conn, q1, 2)] == ["before", "after"]
+    assert [m.payload for m in consume(conn, q2, 1)] == ["after"]
+    with kombu.Consumer(conn, [q2], callbacks=[lambda body, msg: pytest.fail(f"q2 got {body!r}")]):
+        with pytest.raises(TimeoutError):
+            conn.drain_events(timeout=0.5)
 
 
 def test_size_purge_and_delete(conn):

@@ -1,4 +1,4 @@
-"""The Celery app the worker tests run with ``celery -A worker_app worker`` (configured from
+"""The Celery app the worker tests run with ``celery -A celery_worker_app worker`` (configured from
 the environment by :func:`make_app`, so the test process builds the same app)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from celery import Celery
 
 def make_app(broker: str, backend: str, marks: str, transport_options: dict | None = None,
              queue: str = "celery") -> Celery:
-    app = Celery("worker_app", broker=broker, backend=backend, set_as_current=False)
+    app = Celery("celery_worker_app", broker=broker, backend=backend, set_as_current=False)
     app.conf.update(
         broker_transport_options=transport_options or {},
         result_backend_transport_options=transport_options or {},

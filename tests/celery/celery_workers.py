@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,19 @@ from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+
+
+def isolated_options(**extra) -> dict:
+    """Transport options giving a test its own topics, groups and binding tables."""
+    prefix = f"t{uuid.uuid4().hex[:8]}_"
+    return {"topic_prefix": prefix, "group_prefix": prefix, **extra}
+
+
+def dead_addr() -> str:
+    """A 127.0.0.1 address nothing listens on (a free port, released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
 
 
 class Worker:
@@ -52,10 +66,10 @@ def worker_env(broker: str, backend: str, marks: Path, options: dict, queue: str
 
 @contextmanager
 def running_worker(env: dict, log_dir: Path, *args: str, name: str | None = None):
-    """``celery -A worker_app worker <args>`` until the block ends."""
+    """``celery -A celery_worker_app worker <args>`` until the block ends."""
     name = name or f"w{uuid.uuid4().hex[:6]}@localhost"
     log_path = log_dir / f"{name.split('@')[0]}.log"
-    cmd = [sys.executable, "-m", "celery", "-A", "worker_app", "worker", "--loglevel=INFO", "-n", name, *args]
+    cmd = [sys.executable, "-m", "celery", "-A", "celery_worker_app", "worker", "--loglevel=INFO", "-n", name, *args]
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(cmd, cwd=HERE, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
