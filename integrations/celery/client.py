@@ -79,24 +79,29 @@ class BrokerClient:
         self._consumers: dict[str, QueueConsumer] = {}
         self._topics: set[str] = set()
         admin_kwargs = {k: v for k, v in self.sdk_kwargs.items() if k != "use_tls" or v}
-        # the first name server decides whether the connection works (kombu fails over to the next URL)
-        probe = AdminClient(namesrv_addrs[0], timeout_ms=float(options.get("connect_timeout_ms", 3000)),
-                            **admin_kwargs)
+        timeout_ms = float(options.get("connect_timeout_ms", 5000))
+        # one admin client per name server for the KV config; the first name server decides
+        # whether the connection works (kombu then fails over to the next URL)
+        self._kv_admins = [AdminClient(addr, timeout_ms=timeout_ms, **admin_kwargs) for addr in namesrv_addrs]
         try:
-            probe.cluster_list(runtime=False)
+            self._kv_admins[0].cluster_list(runtime=False)
         except MQError as exc:
+            for admin in self._kv_admins:
+                admin.close()
             raise RocketMQConnectionError(f"name server {namesrv_addrs[0]} is not reachable: {exc}") from exc
-        finally:
-            probe.close()
-        self.admin = AdminClient(self.namesrv_addr, **admin_kwargs)
-        self._kv_admins = [AdminClient(addr, **admin_kwargs) for addr in namesrv_addrs]
+        self.admin = (self._kv_admins[0] if len(namesrv_addrs) == 1
+                      else AdminClient(self.namesrv_addr, timeout_ms=timeout_ms, **admin_kwargs))
         self.registry = Registry(self._kv_admins, self._kv_prefix(options),
                                  float(options.get("binding_cache_ttl", 1.0)))
         self.producer = Producer(options.get("producer_group", "kombu_producer"), self.namesrv_addr,
                                  instance_name=self.instance_name,
                                  persist_consumer_offset_interval=self.commit_interval,
                                  send_msg_timeout=int(options.get("send_timeout", 3000)), **self.sdk_kwargs)
-        self.producer.start()
+        try:
+            self.producer.start()
+        except MQError as exc:
+            self._close_admins()
+            raise RocketMQConnectionError(f"producer could not start: {exc}") from exc
 
     def _kv_prefix(self, options: dict[str, Any]) -> str:
         prefix = "kombu"
@@ -267,6 +272,10 @@ class BrokerClient:
 
     # ------------------------------------------------------------------ close
 
+    def _close_admins(self) -> None:
+        for admin in {id(a): a for a in (self.admin, *self._kv_admins)}.values():
+            admin.close()
+
     def close(self) -> None:
         for queue in list(self._consumers):
             try:
@@ -276,7 +285,6 @@ class BrokerClient:
         try:
             self.producer.shutdown()
         finally:
-            for admin in (self.admin, *self._kv_admins):
-                admin.close()
+            self._close_admins()
         with self._arrival:
             self._arrival.notify_all()

@@ -179,3 +179,31 @@ sys.exit(0 if msg.payload == {{"n": 1}} else 1)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+def test_tls_transport_option(tmp_path):
+    trustme = pytest.importorskip("trustme")
+    from rocketmq_broker.embedded import start_dev_cluster
+    from rocketmq_sdk.remoting.client import client_ssl_context
+    from rocketmq_sdk.remoting.server import server_ssl_context
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    ca_path, cert_path, key_path = tmp_path / "ca.pem", tmp_path / "server.pem", tmp_path / "server.key"
+    ca.cert_pem.write_to_path(str(ca_path))
+    for blob in cert.cert_chain_pems:
+        blob.write_to_path(str(cert_path), append=True)
+    cert.private_key_pem.write_to_path(str(key_path))
+    with start_dev_cluster(in_process=True, ssl_context=server_ssl_context(str(cert_path), str(key_path))) as cluster:
+        conn = kombu.Connection(f"rocketmq://{cluster.namesrv_addr}", transport_options=isolated_options(
+            ssl_context=client_ssl_context(str(ca_path))))
+        with conn:
+            q = conn.SimpleQueue("tls")
+            q.put({"over": "tls"})
+            msg = q.get(timeout=10)
+            msg.ack()
+            q.close()
+        assert msg.payload == {"over": "tls"}
+        plain = kombu.Connection(f"rocketmq://{cluster.namesrv_addr}", connect_timeout=2)
+        with pytest.raises(plain.connection_errors):
+            plain.connect()
