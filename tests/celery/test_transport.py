@@ -207,3 +207,26 @@ def test_tls_transport_option(tmp_path):
         plain = kombu.Connection(f"rocketmq://{cluster.namesrv_addr}", connect_timeout=2)
         with pytest.raises(plain.connection_errors):
             plain.connect()
+
+
+def test_acl_keys_from_the_url(tmp_path):
+    from rocketmq_broker.embedded import start_dev_cluster
+
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text("globalWhiteRemoteAddresses:\naccounts:\n  - accessKey: KombuUser\n    secretKey: kombu-secret-1\n"
+                   "    admin: true\n    defaultTopicPerm: PUB|SUB\n    defaultGroupPerm: PUB|SUB\n")
+    with start_dev_cluster(in_process=True, broker_config={"acl_enable": True, "acl_config_file": str(acl)}) as cluster:
+        conn = kombu.Connection(f"rocketmq://KombuUser:kombu-secret-1@{cluster.namesrv_addr}",
+                                transport_options=isolated_options())
+        with conn:
+            q = conn.SimpleQueue("acl")
+            q.put({"signed": True})
+            msg = q.get(timeout=10)
+            msg.ack()
+            q.close()
+        assert msg.payload == {"signed": True}
+        wrong = kombu.Connection(f"rocketmq://KombuUser:wrong-secret@{cluster.namesrv_addr}",
+                                 transport_options=isolated_options())
+        with wrong, pytest.raises(wrong.channel_errors + wrong.connection_errors):
+            kombu.Producer(wrong.default_channel).publish({"signed": False}, routing_key="acl2",
+                                                         declare=[kombu.Queue("acl2")])
