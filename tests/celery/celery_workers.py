@@ -99,3 +99,20 @@ def close_app(app) -> None:
     if consumer is not None and getattr(consumer, "_connection", None) is not None:
         consumer.stop()
     app.close()
+
+
+class RemoteTask:
+    """A task of the workers' app called by name from the test process, which defines no task
+    bodies of its own (``.s``, ``.delay``, ``.apply_async`` as a task's)."""
+
+    def __init__(self, app, name: str) -> None:
+        self.app, self.name = app, f"worker_app.{name}"
+
+    def s(self, *args):
+        return self.app.signature(self.name, args=args)
+
+    def delay(self, *args):
+        return self.s(*args).delay()
+
+    def apply_async(self, args=(), **options):
+        return self.s(*args).apply_async(**options)

@@ -10,7 +10,15 @@ import sys
 
 import pytest
 from celery_worker_app import make_app
-from celery_workers import close_app, dead_addr, isolated_options, running_worker, wait_ready, worker_env
+from celery_workers import (
+    RemoteTask,
+    close_app,
+    dead_addr,
+    isolated_options,
+    running_worker,
+    wait_ready,
+    worker_env,
+)
 from rocketmq_broker.embedded import read_announcements
 
 from tests.conftest import wait_until
@@ -69,7 +77,7 @@ def setup(servers, tmp_path_factory):
     broker = f"rocketmq://{servers.namesrv_addr}"
     options = isolated_options()
     env = worker_env(broker, "rpc://", marks, options, queue="late")
-    app = make_app(broker, "rpc://", str(marks), options, queue="late")
+    app = make_app(broker, "rpc://", str(marks), options, queue="late", define_tasks=False)
     yield app, env, marks
     close_app(app)
 
@@ -82,7 +90,7 @@ def test_sigkill_of_acks_late_worker_runs_the_task_again(setup):
     app, env, marks = setup
     with running_worker(env, marks, "-P", "threads", "-c", "2") as first:
         wait_ready(app, first)
-        result = app.tasks["worker_app.hold"].delay("killed")
+        result = RemoteTask(app, "hold").delay("killed")
         wait_until(lambda: started(marks, "killed"), 30, "the task to start on the first worker")
         first.kill()
     assert started(marks, "killed") == [str(first.proc.pid)]
@@ -96,7 +104,7 @@ def test_sigkill_of_acks_late_worker_runs_the_task_again(setup):
 
 def test_broker_restart_under_a_running_worker(setup, servers):
     app, env, marks = setup
-    add, hold = app.tasks["worker_app.add"], app.tasks["worker_app.hold"]
+    add, hold = RemoteTask(app, "add"), RemoteTask(app, "hold")
     with running_worker(env, marks, "-P", "threads", "-c", "2") as worker:
         wait_ready(app, worker)
         assert add.delay(1, 2).get(timeout=30) == 3

@@ -12,7 +12,15 @@ import pytest
 from celery import chain, chord, group
 from celery.exceptions import TaskRevokedError
 from celery_worker_app import make_app
-from celery_workers import HERE, close_app, isolated_options, running_worker, wait_ready, worker_env
+from celery_workers import (
+    HERE,
+    RemoteTask,
+    close_app,
+    isolated_options,
+    running_worker,
+    wait_ready,
+    worker_env,
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +29,7 @@ def setup(rocketmq_cluster, tmp_path_factory):
     broker = f"rocketmq://{rocketmq_cluster.namesrv_addr}"
     options = isolated_options()
     env = worker_env(broker, "rpc://", marks, options)
-    app = make_app(broker, "rpc://", str(marks), options)
+    app = make_app(broker, "rpc://", str(marks), options, define_tasks=False)
     with running_worker(env, marks, "-P", "prefork", "-c", "2") as worker:
         wait_ready(app, worker)
         yield app, worker, env, marks
@@ -30,14 +38,14 @@ def setup(rocketmq_cluster, tmp_path_factory):
 
 def test_task_result(setup):
     app, *_ = setup
-    results = [app.tasks["worker_app.add"].delay(i, i) for i in range(20)]
+    results = [RemoteTask(app, "add").delay(i, i) for i in range(20)]
     assert [r.get(timeout=30) for r in results] == [2 * i for i in range(20)]
 
 
 def test_retry_with_countdown(setup):
     app, _, _, marks = setup
     started = time.monotonic()
-    r = app.tasks["worker_app.flaky"].delay("retry1", 2)
+    r = RemoteTask(app, "flaky").delay("retry1", 2)
     assert r.get(timeout=60) == 3
     assert (marks / "retry1.attempts").read_text() == "3"
     assert time.monotonic() - started >= 2.0   # two retries, countdown 1 s each
@@ -45,14 +53,14 @@ def test_retry_with_countdown(setup):
 
 def test_chain_and_group(setup):
     app, *_ = setup
-    add = app.tasks["worker_app.add"]
+    add = RemoteTask(app, "add")
     assert chain(add.s(1, 2), add.s(3), add.s(4)).apply_async().get(timeout=30) == 10
     assert group(add.s(i, 1) for i in range(10)).apply_async().get(timeout=30) == [i + 1 for i in range(10)]
 
 
 def test_group_of_chains(setup):
     app, *_ = setup
-    add = app.tasks["worker_app.add"]
+    add = RemoteTask(app, "add")
     canvas = group(chain(add.s(i, i), add.s(1)) for i in range(5))
     assert canvas.apply_async().get(timeout=30) == [2 * i + 1 for i in range(5)]
 
@@ -61,14 +69,14 @@ def test_chord_needs_a_chord_backend(setup):
     # Celery's rpc:// backend refuses chords itself (test_celery_threads.py runs them on the
     # database backend)
     app, *_ = setup
-    add, xsum = app.tasks["worker_app.add"], app.tasks["worker_app.xsum"]
+    add, xsum = RemoteTask(app, "add"), RemoteTask(app, "xsum")
     with pytest.raises(NotImplementedError, match="does not support chords"):
         chord((add.s(i, i) for i in range(3)), xsum.s()).apply_async()
 
 
 def test_revoke(setup):
     app, *_ = setup
-    r = app.tasks["worker_app.add"].apply_async((1, 1), countdown=3)
+    r = RemoteTask(app, "add").apply_async((1, 1), countdown=3)
     r.revoke()
     with pytest.raises(TaskRevokedError):
         r.get(timeout=30)

@@ -7,7 +7,7 @@ import pytest
 from celery import chain, chord, group
 from celery.exceptions import TaskRevokedError
 from celery_worker_app import make_app
-from celery_workers import close_app, isolated_options, running_worker, wait_ready, worker_env
+from celery_workers import RemoteTask, close_app, isolated_options, running_worker, wait_ready, worker_env
 
 pytest.importorskip("sqlalchemy")
 
@@ -18,7 +18,7 @@ def app(rocketmq_cluster, tmp_path_factory):
     broker = f"rocketmq://{rocketmq_cluster.namesrv_addr}"
     backend = f"db+sqlite:///{marks / 'results.db'}"
     options = isolated_options()
-    app = make_app(broker, backend, str(marks), options)
+    app = make_app(broker, backend, str(marks), options, define_tasks=False)
     with running_worker(worker_env(broker, backend, marks, options), marks, "-P", "threads", "-c", "4") as worker:
         wait_ready(app, worker)
         yield app
@@ -26,23 +26,23 @@ def app(rocketmq_cluster, tmp_path_factory):
 
 
 def test_task_result(app):
-    results = [app.tasks["worker_app.add"].delay(i, 1) for i in range(20)]
+    results = [RemoteTask(app, "add").delay(i, 1) for i in range(20)]
     assert [r.get(timeout=30) for r in results] == [i + 1 for i in range(20)]
 
 
 def test_retry_with_countdown(app):
-    assert app.tasks["worker_app.flaky"].delay("retry-threads", 1).get(timeout=60) == 2
+    assert RemoteTask(app, "flaky").delay("retry-threads", 1).get(timeout=60) == 2
 
 
 def test_chain_group_chord(app):
-    add, xsum = app.tasks["worker_app.add"], app.tasks["worker_app.xsum"]
+    add, xsum = RemoteTask(app, "add"), RemoteTask(app, "xsum")
     assert chain(add.s(2, 2), add.s(4)).apply_async().get(timeout=30) == 8
     assert group(add.s(i, i) for i in range(8)).apply_async().get(timeout=30) == [2 * i for i in range(8)]
     assert chord((add.s(i, i) for i in range(8)), xsum.s()).apply_async().get(timeout=60) == 56
 
 
 def test_revoke(app):
-    r = app.tasks["worker_app.add"].apply_async((2, 2), countdown=3)
+    r = RemoteTask(app, "add").apply_async((2, 2), countdown=3)
     r.revoke()
     with pytest.raises(TaskRevokedError):
         r.get(timeout=30)
