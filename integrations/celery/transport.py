@@ -48,7 +48,6 @@ __all__ = ["Channel", "QoS", "Transport"]
 log = logging.getLogger("rocketmq_sdk.integrations.celery")
 
 
-
 class QoS(virtual.QoS):
     """kombu's prefetch bookkeeping plus RocketMQ settlement: ack, reject and requeue settle
     the message's offset (see :class:`~.offsets.OffsetTracker`)."""
