@@ -88,3 +88,12 @@ def test_inspect_ping_command(setup):
                           "--timeout", "5"], cwd=HERE, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "pong" in out.stdout and worker.name in out.stdout
+
+
+def test_control_shutdown(setup):
+    # last test of the module: the worker stops on a broadcast
+    app, worker, _, _ = setup
+    assert worker.proc.poll() is None
+    app.control.shutdown(destination=[worker.name])     # no reply: the worker just stops
+    worker.proc.wait(60)
+    assert worker.proc.returncode == 0, worker.log()[-2000:]

@@ -1,7 +1,11 @@
 """A real worker with the threads pool on the RocketMQ transport, results in a database
-(SQLAlchemy + SQLite): tasks, retries, chain, group, chord, revoke."""
+(SQLAlchemy + SQLite): tasks, retries, chain, group, chord, revoke, task events (``-E``),
+``inspect active``."""
 
 from __future__ import annotations
+
+import time
+from pathlib import Path
 
 import pytest
 from celery import chain, chord, group
@@ -19,8 +23,10 @@ def app(rocketmq_cluster, tmp_path_factory):
     backend = f"db+sqlite:///{marks / 'results.db'}"
     options = isolated_options()
     app = make_app(broker, backend, str(marks), options, define_tasks=False)
-    with running_worker(worker_env(broker, backend, marks, options), marks, "-P", "threads", "-c", "4") as worker:
+    with running_worker(worker_env(broker, backend, marks, options), marks, "-P", "threads", "-c", "4",
+                        "-E") as worker:
         wait_ready(app, worker)
+        app.test_worker, app.test_marks = worker, marks
         yield app
     close_app(app)
 
@@ -46,3 +52,36 @@ def test_revoke(app):
     r.revoke()
     with pytest.raises(TaskRevokedError):
         r.get(timeout=30)
+
+
+def test_task_events(app):
+    seen = []
+    with app.connection() as conn:
+        receiver = app.events.Receiver(conn, handlers={"*": seen.append})
+        events = receiver.itercapture(limit=None, timeout=30, wakeup=False)
+        next(events)            # the event queue is bound: a first event (worker heartbeat) came
+        r = RemoteTask(app, "add").delay(3, 4)
+
+        def succeeded() -> bool:
+            return any(e.get("type") == "task-succeeded" and e.get("uuid") == r.id for e in seen)
+        deadline = time.monotonic() + 30
+        while not succeeded():
+            assert time.monotonic() < deadline, f"no task-succeeded event for {r.id}: {seen[-5:]}"
+            next(events)
+    assert r.get(timeout=10) == 7
+    assert {"task-received", "task-started", "task-succeeded"} <= {e["type"] for e in seen if e.get("uuid") == r.id}
+
+
+def test_inspect_active(app):
+    name = app.test_worker.name
+    r = RemoteTask(app, "hold").delay("active")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            active = app.control.inspect(destination=[name], timeout=2).active() or {}
+            if any(t["id"] == r.id for t in active.get(name, [])):
+                break
+            assert time.monotonic() < deadline, f"task not reported active: {active}"
+    finally:
+        (Path(app.test_marks) / "active.release").touch()
+    assert r.get(timeout=30) > 0
