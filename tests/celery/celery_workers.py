@@ -98,6 +98,7 @@ def close_app(app) -> None:
     consumer = getattr(app.backend, "result_consumer", None)
     if consumer is not None and getattr(consumer, "_connection", None) is not None:
         consumer.stop()
+    app.pool.force_close_all()      # Celery's app.close() only forgets the pool
     app.close()
 
 
