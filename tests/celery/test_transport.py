@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import kombu
 import pytest
@@ -230,3 +231,16 @@ def test_acl_keys_from_the_url(tmp_path):
         with wrong, pytest.raises(wrong.channel_errors + wrong.connection_errors):
             kombu.Producer(wrong.default_channel).publish({"signed": False}, routing_key="acl2",
                                                          declare=[kombu.Queue("acl2")])
+
+
+def test_expiry_is_the_smallest_of_message_and_queue_ttl():
+    from rocketmq_sdk.integrations.celery.registry import QueueInfo
+    from rocketmq_sdk.integrations.celery.transport import Channel
+
+    before = int(time.time() * 1000)
+    assert Channel._expires_at({}, None) is None
+    assert Channel._expires_at({}, QueueInfo(message_ttl=None)) is None
+    at = Channel._expires_at({"expiration": "2000"}, QueueInfo(message_ttl=500))
+    assert before + 500 <= at <= int(time.time() * 1000) + 500
+    at = Channel._expires_at({"expiration": "100"}, QueueInfo(message_ttl=500))
+    assert before + 100 <= at <= int(time.time() * 1000) + 100
