@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml setup.py $(C_SOURCES)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[spark,dev]"
+	$(PY) -m pip install --quiet -e ".[spark,dev,celery]"
 	@touch $(STAMP)
 
 # make ext - rebuild the optional C accelerators in place (after editing a *.c file); a lock keeps

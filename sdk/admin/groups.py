@@ -8,6 +8,7 @@ offers the same methods blocking.
 from __future__ import annotations
 
 from rocketmq_sdk.exceptions import (
+    IllegalArgumentError,
     MQBrokerError,
     MQClientError,
     MQError,
@@ -23,12 +24,13 @@ from rocketmq_sdk.protocol.bodies import (
     ConsumerRunningInfo,
     ResetOffsetBody,
 )
-from rocketmq_sdk.protocol.codes import RequestCode
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     ResetOffsetRequestHeader,
 )
+from rocketmq_sdk.protocol.message import MessageQueue
 
 from .core import (
     RETRY_GROUP_TOPIC_PREFIX,
@@ -201,6 +203,36 @@ class GroupAdmin(AdminCore):
         for addr in addrs:
             await self._broker(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": group})
         return addrs
+
+    async def consume_offset(self, group: str, mq: MessageQueue) -> int:
+        """The group's committed offset of ``mq`` (QUERY_CONSUMER_OFFSET 14 to the queue's
+        master); -1 when the broker has none (code 22). As Java's broker, a broker answers 0 for
+        a group without an offset while the queue's first message is still in memory.
+
+        Raises:
+            TopicNotExistError, MQClientError (no master), MQBrokerError, RemotingError.
+        """
+        addr = await self._queue_master(mq.topic, mq.broker_name)
+        try:
+            return await self._api.query_consumer_offset(addr, group, mq, self.timeout_ms)
+        except MQBrokerError as exc:
+            if exc.code == ResponseCode.QUERY_NOT_FOUND:
+                return -1
+            raise
+
+    async def update_consume_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        """Store ``offset`` as the group's committed offset of ``mq`` (UPDATE_CONSUMER_OFFSET 15
+        to the queue's master), as Java ``MQAdminExt.updateConsumeOffset``. Online consumers of
+        the group replace it with their own at their next persist.
+
+        Raises:
+            IllegalArgumentError: negative offset. TopicNotExistError, MQClientError,
+            MQBrokerError, RemotingError.
+        """
+        if offset < 0:
+            raise IllegalArgumentError(f"offset must be >= 0, got {offset}")
+        await self._api.update_consumer_offset(await self._queue_master(mq.topic, mq.broker_name), group, mq, offset,
+                                               self.timeout_ms)
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *,
                              force: bool = True) -> list[ResetOffsetEntry]:

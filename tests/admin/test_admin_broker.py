@@ -284,3 +284,13 @@ def test_update_topic_perm_on_one_broker(env):
     wait_until(lambda: {q.broker_name: (q.perm, q.read_queue_nums, q.write_queue_nums)
                         for q in env["admin"].topic_route("AdminPerm").queue_datas}
                == {"broker-a": (6, 2, 3), "broker-b": (4, 2, 3)}, what="perm 4 on broker-b in the route")
+
+
+def test_consume_offset_of_one_queue_read_and_updated(env):
+    admin, mq = env["admin"], env["sent"][0].message_queue
+    admin.update_consume_offset("admin_offline_cg", mq, 2)
+    assert admin.consume_offset("admin_offline_cg", mq) == 2
+    admin.update_consume_offset("admin_offline_cg", mq, 1)
+    assert admin.consume_offset("admin_offline_cg", mq) == 1
+    with pytest.raises(ValueError):
+        admin.update_consume_offset("admin_offline_cg", mq, -1)

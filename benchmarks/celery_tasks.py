@@ -1,0 +1,250 @@
+"""Celery on RocketMQ vs Celery on Redis: end-to-end tasks/s and ``apply_async`` enqueue rate.
+
+For each broker (this repository's ``rocketmq://`` transport on the embedded reference broker,
+kombu's ``redis://`` transport on a local ``redis-server``) a real ``celery worker -P prefork
+-c 2`` runs a no-op task (it appends one byte to a file, so executed tasks can be counted):
+
+- ``enqueue``: ``apply_async`` of N tasks from this process with no worker running (publish
+  only), tasks/s;
+- ``end-to-end``: the worker running, N tasks enqueued as fast as possible; tasks/s from the
+  first ``apply_async`` until the worker has executed all N (enqueue -> worker -> ack).
+
+The two brokers run alternately, ``--rounds`` times each. Needs ``redis-server`` on PATH
+(Debian ``apt-get install redis-server``) and the ``redis`` package (``pip install redis``);
+``--brokers rocketmq`` runs without them. Writes ``results/<date>-celery.json`` and ``.md``.
+
+    .venv/bin/python benchmarks/celery_tasks.py [--tasks 2000] [--rounds 2] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from run import _cpu_model, _git_head, git_span  # noqa: E402 - benchmarks/run.py helpers
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(cond, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.01)
+
+
+class RedisServer:
+    def __init__(self, workdir: Path) -> None:
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise RuntimeError("redis-server not found (Debian: apt-get install redis-server)")
+        self.port = free_port()
+        self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no", "--dir", str(workdir)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import redis
+        client = redis.Redis(port=self.port)
+
+        def up() -> bool:
+            try:
+                return client.ping()
+            except redis.ConnectionError:
+                return False
+        wait_for(up, 10, "redis-server")
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def make_env(url: str, mark: Path, options: dict) -> dict:
+    return dict(os.environ, CELERY_BENCH_BROKER=url, CELERY_BENCH_MARK=str(mark),
+                CELERY_BENCH_OPTIONS=json.dumps(options),
+                PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+
+
+def app_for(env: dict):
+    os.environ.update({k: env[k] for k in ("CELERY_BENCH_BROKER", "CELERY_BENCH_MARK", "CELERY_BENCH_OPTIONS")})
+    import importlib
+
+    import celery_bench_app
+    importlib.reload(celery_bench_app)
+    return celery_bench_app.app
+
+
+def start_worker(env: dict, log: Path, name: str) -> subprocess.Popen:
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "celery_bench_app", "worker", "-P", "prefork",
+                                 "-c", "2", "-n", name, "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
+                                cwd=HERE, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def executed(mark: Path) -> int:
+    try:
+        return mark.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def one_round(label: str, url: str, options: dict, n: int, workdir: Path) -> dict:
+    mark = workdir / f"{label}-{time.monotonic_ns()}.mark"
+    env = make_env(url, mark, options)
+    app = app_for(env)
+    noop = app.tasks["bench.noop"]
+    rec: dict = {"broker": label, "tasks": n}
+    # enqueue only (no worker): publish rate of apply_async
+    with app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=3)
+        with app.producer_or_acquire() as producer:
+            noop.apply_async(producer=producer)            # declares the queue, warms the connection
+            t0 = time.perf_counter()
+            for _ in range(n):
+                noop.apply_async(producer=producer)
+            rec["enqueue_per_s"] = n / (time.perf_counter() - t0)
+    # drain those with a worker, then measure end to end
+    name = f"bench-{label}@localhost"
+    worker = start_worker(env, workdir / f"{label}.log", name)
+    try:
+        wait_for(lambda: executed(mark) >= n + 1, 120, f"the {label} worker to drain the enqueue phase")
+        start_count = executed(mark)
+        with app.producer_or_acquire() as producer:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                noop.apply_async(producer=producer)
+            t_enq = time.perf_counter() - t0
+            wait_for(lambda: executed(mark) >= start_count + n, 300, f"{n} tasks on {label}")
+            elapsed = time.perf_counter() - t0
+        rec.update(end_to_end_per_s=n / elapsed, end_to_end_s=elapsed, enqueue_while_running_per_s=n / t_enq)
+    finally:
+        stop_worker(worker)
+        app.close()
+    return rec
+
+
+def to_markdown(doc: dict) -> str:
+    m = doc["machine"]
+    lines = [f"# Celery: RocketMQ transport vs Redis transport ({doc['started_utc'][:10]})", "",
+             f"Machine: {m['cores']} cores ({m['processor']}), Python {m['python']}; load average before/after "
+             f"{m['loadavg_before'][0]:.1f}/{m['loadavg_after'][0]:.1f} (shared machine: other work is noise).  ",
+             f"Command: `{doc['command']}`; git {git_span(doc['git_commit'])}.  ",
+             f"Celery {doc['versions']['celery']}, kombu {doc['versions']['kombu']}, "
+             f"redis-server {doc['versions'].get('redis_server', '-')}; worker `-P prefork -c 2`, "
+             f"prefetch multiplier {doc['settings']['prefetch']}, no-op task, results ignored; "
+             f"{doc['settings']['tasks']} tasks per round.", "",
+             "| broker | round | apply_async enqueue (no worker) tasks/s | end-to-end tasks/s | enqueue while the worker runs tasks/s |",
+             "|---|---:|---:|---:|---:|"]
+    for r in doc["results"]:
+        lines.append(f"| {r['broker']} | {r['round']} | {r['enqueue_per_s']:,.0f} | {r['end_to_end_per_s']:,.0f} "
+                     f"| {r['enqueue_while_running_per_s']:,.0f} |")
+    lines += ["", "Totals per broker (all tasks / all time):", ""]
+    for label, s in doc["summary"].items():
+        lines.append(f"- {label}: enqueue {s['enqueue_per_s']:,.0f} tasks/s, end-to-end {s['end_to_end_per_s']:,.0f} tasks/s")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", type=int, default=None, help="tasks per round (default 2000, --quick 300)")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds per broker (default 2, --quick 1)")
+    ap.add_argument("--brokers", default="rocketmq,redis")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out-dir", default=str(HERE / "results"))
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    n = args.tasks or (300 if args.quick else 2000)
+    rounds = args.rounds or (1 if args.quick else 2)
+
+    import celery
+    import kombu
+    import rocketmq_sdk.integrations.celery  # noqa: F401 - rocketmq:// in this process
+    from rocketmq_broker.embedded import start_dev_cluster
+
+    started = dt.datetime.now(dt.UTC)
+    load_before, commit_before = os.getloadavg(), _git_head()
+    versions = {"celery": celery.__version__, "kombu": kombu.__version__}
+    results = []
+    with tempfile.TemporaryDirectory(prefix="celery-bench-") as tmp:
+        workdir = Path(tmp)
+        brokers: dict[str, tuple[str, dict]] = {}
+        cluster = redis_server = None
+        try:
+            if "rocketmq" in args.brokers:
+                cluster = start_dev_cluster()
+                brokers["rocketmq"] = (f"rocketmq://{cluster.namesrv_addr}", {})
+            if "redis" in args.brokers:
+                redis_server = RedisServer(workdir)
+                out = subprocess.run([shutil.which("redis-server"), "--version"], capture_output=True, text=True)
+                versions["redis_server"] = out.stdout.split("v=")[1].split()[0] if "v=" in out.stdout else "?"
+                brokers["redis"] = (redis_server.url, {})
+            for rnd in range(1, rounds + 1):
+                order = list(brokers) if rnd % 2 else list(reversed(brokers))
+                for label in order:
+                    url, options = brokers[label]
+                    rec = one_round(label, url, options, n, workdir)
+                    rec["round"] = rnd
+                    results.append(rec)
+                    print(f"{label:9} round {rnd}: enqueue {rec['enqueue_per_s']:8,.0f}/s  end-to-end "
+                          f"{rec['end_to_end_per_s']:8,.0f}/s", file=sys.stderr, flush=True)
+        finally:
+            if cluster is not None:
+                cluster.stop()
+            if redis_server is not None:
+                redis_server.stop()
+    summary = {}
+    for label in dict.fromkeys(r["broker"] for r in results):
+        rs = [r for r in results if r["broker"] == label]
+        total = sum(r["tasks"] for r in rs)
+        summary[label] = {"enqueue_per_s": total / sum(r["tasks"] / r["enqueue_per_s"] for r in rs),
+                          "end_to_end_per_s": total / sum(r["end_to_end_s"] for r in rs)}
+    doc = {"started_utc": started.isoformat(timespec="seconds"),
+           "finished_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+           "command": " ".join([Path(sys.executable).name, *sys.argv]),
+           "git_commit": {"start": commit_before, "end": _git_head()},
+           "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": _cpu_model(),
+                       "platform": platform.platform(), "loadavg_before": load_before,
+                       "loadavg_after": os.getloadavg()},
+           "versions": versions,
+           "settings": {"tasks": n, "rounds": rounds, "prefetch": int(os.environ.get("CELERY_BENCH_PREFETCH", "64"))},
+           "results": results, "summary": summary}
+    md = to_markdown(doc)
+    print(md)
+    if not args.no_write:
+        out = Path(args.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = started.strftime("%Y-%m-%d") + ("-celery-quick" if args.quick else "-celery")
+        (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
+        (out / f"{stem}.md").write_text(md)
+        print(f"wrote {out / stem}.json and .md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""The RocketMQ side of a kombu connection (:class:`BrokerClient`): producer, admin clients,
+the shared registry and the queue consumers, plus topic creation and group offsets."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from typing import Any
+
+from rocketmq_sdk import Message, Producer
+from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.exceptions import MQError, TopicNotExistError
+from rocketmq_sdk.protocol.message import MessageQueue
+
+from .consumer import QueueConsumer
+from .naming import Naming
+from .registry import QueueInfo, Registry
+
+__all__ = ["BrokerClient", "RocketMQConnectionError"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.celery")
+
+DEFAULT_PORT = 9876
+#: message property holding the absolute expiry time (epoch ms) of a message with a TTL
+EXPIRES_PROPERTY = "KOMBU_EXPIRES_AT"
+#: priority steps, as kombu's Redis transport (lower number = higher priority)
+DEFAULT_PRIORITY_STEPS = (0, 3, 6, 9)
+
+
+#: the queue consumers of this process, by (name servers, group): (consumer, connections using it)
+_SHARED: dict[tuple[str, str], tuple[QueueConsumer, set[int]]] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _forget_shared_after_fork() -> None:
+    # a forked child (a prefork pool process) cannot use its parent's consumers
+    _SHARED.clear()
+
+
+os.register_at_fork(after_in_child=_forget_shared_after_fork)
+
+
+class RocketMQConnectionError(ConnectionError):
+    """The name server of the connection URL cannot be reached."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class BrokerClient:
+    """The RocketMQ side of one kombu connection: a producer, an admin client, the registry
+    and one :class:`QueueConsumer` per consumed queue, all on one client instance.
+
+    Raises:
+        RocketMQConnectionError: the first name server does not answer.
+    """
+
+    def __init__(self, namesrv_addrs: list[str], options: dict[str, Any]) -> None:
+        self.options = options
+        self.namesrv_addrs = namesrv_addrs
+        self.namesrv_addr = ";".join(namesrv_addrs)
+        self.naming = Naming(options.get("topic_prefix", ""), options.get("group_prefix", "kombu_"),
+                             options.get("namespace"), dict(options.get("queue_topics") or {}))
+        self.instance_name = f"kombu-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.commit_interval = int(options.get("commit_interval", 1000))
+        self.queue_nums = int(options.get("queue_nums", 4))
+        self.cluster: str | None = options.get("cluster")
+        self.sdk_kwargs: dict[str, Any] = {}
+        for key in ("access_key", "secret_key", "use_tls", "ssl_context"):
+            if options.get(key) is not None:
+                self.sdk_kwargs[key] = options[key]
+        self._arrival = threading.Condition()
+        self._arrivals = 0
+        self._lock = threading.RLock()
+        self._consumers: dict[str, QueueConsumer] = {}
+        self._topics: set[str] = set()
+        admin_kwargs = {k: v for k, v in self.sdk_kwargs.items() if k != "use_tls" or v}
+        timeout_ms = float(options.get("connect_timeout_ms", 5000))
+        # one admin client per name server for the KV config; the first name server decides
+        # whether the connection works (kombu then fails over to the next URL)
+        self._kv_admins = [AdminClient(addr, timeout_ms=timeout_ms, **admin_kwargs) for addr in namesrv_addrs]
+        try:
+            self._kv_admins[0].cluster_list(runtime=False)
+        except MQError as exc:
+            for admin in self._kv_admins:
+                admin.close()
+            raise RocketMQConnectionError(f"name server {namesrv_addrs[0]} is not reachable: {exc}") from exc
+        self.admin = (self._kv_admins[0] if len(namesrv_addrs) == 1
+                      else AdminClient(self.namesrv_addr, timeout_ms=timeout_ms, **admin_kwargs))
+        self.registry = Registry(self._kv_admins, self._kv_prefix(options),
+                                 float(options.get("binding_cache_ttl", 1.0)))
+        self.producer = Producer(options.get("producer_group", "kombu_producer"), self.namesrv_addr,
+                                 instance_name=self.instance_name,
+                                 persist_consumer_offset_interval=self.commit_interval,
+                                 send_msg_timeout=int(options.get("send_timeout", 3000)), **self.sdk_kwargs)
+        try:
+            self.producer.start()
+        except MQError as exc:
+            self._close_admins()
+            raise RocketMQConnectionError(f"producer could not start: {exc}") from exc
+
+    def _kv_prefix(self, options: dict[str, Any]) -> str:
+        prefix = "kombu"
+        if self.naming.topic_prefix:
+            prefix += f".{self.naming.topic_prefix}"
+        if self.naming.namespace:
+            prefix += f".{self.naming.namespace}"
+        vhost = options.get("virtual_host")
+        if vhost and vhost != "/":
+            prefix += f".{vhost.strip('/')}"
+        return prefix
+
+    # ------------------------------------------------------------------ topics
+
+    def ensure_topic(self, topic: str, queue_nums: int) -> None:
+        """Create ``topic`` on every master of the cluster (``cluster`` option, or all clusters)
+        unless its route exists; waits until the name server routes it."""
+        if topic in self._topics:
+            return
+        try:
+            self.admin.topic_route(topic)
+        except TopicNotExistError:
+            clusters = [self.cluster] if self.cluster else sorted({b.cluster for b in
+                                                                  self.admin.cluster_list(runtime=False)})
+            for cluster in clusters:
+                self.admin.create_topic(topic, cluster=cluster, read_queue_nums=queue_nums,
+                                        write_queue_nums=queue_nums)
+            deadline = time.monotonic() + 10.0
+            while True:
+                try:
+                    self.admin.topic_route(topic)
+                    break
+                except TopicNotExistError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+        self._topics.add(topic)
+
+    def queue_topics(self, queue: str, info: QueueInfo | None) -> dict[str, int]:
+        """``{topic: priority step}`` of ``queue``'s own topics."""
+        if info is not None and info.max_priority:
+            return {self.naming.queue_topic(queue, step): step for step in self.priority_steps}
+        return {self.naming.queue_topic(queue): 0}
+
+    @property
+    def priority_steps(self) -> tuple[int, ...]:
+        return tuple(self.options.get("priority_steps") or DEFAULT_PRIORITY_STEPS)
+
+    def priority_step(self, priority: Any) -> int:
+        """The step of a kombu priority (the largest step not above it, as kombu's Redis)."""
+        try:
+            p = int(priority)
+        except (TypeError, ValueError):
+            p = 0
+        steps = self.priority_steps
+        return max([s for s in steps if s <= p] or [steps[0]])
+
+    # ------------------------------------------------------------------ consumers
+
+    def notify_arrival(self) -> None:
+        with self._arrival:
+            self._arrivals += 1
+            self._arrival.notify_all()
+
+    @property
+    def arrivals(self) -> int:
+        return self._arrivals
+
+    def wait_arrival(self, seen: int, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for an arrival after the count ``seen``."""
+        with self._arrival:
+            if self._arrivals == seen:
+                self._arrival.wait(timeout_s)
+
+    def consumer(self, queue: str) -> QueueConsumer:
+        """The queue's consumer, started on first use. One consumer per queue and process:
+        connections of one process share it (a second group member in the same process would
+        take message queues away from the first, e.g. Celery's rpc backend reading a reply
+        queue from a pooled connection while its result consumer drains another)."""
+        with self._lock:
+            qc = self._consumers.get(queue)
+            if qc is not None and not qc.closed:
+                return qc
+            key = (self.namesrv_addr, self.naming.group(queue))
+            with _SHARED_LOCK:
+                shared = _SHARED.get(key)
+                if shared is not None and not shared[0].closed:
+                    qc, users = shared
+                    users.add(id(self))
+                    qc.add_listener(self.notify_arrival)
+                else:
+                    qc = self._start_consumer(queue)
+                    _SHARED[key] = (qc, {id(self)})
+            self._consumers[queue] = qc
+            return qc
+
+    def _start_consumer(self, queue: str) -> QueueConsumer:
+        info = self.registry.queue(queue)
+        topics = self.queue_topics(queue, info)
+        nums = info.queue_nums if info else self.queue_nums
+        for topic in topics:
+            self.ensure_topic(topic, nums)
+        for exchange in self.registry.fanout_exchanges(queue):
+            topic = self.naming.fanout_topic(exchange)
+            self.ensure_topic(topic, 1)
+            topics[topic] = 0
+        opts = self.options
+        return QueueConsumer(queue, self.naming.group(queue), topics, self.notify_arrival,
+                             buffer_limit=int(opts.get("buffer_limit", 64)),
+                             namesrv_addr=self.namesrv_addr, instance_name=self.instance_name,
+                             consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                             pull_batch_size=int(opts.get("pull_batch_size", 32)),
+                             pull_threshold_for_queue=int(opts.get("pull_threshold_for_queue", 256)),
+                             pull_threshold_for_all=int(opts.get("pull_threshold_for_all", 1024)),
+                             suspend_timeout=int(opts.get("long_poll_ms", 15000)),
+                             **self.sdk_kwargs)
+
+    def running_consumer(self, queue: str) -> QueueConsumer | None:
+        qc = self._consumers.get(queue)
+        return qc if qc is not None and not qc.closed else None
+
+    def close_consumer(self, queue: str) -> None:
+        """Stop using the queue's consumer; it leaves the group when no connection of the
+        process uses it any more."""
+        with self._lock:
+            qc = self._consumers.pop(queue, None)
+        if qc is None:
+            return
+        qc.remove_listener(self.notify_arrival)
+        key = (self.namesrv_addr, qc.group)
+        with _SHARED_LOCK:
+            shared = _SHARED.get(key)
+            last = shared is None or shared[0] is not qc
+            if shared is not None and shared[0] is qc:
+                shared[1].discard(id(self))
+                if not shared[1]:
+                    del _SHARED[key]
+                    last = True
+        if last:
+            qc.close()
+
+    # ------------------------------------------------------------------ sending
+
+    def send(self, topic: str, body: bytes, *, keys: str | None = None, expires_at: int | None = None,
+             queue_nums: int | None = None) -> None:
+        self.ensure_topic(topic, queue_nums or self.queue_nums)
+        props = {EXPIRES_PROPERTY: str(expires_at)} if expires_at else None
+        self.producer.send(Message(topic, body, keys=keys or None, properties=props))
+
+    # ------------------------------------------------------------------ offsets of whole groups
+
+    def move_group_to_end(self, group: str, topic: str) -> None:
+        """Set ``group``'s offsets on every queue of ``topic`` to the queue's max offset."""
+        for q in self.admin.topic_status(topic):
+            self.admin.update_consume_offset(group, MessageQueue(topic, q.broker_name, q.queue_id), q.max_offset)
+
+    def lag(self, group: str, topic: str, local: QueueConsumer | None = None) -> int:
+        """Messages of ``topic`` after ``group``'s committed offsets (for message queues owned
+        by ``local``, its committable offsets, which may not be persisted yet)."""
+        total = 0
+        for q in self.admin.topic_status(topic):
+            mq = MessageQueue(topic, q.broker_name, q.queue_id)
+            committed = self.admin.consume_offset(group, mq)
+            if local is not None:
+                committed = max(committed, local.tracker.committable(mq))
+            total += max(0, q.max_offset - max(committed, q.min_offset))
+        return total
+
+    # ------------------------------------------------------------------ close
+
+    def _close_admins(self) -> None:
+        for admin in {id(a): a for a in (self.admin, *self._kv_admins)}.values():
+            admin.close()
+
+    def close(self) -> None:
+        for queue in list(self._consumers):
+            try:
+                self.close_consumer(queue)
+            except Exception:  # noqa: BLE001 - close everything else too
+                log.warning("closing consumer of %s failed", queue, exc_info=True)
+        try:
+            self.producer.shutdown()
+        finally:
+            self._close_admins()
+        with self._arrival:
+            self._arrival.notify_all()

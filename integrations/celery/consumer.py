@@ -1,0 +1,236 @@
+"""One kombu queue's consumer: a RocketMQ ``LitePullConsumer`` of the queue's group plus the
+acknowledgement bookkeeping that decides which offsets may be committed.
+
+The lite-pull consumer pulls the queue's topics (one per priority step, plus the topic of each
+fanout exchange the queue is bound to) in the background, with the group's rebalance sharing the
+message queues among every consumer of the kombu queue (competing consumers across worker
+processes). A poll thread moves pulled messages into per-priority buffers; the channel takes
+them from the highest-priority buffer first. Auto-commit is off: after every settlement the
+group's offset of that message queue is set to :meth:`OffsetTracker.committable` (the lowest
+unsettled offset), and the client instance persists it every ``commit_interval`` ms.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rocketmq_sdk.consumer import LitePullConsumer
+from rocketmq_sdk.exceptions import ClientStateError, MQError
+from rocketmq_sdk.protocol.message import MessageExt, MessageQueue
+
+from .offsets import OffsetTracker
+
+__all__ = ["QueueConsumer"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.celery")
+
+
+class QueueConsumer:
+    """Consumer of one kombu queue in one connection.
+
+    Args:
+        queue: kombu queue name.
+        group: its consumer group.
+        topics: ``{topic: priority step}`` to read (fanout topics with step 0).
+        on_arrival: called (no arguments) after new messages were buffered; more listeners
+            with :meth:`add_listener` (every connection of the process sharing the consumer).
+        buffer_limit: stop polling while this many messages wait in the buffers.
+        **consumer_kwargs: :class:`~rocketmq_sdk.config.LitePullConsumerConfig` settings.
+    """
+
+    def __init__(self, queue: str, group: str, topics: dict[str, int], on_arrival: Callable[[], None], *,
+                 buffer_limit: int = 64, **consumer_kwargs: Any) -> None:
+        self.queue = queue
+        self.group = group
+        self.topics = dict(topics)
+        self._listeners: list[Callable[[], None]] = [on_arrival]
+        self.buffer_limit = buffer_limit
+        self.tracker = OffsetTracker()
+        self._lock = threading.Condition()
+        # per priority step, a heap in store order (store time, then commit-log offset): one
+        # step's messages come from several message queues but leave in the order they were stored
+        self._buffers: dict[int, list[tuple[int, int, int, MessageQueue, MessageExt]]] = {}
+        self._seq = itertools.count()
+        self._buffered = 0
+        self._closed = False
+        self.lite = LitePullConsumer(group, auto_commit=False, **consumer_kwargs)
+        for topic in self.topics:
+            self.lite.subscribe(topic, "*")
+        self.lite.start()
+        self._thread = threading.Thread(target=self._poll_loop, name=f"kombu-rocketmq-{queue}", daemon=True)
+        self._thread.start()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        if listener not in self._listeners:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # ------------------------------------------------------------------ topics
+
+    def add_topic(self, topic: str, step: int = 0) -> None:
+        """Also read ``topic`` (a fanout exchange bound later, a new priority step)."""
+        if topic in self.topics:
+            return
+        self.topics[topic] = step
+        self.lite.subscribe(topic, "*")
+
+    # ------------------------------------------------------------------ pulling
+
+    def _poll_loop(self) -> None:
+        while not self._closed:
+            with self._lock:
+                if self._buffered >= self.buffer_limit:
+                    self._lock.wait(0.2)
+                    continue
+            try:
+                msgs = self.lite.poll(200)
+            except ClientStateError:
+                return
+            except Exception:  # noqa: BLE001 - keep the thread alive, the SDK retries
+                log.exception("poll of queue %s failed", self.queue)
+                time.sleep(0.2)
+                continue
+            if not msgs or self._closed:
+                continue
+            with self._lock:
+                for m in msgs:
+                    mq = MessageQueue(m.topic, m.broker_name, m.queue_id)
+                    self.tracker.taken(mq, m.queue_offset)
+                    step = self.topics.get(m.topic, 0)
+                    heapq.heappush(self._buffers.setdefault(step, []),
+                                   (m.store_timestamp, m.commit_log_offset, next(self._seq), mq, m))
+                    self._buffered += 1
+                self._lock.notify_all()
+            for listener in list(self._listeners):
+                listener()
+
+    def take(self) -> tuple[MessageQueue, MessageExt] | None:
+        """The next buffered message, highest priority step first (lowest step number), in
+        store order within a step; None
+        when nothing is buffered. Messages of queues this consumer no longer owns are skipped
+        (their new owner reads them from the committed offset)."""
+        with self._lock:
+            if not self._buffered:
+                return None
+            assigned = None
+            for step in sorted(self._buffers):
+                buf = self._buffers[step]
+                while buf:
+                    _, _, _, mq, m = heapq.heappop(buf)
+                    self._buffered -= 1
+                    if assigned is None:
+                        assigned = self.lite.assignment()
+                    if mq in assigned:
+                        self._lock.notify_all()
+                        return mq, m
+            self._lock.notify_all()
+            return None
+
+    @property
+    def buffered(self) -> int:
+        return self._buffered
+
+    # ------------------------------------------------------------------ acks
+
+    def settle(self, mq: MessageQueue, offset: int) -> None:
+        """The message at ``offset`` of ``mq`` is done with: commit what may be committed."""
+        self.tracker.settled(mq, offset)
+        committable = self.tracker.committable(mq)
+        if committable < 0 or self._closed:
+            return
+        store = self.lite.offset_store
+        if store is not None and mq in self.lite.assignment():
+            store.update_offset(mq, committable, increase_only=True)
+
+    def commit_now(self) -> None:
+        """Persist the committable offsets now (waits for the brokers)."""
+        if self._closed or not self.lite.running:
+            return
+        store = self.lite.offset_store
+        assigned = self.lite.assignment()
+        for mq in self.tracker.queues():
+            off = self.tracker.committable(mq)
+            if off >= 0 and mq in assigned:
+                store.update_offset(mq, off, increase_only=True)
+        self.lite.instance.run(store.persist_all(assigned, oneway=False), 10.0)
+
+    # ------------------------------------------------------------------ catching up
+
+    def wait_caught_up(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) until every message stored in the owned message queues
+        when called has been pulled into the buffers: a ``basic_get`` or the first delivery
+        after ``basic_consume`` then sees the whole backlog in priority order."""
+        deadline = time.monotonic() + timeout_s
+        need: dict[MessageQueue, int] = {}
+        try:
+            for mq in self.lite.assignment():
+                hi = self.lite.max_offset(mq)
+                have = self.tracker.high(mq)
+                if have < 0:
+                    have = self.lite.committed(mq)
+                    if have < 0:
+                        have = self.lite.min_offset(mq)
+                if hi > have:
+                    need[mq] = hi
+        except MQError as exc:
+            log.debug("catch-up check of %s failed: %s", self.queue, exc)
+            return
+        with self._lock:
+            while need:
+                need = {mq: hi for mq, hi in need.items() if self.tracker.high(mq) < hi}
+                remaining = deadline - time.monotonic()
+                if not need or remaining <= 0 or self._buffered >= self.buffer_limit:
+                    return
+                self._lock.wait(min(remaining, 0.05))
+
+    # ------------------------------------------------------------------ purge / close
+
+    def purge_local(self) -> int:
+        """Drop the buffered messages and move every owned message queue to its end; returns
+        the number of buffered messages dropped."""
+        with self._lock:
+            dropped = self._buffered
+            self._buffers.clear()
+            self._buffered = 0
+        for mq in self.lite.assignment():
+            try:
+                self.lite.seek_to_end(mq)
+            except MQError as exc:
+                log.warning("purge of %s: seek of %s failed: %s", self.queue, mq, exc)
+            self.tracker.forget(mq)
+        try:
+            store = self.lite.offset_store
+            for mq in self.lite.assignment():
+                store.update_offset(mq, self.lite.max_offset(mq), increase_only=False)
+        except MQError as exc:
+            log.warning("purge of %s: offset update failed: %s", self.queue, exc)
+        return dropped
+
+    def close(self) -> None:
+        """Persist the committable offsets and leave the group (idempotent)."""
+        if self._closed:
+            return
+        try:
+            self.commit_now()
+        except MQError as exc:
+            log.warning("final commit of %s failed: %s", self.queue, exc)
+        self._closed = True
+        with self._lock:
+            self._lock.notify_all()
+        try:
+            self.lite.shutdown()
+        finally:
+            self._thread.join(5.0)

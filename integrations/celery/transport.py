@@ -1,0 +1,496 @@
+"""kombu transport for RocketMQ 4.x (``rocketmq://namesrv:9876``), a kombu *virtual* transport.
+
+Mapping (details in docs/celery.md):
+
+- kombu queue ``q`` -> topic ``naming.queue_topic(q)`` (plus one topic per priority step when
+  declared with ``x-max-priority``), consumed by the consumer group ``naming.group(q)``: every
+  consumer of ``q`` in every process shares the group, so each message goes to one of them.
+- direct and topic exchanges route at publish time through the binding tables kept on the name
+  servers (:mod:`.registry`); a fanout exchange ``e`` has a topic of its own that the group of
+  every bound queue reads from the offset it had when the queue was bound.
+- ack = settle the message's offset; the group's committed offset is the lowest unsettled one
+  (:mod:`.offsets`), persisted every ``commit_interval`` ms. reject(requeue=True) / requeue
+  publish the message again to its queue, then settle the original.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+import uuid
+from queue import Empty
+from typing import Any
+
+from kombu.transport import virtual
+from kombu.transport.base import to_rabbitmq_queue_arguments
+from kombu.utils.objects import cached_property
+from rocketmq_sdk.exceptions import (
+    ClientStateError,
+    IllegalArgumentError,
+    MQBrokerError,
+    MQClientError,
+    MQError,
+    RemotingError,
+    RequestTimeoutError,
+    TopicNotExistError,
+)
+from rocketmq_sdk.protocol.message import MessageQueue
+
+from .client import DEFAULT_PORT, EXPIRES_PROPERTY, BrokerClient, RocketMQConnectionError, now_ms
+from .consumer import QueueConsumer
+from .registry import QueueInfo
+
+__all__ = ["Channel", "QoS", "Transport"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.celery")
+
+
+class QoS(virtual.QoS):
+    """kombu's prefetch bookkeeping plus RocketMQ settlement: ack, reject and requeue settle
+    the message's offset (see :class:`~.offsets.OffsetTracker`)."""
+
+    def ack(self, delivery_tag: str) -> None:
+        self.channel._settle(delivery_tag)
+        super().ack(delivery_tag)
+
+    def reject(self, delivery_tag: str, requeue: bool = False) -> None:
+        if requeue:
+            self.channel._requeue(delivery_tag)
+        self.channel._settle(delivery_tag)
+        self._quick_ack(delivery_tag)
+
+
+class Channel(virtual.Channel):
+    """A kombu channel over RocketMQ (see the module docstring for the mapping)."""
+
+    QoS = QoS
+    supports_fanout = True
+    do_restore = True
+    #: kombu's priorities 0..9; step 0 is served first (as kombu's Redis transport)
+    min_priority = 0
+    max_priority = 9
+
+    from_transport_options = virtual.Channel.from_transport_options + ("catch_up_timeout",)
+    catch_up_timeout = 1.0
+
+    def __init__(self, connection: Any, **kwargs: Any) -> None:
+        super().__init__(connection, **kwargs)
+        self._deliveries: dict[str, tuple[QueueConsumer, MessageQueue, int, str, dict]] = {}
+        self._deliveries_lock = threading.Lock()
+        self._no_ack_queues: set[str] = set()
+        self._fairness = 0
+
+    @property
+    def client(self) -> BrokerClient:
+        return self.connection.broker_client
+
+    # ------------------------------------------------------------------ declarations
+
+    def prepare_queue_arguments(self, arguments: dict, **kwargs: Any) -> dict:
+        """Queue options as RabbitMQ arguments (``x-max-priority``, ``x-message-ttl`` in ms...)."""
+        return to_rabbitmq_queue_arguments(arguments, **kwargs)
+
+    def _new_queue(self, queue: str, **kwargs: Any) -> None:
+        args = kwargs.get("arguments") or {}
+        max_priority = args.get("x-max-priority")
+        ttl = args.get("x-message-ttl")
+        transient = kwargs.get("auto_delete") or kwargs.get("exclusive")
+        info = QueueInfo(int(max_priority) if max_priority else None, int(ttl) if ttl else None,
+                         1 if transient else self.client.queue_nums)
+        client = self.client
+        for topic in client.queue_topics(queue, info):
+            client.ensure_topic(topic, info.queue_nums)
+        client.registry.declare_queue(queue, info)
+        if kwargs.get("auto_delete"):
+            self.connection.auto_delete_queues.add(queue)
+
+    def _has_queue(self, queue: str, **kwargs: Any) -> bool:
+        return self.client.registry.queue(queue) is not None
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        client = self.client
+        if self.typeof(exchange).type == "fanout":
+            topic = client.naming.fanout_topic(exchange)
+            client.ensure_topic(topic, 1)
+            if exchange not in client.registry.fanout_exchanges(queue, refresh=True):
+                # a new binding receives what is published from now on, not the exchange's
+                # history (a binding declared again keeps its offsets)
+                client.move_group_to_end(client.naming.group(queue), topic)
+                client.registry.bind_fanout(queue, exchange)
+            qc = client.running_consumer(queue)
+            if qc is not None:
+                qc.add_topic(topic)
+        client.registry.bind(exchange, routing_key, pattern, queue)
+
+    def queue_unbind(self, queue: str, exchange: str | None = None, routing_key: str = "",
+                     arguments: dict | None = None, **kwargs: Any) -> None:
+        exchange = exchange or "amq.direct"
+        meta = self.typeof(exchange).prepare_bind(queue, exchange, routing_key, arguments)
+        super().queue_unbind(queue, exchange, routing_key, arguments, **kwargs)
+        self.client.registry.unbind(exchange, *meta)
+        if self.typeof(exchange).type == "fanout":
+            self.client.registry.unbind_fanout(queue, exchange)
+
+    def get_table(self, exchange: str) -> list[tuple[str, str, str]]:
+        return self.client.registry.table(exchange)
+
+    def _lookup(self, exchange: str, routing_key: str, default: str | None = None) -> list[str]:
+        """The queues ``exchange`` routes ``routing_key`` to, from the shared binding table (read
+        again at once when the cached one routes nowhere: a binding made by another process)."""
+        if not exchange:
+            return super()._lookup(exchange, routing_key, default)
+        kind = self.typeof(exchange)
+        registry = self.client.registry
+        found = kind.lookup(registry.table(exchange), exchange, routing_key, None)
+        if not found:
+            found = kind.lookup(registry.table(exchange, refresh=True), exchange, routing_key, None)
+        if not found and (default or self.deadletter_queue):
+            return super()._lookup(exchange, routing_key, default)
+        return sorted(found)
+
+    def _delete(self, queue: str, *args: Any, **kwargs: Any) -> None:
+        """Delete ``queue``: its bindings (every exchange), its messages (the group moves to the
+        end of its topics), its consumer here and its declaration."""
+        client = self.client
+        exchanges = client.registry.fanout_exchanges(queue, refresh=True)
+        self._purge(queue)
+        for exchange in exchanges:
+            client.registry.unbind_fanout(queue, exchange)
+        bound = {ex for ex, _, _ in self.state.queue_bindings(queue)} | set(exchanges)
+        client.registry.unbind_queue(queue, sorted(bound))
+        client.close_consumer(queue)
+        client.registry.delete_queue(queue)
+
+    def queue_delete(self, queue: str, if_unused: bool = False, if_empty: bool = False, **kwargs: Any) -> None:
+        if if_empty and self._size(queue):
+            return
+        self._delete(queue)
+        self.state.queue_bindings_delete(queue)
+
+    # ------------------------------------------------------------------ publishing
+
+    def _put(self, queue: str, message: dict, **kwargs: Any) -> None:
+        client = self.client
+        info = client.registry.queue(queue)
+        props = message.get("properties") or {}
+        step = client.priority_step(props.get("priority")) if info and info.max_priority else 0
+        topic = client.naming.queue_topic(queue, step)
+        client.send(topic, json.dumps(message).encode("utf-8"), keys=props.get("correlation_id"),
+                    expires_at=self._expires_at(props, info), queue_nums=info.queue_nums if info else None)
+
+    def _put_fanout(self, exchange: str, message: dict, routing_key: str, **kwargs: Any) -> None:
+        props = message.get("properties") or {}
+        self.client.send(self.client.naming.fanout_topic(exchange), json.dumps(message).encode("utf-8"),
+                         keys=props.get("correlation_id"), expires_at=self._expires_at(props, None), queue_nums=1)
+
+    @staticmethod
+    def _expires_at(props: dict, info: QueueInfo | None) -> int | None:
+        ttls = []
+        if props.get("expiration") not in (None, ""):
+            try:
+                ttls.append(int(float(props["expiration"])))
+            except (TypeError, ValueError):
+                pass
+        if info is not None and info.message_ttl:
+            ttls.append(info.message_ttl)
+        return now_ms() + min(ttls) if ttls else None
+
+    # ------------------------------------------------------------------ consuming
+
+    def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any) -> Any:
+        if no_ack:
+            self._no_ack_queues.add(queue)
+        else:
+            self._no_ack_queues.discard(queue)
+        qc = self.client.consumer(queue)
+        qc.wait_caught_up(self.catch_up_timeout)
+        return super().basic_consume(queue, no_ack, callback, consumer_tag, **kwargs)
+
+    def basic_cancel(self, consumer_tag: str) -> None:
+        """Cancel; an auto-delete queue without other consumers in this connection is deleted
+        as AMQP does (its consumer leaves the group, its bindings and declaration go; messages
+        published meanwhile stay behind its committed offset)."""
+        queue = self._tag_to_queue.get(consumer_tag)
+        super().basic_cancel(consumer_tag)
+        transport = self.connection
+        if queue and queue in transport.auto_delete_queues and queue not in transport._callbacks:
+            transport.auto_delete_queues.discard(queue)
+            client = self.client
+            client.close_consumer(queue)
+            try:
+                bound = {ex for ex, _, _ in self.state.queue_bindings(queue)}
+                for exchange in client.registry.fanout_exchanges(queue, refresh=True):
+                    client.registry.unbind_fanout(queue, exchange)
+                    bound.add(exchange)
+                client.registry.unbind_queue(queue, sorted(bound))
+                client.registry.delete_queue(queue)
+            except MQError as exc:
+                log.warning("auto-delete of %s incomplete: %s", queue, exc)
+            self.state.queue_bindings_delete(queue)
+
+    def basic_get(self, queue: str, no_ack: bool = False, **kwargs: Any) -> Any:
+        qc = self.client.consumer(queue)
+        if not qc.buffered:
+            qc.wait_caught_up(self.catch_up_timeout)
+        try:
+            message = self.Message(self._take(queue, no_ack), channel=self)
+        except Empty:
+            return None
+        if not no_ack:
+            self.qos.append(message, message.delivery_tag)
+        return message
+
+    def _get(self, queue: str, timeout: float | None = None) -> dict:
+        return self._take(queue, queue in self._no_ack_queues)
+
+    def _take(self, queue: str, no_ack: bool) -> dict:
+        qc = self.client.consumer(queue)
+        while True:
+            item = qc.take()
+            if item is None:
+                raise Empty()
+            mq, m = item
+            expires = m.properties.get(EXPIRES_PROPERTY)
+            if expires and int(expires) <= now_ms():
+                qc.settle(mq, m.queue_offset)
+                continue
+            try:
+                payload = json.loads(m.body)
+                payload["properties"]["delivery_tag"]
+            except (ValueError, TypeError, KeyError):
+                log.error("dropping a message of %s that is not a kombu message (%s offset %d)",
+                          queue, mq, m.queue_offset)
+                qc.settle(mq, m.queue_offset)
+                continue
+            tag = uuid.uuid4().hex
+            payload["properties"]["delivery_tag"] = tag
+            if m.reconsume_times or payload.get("redelivered"):
+                payload["redelivered"] = True
+                payload["properties"].setdefault("delivery_info", {})["redelivered"] = True
+            if no_ack:
+                qc.settle(mq, m.queue_offset)
+            else:
+                with self._deliveries_lock:
+                    self._deliveries[tag] = (qc, mq, m.queue_offset, queue, payload)
+            return payload
+
+    def deliver_ready(self, deliver: Any) -> int:
+        """Deliver every buffered message of the consumed queues that prefetch allows; the
+        number delivered."""
+        count = 0
+        queues = list(self._active_queues)
+        if not queues or not self._consumers:
+            return 0
+        self._fairness = (self._fairness + 1) % len(queues)
+        queues = queues[self._fairness:] + queues[:self._fairness]
+        progress = True
+        while progress and not self.closed:
+            progress = False
+            for queue in queues:
+                if not self.qos.can_consume() or self.closed or queue not in self._active_queues:
+                    return count
+                try:
+                    payload = self._get(queue)
+                except Empty:
+                    continue
+                deliver(payload, queue)
+                count += 1
+                progress = True
+        return count
+
+    # ------------------------------------------------------------------ settlement
+
+    def _settle(self, delivery_tag: str) -> None:
+        with self._deliveries_lock:
+            entry = self._deliveries.pop(delivery_tag, None)
+        if entry is not None:
+            qc, mq, offset, _, _ = entry
+            qc.settle(mq, offset)
+
+    def _requeue(self, delivery_tag: str) -> None:
+        with self._deliveries_lock:
+            entry = self._deliveries.get(delivery_tag)
+        if entry is None:
+            return
+        _, _, _, queue, payload = entry
+        payload = dict(payload, redelivered=True)
+        self._put(queue, payload)
+
+    def _restore(self, message: Any) -> None:
+        """Put an unacknowledged message back into its queue (channel close, ``recover``),
+        then settle it; if the publish fails it stays unsettled and is redelivered from the
+        committed offset."""
+        tag = message.delivery_tag
+        self._requeue(tag)
+        self._settle(tag)
+
+    def _restore_at_beginning(self, message: Any) -> None:
+        self._restore(message)
+
+    # ------------------------------------------------------------------ size / purge
+
+    def _size(self, queue: str) -> int:
+        client = self.client
+        info = client.registry.queue(queue)
+        group = client.naming.group(queue)
+        total = 0
+        qc = client.running_consumer(queue)
+        for topic in list(client.queue_topics(queue, info)) + [client.naming.fanout_topic(e) for e in
+                                                                client.registry.fanout_exchanges(queue)]:
+            try:
+                total += client.lag(group, topic, qc)
+            except TopicNotExistError:
+                continue
+        if qc is not None:
+            # delivered and not yet acknowledged messages are not waiting any more
+            with self._deliveries_lock:
+                total -= sum(1 for e in self._deliveries.values() if e[3] == queue)
+        return max(total, 0)
+
+    def _purge(self, queue: str) -> int:
+        client = self.client
+        size = self._size(queue)
+        info = client.registry.queue(queue)
+        group = client.naming.group(queue)
+        qc = client.running_consumer(queue)
+        if qc is not None:
+            qc.purge_local()
+            qc.commit_now()
+        topics = list(client.queue_topics(queue, info)) + [client.naming.fanout_topic(e) for e in
+                                                           client.registry.fanout_exchanges(queue)]
+        for topic in topics:
+            try:
+                client.move_group_to_end(group, topic)
+            except TopicNotExistError:
+                continue
+        return size
+
+
+class Transport(virtual.Transport):
+    """kombu transport ``rocketmq://[access_key:secret_key@]namesrv[:9876][;rocketmq://other:9876]``.
+
+    Transport options (``broker_transport_options`` in Celery), all optional:
+
+    - ``topic_prefix`` (""), ``group_prefix`` ("kombu_"), ``namespace``, ``queue_topics``
+      ({queue: topic}): names, see :mod:`.naming`.
+    - ``access_key`` / ``secret_key`` (ACL; also the URL's user and password), ``use_tls``
+      (also ``ssl=True`` on the connection), ``ssl_context``.
+    - ``cluster``: create topics on this cluster's masters (default: every cluster).
+    - ``queue_nums`` (4): message queues of a durable kombu queue's topic (1 for auto-delete /
+      exclusive queues and fanout exchanges).
+    - ``commit_interval`` (1000 ms): how often committed offsets are persisted.
+    - ``buffer_limit`` (64), ``pull_batch_size`` (32), ``pull_threshold_for_queue`` (256),
+      ``pull_threshold_for_all`` (1024), ``long_poll_ms`` (15000): pulling.
+    - ``priority_steps`` ((0, 3, 6, 9)), ``binding_cache_ttl`` (1.0 s),
+      ``catch_up_timeout`` (1.0 s), ``polling_interval`` (max wait slice, 1.0 s).
+    """
+
+    Channel = Channel
+    default_port = DEFAULT_PORT
+    driver_type = "rocketmq"
+    driver_name = "rocketmq"
+    polling_interval = 1.0
+
+    implements = virtual.Transport.implements.extend(
+        asynchronous=False,
+        exchange_type=frozenset(["direct", "topic", "fanout"]),
+        heartbeats=False,
+    )
+
+    connection_errors = virtual.Transport.connection_errors + (
+        RocketMQConnectionError, RemotingError, RequestTimeoutError, ClientStateError, ConnectionError, socket.error)
+    channel_errors = virtual.Transport.channel_errors + (MQBrokerError, MQClientError, IllegalArgumentError)
+
+    def __init__(self, client: Any, **kwargs: Any) -> None:
+        super().__init__(client, **kwargs)
+        self.broker_client: BrokerClient | None = None
+        self.auto_delete_queues: set[str] = set()
+
+    def driver_version(self) -> str:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            return version("rocketmq-python-sdk")
+        except PackageNotFoundError:
+            return "unknown"
+
+    def _namesrv_addrs(self) -> list[str]:
+        conninfo = self.client
+        host = conninfo.hostname or "127.0.0.1"
+        port = conninfo.port or DEFAULT_PORT
+        first = host if ":" in host else f"{host}:{port}"
+        addrs = [first]
+        for alt in conninfo.alt or ():
+            if not isinstance(alt, str):
+                continue
+            netloc = alt.split("://", 1)[-1].rsplit("@", 1)[-1].split("/", 1)[0]
+            if netloc and ":" not in netloc:
+                netloc = f"{netloc}:{DEFAULT_PORT}"
+            if netloc and netloc not in addrs:
+                addrs.append(netloc)
+        return addrs
+
+    def _options(self) -> dict[str, Any]:
+        conninfo = self.client
+        opts = dict(conninfo.transport_options or {})
+        if conninfo.userid and "access_key" not in opts:
+            opts["access_key"] = conninfo.userid
+            opts["secret_key"] = conninfo.password or ""
+        if conninfo.ssl and "use_tls" not in opts:
+            opts["use_tls"] = True
+        if conninfo.connect_timeout and "connect_timeout_ms" not in opts:
+            opts["connect_timeout_ms"] = float(conninfo.connect_timeout) * 1000
+        opts.setdefault("virtual_host", conninfo.virtual_host)
+        return opts
+
+    def establish_connection(self) -> Any:
+        if self.broker_client is None:
+            self.broker_client = BrokerClient(self._namesrv_addrs(), self._options())
+        return super().establish_connection()
+
+    def close_connection(self, connection: Any) -> None:
+        try:
+            super().close_connection(connection)
+        finally:
+            bc, self.broker_client = self.broker_client, None
+            if bc is not None:
+                bc.close()
+
+    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+        """Deliver every message ready on the consumed queues (within prefetch); wait for one
+        up to ``timeout`` seconds.
+
+        Raises:
+            socket.timeout: nothing arrived in time.
+        """
+        bc = self.broker_client
+        if bc is None:
+            raise RocketMQConnectionError("connection is closed")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            seen = bc.arrivals
+            delivered = 0
+            for channel in list(self.channels):
+                if not channel.closed:
+                    delivered += channel.deliver_ready(self._deliver)
+            if delivered:
+                return
+            if self.broker_client is None:
+                raise RocketMQConnectionError("connection is closed")
+            wait = self.polling_interval or 1.0
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError()
+                wait = min(wait, remaining)
+            bc.wait_arrival(seen, wait)
+
+    @cached_property
+    def default_connection_params(self) -> dict[str, Any]:
+        return {"port": DEFAULT_PORT, "hostname": "127.0.0.1"}
+
+    def verify_connection(self, connection: Any) -> bool:
+        return self.broker_client is not None
+

@@ -1,0 +1,246 @@
+"""The transport's own semantics against the embedded broker: out-of-order acks never let the
+committed offset pass an unacknowledged message, prefetch bounds deliveries, _size / purge /
+queue_delete, the rocketmq:// alias of the celery command, names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import kombu
+import pytest
+from celery_workers import isolated_options
+from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.exceptions import IllegalArgumentError
+from rocketmq_sdk.integrations.celery.naming import Naming, escape
+from rocketmq_sdk.integrations.celery.offsets import OffsetTracker
+
+
+@pytest.fixture()
+def conn(rocketmq_cluster):
+    # one message queue per topic: the offsets of a kombu queue are one sequence
+    c = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}",
+                         transport_options=isolated_options(queue_nums=1, commit_interval=200))
+    yield c
+    c.release()
+
+
+def publish(conn, queue: kombu.Queue, bodies) -> None:
+    producer = kombu.Producer(conn.default_channel)
+    for body in bodies:
+        producer.publish(body, routing_key=queue.name, declare=[queue], serializer="json")
+
+
+def consume(conn, queue: kombu.Queue, want: int, prefetch: int | None = None) -> list:
+    got = []
+    with kombu.Consumer(conn, [queue], callbacks=[lambda body, msg: got.append(msg)], prefetch_count=prefetch):
+        while len(got) < want:
+            conn.drain_events(timeout=5)
+    return got
+
+
+def committed(conn, queue: str) -> int:
+    bc = conn.transport.broker_client
+    qc = bc.running_consumer(queue)
+    qc.commit_now()
+    (mq,) = qc.lite.assignment()
+    with AdminClient(bc.namesrv_addr) as admin:
+        return admin.consume_offset(qc.group, mq)
+
+
+def test_out_of_order_acks_commit_only_below_the_oldest_unacked(conn):
+    q = kombu.Queue("acks")
+    publish(conn, q, range(5))
+    msgs = consume(conn, q, 5)
+    assert [m.payload for m in msgs] == [0, 1, 2, 3, 4]
+    msgs[0].ack()
+    msgs[2].ack()
+    msgs[4].ack()
+    assert committed(conn, "acks") == 1          # message 1 is still unacked
+    msgs[1].ack()
+    assert committed(conn, "acks") == 3          # message 3 is still unacked
+    msgs[3].ack()
+    assert committed(conn, "acks") == 5
+
+
+def test_prefetch_bounds_unacked_deliveries(conn):
+    q = kombu.Queue("prefetch")
+    publish(conn, q, range(5))
+    got = []
+    with kombu.Consumer(conn, [q], callbacks=[lambda body, msg: got.append(msg)], prefetch_count=2):
+        conn.drain_events(timeout=5)
+        assert [m.payload for m in got] == [0, 1]
+        with pytest.raises(TimeoutError):
+            conn.drain_events(timeout=0.5)        # two unacked: nothing more is delivered
+        got[0].ack()
+        conn.drain_events(timeout=5)
+        assert [m.payload for m in got] == [0, 1, 2]
+        for m in got:
+            if not m.acknowledged:
+                m.ack()
+
+
+def test_fanout_binding_starts_at_the_bind(conn):
+    ex = kombu.Exchange("fan", type="fanout")
+    q1, q2 = kombu.Queue("fan1", exchange=ex), kombu.Queue("fan2", exchange=ex)
+    producer = kombu.Producer(conn.default_channel, exchange=ex)
+    producer.publish("before", declare=[q1], serializer="json")
+    q2(conn.default_channel).declare()            # bound after "before" was published
+    producer.publish("after", serializer="json")
+    assert [m.payload for m in consume(conn, q1, 2)] == ["before", "after"]
+    assert [m.payload for m in consume(conn, q2, 1)] == ["after"]
+    with kombu.Consumer(conn, [q2], callbacks=[lambda body, msg: pytest.fail(f"q2 got {body!r}")]):
+        with pytest.raises(TimeoutError):
+            conn.drain_events(timeout=0.5)
+
+
+def test_size_purge_and_delete(conn):
+    q = kombu.Queue("sized")
+    publish(conn, q, range(3))
+    channel = conn.default_channel
+    assert channel._size("sized") == 3
+    assert q(channel).purge() == 3
+    assert channel._size("sized") == 0
+    with kombu.Consumer(conn, [q], callbacks=[lambda body, msg: pytest.fail("purged message delivered")]):
+        with pytest.raises(TimeoutError):
+            conn.drain_events(timeout=1)
+    publish(conn, q, ["after"])
+    assert [m.payload for m in consume(conn, q, 1)] == ["after"]
+    q(channel).delete()
+    with pytest.raises(conn.channel_errors):
+        q(conn.channel()).queue_declare(passive=True)
+
+
+def test_reject_requeue_redelivers_and_reject_drops(conn):
+    q = kombu.Queue("rejects")
+    publish(conn, q, ["a", "b"])
+    first = consume(conn, q, 2)
+    first[0].reject(requeue=True)
+    first[1].reject(requeue=False)
+    again = consume(conn, q, 1)
+    assert again[0].payload == "a" and again[0].delivery_info.get("redelivered") is True
+    again[0].ack()
+    assert conn.default_channel._size("rejects") == 0
+
+
+def test_celery_command_registers_the_alias():
+    # the celery command loads its plugins (entry point group celery.commands) at start
+    code = ("import sys; from celery.bin.celery import celery; from kombu.transport import TRANSPORT_ALIASES; "
+            "sys.exit(0 if TRANSPORT_ALIASES.get('rocketmq') == 'rocketmq_sdk.integrations.celery:Transport' else 1)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_names_are_legal_and_distinct():
+    n = Naming()
+    assert n.queue_topic("celery") == "celery"
+    assert n.queue_topic("celery.pidbox") == "celery-2Epidbox"
+    assert escape("a-b") == "a-2Db" and escape("a.b") != escape("a_b")
+    assert n.queue_topic("q", 3) == "q-P3" and n.fanout_topic("q") == "q-F"
+    assert len({n.queue_topic("x"), n.queue_topic("x", 3), n.fanout_topic("x"), n.queue_topic("x-F")}) == 4
+    long = n.queue_topic("é" * 200)
+    assert len(long) <= 127 and long != n.queue_topic("é" * 201)
+    assert Naming(namespace="ns1").group("q") == "ns1%kombu_q"
+    with pytest.raises(IllegalArgumentError):
+        Naming(topic_prefix="bad.prefix")
+
+
+def test_offset_tracker_never_passes_a_pending_offset():
+    t = OffsetTracker()
+    for off in range(10, 15):
+        t.taken("mq", off)
+    assert t.committable("mq") == 10
+    for off in (14, 12, 11):
+        t.settled("mq", off)
+    assert t.committable("mq") == 10
+    t.settled("mq", 10)
+    assert t.committable("mq") == 13
+    t.settled("mq", 13)
+    assert t.committable("mq") == 15 and t.pending_count() == 0
+    assert t.committable("other") == -1
+
+
+def test_class_path_transport_without_the_alias(rocketmq_cluster):
+    # kombu >= 5.7 refuses "module:Class" URL schemes; the class path goes in transport= /
+    # Celery's broker_transport, in a process that never imported the integration
+    code = f"""
+import sys, kombu
+from kombu.transport import TRANSPORT_ALIASES
+assert "rocketmq" not in TRANSPORT_ALIASES
+conn = kombu.Connection("rocketmq://{rocketmq_cluster.namesrv_addr}",
+                        transport="rocketmq_sdk.integrations.celery:Transport",
+                        transport_options={{"topic_prefix": "classpath_"}})
+with conn:
+    q = conn.SimpleQueue("classpath")
+    q.put({{"n": 1}})
+    msg = q.get(timeout=10)
+    msg.ack()
+    q.close()
+sys.exit(0 if msg.payload == {{"n": 1}} else 1)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+
+
+def test_tls_transport_option(tmp_path):
+    trustme = pytest.importorskip("trustme")
+    from rocketmq_broker.embedded import start_dev_cluster
+    from rocketmq_sdk.remoting.client import client_ssl_context
+    from rocketmq_sdk.remoting.server import server_ssl_context
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    ca_path, cert_path, key_path = tmp_path / "ca.pem", tmp_path / "server.pem", tmp_path / "server.key"
+    ca.cert_pem.write_to_path(str(ca_path))
+    for blob in cert.cert_chain_pems:
+        blob.write_to_path(str(cert_path), append=True)
+    cert.private_key_pem.write_to_path(str(key_path))
+    with start_dev_cluster(in_process=True, ssl_context=server_ssl_context(str(cert_path), str(key_path))) as cluster:
+        conn = kombu.Connection(f"rocketmq://{cluster.namesrv_addr}", transport_options=isolated_options(
+            ssl_context=client_ssl_context(str(ca_path))))
+        with conn:
+            q = conn.SimpleQueue("tls")
+            q.put({"over": "tls"})
+            msg = q.get(timeout=10)
+            msg.ack()
+            q.close()
+        assert msg.payload == {"over": "tls"}
+        plain = kombu.Connection(f"rocketmq://{cluster.namesrv_addr}", connect_timeout=2)
+        with pytest.raises(plain.connection_errors):
+            plain.connect()
+
+
+def test_acl_keys_from_the_url(tmp_path):
+    from rocketmq_broker.embedded import start_dev_cluster
+
+    acl = tmp_path / "plain_acl.yml"
+    acl.write_text("globalWhiteRemoteAddresses:\naccounts:\n  - accessKey: KombuUser\n    secretKey: kombu-secret-1\n"
+                   "    admin: true\n    defaultTopicPerm: PUB|SUB\n    defaultGroupPerm: PUB|SUB\n")
+    with start_dev_cluster(in_process=True, broker_config={"acl_enable": True, "acl_config_file": str(acl)}) as cluster:
+        conn = kombu.Connection(f"rocketmq://KombuUser:kombu-secret-1@{cluster.namesrv_addr}",
+                                transport_options=isolated_options())
+        with conn:
+            q = conn.SimpleQueue("acl")
+            q.put({"signed": True})
+            msg = q.get(timeout=10)
+            msg.ack()
+            q.close()
+        assert msg.payload == {"signed": True}
+        wrong = kombu.Connection(f"rocketmq://KombuUser:wrong-secret@{cluster.namesrv_addr}",
+                                 transport_options=isolated_options())
+        with wrong, pytest.raises(wrong.channel_errors + wrong.connection_errors):
+            kombu.Producer(wrong.default_channel).publish({"signed": False}, routing_key="acl2",
+                                                         declare=[kombu.Queue("acl2")])
+
+
+def test_expiry_is_the_smallest_of_message_and_queue_ttl():
+    from rocketmq_sdk.integrations.celery.registry import QueueInfo
+    from rocketmq_sdk.integrations.celery.transport import Channel
+
+    before = int(time.time() * 1000)
+    assert Channel._expires_at({}, None) is None
+    assert Channel._expires_at({}, QueueInfo(message_ttl=None)) is None
+    at = Channel._expires_at({"expiration": "2000"}, QueueInfo(message_ttl=500))
+    assert before + 500 <= at <= int(time.time() * 1000) + 500
+    at = Channel._expires_at({"expiration": "100"}, QueueInfo(message_ttl=500))
+    assert before + 100 <= at <= int(time.time() * 1000) + 100
