@@ -1,0 +1,108 @@
+"""The demo's streaming stage: per-carrier delay statistics from a Structured Streaming query
+that reads topic ``flights`` with ``spark.readStream.format("rocketmq")``, checked against
+Spark's batch ``groupBy`` of the loaded rows and against the consumer group's tallies.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BODY_SCHEMA = "carrier STRING, dep_delay DOUBLE, arr_delay DOUBLE"
+"""The fields of a flight's JSON body the statistics need."""
+
+
+@dataclass(frozen=True)
+class CarrierStats:
+    """Flights of one carrier and their mean departure / arrival delays in minutes (None: no
+    delay known, e.g. only cancelled flights)."""
+
+    flights: int
+    avg_dep_delay: float | None
+    avg_arr_delay: float | None
+
+
+@dataclass
+class StreamRun:
+    """What the streaming query did: rows read per micro-batch and its wall time."""
+
+    batch_rows: list[int] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def rows(self) -> int:
+        return sum(self.batch_rows)
+
+
+def delay_stats(df: Any) -> Any:
+    """The per-carrier aggregate of a DataFrame with ``carrier``, ``dep_delay``, ``arr_delay``."""
+    from pyspark.sql import functions as F
+
+    return df.groupBy("carrier").agg(F.count(F.lit(1)).alias("flights"), F.avg("dep_delay").alias("avg_dep_delay"),
+                                     F.avg("arr_delay").alias("avg_arr_delay"))
+
+
+def collect_stats(df: Any) -> dict[str, CarrierStats]:
+    """``carrier -> CarrierStats`` from a :func:`delay_stats` result."""
+    return {r["carrier"]: CarrierStats(r["flights"], r["avg_dep_delay"], r["avg_arr_delay"]) for r in df.collect()}
+
+
+def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir: Path, *,
+                       max_per_trigger: int | None = None, timeout_s: float = 600.0) -> tuple[dict[str, CarrierStats],
+                                                                                            StreamRun]:
+    """Run a ``Trigger.AvailableNow`` query over the whole topic into an in-memory table and
+    return its per-carrier statistics.
+
+    Raises:
+        TimeoutError: the query did not finish within ``timeout_s``.
+        pyspark.errors.StreamingQueryException: the query failed.
+    """
+    from pyspark.sql import functions as F
+
+    reader = (spark.readStream.format("rocketmq").option("nameServer", namesrv_addr).option("topic", topic)
+              .option("startingOffsets", "earliest"))
+    if max_per_trigger:
+        reader = reader.option("maxMessagesPerTrigger", str(max_per_trigger))
+    flights = reader.load().select(F.from_json(F.col("body").cast("string"), BODY_SCHEMA).alias("f")).select("f.*")
+    started = time.monotonic()
+    query = (delay_stats(flights).writeStream.outputMode("complete").format("memory").queryName("carrier_delays")
+             .option("checkpointLocation", str(checkpoint_dir)).trigger(availableNow=True).start())
+    try:
+        if not query.awaitTermination(timeout_s):
+            raise TimeoutError(f"the streaming query did not finish in {timeout_s:.0f} s")
+        if query.exception() is not None:
+            raise query.exception()
+        run = StreamRun([p["numInputRows"] for p in query.recentProgress if p["numInputRows"]],
+                        time.monotonic() - started)
+        return collect_stats(spark.table("carrier_delays")), run
+    finally:
+        query.stop()
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def compare_stats(batch: dict[str, CarrierStats], streamed: dict[str, CarrierStats],
+                  group_counts: dict[str, int]) -> list[str]:
+    """Problems found comparing the streaming statistics with the batch ``groupBy`` (counts
+    equal, means equal up to float summation order) and the consumer group's tallies."""
+    problems = []
+    for carrier in sorted(set(batch) | set(streamed) | set(group_counts)):
+        want, got = batch.get(carrier), streamed.get(carrier)
+        if want is None or got is None:
+            problems.append(f"carrier {carrier}: in the batch groupBy {want is not None}, "
+                            f"in the streaming query {got is not None}")
+            continue
+        if got.flights != want.flights or not _close(got.avg_dep_delay, want.avg_dep_delay) \
+                or not _close(got.avg_arr_delay, want.avg_arr_delay):
+            problems.append(f"carrier {carrier}: streaming {got}, batch groupBy {want}")
+        if group_counts.get(carrier, 0) != got.flights:
+            problems.append(f"carrier {carrier}: streaming query counted {got.flights}, "
+                            f"consumer group {group_counts.get(carrier, 0)}")
+    return problems
