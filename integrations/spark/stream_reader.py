@@ -11,8 +11,12 @@ reads each message once. The reader itself keeps no position; it only looks offs
   capped by ``maxMessagesPerTrigger`` (``ReadMaxRows``, Spark ≥ 4.2's admission control for
   Python sources), spread over the queues in proportion to their backlog;
 - ``Trigger.AvailableNow``: the max offsets at the query's start are the target;
-- ``commit(end)``: with ``commitGroup``, ``end`` becomes that group's consumer offsets
-  (persisted within a second, and at the query's stop).
+- with ``commitGroup``, the processed position becomes that group's consumer offsets
+  (persisted within a second, and at the query's stop), so ``consumerProgress`` shows the
+  query's lag. Spark calls ``commit(end)`` for a batch only when it plans the next one, and
+  never for the last batch of a query; but it plans each batch from the end of the previous,
+  completed one, so the ``start`` given to ``latestOffset(start, limit)`` (Spark ≥ 4.2) is
+  committed too: a ``Trigger.AvailableNow`` query leaves the group at its final position.
 """
 
 from __future__ import annotations
@@ -121,6 +125,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if start is None:  # PySpark < 4.2 calls latestOffset() without admission control
             return offsets_to_json(latest)
         begin = offsets_from_json(start)
+        self._commit_to_group(begin)
         for mq, offset in begin.items():  # a queue no longer listed keeps its position
             latest.setdefault(mq, offset)
         max_rows = getattr(limit, "max_rows", None) if ReadMaxRows is not None and isinstance(limit, ReadMaxRows) \
@@ -144,13 +149,16 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return read_range(partition, self.schema)
 
     def commit(self, end: dict) -> None:
+        self._commit_to_group(offsets_from_json(end))
+
+    def _commit_to_group(self, offsets: dict[MessageQueue, int]) -> None:
         group = self.options.commit_group
         if not group:
             return
         if self._commit_consumer is None:
             self._commit_consumer = start_commit_consumer(self.options.name_server, group, self.options.topics,
                                                           persist_consumer_offset_interval=1000)
-        commit_offsets(self.options.name_server, group, offsets_from_json(end), consumer=self._commit_consumer)
+        commit_offsets(self.options.name_server, group, offsets, consumer=self._commit_consumer)
 
     def stop(self) -> None:
         for consumer in (self._commit_consumer, self._consumer):

@@ -35,8 +35,10 @@ def cluster(tmp_path_factory):
         yield c
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def producer(cluster):
+    # per test: Spark queries keep a module-wide producer idle long enough for the broker to
+    # close its idle connection, which an explicit-queue send (one attempt) then runs into
     with sdk.Producer("spark_source_test", cluster.namesrv_addr) as p:
         yield p
 
@@ -66,9 +68,10 @@ def reader(spark, cluster, topic: str):
 
 
 @pytest.fixture(scope="module")
-def filled(cluster, producer):
+def filled(cluster):
     topic = new_topic(cluster)
-    return topic, send(producer, topic, PER_QUEUE, range(QUEUES))
+    with sdk.Producer("spark_source_fill", cluster.namesrv_addr) as producer:
+        return topic, send(producer, topic, PER_QUEUE, range(QUEUES))
 
 
 def test_batch_read_without_registration_returns_every_message_with_its_columns(spark, cluster, filled):
@@ -175,16 +178,17 @@ def test_stream_restart_from_checkpoint_delivers_each_message_once(spark, cluste
     def stream():
         return (spark.readStream.format("rocketmq").option("nameServer", cluster.namesrv_addr)
                 .option("topic", topic).option("startingOffsets", "earliest")
-                .option("maxMessagesPerTrigger", "25").option("commitGroup", group).load()
+                .option("maxMessagesPerTrigger", "40").option("commitGroup", group).load()
                 .selectExpr("msg_id", "queue_id", "queue_offset", "cast(body AS string) AS body"))
 
     first = run_available_now(stream(), tmp_path / "out", tmp_path / "chk")
     sizes = [p["numInputRows"] for p in first.recentProgress if p["numInputRows"]]
-    assert sum(sizes) == 60 and max(sizes) <= 25 and len(sizes) >= 3, f"admission control: {sizes}"
+    assert sum(sizes) == 60 and max(sizes) <= 40 and len(sizes) >= 2, f"admission control: {sizes}"
 
     # while stopped: more messages, and the topic grows a third queue
     create_topic(cluster.namesrv_addr, cluster.broker_addr, topic, 3)
-    sent.update(send(producer, topic, 10, range(3), first=30))
+    with sdk.Producer("spark_source_more", cluster.namesrv_addr) as fresh:
+        sent.update(send(fresh, topic, 10, range(3), first=30))
     run_available_now(stream(), tmp_path / "out", tmp_path / "chk")
 
     out = spark.read.parquet(str(tmp_path / "out"))
