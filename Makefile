@@ -57,3 +57,4 @@ bench: install
 	$(PY) benchmarks/run.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/broker_send.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/spark_writer.py $(if $(QUICK),--quick,)
+	$(PY) benchmarks/spark_reader.py $(if $(QUICK),--quick,)

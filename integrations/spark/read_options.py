@@ -108,14 +108,20 @@ def _offset_spec(opts: Mapping[str, str], name: str, default: str, topics: tuple
     return offsets_to_json(spec)
 
 
-def _positive_int(opts: Mapping[str, str], name: str, default: int | None, *, upper: int | None = None) -> int | None:
+def _int(opts: Mapping[str, str], name: str, what: str) -> int | None:
     raw = opts.get(name.lower())
     if raw is None or raw == "":
-        return default
+        return None
     try:
-        value = int(raw)
+        return int(raw)
     except ValueError:
-        raise IllegalArgumentError(f"option {name} must be an integer, got {raw!r}") from None
+        raise IllegalArgumentError(f"option {name} must be {what}, got {raw!r}") from None
+
+
+def _positive_int(opts: Mapping[str, str], name: str, default: int | None, *, upper: int | None = None) -> int | None:
+    value = _int(opts, name, "an integer")
+    if value is None:
+        return default
     if value < 1 or (upper is not None and value > upper):
         bound = f"1..{upper}" if upper is not None else "≥ 1"
         raise IllegalArgumentError(f"option {name} must be {bound}, got {value}")
@@ -123,14 +129,8 @@ def _positive_int(opts: Mapping[str, str], name: str, default: int | None, *, up
 
 
 def _timestamp(opts: Mapping[str, str], name: str) -> int | None:
-    raw = opts.get(name.lower())
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise IllegalArgumentError(f"option {name} must be epoch milliseconds, got {raw!r}") from None
-    if value < 0:
+    value = _int(opts, name, "epoch milliseconds")
+    if value is not None and value < 0:
         raise IllegalArgumentError(f"option {name} must be ≥ 0, got {value}")
     return value
 

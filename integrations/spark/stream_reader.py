@@ -11,12 +11,13 @@ reads each message once. The reader itself keeps no position; it only looks offs
   capped by ``maxMessagesPerTrigger`` (``ReadMaxRows``, Spark ≥ 4.2's admission control for
   Python sources), spread over the queues in proportion to their backlog;
 - ``Trigger.AvailableNow``: the max offsets at the query's start are the target;
-- with ``commitGroup``, the processed position becomes that group's consumer offsets
-  (persisted within a second, and at the query's stop), so ``consumerProgress`` shows the
-  query's lag. Spark calls ``commit(end)`` for a batch only when it plans the next one, and
-  never for the last batch of a query; but it plans each batch from the end of the previous,
-  completed one, so the ``start`` given to ``latestOffset(start, limit)`` (Spark ≥ 4.2) is
-  committed too: a ``Trigger.AvailableNow`` query leaves the group at its final position.
+- with ``commitGroup``, processed positions become that group's consumer offsets (persisted
+  within a second, and at the query's stop), so ``consumerProgress`` shows the query's lag.
+  Spark tells a source that a batch is done only when it plans the next one (``commit(end)``,
+  and the ``start`` of ``latestOffset(start, limit)``, both committed here), so the group
+  trails the checkpoint by the last micro-batch: a query that stops leaves it at the start of
+  its last batch, and the query's next run commits the rest at its first trigger. The group's
+  offsets thus never run ahead of what the sink has committed.
 """
 
 from __future__ import annotations

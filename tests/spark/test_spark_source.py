@@ -170,6 +170,7 @@ def run_available_now(df_stream, sink_dir, checkpoint, **writer_options):
     return query
 
 
+@pytest.mark.timeout(900)  # two streaming queries, several micro-batches; slow on a loaded 2-core machine
 def test_stream_restart_from_checkpoint_delivers_each_message_once(spark, cluster, producer, tmp_path):
     topic = new_topic(cluster, 2)
     group = f"spark_stream_{uuid.uuid4().hex[:6]}"
@@ -195,9 +196,13 @@ def test_stream_restart_from_checkpoint_delivers_each_message_once(spark, cluste
     ids = [r.msg_id for r in out.select("msg_id").collect()]
     assert len(ids) == len(sent) == 90 and set(ids) == {r.msg_id for r in sent.values()}, "each message once"
     assert out.where("queue_id = 2").count() == 10, "the new queue was picked up from its start"
-    assert group_offsets(cluster, group, topic) == [(0, 40), (1, 40), (2, 10)]
+    # the group trails the checkpoint by the last micro-batch (Spark reports a batch's end to the
+    # source only when it plans the next one): the second run committed where the first ended
+    committed = dict(group_offsets(cluster, group, topic))
+    assert (committed[0], committed[1], committed.get(2, 0)) == (30, 30, 0)
 
 
+@pytest.mark.timeout(600)
 def test_streaming_write_then_read_round_trip(spark, cluster, filled, tmp_path):
     source, sent = filled
     target = new_topic(cluster, 2)
