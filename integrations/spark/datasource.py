@@ -164,12 +164,19 @@ def register_data_source(spark: Any) -> None:
 
     Not needed when the package is installed: Spark registers ``rocketmq`` by itself from the
     top-level module ``pyspark_rocketmq`` (Spark looks for ``pyspark_*`` modules defining
-    ``DefaultSource``). Calling it anyway is harmless: Spark refuses to replace a data source it
-    registered that way (``DATA_SOURCE_ALREADY_EXISTS``), which is taken as done.
+    ``DefaultSource``). Calling it anyway is harmless: a format the session already knows is
+    left as it is (some Spark versions refuse to replace a statically registered source,
+    ``DATA_SOURCE_ALREADY_EXISTS``, which is taken as done too).
     """
+    try:  # a classic (non-Connect) session can tell: skip Spark's "replaced" warning
+        if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists("rocketmq"):
+            logger.debug("the rocketmq data source is already registered")
+            return
+    except Exception:  # noqa: BLE001 - Spark Connect, or another Spark: just register
+        pass
     try:
         spark.dataSource.register(RocketMQDataSource)
     except Exception as exc:  # pyspark.errors.AnalysisException; not imported to stay cheap
-        if "DATA_SOURCE_ALREADY_EXISTS" not in str(getattr(exc, "getCondition", lambda: "")() or exc):
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
             raise
         logger.debug("the rocketmq data source is already registered by Spark")
