@@ -178,9 +178,9 @@ def run(args: argparse.Namespace) -> int:
         notes.append(f"{group.skipped_not_owned} early deliveries from queues handed over at the group's start "
                      "were left to their new owner (not counted)")
     if not args.no_stream:
-        notes.append(f"streaming stage: {len(stream_run.batch_rows)} micro-batches of at most "
-                     f"{args.stream_max_per_trigger:,} messages (Trigger.AvailableNow)"
-                     if args.stream_max_per_trigger else "streaming stage: one micro-batch (Trigger.AvailableNow)")
+        notes.append(f"streaming stage: Trigger.AvailableNow, micro-batches of at most {args.stream_max_per_trigger:,} "
+                     "messages (maxMessagesPerTrigger)" if args.stream_max_per_trigger else
+                     "streaming stage: Trigger.AvailableNow, one micro-batch")
     print(format_report(Report(rows_read, result.sent, expected, result_audit, timings, partitions, notes,
                                streamed=None if args.no_stream else streamed,
                                stream_run=None if args.no_stream else stream_run)))
