@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,26 +75,45 @@ def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir
         reader = reader.option("maxMessagesPerTrigger", str(max_per_trigger))
     flights = reader.load().select(F.from_json(F.col("body").cast("string"), BODY_SCHEMA).alias("f")).select("f.*")
     started = time.monotonic()
-    run = StreamRun()
+
+    def start() -> Any:
+        return (delay_stats(flights).writeStream.outputMode("complete").format("memory")
+                .queryName("carrier_delays").option("checkpointLocation", str(checkpoint_dir))
+                .trigger(availableNow=True).start())
+
+    runs = run_available_now(start, timeout_s=timeout_s, attempts=attempts)
+    run = StreamRun([p["numInputRows"] for q in runs for p in q.recentProgress if p["numInputRows"]],
+                    time.monotonic() - started)
+    return collect_stats(spark.table("carrier_delays")), run
+
+
+def run_available_now(start: Callable[[], Any], *, timeout_s: float = 600.0, attempts: int = 3) -> list[Any]:
+    """Run a ``Trigger.AvailableNow`` query (``start()`` starts it with a checkpoint) to its end
+    and return the ``StreamingQuery`` of each run.
+
+    Spark gives the Python worker of a Python data source 10 s to start and connect back; on an
+    overloaded machine it may not, and the query fails with "Python worker failed to connect
+    back". Such a run is started again from its checkpoint (offsets and state are there), up to
+    ``attempts`` runs in all; any other failure is raised.
+
+    Raises:
+        TimeoutError: a run did not finish within ``timeout_s``.
+        pyspark.errors.StreamingQueryException: the query failed.
+    """
+    runs = []
     for attempt in range(1, attempts + 1):
-        query = (delay_stats(flights).writeStream.outputMode("complete").format("memory")
-                 .queryName("carrier_delays").option("checkpointLocation", str(checkpoint_dir))
-                 .trigger(availableNow=True).start())
+        query = start()
+        runs.append(query)
         try:
             if not query.awaitTermination(timeout_s):
                 raise TimeoutError(f"the streaming query did not finish in {timeout_s:.0f} s")
+            return runs
         except Exception as exc:  # StreamingQueryException
             if attempt == attempts or "failed to connect back" not in str(exc):
                 raise
-            # Spark gives a Python worker 10 s to start; on an overloaded machine it may not.
-            # The checkpoint holds the offsets and the aggregation state: resume from it.
             log.warning("streaming query failed (%s); resuming it from its checkpoint", str(exc).splitlines()[0])
-            continue
         finally:
-            run.batch_rows += [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
             query.stop()
-        run.elapsed_s = time.monotonic() - started
-        return collect_stats(spark.table("carrier_delays")), run
     raise AssertionError("unreachable")
 
 

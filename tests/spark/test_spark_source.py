@@ -19,6 +19,7 @@ pytestmark = pytest.mark.spark
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 sdk = pytest.importorskip("rocketmq_sdk")
 
+from flights_kit.stream import run_available_now  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
 from rocketmq_sdk.admin.client import AdminClient  # noqa: E402
 from rocketmq_sdk.protocol.message import MessageQueue  # noqa: E402
@@ -162,12 +163,12 @@ def group_offsets(cluster, group: str, topic: str, timeout_s: float = 15.0) -> l
             time.sleep(0.1)  # polling the name server for the retry topic's route
 
 
-def run_available_now(df_stream, sink_dir, checkpoint, **writer_options):
-    query = (df_stream.writeStream.format("parquet").option("path", str(sink_dir))
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    assert query.awaitTermination(180), "Trigger.AvailableNow query did not finish in 180 s"
-    assert query.exception() is None
-    return query
+def to_parquet(df_stream, sink_dir, checkpoint) -> list:
+    """Run ``df_stream`` into a parquet directory with Trigger.AvailableNow; the runs' queries
+    (a run whose Python worker did not start in time is resumed from the checkpoint)."""
+    return run_available_now(lambda: (df_stream.writeStream.format("parquet").option("path", str(sink_dir))
+                                      .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+                                      .start()), timeout_s=300)
 
 
 @pytest.mark.timeout(900)  # two streaming queries, several micro-batches; slow on a loaded 2-core machine
@@ -182,15 +183,15 @@ def test_stream_restart_from_checkpoint_delivers_each_message_once(spark, cluste
                 .option("maxMessagesPerTrigger", "40").option("commitGroup", group).load()
                 .selectExpr("msg_id", "queue_id", "queue_offset", "cast(body AS string) AS body"))
 
-    first = run_available_now(stream(), tmp_path / "out", tmp_path / "chk")
-    sizes = [p["numInputRows"] for p in first.recentProgress if p["numInputRows"]]
+    first = to_parquet(stream(), tmp_path / "out", tmp_path / "chk")
+    sizes = [p["numInputRows"] for q in first for p in q.recentProgress if p["numInputRows"]]
     assert sum(sizes) == 60 and max(sizes) <= 40 and len(sizes) >= 2, f"admission control: {sizes}"
 
     # while stopped: more messages, and the topic grows a third queue
     create_topic(cluster.namesrv_addr, cluster.broker_addr, topic, 3)
     with sdk.Producer("spark_source_more", cluster.namesrv_addr) as fresh:
         sent.update(send(fresh, topic, 10, range(3), first=30))
-    run_available_now(stream(), tmp_path / "out", tmp_path / "chk")
+    to_parquet(stream(), tmp_path / "out", tmp_path / "chk")
 
     out = spark.read.parquet(str(tmp_path / "out"))
     ids = [r.msg_id for r in out.select("msg_id").collect()]
@@ -208,10 +209,11 @@ def test_streaming_write_then_read_round_trip(spark, cluster, filled, tmp_path):
     target = new_topic(cluster, 2)
     stream = (spark.readStream.format("rocketmq").option("nameServer", cluster.namesrv_addr)
               .option("topic", source).option("startingOffsets", "earliest").load())
-    query = (stream.select("body", "tags", "keys", "properties").writeStream.format("rocketmq")
-             .option("nameServer", cluster.namesrv_addr).option("topic", target).option("batchSize", "8")
-             .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
-    assert query.awaitTermination(180) and query.exception() is None
+    runs = run_available_now(lambda: (
+        stream.select("body", "tags", "keys", "properties").writeStream.format("rocketmq")
+        .option("nameServer", cluster.namesrv_addr).option("topic", target).option("batchSize", "8")
+        .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()), timeout_s=300)
+    query = runs[-1]
     copied = reader(spark, cluster, target).load().collect()
     original = {r.msg_id: r for r in reader(spark, cluster, source).load().collect()}
     assert len(copied) == len(original) == len(sent)
