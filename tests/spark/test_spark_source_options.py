@@ -127,3 +127,64 @@ def test_offset_for_timestamp_corrects_the_brokers_nearest_answer(nearest):
     assert QueueOffsets(FakeQueue(times, nearest), opts).offset_for_timestamp(mq(0), 2000) == 40
     assert QueueOffsets(FakeQueue(times, nearest), opts).offset_for_timestamp(mq(0), 2001) == 100
     assert QueueOffsets(FakeQueue(times, nearest), opts).offset_for_timestamp(mq(0), 0) == 0
+
+
+class FakeTopic:
+    """Look-ups of a topic whose queues and max offsets the test changes."""
+
+    def __init__(self, maxima: dict[int, int]) -> None:
+        self.maxima = maxima
+
+    def fetch_subscribe_message_queues(self, topic):
+        return [mq(q, topic) for q in sorted(self.maxima)]
+
+    def max_offset(self, q):
+        return self.maxima[q.queue_id]
+
+    def min_offset(self, q):
+        return 3 if q.queue_id == 9 else 0
+
+    def shutdown(self):
+        pass
+
+
+def stream_reader(maxima: dict[int, int], **options):
+    from rocketmq_sdk.integrations.spark.stream_reader import RocketMQStreamReader
+
+    reader = RocketMQStreamReader(ReadOptions.parse({**NS, "topic": "t", **options}, streaming=True), None)
+    reader._consumer = FakeTopic(maxima)
+    return reader
+
+
+def test_stream_reader_offsets_admission_control_available_now_and_new_queues():
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    topic = FakeTopic({0: 10, 1: 30})
+    reader = stream_reader({}, startingOffsets="earliest", maxMessagesPerTrigger="8")
+    reader._consumer = topic
+    assert reader.getDefaultReadLimit() == ReadMaxRows(8)
+    start = reader.initialOffset()
+    assert start == {"t": {"broker-a/0": 0, "broker-a/1": 0}}
+    assert reader.latestOffset() == {"t": {"broker-a/0": 10, "broker-a/1": 30}}, "PySpark < 4.2 call"
+    assert reader.latestOffset(start, ReadMaxRows(8)) == {"t": {"broker-a/0": 2, "broker-a/1": 6}}
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"t": {"broker-a/0": 10, "broker-a/1": 30}}
+
+    reader.prepareForTriggerAvailableNow()
+    topic.maxima.update({1: 50, 9: 7})  # after the target: more messages and a new queue
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"t": {"broker-a/0": 10, "broker-a/1": 30}}
+
+    later = stream_reader({}, startingOffsets="latest")
+    later._consumer = topic
+    end = later.latestOffset({"t": {"broker-a/0": 10, "broker-a/1": 30}}, ReadAllAvailable())
+    assert end == {"t": {"broker-a/0": 10, "broker-a/1": 50, "broker-a/9": 7}}
+    ranges = later.partitions({"t": {"broker-a/0": 10, "broker-a/1": 30}}, end)
+    assert [(r.queue_id, r.start, r.end, r.commit_on_read) for r in ranges] == [(1, 30, 50, False), (9, 3, 7, False)]
+
+
+def test_max_messages_per_trigger_needs_admission_control(monkeypatch):
+    from rocketmq_sdk.integrations.spark import stream_reader as module
+
+    monkeypatch.setattr(module, "HAS_ADMISSION_CONTROL", False)
+    with pytest.raises(IllegalArgumentError, match="needs PySpark 4.2 or later"):
+        stream_reader({}, maxMessagesPerTrigger="10")
+    stream_reader({})  # without the option: fine
