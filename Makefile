@@ -94,6 +94,7 @@ bench: install
 	$(PY) benchmarks/run.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/broker_send.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/spark_writer.py $(if $(QUICK),--quick,)
+	$(PY) benchmarks/spark_reader.py $(if $(QUICK),--quick,)
 
 # make faults - issue 14's fault suite at full size (docs/reliability.md): broker SIGKILL under both
 # flush modes, consumer SIGKILL mid-batch, a full disk (a small tmpfs; root only, else skipped),

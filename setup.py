@@ -85,5 +85,7 @@ def _extensions() -> list[Extension]:
 
 
 PACKAGES, PACKAGE_DIR = _packages()
-setup(packages=PACKAGES, package_dir=PACKAGE_DIR, ext_modules=_extensions(),
+# pyspark_rocketmq.py: a top-level module, so Spark finds the ``rocketmq`` data source by itself
+# (it registers ``DefaultSource`` of every ``pyspark_*`` module; docs/spark.md)
+setup(packages=PACKAGES, package_dir=PACKAGE_DIR, py_modules=["pyspark_rocketmq"], ext_modules=_extensions(),
       cmdclass={"build_ext": OptionalBuildExt})

@@ -11,7 +11,12 @@
    consumer group of two instances consumes topic ``flights`` (``--live``: during the send).
 4. Waits until the group has received everything, then checks per-carrier counts against
    Spark's ``groupBy("carrier").count()``, the key multiset (no loss, no duplicate), and the
-   per-tail-number order; prints a report and exits 1 on any mismatch.
+   per-tail-number order.
+5. Streaming stage: a Structured Streaming query reads topic ``flights`` back with
+   ``spark.readStream.format("rocketmq")`` (``Trigger.AvailableNow``, ``maxMessagesPerTrigger``
+   micro-batches) and computes per-carrier delay statistics; they must equal Spark's batch
+   ``groupBy`` of the loaded rows and the consumer group's tallies. Prints a report and exits 1
+   on any mismatch.
 
 ``--failover`` runs the same pipeline on a 2m-2s-sync cluster (two SYNC_MASTER brokers, each
 with a slave, one process per broker) and SIGKILLs broker-a's master once a third of the rows
@@ -45,6 +50,7 @@ from flights_kit.data import (  # noqa: E402
 from flights_kit.failover import audit_failover, wait_slaves_know_topic  # noqa: E402
 from flights_kit.progress import Progress  # noqa: E402
 from flights_kit.report import Report, Timings, format_report  # noqa: E402
+from flights_kit.stream import collect_stats, compare_stats, delay_stats, stream_delay_stats  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
 
 TOPIC = "flights"
@@ -65,15 +71,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--live", action="store_true",
                    help="start the consumers before the send and consume while Spark sends (default: "
                         "start them after the send, so send and consume throughput are measured apart)")
+    p.add_argument("--stream-max-per-trigger", type=int, default=100_000,
+                   help="maxMessagesPerTrigger of the streaming stage (default 100,000; 0 = one micro-batch)")
+    p.add_argument("--no-stream", action="store_true", help="skip the streaming stage")
     p.add_argument("--stall-timeout", type=float, default=60.0,
                    help="give up when no message arrives for this many seconds (default 60)")
     p.add_argument("--failover", action="store_true",
                    help="run on a 2m-2s-sync cluster and SIGKILL one master when a third of the rows are sent "
-                        "(implies --live; the producer picks the queues; duplicates are counted, not failures)")
+                        "(implies --live and --no-stream; the producer picks the queues; duplicates are counted, "
+                        "not failures)")
     p.add_argument("-v", "--verbose", action="store_true", help="log the SDK and broker at INFO")
     args = p.parse_args(argv)
     if args.failover:
         args.live = True
+        args.no_stream = True  # the streaming stage's exact counts do not hold with re-sent rows
     if args.rows is not None and args.rows <= 0:
         p.error("--rows must be positive")
     if args.batch_size < 1:
@@ -89,12 +100,12 @@ def expected_from(df: object) -> Expected:
     key_counts = df.groupBy(message_key_column().alias("k")).count().toPandas()
     keys = Counter(dict(zip(key_counts["k"].tolist(), key_counts["count"].tolist(), strict=True)))
     tails = {(r["tailnum"] or ""): r["count"] for r in df.groupBy("tailnum").count().collect()}
-    return Expected(carriers, keys, tails)
+    return Expected(carriers, keys, tails, collect_stats(delay_stats(df)))
 
 
 def run(args: argparse.Namespace) -> int:
     from rocketmq_broker.embedded import start_dev_cluster
-    from rocketmq_sdk.integrations.spark import FieldTemplate, write_dataframe
+    from rocketmq_sdk.integrations.spark import FieldTemplate, register_data_source, write_dataframe
 
     timings = Timings()
     started = time.monotonic()
@@ -111,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         group = None
         killed: dict[str, int] = {}
         masters = [b.addr for b in cluster.brokers if b.broker_id == 0] or [cluster.broker_addr]
+        streamed, stream_run = {}, None
         try:
             t = time.monotonic()
             spark = build_spark(tmp / "spark")
@@ -175,6 +187,12 @@ def run(args: argparse.Namespace) -> int:
             if tally.first_at is not None and tally.last_at is not None:
                 timings.consume_s = tally.last_at - (consume_started or tally.first_at)
                 timings.drain_after_send_s = max(0.0, tally.last_at - send_done)
+            if not args.no_stream:
+                register_data_source(spark)  # not needed when installed; harmless (see docs/spark.md)
+                streamed, stream_run = stream_delay_stats(spark, cluster.namesrv_addr, TOPIC, tmp / "stream-checkpoint",
+                                                          max_per_trigger=args.stream_max_per_trigger or None)
+                log.info("streaming query read %d messages in %d micro-batches in %.1f s", stream_run.rows,
+                         len(stream_run.batch_rows), stream_run.elapsed_s)
         finally:
             if group is not None:
                 group.shutdown()
@@ -185,6 +203,10 @@ def run(args: argparse.Namespace) -> int:
     if args.failover:
         return _failover_report(args, rows_read, result.sent, expected, timings, partitions, group, killed)
     result_audit = audit(expected, list(group.tally.records))
+    if not args.no_stream:
+        result_audit.problems += compare_stats(expected.delay_stats, streamed, result_audit.carrier_counts)
+        if stream_run.rows != result.sent:
+            result_audit.problems.append(f"the streaming query read {stream_run.rows} messages, {result.sent} were sent")
     notes = [f"one message per row, sent in requests of up to {args.batch_size} messages per queue"
              if args.batch_size > 1 else "one message per row, one send request per message",
              f"listener delivery order checked per tail number across {args.consumers} consumer instances",
@@ -193,7 +215,13 @@ def run(args: argparse.Namespace) -> int:
     if group.skipped_not_owned:
         notes.append(f"{group.skipped_not_owned} early deliveries from queues handed over at the group's start "
                      "were left to their new owner (not counted)")
-    print(format_report(Report(rows_read, result.sent, expected, result_audit, timings, partitions, notes)))
+    if not args.no_stream:
+        notes.append(f"streaming stage: Trigger.AvailableNow, micro-batches of at most {args.stream_max_per_trigger:,} "
+                     "messages (maxMessagesPerTrigger)" if args.stream_max_per_trigger else
+                     "streaming stage: Trigger.AvailableNow, one micro-batch")
+    print(format_report(Report(rows_read, result.sent, expected, result_audit, timings, partitions, notes,
+                               streamed=None if args.no_stream else streamed,
+                               stream_run=None if args.no_stream else stream_run)))
     return 0 if result_audit.ok and result.sent == rows_read else 1
 
 

@@ -48,11 +48,14 @@ class Received:
 
 @dataclass
 class Expected:
-    """What Spark sent: per-carrier counts, key multiset, and rows per tail number."""
+    """What Spark sent: per-carrier counts, key multiset, rows per tail number, and per-carrier
+    delay statistics (``carrier -> flights_kit.stream.CarrierStats``, from Spark's batch
+    ``groupBy``)."""
 
     carrier_counts: dict[str, int]
     key_counts: Counter
     tail_counts: dict[str, int]
+    delay_stats: dict = field(default_factory=dict)
 
     @property
     def total(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .audit import AuditResult, Expected
+from .stream import CarrierStats, StreamRun
 
 
 @dataclass
@@ -30,6 +31,32 @@ class Report:
     notes: list[str] = field(default_factory=list)
     #: the RESULT line when the audit passed (default: the plain demo's exact-once verdict)
     ok_verdict: str = "RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept"
+    streamed: dict[str, CarrierStats] | None = None
+    stream_run: StreamRun | None = None
+
+
+def _mins(value: float | None) -> str:
+    return f"{'-':>6}" if value is None else f"{value:6.2f}"
+
+
+def _stream_lines(r: Report) -> list[str]:
+    """Per-carrier delay statistics of the streaming query beside the group's tallies."""
+    run = r.stream_run
+    lines = [f"streaming query          {run.rows:>10,}   messages in {len(run.batch_rows)} micro-batches, "
+             f"{_rate(run.rows, run.elapsed_s)} ({run.elapsed_s:.1f} s)",
+             "delays by carrier (streaming query; consumer group and Spark batch groupBy beside):",
+             "  carrier   group   stream    batch  avg dep  avg arr (min)"]
+    for carrier in sorted(r.expected.delay_stats, key=lambda c: (-r.expected.delay_stats[c].flights, c)):
+        want, got = r.expected.delay_stats[carrier], r.streamed.get(carrier)
+        group = r.audit.carrier_counts.get(carrier, 0)
+        if got is None:
+            lines.append(f"  {carrier:<4} {group:>9,} {'-':>8} {want.flights:>8,}  MISSING")
+            continue
+        ok = group == got.flights == want.flights and _mins(got.avg_dep_delay) == _mins(want.avg_dep_delay) \
+            and _mins(got.avg_arr_delay) == _mins(want.avg_arr_delay)
+        lines.append(f"  {carrier:<4} {group:>9,} {got.flights:>8,} {want.flights:>8,}  {_mins(got.avg_dep_delay)}"
+                     f"   {_mins(got.avg_arr_delay)}  {'ok' if ok else 'MISMATCH'}")
+    return lines
 
 
 def _rate(n: int, seconds: float) -> str:
@@ -60,6 +87,8 @@ def format_report(r: Report, top: int = 5) -> str:
         f"elapsed                  cluster start {t.cluster_start_s:.1f} s, load {t.load_s:.1f} s, "
         f"total {t.total_s:.1f} s",
     ]
+    if r.streamed is not None and r.stream_run is not None:
+        lines += _stream_lines(r)
     lines += [f"note: {n}" for n in r.notes]
     if a.ok:
         lines.append(r.ok_verdict)

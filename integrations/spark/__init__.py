@@ -1,12 +1,13 @@
-"""Write Spark DataFrames to RocketMQ, one message per row (needs the ``spark`` extra).
-
-Two ways in:
+"""Spark and RocketMQ (needs the ``spark`` extra): write DataFrames, one message per row, and
+read topics back, in batch and Structured Streaming queries.
 
 - :func:`write_dataframe` (``DataFrame.foreachPartition``), returning per-partition counts;
-- the ``rocketmq`` Python data source (Spark 4.0): ``register_data_source(spark)`` then
-  ``df.write.format("rocketmq").option("namesrv", ...).option("topic", ...).save()``.
+- the ``rocketmq`` Python data source (Spark 4), registered by installing the package
+  (``pyspark_rocketmq``) or by ``register_data_source(spark)``: ``spark.read`` /
+  ``spark.readStream`` / ``df.write`` / ``df.writeStream`` ``.format("rocketmq")`` with
+  ``.option("nameServer", ...).option("topic", ...)`` (:mod:`.datasource`, docs/spark.md).
 
-Both use one producer per Python worker process, reused across partitions
+Writes use one producer per Python worker process, reused across partitions
 (:mod:`.producers`), and a :class:`RowMessageMapper` describing how a row becomes a message.
 """
 

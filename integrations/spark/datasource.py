@@ -1,33 +1,39 @@
-"""A Spark Python data source named ``rocketmq`` (Spark 4.0 ``pyspark.sql.datasource`` API).
+"""The ``rocketmq`` Spark data source (Spark 4 ``pyspark.sql.datasource`` API): batch and
+streaming reads and writes, the counterpart of Spark's Kafka source and sink.
 
-Register it once per session, then write with the DataFrame writer::
+Installing the package registers it (module ``pyspark_rocketmq``); ``register_data_source(spark)``
+does the same explicitly::
 
-    from rocketmq_sdk.integrations.spark import register_data_source
-    register_data_source(spark)
-    (df.write.format("rocketmq")
-       .option("namesrv", "127.0.0.1:9876").option("topic", "flights")
-       .option("tagCol", "carrier").option("selectorCol", "tailnum")
-       .mode("append").save())
+    df = (spark.read.format("rocketmq").option("nameServer", "127.0.0.1:9876")
+          .option("topic", "flights").load())
+    (df.write.format("rocketmq").option("nameServer", "127.0.0.1:9876")
+       .option("topic", "flights_copy").mode("append").save())
 
-Options (names are case-insensitive):
+Read options: see :class:`.read_options.ReadOptions`; columns: :data:`.reader.SOURCE_SCHEMA`.
+
+Write options (names are case-insensitive):
 
 ==================  ========================================================================
-``namesrv``         name server ``host:port`` (required)
+``nameServer``      name server ``host:port`` (required; alias ``namesrv``)
 ``topic``           destination topic (required)
 ``group``           producer group (default ``spark_rocketmq_writer``)
-``bodyCol``         column holding the body; default: the whole row as UTF-8 JSON
-``tagCol``          column holding the tag
-``keysCol``         column holding the key(s)
+``bodyCol``         column holding the body (default: ``body`` if there is such a column, else
+                    the whole row as UTF-8 JSON)
+``tagCol``          column holding the tag (default: ``tags`` if present)
+``keysCol``         column holding the key(s) (default: ``keys`` if present)
 ``keysTemplate``    ``str.format`` template over the row's columns, e.g. ``{year}-{flight}``
+``propertiesCol``   ``map<string,string>`` column of user properties (default: ``properties``)
+``delayCol``        column holding the delay level 1..18 (default: ``delay_time_level``)
 ``selectorCol``     column hashed by ``SelectMessageQueueByHash`` (per-value queue and order)
 ``excludeFromBody`` comma-separated columns left out of the JSON body
 ``sendTimeoutMs``   per-request send timeout in ms (default 3000)
 ``batchSize``       messages per send request, per target queue (default 1; see ``batching``)
+``rowIdKey``        streaming only: add the dedup key of :mod:`.stream_writer` (default true)
 ==================  ========================================================================
 
 Each Spark task sends its partition with the worker's cached producer, exactly as
 :func:`write_dataframe` does; the number of messages each task sent travels back in its
-commit message and the total is logged by ``commit()`` on the driver. Reading is not supported.
+commit message and the total is logged by ``commit()`` on the driver.
 """
 
 from __future__ import annotations
@@ -37,12 +43,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import StructType
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
-from .mapping import FieldTemplate, RowMessageMapper
+from .mapping import ColumnValue, FieldTemplate, RowMessageMapper
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerSpec, get_producer
+from .read_options import ReadOptions, lower_keys, name_server
+from .reader import SOURCE_SCHEMA
 from .writer import send_rows
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
@@ -55,25 +70,36 @@ class SentCount(WriterCommitMessage):
     sent: int
 
 
+KAFKA_STYLE_COLUMNS = {"bodycol": "body", "tagcol": "tags", "keyscol": "keys", "propertiescol": "properties",
+                       "delaycol": "delay_time_level"}
+"""Columns used by name when their option is not given (as Spark's Kafka sink uses ``value``,
+``key`` and ``headers``): a DataFrame read from RocketMQ writes back as it was read."""
+
+
 def _options_to_writer_args(options: dict[str, str],
                             schema: StructType) -> tuple[RowMessageMapper, ProducerSpec, int, int]:
-    opts = {k.lower(): v for k, v in options.items()}
-    for required in ("namesrv", "topic"):
-        if not opts.get(required):
-            raise IllegalArgumentError(f'the rocketmq data source needs .option("{required}", ...)')
+    opts = lower_keys(options)
+    namesrv = name_server(opts)
+    if not opts.get("topic"):
+        raise IllegalArgumentError('the rocketmq data source needs .option("topic", ...)')
     columns = set(schema.names)
-    for opt in ("bodyCol", "tagCol", "keysCol", "selectorCol"):
+    for opt in ("bodyCol", "tagCol", "keysCol", "selectorCol", "propertiesCol", "delayCol"):
         value = opts.get(opt.lower())
         if value and value not in columns:
             raise IllegalArgumentError(f"option {opt}={value!r} names no column of {sorted(columns)}")
     keys_template = opts.get("keystemplate")
+    for opt, column in KAFKA_STYLE_COLUMNS.items():
+        if not opts.get(opt) and column in columns and not (opt == "keyscol" and keys_template):
+            opts[opt] = column
     exclude = tuple(c.strip() for c in opts.get("excludefrombody", "").split(",") if c.strip())
     mapper = RowMessageMapper(
         opts["topic"], body=opts.get("bodycol") or None, tag_col=opts.get("tagcol") or None,
         keys_col=opts.get("keyscol") or None,
         keys_fn=FieldTemplate(keys_template) if keys_template else None,
+        properties_fn=ColumnValue(opts["propertiescol"]) if opts.get("propertiescol") else None,
+        delay_col=opts.get("delaycol") or None,
         selector_col=opts.get("selectorcol") or None, exclude_from_body=exclude)
-    spec = ProducerSpec.create(opts["namesrv"], opts.get("group") or DEFAULT_PRODUCER_GROUP)
+    spec = ProducerSpec.create(namesrv, opts.get("group") or DEFAULT_PRODUCER_GROUP)
     batch_size = int(opts.get("batchsize", "1"))
     if batch_size < 1:
         raise IllegalArgumentError(f"option batchSize must be at least 1, got {batch_size}")
@@ -103,16 +129,54 @@ class RocketMQDataSourceWriter(DataSourceWriter):
 
 
 class RocketMQDataSource(DataSource):
-    """The ``rocketmq`` format: a batch writer (no reader, no schema inference)."""
+    """The ``rocketmq`` format: batch and streaming reads and writes (see the module docstring)."""
 
     @classmethod
     def name(cls) -> str:
         return "rocketmq"
 
+    def schema(self) -> str:
+        return SOURCE_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from .reader import RocketMQBatchReader
+
+        return RocketMQBatchReader(ReadOptions.parse(self.options, streaming=False), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - Spark's name
+        from .stream_reader import RocketMQStreamReader
+
+        return RocketMQStreamReader(ReadOptions.parse(self.options, streaming=True), schema)
+
     def writer(self, schema: StructType, overwrite: bool) -> RocketMQDataSourceWriter:
         return RocketMQDataSourceWriter(dict(self.options), schema)
 
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        from .stream_writer import RocketMQStreamWriter
+
+        mapper, spec, send_timeout_ms, batch_size = _options_to_writer_args(dict(self.options), schema)
+        row_id_key = lower_keys(self.options).get("rowidkey", "true").lower() != "false"
+        return RocketMQStreamWriter(mapper, spec, send_timeout_ms, batch_size, row_id_key)
+
 
 def register_data_source(spark: Any) -> None:
-    """Register the ``rocketmq`` format with ``spark`` (a ``SparkSession``)."""
-    spark.dataSource.register(RocketMQDataSource)
+    """Register the ``rocketmq`` format with ``spark`` (a ``SparkSession``).
+
+    Not needed when the package is installed: Spark registers ``rocketmq`` by itself from the
+    top-level module ``pyspark_rocketmq`` (Spark looks for ``pyspark_*`` modules defining
+    ``DefaultSource``). Calling it anyway is harmless: a format the session already knows is
+    left as it is (some Spark versions refuse to replace a statically registered source,
+    ``DATA_SOURCE_ALREADY_EXISTS``, which is taken as done too).
+    """
+    try:  # a classic (non-Connect) session can tell: skip Spark's "replaced" warning
+        if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists("rocketmq"):
+            logger.debug("the rocketmq data source is already registered")
+            return
+    except Exception:  # noqa: BLE001 - Spark Connect, or another Spark: just register
+        pass
+    try:
+        spark.dataSource.register(RocketMQDataSource)
+    except Exception as exc:  # pyspark.errors.AnalysisException; not imported to stay cheap
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
+            raise
+        logger.debug("the rocketmq data source is already registered by Spark")

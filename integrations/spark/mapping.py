@@ -82,6 +82,17 @@ class FieldTemplate:
         return self.template.format_map(data)
 
 
+@dataclass(frozen=True)
+class ColumnValue:
+    """A picklable ``row -> value`` function returning one column (e.g. a map column as the
+    message's user properties)."""
+
+    column: str
+
+    def __call__(self, row: Any) -> Any:
+        return row[self.column]
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -102,7 +113,10 @@ class RowMessageMapper:
             null or empty value sends no tag.
         keys_col / keys_fn: the business key(s) (``KEYS`` property, indexed by the broker); a
             function may return one string or an iterable of strings; null sends no keys.
-        properties_fn: a function returning a ``dict[str, str]`` of user properties.
+        properties_fn: a function returning a ``dict[str, str]`` of user properties
+            (``ColumnValue("properties")`` reads a ``map<string,string>`` column).
+        delay_col: column holding the delay level (0 or null: none; 1..18, the broker's
+            ``messageDelayLevel`` index).
         selector_col / selector_fn: the argument given to the producer's message-queue selector
             (the demo hashes it with ``SelectMessageQueueByHash``); a null value becomes ``""``
             so such rows still land in one well-defined queue. Without either, no selector is
@@ -121,6 +135,7 @@ class RowMessageMapper:
     keys_col: str | None = None
     keys_fn: RowFn | None = None
     properties_fn: RowFn | None = None
+    delay_col: str | None = None
     selector_col: str | None = None
     selector_fn: RowFn | None = None
     exclude_from_body: tuple[str, ...] = field(default=())
@@ -172,4 +187,6 @@ class RowMessageMapper:
         props = self.properties_fn(row) if self.properties_fn is not None else None
         if props:
             props = {str(k): str(v) for k, v in props.items() if v is not None}
-        return Message(self.topic, self.body_of(row), tags=tag, keys=keys or None, properties=props or None)
+        delay = row[self.delay_col] if self.delay_col is not None else None
+        return Message(self.topic, self.body_of(row), tags=tag, keys=keys or None, properties=props or None,
+                       delay_time_level=int(delay or 0))

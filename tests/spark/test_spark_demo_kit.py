@@ -116,3 +116,23 @@ def test_failover_audit_counts_duplicates_and_fails_only_on_loss():
     assert not lost.result.ok
     assert "1 rows (tailnum, tail_seq) never arrived: ('N1', 3)" in lost.result.problems[0]
     assert "carrier UA: 2 distinct rows consumed, Spark counted 3" in lost.result.problems[1]
+
+
+def test_streaming_stage_comparison_and_report_lines():
+    from flights_kit.stream import CarrierStats, StreamRun, compare_stats
+
+    expected = _expected()
+    expected.delay_stats = {"UA": CarrierStats(3, 12.5, None), "AA": CarrierStats(1, -3.0, 4.0)}
+    same = {"UA": CarrierStats(3, 12.5 + 1e-12, None), "AA": CarrierStats(1, -3.0, 4.0)}
+    assert compare_stats(expected.delay_stats, same, {"UA": 3, "AA": 1}) == []
+    problems = compare_stats(expected.delay_stats, {"UA": CarrierStats(3, 12.6, None)}, {"UA": 2, "AA": 1})
+    assert any(p.startswith("carrier UA: streaming") for p in problems)
+    assert any("carrier UA: streaming query counted 3, consumer group 2" in p for p in problems)
+    assert any("carrier AA: in the batch groupBy True, in the streaming query False" in p for p in problems)
+
+    result = audit(expected, _received())
+    text = format_report(Report(4, 4, expected, result, Timings(), 2, streamed=same,
+                                stream_run=StreamRun([3, 1], 2.0)))
+    assert "streaming query                   4   messages in 2 micro-batches, 2 msg/s" in text
+    assert "  UA           3        3        3   12.50        -  ok" in text
+    assert "  AA           1        1        1   -3.00     4.00  ok" in text

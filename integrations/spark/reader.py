@@ -1,0 +1,174 @@
+"""Reading messages into Spark rows: the source's schema, the executor-side range reader and the
+batch ``DataSourceReader``.
+
+Each partition (:class:`.offsets.QueueRange`) is read by one task with PULL_MESSAGE requests of
+``pullBatchSize`` messages from ``start`` up to ``end`` (exclusive), in queue order, with the
+worker's cached ``PullConsumer`` (:mod:`.consumers`). Bodies arrive decompressed (the SDK's
+decoder inflates bodies stored with the COMPRESSED flag). Rows go to Spark as Arrow record
+batches (no per-row Python objects on Spark's side).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceReader
+from pyspark.sql.types import StructType
+from rocketmq_sdk.consumer.selector import MessageSelector
+from rocketmq_sdk.exceptions import MQClientError
+from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.protocol.message import PullStatus
+
+from .consumers import commit_offsets, get_pull_consumer
+from .offsets import QueueOffsets, QueueRange, plan_ranges
+from .read_options import LATEST, ReadOptions
+
+logger = logging.getLogger("rocketmq_sdk.integrations.spark")
+
+SOURCE_SCHEMA = (
+    "body BINARY, topic STRING, tags STRING, keys STRING, properties MAP<STRING, STRING>, "
+    "broker_name STRING, queue_id INT, queue_offset BIGINT, msg_id STRING, "
+    "born_timestamp TIMESTAMP, store_timestamp TIMESTAMP, reconsume_times INT"
+)
+"""Columns of every DataFrame read from RocketMQ (``keys`` as stored: space-separated;
+``properties`` holds the user properties, without RocketMQ's system ones)."""
+
+ROWS_PER_BATCH = 4096
+"""Rows per Arrow record batch handed to Spark."""
+
+NO_NEW_MESSAGE_WAIT_S = 10.0
+"""How long a range waits for messages below its end offset that the broker does not serve yet."""
+
+
+def _arrow_schema(schema: StructType) -> Any:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except TypeError:  # older PySpark: no timezone argument
+        return to_arrow_schema(schema)
+
+
+class _Columns:
+    """Column lists of one Arrow record batch being built."""
+
+    def __init__(self) -> None:
+        self.cols: list[list[Any]] = [[] for _ in range(12)]
+
+    def __len__(self) -> int:
+        return len(self.cols[0])
+
+    def add(self, m: Any) -> None:
+        c = self.cols
+        props = m.properties
+        c[0].append(m.body)
+        c[1].append(m.topic)
+        c[2].append(props.get(MC.TAGS))
+        c[3].append(props.get(MC.KEYS))
+        c[4].append([(k, v) for k, v in props.items() if k not in MC.RESERVED])
+        c[5].append(m.broker_name)
+        c[6].append(m.queue_id)
+        c[7].append(m.queue_offset)
+        c[8].append(m.msg_id)
+        c[9].append(m.born_timestamp * 1000)
+        c[10].append(m.store_timestamp * 1000)
+        c[11].append(m.reconsume_times)
+
+    def batch(self, pa_schema: Any) -> Any:
+        import pyarrow as pa
+
+        arrays = [pa.array(col, type=field.type) for col, field in zip(self.cols, pa_schema, strict=True)]
+        return pa.RecordBatch.from_arrays(arrays, schema=pa_schema)
+
+
+def _selector(options: ReadOptions) -> Any:
+    if options.expression_type == "SQL92":
+        return MessageSelector.by_sql(options.sub_expression)
+    return options.sub_expression
+
+
+def read_range(part: QueueRange, schema: StructType) -> Iterator[Any]:
+    """Arrow record batches of the messages of ``part`` (queue order), on an executor.
+
+    Raises:
+        MQClientError: messages of the range are no longer stored and ``failOnDataLoss`` is on,
+            or the broker serves nothing below ``end`` for ``NO_NEW_MESSAGE_WAIT_S`` seconds.
+        MQBrokerError / RemotingError: a pull failed.
+    """
+    opts = part.options
+    consumer = get_pull_consumer(opts.name_server, opts.group)
+    pa_schema = _arrow_schema(schema)
+    mq, selector, offset, end = part.queue, _selector(opts), part.start, part.end
+    cols = _Columns()
+    waiting_since: float | None = None
+    while offset < end:
+        result = consumer.pull(mq, selector, offset, min(opts.pull_batch_size, end - offset),
+                               timeout_ms=opts.pull_timeout_ms)
+        status = result.pull_status
+        if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
+            waiting_since = None
+            for m in result.msg_found_list:
+                if m.queue_offset >= end:
+                    break
+                if m.queue_offset >= offset:
+                    cols.add(m)
+            if len(cols) >= ROWS_PER_BATCH:
+                yield cols.batch(pa_schema)
+                cols = _Columns()
+            offset = max(result.next_begin_offset, offset + (1 if not result.msg_found_list else 0))
+        elif status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
+            lost = f"offsets {offset}..{min(result.min_offset, end) - 1} of {mq} are no longer stored"
+            if opts.fail_on_data_loss:
+                raise MQClientError(lost + " (set failOnDataLoss=false to skip them)")
+            logger.warning("%s; skipped", lost)
+            offset = result.min_offset
+        else:  # NO_NEW_MSG (or OFFSET_ILLEGAL above the max) below the planned end
+            now = time.monotonic()
+            waiting_since = waiting_since if waiting_since is not None else now
+            if now - waiting_since > NO_NEW_MESSAGE_WAIT_S:
+                raise MQClientError(f"{mq}: no message served from offset {offset} although the range "
+                                    f"ends at {end} ({status.name}, broker max {result.max_offset})")
+            time.sleep(0.05)  # back-off between pulls of a queue the broker has not caught up on
+    if len(cols):
+        yield cols.batch(pa_schema)
+    if opts.commit_group and part.commit_on_read:
+        commit_offsets(opts.name_server, opts.commit_group, {mq: end})
+
+
+def lookup_consumer(options: ReadOptions) -> Any:
+    """A started ``PullConsumer`` of the reader group for driver-side look-ups (shut it down)."""
+    from rocketmq_sdk import PullConsumer
+
+    consumer = PullConsumer(options.group, options.name_server)
+    consumer.start()
+    return consumer
+
+
+class RocketMQBatchReader(DataSourceReader):
+    """``spark.read.format("rocketmq")``: one partition per queue (or per range, ``minPartitions``)
+    between the starting and ending offsets resolved when the query is planned."""
+
+    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+
+    def partitions(self) -> list[QueueRange]:
+        opts = self.options
+        consumer = lookup_consumer(opts)
+        try:
+            lookups = QueueOffsets(consumer, opts)
+            queues = lookups.queues()
+            start = lookups.resolve(opts.starting, opts.starting_timestamp, queues)
+            end = lookups.resolve(opts.ending, opts.ending_timestamp, queues, missing=LATEST)
+        finally:
+            consumer.shutdown()
+        ranges = plan_ranges(opts, start, end, opts.min_partitions, commit_on_read=True)
+        logger.info("rocketmq batch read of %s: %d messages in %d partitions over %d queues",
+                    ",".join(opts.topics), sum(r.end - r.start for r in ranges), len(ranges), len(queues))
+        return ranges
+
+    def read(self, partition: QueueRange) -> Iterator[Any]:
+        return read_range(partition, self.schema)

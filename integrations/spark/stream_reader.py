@@ -1,0 +1,171 @@
+"""``spark.readStream.format("rocketmq")``: a Structured Streaming source over queue offsets.
+
+Spark's checkpoint holds the source of truth, as with Spark's Kafka source: each micro-batch
+is the offset range ``(start, end]`` per queue that Spark journals before running it, so a
+query restarted from its checkpoint re-plans exactly the batches it had not committed and
+reads each message once. The reader itself keeps no position; it only looks offsets up:
+
+- ``initialOffset``: ``startingOffsets`` (default ``latest``) or ``startingTimestamp``;
+- ``latestOffset(start, limit)``: every readable queue's max offset, re-listing the topics'
+  queues each time, so queues added to a topic are picked up (from their first offset);
+  capped by ``maxMessagesPerTrigger`` (``ReadMaxRows``, Spark ≥ 4.2's admission control for
+  Python sources), spread over the queues in proportion to their backlog;
+- ``Trigger.AvailableNow``: the max offsets at the query's start are the target;
+- with ``commitGroup``, processed positions become that group's consumer offsets (persisted
+  within a second, and at the query's stop), so ``consumerProgress`` shows the query's lag.
+  Spark tells a source that a batch is done only when it plans the next one (``commit(end)``,
+  and the ``start`` of ``latestOffset(start, limit)``, both committed here), so the group
+  trails the checkpoint by the last micro-batch: a query that stops leaves it at the start of
+  its last batch, and the query's next run commits the rest at its first trigger. The group's
+  offsets thus never run ahead of what the sink has committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.types import StructType
+from rocketmq_sdk.exceptions import IllegalArgumentError
+from rocketmq_sdk.protocol.message import MessageQueue
+
+from .consumers import commit_offsets, start_commit_consumer
+from .offsets import QueueOffsets, QueueRange, plan_ranges
+from .read_options import ReadOptions, offsets_from_json, offsets_to_json
+from .reader import lookup_consumer, read_range
+
+logger = logging.getLogger("rocketmq_sdk.integrations.spark")
+
+try:  # PySpark ≥ 4.2: admission control and Trigger.AvailableNow for Python streaming sources
+    from pyspark.sql.streaming.datasource import ReadMaxRows, SupportsTriggerAvailableNow
+
+    HAS_ADMISSION_CONTROL = True
+except ImportError:  # pragma: no cover - depends on the installed PySpark
+    ReadMaxRows = None
+    HAS_ADMISSION_CONTROL = False
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in: older PySpark runs Trigger.AvailableNow through Spark's own wrapper."""
+
+
+def cap_offsets(start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int],
+                max_messages: int | None) -> dict[MessageQueue, int]:
+    """End offsets reading at most ``max_messages`` queue offsets past ``start`` in total.
+
+    The budget goes to the queues with a backlog in proportion to it (rounded down), the rest
+    one by one in queue order, so the total is exactly ``min(max_messages, backlog)``. Queues
+    missing from ``start`` count from 0.
+    """
+    end = dict(latest)
+    if max_messages is None:
+        return end
+    backlog = {mq: hi - start.get(mq, 0) for mq, hi in latest.items() if hi > start.get(mq, 0)}
+    total = sum(backlog.values())
+    if total <= max_messages:
+        return end
+    take = {mq: n * max_messages // total for mq, n in backlog.items()}
+    left = max_messages - sum(take.values())
+    for mq in sorted(backlog, key=lambda q: (q.topic, q.broker_name, q.queue_id)):
+        if left == 0:
+            break
+        if take[mq] < backlog[mq]:
+            take[mq] += 1
+            left -= 1
+    for mq, n in take.items():
+        end[mq] = start.get(mq, 0) + n
+    return end
+
+
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """The streaming source (one instance per query, in a Python process on the driver)."""
+
+    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+        if options.max_messages_per_trigger is not None and not HAS_ADMISSION_CONTROL:
+            import pyspark
+
+            raise IllegalArgumentError(
+                f"option maxMessagesPerTrigger needs PySpark 4.2 or later (admission control for Python "
+                f"streaming sources); PySpark {pyspark.__version__} is installed")
+        self.options = options
+        self.schema = schema
+        self._consumer: Any = None
+        self._commit_consumer: Any = None
+        self._target: dict[MessageQueue, int] | None = None
+        self._latest: dict[MessageQueue, int] | None = None
+
+    def _lookups(self) -> QueueOffsets:
+        if self._consumer is None:
+            self._consumer = lookup_consumer(self.options)
+        return QueueOffsets(self._consumer, self.options)
+
+    def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
+        lookups = self._lookups()
+        queues = lookups.queues()
+        offsets = lookups.resolve(self.options.starting, self.options.starting_timestamp, queues)
+        logger.info("rocketmq stream of %s starts at %s", ",".join(self.options.topics), offsets_to_json(offsets))
+        return offsets_to_json(offsets)
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - Spark's name
+        lookups = self._lookups()
+        self._target = lookups.latest(lookups.queues())
+
+    def getDefaultReadLimit(self) -> Any:  # noqa: N802 - Spark's name
+        if self.options.max_messages_per_trigger is not None:
+            return ReadMaxRows(self.options.max_messages_per_trigger)
+        return super().getDefaultReadLimit()
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802
+        if self._target is not None:
+            latest = dict(self._target)
+        else:
+            lookups = self._lookups()
+            latest = lookups.latest(lookups.queues())
+        self._latest = latest
+        if start is None:  # PySpark < 4.2 calls latestOffset() without admission control
+            return offsets_to_json(latest)
+        begin = offsets_from_json(start)
+        self._commit_to_group(begin)
+        for mq, offset in begin.items():  # a queue no longer listed keeps its position
+            latest.setdefault(mq, offset)
+        max_rows = getattr(limit, "max_rows", None) if ReadMaxRows is not None and isinstance(limit, ReadMaxRows) \
+            else None
+        return offsets_to_json(cap_offsets(begin, latest, max_rows))
+
+    def reportLatestOffset(self) -> dict | None:  # noqa: N802 - Spark's name
+        return offsets_to_json(self._latest) if self._latest is not None else None
+
+    def partitions(self, start: dict, end: dict) -> list[QueueRange]:
+        begin = offsets_from_json(start)
+        stop = offsets_from_json(end)
+        new = [mq for mq in stop if mq not in begin]
+        if new:  # queues that appeared after ``start``: from their first stored message
+            begin.update(self._lookups().earliest(new))
+            logger.info("rocketmq stream: new queues %s", ", ".join(f"{q.topic} {q.broker_name}/{q.queue_id}"
+                                                                   for q in new))
+        return plan_ranges(self.options, begin, stop, self.options.min_partitions)
+
+    def read(self, partition: QueueRange) -> Iterator[Any]:
+        return read_range(partition, self.schema)
+
+    def commit(self, end: dict) -> None:
+        self._commit_to_group(offsets_from_json(end))
+
+    def _commit_to_group(self, offsets: dict[MessageQueue, int]) -> None:
+        group = self.options.commit_group
+        if not group:
+            return
+        if self._commit_consumer is None:
+            self._commit_consumer = start_commit_consumer(self.options.name_server, group, self.options.topics,
+                                                          persist_consumer_offset_interval=1000)
+        commit_offsets(self.options.name_server, group, offsets, consumer=self._commit_consumer)
+
+    def stop(self) -> None:
+        for consumer in (self._commit_consumer, self._consumer):
+            if consumer is not None:
+                try:
+                    consumer.shutdown()  # the commit consumer persists its offsets here
+                except Exception:  # noqa: BLE001 - stopping anyway
+                    logger.warning("rocketmq stream: consumer shutdown failed", exc_info=True)
+        self._commit_consumer = self._consumer = None

@@ -1,0 +1,48 @@
+"""The sink side without Spark: Kafka-style column defaults, delay level, properties, dedup keys."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from pyspark.sql.types import IntegerType, MapType, StringType, StructField, StructType  # noqa: E402
+from rocketmq_sdk.exceptions import IllegalArgumentError  # noqa: E402
+from rocketmq_sdk.integrations.spark.datasource import _options_to_writer_args  # noqa: E402
+from rocketmq_sdk.integrations.spark.stream_writer import RowIdKeys  # noqa: E402
+
+SCHEMA = StructType([StructField("body", StringType()), StructField("tags", StringType()),
+                     StructField("keys", StringType()), StructField("properties", MapType(StringType(), StringType())),
+                     StructField("delay_time_level", IntegerType()), StructField("other", StringType())])
+ROW = {"body": "hello", "tags": "TagA", "keys": "k1 k2", "properties": {"a": "1"}, "delay_time_level": 3,
+       "other": "x"}
+
+
+def test_columns_named_like_the_source_are_used_by_name():
+    mapper, spec, timeout_ms, batch = _options_to_writer_args({"nameServer": "h:1", "topic": "t"}, SCHEMA)
+    msg = mapper.to_message(ROW)
+    assert (msg.body, msg.tags, msg.keys, msg.user_properties, msg.delay_time_level) == (
+        b"hello", "TagA", ["k1", "k2"], {"a": "1"}, 3)
+    assert spec.namesrv_addr == "h:1" and (timeout_ms, batch) == (3000, 1)
+
+
+def test_options_win_over_column_names_and_namesrv_alias_still_works():
+    mapper, spec, _, _ = _options_to_writer_args({"namesrv": "h:2", "topic": "t", "bodyCol": "other",
+                                                  "keysTemplate": "id-{other}"}, SCHEMA)
+    msg = mapper.to_message(ROW)
+    assert (msg.body, msg.keys, spec.namesrv_addr) == (b"x", ["id-x"], "h:2")
+
+
+def test_missing_name_server_or_unknown_column_fail_early():
+    with pytest.raises(IllegalArgumentError, match="nameServer"):
+        _options_to_writer_args({"topic": "t"}, SCHEMA)
+    with pytest.raises(IllegalArgumentError, match="delayCol='nope'"):
+        _options_to_writer_args({"nameServer": "h:1", "topic": "t", "delayCol": "nope"}, SCHEMA)
+
+
+def test_row_id_keys_number_rows_in_mapping_order():
+    mapper, _, _, _ = _options_to_writer_args({"nameServer": "h:1", "topic": "t"}, SCHEMA)
+    wrapped = RowIdKeys(mapper, "spark-q-7-2")
+    keys = [wrapped.to_message(ROW).keys for _ in range(3)]
+    assert keys == [["k1", "k2", f"spark-q-7-2-{i}"] for i in range(3)]
+    assert wrapped.topic == "t" and not wrapped.uses_selector
