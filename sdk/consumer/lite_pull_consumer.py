@@ -9,7 +9,8 @@ to be polled, and while the queue is paused. :meth:`~LitePullConsumer.poll` retu
 pulled batch (up to ``pull_batch_size`` messages of one queue) and advances that queue's
 consumed position; :meth:`~LitePullConsumer.commit_sync` (or auto-commit, every
 ``auto_commit_interval`` ms, checked at each poll) stores the positions in the group's offset
-store and persists them.
+store and persists them. Each queue's next pull goes to the broker its previous answer
+suggested (``suggestWhichBrokerId``, slave reads; see :mod:`~rocketmq_sdk.consumer.pull_node`).
 """
 
 from __future__ import annotations
@@ -229,8 +230,9 @@ class LitePullConsumer(ActiveConsumerBase):
                 suspend_timeout_millis=cfg.suspend_timeout, subscription=sub.sub_string, sub_version=sub.sub_version,
                 expression_type=sub.expression_type, bname=mq.broker_name)
             try:
-                addr = inst.find_broker_any(mq.broker_name) or await self._addr(mq)
+                addr = await self._pull_nodes.address(inst, mq, header)
                 result = await inst.api.pull_message(addr, header, cfg.pull_timeout)
+                self._pull_nodes.update(mq, result.suggest_which_broker_id)
             except asyncio.CancelledError:
                 raise
             except MQError as exc:

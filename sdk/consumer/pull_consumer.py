@@ -28,6 +28,7 @@ from ..protocol.codes import MessageConst as MC
 from ..protocol.headers import PullMessageRequestHeader
 from ..protocol.message import MessageQueue, PullResult, PullStatus
 from .offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .pull_node import PullFromWhichNode
 from .selector import MessageSelector, resolve_selector
 
 __all__ = ["ActiveConsumerBase", "PullConsumer"]
@@ -48,6 +49,8 @@ class ActiveConsumerBase(AsyncLifecycle):
         self.subscriptions: dict[str, SubscriptionData] = {}
         self._instance: MQClientInstance | None = None
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
+        #: the broker id each queue is pulled from next (the answers' ``suggestWhichBrokerId``)
+        self._pull_nodes = PullFromWhichNode()
         self._state_lock = threading.Lock()
         self._state = "CREATED"
 
@@ -240,7 +243,10 @@ class PullConsumer(ActiveConsumerBase):
 
     def pull(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int, max_nums: int, *,
              block: bool = False, timeout_ms: int | None = None) -> PullResult:
-        """PULL_MESSAGE of up to ``max_nums`` messages of ``mq`` from ``offset``.
+        """PULL_MESSAGE of up to ``max_nums`` messages of ``mq`` from ``offset``, sent to the
+        broker the queue's previous answer suggested (``suggestWhichBrokerId``: the master
+        first, its slave while the master suggests it; the master when the suggested broker is
+        not in the route), as Java's ``PullAPIWrapper``.
 
         Args:
             mq: the queue.
@@ -275,8 +281,10 @@ class PullConsumer(ActiveConsumerBase):
             subscription=sub.sub_string, sub_version=0, expression_type=sub.expression_type, bname=mq.broker_name)
 
         async def do_pull() -> PullResult:
-            addr = self.instance.find_broker_any(mq.broker_name) or await self._addr(mq)
-            return await self.instance.api.pull_message(addr, header, timeout)
+            addr = await self._pull_nodes.address(self.instance, mq, header)
+            result = await self.instance.api.pull_message(addr, header, timeout)
+            self._pull_nodes.update(mq, result.suggest_which_broker_id)
+            return result
 
         result = self.instance.run(do_pull(), timeout / 1000.0 + 1.0)
         if result.pull_status is PullStatus.FOUND:

@@ -24,6 +24,7 @@ from ..protocol.headers import PullMessageRequestHeader
 from ..protocol.message import MessageQueue, PullStatus
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
+from .pull_node import pull_address
 from .tracing import record_receive_span
 
 if TYPE_CHECKING:
@@ -82,14 +83,9 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
             commit_offset=max(commit_offset, 0), suspend_timeout_millis=cfg.suspend_timeout,
             subscription=sub.sub_string if post_sub else None, sub_version=sub.sub_version,
             expression_type=sub.expression_type, bname=mq.broker_name)
-        addr, from_slave = inst.find_broker_in_subscribe(mq.broker_name, broker_id)
-        if from_slave:  # Java PullAPIWrapper: a slave never takes the piggy-backed commit
-            header.sys_flag = PullSysFlag.clear_commit_offset(header.sys_flag)
+        addr = None
         try:
-            if addr is None:
-                addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
-                if addr is None:
-                    raise MQError(f"broker {mq.broker_name} not found")
+            addr = await pull_address(inst, mq, broker_id, header)  # the suggested broker, no commit bit on a slave
             pq.last_pull_timestamp = time.monotonic()
             result = await inst.api.pull_message(addr, header, cfg.pull_timeout)
         except asyncio.CancelledError:

@@ -21,9 +21,11 @@ from rocketmq_broker.store.commit_log import BLANK, DispatchRequest
 from rocketmq_broker.store.ha_frames import encode_report
 from rocketmq_sdk import (
     ConsumeConcurrentlyStatus,
+    LitePullConsumer,
     LocalTransactionState,
     Message,
     Producer,
+    PullConsumer,
     PushConsumer,
     TransactionProducer,
 )
@@ -35,7 +37,7 @@ from rocketmq_sdk.protocol.headers import (
     PullMessageRequestHeader,
     SendMessageRequestHeader,
 )
-from rocketmq_sdk.protocol.message import SendStatus
+from rocketmq_sdk.protocol.message import PullStatus, SendStatus
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 
 from tests.broker.conftest import SyncClient
@@ -308,26 +310,44 @@ def test_cluster_list_shows_the_slave_with_its_replication_lag(tmp_path):
         assert "#HA Lag" in text[0] and len(text) == 2  # the stopped slave unregistered
 
 
+def _slave_reads(c, topic: str, n: int, queue_0: bool = False) -> tuple[list[str], list, list]:
+    """Set the master to suggest its slave on every FOUND answer (``slaveReadEnable``,
+    ``accessMessageInMemoryMaxRatio=0``), send ``n`` messages with keys r0.. to ``topic`` (all to
+    queue 0 with ``queue_0``) and wait until the slave has them. Returns the keys and the
+    (queueOffset, sysFlag) of every pull of ``topic`` at the master and at the slave."""
+    m, s = c.brokers["ha-a"], c.slaves["ha-a"][0]
+    wait_until(lambda: m.ha.connection_count == 1, 10, "the slave's HA connection")
+    m.update_config({"slaveReadEnable": "true", "accessMessageInMemoryMaxRatio": "0"})
+    at_master: list[tuple[int, int]] = []
+    at_slave: list[tuple[int, int]] = []
+
+    def recorder(seen: list):
+        def record(ch, cmd) -> None:
+            if cmd.code == RequestCode.PULL_MESSAGE and cmd.ext_fields.get("topic") == topic:
+                seen.append((int(cmd.ext_fields["queueOffset"]), int(cmd.ext_fields.get("sysFlag", "0"))))
+        return record
+
+    m.server.add_request_hook(recorder(at_master))
+    s.server.add_request_hook(recorder(at_slave))
+    keys = [f"r{i}" for i in range(n)]
+    p = Producer("ha_pg", c.namesrv_addr)
+    p.start()
+    try:
+        for k in keys:
+            p.send(Message(topic, b"x", keys=k), selector=(lambda mqs, msg, arg: mqs[0]) if queue_0 else None)
+    finally:
+        p.shutdown()
+    wait_until(lambda: _synced(c) and s.topics.get(topic) is not None, 15, "the slave to have it all")
+    return keys, at_master, at_slave
+
+
 def test_push_consumer_follows_the_suggestion_to_the_slave_without_the_commit_bit(tmp_path):
     """The SDK side of slave reads: after the master suggests broker 1, the queue's next pull
     goes to the slave (Java ``PullAPIWrapper``), with the COMMIT_OFFSET bit cleared; everything
     is consumed once and the offsets still reach the master."""
     with _cluster(tmp_path) as c:
-        m, s = c.brokers["ha-a"], c.slaves["ha-a"][0]
-        wait_until(lambda: m.ha.connection_count == 1, 10, "the slave's HA connection")
-        m.update_config({"slaveReadEnable": "true", "accessMessageInMemoryMaxRatio": "0"})
-        at_slave: list[int] = []
-        s.server.add_request_hook(lambda ch, cmd: at_slave.append(int(cmd.ext_fields.get("sysFlag", "0")))
-                                  if cmd.code == RequestCode.PULL_MESSAGE else None)
-        p = Producer("ha_pg", c.namesrv_addr)
-        p.start()
-        try:
-            keys = [f"r{i}" for i in range(40)]
-            for k in keys:
-                p.send(Message("HaSlaveRead", b"x", keys=k))
-        finally:
-            p.shutdown()
-        wait_until(lambda: _synced(c) and s.topics.get("HaSlaveRead") is not None, 15, "the slave to have it all")
+        m = c.brokers["ha-a"]
+        keys, _, at_slave = _slave_reads(c, "HaSlaveRead", 40)
         got: list[str] = []
         consumer = PushConsumer("ha_read_push_cg", c.namesrv_addr, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
                                 persist_consumer_offset_interval=300, pull_batch_size=4)
@@ -342,7 +362,68 @@ def test_push_consumer_follows_the_suggestion_to_the_slave_without_the_commit_bi
         finally:
             consumer.shutdown()
         assert at_slave, "no pull reached the slave"
-        assert all(not flag & PullSysFlag.COMMIT_OFFSET for flag in at_slave)
+        assert all(not flag & PullSysFlag.COMMIT_OFFSET for _, flag in at_slave)
+
+
+def test_pull_consumer_follows_the_suggestion_and_falls_back_to_the_master(tmp_path):
+    """``PullConsumer.pull`` goes where the queue's last answer suggested: master (suggests 1),
+    slave (suggests 0), master again; once the slave has left the route the suggested broker 1
+    is unknown and the pull goes to the master."""
+    with _cluster(tmp_path) as c:
+        keys, at_master, at_slave = _slave_reads(c, "HaPullRead", 24, queue_0=True)
+        consumer = PullConsumer("ha_read_pull_cg", c.namesrv_addr)
+        consumer.start()
+        try:
+            mq = next(q for q in consumer.fetch_subscribe_message_queues("HaPullRead") if q.queue_id == 0)
+            got: list[str] = []
+            suggested: list[int] = []
+            offset = 0
+            for _ in range(3):
+                r = consumer.pull(mq, "*", offset, 8)
+                assert r.pull_status is PullStatus.FOUND
+                got.extend(msg.keys[0] for msg in r.msg_found_list)
+                suggested.append(r.suggest_which_broker_id)
+                offset = r.next_begin_offset
+            assert got == keys
+            assert suggested == [1, 0, 1]
+            assert [o for o, _ in at_master] == [0, 16] and [o for o, _ in at_slave] == [8]
+
+            c.stop_slave("ha-a")  # unregisters: the next route has the master only
+
+            def slave_gone() -> bool:
+                consumer.fetch_subscribe_message_queues("HaPullRead")
+                return set(consumer.instance.broker_addrs["ha-a"]) == {0}
+            wait_until(slave_gone, 10, "the route without the slave")
+            r = consumer.pull(mq, "*", 0, 8)
+            assert r.pull_status is PullStatus.FOUND and [msg.keys[0] for msg in r.msg_found_list] == keys[:8]
+            assert [o for o, _ in at_master] == [0, 16, 0] and len(at_slave) == 1
+        finally:
+            consumer.shutdown()
+
+
+def test_lite_pull_consumer_follows_the_suggestion_to_the_slave(tmp_path):
+    """The lite-pull consumer's background pulls follow the suggestions too: part of the queues'
+    data comes from the slave, every message is polled exactly once, and the committed offsets
+    reach the master."""
+    with _cluster(tmp_path) as c:
+        m = c.brokers["ha-a"]
+        keys, at_master, at_slave = _slave_reads(c, "HaLiteRead", 40)
+        consumer = LitePullConsumer("ha_read_lite_cg", c.namesrv_addr, pull_batch_size=4, auto_commit=False,
+                                    consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe("HaLiteRead", "*")
+        consumer.start()
+        got: list[str] = []
+        try:
+            wait_until(lambda: got.extend(msg.keys[0] for msg in consumer.poll(100)) or len(got) >= len(keys),
+                       20, "every message polled")
+            assert sorted(got) == sorted(keys)
+            consumer.commit_sync()
+            assert sum(m.offsets.query("ha_read_lite_cg", "HaLiteRead", q) for q in range(4)) == 40
+        finally:
+            consumer.shutdown()
+        assert at_slave, "no pull reached the slave"
+        assert all(o > 0 for o, _ in at_slave), "a queue's first pull goes to the master, later ones as suggested"
+        assert 0 in {o for o, _ in at_master}
 
 
 def _three_free_ports() -> int:
