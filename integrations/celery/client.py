@@ -246,12 +246,15 @@ class BrokerClient:
     # ------------------------------------------------------------------ sending
 
     def send(self, topic: str, body: bytes, *, keys: str | None = None, expires_at: int | None = None,
-             queue_nums: int | None = None, properties: dict[str, str] | None = None) -> None:
+             queue_nums: int | None = None, system_properties: dict[str, str] | None = None) -> None:
+        """Send to ``topic`` (created if needed). ``system_properties``: RocketMQ's own properties
+        (``ORIGIN_MESSAGE_ID``...), values made here, set past the user-property checks."""
         self.ensure_topic(topic, queue_nums or self.queue_nums)
-        props = dict(properties or {})
-        if expires_at:
-            props[EXPIRES_PROPERTY] = str(expires_at)
-        self.producer.send(Message(topic, body, keys=keys or None, properties=props or None))
+        props = {EXPIRES_PROPERTY: str(expires_at)} if expires_at else None
+        msg = Message(topic, body, keys=keys or None, properties=props)
+        if system_properties:
+            msg.properties.update(system_properties)
+        self.producer.send(msg)
 
     def group_online(self, group: str) -> bool:
         """Whether any client of ``group`` is connected to a broker (GET_CONSUMER_CONNECTION_LIST;

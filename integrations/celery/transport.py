@@ -350,7 +350,7 @@ class Channel(virtual.Channel):
         props = payload.get("properties") or {}
         self.client.send(self.client.naming.dlq_topic(queue), json.dumps(payload).encode("utf-8"),
                          keys=props.get("correlation_id"), queue_nums=1,
-                         properties={"ORIGIN_MESSAGE_ID": msg_id or "", "RETRY_TOPIC": mq.topic})
+                         system_properties={"ORIGIN_MESSAGE_ID": msg_id or "", "RETRY_TOPIC": mq.topic})
 
     def _restore(self, message: Any) -> None:
         """Put an unacknowledged message back into its queue (channel close, ``recover``),
