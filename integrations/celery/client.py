@@ -12,7 +12,7 @@ from typing import Any
 
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.admin import AdminClient
-from rocketmq_sdk.exceptions import MQError, TopicNotExistError
+from rocketmq_sdk.exceptions import MQBrokerError, MQClientError, MQError, TopicNotExistError
 from rocketmq_sdk.protocol.message import MessageQueue
 
 from .consumer import QueueConsumer
@@ -246,10 +246,23 @@ class BrokerClient:
     # ------------------------------------------------------------------ sending
 
     def send(self, topic: str, body: bytes, *, keys: str | None = None, expires_at: int | None = None,
-             queue_nums: int | None = None) -> None:
+             queue_nums: int | None = None, system_properties: dict[str, str] | None = None) -> None:
+        """Send to ``topic`` (created if needed). ``system_properties``: RocketMQ's own properties
+        (``ORIGIN_MESSAGE_ID``...), values made here, set past the user-property checks."""
         self.ensure_topic(topic, queue_nums or self.queue_nums)
         props = {EXPIRES_PROPERTY: str(expires_at)} if expires_at else None
-        self.producer.send(Message(topic, body, keys=keys or None, properties=props))
+        msg = Message(topic, body, keys=keys or None, properties=props)
+        if system_properties:
+            msg.properties.update(system_properties)
+        self.producer.send(msg)
+
+    def group_online(self, group: str) -> bool:
+        """Whether any client of ``group`` is connected to a broker (GET_CONSUMER_CONNECTION_LIST;
+        unknown group or code 206 CONSUMER_NOT_ONLINE: False)."""
+        try:
+            return bool(self.admin.consumer_connection(group).connections)
+        except (MQBrokerError, MQClientError):
+            return False
 
     # ------------------------------------------------------------------ offsets of whole groups
 

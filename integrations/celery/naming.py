@@ -95,6 +95,11 @@ class Naming:
         room = TOPIC_MAX_LENGTH - 2 - (len(self.namespace) + 1 if self.namespace else 0)
         return self._ns(_fit(self.topic_prefix + escape(exchange), room) + "-F", TOPIC_MAX_LENGTH)
 
+    def dlq_topic(self, queue: str) -> str:
+        """RocketMQ's dead-letter topic of ``queue``'s group: ``%DLQ%<group>`` (as
+        ``MixAll.getDLQTopic``; shortened with ``-H<sha1>`` past 127 characters)."""
+        return _fit("%DLQ%" + self.group(queue), TOPIC_MAX_LENGTH)
+
     def group(self, queue: str) -> str:
         """The consumer group of ``queue`` (all consumers of the queue share it)."""
         return self._ns(self.group_prefix + escape(queue), GROUP_MAX_LENGTH)

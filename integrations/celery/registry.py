@@ -9,7 +9,9 @@ publishing to a queue another process declared, routes the same way:
 - namespace ``<kv_prefix>.binding.<exchange>``: one key per binding, the JSON array
   ``[routing_key, pattern, queue]``;
 - namespace ``<kv_prefix>.queues``: one key per declared queue, a JSON object
-  ``{"max_priority": int|null, "message_ttl": ms|null, "queue_nums": int}``;
+  ``{"max_priority": int|null, "message_ttl": ms|null, "queue_nums": int, "expires": ms|null}``;
+- namespace ``<kv_prefix>.used``: for queues declared with ``x-expires``, one key per queue, the
+  epoch ms it was last used (declared, consumed, read with ``basic_get``, cancelled);
 - namespace ``<kv_prefix>.fanout``: one key ``[queue, exchange]`` per queue bound to a fanout
   exchange (its consumer group also reads the exchange's topic).
 
@@ -42,16 +44,20 @@ class QueueInfo:
     max_priority: int | None = None
     message_ttl: int | None = None   # ms
     queue_nums: int = 4
+    expires: int | None = None       # ms unused before the queue is deleted (``x-expires``)
 
     def to_json(self) -> str:
-        return json.dumps({"max_priority": self.max_priority, "message_ttl": self.message_ttl,
-                           "queue_nums": self.queue_nums}, sort_keys=True)
+        d: dict = {"max_priority": self.max_priority, "message_ttl": self.message_ttl, "queue_nums": self.queue_nums}
+        if self.expires:
+            d["expires"] = self.expires
+        return json.dumps(d, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> QueueInfo:
         try:
             d = json.loads(text)
-            return cls(d.get("max_priority"), d.get("message_ttl"), int(d.get("queue_nums") or 4))
+            return cls(d.get("max_priority"), d.get("message_ttl"), int(d.get("queue_nums") or 4),
+                       d.get("expires"))
         except (ValueError, TypeError, AttributeError):
             return cls()
 
@@ -174,6 +180,24 @@ class Registry:
 
     def delete_queue(self, queue: str) -> None:
         self._delete(self._ns("queues"), queue)
+        if queue in self._list(self._ns("used"), True):
+            self._delete(self._ns("used"), queue)
+
+    def queues(self, refresh: bool = False) -> dict[str, QueueInfo]:
+        """Every declared queue's settings."""
+        return {q: QueueInfo.from_json(text) for q, text in self._list(self._ns("queues"), refresh).items()}
+
+    def touch(self, queue: str, at_ms: int) -> None:
+        """Record that ``queue`` was used at ``at_ms`` (epoch ms), for ``x-expires``."""
+        self._put(self._ns("used"), queue, str(int(at_ms)))
+
+    def last_used(self, queue: str) -> int | None:
+        """When ``queue`` was last used (epoch ms), None when never recorded."""
+        text = self._list(self._ns("used"), True).get(queue)
+        try:
+            return None if text is None else int(text)
+        except ValueError:
+            return None
 
     def queue(self, queue: str, refresh: bool = False) -> QueueInfo | None:
         """The queue's settings, None when it is not declared."""

@@ -10,7 +10,10 @@ Mapping (details in docs/celery.md):
   every bound queue reads from the offset it had when the queue was bound.
 - ack = settle the message's offset; the group's committed offset is the lowest unsettled one
   (:mod:`.offsets`), persisted every ``commit_interval`` ms. reject(requeue=True) / requeue
-  publish the message again to its queue, then settle the original.
+  publish the message again to its queue, then settle the original; reject(requeue=False)
+  settles (dropped, or first published to ``%DLQ%<group>`` with ``dead_letter_rejected``).
+- ``x-expires``: queues unused that long are deleted by the draining connections
+  (:meth:`Channel.expire_queues`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ class QoS(virtual.QoS):
     def reject(self, delivery_tag: str, requeue: bool = False) -> None:
         if requeue:
             self.channel._requeue(delivery_tag)
+        elif self.channel.dead_letter_rejected:
+            self.channel._dead_letter(delivery_tag)
         self.channel._settle(delivery_tag)
         self._quick_ack(delivery_tag)
 
@@ -73,12 +78,16 @@ class Channel(virtual.Channel):
     min_priority = 0
     max_priority = 9
 
-    from_transport_options = virtual.Channel.from_transport_options + ("catch_up_timeout",)
+    from_transport_options = virtual.Channel.from_transport_options + ("catch_up_timeout", "dead_letter_rejected")
     catch_up_timeout = 1.0
+    #: reject(requeue=False) publishes the message to ``%DLQ%<group>`` before settling it
+    dead_letter_rejected = False
 
     def __init__(self, connection: Any, **kwargs: Any) -> None:
         super().__init__(connection, **kwargs)
-        self._deliveries: dict[str, tuple[QueueConsumer, MessageQueue, int, str, dict]] = {}
+        # delivery tag -> (consumer, message queue, offset, kombu queue, payload, message id)
+        self._deliveries: dict[str, tuple[QueueConsumer, MessageQueue, int, str, dict, str]] = {}
+        self._touched: dict[str, float] = {}
         self._deliveries_lock = threading.Lock()
         self._no_ack_queues: set[str] = set()
         self._fairness = 0
@@ -97,13 +106,16 @@ class Channel(virtual.Channel):
         args = kwargs.get("arguments") or {}
         max_priority = args.get("x-max-priority")
         ttl = args.get("x-message-ttl")
+        expires = args.get("x-expires")
         transient = kwargs.get("auto_delete") or kwargs.get("exclusive")
         info = QueueInfo(int(max_priority) if max_priority else None, int(ttl) if ttl else None,
-                         1 if transient else self.client.queue_nums)
+                         1 if transient else self.client.queue_nums, int(expires) if expires else None)
         client = self.client
         for topic in client.queue_topics(queue, info):
             client.ensure_topic(topic, info.queue_nums)
         client.registry.declare_queue(queue, info)
+        if info.expires:
+            self._touch(queue, force=True)
         if kwargs.get("auto_delete"):
             self.connection.auto_delete_queues.add(queue)
 
@@ -201,6 +213,7 @@ class Channel(virtual.Channel):
     # ------------------------------------------------------------------ consuming
 
     def basic_consume(self, queue: str, no_ack: bool, callback: Any, consumer_tag: str, **kwargs: Any) -> Any:
+        self._touch(queue)
         if no_ack:
             self._no_ack_queues.add(queue)
         else:
@@ -216,6 +229,10 @@ class Channel(virtual.Channel):
         queue = self._tag_to_queue.get(consumer_tag)
         super().basic_cancel(consumer_tag)
         transport = self.connection
+        if queue and queue not in transport._callbacks and self._touch(queue, force=True):
+            # an expiring queue without consumers here: leave its group so that the expiry
+            # sees it unused
+            self.client.close_consumer(queue)
         if queue and queue in transport.auto_delete_queues and queue not in transport._callbacks:
             transport.auto_delete_queues.discard(queue)
             client = self.client
@@ -232,6 +249,7 @@ class Channel(virtual.Channel):
             self.state.queue_bindings_delete(queue)
 
     def basic_get(self, queue: str, no_ack: bool = False, **kwargs: Any) -> Any:
+        self._touch(queue)
         qc = self.client.consumer(queue)
         if not qc.buffered:
             qc.wait_caught_up(self.catch_up_timeout)
@@ -274,7 +292,7 @@ class Channel(virtual.Channel):
                 qc.settle(mq, m.queue_offset)
             else:
                 with self._deliveries_lock:
-                    self._deliveries[tag] = (qc, mq, m.queue_offset, queue, payload)
+                    self._deliveries[tag] = (qc, mq, m.queue_offset, queue, payload, m.msg_id)
             return payload
 
     def deliver_ready(self, deliver: Any) -> int:
@@ -307,7 +325,7 @@ class Channel(virtual.Channel):
         with self._deliveries_lock:
             entry = self._deliveries.pop(delivery_tag, None)
         if entry is not None:
-            qc, mq, offset, _, _ = entry
+            qc, mq, offset = entry[:3]
             qc.settle(mq, offset)
 
     def _requeue(self, delivery_tag: str) -> None:
@@ -315,9 +333,24 @@ class Channel(virtual.Channel):
             entry = self._deliveries.get(delivery_tag)
         if entry is None:
             return
-        _, _, _, queue, payload = entry
+        queue, payload = entry[3:5]
         payload = dict(payload, redelivered=True)
         self._put(queue, payload)
+
+    def _dead_letter(self, delivery_tag: str) -> None:
+        """Publish a rejected message to RocketMQ's dead-letter topic of its queue's group,
+        ``%DLQ%<group>`` (created with one message queue, readable and writable), with the
+        properties RocketMQ's broker sets when it dead-letters: ``ORIGIN_MESSAGE_ID`` and
+        ``RETRY_TOPIC`` (the topic it came from). The body is the kombu message as stored."""
+        with self._deliveries_lock:
+            entry = self._deliveries.get(delivery_tag)
+        if entry is None:
+            return
+        _, mq, _, queue, payload, msg_id = entry
+        props = payload.get("properties") or {}
+        self.client.send(self.client.naming.dlq_topic(queue), json.dumps(payload).encode("utf-8"),
+                         keys=props.get("correlation_id"), queue_nums=1,
+                         system_properties={"ORIGIN_MESSAGE_ID": msg_id or "", "RETRY_TOPIC": mq.topic})
 
     def _restore(self, message: Any) -> None:
         """Put an unacknowledged message back into its queue (channel close, ``recover``),
@@ -329,6 +362,50 @@ class Channel(virtual.Channel):
 
     def _restore_at_beginning(self, message: Any) -> None:
         self._restore(message)
+
+    # ------------------------------------------------------------------ queue expiry
+
+    def _touch(self, queue: str, force: bool = False) -> bool:
+        """Record a use of ``queue`` when it was declared with ``x-expires`` (at most every
+        quarter of its expiry unless ``force``); whether it expires."""
+        info = self.client.registry.queue(queue)
+        if info is None or not info.expires:
+            return False
+        now = time.monotonic()
+        if force or now - self._touched.get(queue, 0.0) >= info.expires / 4000:
+            self._touched[queue] = now
+            self.client.registry.touch(queue, now_ms())
+        return True
+
+    def expire_queues(self) -> list[str]:
+        """Delete every queue declared with ``x-expires`` (kombu ``Queue(expires=s)``) that was
+        unused for that long, as RabbitMQ does: no consumer in this connection nor online in
+        its group (any process), not declared, consumed or read with ``basic_get`` since.
+        Deleting is :meth:`queue_delete` (messages, bindings, declaration; the topics stay).
+        Called by :meth:`Transport.drain_events` every ``expiry_check_interval`` seconds.
+
+        Returns:
+            the queues deleted.
+        """
+        client = self.client
+        gone = []
+        for queue, info in sorted(client.registry.queues(refresh=True).items()):
+            if not info.expires or queue in self.connection._callbacks:
+                continue
+            used = client.registry.last_used(queue)
+            now = now_ms()
+            if used is None or now - used < info.expires:
+                if used is None:
+                    client.registry.touch(queue, now)
+                continue
+            if client.group_online(client.naming.group(queue)):
+                # in use elsewhere: the clock restarts from now
+                client.registry.touch(queue, now)
+                continue
+            log.info("queue %s unused for %d ms (x-expires %d ms): deleting it", queue, now - used, info.expires)
+            self.queue_delete(queue)
+            gone.append(queue)
+        return gone
 
     # ------------------------------------------------------------------ size / purge
 
@@ -386,6 +463,12 @@ class Transport(virtual.Transport):
       ``pull_threshold_for_all`` (1024), ``long_poll_ms`` (15000): pulling.
     - ``priority_steps`` ((0, 3, 6, 9)), ``binding_cache_ttl`` (1.0 s),
       ``catch_up_timeout`` (1.0 s), ``polling_interval`` (max wait slice, 1.0 s).
+    - ``dead_letter_rejected`` (False): ``reject(requeue=False)`` publishes the message to
+      ``%DLQ%<group>`` first (default: dropped).
+    - ``expiry_check_interval`` (5.0 s): how often ``drain_events`` deletes queues unused past
+      their ``x-expires`` (0: never).
+
+    Consume threads are Celery's pool (``worker_concurrency``), not a transport option.
     """
 
     Channel = Channel
@@ -408,6 +491,7 @@ class Transport(virtual.Transport):
         super().__init__(client, **kwargs)
         self.broker_client: BrokerClient | None = None
         self.auto_delete_queues: set[str] = set()
+        self._next_expiry_check = 0.0
 
     def driver_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -470,6 +554,7 @@ class Transport(virtual.Transport):
             raise RocketMQConnectionError("connection is closed")
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            self._maybe_expire_queues()
             seen = bc.arrivals
             delivered = 0
             for channel in list(self.channels):
@@ -486,6 +571,20 @@ class Transport(virtual.Transport):
                     raise TimeoutError()
                 wait = min(wait, remaining)
             bc.wait_arrival(seen, wait)
+
+    def _maybe_expire_queues(self) -> None:
+        interval = float((self.client.transport_options or {}).get("expiry_check_interval", 5.0))
+        now = time.monotonic()
+        if interval <= 0 or now < self._next_expiry_check:
+            return
+        self._next_expiry_check = now + interval
+        channel = next((c for c in self.channels if not c.closed), None)
+        if channel is None:
+            return
+        try:
+            channel.expire_queues()
+        except MQError as exc:
+            log.warning("queue expiry check failed: %s", exc)
 
     @cached_property
     def default_connection_params(self) -> dict[str, Any]:

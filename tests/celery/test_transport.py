@@ -4,15 +4,19 @@ queue_delete, the rocketmq:// alias of the celery command, names."""
 
 from __future__ import annotations
 
+import base64
+import json
 import subprocess
 import sys
 import time
+import uuid
 
 import kombu
 import pytest
 from celery_workers import isolated_options
 from rocketmq_sdk.admin import AdminClient
-from rocketmq_sdk.exceptions import IllegalArgumentError
+from rocketmq_sdk.consumer import LitePullConsumer
+from rocketmq_sdk.exceptions import IllegalArgumentError, TopicNotExistError
 from rocketmq_sdk.integrations.celery.naming import Naming, escape
 from rocketmq_sdk.integrations.celery.offsets import OffsetTracker
 
@@ -122,6 +126,86 @@ def test_reject_requeue_redelivers_and_reject_drops(conn):
     assert again[0].payload == "a" and again[0].delivery_info.get("redelivered") is True
     again[0].ack()
     assert conn.default_channel._size("rejects") == 0
+    # the default drops: nothing was dead-lettered
+    bc = conn.transport.broker_client
+    with pytest.raises(TopicNotExistError):
+        bc.admin.topic_route(bc.naming.dlq_topic("rejects"))
+
+
+def read_topic(namesrv_addr: str, topic: str, want: int) -> list:
+    consumer = LitePullConsumer(f"reader_{uuid.uuid4().hex[:8]}", namesrv_addr,
+                                consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic, "*")
+    got: list = []
+    with consumer:
+        deadline = time.monotonic() + 30
+        while len(got) < want and time.monotonic() < deadline:
+            got.extend(consumer.poll(500))
+    return got
+
+
+def test_reject_without_requeue_dead_letters_when_asked(rocketmq_cluster):
+    conn = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}", transport_options=isolated_options(
+        queue_nums=1, dead_letter_rejected=True))
+    with conn:
+        q = kombu.Queue("dead")
+        publish(conn, q, ["a", "b"])
+        first = consume(conn, q, 2)
+        first[0].reject(requeue=False)
+        first[1].ack()
+        bc = conn.transport.broker_client
+        dlq = bc.naming.dlq_topic("dead")
+        assert dlq == "%DLQ%" + bc.naming.group("dead")
+        (m,) = read_topic(rocketmq_cluster.namesrv_addr, dlq, 1)
+        stored = json.loads(m.body)          # the kombu message as stored (body base64, as kombu's)
+        assert stored["properties"]["body_encoding"] == "base64" and json.loads(base64.b64decode(stored["body"])) == "a"
+        assert m.properties["RETRY_TOPIC"] == bc.naming.queue_topic("dead")
+        assert m.properties["ORIGIN_MESSAGE_ID"]
+        assert conn.default_channel._size("dead") == 0
+        with kombu.Consumer(conn, [q], callbacks=[lambda body, msg: pytest.fail(f"redelivered {body!r}")]):
+            with pytest.raises(TimeoutError):
+                conn.drain_events(timeout=0.5)
+        assert committed(conn, "dead") == 2
+
+
+def test_queue_expires_deletes_an_unused_queue_only(rocketmq_cluster):
+    opts = isolated_options(queue_nums=1, expiry_check_interval=0.2)
+    conn = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}", transport_options=opts)
+    other = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}", transport_options=opts)
+    with conn, other:
+        channel = conn.default_channel
+        unused = kombu.Queue("expiring", expires=1.0)
+        busy = kombu.Queue("busy", expires=1.0)
+        plain = kombu.Queue("plain")
+        publish(conn, unused, ["x"])
+        publish(conn, plain, ["y"])
+        declared = time.monotonic()
+        assert channel.client.registry.queue("expiring").expires == 1000
+        # "busy" is consumed by another connection (its group is online), not by conn
+        with kombu.Consumer(other, [busy], callbacks=[lambda body, msg: msg.ack()]):
+            busy_since = time.monotonic()
+            deadline = time.monotonic() + 20
+            while channel._has_queue("expiring"):
+                assert time.monotonic() < deadline, "the unused queue was not deleted"
+                try:
+                    conn.drain_events(timeout=0.2)
+                except TimeoutError:
+                    pass
+            assert time.monotonic() - declared >= 1.0
+            # "busy" and "plain" stay well past the expiry while conn keeps checking
+            bc = channel.client
+            assert bc.group_online(bc.naming.group("busy"))
+            while time.monotonic() - busy_since < 2.5:
+                try:
+                    conn.drain_events(timeout=0.2)
+                except TimeoutError:
+                    pass
+                assert channel._has_queue("busy") and channel._has_queue("plain")
+            assert channel.expire_queues() == []
+    # declared again, it starts empty (its messages went with it)
+    with kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}", transport_options=opts) as again:
+        unused(again.default_channel).declare()
+        assert again.default_channel._size("expiring") == 0
 
 
 def test_celery_command_registers_the_alias():
@@ -160,16 +244,32 @@ def test_offset_tracker_never_passes_a_pending_offset():
     assert t.committable("other") == -1
 
 
-def test_class_path_transport_without_the_alias(rocketmq_cluster):
-    # kombu >= 5.7 refuses "module:Class" URL schemes; the class path goes in transport= /
-    # Celery's broker_transport, in a process that never imported the integration
+CLASS_PATH_FORMS = {
+    # kombu.Connection(url, transport=...): a "module:Class" or dotted path, or the class itself
+    "colon": 'kombu.Connection(URL, transport="rocketmq_sdk.integrations.celery:Transport", **KW)',
+    "dotted": 'kombu.Connection(URL, transport="rocketmq_sdk.integrations.celery.transport.Transport", **KW)',
+    "class": 'kombu.Connection(URL, transport=__import__("rocketmq_sdk.integrations.celery.transport",'
+             ' fromlist=["Transport"]).Transport, **KW)',
+    # no URL at all: host and port as keywords
+    "keywords": 'kombu.Connection(hostname=URL.split("://")[1].split(":")[0], port=int(URL.rsplit(":", 1)[1]),'
+                ' transport="rocketmq_sdk.integrations.celery:Transport", **KW)',
+    # Celery: broker_transport names the class, the URL keeps its rocketmq:// scheme
+    "celery": '__import__("celery").Celery("p", broker=URL, broker_transport="rocketmq_sdk.integrations.celery:Transport",'
+              ' broker_transport_options=KW["transport_options"]).connection_for_write()',
+}
+
+
+@pytest.mark.parametrize("form", sorted(CLASS_PATH_FORMS))
+def test_class_path_forms_without_the_alias(rocketmq_cluster, form):
+    # each in a process that never imported the integration (no rocketmq:// alias)
     code = f"""
 import sys, kombu
 from kombu.transport import TRANSPORT_ALIASES
 assert "rocketmq" not in TRANSPORT_ALIASES
-conn = kombu.Connection("rocketmq://{rocketmq_cluster.namesrv_addr}",
-                        transport="rocketmq_sdk.integrations.celery:Transport",
-                        transport_options={{"topic_prefix": "classpath_"}})
+URL = "rocketmq://{rocketmq_cluster.namesrv_addr}"
+KW = {{"transport_options": {{"topic_prefix": "classpath_{form}_", "group_prefix": "classpath_{form}_"}}}}
+conn = {CLASS_PATH_FORMS[form]}
+assert type(conn.transport).__module__ == "rocketmq_sdk.integrations.celery.transport", type(conn.transport)
 with conn:
     q = conn.SimpleQueue("classpath")
     q.put({{"n": 1}})
@@ -180,6 +280,22 @@ sys.exit(0 if msg.payload == {{"n": 1}} else 1)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
+
+
+@pytest.mark.parametrize("url", ["rocketmq_sdk.integrations.celery:Transport://127.0.0.1:9876",
+                                 "rocketmq_sdk.integrations.celery.transport.Transport://127.0.0.1:9876"])
+def test_class_path_url_schemes_are_not_schemes(url):
+    # "_" is not a URL scheme character (RFC 3986): urlparse finds no scheme, kombu no transport
+    with pytest.raises(KeyError, match="No such transport"):
+        kombu.Connection(url).transport_cls  # noqa: B018
+
+
+@pytest.mark.skipif(tuple(int(x) for x in kombu.__version__.split(".")[:2]) < (5, 7),
+                    reason="kombu < 5.7 does not check URL-derived transport names")
+def test_class_path_before_plus_is_refused_by_kombu():
+    # kombu >= 5.7 never imports a module named by a URL (kombu issue #2641)
+    with pytest.raises(ValueError, match="Invalid transport scheme"):
+        kombu.Connection("rocketmq_sdk.integrations.celery:Transport+rocketmq://127.0.0.1:9876")
 
 
 def test_tls_transport_option(tmp_path):
