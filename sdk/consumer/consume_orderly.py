@@ -126,7 +126,7 @@ class ConsumeMessageOrderlyService:
             await asyncio.sleep(delay_s)
             if pq.dropped or self._stopped:
                 return
-            granted = await self.consumer.queue_locker.lock_batch([mq])
+            granted = await self.consumer._queue_locker.lock_batch([mq])
             if mq in granted:
                 pq.locked, pq.last_lock_timestamp = True, time.monotonic()
                 self._schedule(pq, mq, 0.01)

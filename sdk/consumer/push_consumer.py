@@ -106,8 +106,8 @@ class PushConsumer(AsyncLifecycle):
         self.orderly = False
         self._instance: MQClientInstance | None = None
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None  # type: ignore[assignment]
-        self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
-        self.queue_locker: QueueLocker | None = None  # type: ignore[assignment]
+        self._consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
+        self._queue_locker: QueueLocker | None = None  # type: ignore[assignment]
         self._async_runner = AsyncListenerRunner(f"rocketmq-listener-{group}",
                                                  event_loop=self.config.event_loop)
         self._dispatcher: TopicDispatcher | None = None
@@ -276,15 +276,15 @@ class PushConsumer(AsyncLifecycle):
             else:
                 self.offset_store = LocalFileOffsetStore(self.config.local_offset_store_dir, inst.client_id, self.group)
                 self.offset_store.load()
-            self.queue_locker = QueueLocker(inst, self.group)
+            self._queue_locker = QueueLocker(inst, self.group)
             self._async_runner.timeout_s = self.config.consume_timeout * 60.0
             self._async_runner.start()
             if self._async_runner.app_loop is None:  # start() called on an application loop's thread
                 self._async_runner.app_loop = _running_loop()
             if self.orderly:
-                self.consume_service = ConsumeMessageOrderlyService(self, self._listener)
+                self._consume_service = ConsumeMessageOrderlyService(self, self._listener)
             else:
-                self.consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
+                self._consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
             inst.register_consumer(self)
             self.msg_trace = start_or_none(self.msg_trace)
             self._state = "RUNNING"
@@ -294,7 +294,7 @@ class PushConsumer(AsyncLifecycle):
             except BaseException:
                 self._state = "CREATED"
                 inst.consumers.pop(self.group, None)
-                self.consume_service.shutdown(0)
+                self._consume_service.shutdown(0)
                 self._instance = None
                 release_client_instance(inst)
                 self._async_runner.stop()
@@ -355,7 +355,7 @@ class PushConsumer(AsyncLifecycle):
         while self.running:
             await asyncio.sleep(self.config.consume_timeout * 60.0)
             try:
-                await asyncio.to_thread(self.consume_service.clean_expired_messages)
+                await asyncio.to_thread(self._consume_service.clean_expired_messages)
             except MQError:
                 log.warning("group %s: cleaning expired messages failed", self.group, exc_info=True)
 
@@ -374,7 +374,7 @@ class PushConsumer(AsyncLifecycle):
         while self.running:
             await asyncio.sleep(self.config.rebalance_lock_interval / 1000.0)
             try:
-                await self.queue_locker.lock_all(self.rebalancer.process_queues)
+                await self._queue_locker.lock_all(self.rebalancer.process_queues)
             except MQError:
                 log.warning("group %s: lock renewal failed", self.group, exc_info=True)
 
@@ -392,7 +392,7 @@ class PushConsumer(AsyncLifecycle):
             inst.run(self._stop_pulling(), timeout_s)
         except MQError:
             log.warning("consumer %s: stopping the pull loops failed", self.group, exc_info=True)
-        self.consume_service.shutdown(self.config.await_termination_timeout / 1000.0)
+        self._consume_service.shutdown(self.config.await_termination_timeout / 1000.0)
         if self.msg_trace is not None:
             self.msg_trace.shutdown()
         try:
@@ -423,7 +423,7 @@ class PushConsumer(AsyncLifecycle):
             pq.dropped = True
         self.rebalancer.process_queues.clear()
         if self._needs_queue_locks:
-            await self.queue_locker.unlock_batch(mqs)
+            await self._queue_locker.unlock_batch(mqs)
         await self.instance.unregister(consumer_group=self.group)
 
     def __enter__(self) -> PushConsumer:

@@ -116,7 +116,7 @@ class Rebalancer:
             await self.drop(mq)
         new = sorted(allocated - self.process_queues.keys())
         if new and self.consumer._needs_queue_locks:
-            granted = await self.consumer.queue_locker.lock_batch(new)
+            granted = await self.consumer._queue_locker.lock_batch(new)
             for mq in [m for m in new if m not in granted]:
                 log.info("group %s: %s is locked by another client; retrying at the next rebalance",
                          self.consumer.group, mq)
@@ -154,7 +154,7 @@ class Rebalancer:
             await store.persist(mq, oneway=False)
             store.remove_offset(mq)
             if orderly:
-                await self.consumer.queue_locker.unlock_batch([mq])
+                await self.consumer._queue_locker.unlock_batch([mq])
         finally:
             if orderly:
                 pq.consume_lock.release()
