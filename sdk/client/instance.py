@@ -45,9 +45,9 @@ class ProducerInner(Protocol):
 
     group: str
 
-    def publish_topics(self) -> list[str]: ...
+    def _publish_topics(self) -> list[str]: ...
 
-    def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
+    def _update_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
 
 
 class ConsumerInner(Protocol):
@@ -55,15 +55,15 @@ class ConsumerInner(Protocol):
 
     group: str
 
-    def consumer_data(self) -> ConsumerData: ...
+    def _consumer_data(self) -> ConsumerData: ...
 
-    def subscribed_topics(self) -> list[str]: ...
+    def _subscribed_topics(self) -> list[str]: ...
 
-    def update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None: ...
+    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None: ...
 
-    async def do_rebalance(self) -> None: ...
+    async def _do_rebalance(self) -> None: ...
 
-    async def persist_offsets(self) -> None: ...
+    async def _persist_offsets(self) -> None: ...
 
 
 class MQClientInstance:
@@ -267,7 +267,7 @@ class MQClientInstance:
         for the next periodic route refresh (30 s). One INFO line per topic."""
         if topic in self._missing_routes or self._closed or not self._started:
             return
-        if not any(topic in c.subscribed_topics() for c in self.consumers.values()):
+        if not any(topic in c._subscribed_topics() for c in self.consumers.values()):
             return
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # created by the broker on the first heartbeat
             log.info("topic %s has no route yet; looking again soon", topic)
@@ -280,7 +280,7 @@ class MQClientInstance:
         try:
             while not self._closed:
                 await asyncio.sleep(delay_s)
-                if not any(topic in c.subscribed_topics() for c in self.consumers.values()):
+                if not any(topic in c._subscribed_topics() for c in self.consumers.values()):
                     return
                 try:
                     route = await self.api.get_topic_route(topic)
@@ -307,14 +307,14 @@ class MQClientInstance:
         self.routes[topic] = route
         info: TopicPublishInfo | None = None
         for producer in self.producers.values():
-            if topic in producer.publish_topics():
+            if topic in producer._publish_topics():
                 info = info or publish_info_from_route(topic, route)
-                producer.update_publish_info(topic, info)
+                producer._update_publish_info(topic, info)
         mqs: list[MessageQueue] | None = None
         for consumer in self.consumers.values():
-            if topic in consumer.subscribed_topics():
+            if topic in consumer._subscribed_topics():
                 mqs = mqs if mqs is not None else subscribe_queues_from_route(topic, route)
-                consumer.update_subscribe_info(topic, mqs)
+                consumer._update_subscribe_info(topic, mqs)
 
     async def announce_producer(self, default_topic: str) -> None:
         """Learn the brokers serving ``default_topic`` (TBW102) and heartbeat them, as a Java
@@ -335,8 +335,8 @@ class MQClientInstance:
 
     async def update_all_routes(self) -> None:
         """Refresh the route of every topic used by a producer or consumer of this instance."""
-        topics = {t for p in self.producers.values() for t in p.publish_topics()}
-        topics.update(t for c in self.consumers.values() for t in c.subscribed_topics())
+        topics = {t for p in self.producers.values() for t in p._publish_topics()}
+        topics.update(t for c in self.consumers.values() for t in c._subscribed_topics())
         for topic in sorted(topics):
             try:
                 await self.update_topic_route(topic)
@@ -379,7 +379,7 @@ class MQClientInstance:
 
     def heartbeat_data(self) -> HeartbeatData:
         return HeartbeatData(self.client_id, sorted(self.producers),
-                             [c.consumer_data() for c in self.consumers.values()])
+                             [c._consumer_data() for c in self.consumers.values()])
 
     def _heartbeat_soon(self) -> None:
         """Heartbeat now (in a task) because a broker was first learned: a consumer that only
@@ -420,7 +420,7 @@ class MQClientInstance:
     async def rebalance_all(self) -> None:
         for consumer in list(self.consumers.values()):
             try:
-                await consumer.do_rebalance()
+                await consumer._do_rebalance()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -433,24 +433,24 @@ class MQClientInstance:
 
     async def persist_all_offsets(self) -> None:
         for consumer in list(self.consumers.values()):
-            await consumer.persist_offsets()
+            await consumer._persist_offsets()
 
     async def _on_get_running_info(self, channel: Any, cmd: RemotingCommand) -> RemotingCommand:
         group = cmd.ext_fields.get("consumerGroup", "")
         consumer = self.consumers.get(group)
-        info = getattr(consumer, "running_info", None)
+        info = getattr(consumer, "_running_info", None)
         if info is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
         return cmd.response(ResponseCode.SUCCESS, body=info().to_json())
 
     async def _on_reset_offset(self, channel: Any, cmd: RemotingCommand) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (220, oneway): hand the offsets to the group's consumer
-        (``reset_offset(topic, {mq: offset})``, see ``rocketmq_sdk.consumer``)."""
+        (``_reset_offset(topic, {mq: offset})``, see ``rocketmq_sdk.consumer``)."""
         from ..protocol.bodies import ResetOffsetBody
         from ..protocol.headers import ResetOffsetRequestHeader
 
         h = ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-        reset = getattr(self.consumers.get(h.group or ""), "reset_offset", None)
+        reset = getattr(self.consumers.get(h.group or ""), "_reset_offset", None)
         if reset is None or not cmd.body:
             log.warning("reset offset request for unknown group %s or without a body; ignored", h.group)
             return None
@@ -466,7 +466,7 @@ class MQClientInstance:
         from ..protocol.message_codec import decode_message
 
         h = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(cmd.ext_fields)
-        fn = getattr(self.consumers.get(h.consumer_group or ""), "consume_message_directly", None)
+        fn = getattr(self.consumers.get(h.consumer_group or ""), "_consume_message_directly", None)
         if fn is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 f"The Consumer Group <{h.consumer_group}> not exist in this consumer")

@@ -20,7 +20,6 @@ A request keeps consuming a queue for at most 60 s before yielding its thread.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import threading
 import time
@@ -35,6 +34,7 @@ from ..protocol.message import MessageExt, MessageQueue
 from ..protocol.message_codec import encode_properties
 from ..protocol.msgid import create_uniq_id
 from ..trace.hooks import traced_consume
+from .consume_pool import ConsumePool
 from .listener import ConsumeOrderlyContext, ConsumeOrderlyStatus, MessageListenerOrderly
 from .process_queue import ProcessQueue
 from .tracing import start_process_spans
@@ -64,9 +64,9 @@ class ConsumeMessageOrderlyService:
         self.batch_size = cfg.consume_message_batch_max_size
         self.clustering = cfg.message_model is MessageModel.CLUSTERING
         self.max_reconsume_times = JAVA_INT_MAX if cfg.max_reconsume_times == -1 else cfg.max_reconsume_times
-        self.executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=cfg.consume_thread_max, thread_name_prefix=f"rocketmq-orderly-{consumer.group}")
-        self._futures: set[concurrent.futures.Future] = set()
+        # daemon threads, as for concurrent consumers: a busy listener cannot hold the
+        # interpreter's exit past shutdown()'s deadline (ThreadPoolExecutor joins without one)
+        self.pool = ConsumePool(cfg.consume_thread_max, f"rocketmq-orderly-{consumer.group}")
         self._lock = threading.Lock()
         self._stopped = False
 
@@ -93,17 +93,8 @@ class ConsumeMessageOrderlyService:
             if self._stopped:
                 pq.consume_scheduled = False
                 return
-            try:
-                fut = self.executor.submit(self._run, pq, mq)
-            except RuntimeError:  # shut down meanwhile
+            if not self.pool.submit(self._run, pq, mq):  # shut down meanwhile
                 pq.consume_scheduled = False
-                return
-            self._futures.add(fut)
-        fut.add_done_callback(self._done)
-
-    def _done(self, fut: concurrent.futures.Future) -> None:
-        with self._lock:
-            self._futures.discard(fut)
 
     def _run(self, pq: ProcessQueue, mq: MessageQueue) -> None:
         delay: float | None = None
@@ -135,7 +126,7 @@ class ConsumeMessageOrderlyService:
             await asyncio.sleep(delay_s)
             if pq.dropped or self._stopped:
                 return
-            granted = await self.consumer.queue_locker.lock_batch([mq])
+            granted = await self.consumer._queue_locker.lock_batch([mq])
             if mq in granted:
                 pq.locked, pq.last_lock_timestamp = True, time.monotonic()
                 self._schedule(pq, mq, 0.01)
@@ -268,21 +259,8 @@ class ConsumeMessageOrderlyService:
     # -------------------------------------------------------------- shutdown
 
     def shutdown(self, timeout_s: float) -> bool:
-        """Stop taking work and wait up to ``timeout_s`` for running listeners."""
+        """Stop taking work, drop queued requests and wait up to ``timeout_s`` for running
+        listeners (a second Ctrl-C ends the wait at once). Returns True if all finished."""
         with self._lock:
             self._stopped = True
-            futures = set(self._futures)
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        running = sum(f.running() for f in futures)
-        if running and timeout_s > 0:
-            log.warning("group %s: waiting up to %.0f s for %d running listener(s) (Ctrl-C again to stop now)",
-                        self.consumer.group, timeout_s, running)
-        try:
-            _done, not_done = concurrent.futures.wait(futures, timeout=timeout_s)
-        except KeyboardInterrupt:
-            log.warning("group %s: stopped waiting for the orderly listeners (Ctrl-C)", self.consumer.group)
-            return False
-        if not_done:
-            log.warning("group %s: %d orderly listener calls still running at shutdown", self.consumer.group,
-                        len(not_done))
-        return not not_done
+        return self.pool.shutdown_listeners(self.consumer.group, timeout_s)

@@ -136,6 +136,19 @@ class ConsumePool:
             return False
         return done
 
+    def shutdown_listeners(self, group: str, timeout_s: float) -> bool:
+        """A consumer's shutdown of its listener threads: announce the wait when listeners are
+        busy ("waiting up to N s for M running listener(s) (Ctrl-C again to stop now)"), then
+        :meth:`shutdown` with ``timeout_s`` (queued calls dropped). True if all finished."""
+        running = self.running
+        if running and timeout_s > 0:
+            log.warning("group %s: waiting up to %.0f s for %d running listener(s) (Ctrl-C again to stop now)",
+                        group, timeout_s, running)
+        if self.shutdown(timeout_s):
+            return True
+        log.warning("group %s: listener calls still running at shutdown", group)
+        return False
+
 
 @atexit.register
 def _finish_at_exit() -> None:

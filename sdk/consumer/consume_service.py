@@ -226,11 +226,4 @@ class ConsumeMessageConcurrentlyService:
         """Stop taking work, cancel queued batches and wait up to ``timeout_s`` for running
         listeners. Returns True if all finished."""
         self._stopped = True
-        running = self.pool.running
-        if running and timeout_s > 0:
-            log.warning("group %s: waiting up to %.0f s for %d running listener(s) (Ctrl-C again to stop now)",
-                        self.consumer.group, timeout_s, running)
-        if self.pool.shutdown(timeout_s):
-            return True
-        log.warning("group %s: listener calls still running at shutdown", self.consumer.group)
-        return False
+        return self.pool.shutdown_listeners(self.consumer.group, timeout_s)

@@ -95,7 +95,7 @@ class LitePullConsumer(ActiveConsumerBase):
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._last_commit = time.monotonic()
         self.orderly = False
-        self.needs_queue_locks = False
+        self._needs_queue_locks = False
 
     # -------------------------------------------------------------- queues
 
@@ -142,13 +142,13 @@ class LitePullConsumer(ActiveConsumerBase):
         for mq in [m for m in self.rebalancer.process_queues if m not in self._assigned]:
             await self.rebalancer.drop(mq)
         for mq in sorted(self._assigned - self.rebalancer.process_queues.keys()):
-            offset = await self.compute_pull_from_where(mq)
+            offset = await self._compute_pull_from_where(mq)
             if offset < 0:
                 log.warning("no start offset for %s yet", mq)
                 continue
             pq = ProcessQueue()
             self.rebalancer.process_queues[mq] = pq
-            self.start_pulling(mq, pq, offset)
+            self._start_pulling(mq, pq, offset)
 
     def assignment(self) -> set[MessageQueue]:
         """The queues being consumed now."""
@@ -187,16 +187,16 @@ class LitePullConsumer(ActiveConsumerBase):
 
     # -------------------------------------------------------------- rebalancer hooks
 
-    async def do_rebalance(self) -> None:
+    async def _do_rebalance(self) -> None:
         if self.running and self._mode == "subscribe":
             await self.rebalancer.do_rebalance()
 
-    def update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
         self.rebalancer.topic_queues[topic] = mqs
 
-    compute_pull_from_where = PushConsumer.compute_pull_from_where
+    _compute_pull_from_where = PushConsumer._compute_pull_from_where
 
-    def start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+    def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         """Start the background pull of a newly owned queue (on the loop)."""
         old = self._states.get(mq)
         if old is not None and old.task is not None:

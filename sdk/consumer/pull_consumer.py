@@ -150,20 +150,20 @@ class ActiveConsumerBase(AsyncLifecycle):
 
     # -------------------------------------------------------------- ConsumerInner
 
-    def consumer_data(self) -> ConsumerData:
+    def _consumer_data(self) -> ConsumerData:
         return ConsumerData(self.group, self.consume_type, self.config.message_model,
                             self.config.consume_from_where, list(self.subscriptions.values()))
 
-    def subscribed_topics(self) -> list[str]:
+    def _subscribed_topics(self) -> list[str]:
         return list(self.subscriptions)
 
-    def update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
         pass
 
-    async def do_rebalance(self) -> None:
+    async def _do_rebalance(self) -> None:
         pass
 
-    async def persist_offsets(self) -> None:
+    async def _persist_offsets(self) -> None:
         if self.running and self.offset_store is not None:
             await self.offset_store.persist_all(self._offset_queues())
 

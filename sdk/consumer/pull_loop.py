@@ -118,7 +118,7 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
             if msgs:
                 record_receive_span(msgs, mq.topic, consumer.group, inst.client_id)
                 pq.put_messages(msgs)
-                consumer.consume_service.submit(msgs, pq, mq)
+                consumer._consume_service.submit(msgs, pq, mq)
             elif pq.msg_count == 0:
                 store.update_offset(mq, next_offset, increase_only=True)
         elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):

@@ -106,8 +106,8 @@ class PushConsumer(AsyncLifecycle):
         self.orderly = False
         self._instance: MQClientInstance | None = None
         self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None  # type: ignore[assignment]
-        self.consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
-        self.queue_locker: QueueLocker | None = None  # type: ignore[assignment]
+        self._consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
+        self._queue_locker: QueueLocker | None = None  # type: ignore[assignment]
         self._async_runner = AsyncListenerRunner(f"rocketmq-listener-{group}",
                                                  event_loop=self.config.event_loop)
         self._dispatcher: TopicDispatcher | None = None
@@ -276,15 +276,15 @@ class PushConsumer(AsyncLifecycle):
             else:
                 self.offset_store = LocalFileOffsetStore(self.config.local_offset_store_dir, inst.client_id, self.group)
                 self.offset_store.load()
-            self.queue_locker = QueueLocker(inst, self.group)
+            self._queue_locker = QueueLocker(inst, self.group)
             self._async_runner.timeout_s = self.config.consume_timeout * 60.0
             self._async_runner.start()
             if self._async_runner.app_loop is None:  # start() called on an application loop's thread
                 self._async_runner.app_loop = _running_loop()
             if self.orderly:
-                self.consume_service = ConsumeMessageOrderlyService(self, self._listener)
+                self._consume_service = ConsumeMessageOrderlyService(self, self._listener)
             else:
-                self.consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
+                self._consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
             inst.register_consumer(self)
             self.msg_trace = start_or_none(self.msg_trace)
             self._state = "RUNNING"
@@ -294,7 +294,7 @@ class PushConsumer(AsyncLifecycle):
             except BaseException:
                 self._state = "CREATED"
                 inst.consumers.pop(self.group, None)
-                self.consume_service.shutdown(0)
+                self._consume_service.shutdown(0)
                 self._instance = None
                 release_client_instance(inst)
                 self._async_runner.stop()
@@ -329,9 +329,9 @@ class PushConsumer(AsyncLifecycle):
                 log.warning("route of %s not available yet: %s", topic, exc)
         await self._check_client_in_broker()
         await inst.send_heartbeat_to_all()
-        await self.do_rebalance()
+        await self._do_rebalance()
         loop = asyncio.get_running_loop()
-        if self.needs_queue_locks:
+        if self._needs_queue_locks:
             self._lock_task = loop.create_task(self._renew_locks())
         if not self.orderly:
             self._expiry_task = loop.create_task(self._clean_expired())
@@ -355,7 +355,7 @@ class PushConsumer(AsyncLifecycle):
         while self.running:
             await asyncio.sleep(self.config.consume_timeout * 60.0)
             try:
-                await asyncio.to_thread(self.consume_service.clean_expired_messages)
+                await asyncio.to_thread(self._consume_service.clean_expired_messages)
             except MQError:
                 log.warning("group %s: cleaning expired messages failed", self.group, exc_info=True)
 
@@ -365,7 +365,7 @@ class PushConsumer(AsyncLifecycle):
         return self.config.message_model is MessageModel.CLUSTERING
 
     @property
-    def needs_queue_locks(self) -> bool:
+    def _needs_queue_locks(self) -> bool:
         """Orderly clustering consumers lock their queues on the brokers."""
         return self.orderly and self.config.message_model is MessageModel.CLUSTERING
 
@@ -374,7 +374,7 @@ class PushConsumer(AsyncLifecycle):
         while self.running:
             await asyncio.sleep(self.config.rebalance_lock_interval / 1000.0)
             try:
-                await self.queue_locker.lock_all(self.rebalancer.process_queues)
+                await self._queue_locker.lock_all(self.rebalancer.process_queues)
             except MQError:
                 log.warning("group %s: lock renewal failed", self.group, exc_info=True)
 
@@ -392,7 +392,7 @@ class PushConsumer(AsyncLifecycle):
             inst.run(self._stop_pulling(), timeout_s)
         except MQError:
             log.warning("consumer %s: stopping the pull loops failed", self.group, exc_info=True)
-        self.consume_service.shutdown(self.config.await_termination_timeout / 1000.0)
+        self._consume_service.shutdown(self.config.await_termination_timeout / 1000.0)
         if self.msg_trace is not None:
             self.msg_trace.shutdown()
         try:
@@ -422,8 +422,8 @@ class PushConsumer(AsyncLifecycle):
         for pq in self.rebalancer.process_queues.values():
             pq.dropped = True
         self.rebalancer.process_queues.clear()
-        if self.needs_queue_locks:
-            await self.queue_locker.unlock_batch(mqs)
+        if self._needs_queue_locks:
+            await self._queue_locker.unlock_batch(mqs)
         await self.instance.unregister(consumer_group=self.group)
 
     def __enter__(self) -> PushConsumer:
@@ -435,37 +435,37 @@ class PushConsumer(AsyncLifecycle):
 
     # -------------------------------------------------------------- ConsumerInner (loop side)
 
-    def consumer_data(self) -> ConsumerData:
+    def _consumer_data(self) -> ConsumerData:
         return ConsumerData(self.group, ConsumeType.CONSUME_PASSIVELY, self.config.message_model,
                             self.config.consume_from_where, list(self.rebalancer.subscriptions.values()))
 
-    def subscribed_topics(self) -> list[str]:
+    def _subscribed_topics(self) -> list[str]:
         return list(self.rebalancer.subscriptions)
 
-    def update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
         self.rebalancer.topic_queues[topic] = mqs
 
-    def running_info(self) -> ConsumerRunningInfo:
+    def _running_info(self) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO answer (settings, subscriptions, owned queues)."""
         return build_running_info(self)
 
-    async def do_rebalance(self) -> None:
+    async def _do_rebalance(self) -> None:
         if self.running:
             await self.rebalancer.do_rebalance()
 
-    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+    async def _reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         """Broker request RESET_CONSUMER_CLIENT_OFFSET (220): restart ``topic``'s queues
         from ``offsets`` (see ``Rebalancer.reset_offsets``)."""
         if self.running:
             await self.rebalancer.reset_offsets(topic, offsets)
 
-    async def persist_offsets(self) -> None:
+    async def _persist_offsets(self) -> None:
         if self.running and self.offset_store is not None:
             await self.offset_store.persist_all(set(self.rebalancer.process_queues))
 
     # -------------------------------------------------------------- used by the rebalancer
 
-    async def compute_pull_from_where(self, mq: MessageQueue) -> int:
+    async def _compute_pull_from_where(self, mq: MessageQueue) -> int:
         """Start offset of a newly owned queue (docs/protocol.md §6.5); negative means skip it for
         now."""
         last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
@@ -492,7 +492,7 @@ class PushConsumer(AsyncLifecycle):
             log.warning("start offset of %s for %s unavailable: %s", mq, self.group, exc)
             return -1
 
-    def start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
+    def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         """Start the pull loop of a newly owned queue (on the loop)."""
         old = self._pull_tasks.pop(mq, None)
         if old is not None:
@@ -524,7 +524,7 @@ class PushConsumer(AsyncLifecycle):
             origin_msg_id=msg.msg_id, origin_topic=msg.topic,
             max_reconsume_times=self.config.effective_max_reconsume_times, broker_name=mq.broker_name)
 
-    def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
+    def _consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
         """Broker request CONSUME_MESSAGE_DIRECTLY (309): run the listener on ``msg`` and say
         how it went (blocking; see ``direct_consume``)."""
         return consume_directly(self, msg, broker_name)

@@ -115,23 +115,23 @@ class Rebalancer:
         for mq in [m for m in self.process_queues if m.topic == topic and m not in allocated]:
             await self.drop(mq)
         new = sorted(allocated - self.process_queues.keys())
-        if new and self.consumer.needs_queue_locks:
-            granted = await self.consumer.queue_locker.lock_batch(new)
+        if new and self.consumer._needs_queue_locks:
+            granted = await self.consumer._queue_locker.lock_batch(new)
             for mq in [m for m in new if m not in granted]:
                 log.info("group %s: %s is locked by another client; retrying at the next rebalance",
                          self.consumer.group, mq)
             new = [m for m in new if m in granted]
         for mq in new:
-            offset = await self.consumer.compute_pull_from_where(mq)
+            offset = await self.consumer._compute_pull_from_where(mq)
             if offset < 0:
                 log.warning("group %s: no start offset for %s; retrying at the next rebalance",
                             self.consumer.group, mq)
                 continue
             pq = ProcessQueue()
-            pq.locked = self.consumer.needs_queue_locks
+            pq.locked = self.consumer._needs_queue_locks
             self.process_queues[mq] = pq
             log.info("group %s now consumes %s from offset %d", self.consumer.group, mq, offset)
-            self.consumer.start_pulling(mq, pq, offset)
+            self.consumer._start_pulling(mq, pq, offset)
 
     async def drop(self, mq: MessageQueue) -> None:
         """Stop consuming ``mq``: its pull loop ends, its offset is persisted and forgotten.
@@ -144,7 +144,7 @@ class Rebalancer:
         if pq is None:
             return
         pq.dropped = True
-        orderly = self.consumer.needs_queue_locks
+        orderly = self.consumer._needs_queue_locks
         if orderly and not await asyncio.to_thread(pq.consume_lock.acquire, True, 1.0):
             log.info("group %s: %s is still being consumed; dropping it later", self.consumer.group, mq)
             return
@@ -154,7 +154,7 @@ class Rebalancer:
             await store.persist(mq, oneway=False)
             store.remove_offset(mq)
             if orderly:
-                await self.consumer.queue_locker.unlock_batch([mq])
+                await self.consumer._queue_locker.unlock_batch([mq])
         finally:
             if orderly:
                 pq.consume_lock.release()

@@ -266,10 +266,10 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
 
     # -------------------------------------------------------------- ProducerInner (instance side)
 
-    def publish_topics(self) -> list[str]:
+    def _publish_topics(self) -> list[str]:
         return list(self._publish)
 
-    def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+    def _update_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
         old = self._publish.get(topic)
         if old is not None and old.queues == info.queues:
             old.route = info.route

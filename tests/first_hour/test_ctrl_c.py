@@ -26,13 +26,13 @@ def cluster(tmp_path):
     c.stop()
 
 
-def _start_busy_app(cluster, tmp_path, await_ms: int):
+def _start_busy_app(cluster, tmp_path, await_ms: int, mode: str):
     with Producer("ctrl_c_pg", cluster.namesrv_addr) as producer:
         fast = producer.send(Message("ctrl_c_topic", b"fast"))
         producer.send(Message("ctrl_c_topic", b"slow"))
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with open(out, "w") as o, open(err, "w") as e:
-        proc = subprocess.Popen([sys.executable, str(APP), cluster.namesrv_addr, str(await_ms)], stdout=o, stderr=e,
+        proc = subprocess.Popen([sys.executable, str(APP), cluster.namesrv_addr, str(await_ms), mode], stdout=o, stderr=e,
                                 stdin=subprocess.DEVNULL, cwd=ROOT)
     try:
         wait_until(lambda: {"STARTED", "DONE fast", "BUSY"} <= set(out.read_text().splitlines()), timeout_s=30,
@@ -60,8 +60,13 @@ def _stop(proc: subprocess.Popen, timeout_s: float) -> int:
         raise AssertionError(f"the application did not exit within {timeout_s} s") from None
 
 
-def test_first_ctrl_c_waits_a_bounded_announced_time_and_persists_offsets(cluster, tmp_path):
-    proc, fast, out, err = _start_busy_app(cluster, tmp_path, await_ms=2000)
+# orderly listeners run on their own thread pool: the same bounded exit is checked for both
+LISTENERS = pytest.mark.parametrize("mode", ["concurrently", "orderly"])
+
+
+@LISTENERS
+def test_first_ctrl_c_waits_a_bounded_announced_time_and_persists_offsets(cluster, tmp_path, mode):
+    proc, fast, out, err = _start_busy_app(cluster, tmp_path, await_ms=2000, mode=mode)
     proc.send_signal(signal.SIGINT)
     assert _stop(proc, 30) == 0
     log = err.read_text()
@@ -71,8 +76,9 @@ def test_first_ctrl_c_waits_a_bounded_announced_time_and_persists_offsets(cluste
     assert _committed(cluster, fast) == fast.queue_offset + 1
 
 
-def test_second_ctrl_c_stops_the_wait_at_once_without_a_traceback(cluster, tmp_path):
-    proc, fast, out, err = _start_busy_app(cluster, tmp_path, await_ms=600_000)
+@LISTENERS
+def test_second_ctrl_c_stops_the_wait_at_once_without_a_traceback(cluster, tmp_path, mode):
+    proc, fast, out, err = _start_busy_app(cluster, tmp_path, await_ms=600_000, mode=mode)
     proc.send_signal(signal.SIGINT)
     wait_until(lambda: "Ctrl-C again to stop now" in err.read_text(), timeout_s=20, what="the announced wait")
     proc.send_signal(signal.SIGINT)

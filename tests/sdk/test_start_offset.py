@@ -57,6 +57,6 @@ def test_compute_pull_from_where(where, stored, topic, expected):
     inst = _Instance()
     consumer._instance = inst
     consumer.offset_store = _Store(stored)
-    assert asyncio.run(consumer.compute_pull_from_where(MessageQueue(topic, "b", 0))) == expected
+    assert asyncio.run(consumer._compute_pull_from_where(MessageQueue(topic, "b", 0))) == expected
     if expected == BY_TIME and stored == -1:
         assert inst.api.searched == [int(dt.datetime(2026, 1, 2, 3, 4, 5).timestamp() * 1000)]
