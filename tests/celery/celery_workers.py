@@ -30,6 +30,21 @@ def dead_addr() -> str:
         return f"127.0.0.1:{s.getsockname()[1]}"
 
 
+def free_broker_port() -> int:
+    """A free port whose next one is free too: a broker on a fixed ``listenPort`` also binds
+    ``listenPort + 1`` for replication (haListenPort, as Java's broker)."""
+    for _ in range(50):
+        with socket.socket() as a, socket.socket() as b:
+            a.bind(("127.0.0.1", 0))
+            port = a.getsockname()[1]
+            try:
+                b.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free pair of ports on 127.0.0.1")
+
+
 class Worker:
     def __init__(self, proc: subprocess.Popen, name: str, log_path: Path) -> None:
         self.proc = proc
@@ -58,6 +73,9 @@ class Worker:
 
 def worker_env(broker: str, backend: str, marks: Path, options: dict, queue: str = "celery") -> dict:
     env = dict(os.environ)
+    # these workers are plain Celery apps: a DJANGO_SETTINGS_MODULE left by the Django tests of the
+    # same pytest run would switch on Celery's Django fixup, which then imports those settings
+    env.pop("DJANGO_SETTINGS_MODULE", None)
     env.update(CELERY_TEST_BROKER=broker, CELERY_TEST_BACKEND=backend, CELERY_TEST_MARKS=str(marks),
                CELERY_TEST_TRANSPORT_OPTIONS=json.dumps(options), CELERY_TEST_QUEUE=queue,
                PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]))

@@ -13,7 +13,7 @@ from celery_worker_app import make_app
 from celery_workers import (
     RemoteTask,
     close_app,
-    dead_addr,
+    free_broker_port,
     isolated_options,
     running_worker,
     wait_ready,
@@ -33,7 +33,7 @@ class Servers:
                                          "from rocketmq_broker.cli import namesrv_main; namesrv_main()", "-p", "0"],
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.namesrv_addr = read_announcements(self.namesrv, 30)["NAMESRV"]
-        self.broker_port = int(dead_addr().rsplit(":", 1)[1])
+        self.broker_port = free_broker_port()
         conf = root / "broker.conf"
         conf.write_text(f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\n"
                         f"listenPort={self.broker_port}\nnamesrvAddr={self.namesrv_addr}\n"
