@@ -10,6 +10,7 @@ requests never arrive here because these connections never send heartbeats.
 from __future__ import annotations
 
 import logging
+import select
 import socket
 import ssl
 import struct
@@ -43,11 +44,15 @@ _TIMEOUT_SLACK_S = 0.001
 _TIMEVAL = struct.Struct("@ll")
 _FRAME_LEN = struct.Struct(">I").unpack_from
 _monotonic = time.monotonic
+#: a connection unused for longer than this (s) is checked before reuse: brokers close idle
+#: client connections (Java's ``serverChannelMaxIdleTimeSeconds``, 120 s), and these connections
+#: send no heartbeats, so a send after a quiet spell would otherwise meet a closed socket
+IDLE_CHECK_S = 1.0
 _decode = RemotingCommand.decode
 
 
 class _Conn:
-    __slots__ = ("sock", "decoder", "fresh", "timeout_s", "__weakref__")
+    __slots__ = ("sock", "decoder", "fresh", "timeout_s", "last_used", "__weakref__")
 
     def __init__(self, sock: socket.socket, max_frame_length: int) -> None:
         self.sock = sock
@@ -55,6 +60,17 @@ class _Conn:
         self.fresh = True  # no response read yet (a TLS-only server closes a plaintext one at once)
         #: the kernel send/receive timeout in force (s), or None: Python socket timeouts (TLS)
         self.timeout_s: float | None = None
+        #: time.monotonic() of the last answer read on it (or of its creation)
+        self.last_used = _monotonic()
+
+    def peer_gone(self) -> bool:
+        """True when the idle connection is readable: the peer closed it (or sent something no
+        request asked for, which makes it unusable for request/response too)."""
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):  # closed, or an fd select cannot take: let the send find out
+            return False
+        return bool(readable)
 
     def set_timeout(self, seconds: float) -> None:
         """Bound the next blocking send/recv to ~``seconds`` (at most 1 ms later)."""
@@ -152,7 +168,8 @@ class BlockingConnections:
             FrameError: a malformed frame (the connection is dropped).
             ClientStateError: closed.
         """
-        deadline = _monotonic() + timeout_ms / 1000.0
+        now = _monotonic()
+        deadline = now + timeout_ms / 1000.0
         hooks = self.rpc_hooks
         if hooks:
             for hook in hooks:
@@ -160,6 +177,10 @@ class BlockingConnections:
         conns = getattr(self._local, "conns", None)
         conn = conns.get(addr) if conns is not None else None
         if conn is None:
+            conn = self._get(addr)
+        elif now - conn.last_used > IDLE_CHECK_S and conn.peer_gone():
+            log.debug("connection to %s was closed while idle; reconnecting", addr)
+            self._drop(addr, conn)
             conn = self._get(addr)
         sock = conn.sock
         opaque = cmd.opaque
@@ -214,6 +235,7 @@ class BlockingConnections:
             self._drop(addr, conn)
             raise
         conn.fresh = False
+        conn.last_used = now
         if hooks:
             for hook in hooks:
                 hook.after_response(addr, cmd, resp)

@@ -9,8 +9,9 @@ import threading
 import time
 
 import pytest
+from rocketmq_sdk.client import blocking
 from rocketmq_sdk.client.blocking import BlockingConnections
-from rocketmq_sdk.exceptions import RemotingTimeoutError
+from rocketmq_sdk.exceptions import RemotingSendRequestError, RemotingTimeoutError
 from rocketmq_sdk.remoting import RemotingCommand
 
 
@@ -96,6 +97,40 @@ def test_an_answer_in_slow_pieces_is_read():
         cmd = RemotingCommand.request(310, {"b": "T"}, b"x")
         resp = conns.invoke(server.addr, cmd, 2000)
         assert resp.opaque == cmd.opaque and resp.ext_fields == {"msgId": "X"}
+    finally:
+        conns.close()
+        server.close()
+
+
+@pytest.mark.parametrize("check_idle", [True, False])
+def test_a_connection_the_broker_closed_while_idle_is_replaced_before_the_send(monkeypatch, check_idle):
+    """Brokers close idle client connections (120 s in Java); the caller-thread connections send
+    no heartbeats, so the first send after a quiet spell must not meet the dead socket. Without
+    the idle check (the control case) that send fails."""
+    closed = threading.Event()
+
+    def answer_then_close(conn, frame):
+        req = RemotingCommand.decode(frame)
+        resp = req.response(0, ext_fields={"msgId": "X"})
+        resp.flag |= 1
+        conn.sendall(resp.encode())
+        conn.shutdown(socket.SHUT_RDWR)  # the broker's idle-channel close
+        closed.set()
+
+    server = OneShotServer(answer_then_close)
+    monkeypatch.setattr(blocking, "IDLE_CHECK_S", 0.0 if check_idle else 1e9)
+    conns = BlockingConnections(3000)
+    try:
+        first = RemotingCommand.request(310, {"b": "T"}, b"x")
+        assert conns.invoke(server.addr, first, 2000).opaque == first.opaque
+        assert closed.wait(10)
+        second = RemotingCommand.request(310, {"b": "T"}, b"y")
+        if check_idle:
+            assert conns.invoke(server.addr, second, 2000).opaque == second.opaque
+            assert server.accepted == 2  # a new connection, not the dead one
+        else:
+            with pytest.raises(RemotingSendRequestError):
+                conns.invoke(server.addr, second, 2000)
     finally:
         conns.close()
         server.close()
