@@ -422,7 +422,7 @@ def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, nam
         start_timeout_s: how long to wait for all servers, in seconds.
         event_loop: the servers' loop, as :func:`start_dev_cluster`'s.
         slaves: SLAVE brokers per master (brokerId 1, 2, ...; store ``<store_dir>/<name>-s<id>``),
-            started after all masters; they replicate over the HA protocol (ha-protocol.md).
+            started after all masters; they replicate over the HA protocol (docs/protocol.md §8).
         broker_role: the masters' ``brokerRole``, ``ASYNC_MASTER`` or ``SYNC_MASTER``.
 
     Raises:

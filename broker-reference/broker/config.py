@@ -111,7 +111,7 @@ class BrokerConfig:
             where waking an idle vCPU is dear; leave it off for a broker sharing its process
             (and GIL) with clients (``start_embedded_cluster``, ``in_process=True``).
 
-    Master/slave replication (issue 20; ha-protocol.md; Java ``BrokerConfig`` /
+    Master/slave replication (issue 20; docs/protocol.md §8.1; Java ``BrokerConfig`` /
     ``MessageStoreConfig`` keys, 4.9.8 defaults):
         broker_role: ``ASYNC_MASTER`` (sends acknowledged after the local write),
             ``SYNC_MASTER`` (after a slave has the bytes) or ``SLAVE`` (``brokerRole``).

@@ -112,7 +112,7 @@ class BrokerController:
 
     @property
     def is_slave(self) -> bool:
-        """``brokerRole=SLAVE``: replicates its master, refuses writes (ha-protocol.md §5.3)."""
+        """``brokerRole=SLAVE``: replicates its master, refuses writes (docs/protocol.md §8.8)."""
         return self.config.broker_role == "SLAVE"
 
     @property

@@ -173,7 +173,7 @@ class PullProcessor:
             code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:
             code = _PULL_CODES.get(result.status, ResponseCode.PULL_NOT_FOUND)
-        # slave reads (ha-protocol.md §5.2): which broker the client should pull from next
+        # slave reads (docs/protocol.md §8.7): which broker the client should pull from next
         suggest = 0
         if b.config.slave_read_enable:
             suggest = sg.which_broker_when_consume_slowly if result.suggest_pulling_from_slave else sg.broker_id

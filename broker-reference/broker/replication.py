@@ -1,4 +1,4 @@
-"""Broker roles around master/slave replication (ha-protocol.md §2, §5.3, §6).
+"""Broker roles around master/slave replication (docs/protocol.md §8.2, §8.8, §8.9).
 
 * :class:`MetadataProcessor` answers GET_ALL_CONSUMER_OFFSET (43) and GET_ALL_DELAY_OFFSET (45)
   on every broker (what a slave's SlaveSynchronize asks a master for);

@@ -1,5 +1,5 @@
-"""The slave side of master/slave replication (Java ``HAService.HAClient``; ha-protocol.md
-§3.2), on the broker's asyncio loop.
+"""The slave side of master/slave replication (Java ``HAService.HAClient``; docs/protocol.md
+§8.5), on the broker's asyncio loop.
 
 The client connects to the master's HA address, reports its own max CommitLog offset (at once:
 a Java slave waits ``haSendHeartbeatInterval`` first, the master does not care), appends every

@@ -1,4 +1,4 @@
-"""The two frames of RocketMQ 4.9's master/slave replication channel (ha-protocol.md §3.1).
+"""The two frames of RocketMQ 4.9's master/slave replication channel (docs/protocol.md §8.3).
 
 Both directions are plain byte streams of fixed-layout big-endian frames, no handshake:
 

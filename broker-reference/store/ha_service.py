@@ -1,5 +1,5 @@
 """The master side of master/slave replication (Java ``HAService``, ``HAConnection``,
-``GroupTransferService``; ha-protocol.md §3.3, §4), on the broker's asyncio loop.
+``GroupTransferService``; docs/protocol.md §8.4, §8.6), on the broker's asyncio loop.
 
 Every broker listens on its HA port; a slave that connects and reports its max CommitLog offset
 gets the CommitLog streamed from there (from the start of the master's last file when it

@@ -60,7 +60,7 @@ async def pull_loop(consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue, 
     inst = consumer.instance
     store = consumer.offset_store
     next_offset = offset
-    broker_id = 0  # suggestWhichBrokerId of the last answer (slave reads, ha-protocol.md §5.1)
+    broker_id = 0  # suggestWhichBrokerId of the last answer (slave reads, docs/protocol.md §8.7)
     while not pq.dropped and consumer.running:
         if consumer.suspended:
             await asyncio.sleep(PULL_DELAY_WHEN_SUSPENDED_S)

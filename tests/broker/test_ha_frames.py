@@ -1,8 +1,8 @@
 """HA (master/slave replication) frames against real Apache RocketMQ 4.9.8 traffic.
 
 ``tests/data/ha_capture_frames.jsonl`` holds the HA frames of ``ha_sync_master.jsonl`` and
-``ha_file_boundary.jsonl`` (from ``/work/shared/captures``, ``decoded`` annotations dropped, field
-``capture`` added) and the first REGISTER_BROKER exchanges of the master and the slave.
+``ha_file_boundary.jsonl`` (two recorded sessions between two 4.9.8 brokers, ``decoded`` annotations
+dropped, field ``capture`` added) and the first REGISTER_BROKER exchanges of the master and the slave.
 """
 
 from __future__ import annotations

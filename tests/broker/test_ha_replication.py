@@ -1,4 +1,4 @@
-"""Master/slave replication between reference brokers (ha-protocol.md), in process: every kind
+"""Master/slave replication between reference brokers (docs/protocol.md §8), in process: every kind
 of record reaches the slave with identical CommitLog bytes and is dispatched there, a restarted
 slave resumes from its own offset, SYNC_MASTER answers SLAVE_NOT_AVAILABLE /
 FLUSH_SLAVE_TIMEOUT as 4.9.8 does, SlaveSynchronize, slave refusals and slave reads."""
@@ -213,7 +213,7 @@ def test_slave_synchronize_copies_topics_offsets_delay_offsets_and_groups(tmp_pa
             assert s.offsets.query("only_on_slave", "HaSynced", 0) == 5  # merged, not replaced
             with open(s.schedule.path) as fh:
                 assert '"offsetTable"' in fh.read()
-            # a slave refuses writes as 4.9.8 does (ha-protocol.md §5.3)
+            # a slave refuses writes as 4.9.8 does (docs/protocol.md §8.8)
             send = SendMessageRequestHeader(producer_group="g", topic="HaSynced", default_topic="TBW102",
                                             default_topic_queue_nums=4, queue_id=0, sys_flag=0, born_timestamp=1,
                                             flag=0, properties="")
@@ -448,7 +448,7 @@ def _three_free_ports() -> int:
 
 
 def test_a_broker_on_a_fixed_port_serves_the_topic_config_on_its_vip_port_and_ha_on_port_plus_one(tmp_path):
-    """A Java slave asks GET_ALL_TOPIC_CONFIG on ``listenPort - 2`` (ha-protocol.md §6) and
+    """A Java slave asks GET_ALL_TOPIC_CONFIG on ``listenPort - 2`` (docs/protocol.md §8.9) and
     connects to ``listenPort + 1`` for the CommitLog."""
     port = _three_free_ports()
 
