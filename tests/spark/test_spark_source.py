@@ -215,8 +215,17 @@ def test_stream_restart_from_checkpoint_delivers_each_message_once(spark, cluste
     assert out.where("queue_id = 2").count() == 10, "the new queue was picked up from its start"
     # the group trails the checkpoint by the last micro-batch (Spark reports a batch's end to the
     # source only when it plans the next one): the second run committed where the first ended
-    committed = dict(group_offsets(cluster, group, topic))
-    assert (committed[0], committed[1], committed.get(2, 0)) == (30, 30, 0)
+    # (the source's commit consumer persists them when Spark stops the reader, which may happen
+    # after the query has returned: poll with a deadline)
+    expected = (30, 30, 0)
+    deadline = time.monotonic() + 30
+    while True:
+        committed = dict(group_offsets(cluster, group, topic))
+        got = (committed[0], committed[1], committed.get(2, 0))
+        if got == expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)  # polling the brokers' stored offsets
+    assert got == expected
 
 
 @pytest.mark.timeout(600)
