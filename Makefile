@@ -73,12 +73,13 @@ docs: install
 	$(PY) -m mkdocs build
 
 # make wheel-check - build the pure-Python wheel (ROCKETMQ_NO_EXTENSIONS=1, py3-none-any), install
-# it into a clean virtual environment and send + consume a message with it (.ci/run runs it too)
+# it with the broker extra (the smoke test starts a reference broker) into a clean virtual environment
+# and send + consume a message with it (.ci/run runs it too)
 wheel-check: install
 	rm -rf build/wheel-check
 	ROCKETMQ_NO_EXTENSIONS=1 $(PY) -m pip wheel --quiet --no-deps -w build/wheel-check .
 	$(PYTHON) -m venv build/wheel-check/venv
-	build/wheel-check/venv/bin/python -m pip install --quiet build/wheel-check/rocketmq_python_sdk-*-py3-none-any.whl
+	build/wheel-check/venv/bin/python -m pip install --quiet "$$(ls build/wheel-check/rocketmq_python_sdk-*-py3-none-any.whl)[broker]"
 	cd build/wheel-check && venv/bin/python ../../tests/packaging/wheel_smoke.py
 
 clean:
