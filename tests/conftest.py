@@ -34,12 +34,6 @@ CAPTURES = DATA / "captures"
 CAPTURE_NAMES = sorted(p.stem for p in CAPTURES.glob("*.jsonl"))
 
 
-def frame_capture_names() -> list[str]:
-    """:data:`CAPTURE_NAMES` as a function (the name the HA branch gave it; ``tests/data/captures``
-    holds remoting frame captures only, so nothing needs filtering)."""
-    return list(CAPTURE_NAMES)
-
-
 def load_capture(name: str) -> list[dict]:
     """Return the frames of ``tests/data/captures/<name>.jsonl`` as dicts (line format in
     ``tests/data/README.md``); FileNotFoundError when there is no such capture."""
