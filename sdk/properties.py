@@ -69,12 +69,13 @@ def read_properties(path: str) -> dict[str, str]:
         return parse_properties(fh.read())
 
 
-def format_properties(obj: Any) -> str:
+def format_properties(obj: object) -> str:
     """``camelKey=value`` lines of a settings dataclass (inline fields flattened), as
     GET_BROKER_CONFIG / GET_NAMESRV_CONFIG answer: booleans ``true``/``false``, enums by value,
     None as an empty value."""
     lines = []
-    for name, owner in settings_fields(type(obj)).items():
+    cls: type = type(obj)  # typed `type`: mypy wrongly finds type[object] not Hashable for @cache
+    for name, owner in settings_fields(cls).items():
         value = getattr(_owner_of(obj, owner), name)
         if value is None:
             value = ""
@@ -168,7 +169,7 @@ def typed_settings(cls: type, props: Mapping[str, str], *,
     return out
 
 
-def apply_properties(obj: Any, props: Mapping[str, str], *,
+def apply_properties(obj: object, props: Mapping[str, str], *,
                      on_unknown: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Set the known keys of ``props`` on the settings dataclass ``obj`` (inline fields
     included): ``rocketmq-namesrv -c``, UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG. Returns
@@ -177,8 +178,9 @@ def apply_properties(obj: Any, props: Mapping[str, str], *,
     Raises:
         ValueError: a value does not parse (see :func:`typed_settings`).
     """
-    changed = typed_settings(type(obj), props, on_unknown=on_unknown)
-    paths = settings_fields(type(obj))
+    cls: type = type(obj)  # typed `type`: mypy wrongly finds type[object] not Hashable for @cache
+    changed = typed_settings(cls, props, on_unknown=on_unknown)
+    paths = settings_fields(cls)
     for name, value in changed.items():
         setattr(_owner_of(obj, paths[name]), name, value)
     return changed

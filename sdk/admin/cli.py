@@ -25,6 +25,7 @@ from rocketmq_sdk.exceptions import IllegalArgumentError, MQError, RemotingError
 from rocketmq_sdk.protocol.codes import version_desc
 
 from .client import AdminClient, parse_namesrv_addr
+from .core import JAVA_LONG_MAX
 from .models import ConsumerProgress, running_info_to_dict, to_jsonable
 from .render import fmt_ms, key_values, message_block, table
 
@@ -275,7 +276,7 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str | None, topi
         groups = admin.consumer_groups()
         emit(as_json, groups, lambda: table(
             ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"],
-            [(g.group, g.count, version_desc(g.version) if g.count > 0 else "OFFLINE", g.consume_type,
+            [(g.group, g.count, "OFFLINE" if g.version is None else version_desc(g.version), g.consume_type,
               g.message_model, g.consume_tps, g.diff_total)
              for g in groups], numeric=(1, 5, 6)))
         return
@@ -434,10 +435,8 @@ def query_msg_by_unique_key(admin: AdminClient, as_json: bool, msg_id: str, topi
 @click.option("-c", "--maxNum", "max_num", type=click.IntRange(min=1), default=64, show_default=True)
 def query_msg_by_key(admin: AdminClient, as_json: bool, topic: str, key: str, begin: str, end: str | None,
                      max_num: int) -> None:
-    kwargs: dict[str, int] = {"begin_ms": parse_time_ms(begin)}
-    if end is not None:
-        kwargs["end_ms"] = parse_time_ms(end)
-    msgs = admin.query_message_by_key(topic, key, max_num=max_num, **kwargs)
+    msgs = admin.query_message_by_key(topic, key, max_num=max_num, begin_ms=parse_time_ms(begin),
+                                      end_ms=JAVA_LONG_MAX if end is None else parse_time_ms(end))
     emit(as_json, msgs, lambda: table(["#Message ID", "#QID", "#Offset", "#Store Time", "#Tags"],
                                       [(m.msg_id, m.queue_id, m.queue_offset, fmt_ms(m.store_timestamp), m.tags)
                                        for m in msgs], numeric=(1, 2)))

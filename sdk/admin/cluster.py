@@ -22,7 +22,6 @@ from rocketmq_sdk.protocol.codes import RequestCode
 from .core import (
     MASTER_ID,
     AdminCore,
-    _first_tps,
     log,
 )
 from .models import (
@@ -30,6 +29,16 @@ from .models import (
 )
 
 __all__ = ["ClusterAdmin"]
+
+
+def _first_tps(value: str | None) -> float | None:
+    """Runtime-info TPS values read ``"<10s> <1min> <10min>"``; return the first."""
+    if not value:
+        return None
+    try:
+        return float(value.split()[0])
+    except (ValueError, IndexError):
+        return None
 
 
 class ClusterAdmin(AdminCore):
@@ -61,8 +70,8 @@ class ClusterAdmin(AdminCore):
                             b.version = table.get("brokerVersionDesc")
                             b.in_tps = _first_tps(table.get("putTps"))
                             b.out_tps = _first_tps(table.get("getTransferedTps"))
-                            with contextlib.suppress(TypeError, ValueError):
-                                b.commit_log_max_offset = int(table.get("commitLogMaxOffset"))
+                            with contextlib.suppress(ValueError):  # missing ("") or not a number
+                                b.commit_log_max_offset = int(table.get("commitLogMaxOffset", ""))
                     out.append(b)
         masters = {(b.cluster, b.broker_name): b.commit_log_max_offset for b in out if b.broker_id == MASTER_ID}
         for b in out:  # replication lag of each slave, as two brokerStatus calls would give it

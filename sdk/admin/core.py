@@ -18,22 +18,26 @@ from typing import Any
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.config import ClientConfig
 from rocketmq_sdk.exceptions import (
+    ClientStateError,
     IllegalArgumentError,
     MQBrokerError,
     MQClientError,
     RemotingError,
     TopicNotExistError,
 )
+from rocketmq_sdk.lifecycle import Lifecycle, ServiceState
 from rocketmq_sdk.properties import parse_properties
 from rocketmq_sdk.protocol.admin_bodies import (
     ClusterInfo,
     ConsumerConnection,
+    TopicList,
 )
 from rocketmq_sdk.protocol.bodies import (
     TopicRouteData,
 )
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
+    GetTopicsByClusterRequestHeader,
     PullMessageRequestHeader,
 )
 from rocketmq_sdk.protocol.message import MessageExt, MessageQueue, PullStatus
@@ -53,8 +57,8 @@ log = logging.getLogger("rocketmq_sdk.admin")
 MASTER_ID = 0
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
-_UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
-_JAVA_LONG_MAX = 2**63 - 1
+UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+JAVA_LONG_MAX = 2**63 - 1
 
 
 def parse_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
@@ -86,17 +90,6 @@ def _check(resp: RemotingCommand, addr: str, request_code: int | None = None) ->
     return resp
 
 
-def _first_tps(value: str | None) -> float | None:
-    """Runtime-info TPS values read ``"<10s> <1min> <10min>"``; return the first."""
-    if not value:
-        return None
-    try:
-        return float(value.split()[0])
-    except (ValueError, IndexError):
-        return None
-
-
-
 class AdminCore:
     """Connections and request plumbing of the admin client; runs on the caller's event loop.
 
@@ -112,13 +105,36 @@ class AdminCore:
         self.namesrv_addrs = parse_namesrv_addr(namesrv_addr if namesrv_addr is not None
                                                 else cfg.namesrv_addr)
         self.timeout_ms = timeout_ms
-        self._remoting = RemotingClient(cfg.connect_timeout, rpc_hooks=cfg.effective_rpc_hooks,
-                                        ssl_context=cfg.effective_ssl_context)
-        self._api = MQClientAPI(self._remoting, self.namesrv_addrs, timeout_ms)
+        # RUNNING from here on (connections open lazily, on first use) until close()
+        self._lifecycle = Lifecycle(f"admin client of {';'.join(self.namesrv_addrs)}")
+        with self._lifecycle.starting():
+            self._remoting = RemotingClient(cfg.connect_timeout, rpc_hooks=cfg.effective_rpc_hooks,
+                                            ssl_context=cfg.effective_ssl_context)
+            self._mq_api = MQClientAPI(self._remoting, self.namesrv_addrs, timeout_ms)
+
+    @property
+    def state(self) -> ServiceState:
+        """``RUNNING`` from creation until :meth:`close`, then ``SHUTDOWN_ALREADY``."""
+        return self._lifecycle.state
+
+    def check_open(self) -> None:
+        """Raise :class:`~rocketmq_sdk.exceptions.ClientStateError` once :meth:`close` was called
+        (every request checks this first)."""
+        if not self._lifecycle.running:
+            raise ClientStateError(f"{self._lifecycle.what} is closed ({self.state.name}); create a new one")
+
+    @property
+    def _api(self) -> MQClientAPI:
+        self.check_open()
+        return self._mq_api
 
     async def close(self) -> None:
-        """Close the connections (idempotent)."""
-        await self._remoting.close()
+        """Close the connections (idempotent; the client cannot be used afterwards)."""
+        if self._lifecycle.begin_shutdown():
+            try:
+                await self._remoting.close()
+            finally:
+                self._lifecycle.shutdown_done()
 
     async def __aenter__(self) -> AdminCore:
         return self
@@ -132,6 +148,7 @@ class AdminCore:
 
     async def _broker(self, addr: str, code: int, ext: dict[str, str] | None = None,
                       body: bytes = b"") -> RemotingCommand:
+        self.check_open()
         resp = await self._remoting.invoke(addr, RemotingCommand.request(code, ext or {}, body), self.timeout_ms)
         return _check(resp, addr, code)
 
@@ -148,15 +165,25 @@ class AdminCore:
         if not cluster:
             raise IllegalArgumentError("give a broker address (-b) or a cluster name (-c)")
         info = await self._cluster()
-        names = info.cluster_addr_table.get(cluster)
-        if names is None:
+        if cluster not in info.cluster_addr_table:
             raise MQClientError(f"cluster {cluster!r} not found on the name server")
-        addrs = []
-        for name in sorted(names):
-            bd = info.broker_addr_table.get(name)
-            if bd is not None and bd.master_addr():
-                addrs.append(bd.master_addr())
-        return addrs
+        return self._cluster_masters(info, cluster)
+
+    @staticmethod
+    def _cluster_masters(info: ClusterInfo, cluster: str) -> list[str]:
+        """Master addresses of the brokers of ``cluster`` (by broker name; [] if unknown)."""
+        return [master for name in sorted(info.cluster_addr_table.get(cluster, ()))
+                if (bd := info.broker_addr_table.get(name)) is not None and (master := bd.master_addr())]
+
+    async def _topics(self, cluster: str | None = None) -> list[str]:
+        """Every topic the name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER 206), or those
+        with queues on a broker of ``cluster`` (GET_TOPICS_BY_CLUSTER 224), sorted."""
+        if cluster is None:
+            resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        else:
+            resp = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER,
+                                       GetTopicsByClusterRequestHeader(cluster=cluster).to_ext_fields())
+        return sorted(TopicList.from_json(resp.body).topic_list)
 
     @staticmethod
     def _route_masters(route: TopicRouteData) -> dict[str, str]:

@@ -18,7 +18,6 @@ from rocketmq_sdk.protocol.admin_bodies import (
     ConsumeStats,
     ProducerConnection,
     SubscriptionGroupConfig,
-    TopicList,
 )
 from rocketmq_sdk.protocol.bodies import (
     ConsumerRunningInfo,
@@ -83,9 +82,8 @@ class GroupAdmin(AdminCore):
         count, TPS and total lag, as ``mqadmin consumerProgress`` without ``-g``. Groups whose
         brokers do not answer are listed with zero TPS and lag.
         """
-        resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        groups = sorted(t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in TopicList.from_json(resp.body).topic_list
-                        if t.startswith(RETRY_GROUP_TOPIC_PREFIX))
+        groups = [t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in await self._topics()
+                  if t.startswith(RETRY_GROUP_TOPIC_PREFIX)]
         out = []
         for group in groups:
             tps, diff = 0.0, 0

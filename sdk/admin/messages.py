@@ -28,8 +28,8 @@ from rocketmq_sdk.protocol.message_codec import decode_messages
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
 
 from .core import (
-    _JAVA_LONG_MAX,
-    _UNIQUE_KEY_QUERY,
+    JAVA_LONG_MAX,
+    UNIQUE_KEY_QUERY,
     AdminCore,
 )
 
@@ -61,7 +61,7 @@ class MessageAdmin(AdminCore):
         return msgs[0]
 
     async def query_message_by_key(self, topic: str, key: str, *, max_num: int = 64, begin_ms: int = 0,
-                             end_ms: int = _JAVA_LONG_MAX, unique: bool = False) -> list[MessageExt]:
+                             end_ms: int = JAVA_LONG_MAX, unique: bool = False) -> list[MessageExt]:
         """Messages of ``topic`` indexed under ``key`` stored in [begin_ms, end_ms]
         (QUERY_MESSAGE 12 to every master of the route), as ``queryMsgByKey``.
 
@@ -75,7 +75,7 @@ class MessageAdmin(AdminCore):
         """
         ext = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms,
                                         end_timestamp=end_ms).to_ext_fields()
-        ext[_UNIQUE_KEY_QUERY] = "true" if unique else "false"
+        ext[UNIQUE_KEY_QUERY] = "true" if unique else "false"
 
         route = await self._route(topic)
         out: list[MessageExt] = []
@@ -136,7 +136,7 @@ class MessageAdmin(AdminCore):
             begin_ms = max(0, get_nearly_time_from_id(msg_id) - 3_600_000)
         except ValueError:
             return None
-        for topic in await self.topic_list():
+        for topic in await self._topics():
             if is_sys_topic(topic):
                 continue
             try:
