@@ -1,32 +1,14 @@
-"""Clusters and brokers: the broker list with runtime figures, a broker's runtime info and configuration.
-
-The ``ClusterAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Clusters and brokers: the broker list with runtime figures, a broker's runtime info and configuration."""
 
 from __future__ import annotations
 
 import contextlib
 
-from rocketmq_sdk.exceptions import (
-    MQBrokerError,
-    RemotingError,
-)
-from rocketmq_sdk.properties import parse_properties
-from rocketmq_sdk.protocol.admin_bodies import (
-    KVTable,
-)
-from rocketmq_sdk.protocol.codes import RequestCode
-
-from .core import (
-    MASTER_ID,
-    AdminCore,
-    log,
-)
-from .models import (
-    BrokerInfo,
-)
+from ..properties import parse_properties
+from ..protocol.admin_bodies import KVTable
+from ..protocol.codes import RequestCode
+from .core import MASTER_ID, REQUEST_FAILED, AdminCore, log
+from .models import BrokerInfo
 
 __all__ = ["ClusterAdmin"]
 
@@ -64,7 +46,7 @@ class ClusterAdmin(AdminCore):
                     if runtime:
                         try:
                             table = await self._runtime_info(addr)
-                        except (MQBrokerError, RemotingError) as exc:
+                        except REQUEST_FAILED as exc:
                             log.debug("runtime info of %s: %s", addr, exc)
                         else:
                             b.version = table.get("brokerVersionDesc")

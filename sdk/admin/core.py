@@ -55,6 +55,8 @@ __all__ = ["MASTER_ID", "AdminCore", "parse_namesrv_addr", "parse_properties"]
 log = logging.getLogger("rocketmq_sdk.admin")
 
 MASTER_ID = 0
+#: what one request to one server raises when it fails: the server said no, or the network failed
+REQUEST_FAILED = (MQBrokerError, RemotingError)
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
@@ -230,7 +232,7 @@ class AdminCore:
         for addr in masters.values():
             try:
                 resp = await self._broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
-            except (MQBrokerError, RemotingError) as exc:
+            except REQUEST_FAILED as exc:
                 last = exc
                 continue
             cc = ConsumerConnection.from_json(resp.body)

@@ -1,37 +1,19 @@
-"""Messages: by offset message id, unique id, key, queue offset; consuming one directly on a client.
-
-The ``MessageAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Messages: by offset message id, unique id, key, queue offset; consuming one directly on a client."""
 
 from __future__ import annotations
 
-from rocketmq_sdk.exceptions import (
-    IllegalArgumentError,
-    MQBrokerError,
-    MQClientError,
-    MQError,
-    RemotingError,
-)
-from rocketmq_sdk.protocol.bodies import (
-    ConsumeMessageDirectlyResult,
-)
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode, is_sys_topic
-from rocketmq_sdk.protocol.headers import (
+from ..exceptions import IllegalArgumentError, MQBrokerError, MQClientError, MQError, RemotingError
+from ..protocol.bodies import ConsumeMessageDirectlyResult
+from ..protocol.codes import RequestCode, ResponseCode, is_sys_topic
+from ..protocol.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     QueryMessageRequestHeader,
     ViewMessageRequestHeader,
 )
-from rocketmq_sdk.protocol.message import MessageExt, MessageQueue
-from rocketmq_sdk.protocol.message_codec import decode_messages
-from rocketmq_sdk.protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
-
-from .core import (
-    JAVA_LONG_MAX,
-    UNIQUE_KEY_QUERY,
-    AdminCore,
-)
+from ..protocol.message import MessageExt, MessageQueue
+from ..protocol.message_codec import decode_messages
+from ..protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
+from .core import JAVA_LONG_MAX, UNIQUE_KEY_QUERY, AdminCore
 
 __all__ = ["MessageAdmin"]
 

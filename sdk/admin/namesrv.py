@@ -1,28 +1,13 @@
-"""Name servers: KV config, broker write permission, name server configuration.
-
-The ``NamesrvAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Name servers: KV config, broker write permission, name server configuration."""
 
 from __future__ import annotations
 
-from rocketmq_sdk.exceptions import (
-    MQBrokerError,
-)
-from rocketmq_sdk.properties import parse_properties
-from rocketmq_sdk.protocol.admin_bodies import (
-    KVTable,
-)
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
-from rocketmq_sdk.protocol.headers import (
-    BrokerNameRequestHeader,
-    KVConfigRequestHeader,
-)
-
-from .core import (
-    AdminCore,
-)
+from ..exceptions import MQBrokerError
+from ..properties import parse_properties
+from ..protocol.admin_bodies import KVTable
+from ..protocol.codes import RequestCode, ResponseCode
+from ..protocol.headers import BrokerNameRequestHeader, KVConfigRequestHeader
+from .core import AdminCore
 
 __all__ = ["NamesrvAdmin"]
 

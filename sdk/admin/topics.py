@@ -1,39 +1,15 @@
-"""Topics: create, change permission, delete, list, route, per-queue status.
-
-The ``TopicAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Topics: create, change permission, delete, list, route, per-queue status."""
 
 from __future__ import annotations
 
-from rocketmq_sdk.exceptions import (
-    IllegalArgumentError,
-    MQBrokerError,
-    MQClientError,
-    RemotingError,
-)
-from rocketmq_sdk.protocol.admin_bodies import (
-    GroupList,
-    TopicStatsTable,
-)
-from rocketmq_sdk.protocol.bodies import (
-    TopicRouteData,
-)
-from rocketmq_sdk.protocol.codes import PermName, RequestCode, ResponseCode
-from rocketmq_sdk.protocol.headers import (
-    CreateTopicRequestHeader,
-    TopicRequestHeader,
-)
-from rocketmq_sdk.protocol.message import MessageQueue
-
-from .core import (
-    AdminCore,
-    log,
-)
-from .models import (
-    QueueStatus,
-)
+from ..exceptions import IllegalArgumentError, MQBrokerError, MQClientError
+from ..protocol.admin_bodies import GroupList, TopicStatsTable
+from ..protocol.bodies import TopicRouteData
+from ..protocol.codes import PermName, RequestCode, ResponseCode
+from ..protocol.headers import CreateTopicRequestHeader, TopicRequestHeader
+from ..protocol.message import MessageQueue
+from .core import REQUEST_FAILED, AdminCore, log
+from .models import QueueStatus
 
 __all__ = ["TopicAdmin"]
 
@@ -167,7 +143,7 @@ class TopicAdmin(AdminCore):
                     try:
                         r = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
                                                TopicRequestHeader(topic=topic).to_ext_fields())
-                    except (MQBrokerError, RemotingError) as exc:
+                    except REQUEST_FAILED as exc:
                         log.debug("consumer groups of %s on %s: %s", topic, addr, exc)
                         continue
                     groups.update(GroupList.from_json(r.body).group_list)
