@@ -14,7 +14,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 try:
     import click
@@ -112,6 +112,13 @@ def parse_time_ms(value: str) -> int:
 
 
 BOOL = click.BOOL
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def broker_or_cluster(fn: F) -> F:
+    """mqadmin's ``-b/--brokerAddr`` and ``-c/--clusterName`` options (one broker, or every master
+    of a cluster), passed as ``broker_addr`` and ``cluster``."""
+    return click.option("-b", "--brokerAddr", "broker_addr")(click.option("-c", "--clusterName", "cluster")(fn))
 
 
 def stdout_is_tty() -> bool:
@@ -123,8 +130,7 @@ def stdout_is_tty() -> bool:
 
 @command("updateTopic", "Create or update a topic on a broker (-b) or every master of a cluster (-c).")
 @click.option("-t", "--topic", required=True)
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-r", "--readQueueNums", "read_queue_nums", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("-w", "--writeQueueNums", "write_queue_nums", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("-p", "--perm", type=click.Choice(["2", "4", "6"]), default="6", show_default=True,
@@ -145,8 +151,7 @@ def update_topic(admin: AdminClient, as_json: bool, topic: str, broker_addr: str
 @command("updateTopicPerm", "Change a topic's permission on its brokers (2 write, 4 read, 6 both).")
 @click.option("-t", "--topic", required=True)
 @click.option("-p", "--perm", type=click.Choice(["2", "4", "6"]), required=True)
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 def update_topic_perm(admin: AdminClient, as_json: bool, topic: str, perm: str, broker_addr: str | None,
                       cluster: str | None) -> None:
     addrs = admin.update_topic_perm(topic, int(perm), cluster=cluster, broker_addr=broker_addr)
@@ -233,8 +238,7 @@ def _broker_targets(admin: AdminClient, broker_addr: str | None, cluster: str | 
 
 
 @command("brokerStatus", "Runtime statistics of a broker (-b) or of every master of a cluster (-c).")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 def broker_status(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None) -> None:
     data = {a: admin.broker_runtime_info(a) for a in _broker_targets(admin, broker_addr, cluster)}
     emit(as_json, data, lambda: "\n\n".join(
@@ -242,8 +246,7 @@ def broker_status(admin: AdminClient, as_json: bool, broker_addr: str | None, cl
 
 
 @command("getBrokerConfig", "Configuration of a broker (-b) or of every master of a cluster (-c).")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 def get_broker_config(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None) -> None:
     data = {a: admin.broker_config(a) for a in _broker_targets(admin, broker_addr, cluster)}
     emit(as_json, data, lambda: "\n\n".join(
@@ -357,8 +360,7 @@ def consumer_status(admin: AdminClient, as_json: bool, group: str, client_id: st
 
 @command("updateSubGroup", "Create or update a subscription group on a broker (-b) or cluster (-c).")
 @click.option("-g", "--groupName", "group", required=True)
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-s", "--consumeEnable", "consume_enable", type=BOOL, default=True, show_default=True)
 @click.option("-m", "--consumeFromMinEnable", "consume_from_min", type=BOOL, default=False, show_default=True)
 @click.option("-d", "--consumeBroadcastEnable", "broadcast", type=BOOL, default=False, show_default=True)
@@ -455,20 +457,22 @@ def query_msg_by_offset(admin: AdminClient, as_json: bool, topic: str, broker_na
 # ---------------------------------------------------------------------------------- name server
 
 
+def _show_write_perm_counts(as_json: bool, verb: str, broker_name: str, counts: dict[str, int]) -> None:
+    """mqadmin's lines: how many queue datas of the broker each name server changed."""
+    emit(as_json, counts, lambda: "\n".join(
+        f"{verb} write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+
+
 @command("wipeWritePerm", "Remove a broker's write permission on the name servers (drain before maintenance).")
 @click.option("-b", "--brokerName", "broker_name", required=True)
 def wipe_write_perm(admin: AdminClient, as_json: bool, broker_name: str) -> None:
-    counts = admin.wipe_write_perm(broker_name)
-    emit(as_json, counts, lambda: "\n".join(
-        f"wipe write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+    _show_write_perm_counts(as_json, "wipe", broker_name, admin.wipe_write_perm(broker_name))
 
 
 @command("addWritePerm", "Give a broker its write permission back on the name servers.")
 @click.option("-b", "--brokerName", "broker_name", required=True)
 def add_write_perm(admin: AdminClient, as_json: bool, broker_name: str) -> None:
-    counts = admin.add_write_perm(broker_name)
-    emit(as_json, counts, lambda: "\n".join(
-        f"add write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+    _show_write_perm_counts(as_json, "add", broker_name, admin.add_write_perm(broker_name))
 
 
 @command("getNamesrvConfig", "Configuration of every name server.")
@@ -495,8 +499,7 @@ def _perm_list(value: str | None) -> list[str] | None:
 
 
 @command("updateAclConfig", "Create or update an ACL account in the brokers' plain_acl.yml.")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-a", "--accessKey", "ak", required=True)
 @click.option("-s", "--secretKey", "sk", required=True)
 @click.option("-w", "--whiteRemoteAddress", "white")
@@ -518,8 +521,7 @@ def update_acl_config(admin: AdminClient, as_json: bool, broker_addr: str | None
 
 
 @command("deleteAccessConfig", "Delete an ACL account from the brokers' plain_acl.yml.")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-a", "--accessKey", "ak", required=True)
 def delete_access_config(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None,
                          ak: str) -> None:
@@ -530,8 +532,7 @@ def delete_access_config(admin: AdminClient, as_json: bool, broker_addr: str | N
 
 
 @command("updateGlobalWhiteAddr", "Replace the brokers' ACL globalWhiteRemoteAddresses.")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-g", "--globalWhiteRemoteAddresses", "addresses", required=True, help="e.g. 10.10.103.*,192.168.0.*")
 def update_global_white_addr(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None,
                              addresses: str) -> None:
@@ -542,8 +543,7 @@ def update_global_white_addr(admin: AdminClient, as_json: bool, broker_addr: str
 
 
 @command("clusterAclConfigVersion", "The ACL file version of a broker (-b) or of every master of a cluster (-c).")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 def cluster_acl_config_version(admin: AdminClient, as_json: bool, broker_addr: str | None,
                                cluster: str | None) -> None:
     require_one(b=broker_addr, c=cluster)
