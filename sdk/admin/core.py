@@ -10,13 +10,12 @@ requests to the master (broker id 0) of each broker concerned.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
-from rocketmq_sdk.config import ClientConfig
+from rocketmq_sdk.config import ClientConfig, split_namesrv_addr
 from rocketmq_sdk.exceptions import (
     ClientStateError,
     IllegalArgumentError,
@@ -69,10 +68,7 @@ def parse_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
     Raises:
         IllegalArgumentError: no address given and ``NAMESRV_ADDR`` is unset or empty.
     """
-    if value is None:
-        value = os.environ.get("NAMESRV_ADDR", "")
-    parts = value.split(";") if isinstance(value, str) else list(value)
-    addrs = [p.strip() for p in parts if p and p.strip()]
+    addrs = split_namesrv_addr(value)
     if not addrs:
         raise IllegalArgumentError("no name server address: pass -n host:port[;host:port] or set NAMESRV_ADDR")
     return addrs
