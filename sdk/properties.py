@@ -107,6 +107,9 @@ def settings_fields(cls: type) -> dict[str, tuple[str, ...]]:
     return out
 
 
+_NUMBERS: dict[Any, str] = {int: "an integer", float: "a number"}
+
+
 def convert_value(raw: Any, tp: Any) -> Any:
     """``raw`` (text of a properties file, or already a value) as type ``tp``: ``bool`` accepts
     ``true``/``false`` in any case, ``int``/``float`` decimal text, an ``Enum`` its value or name;
@@ -127,16 +130,11 @@ def convert_value(raw: Any, tp: Any) -> Any:
         if text.lower() not in ("true", "false"):
             raise ValueError(f"{raw!r} is not a boolean (true or false)")
         return text.lower() == "true"
-    if tp is int:
+    if tp in _NUMBERS:
         try:
-            return int(text)
+            return tp(text)
         except ValueError:
-            raise ValueError(f"{raw!r} is not an integer") from None
-    if tp is float:
-        try:
-            return float(text)
-        except ValueError:
-            raise ValueError(f"{raw!r} is not a number") from None
+            raise ValueError(f"{raw!r} is not {_NUMBERS[tp]}") from None
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         for member in tp:
             if text in (str(member.value), member.name):
