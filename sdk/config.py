@@ -44,7 +44,8 @@ def local_ip() -> str:
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect(("10.255.255.255", 1))
-            return s.getsockname()[0]
+            host: str = s.getsockname()[0]  # (host, port) of an AF_INET socket
+            return host
     except OSError:
         return "127.0.0.1"
 

@@ -87,7 +87,7 @@ def format_properties(obj: object) -> str:
     return "\n".join(lines) + "\n"
 
 
-def inline_fields(cls: type) -> list[dataclasses.Field]:
+def inline_fields(cls: type) -> list[dataclasses.Field[Any]]:
     """The fields of ``cls`` marked ``metadata={"properties": "inline"}``."""
     return [f for f in dataclasses.fields(cls) if f.metadata.get("properties") == "inline"]
 

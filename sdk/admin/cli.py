@@ -23,10 +23,11 @@ except ModuleNotFoundError as exc:  # the core install has no click: the command
                               name=exc.name) from exc
 from rocketmq_sdk.exceptions import IllegalArgumentError, MQError, RemotingError
 from rocketmq_sdk.protocol.codes import version_desc
+from rocketmq_sdk.protocol.message import MessageExt
 
 from .client import AdminClient, parse_namesrv_addr
 from .core import JAVA_LONG_MAX
-from .models import ConsumerProgress, running_info_to_dict, to_jsonable
+from .models import ClientConnection, ConsumerProgress, running_info_to_dict, to_jsonable
 from .render import fmt_ms, key_values, message_block, table
 
 __all__ = ["cli", "main"]
@@ -51,12 +52,12 @@ def cli() -> None:
     """RocketMQ 4.x administration (mqadmin's commands). NAMESRV_ADDR is honoured."""
 
 
-def command(name: str, help_text: str) -> Callable:
+def command(name: str, help_text: str) -> Callable[[Callable[..., None]], click.Command]:
     """Register a subcommand with the common options -n/--namesrvAddr, --json, --timeout and
     --access-key/--secret-key (mqadmin reads them from ``conf/tools.yml``); the callback receives
     an open ``admin`` client and ``as_json``."""
 
-    def deco(fn: Callable) -> Callable:
+    def deco(fn: Callable[..., None]) -> click.Command:
         @cli.command(name, cls=AdminCommand, help=help_text, context_settings=CONTEXT_SETTINGS)
         @click.option("-n", "--namesrvAddr", "namesrv", metavar="ADDR",
                       help="name servers, 'host:port;host:port' (default $NAMESRV_ADDR)")
@@ -331,7 +332,7 @@ def consumer_connection(admin: AdminClient, as_json: bool, group: str) -> None:
     emit(as_json, c, text)
 
 
-def _connections_table(conns: list) -> str:
+def _connections_table(conns: list[ClientConnection]) -> str:
     return table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"],
                  [(i, x.client_id, x.client_addr, x.language, version_desc(x.version))
                   for i, x in enumerate(conns, 1)],
@@ -400,7 +401,7 @@ def reset_offset_by_time(admin: AdminClient, as_json: bool, group: str, topic: s
 # ---------------------------------------------------------------------------------- messages
 
 
-def _show_messages(as_json: bool, msgs: list) -> None:
+def _show_messages(as_json: bool, msgs: list[MessageExt]) -> None:
     emit(as_json, msgs, lambda: "\n\n".join(message_block(m) for m in msgs))
 
 
