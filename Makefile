@@ -63,8 +63,10 @@ test: install browser $(DJANGO_LTS_DIR)/.installed
 	$(if $(filter 1,$(PURE_PASS)),ROCKETMQ_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(PURE_TESTS))
 	$(if $(filter 1,$(DJANGO_LTS_PASS)),PYTHONPATH=$(DJANGO_LTS_DIR) $(PY) -m pytest -q -p no:cacheprovider tests/django_integration)
 
+# make lint - ruff over the repository, then mypy over sdk/ ([tool.mypy] in pyproject.toml)
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # make docs - the guides of docs/ and the API reference from the docstrings (mkdocs +
 # mkdocstrings, the "docs" extra) as HTML in build/site/ (open build/site/index.html); ~15 s
@@ -83,7 +85,7 @@ wheel-check: install
 	cd build/wheel-check && venv/bin/python ../../tests/packaging/wheel_smoke.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
 	find sdk broker-reference integrations -name "*.so" -delete
 
 # make bench [QUICK=1] - SDK vs the official C++ client on a reference broker, then the broker's own

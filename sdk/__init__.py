@@ -11,7 +11,8 @@ Public API (see docs/architecture.md, "SDK public API")::
 import logging as _logging
 
 from ._version import __version__
-from .config import ConsumerConfig, ProducerConfig
+from .config import ClientConfig, ConsumerConfig, LitePullConsumerConfig, ProducerConfig
+from .config_types import ClientSettings, ConsumerSettings, LitePullConsumerSettings, ProducerSettings
 from .consumer import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
@@ -27,16 +28,20 @@ from .consumer import (
 )
 from .exceptions import (
     ClientStateError,
+    FrameError,
     IllegalArgumentError,
     MQBrokerError,
     MQClientError,
     MQError,
     RemotingConnectError,
     RemotingError,
+    RemotingSendRequestError,
     RemotingTimeoutError,
+    RemotingTooMuchRequestError,
     RequestTimeoutError,
     TopicNotExistError,
 )
+from .lifecycle import ServiceState
 from .producer import (
     LocalTransactionState,
     MessageQueueSelector,
@@ -50,6 +55,7 @@ from .producer import (
 )
 from .protocol.bodies import ConsumeFromWhere, MessageModel
 from .protocol.message import Message, MessageExt, MessageQueue, PullStatus, SendResult, SendStatus
+from .retry import Backoff, ConstantBackoff, ErrorCodeBackoff, ExponentialBackoff, NoBackoff, RetryPolicy
 
 # Library etiquette: records of the ``rocketmq_sdk`` loggers go nowhere (not to Python's
 # last-resort stderr handler) until the application configures logging.
@@ -97,4 +103,23 @@ __all__ = [
     "SelectMessageQueueByRandom",
     "SendResult",
     "SendStatus",
+    # configuration (rocketmq_sdk.config, rocketmq_sdk.config_types)
+    "ClientConfig",
+    "LitePullConsumerConfig",
+    "ClientSettings",
+    "ConsumerSettings",
+    "LitePullConsumerSettings",
+    "ProducerSettings",
+    # errors (rocketmq_sdk.exceptions): every class of the tree
+    "FrameError",
+    "RemotingSendRequestError",
+    "RemotingTooMuchRequestError",
+    # the clients' lifecycle (rocketmq_sdk.lifecycle) and retries (rocketmq_sdk.retry)
+    "ServiceState",
+    "Backoff",
+    "ConstantBackoff",
+    "ErrorCodeBackoff",
+    "ExponentialBackoff",
+    "NoBackoff",
+    "RetryPolicy",
 ]

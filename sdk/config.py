@@ -15,6 +15,7 @@ import os
 import socket
 import ssl
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -22,9 +23,20 @@ from .exceptions import IllegalArgumentError
 from .protocol.bodies import ConsumeFromWhere, MessageModel
 from .protocol.codes import DEFAULT_TOPIC
 
-__all__ = ["ClientConfig", "ConsumerConfig", "LitePullConsumerConfig", "ProducerConfig", "local_ip"]
+__all__ = ["ClientConfig", "ConsumerConfig", "LitePullConsumerConfig", "ProducerConfig", "local_ip",
+           "split_namesrv_addr"]
 
 C = TypeVar("C", bound="ClientConfig")
+
+
+def split_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
+    """Name server addresses from ``"host:port;host:port"`` or an iterable of ``host:port``
+    (blanks dropped); None or empty means the ``NAMESRV_ADDR`` environment variable (Java's
+    ``NAMESRV_ADDR``). [] when there is none."""
+    if not value:
+        value = os.environ.get("NAMESRV_ADDR", "")
+    parts = value.split(";") if isinstance(value, str) else list(value)
+    return [p.strip() for p in parts if p and p.strip()]
 
 
 def local_ip() -> str:
@@ -32,7 +44,8 @@ def local_ip() -> str:
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect(("10.255.255.255", 1))
-            return s.getsockname()[0]
+            host: str = s.getsockname()[0]  # (host, port) of an AF_INET socket
+            return host
     except OSError:
         return "127.0.0.1"
 
@@ -138,8 +151,7 @@ class ClientConfig:
     @property
     def namesrv_addr_list(self) -> list[str]:
         """The name server addresses (``;``-separated in ``namesrv_addr``, else ``$NAMESRV_ADDR``)."""
-        value = self.namesrv_addr or os.environ.get("NAMESRV_ADDR", "")
-        return [a.strip() for a in value.split(";") if a.strip()]
+        return split_namesrv_addr(self.namesrv_addr)
 
     @property
     def address_server(self) -> str | None:

@@ -69,12 +69,13 @@ def read_properties(path: str) -> dict[str, str]:
         return parse_properties(fh.read())
 
 
-def format_properties(obj: Any) -> str:
+def format_properties(obj: object) -> str:
     """``camelKey=value`` lines of a settings dataclass (inline fields flattened), as
     GET_BROKER_CONFIG / GET_NAMESRV_CONFIG answer: booleans ``true``/``false``, enums by value,
     None as an empty value."""
     lines = []
-    for name, owner in settings_fields(type(obj)).items():
+    cls: type = type(obj)  # typed `type`: mypy wrongly finds type[object] not Hashable for @cache
+    for name, owner in settings_fields(cls).items():
         value = getattr(_owner_of(obj, owner), name)
         if value is None:
             value = ""
@@ -86,7 +87,7 @@ def format_properties(obj: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def inline_fields(cls: type) -> list[dataclasses.Field]:
+def inline_fields(cls: type) -> list[dataclasses.Field[Any]]:
     """The fields of ``cls`` marked ``metadata={"properties": "inline"}``."""
     return [f for f in dataclasses.fields(cls) if f.metadata.get("properties") == "inline"]
 
@@ -104,6 +105,9 @@ def settings_fields(cls: type) -> dict[str, tuple[str, ...]]:
         for name, path in settings_fields(_field_type(cls, f.name)).items():
             out.setdefault(name, (f.name, *path))
     return out
+
+
+_NUMBERS: dict[Any, str] = {int: "an integer", float: "a number"}
 
 
 def convert_value(raw: Any, tp: Any) -> Any:
@@ -126,16 +130,11 @@ def convert_value(raw: Any, tp: Any) -> Any:
         if text.lower() not in ("true", "false"):
             raise ValueError(f"{raw!r} is not a boolean (true or false)")
         return text.lower() == "true"
-    if tp is int:
+    if tp in _NUMBERS:
         try:
-            return int(text)
+            return tp(text)
         except ValueError:
-            raise ValueError(f"{raw!r} is not an integer") from None
-    if tp is float:
-        try:
-            return float(text)
-        except ValueError:
-            raise ValueError(f"{raw!r} is not a number") from None
+            raise ValueError(f"{raw!r} is not {_NUMBERS[tp]}") from None
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         for member in tp:
             if text in (str(member.value), member.name):
@@ -168,7 +167,7 @@ def typed_settings(cls: type, props: Mapping[str, str], *,
     return out
 
 
-def apply_properties(obj: Any, props: Mapping[str, str], *,
+def apply_properties(obj: object, props: Mapping[str, str], *,
                      on_unknown: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Set the known keys of ``props`` on the settings dataclass ``obj`` (inline fields
     included): ``rocketmq-namesrv -c``, UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG. Returns
@@ -177,8 +176,9 @@ def apply_properties(obj: Any, props: Mapping[str, str], *,
     Raises:
         ValueError: a value does not parse (see :func:`typed_settings`).
     """
-    changed = typed_settings(type(obj), props, on_unknown=on_unknown)
-    paths = settings_fields(type(obj))
+    cls: type = type(obj)  # typed `type`: mypy wrongly finds type[object] not Hashable for @cache
+    changed = typed_settings(cls, props, on_unknown=on_unknown)
+    paths = settings_fields(cls)
     for name, value in changed.items():
         setattr(_owner_of(obj, paths[name]), name, value)
     return changed

@@ -1,21 +1,10 @@
-"""ACL of the brokers (``plain_acl.yml``): accounts, global white list, config version.
-
-The ``AclAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""ACL of the brokers (``plain_acl.yml``): accounts, global white list, config version."""
 
 from __future__ import annotations
 
-from rocketmq_sdk.protocol.codes import RequestCode
-from rocketmq_sdk.protocol.headers import (
-    PlainAccessConfigRequestHeader,
-    UpdateGlobalWhiteAddrsConfigRequestHeader,
-)
-
-from .core import (
-    AdminCore,
-)
+from ..protocol.codes import RequestCode
+from ..protocol.headers import PlainAccessConfigRequestHeader, UpdateGlobalWhiteAddrsConfigRequestHeader
+from .core import AdminCore
 
 __all__ = ["AclAdmin"]
 

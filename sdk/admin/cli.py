@@ -14,7 +14,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 try:
     import click
@@ -23,9 +23,11 @@ except ModuleNotFoundError as exc:  # the core install has no click: the command
                               name=exc.name) from exc
 from rocketmq_sdk.exceptions import IllegalArgumentError, MQError, RemotingError
 from rocketmq_sdk.protocol.codes import version_desc
+from rocketmq_sdk.protocol.message import MessageExt
 
 from .client import AdminClient, parse_namesrv_addr
-from .models import ConsumerProgress, running_info_to_dict, to_jsonable
+from .core import JAVA_LONG_MAX
+from .models import ClientConnection, ConsumerProgress, running_info_to_dict, to_jsonable
 from .render import fmt_ms, key_values, message_block, table
 
 __all__ = ["cli", "main"]
@@ -50,12 +52,12 @@ def cli() -> None:
     """RocketMQ 4.x administration (mqadmin's commands). NAMESRV_ADDR is honoured."""
 
 
-def command(name: str, help_text: str) -> Callable:
+def command(name: str, help_text: str) -> Callable[[Callable[..., None]], click.Command]:
     """Register a subcommand with the common options -n/--namesrvAddr, --json, --timeout and
     --access-key/--secret-key (mqadmin reads them from ``conf/tools.yml``); the callback receives
     an open ``admin`` client and ``as_json``."""
 
-    def deco(fn: Callable) -> Callable:
+    def deco(fn: Callable[..., None]) -> click.Command:
         @cli.command(name, cls=AdminCommand, help=help_text, context_settings=CONTEXT_SETTINGS)
         @click.option("-n", "--namesrvAddr", "namesrv", metavar="ADDR",
                       help="name servers, 'host:port;host:port' (default $NAMESRV_ADDR)")
@@ -111,6 +113,13 @@ def parse_time_ms(value: str) -> int:
 
 
 BOOL = click.BOOL
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def broker_or_cluster(fn: F) -> F:
+    """mqadmin's ``-b/--brokerAddr`` and ``-c/--clusterName`` options (one broker, or every master
+    of a cluster), passed as ``broker_addr`` and ``cluster``."""
+    return click.option("-b", "--brokerAddr", "broker_addr")(click.option("-c", "--clusterName", "cluster")(fn))
 
 
 def stdout_is_tty() -> bool:
@@ -122,8 +131,7 @@ def stdout_is_tty() -> bool:
 
 @command("updateTopic", "Create or update a topic on a broker (-b) or every master of a cluster (-c).")
 @click.option("-t", "--topic", required=True)
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-r", "--readQueueNums", "read_queue_nums", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("-w", "--writeQueueNums", "write_queue_nums", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("-p", "--perm", type=click.Choice(["2", "4", "6"]), default="6", show_default=True,
@@ -144,8 +152,7 @@ def update_topic(admin: AdminClient, as_json: bool, topic: str, broker_addr: str
 @command("updateTopicPerm", "Change a topic's permission on its brokers (2 write, 4 read, 6 both).")
 @click.option("-t", "--topic", required=True)
 @click.option("-p", "--perm", type=click.Choice(["2", "4", "6"]), required=True)
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 def update_topic_perm(admin: AdminClient, as_json: bool, topic: str, perm: str, broker_addr: str | None,
                       cluster: str | None) -> None:
     addrs = admin.update_topic_perm(topic, int(perm), cluster=cluster, broker_addr=broker_addr)
@@ -232,8 +239,7 @@ def _broker_targets(admin: AdminClient, broker_addr: str | None, cluster: str | 
 
 
 @command("brokerStatus", "Runtime statistics of a broker (-b) or of every master of a cluster (-c).")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 def broker_status(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None) -> None:
     data = {a: admin.broker_runtime_info(a) for a in _broker_targets(admin, broker_addr, cluster)}
     emit(as_json, data, lambda: "\n\n".join(
@@ -241,8 +247,7 @@ def broker_status(admin: AdminClient, as_json: bool, broker_addr: str | None, cl
 
 
 @command("getBrokerConfig", "Configuration of a broker (-b) or of every master of a cluster (-c).")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 def get_broker_config(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None) -> None:
     data = {a: admin.broker_config(a) for a in _broker_targets(admin, broker_addr, cluster)}
     emit(as_json, data, lambda: "\n\n".join(
@@ -275,7 +280,7 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str | None, topi
         groups = admin.consumer_groups()
         emit(as_json, groups, lambda: table(
             ["#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total"],
-            [(g.group, g.count, version_desc(g.version) if g.count > 0 else "OFFLINE", g.consume_type,
+            [(g.group, g.count, "OFFLINE" if g.version is None else version_desc(g.version), g.consume_type,
               g.message_model, g.consume_tps, g.diff_total)
              for g in groups], numeric=(1, 5, 6)))
         return
@@ -327,7 +332,7 @@ def consumer_connection(admin: AdminClient, as_json: bool, group: str) -> None:
     emit(as_json, c, text)
 
 
-def _connections_table(conns: list) -> str:
+def _connections_table(conns: list[ClientConnection]) -> str:
     return table(["#", "#ClientId", "#ClientAddr", "#Language", "#Version"],
                  [(i, x.client_id, x.client_addr, x.language, version_desc(x.version))
                   for i, x in enumerate(conns, 1)],
@@ -356,8 +361,7 @@ def consumer_status(admin: AdminClient, as_json: bool, group: str, client_id: st
 
 @command("updateSubGroup", "Create or update a subscription group on a broker (-b) or cluster (-c).")
 @click.option("-g", "--groupName", "group", required=True)
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-s", "--consumeEnable", "consume_enable", type=BOOL, default=True, show_default=True)
 @click.option("-m", "--consumeFromMinEnable", "consume_from_min", type=BOOL, default=False, show_default=True)
 @click.option("-d", "--consumeBroadcastEnable", "broadcast", type=BOOL, default=False, show_default=True)
@@ -397,7 +401,7 @@ def reset_offset_by_time(admin: AdminClient, as_json: bool, group: str, topic: s
 # ---------------------------------------------------------------------------------- messages
 
 
-def _show_messages(as_json: bool, msgs: list) -> None:
+def _show_messages(as_json: bool, msgs: list[MessageExt]) -> None:
     emit(as_json, msgs, lambda: "\n\n".join(message_block(m) for m in msgs))
 
 
@@ -434,10 +438,8 @@ def query_msg_by_unique_key(admin: AdminClient, as_json: bool, msg_id: str, topi
 @click.option("-c", "--maxNum", "max_num", type=click.IntRange(min=1), default=64, show_default=True)
 def query_msg_by_key(admin: AdminClient, as_json: bool, topic: str, key: str, begin: str, end: str | None,
                      max_num: int) -> None:
-    kwargs: dict[str, int] = {"begin_ms": parse_time_ms(begin)}
-    if end is not None:
-        kwargs["end_ms"] = parse_time_ms(end)
-    msgs = admin.query_message_by_key(topic, key, max_num=max_num, **kwargs)
+    msgs = admin.query_message_by_key(topic, key, max_num=max_num, begin_ms=parse_time_ms(begin),
+                                      end_ms=JAVA_LONG_MAX if end is None else parse_time_ms(end))
     emit(as_json, msgs, lambda: table(["#Message ID", "#QID", "#Offset", "#Store Time", "#Tags"],
                                       [(m.msg_id, m.queue_id, m.queue_offset, fmt_ms(m.store_timestamp), m.tags)
                                        for m in msgs], numeric=(1, 2)))
@@ -456,20 +458,22 @@ def query_msg_by_offset(admin: AdminClient, as_json: bool, topic: str, broker_na
 # ---------------------------------------------------------------------------------- name server
 
 
+def _show_write_perm_counts(as_json: bool, verb: str, broker_name: str, counts: dict[str, int]) -> None:
+    """mqadmin's lines: how many queue datas of the broker each name server changed."""
+    emit(as_json, counts, lambda: "\n".join(
+        f"{verb} write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+
+
 @command("wipeWritePerm", "Remove a broker's write permission on the name servers (drain before maintenance).")
 @click.option("-b", "--brokerName", "broker_name", required=True)
 def wipe_write_perm(admin: AdminClient, as_json: bool, broker_name: str) -> None:
-    counts = admin.wipe_write_perm(broker_name)
-    emit(as_json, counts, lambda: "\n".join(
-        f"wipe write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+    _show_write_perm_counts(as_json, "wipe", broker_name, admin.wipe_write_perm(broker_name))
 
 
 @command("addWritePerm", "Give a broker its write permission back on the name servers.")
 @click.option("-b", "--brokerName", "broker_name", required=True)
 def add_write_perm(admin: AdminClient, as_json: bool, broker_name: str) -> None:
-    counts = admin.add_write_perm(broker_name)
-    emit(as_json, counts, lambda: "\n".join(
-        f"add write perm of broker[{broker_name}] in name server[{ns}] OK, {n}" for ns, n in counts.items()))
+    _show_write_perm_counts(as_json, "add", broker_name, admin.add_write_perm(broker_name))
 
 
 @command("getNamesrvConfig", "Configuration of every name server.")
@@ -496,8 +500,7 @@ def _perm_list(value: str | None) -> list[str] | None:
 
 
 @command("updateAclConfig", "Create or update an ACL account in the brokers' plain_acl.yml.")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-a", "--accessKey", "ak", required=True)
 @click.option("-s", "--secretKey", "sk", required=True)
 @click.option("-w", "--whiteRemoteAddress", "white")
@@ -519,8 +522,7 @@ def update_acl_config(admin: AdminClient, as_json: bool, broker_addr: str | None
 
 
 @command("deleteAccessConfig", "Delete an ACL account from the brokers' plain_acl.yml.")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-a", "--accessKey", "ak", required=True)
 def delete_access_config(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None,
                          ak: str) -> None:
@@ -531,8 +533,7 @@ def delete_access_config(admin: AdminClient, as_json: bool, broker_addr: str | N
 
 
 @command("updateGlobalWhiteAddr", "Replace the brokers' ACL globalWhiteRemoteAddresses.")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 @click.option("-g", "--globalWhiteRemoteAddresses", "addresses", required=True, help="e.g. 10.10.103.*,192.168.0.*")
 def update_global_white_addr(admin: AdminClient, as_json: bool, broker_addr: str | None, cluster: str | None,
                              addresses: str) -> None:
@@ -543,8 +544,7 @@ def update_global_white_addr(admin: AdminClient, as_json: bool, broker_addr: str
 
 
 @command("clusterAclConfigVersion", "The ACL file version of a broker (-b) or of every master of a cluster (-c).")
-@click.option("-b", "--brokerAddr", "broker_addr")
-@click.option("-c", "--clusterName", "cluster")
+@broker_or_cluster
 def cluster_acl_config_version(admin: AdminClient, as_json: bool, broker_addr: str | None,
                                cluster: str | None) -> None:
     require_one(b=broker_addr, c=cluster)

@@ -13,12 +13,12 @@ Example::
 from __future__ import annotations
 
 import functools
-import inspect
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from rocketmq_sdk.config import ClientConfig
+from rocketmq_sdk.lifecycle import ServiceState
 from rocketmq_sdk.remoting.loop import EventLoopThread
 
 from .async_client import AsyncAdminClient
@@ -27,6 +27,20 @@ from .core import MASTER_ID, parse_namesrv_addr, parse_properties
 __all__ = ["MASTER_ID", "AdminClient", "parse_namesrv_addr", "parse_properties"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _blocking(coroutine_function: Callable[Concatenate[Any, P], Coroutine[Any, Any, T]],
+              ) -> Callable[Concatenate[AdminClient, P], T]:
+    """The blocking twin of an ``AsyncAdminClient`` method: same name, signature (for type
+    checkers too) and docstring, run on the client's I/O thread."""
+
+    @functools.wraps(coroutine_function)
+    def method(self: AdminClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        self._async.check_open()  # ClientStateError after close()
+        return self._run(coroutine_function(self._async, *args, **kwargs))
+
+    return method
 
 
 class AdminClient:
@@ -67,8 +81,14 @@ class AdminClient:
         """Timeout of each request, ms."""
         return self._async.timeout_ms
 
+    @property
+    def state(self) -> ServiceState:
+        """``RUNNING`` from creation until :meth:`close`, then ``SHUTDOWN_ALREADY``."""
+        return self._async.state
+
     def close(self) -> None:
-        """Close connections and stop the I/O thread (idempotent)."""
+        """Close connections and stop the I/O thread (idempotent; the client cannot be used
+        afterwards: its methods raise :class:`~rocketmq_sdk.exceptions.ClientStateError`)."""
         if not self._loop.is_running:
             return
         try:
@@ -93,16 +113,55 @@ class AdminClient:
         """Milliseconds since the epoch (for ``reset_offset_by_time`` and queries by time)."""
         return int(time.time() * 1000)
 
+    # every public coroutine of AsyncAdminClient, blocking (tests/admin/test_admin_api.py checks
+    # that none is missing)
+    # topics (topics.py)
+    create_topic = _blocking(AsyncAdminClient.create_topic)
+    update_topic_perm = _blocking(AsyncAdminClient.update_topic_perm)
+    delete_topic = _blocking(AsyncAdminClient.delete_topic)
+    topic_list = _blocking(AsyncAdminClient.topic_list)
+    topics_by_cluster = _blocking(AsyncAdminClient.topics_by_cluster)
+    topic_clusters = _blocking(AsyncAdminClient.topic_clusters)
+    topic_list_by_cluster = _blocking(AsyncAdminClient.topic_list_by_cluster)
+    topic_route = _blocking(AsyncAdminClient.topic_route)
+    topic_status = _blocking(AsyncAdminClient.topic_status)
+    # clusters and brokers (cluster.py)
+    cluster_list = _blocking(AsyncAdminClient.cluster_list)
+    broker_runtime_info = _blocking(AsyncAdminClient.broker_runtime_info)
+    broker_config = _blocking(AsyncAdminClient.broker_config)
+    cluster_broker_addrs = _blocking(AsyncAdminClient.cluster_broker_addrs)
+    # groups and offsets (groups.py)
+    consumer_progress = _blocking(AsyncAdminClient.consumer_progress)
+    consumer_groups = _blocking(AsyncAdminClient.consumer_groups)
+    consumer_connection = _blocking(AsyncAdminClient.consumer_connection)
+    producer_connection = _blocking(AsyncAdminClient.producer_connection)
+    consumer_running_info = _blocking(AsyncAdminClient.consumer_running_info)
+    update_subscription_group = _blocking(AsyncAdminClient.update_subscription_group)
+    delete_subscription_group = _blocking(AsyncAdminClient.delete_subscription_group)
+    consume_offset = _blocking(AsyncAdminClient.consume_offset)
+    update_consume_offset = _blocking(AsyncAdminClient.update_consume_offset)
+    reset_offset_by_time = _blocking(AsyncAdminClient.reset_offset_by_time)
+    # messages (messages.py)
+    view_message = _blocking(AsyncAdminClient.view_message)
+    query_message_by_key = _blocking(AsyncAdminClient.query_message_by_key)
+    query_message_by_unique_key = _blocking(AsyncAdminClient.query_message_by_unique_key)
+    query_message_by_id = _blocking(AsyncAdminClient.query_message_by_id)
+    search_offset = _blocking(AsyncAdminClient.search_offset)
+    pull_messages = _blocking(AsyncAdminClient.pull_messages)
+    query_message_by_offset = _blocking(AsyncAdminClient.query_message_by_offset)
+    consume_message_directly = _blocking(AsyncAdminClient.consume_message_directly)
+    # name servers (namesrv.py)
+    get_kv_config = _blocking(AsyncAdminClient.get_kv_config)
+    put_kv_config = _blocking(AsyncAdminClient.put_kv_config)
+    delete_kv_config = _blocking(AsyncAdminClient.delete_kv_config)
+    kv_list = _blocking(AsyncAdminClient.kv_list)
+    wipe_write_perm = _blocking(AsyncAdminClient.wipe_write_perm)
+    add_write_perm = _blocking(AsyncAdminClient.add_write_perm)
+    namesrv_config = _blocking(AsyncAdminClient.namesrv_config)
+    update_namesrv_config = _blocking(AsyncAdminClient.update_namesrv_config)
+    # ACL (acl.py)
+    update_acl_config = _blocking(AsyncAdminClient.update_acl_config)
+    delete_acl_config = _blocking(AsyncAdminClient.delete_acl_config)
+    update_global_white_addrs = _blocking(AsyncAdminClient.update_global_white_addrs)
+    acl_config_version = _blocking(AsyncAdminClient.acl_config_version)
 
-def _blocking(name: str, coroutine_function: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(coroutine_function)
-    def method(self: AdminClient, *args: Any, **kwargs: Any) -> Any:
-        return self._run(getattr(self._async, name)(*args, **kwargs))
-
-    return method
-
-
-for _name, _function in inspect.getmembers(AsyncAdminClient, inspect.iscoroutinefunction):
-    if not _name.startswith("_") and _name != "close":
-        setattr(AdminClient, _name, _blocking(_name, _function))
-del _name, _function

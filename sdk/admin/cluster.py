@@ -1,35 +1,26 @@
-"""Clusters and brokers: the broker list with runtime figures, a broker's runtime info and configuration.
-
-The ``ClusterAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Clusters and brokers: the broker list with runtime figures, a broker's runtime info and configuration."""
 
 from __future__ import annotations
 
 import contextlib
 
-from rocketmq_sdk.exceptions import (
-    MQBrokerError,
-    RemotingError,
-)
-from rocketmq_sdk.properties import parse_properties
-from rocketmq_sdk.protocol.admin_bodies import (
-    KVTable,
-)
-from rocketmq_sdk.protocol.codes import RequestCode
-
-from .core import (
-    MASTER_ID,
-    AdminCore,
-    _first_tps,
-    log,
-)
-from .models import (
-    BrokerInfo,
-)
+from ..properties import parse_properties
+from ..protocol.admin_bodies import KVTable
+from ..protocol.codes import RequestCode
+from .core import MASTER_ID, REQUEST_FAILED, AdminCore, log
+from .models import BrokerInfo
 
 __all__ = ["ClusterAdmin"]
+
+
+def _first_tps(value: str | None) -> float | None:
+    """Runtime-info TPS values read ``"<10s> <1min> <10min>"``; return the first."""
+    if not value:
+        return None
+    try:
+        return float(value.split()[0])
+    except (ValueError, IndexError):
+        return None
 
 
 class ClusterAdmin(AdminCore):
@@ -55,14 +46,14 @@ class ClusterAdmin(AdminCore):
                     if runtime:
                         try:
                             table = await self._runtime_info(addr)
-                        except (MQBrokerError, RemotingError) as exc:
+                        except REQUEST_FAILED as exc:
                             log.debug("runtime info of %s: %s", addr, exc)
                         else:
                             b.version = table.get("brokerVersionDesc")
                             b.in_tps = _first_tps(table.get("putTps"))
                             b.out_tps = _first_tps(table.get("getTransferedTps"))
-                            with contextlib.suppress(TypeError, ValueError):
-                                b.commit_log_max_offset = int(table.get("commitLogMaxOffset"))
+                            with contextlib.suppress(ValueError):  # missing ("") or not a number
+                                b.commit_log_max_offset = int(table.get("commitLogMaxOffset", ""))
                     out.append(b)
         masters = {(b.cluster, b.broker_name): b.commit_log_max_offset for b in out if b.broker_id == MASTER_ID}
         for b in out:  # replication lag of each slave, as two brokerStatus calls would give it

@@ -10,30 +10,33 @@ requests to the master (broker id 0) of each broker concerned.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
-from rocketmq_sdk.config import ClientConfig
+from rocketmq_sdk.config import ClientConfig, split_namesrv_addr
 from rocketmq_sdk.exceptions import (
+    ClientStateError,
     IllegalArgumentError,
     MQBrokerError,
     MQClientError,
     RemotingError,
     TopicNotExistError,
 )
+from rocketmq_sdk.lifecycle import Lifecycle, ServiceState
 from rocketmq_sdk.properties import parse_properties
 from rocketmq_sdk.protocol.admin_bodies import (
     ClusterInfo,
     ConsumerConnection,
+    TopicList,
 )
 from rocketmq_sdk.protocol.bodies import (
     TopicRouteData,
 )
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
+    GetTopicsByClusterRequestHeader,
     PullMessageRequestHeader,
 )
 from rocketmq_sdk.protocol.message import MessageExt, MessageQueue, PullStatus
@@ -51,10 +54,12 @@ __all__ = ["MASTER_ID", "AdminCore", "parse_namesrv_addr", "parse_properties"]
 log = logging.getLogger("rocketmq_sdk.admin")
 
 MASTER_ID = 0
+#: what one request to one server raises when it fails: the server said no, or the network failed
+REQUEST_FAILED = (MQBrokerError, RemotingError)
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
-_UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
-_JAVA_LONG_MAX = 2**63 - 1
+UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+JAVA_LONG_MAX = 2**63 - 1
 
 
 def parse_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
@@ -63,10 +68,7 @@ def parse_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
     Raises:
         IllegalArgumentError: no address given and ``NAMESRV_ADDR`` is unset or empty.
     """
-    if value is None:
-        value = os.environ.get("NAMESRV_ADDR", "")
-    parts = value.split(";") if isinstance(value, str) else list(value)
-    addrs = [p.strip() for p in parts if p and p.strip()]
+    addrs = split_namesrv_addr(value)
     if not addrs:
         raise IllegalArgumentError("no name server address: pass -n host:port[;host:port] or set NAMESRV_ADDR")
     return addrs
@@ -86,17 +88,6 @@ def _check(resp: RemotingCommand, addr: str, request_code: int | None = None) ->
     return resp
 
 
-def _first_tps(value: str | None) -> float | None:
-    """Runtime-info TPS values read ``"<10s> <1min> <10min>"``; return the first."""
-    if not value:
-        return None
-    try:
-        return float(value.split()[0])
-    except (ValueError, IndexError):
-        return None
-
-
-
 class AdminCore:
     """Connections and request plumbing of the admin client; runs on the caller's event loop.
 
@@ -112,13 +103,36 @@ class AdminCore:
         self.namesrv_addrs = parse_namesrv_addr(namesrv_addr if namesrv_addr is not None
                                                 else cfg.namesrv_addr)
         self.timeout_ms = timeout_ms
-        self._remoting = RemotingClient(cfg.connect_timeout, rpc_hooks=cfg.effective_rpc_hooks,
-                                        ssl_context=cfg.effective_ssl_context)
-        self._api = MQClientAPI(self._remoting, self.namesrv_addrs, timeout_ms)
+        # RUNNING from here on (connections open lazily, on first use) until close()
+        self._lifecycle = Lifecycle(f"admin client of {';'.join(self.namesrv_addrs)}")
+        with self._lifecycle.starting():
+            self._remoting = RemotingClient(cfg.connect_timeout, rpc_hooks=cfg.effective_rpc_hooks,
+                                            ssl_context=cfg.effective_ssl_context)
+            self._mq_api = MQClientAPI(self._remoting, self.namesrv_addrs, timeout_ms)
+
+    @property
+    def state(self) -> ServiceState:
+        """``RUNNING`` from creation until :meth:`close`, then ``SHUTDOWN_ALREADY``."""
+        return self._lifecycle.state
+
+    def check_open(self) -> None:
+        """Raise :class:`~rocketmq_sdk.exceptions.ClientStateError` once :meth:`close` was called
+        (every request checks this first)."""
+        if not self._lifecycle.running:
+            raise ClientStateError(f"{self._lifecycle.what} is closed ({self.state.name}); create a new one")
+
+    @property
+    def _api(self) -> MQClientAPI:
+        self.check_open()
+        return self._mq_api
 
     async def close(self) -> None:
-        """Close the connections (idempotent)."""
-        await self._remoting.close()
+        """Close the connections (idempotent; the client cannot be used afterwards)."""
+        if self._lifecycle.begin_shutdown():
+            try:
+                await self._remoting.close()
+            finally:
+                self._lifecycle.shutdown_done()
 
     async def __aenter__(self) -> AdminCore:
         return self
@@ -132,6 +146,7 @@ class AdminCore:
 
     async def _broker(self, addr: str, code: int, ext: dict[str, str] | None = None,
                       body: bytes = b"") -> RemotingCommand:
+        self.check_open()
         resp = await self._remoting.invoke(addr, RemotingCommand.request(code, ext or {}, body), self.timeout_ms)
         return _check(resp, addr, code)
 
@@ -148,15 +163,25 @@ class AdminCore:
         if not cluster:
             raise IllegalArgumentError("give a broker address (-b) or a cluster name (-c)")
         info = await self._cluster()
-        names = info.cluster_addr_table.get(cluster)
-        if names is None:
+        if cluster not in info.cluster_addr_table:
             raise MQClientError(f"cluster {cluster!r} not found on the name server")
-        addrs = []
-        for name in sorted(names):
-            bd = info.broker_addr_table.get(name)
-            if bd is not None and bd.master_addr():
-                addrs.append(bd.master_addr())
-        return addrs
+        return self._cluster_masters(info, cluster)
+
+    @staticmethod
+    def _cluster_masters(info: ClusterInfo, cluster: str) -> list[str]:
+        """Master addresses of the brokers of ``cluster`` (by broker name; [] if unknown)."""
+        return [master for name in sorted(info.cluster_addr_table.get(cluster, ()))
+                if (bd := info.broker_addr_table.get(name)) is not None and (master := bd.master_addr())]
+
+    async def _topics(self, cluster: str | None = None) -> list[str]:
+        """Every topic the name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER 206), or those
+        with queues on a broker of ``cluster`` (GET_TOPICS_BY_CLUSTER 224), sorted."""
+        if cluster is None:
+            resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        else:
+            resp = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER,
+                                       GetTopicsByClusterRequestHeader(cluster=cluster).to_ext_fields())
+        return sorted(TopicList.from_json(resp.body).topic_list)
 
     @staticmethod
     def _route_masters(route: TopicRouteData) -> dict[str, str]:
@@ -203,7 +228,7 @@ class AdminCore:
         for addr in masters.values():
             try:
                 resp = await self._broker(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
-            except (MQBrokerError, RemotingError) as exc:
+            except REQUEST_FAILED as exc:
                 last = exc
                 continue
             cc = ConsumerConnection.from_json(resp.body)

@@ -1,42 +1,18 @@
-"""Consumer and producer groups: progress (lag), connections, running info, subscription groups, offset resets.
-
-The ``GroupAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Consumer and producer groups: progress (lag), connections, running info, subscription groups, offset resets."""
 
 from __future__ import annotations
 
-from rocketmq_sdk.exceptions import (
-    IllegalArgumentError,
-    MQBrokerError,
-    MQClientError,
-    MQError,
-    RemotingError,
-)
-from rocketmq_sdk.protocol.admin_bodies import (
-    ConsumeStats,
-    ProducerConnection,
-    SubscriptionGroupConfig,
-    TopicList,
-)
-from rocketmq_sdk.protocol.bodies import (
-    ConsumerRunningInfo,
-    ResetOffsetBody,
-)
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
-from rocketmq_sdk.protocol.headers import (
+from ..exceptions import IllegalArgumentError, MQBrokerError, MQClientError, MQError
+from ..protocol.admin_bodies import ConsumeStats, ProducerConnection, SubscriptionGroupConfig
+from ..protocol.bodies import ConsumerRunningInfo, ResetOffsetBody
+from ..protocol.codes import RequestCode, ResponseCode
+from ..protocol.headers import (
     GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     ResetOffsetRequestHeader,
 )
-from rocketmq_sdk.protocol.message import MessageQueue
-
-from .core import (
-    RETRY_GROUP_TOPIC_PREFIX,
-    AdminCore,
-    log,
-)
+from ..protocol.message import MessageQueue
+from .core import REQUEST_FAILED, RETRY_GROUP_TOPIC_PREFIX, AdminCore, log
 from .models import (
     ClientConnection,
     ConsumerProgress,
@@ -83,9 +59,8 @@ class GroupAdmin(AdminCore):
         count, TPS and total lag, as ``mqadmin consumerProgress`` without ``-g``. Groups whose
         brokers do not answer are listed with zero TPS and lag.
         """
-        resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        groups = sorted(t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in TopicList.from_json(resp.body).topic_list
-                        if t.startswith(RETRY_GROUP_TOPIC_PREFIX))
+        groups = [t[len(RETRY_GROUP_TOPIC_PREFIX):] for t in await self._topics()
+                  if t.startswith(RETRY_GROUP_TOPIC_PREFIX)]
         out = []
         for group in groups:
             tps, diff = 0.0, 0
@@ -96,11 +71,11 @@ class GroupAdmin(AdminCore):
                     stats = ConsumeStats.from_json(r.body)
                     tps += stats.consume_tps
                     diff += stats.diff_total()
-            except (MQError, RemotingError) as exc:
+            except MQError as exc:
                 log.debug("consume stats of %s: %s", group, exc)
             try:
                 conns = await self._connections(group)
-            except (MQError, RemotingError):
+            except MQError:
                 out.append(GroupSummary(group, 0, None, None, None, tps, diff))
                 continue
             version = max((c.version for c in conns.connections), default=None)
@@ -130,7 +105,7 @@ class GroupAdmin(AdminCore):
             try:
                 resp = await self._broker(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
                                           {"producerGroup": group})
-            except (MQBrokerError, RemotingError) as exc:
+            except REQUEST_FAILED as exc:
                 last = exc
                 continue
             pc = ProducerConnection.from_json(resp.body)

@@ -1,37 +1,19 @@
-"""Messages: by offset message id, unique id, key, queue offset; consuming one directly on a client.
-
-The ``MessageAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Messages: by offset message id, unique id, key, queue offset; consuming one directly on a client."""
 
 from __future__ import annotations
 
-from rocketmq_sdk.exceptions import (
-    IllegalArgumentError,
-    MQBrokerError,
-    MQClientError,
-    MQError,
-    RemotingError,
-)
-from rocketmq_sdk.protocol.bodies import (
-    ConsumeMessageDirectlyResult,
-)
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode, is_sys_topic
-from rocketmq_sdk.protocol.headers import (
+from ..exceptions import IllegalArgumentError, MQBrokerError, MQClientError, MQError, RemotingError
+from ..protocol.bodies import ConsumeMessageDirectlyResult
+from ..protocol.codes import RequestCode, ResponseCode, is_sys_topic
+from ..protocol.headers import (
     ConsumeMessageDirectlyResultRequestHeader,
     QueryMessageRequestHeader,
     ViewMessageRequestHeader,
 )
-from rocketmq_sdk.protocol.message import MessageExt, MessageQueue
-from rocketmq_sdk.protocol.message_codec import decode_messages
-from rocketmq_sdk.protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
-
-from .core import (
-    _JAVA_LONG_MAX,
-    _UNIQUE_KEY_QUERY,
-    AdminCore,
-)
+from ..protocol.message import MessageExt, MessageQueue
+from ..protocol.message_codec import decode_messages
+from ..protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
+from .core import JAVA_LONG_MAX, UNIQUE_KEY_QUERY, AdminCore
 
 __all__ = ["MessageAdmin"]
 
@@ -61,7 +43,7 @@ class MessageAdmin(AdminCore):
         return msgs[0]
 
     async def query_message_by_key(self, topic: str, key: str, *, max_num: int = 64, begin_ms: int = 0,
-                             end_ms: int = _JAVA_LONG_MAX, unique: bool = False) -> list[MessageExt]:
+                             end_ms: int = JAVA_LONG_MAX, unique: bool = False) -> list[MessageExt]:
         """Messages of ``topic`` indexed under ``key`` stored in [begin_ms, end_ms]
         (QUERY_MESSAGE 12 to every master of the route), as ``queryMsgByKey``.
 
@@ -75,7 +57,7 @@ class MessageAdmin(AdminCore):
         """
         ext = QueryMessageRequestHeader(topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms,
                                         end_timestamp=end_ms).to_ext_fields()
-        ext[_UNIQUE_KEY_QUERY] = "true" if unique else "false"
+        ext[UNIQUE_KEY_QUERY] = "true" if unique else "false"
 
         route = await self._route(topic)
         out: list[MessageExt] = []
@@ -136,7 +118,7 @@ class MessageAdmin(AdminCore):
             begin_ms = max(0, get_nearly_time_from_id(msg_id) - 3_600_000)
         except ValueError:
             return None
-        for topic in await self.topic_list():
+        for topic in await self._topics():
             if is_sys_topic(topic):
                 continue
             try:

@@ -131,17 +131,6 @@ class ResetOffsetEntry:
     offset: int
 
 
-@dataclass(slots=True)
-class MessageQueueSpec:
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    @classmethod
-    def of(cls, mq: MessageQueue) -> MessageQueueSpec:
-        return cls(mq.topic, mq.broker_name, mq.queue_id)
-
-
 def message_to_dict(msg: MessageExt) -> dict[str, Any]:
     """A stored message as a JSON-ready dict; the body is decoded as UTF-8 (``replace``)."""
     return {

@@ -1,28 +1,13 @@
-"""Name servers: KV config, broker write permission, name server configuration.
-
-The ``NamesrvAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Name servers: KV config, broker write permission, name server configuration."""
 
 from __future__ import annotations
 
-from rocketmq_sdk.exceptions import (
-    MQBrokerError,
-)
-from rocketmq_sdk.properties import parse_properties
-from rocketmq_sdk.protocol.admin_bodies import (
-    KVTable,
-)
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
-from rocketmq_sdk.protocol.headers import (
-    BrokerNameRequestHeader,
-    KVConfigRequestHeader,
-)
-
-from .core import (
-    AdminCore,
-)
+from ..exceptions import MQBrokerError
+from ..properties import parse_properties
+from ..protocol.admin_bodies import KVTable
+from ..protocol.codes import RequestCode, ResponseCode
+from ..protocol.headers import BrokerNameRequestHeader, KVConfigRequestHeader
+from .core import AdminCore
 
 __all__ = ["NamesrvAdmin"]
 
@@ -68,10 +53,7 @@ class NamesrvAdmin(AdminCore):
         Returns:
             name server address → number of topics changed.
         """
-        ext = BrokerNameRequestHeader(broker_name=broker_name).to_ext_fields()
-
-        resps = await self._all_namesrv(RequestCode.WIPE_WRITE_PERM_OF_BROKER, ext)
-        return {ns: int(r.ext_fields.get("wipeTopicCount", 0)) for ns, r in resps.items()}
+        return await self._write_perm(RequestCode.WIPE_WRITE_PERM_OF_BROKER, broker_name, "wipeTopicCount")
 
     async def add_write_perm(self, broker_name: str) -> dict[str, int]:
         """Give ``broker_name`` its write permission back (ADD_WRITE_PERM_OF_BROKER 327).
@@ -79,10 +61,11 @@ class NamesrvAdmin(AdminCore):
         Returns:
             name server address → number of topics changed.
         """
-        ext = BrokerNameRequestHeader(broker_name=broker_name).to_ext_fields()
+        return await self._write_perm(RequestCode.ADD_WRITE_PERM_OF_BROKER, broker_name, "addTopicCount")
 
-        resps = await self._all_namesrv(RequestCode.ADD_WRITE_PERM_OF_BROKER, ext)
-        return {ns: int(r.ext_fields.get("addTopicCount", 0)) for ns, r in resps.items()}
+    async def _write_perm(self, code: int, broker_name: str, count_field: str) -> dict[str, int]:
+        resps = await self._all_namesrv(code, BrokerNameRequestHeader(broker_name=broker_name).to_ext_fields())
+        return {ns: int(r.ext_fields.get(count_field, 0)) for ns, r in resps.items()}
 
     async def namesrv_config(self) -> dict[str, dict[str, str]]:
         """Every name server's configuration (GET_NAMESRV_CONFIG 319), as ``getNamesrvConfig``.

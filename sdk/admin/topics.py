@@ -1,42 +1,15 @@
-"""Topics: create, change permission, delete, list, route, per-queue status.
-
-The ``TopicAdmin`` family of :class:`~rocketmq_sdk.admin.AsyncAdminClient` (async methods on the
-shared :class:`~rocketmq_sdk.admin.core.AdminCore`); :class:`~rocketmq_sdk.admin.AdminClient`
-offers the same methods blocking.
-"""
+"""Topics: create, change permission, delete, list, route, per-queue status."""
 
 from __future__ import annotations
 
-from rocketmq_sdk.exceptions import (
-    IllegalArgumentError,
-    MQBrokerError,
-    MQClientError,
-    RemotingError,
-)
-from rocketmq_sdk.protocol.admin_bodies import (
-    GroupList,
-    TopicList,
-    TopicStatsTable,
-)
-from rocketmq_sdk.protocol.bodies import (
-    TopicRouteData,
-)
-from rocketmq_sdk.protocol.codes import PermName, RequestCode, ResponseCode
-from rocketmq_sdk.protocol.headers import (
-    CreateTopicRequestHeader,
-    GetTopicsByClusterRequestHeader,
-    TopicRequestHeader,
-)
-from rocketmq_sdk.protocol.message import MessageQueue
-
-from .core import (
-    MASTER_ID,
-    AdminCore,
-    log,
-)
-from .models import (
-    QueueStatus,
-)
+from ..exceptions import IllegalArgumentError, MQBrokerError, MQClientError
+from ..protocol.admin_bodies import GroupList, TopicStatsTable
+from ..protocol.bodies import TopicRouteData
+from ..protocol.codes import PermName, RequestCode, ResponseCode
+from ..protocol.headers import CreateTopicRequestHeader, TopicRequestHeader
+from ..protocol.message import MessageQueue
+from .core import REQUEST_FAILED, AdminCore, log
+from .models import QueueStatus
 
 __all__ = ["TopicAdmin"]
 
@@ -132,15 +105,12 @@ class TopicAdmin(AdminCore):
 
     async def topic_list(self) -> list[str]:
         """All topics the name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER 206), sorted."""
-        resp = await self._namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        return sorted(TopicList.from_json(resp.body).topic_list)
+        return await self._topics()
 
     async def topics_by_cluster(self, cluster: str) -> list[str]:
         """Topics with queues on a broker of ``cluster`` (GET_TOPICS_BY_CLUSTER 224), sorted;
         [] for an unknown cluster (as the 4.9.8 name server answers)."""
-        resp = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER,
-                                   GetTopicsByClusterRequestHeader(cluster=cluster).to_ext_fields())
-        return sorted(TopicList.from_json(resp.body).topic_list)
+        return await self._topics(cluster)
 
     async def topic_clusters(self, topic: str) -> list[str]:
         """The clusters whose brokers serve ``topic`` (GET_ROUTEINFO_BY_TOPIC + cluster info), as
@@ -164,11 +134,8 @@ class TopicAdmin(AdminCore):
         info = await self._cluster()
         rows: list[tuple[str, str, list[str]]] = []
         for cluster in sorted(info.cluster_addr_table):
-            masters = [bd.broker_addrs[MASTER_ID] for name in sorted(info.cluster_addr_table[cluster])
-                       if (bd := info.broker_addr_table.get(name)) and MASTER_ID in bd.broker_addrs]
-            resp = await self._namesrv(RequestCode.GET_TOPICS_BY_CLUSTER,
-                                       GetTopicsByClusterRequestHeader(cluster=cluster).to_ext_fields())
-            for topic in sorted(TopicList.from_json(resp.body).topic_list):
+            masters = self._cluster_masters(info, cluster)
+            for topic in await self._topics(cluster):
                 if topic.startswith(("%RETRY%", "%DLQ%")):
                     continue
                 groups: set[str] = set()
@@ -176,7 +143,7 @@ class TopicAdmin(AdminCore):
                     try:
                         r = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
                                                TopicRequestHeader(topic=topic).to_ext_fields())
-                    except (MQBrokerError, RemotingError) as exc:
+                    except REQUEST_FAILED as exc:
                         log.debug("consumer groups of %s on %s: %s", topic, addr, exc)
                         continue
                     groups.update(GroupList.from_json(r.body).group_list)

@@ -101,6 +101,10 @@ def _send_result(resp: RemotingCommand, addr: str, mq: MessageQueue, uniq_id: st
         int(get("queueOffset", -1)), get("transactionId"), get("MSG_REGION"), get("TRACE_ON", "true") != "false")
 
 
+def _queue_header(mq: MessageQueue) -> dict[str, str]:
+    return QueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name).to_ext_fields()
+
+
 def _check(resp: RemotingCommand, addr: str) -> RemotingCommand:
     if resp.code != _SUCCESS:
         raise MQBrokerError(resp.code, resp.remark, addr)
@@ -120,6 +124,22 @@ class MQClientAPI:
         self.remoting = remoting
         self.namesrv = NameServerList(namesrv_addrs)
         self.timeout_ms = timeout_ms
+
+    async def _request(self, addr: str, code: int, ext: dict[str, str] | None = None, body: bytes = b"",
+                       timeout_ms: float | None = None) -> RemotingCommand:
+        """Request ``code`` of ``addr`` and return its SUCCESS answer.
+
+        Raises:
+            MQBrokerError: another response code. RemotingError: network failure or timeout.
+        """
+        cmd = _new_request(code, ext, body)
+        return _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+
+    async def _offset(self, addr: str, code: int, ext: dict[str, str], timeout_ms: float | None,
+                      missing: int = 0) -> int:
+        """The ``offset`` field of the SUCCESS answer to ``code`` (``missing`` when absent)."""
+        resp = await self._request(addr, code, ext, timeout_ms=timeout_ms)
+        return int(resp.ext_fields.get("offset", missing))
 
     # -------------------------------------------------------------- name server
 
@@ -243,9 +263,7 @@ class MQClientAPI:
         Raises:
             MQBrokerError, RemotingError.
         """
-        cmd = _new_request(RequestCode.HEART_BEAT, None, data.to_json())
-        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
-        return resp.version
+        return (await self._request(addr, RequestCode.HEART_BEAT, None, data.to_json(), timeout_ms)).version
 
     async def check_client_in_broker(self, addr: str, group: str, client_id: str, subscription: SubscriptionData,
                                      timeout_ms: float | None = None) -> None:
@@ -260,8 +278,7 @@ class MQClientAPI:
         """
         body = fastjson.dumps({"clientId": client_id, "group": group,
                                "subscriptionData": subscription.to_dict()}).encode("utf-8")
-        cmd = _new_request(RequestCode.CHECK_CLIENT_CONFIG, None, body)
-        _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        await self._request(addr, RequestCode.CHECK_CLIENT_CONFIG, None, body, timeout_ms)
 
     async def unregister_client(self, addr: str, client_id: str, *, producer_group: str | None = None,
                                 consumer_group: str | None = None, timeout_ms: float | None = None) -> None:
@@ -272,8 +289,7 @@ class MQClientAPI:
         """
         header = UnregisterClientRequestHeader(client_id=client_id, producer_group=producer_group,
                                                consumer_group=consumer_group)
-        cmd = _new_request(RequestCode.UNREGISTER_CLIENT, header.to_ext_fields())
-        _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        await self._request(addr, RequestCode.UNREGISTER_CLIENT, header.to_ext_fields(), timeout_ms=timeout_ms)
 
     async def get_consumer_id_list(self, addr: str, group: str, timeout_ms: float | None = None) -> list[str]:
         """GET_CONSUMER_LIST_BY_GROUP (38): client ids of the group's live consumers.
@@ -281,9 +297,9 @@ class MQClientAPI:
         Raises:
             MQBrokerError, RemotingError.
         """
-        cmd = _new_request(RequestCode.GET_CONSUMER_LIST_BY_GROUP,
-                           ConsumerGroupRequestHeader(consumer_group=group).to_ext_fields())
-        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        resp = await self._request(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+                                   ConsumerGroupRequestHeader(consumer_group=group).to_ext_fields(),
+                                   timeout_ms=timeout_ms)
         if not resp.body:
             return []
         return list(ConsumerListBody.from_json(resp.body).consumer_id_list)
@@ -319,9 +335,8 @@ class MQClientAPI:
         """
         header = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
                                                   bname=mq.broker_name)
-        cmd = _new_request(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields())
-        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
-        return int(resp.ext_fields.get("offset", -1))
+        return await self._offset(addr, RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext_fields(), timeout_ms,
+                                  missing=-1)
 
     async def update_consumer_offset_oneway(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
         """UPDATE_CONSUMER_OFFSET (15), oneway as Java's periodic persist.
@@ -343,8 +358,7 @@ class MQClientAPI:
         """
         header = UpdateConsumerOffsetRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
                                                    commit_offset=offset, bname=mq.broker_name)
-        cmd = _new_request(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields())
-        _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        await self._request(addr, RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext_fields(), timeout_ms=timeout_ms)
 
     async def get_max_offset(self, addr: str, mq: MessageQueue, timeout_ms: float | None = None) -> int:
         """GET_MAX_OFFSET (30): the queue's next offset to be written.
@@ -352,10 +366,7 @@ class MQClientAPI:
         Raises:
             MQBrokerError, RemotingError.
         """
-        header = QueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)
-        cmd = _new_request(RequestCode.GET_MAX_OFFSET, header.to_ext_fields())
-        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
-        return int(resp.ext_fields.get("offset", 0))
+        return await self._offset(addr, RequestCode.GET_MAX_OFFSET, _queue_header(mq), timeout_ms)
 
     async def get_min_offset(self, addr: str, mq: MessageQueue, timeout_ms: float | None = None) -> int:
         """GET_MIN_OFFSET (31).
@@ -363,10 +374,7 @@ class MQClientAPI:
         Raises:
             MQBrokerError, RemotingError.
         """
-        header = QueueRequestHeader(topic=mq.topic, queue_id=mq.queue_id, bname=mq.broker_name)
-        cmd = _new_request(RequestCode.GET_MIN_OFFSET, header.to_ext_fields())
-        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
-        return int(resp.ext_fields.get("offset", 0))
+        return await self._offset(addr, RequestCode.GET_MIN_OFFSET, _queue_header(mq), timeout_ms)
 
     async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int,
                             timeout_ms: float | None = None) -> int:
@@ -377,9 +385,7 @@ class MQClientAPI:
         """
         header = SearchOffsetRequestHeader(topic=mq.topic, queue_id=mq.queue_id, timestamp=timestamp_ms,
                                            bname=mq.broker_name)
-        cmd = _new_request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext_fields())
-        resp = _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
-        return int(resp.ext_fields.get("offset", 0))
+        return await self._offset(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext_fields(), timeout_ms)
 
     # -------------------------------------------------------------- consumer send-back
 
@@ -397,5 +403,4 @@ class MQClientAPI:
             offset=commit_log_offset, group=group, delay_level=delay_level, origin_msg_id=origin_msg_id,
             origin_topic=origin_topic, unit_mode=False, max_reconsume_times=max_reconsume_times,
             bname=broker_name)
-        cmd = _new_request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields())
-        _check(await self.remoting.invoke(addr, cmd, timeout_ms or self.timeout_ms), addr)
+        await self._request(addr, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields(), timeout_ms=timeout_ms)

@@ -27,7 +27,7 @@ class TopicPublishInfo:
     queues: list[MessageQueue]
     route: TopicRouteData | None = None
     order_topic: bool = False
-    _index: itertools.count = field(default_factory=lambda: itertools.count(random.randrange(1 << 31)),
+    _index: itertools.count[int] = field(default_factory=lambda: itertools.count(random.randrange(1 << 31)),
                                     repr=False)
 
     @property

@@ -120,3 +120,37 @@ def test_blocking_and_async_clients_offer_the_same_methods():
         assert not inspect.iscoroutinefunction(blocking), name
         assert inspect.signature(blocking) == inspect.signature(getattr(AsyncAdminClient, name)), name
         assert blocking.__doc__ == getattr(AsyncAdminClient, name).__doc__
+
+
+def test_closed_clients_refuse_requests_with_a_state_error(replay):
+    """Both clients share the SDK's lifecycle: RUNNING from creation, SHUTDOWN_ALREADY after
+    close(); a request afterwards is a ClientStateError, sent nowhere (not a closed-loop RuntimeError)."""
+    from rocketmq_sdk.admin import AsyncAdminClient
+    from rocketmq_sdk.exceptions import ClientStateError
+    from rocketmq_sdk.lifecycle import ServiceState
+
+    from tests.conftest import run_async
+
+    admin = AdminClient(NS, timeout_ms=2000)
+    assert admin.state is ServiceState.RUNNING
+    assert TOPIC in admin.topic_list()
+    admin.close()
+    admin.close()  # idempotent
+    assert admin.state is ServiceState.SHUTDOWN_ALREADY
+    sent = len(replay.received)
+    with pytest.raises(ClientStateError, match="closed"):
+        admin.topic_list()
+    with pytest.raises(ClientStateError, match="closed"):
+        admin.consumer_progress(GROUP)
+
+    async def main():
+        a = AsyncAdminClient(NS, timeout_ms=2000)
+        assert TOPIC in await a.topic_list()
+        await a.close()
+        assert a.state is ServiceState.SHUTDOWN_ALREADY
+        with pytest.raises(ClientStateError, match="closed"):
+            await a.topic_status(TOPIC)
+        await a.close()
+
+    run_async(main())
+    assert len(replay.received) == sent + 1  # only the async client's topic_list before its close

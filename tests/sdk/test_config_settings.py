@@ -36,3 +36,18 @@ def test_unknown_setting_suggests_the_nearest_name():
     with pytest.raises(IllegalArgumentError) as exc:
         Producer("g", "127.0.0.1:9876", zzz=1)
     assert "did you mean" not in str(exc.value)
+
+
+def test_name_server_list_of_every_client_and_the_admin_client(monkeypatch):
+    from rocketmq_sdk.admin import parse_namesrv_addr
+    from rocketmq_sdk.config import ClientConfig, split_namesrv_addr
+
+    monkeypatch.setenv("NAMESRV_ADDR", "env-a:9876; env-b:9876")
+    assert ClientConfig(namesrv_addr=" a:9876;b:9876; ").namesrv_addr_list == ["a:9876", "b:9876"]
+    assert ClientConfig().namesrv_addr_list == ["env-a:9876", "env-b:9876"]
+    assert split_namesrv_addr(["x:1", " ", "y:2 "]) == ["x:1", "y:2"]
+    assert parse_namesrv_addr("") == ["env-a:9876", "env-b:9876"]
+    monkeypatch.delenv("NAMESRV_ADDR")
+    assert ClientConfig().namesrv_addr_list == []
+    with pytest.raises(IllegalArgumentError, match="NAMESRV_ADDR"):
+        parse_namesrv_addr(None)
