@@ -26,18 +26,16 @@ from typing import Unpack
 
 from ..config import LitePullConsumerConfig
 from ..config_types import LitePullConsumerSettings
-from ..exceptions import ClientStateError, IllegalArgumentError, MQError
+from ..exceptions import IllegalArgumentError, MQError
 from ..protocol.bodies import SubscriptionData
-from ..protocol.codes import MessageConst as MC
-from ..protocol.codes import PullSysFlag, ResponseCode, check_name
-from ..protocol.headers import PullMessageRequestHeader
+from ..protocol.codes import PullSysFlag, check_name
 from ..protocol.message import MessageExt, MessageQueue, PullStatus
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .backlog import QueueLag, collect_lags
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 from .pull_consumer import ActiveConsumerBase
-from .push_consumer import PushConsumer
+from .pull_result import process_pull_result, pull_header, pull_once, pull_retry_policy
 from .rebalance import Rebalancer
 from .selector import MessageSelector, resolve_selector
 
@@ -84,8 +82,9 @@ class LitePullConsumer(ActiveConsumerBase):
                  allocate_strategy: AllocateMessageQueueStrategy | None = None,
                  **config: Unpack[LitePullConsumerSettings]) -> None:
         super().__init__(group, LitePullConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
-        self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())  # type: ignore[arg-type]
-        self.subscriptions = self.rebalancer.subscriptions
+        self._rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely(),
+                                      start_pulling=self._start_pulling)
+        self.subscriptions = self._rebalancer.subscriptions
         self._mode: str | None = None  # "subscribe" or "assign"
         self._assigned: set[MessageQueue] = set()
         self._states: dict[MessageQueue, _QueueState] = {}
@@ -113,7 +112,7 @@ class LitePullConsumer(ActiveConsumerBase):
         if self._mode == "assign":
             raise IllegalArgumentError("subscribe and assign are mutually exclusive")
         self._mode = "subscribe"
-        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, int(time.time() * 1000),
+        self._rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, int(time.time() * 1000),
                                                                       expression_type)
         if self.running:
             self.instance.run(self._after_subscribe(topic), self._timeout_s())
@@ -121,7 +120,7 @@ class LitePullConsumer(ActiveConsumerBase):
     async def _after_subscribe(self, topic: str) -> None:
         await self.instance.update_topic_route(topic)
         await self.instance.send_heartbeat_to_all()
-        await self.rebalancer.do_rebalance()
+        await self._rebalancer.do_rebalance()
 
     def assign(self, mqs: Iterable[MessageQueue]) -> None:
         """Consume exactly ``mqs`` (no rebalance); queues no longer listed stop.
@@ -139,15 +138,15 @@ class LitePullConsumer(ActiveConsumerBase):
             self.instance.run(self._apply_assignment(), self._timeout_s() * 2)
 
     async def _apply_assignment(self) -> None:
-        for mq in [m for m in self.rebalancer.process_queues if m not in self._assigned]:
-            await self.rebalancer.drop(mq)
-        for mq in sorted(self._assigned - self.rebalancer.process_queues.keys()):
-            offset = await self._compute_pull_from_where(mq)
+        for mq in [m for m in self._rebalancer.process_queues if m not in self._assigned]:
+            await self._rebalancer.drop(mq)
+        for mq in sorted(self._assigned - self._rebalancer.process_queues.keys()):
+            offset = await self._rebalancer.start_offset(mq)
             if offset < 0:
                 log.warning("no start offset for %s yet", mq)
                 continue
             pq = ProcessQueue()
-            self.rebalancer.process_queues[mq] = pq
+            self._rebalancer.process_queues[mq] = pq
             self._start_pulling(mq, pq, offset)
 
     def assignment(self) -> set[MessageQueue]:
@@ -161,9 +160,9 @@ class LitePullConsumer(ActiveConsumerBase):
         if self._mode == "assign":
             await self._apply_assignment()
         else:
-            await self.rebalancer.do_rebalance()
+            await self._rebalancer.do_rebalance()
 
-    def _before_shutdown(self) -> None:
+    def _stop_background(self) -> None:
         if self.config.auto_commit:
             self.commit_sync()
 
@@ -189,12 +188,10 @@ class LitePullConsumer(ActiveConsumerBase):
 
     async def _do_rebalance(self) -> None:
         if self.running and self._mode == "subscribe":
-            await self.rebalancer.do_rebalance()
+            await self._rebalancer.do_rebalance()
 
     def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        self.rebalancer.topic_queues[topic] = mqs
-
-    _compute_pull_from_where = PushConsumer._compute_pull_from_where
+        self._rebalancer.topic_queues[topic] = mqs
 
     def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         """Start the background pull of a newly owned queue (on the loop)."""
@@ -213,6 +210,8 @@ class LitePullConsumer(ActiveConsumerBase):
     async def _pull_queue(self, mq: MessageQueue, st: _QueueState) -> None:
         cfg = self.config
         inst = self.instance
+        retry = pull_retry_policy(cfg.pull_time_delay_when_exception)
+        failures = 0
         while self.running and not st.pq.dropped:
             if (st.paused or st.pq.msg_count >= cfg.pull_threshold_for_queue
                     or self._cached_total() >= cfg.pull_threshold_for_all):
@@ -220,51 +219,39 @@ class LitePullConsumer(ActiveConsumerBase):
                 continue
             sub = self.subscriptions.get(mq.topic)
             if sub is None:
-                await asyncio.sleep(cfg.pull_time_delay_when_exception / 1000.0)
+                await asyncio.sleep(retry.delay_s(1))
                 continue
             with st.lock:
                 gen, offset = st.generation, st.pull_offset
-            header = PullMessageRequestHeader(
-                consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
-                max_msg_nums=cfg.pull_batch_size, sys_flag=PullSysFlag.build(False, True, True), commit_offset=0,
-                suspend_timeout_millis=cfg.suspend_timeout, subscription=sub.sub_string, sub_version=sub.sub_version,
-                expression_type=sub.expression_type, bname=mq.broker_name)
+            header = pull_header(self.group, mq, sub, offset, cfg.pull_batch_size,
+                                 sys_flag=PullSysFlag.build(False, True, True), suspend_timeout_ms=cfg.suspend_timeout)
             try:
-                addr = await self._pull_nodes.address(inst, mq, header)
-                result = await inst.api.pull_message(addr, header, cfg.pull_timeout)
-                self._pull_nodes.update(mq, result.suggest_which_broker_id)
+                result = await pull_once(inst, self._pull_nodes, mq, header, cfg.pull_timeout)
             except asyncio.CancelledError:
                 raise
             except MQError as exc:
                 if st.pq.dropped or not self.running:
                     break
-                delay = 0.02 if getattr(exc, "code", None) == ResponseCode.FLOW_CONTROL \
-                    else cfg.pull_time_delay_when_exception / 1000.0
+                failures += 1
                 log.warning("pull of %s failed: %s", mq, exc)
-                await asyncio.sleep(delay)
+                await asyncio.sleep(retry.delay_s(failures, exc))
                 continue
+            failures = 0
             with st.lock:
                 if gen != st.generation or st.pq.dropped:
                     continue  # a seek happened meanwhile: this result is stale
                 st.pull_offset = result.next_begin_offset
-            if result.pull_status is PullStatus.FOUND:
-                msgs = result.msg_found_list
-                if sub.tags_set:
-                    msgs = [m for m in msgs if m.tags in sub.tags_set]
-                for m in msgs:
-                    m.broker_name = mq.broker_name
-                    m.properties[MC.MIN_OFFSET] = str(result.min_offset)
-                    m.properties[MC.MAX_OFFSET] = str(result.max_offset)
-                if msgs:
-                    st.pq.put_messages(msgs)
-                    with self._cond:
-                        self._buffer.append((mq, st, gen, msgs))
-                        self._cond.notify_all()
-                        self._wake_async_waiters()
-                elif st.pq.msg_count == 0:
-                    with st.lock:
-                        if gen == st.generation:
-                            st.consume_offset = max(st.consume_offset, result.next_begin_offset)
+            msgs = process_pull_result(result, mq, sub)
+            if msgs:
+                st.pq.put_messages(msgs)
+                with self._cond:
+                    self._buffer.append((mq, st, gen, msgs))
+                    self._cond.notify_all()
+                    self._wake_async_waiters()
+            elif result.pull_status is PullStatus.FOUND and st.pq.msg_count == 0:
+                with st.lock:
+                    if gen == st.generation:
+                        st.consume_offset = max(st.consume_offset, result.next_begin_offset)
             elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
                 log.warning("offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
             if cfg.pull_interval > 0:
@@ -280,8 +267,7 @@ class LitePullConsumer(ActiveConsumerBase):
         Raises:
             ClientStateError: not started.
         """
-        if not self.running:
-            raise ClientStateError(f"consumer {self.group} is not running")
+        self._lifecycle.check_running()
         if self._commit_due():
             self.commit_sync()
         deadline = self._poll_deadline(timeout_ms)
@@ -300,8 +286,7 @@ class LitePullConsumer(ActiveConsumerBase):
         Raises:
             ClientStateError: not started.
         """
-        if not self.running:
-            raise ClientStateError(f"consumer {self.group} is not running")
+        self._lifecycle.check_running()
         if self._commit_due():
             await self.acommit()
         deadline = self._poll_deadline(timeout_ms)
@@ -447,4 +432,4 @@ class LitePullConsumer(ActiveConsumerBase):
         return self.instance.run(collect_lags(self, queues), self._timeout_s() * 2)
 
     def __repr__(self) -> str:
-        return f"LitePullConsumer(group={self.group!r}, state={self._state})"
+        return f"LitePullConsumer(group={self.group!r}, state={self.state.name})"
