@@ -23,7 +23,7 @@ from ..client.instance import MQClientInstance, get_client_instance, release_cli
 from ..config import ConsumerConfig
 from ..exceptions import ClientStateError, MQError
 from ..lifecycle import Lifecycle, ServiceState
-from ..protocol.bodies import MessageModel
+from ..protocol.bodies import ConsumerData, MessageModel
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name
 from ..protocol.message import MessageQueue
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
@@ -141,6 +141,22 @@ class ConsumerBase(AsyncLifecycle):
                 raise
         log.info("%s %s started (client %s)", type(self).__name__, self.group, inst.client_id)
 
+    def _announce_subscription(self, topic: str, *, wait_rebalance: bool) -> None:
+        """After a subscription change while running: ``topic``'s route, a heartbeat to every
+        broker (the group's new subscription), then a rebalance (awaited, or only woken up)."""
+        if not self.running:
+            return
+
+        async def announce() -> None:
+            inst = self.instance
+            await inst.update_topic_route(topic)
+            await inst.send_heartbeat_to_all()
+            if wait_rebalance:
+                await self._do_rebalance()
+            else:
+                inst.wakeup_rebalance()
+        self.instance.run(announce(), self._timeout_s())
+
     def _check_startable(self) -> None:
         """Raise ClientStateError when something the consumer needs is missing (hook)."""
 
@@ -196,8 +212,17 @@ class ConsumerBase(AsyncLifecycle):
 
     # -------------------------------------------------------------- ConsumerInner (the client instance calls these)
 
+    def _consumer_data(self) -> ConsumerData:
+        raise NotImplementedError
+
     def _subscribed_topics(self) -> list[str]:
         return []
+
+    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+        """A subscribed topic's read queues changed (route update)."""
+
+    async def _do_rebalance(self) -> None:
+        """Rebalance now (the instance's timer and NOTIFY_CONSUMER_IDS_CHANGED)."""
 
     async def _persist_offsets(self) -> None:
         if self.running and self._offset_store is not None:

@@ -27,7 +27,7 @@ __all__ = ["consume_directly"]
 log = logging.getLogger("rocketmq_sdk.consumer.direct")
 
 _R = ConsumeMessageDirectlyResultCode
-_CODES = {ConsumeConcurrentlyStatus.CONSUME_SUCCESS: _R.CR_SUCCESS,
+_CODES: dict[Any, ConsumeMessageDirectlyResultCode] = {ConsumeConcurrentlyStatus.CONSUME_SUCCESS: _R.CR_SUCCESS,
           ConsumeConcurrentlyStatus.RECONSUME_LATER: _R.CR_LATER,
           ConsumeOrderlyStatus.SUCCESS: _R.CR_SUCCESS,
           ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: _R.CR_LATER}

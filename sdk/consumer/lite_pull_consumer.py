@@ -35,7 +35,7 @@ from .backlog import QueueLag, collect_lags
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 from .pull_consumer import ActiveConsumerBase
-from .pull_result import process_pull_result, pull_header, pull_once, pull_retry_policy
+from .pull_result import QueuePuller, process_pull_result, pull_header
 from .rebalance import Rebalancer
 from .selector import MessageSelector, resolve_selector
 
@@ -78,6 +78,8 @@ class LitePullConsumer(ActiveConsumerBase):
         IllegalArgumentError: illegal group name or unknown setting.
     """
 
+    config: LitePullConsumerConfig
+
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
                  allocate_strategy: AllocateMessageQueueStrategy | None = None,
                  **config: Unpack[LitePullConsumerSettings]) -> None:
@@ -114,13 +116,7 @@ class LitePullConsumer(ActiveConsumerBase):
         self._mode = "subscribe"
         self._rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, int(time.time() * 1000),
                                                                       expression_type)
-        if self.running:
-            self.instance.run(self._after_subscribe(topic), self._timeout_s())
-
-    async def _after_subscribe(self, topic: str) -> None:
-        await self.instance.update_topic_route(topic)
-        await self.instance.send_heartbeat_to_all()
-        await self._rebalancer.do_rebalance()
+        self._announce_subscription(topic, wait_rebalance=True)
 
     def assign(self, mqs: Iterable[MessageQueue]) -> None:
         """Consume exactly ``mqs`` (no rebalance); queues no longer listed stop.
@@ -210,8 +206,7 @@ class LitePullConsumer(ActiveConsumerBase):
     async def _pull_queue(self, mq: MessageQueue, st: _QueueState) -> None:
         cfg = self.config
         inst = self.instance
-        retry = pull_retry_policy(cfg.pull_time_delay_when_exception)
-        failures = 0
+        puller = QueuePuller(inst, self._pull_nodes, mq, cfg.pull_time_delay_when_exception, cfg.pull_timeout)
         while self.running and not st.pq.dropped:
             if (st.paused or st.pq.msg_count >= cfg.pull_threshold_for_queue
                     or self._cached_total() >= cfg.pull_threshold_for_all):
@@ -219,24 +214,15 @@ class LitePullConsumer(ActiveConsumerBase):
                 continue
             sub = self.subscriptions.get(mq.topic)
             if sub is None:
-                await asyncio.sleep(retry.delay_s(1))
+                await puller.wait_subscription()
                 continue
             with st.lock:
                 gen, offset = st.generation, st.pull_offset
             header = pull_header(self.group, mq, sub, offset, cfg.pull_batch_size,
                                  sys_flag=PullSysFlag.build(False, True, True), suspend_timeout_ms=cfg.suspend_timeout)
-            try:
-                result = await pull_once(inst, self._pull_nodes, mq, header, cfg.pull_timeout)
-            except asyncio.CancelledError:
-                raise
-            except MQError as exc:
-                if st.pq.dropped or not self.running:
-                    break
-                failures += 1
-                log.warning("pull of %s failed: %s", mq, exc)
-                await asyncio.sleep(retry.delay_s(failures, exc))
+            result = await puller.pull(header, lambda: st.pq.dropped or not self.running)
+            if result is None:
                 continue
-            failures = 0
             with st.lock:
                 if gen != st.generation or st.pq.dropped:
                     continue  # a seek happened meanwhile: this result is stale

@@ -63,12 +63,6 @@ class ActiveConsumerBase(ConsumerBase):
     def _subscribed_topics(self) -> list[str]:
         return list(self.subscriptions)
 
-    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        pass
-
-    async def _do_rebalance(self) -> None:
-        pass
-
     # -------------------------------------------------------------- look-ups
 
     def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:

@@ -17,13 +17,12 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from ..exceptions import MQError
 from ..protocol.codes import PullSysFlag
 from ..protocol.message import MessageQueue, PullStatus
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 from .pull_node import PullFromWhichNode
-from .pull_result import process_pull_result, pull_header, pull_once, pull_retry_policy
+from .pull_result import QueuePuller, process_pull_result, pull_header
 from .tracing import record_receive_span
 
 if TYPE_CHECKING:
@@ -63,8 +62,7 @@ async def pull_loop(consumer: PushConsumer, rebalancer: Rebalancer,
     cfg = consumer.config
     inst = consumer.instance
     store = consumer.offset_store
-    retry = pull_retry_policy(cfg.pull_time_delay_when_exception)
-    failures = 0
+    puller = QueuePuller(inst, nodes, mq, cfg.pull_time_delay_when_exception, cfg.pull_timeout)
     next_offset = offset
     while not pq.dropped and consumer.running:
         if consumer.suspended:
@@ -77,7 +75,7 @@ async def pull_loop(consumer: PushConsumer, rebalancer: Rebalancer,
             continue
         sub = rebalancer.subscriptions.get(mq.topic)
         if sub is None:
-            await asyncio.sleep(retry.delay_s(1))
+            await puller.wait_subscription()
             continue
         commit_offset = await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
         post_sub = cfg.post_subscription_when_pull
@@ -87,20 +85,10 @@ async def pull_loop(consumer: PushConsumer, rebalancer: Rebalancer,
             commit_offset=max(commit_offset, 0), suspend_timeout_ms=cfg.suspend_timeout,
             post_subscription=post_sub)
         pq.last_pull_timestamp = time.monotonic()
-        try:  # to the suggested broker (slave reads, docs/protocol.md §8.7), no commit bit on a slave
-            result = await pull_once(inst, nodes, mq, header, cfg.pull_timeout)
-        except asyncio.CancelledError:
-            raise
-        except MQError as exc:
-            if pq.dropped or not consumer.running:
-                break
-            failures += 1
-            log.warning("pull of %s failed: %s", mq, exc)
-            await asyncio.sleep(retry.delay_s(failures, exc))
+        # to the suggested broker (slave reads, docs/protocol.md §8.7), no commit bit on a slave
+        result = await puller.pull(header, lambda: pq.dropped or not consumer.running)
+        if result is None or pq.dropped:
             continue
-        failures = 0
-        if pq.dropped:
-            break
         status = result.pull_status
         if status is PullStatus.FOUND:
             next_offset = result.next_begin_offset

@@ -19,8 +19,12 @@ the result to the application. All three continue at ``result.next_begin_offset`
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..exceptions import MQError
 from ..protocol.bodies import SubscriptionData
 from ..protocol.codes import MessageConst as MC
 from ..protocol.codes import ResponseCode
@@ -32,7 +36,10 @@ from .pull_node import PullFromWhichNode
 if TYPE_CHECKING:
     from ..client.instance import MQClientInstance
 
-__all__ = ["FLOW_CONTROL_BROKER_DELAY_S", "process_pull_result", "pull_header", "pull_once", "pull_retry_policy"]
+__all__ = ["FLOW_CONTROL_BROKER_DELAY_S", "QueuePuller", "process_pull_result", "pull_header", "pull_once",
+           "pull_retry_policy"]
+
+log = logging.getLogger("rocketmq_sdk.consumer.pull")
 
 #: Java: the next pull 20 ms after a FLOW_CONTROL answer of the broker.
 FLOW_CONTROL_BROKER_DELAY_S = 0.02
@@ -45,6 +52,50 @@ def pull_retry_policy(pull_time_delay_when_exception: int) -> RetryPolicy:
     return RetryPolicy(None, backoff=ErrorCodeBackoff(
         {ResponseCode.FLOW_CONTROL: FLOW_CONTROL_BROKER_DELAY_S},
         ConstantBackoff(pull_time_delay_when_exception / 1000.0)))
+
+
+class QueuePuller:
+    """The pulls of one queue by one background loop (push or lite-pull): each goes to the
+    broker the previous answer suggested, a failure is logged and waited out as
+    :func:`pull_retry_policy` says (the count of consecutive failures is kept here).
+
+    Args:
+        inst: the client instance.
+        nodes: the consumer's ``suggestWhichBrokerId`` table.
+        mq: the queue.
+        pull_time_delay_when_exception: ms to wait after a failed pull.
+        timeout_ms: the client timeout of one pull (``pull_timeout``).
+    """
+
+    __slots__ = ("inst", "nodes", "mq", "policy", "timeout_ms", "failures")
+
+    def __init__(self, inst: MQClientInstance, nodes: PullFromWhichNode, mq: MessageQueue,
+                 pull_time_delay_when_exception: int, timeout_ms: int) -> None:
+        self.inst = inst
+        self.nodes = nodes
+        self.mq = mq
+        self.policy = pull_retry_policy(pull_time_delay_when_exception)
+        self.timeout_ms = timeout_ms
+        self.failures = 0
+
+    async def pull(self, header: PullMessageRequestHeader, abandoned: Callable[[], bool]) -> PullResult | None:
+        """:func:`pull_once`; None when it failed (logged, and the policy's delay waited,
+        unless ``abandoned()`` says the loop is over: the queue dropped, the consumer stopped)."""
+        try:
+            result = await pull_once(self.inst, self.nodes, self.mq, header, self.timeout_ms)
+        except MQError as exc:
+            if abandoned():
+                return None
+            self.failures += 1
+            log.warning("pull of %s failed: %s", self.mq, exc)
+            await asyncio.sleep(self.policy.delay_s(self.failures, exc))
+            return None
+        self.failures = 0
+        return result
+
+    async def wait_subscription(self) -> None:
+        """No subscription of the queue's topic (yet): wait as after an error."""
+        await asyncio.sleep(self.policy.delay_s(1))
 
 
 def pull_header(group: str, mq: MessageQueue, sub: SubscriptionData, offset: int, max_nums: int, *,

@@ -14,7 +14,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Unpack
+from functools import partial
+from typing import Any, Unpack, cast
 
 from ..client.instance import MQClientInstance
 from ..config import ConsumerConfig
@@ -124,13 +125,7 @@ class PushConsumer(ConsumerBase):
         self._sub_version = max(self._sub_version + 1, int(time.time() * 1000))
         self._rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, self._sub_version,
                                                                        expression_type)
-        if self.running:
-            self.instance.run(self._after_subscribe(topic), self._timeout_s())
-
-    async def _after_subscribe(self, topic: str) -> None:
-        await self.instance.update_topic_route(topic)
-        await self.instance.send_heartbeat_to_all()
-        self.instance.wakeup_rebalance()
+        self._announce_subscription(topic, wait_rebalance=False)
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic`` (its queues are dropped at the next rebalance)."""
@@ -254,16 +249,18 @@ class PushConsumer(ConsumerBase):
                 self.retry_topic, SubscriptionData.build(self.retry_topic, "*", self._sub_version))
 
     def _prepare_start(self, inst: MQClientInstance) -> None:
-        assert self._listener is not None
+        listener = self._listener
+        assert listener is not None
         self._queue_locker = QueueLocker(inst, self.group)
         self._async_runner.timeout_s = self.config.consume_timeout * 60.0
         self._async_runner.start()
         if self._async_runner.app_loop is None:  # start() called on an application loop's thread
             self._async_runner.app_loop = _running_loop()
         if self.orderly:
-            self._consume_service = ConsumeMessageOrderlyService(self, self._listener, self._queue_locker)
+            self._consume_service = ConsumeMessageOrderlyService(
+                self, cast(MessageListenerOrderly, listener), self._queue_locker)
         else:
-            self._consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
+            self._consume_service = ConsumeMessageConcurrentlyService(self, cast(MessageListenerConcurrently, listener))
         self.msg_trace = start_or_none(self.msg_trace)
         self.start_timestamp_ms = int(time.time() * 1000)
 
@@ -425,7 +422,7 @@ class PushConsumer(ConsumerBase):
         task = asyncio.get_running_loop().create_task(
             pull_loop(self, self._rebalancer, self._consume_service, self._pull_nodes, mq, pq, offset))
         self._pull_tasks[mq] = task
-        task.add_done_callback(lambda t, mq=mq: self._pull_done(mq, t))
+        task.add_done_callback(partial(self._pull_done, mq))
 
     def _pull_done(self, mq: MessageQueue, task: asyncio.Task) -> None:
         if self._pull_tasks.get(mq) is task:
