@@ -212,9 +212,8 @@ class LitePullConsumer(ActiveConsumerBase):
                     or self._cached_total() >= cfg.pull_threshold_for_all):
                 await asyncio.sleep(_PAUSE_S)
                 continue
-            sub = self.subscriptions.get(mq.topic)
+            sub = await puller.subscription(self.subscriptions)
             if sub is None:
-                await puller.wait_subscription()
                 continue
             with st.lock:
                 gen, offset = st.generation, st.pull_offset

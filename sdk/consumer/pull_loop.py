@@ -73,9 +73,8 @@ async def pull_loop(consumer: PushConsumer, rebalancer: Rebalancer,
                 not consumer.orderly and pq.max_span() > cfg.consume_concurrently_max_span):
             await asyncio.sleep(FLOW_CONTROL_DELAY_S)
             continue
-        sub = rebalancer.subscriptions.get(mq.topic)
+        sub = await puller.subscription(rebalancer.subscriptions)
         if sub is None:
-            await puller.wait_subscription()
             continue
         commit_offset = await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
         post_sub = cfg.post_subscription_when_pull

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..exceptions import MQError
@@ -93,9 +93,13 @@ class QueuePuller:
         self.failures = 0
         return result
 
-    async def wait_subscription(self) -> None:
-        """No subscription of the queue's topic (yet): wait as after an error."""
-        await asyncio.sleep(self.policy.delay_s(1))
+    async def subscription(self, subscriptions: Mapping[str, SubscriptionData]) -> SubscriptionData | None:
+        """The subscription of the queue's topic; None, after waiting as after an error, when
+        there is none (yet, or any more)."""
+        sub = subscriptions.get(self.mq.topic)
+        if sub is None:
+            await asyncio.sleep(self.policy.delay_s(1))
+        return sub
 
 
 def pull_header(group: str, mq: MessageQueue, sub: SubscriptionData, offset: int, max_nums: int, *,
