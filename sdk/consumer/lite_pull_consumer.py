@@ -66,13 +66,46 @@ class _QueueState:
 
 
 class LitePullConsumer(ActiveConsumerBase):
-    """Poll-style consumer.
+    """Poll-style consumer (Java ``DefaultLitePullConsumer``): messages are pulled in the
+    background, the application takes them with :meth:`poll` and commits its position.
+
+    Typical use::
+
+        consumer = LitePullConsumer("my-group", "127.0.0.1:9876")
+        consumer.subscribe("orders", "TagA || TagB")
+        consumer.start()
+        try:
+            while running:
+                for msg in consumer.poll(1000):      # [] after 1000 ms without messages
+                    handle(msg)
+                # auto_commit (default) stores the polled position every auto_commit_interval ms
+        finally:
+            consumer.shutdown()                     # commits, persists, unregisters
+
+    Queues come either from :meth:`subscribe` (the group's rebalance shares each topic's queues
+    among its consumers, as for push consumers; in BROADCASTING every consumer gets every queue)
+    or from :meth:`assign` (exactly the given queues, no rebalance); the two modes exclude each
+    other. A new queue starts at the group's stored offset, else where ``consume_from_where``
+    says (:mod:`~rocketmq_sdk.consumer.start_offset`).
+
+    Threads: one long-polling task per queue runs on the client's I/O loop thread and fills a
+    buffer shared by the queues; pulling of a queue pauses while ``pull_threshold_for_queue``
+    (1000) messages of it, or ``pull_threshold_for_all`` (10000) of all queues, wait to be
+    polled, and while the queue is paused (:meth:`pause`). The application's threads call :meth:`poll`,
+    :meth:`seek`, :meth:`commit_sync`... (thread-safe; :meth:`apoll` / :meth:`acommit` from
+    asyncio code). Delivery is at least once: messages polled after the last commit come again
+    after a restart or a rebalance.
 
     Args:
-        group: consumer group.
-        namesrv_addr: name server list.
-        allocate_strategy: queue allocation in subscribe mode (Averagely).
-        **config: :class:`~rocketmq_sdk.config.LitePullConsumerConfig` settings.
+        group: consumer group (``^[%|a-zA-Z0-9_-]+$``, ≤ 255 characters).
+        namesrv_addr: name server list ``"host:port;host:port"`` (or the ``namesrv_addr``
+            setting / ``NAMESRV_ADDR`` environment variable).
+        allocate_strategy: queue allocation in subscribe mode (default
+            :class:`~rocketmq_sdk.consumer.allocate.AllocateMessageQueueAveragely`).
+        **config: :class:`~rocketmq_sdk.config.LitePullConsumerConfig` settings:
+            ``pull_batch_size`` (10), ``auto_commit`` (True), ``auto_commit_interval`` (5000 ms),
+            ``poll_timeout_millis`` (5000 ms), ``message_model``, ``consume_from_where``,
+            ``instance_name``...
 
     Raises:
         IllegalArgumentError: illegal group name or unknown setting.
@@ -96,18 +129,25 @@ class LitePullConsumer(ActiveConsumerBase):
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._last_commit = time.monotonic()
         self.orderly = False
-        self._needs_queue_locks = False
 
     # -------------------------------------------------------------- queues
 
     def subscribe(self, topic: str, expression: str | MessageSelector | None = "*",
                   expression_type: str = "TAG") -> None:
-        """Consume ``topic`` with the queues the group's rebalance gives this consumer (tag
-        expression, or SQL92 selector with ``expression_type="SQL92"`` or a
-        :class:`~rocketmq_sdk.consumer.selector.MessageSelector`).
+        """Consume ``topic`` with the queues the group's rebalance gives this consumer (Java
+        ``subscribe``). Before or after :meth:`start`; after it, the route, a heartbeat and a
+        rebalance happen before this returns (up to ``mq_client_api_timeout`` + 1 s).
+
+        Args:
+            topic: the topic.
+            expression: tag expression (``"*"``, ``"TagA || TagB"``; the pulled messages are
+                filtered by exact tag), an SQL92 expression with ``expression_type="SQL92"``
+                (evaluated by brokers with ``enablePropertyFilter``), or a
+                :class:`~rocketmq_sdk.consumer.selector.MessageSelector`.
+            expression_type: ``"TAG"`` (default) or ``"SQL92"``.
 
         Raises:
-            IllegalArgumentError: illegal topic or expression type; ``assign`` was used.
+            IllegalArgumentError: illegal topic or expression type; :meth:`assign` was used.
         """
         check_name(topic, "topic")
         expression, expression_type = resolve_selector(expression, expression_type)
@@ -119,10 +159,17 @@ class LitePullConsumer(ActiveConsumerBase):
         self._announce_subscription(topic, wait_rebalance=True)
 
     def assign(self, mqs: Iterable[MessageQueue]) -> None:
-        """Consume exactly ``mqs`` (no rebalance); queues no longer listed stop.
+        """Consume exactly ``mqs`` (Java ``assign``): no rebalance, the queues are this
+        consumer's whatever the group's other members do. A later call replaces the set: queues
+        no longer listed stop (their cached messages are dropped, their offsets persisted), new
+        ones start at the group's stored offset or ``consume_from_where``. Before or after
+        :meth:`start` (after: applied before returning).
+
+        Args:
+            mqs: queues, e.g. from :meth:`fetch_subscribe_message_queues`.
 
         Raises:
-            IllegalArgumentError: ``subscribe`` was used.
+            IllegalArgumentError: :meth:`subscribe` was used.
         """
         if self._mode == "subscribe":
             raise IllegalArgumentError("subscribe and assign are mutually exclusive")
@@ -146,7 +193,8 @@ class LitePullConsumer(ActiveConsumerBase):
             self._start_pulling(mq, pq, offset)
 
     def assignment(self) -> set[MessageQueue]:
-        """The queues being consumed now."""
+        """The queues being consumed now (subscribe mode: this consumer's share since the last
+        rebalance; assign mode: the assigned queues once started). A new set."""
         return {mq for mq, st in list(self._states.items()) if not st.pq.dropped}
 
     # -------------------------------------------------------------- lifecycle
@@ -245,12 +293,24 @@ class LitePullConsumer(ActiveConsumerBase):
     # -------------------------------------------------------------- application API
 
     def poll(self, timeout_ms: int | None = None) -> list[MessageExt]:
-        """The oldest pulled batch (one queue, ≤ ``pull_batch_size`` messages), waiting up to
-        ``timeout_ms`` (default ``poll_timeout_millis``); [] on timeout. Auto-commits first when
-        due.
+        """The oldest pulled batch, waiting for one up to ``timeout_ms`` (Java ``poll``).
+
+        A batch holds up to ``pull_batch_size`` messages of one queue, in queue order; taking it
+        moves that queue's consumed position past it (what :meth:`commit_sync` stores). With
+        ``auto_commit``, the positions are committed first when ``auto_commit_interval`` ms
+        passed since the last commit (a network round trip in this call). Any thread may call
+        it; concurrent callers get different batches.
+
+        Args:
+            timeout_ms: how long to wait, ms (default ``poll_timeout_millis``, 5000; 0: don't).
+
+        Returns:
+            ``list[MessageExt]`` (each with ``topic``, ``queue_id``, ``queue_offset``,
+            ``broker_name``, ``body``...); ``[]`` on timeout or when the consumer is shut down
+            meanwhile.
 
         Raises:
-            ClientStateError: not started.
+            ClientStateError: not started, or shut down.
         """
         self._lifecycle.check_running()
         if self._commit_due():
@@ -268,8 +328,11 @@ class LitePullConsumer(ActiveConsumerBase):
         thread is held while waiting). Cancelling it loses no message: a batch is taken only
         when the call returns it. Auto-commits first when due (:meth:`acommit`).
 
+        Args:
+            timeout_ms: how long to wait, ms (default ``poll_timeout_millis``).
+
         Raises:
-            ClientStateError: not started.
+            ClientStateError: not started, or shut down.
         """
         self._lifecycle.check_running()
         if self._commit_due():
@@ -304,7 +367,11 @@ class LitePullConsumer(ActiveConsumerBase):
 
     async def acommit(self) -> None:
         """:meth:`commit_sync` for asyncio code: the offsets are persisted on the client's I/O
-        loop while the caller's loop waits without blocking."""
+        loop while the caller's loop waits without blocking.
+
+        Raises:
+            ClientStateError: not started.
+        """
         inst = self.instance
         self._store_polled_offsets()
         await asyncio.wrap_future(inst.loop_thread.submit(
@@ -354,10 +421,18 @@ class LitePullConsumer(ActiveConsumerBase):
         return st
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
-        """Consume ``mq`` from ``offset`` next: cached messages of it are dropped.
+        """Consume ``mq`` from ``offset`` next (Java ``seek``): its messages pulled and not yet
+        polled are dropped, pulls in flight are ignored, and the next :meth:`poll` of the queue
+        starts at ``offset``. The consumed position moves too (committed at the next commit).
+        Asks the broker for the queue's min and max offsets first (two round trips).
+
+        Args:
+            mq: a queue of :meth:`assignment`.
+            offset: the queue offset (``min_offset(mq)`` ≤ offset ≤ ``max_offset(mq)``).
 
         Raises:
-            IllegalArgumentError: ``mq`` not assigned, or ``offset`` outside [min, max].
+            IllegalArgumentError: ``mq`` not being consumed, or ``offset`` outside [min, max].
+            ClientStateError: not started. MQBrokerError, RemotingError: the offset look-ups.
         """
         st = self._queue_state(mq)
         lo, hi = self.min_offset(mq), self.max_offset(mq)
@@ -369,27 +444,40 @@ class LitePullConsumer(ActiveConsumerBase):
             st.pull_offset = st.consume_offset = offset
 
     def seek_to_begin(self, mq: MessageQueue) -> None:
-        """:meth:`seek` to the queue's min offset."""
+        """:meth:`seek` to the queue's min offset (the oldest message still stored; Java
+        ``seekToBegin``). Raises as :meth:`seek`."""
         self.seek(mq, self.min_offset(mq))
 
     def seek_to_end(self, mq: MessageQueue) -> None:
-        """:meth:`seek` to the queue's max offset (only new messages)."""
+        """:meth:`seek` to the queue's max offset (only messages stored from now on; Java
+        ``seekToEnd``). Raises as :meth:`seek`."""
         self.seek(mq, self.max_offset(mq))
 
     def pause(self, mqs: Iterable[MessageQueue]) -> None:
-        """Stop pulling ``mqs`` (already pulled messages can still be polled)."""
+        """Stop pulling ``mqs`` (Java ``pause``) until :meth:`resume`; their messages already
+        pulled can still be polled. Queues not being consumed are ignored. Takes effect within
+        50 ms (a pull in flight still delivers)."""
         for mq in mqs:
             if mq in self._states:
                 self._states[mq].paused = True
 
     def resume(self, mqs: Iterable[MessageQueue]) -> None:
-        """Pull ``mqs`` again."""
+        """Pull ``mqs`` again after :meth:`pause` (Java ``resume``); others are ignored."""
         for mq in mqs:
             if mq in self._states:
                 self._states[mq].paused = False
 
     def commit_sync(self) -> None:
-        """Store the polled position of every queue and persist them (broker or file)."""
+        """Commit: store the polled position (the offset after the last polled message) of every
+        queue being consumed and persist the group's offsets now (Java ``commitSync``): to the
+        brokers (UPDATE_CONSUMER_OFFSET, CLUSTERING) or the local offsets file (BROADCASTING).
+        Blocks the calling thread up to 2 × (``mq_client_api_timeout`` + 1 s); a broker that
+        fails is logged and gets the offset at the next periodic persist
+        (``persist_consumer_offset_interval`` ms) or at shutdown.
+
+        Raises:
+            ClientStateError: not started.
+        """
         self._store_polled_offsets()
         self.instance.run(self.offset_store.persist_all(self._offset_queues(), oneway=False), self._timeout_s() * 2)
 
@@ -402,11 +490,22 @@ class LitePullConsumer(ActiveConsumerBase):
                     store.update_offset(mq, st.consume_offset, increase_only=False)
 
     def committed(self, mq: MessageQueue) -> int:
-        """The group's stored offset of ``mq`` (-1 none, -2 lookup failed)."""
+        """The group's stored offset of ``mq`` (Java ``committed``), read from the broker (or
+        the offsets file in BROADCASTING): the next offset to consume; -1 when the group has
+        none, -2 when the broker lookup failed.
+
+        Raises:
+            ClientStateError: not started.
+        """
         return self.instance.run(self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE), self._timeout_s())
 
     def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        """The offset of the message stored nearest ``timestamp_ms`` (epoch ms)."""
+        """The offset of the message stored nearest ``timestamp_ms`` (epoch ms; Java
+        ``offsetForTimestamp``, SEARCH_OFFSET_BY_TIMESTAMP), e.g. for :meth:`seek`.
+
+        Raises:
+            ClientStateError: not started. MQBrokerError, RemotingError.
+        """
         return self.search_offset(mq, timestamp_ms)
 
     def lag_report(self, topic: str | None = None) -> list[QueueLag]:

@@ -66,10 +66,12 @@ class ActiveConsumerBase(ConsumerBase):
     # -------------------------------------------------------------- look-ups
 
     def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
-        """The readable queues of ``topic`` (from the name server, sorted).
+        """The readable queues of ``topic``, sorted (Java ``fetchSubscribeMessageQueues``): the
+        route is fetched from the name server now. Blocks up to ``mq_client_api_timeout`` + 1 s.
 
         Raises:
-            TopicNotExistError: no route; RemotingError.
+            TopicNotExistError: the name server knows no such topic.
+            ClientStateError: not started. RemotingError: no name server answered.
         """
         async def fetch() -> list[MessageQueue]:
             route = await self.instance.update_topic_route(topic)
@@ -90,26 +92,45 @@ class ActiveConsumerBase(ConsumerBase):
         return self.instance.run(call(), self._timeout_s())
 
     def max_offset(self, mq: MessageQueue) -> int:
-        """The queue's next offset to be written (GET_MAX_OFFSET)."""
+        """The queue's max offset: the offset the next stored message gets (GET_MAX_OFFSET to
+        the queue's master; Java ``maxOffset``).
+
+        Raises:
+            ClientStateError: not started. MQBrokerError (``code`` -1: broker not in the route),
+            RemotingError.
+        """
         return self._queue_call(mq, "get_max_offset")
 
     def min_offset(self, mq: MessageQueue) -> int:
-        """The queue's lowest offset still stored (GET_MIN_OFFSET)."""
+        """The queue's min offset: the oldest message still stored (GET_MIN_OFFSET; Java
+        ``minOffset``). Raises as :meth:`max_offset`."""
         return self._queue_call(mq, "get_min_offset")
 
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The offset of the message stored nearest ``timestamp_ms`` (epoch ms;
-        SEARCH_OFFSET_BY_TIMESTAMP)."""
+        SEARCH_OFFSET_BY_TIMESTAMP; Java ``searchOffset``). Raises as :meth:`max_offset`."""
         return self._queue_call(mq, "search_offset", timestamp_ms)
 
     def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
-        """Record ``offset`` (the next to consume) for ``mq`` in the offset store (persisted
-        periodically and at shutdown)."""
+        """Record ``offset`` (the next offset to consume) for ``mq`` in the group's offset store
+        (Java ``updateConsumeOffset``): memory only, thread-safe, no round trip; persisted every
+        ``persist_consumer_offset_interval`` ms (5000) and at :meth:`shutdown`, to the brokers
+        (CLUSTERING) or the local offsets file (BROADCASTING).
+
+        Raises:
+            ClientStateError: not started.
+        """
         self.offset_store.update_offset(mq, offset, increase_only=False)
 
     def fetch_consume_offset(self, mq: MessageQueue, from_store: bool = True) -> int:
-        """The group's offset of ``mq``: from the broker / file (``from_store``) or memory;
-        -1 when there is none, -2 when the broker lookup failed."""
+        """The group's offset of ``mq`` (Java ``fetchConsumeOffset``): with ``from_store`` read
+        from the broker (QUERY_CONSUMER_OFFSET) or the offsets file, else from memory and, when
+        memory has none, from the store. -1 when the group has none, -2 when the broker lookup
+        failed.
+
+        Raises:
+            ClientStateError: not started.
+        """
         kind = ReadOffsetType.READ_FROM_STORE if from_store else ReadOffsetType.MEMORY_FIRST_THEN_STORE
         return self.instance.run(self.offset_store.read_offset(mq, kind), self._timeout_s())
 
@@ -117,11 +138,29 @@ class ActiveConsumerBase(ConsumerBase):
 class PullConsumer(ActiveConsumerBase):
     """Pull messages from queues the application chooses (Java ``DefaultMQPullConsumer``).
 
+    Nothing runs in the background but the client's routes, heartbeats and the periodic offset
+    persist: every :meth:`pull` is one request the calling thread waits for. Typical use::
+
+        consumer = PullConsumer("my-group", "127.0.0.1:9876")
+        consumer.start()
+        for mq in consumer.fetch_subscribe_message_queues("orders"):
+            offset = max(consumer.fetch_consume_offset(mq), 0)
+            result = consumer.pull(mq, "*", offset, 32)
+            for msg in result.msg_found_list:
+                handle(msg)
+            consumer.update_consume_offset(mq, result.next_begin_offset)
+        consumer.shutdown()                          # persists the offsets
+
+    The methods are thread-safe (one thread per queue is the usual shape); they block the
+    calling thread and must not be called on the client's I/O loop thread.
+
     Args:
-        group: consumer group.
-        namesrv_addr: name server list.
-        **config: :class:`~rocketmq_sdk.config.ConsumerConfig` settings (``message_model``,
-            ``instance_name``, ``local_offset_store_dir``...).
+        group: consumer group (``^[%|a-zA-Z0-9_-]+$``, ≤ 255 characters).
+        namesrv_addr: name server list ``"host:port;host:port"``.
+        **config: :class:`~rocketmq_sdk.config.ConsumerConfig` settings (``message_model``:
+            CLUSTERING keeps offsets on the brokers, BROADCASTING in
+            ``local_offset_store_dir``; ``instance_name``; ``persist_consumer_offset_interval``
+            ms...).
 
     Raises:
         IllegalArgumentError: illegal group name or unknown setting.

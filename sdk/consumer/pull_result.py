@@ -47,7 +47,7 @@ FLOW_CONTROL_BROKER_DELAY_S = 0.02
 
 def pull_retry_policy(pull_time_delay_when_exception: int) -> RetryPolicy:
     """The pull loops' policy: retry for ever, ``pull_time_delay_when_exception`` ms after an
-    error (Java ``pullTimeDelayMillsWhenException``, 3000 by default), 20 ms after a broker's
+    error (Java ``pullTimeDelayMillsWhenException``; ``ConsumerConfig`` default 1000), 20 ms after a broker's
     FLOW_CONTROL answer."""
     return RetryPolicy(None, backoff=ErrorCodeBackoff(
         {ResponseCode.FLOW_CONTROL: FLOW_CONTROL_BROKER_DELAY_S},
