@@ -24,6 +24,7 @@ import bisect
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from ..exceptions import IllegalArgumentError
 from ..protocol.message import MessageQueue
@@ -31,6 +32,8 @@ from ..protocol.message import MessageQueue
 __all__ = ["AllocateMachineRoomNearby", "AllocateMessageQueueAveragely", "AllocateMessageQueueAveragelyByCircle",
            "AllocateMessageQueueByConfig", "AllocateMessageQueueByMachineRoom", "AllocateMessageQueueConsistentHash",
            "AllocateMessageQueueStrategy", "MachineRoomResolver", "java_split", "md5_hash"]
+
+T = TypeVar("T")
 
 
 class AllocateMessageQueueStrategy(ABC):
@@ -228,6 +231,17 @@ class MachineRoomResolver(ABC):
         """The machine room of the consumer ``client_id``."""
 
 
+def _by_room(items: Iterable[T], room_of: Callable[[T], str], what: str) -> dict[str, list[T]]:
+    """``items`` by machine room (in order); an empty room is an error (Java's check)."""
+    rooms: dict[str, list[T]] = {}
+    for item in items:
+        room = room_of(item)
+        if not room:
+            raise IllegalArgumentError(f"Machine room is null for {what} {item}")
+        rooms.setdefault(room, []).append(item)
+    return rooms
+
+
 class AllocateMachineRoomNearby(AllocateMessageQueueStrategy):
     """Java ``MACHINE_ROOM_NEARBY-<inner>``: queues of the current consumer's machine room are
     shared by ``inner`` among that room's consumers; queues of rooms without any consumer are
@@ -253,18 +267,8 @@ class AllocateMachineRoomNearby(AllocateMessageQueueStrategy):
                  cid_all: Sequence[str]) -> list[MessageQueue]:
         if not self._check(current_cid, mq_all, cid_all):
             return []
-        room_mqs: dict[str, list[MessageQueue]] = {}
-        for mq in mq_all:
-            room = self.resolver.broker_deploy_in(mq)
-            if not room:
-                raise IllegalArgumentError(f"Machine room is null for mq {mq}")
-            room_mqs.setdefault(room, []).append(mq)
-        room_cids: dict[str, list[str]] = {}
-        for cid in cid_all:
-            room = self.resolver.consumer_deploy_in(cid)
-            if not room:
-                raise IllegalArgumentError(f"Machine room is null for consumer id {cid}")
-            room_cids.setdefault(room, []).append(cid)
+        room_mqs = _by_room(mq_all, self.resolver.broker_deploy_in, "mq")
+        room_cids = _by_room(cid_all, self.resolver.consumer_deploy_in, "consumer id")
         current_room = self.resolver.consumer_deploy_in(current_cid)
         out: list[MessageQueue] = []
         mine = room_mqs.pop(current_room, None)
