@@ -199,7 +199,27 @@ def sdk_consumer(a: dict, on_msgs: Any) -> Any:
     return c
 
 
+def run_sdk_lite_consume(a: dict) -> dict:
+    """``arg.consumer=lite`` (ab.py): a ``LitePullConsumer`` polling the backlog in this thread."""
+    from rocketmq_sdk import LitePullConsumer
+
+    extra = {k: int(a[k]) for k in ("pull_batch_size",) if a.get(k)}
+    c = LitePullConsumer(a["group"], a["namesrv"], instance_name=f"bench-{os.getpid()}",
+                         consume_from_where="CONSUME_FROM_FIRST_OFFSET", **extra)
+    c.subscribe(a["topic"], "*")
+    target, deadline = a["max_count"], time.monotonic() + a["max_seconds"]
+    count = 0
+    with Measure() as m:  # start-up (route, rebalance, offsets) is part of draining a backlog
+        c.start()
+        while count < target and time.monotonic() < deadline:
+            count += len(c.poll(200))
+    c.shutdown()
+    return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+
+
 def run_sdk_consume(a: dict) -> dict:
+    if a.get("consumer") == "lite":
+        return run_sdk_lite_consume(a)
     target, max_s = a["max_count"], a["max_seconds"]
     lock = threading.Lock()
     got = [0]

@@ -40,7 +40,7 @@ def _replier(namesrv: str, topic: str, tls: dict) -> tuple[Producer, PushConsume
     consumer.register_message_listener(listener)
     consumer.start()
     deadline = time.monotonic() + 30
-    while len(consumer.rebalancer.process_queues) < 4 and time.monotonic() < deadline:
+    while len(consumer.process_queues()) < 4 and time.monotonic() < deadline:
         time.sleep(0.05)
     return replier, consumer
 

@@ -30,6 +30,14 @@ class AsyncLifecycle:
     def shutdown(self) -> None:  # pragma: no cover - provided by the client class
         raise NotImplementedError
 
+    def __enter__(self) -> Self:
+        """``with client:`` starts it and shuts it down at the end of the block."""
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.shutdown()
+
     async def astart(self) -> None:
         """``start()`` without blocking the running loop (it runs in a worker thread).
 

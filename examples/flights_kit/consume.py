@@ -144,7 +144,7 @@ class ConsumerGroup:
         for name, consumer in zip(self.names, self.consumers, strict=False):
             for _ in range(3):  # the rebalancer may change the dict on the I/O thread meanwhile
                 try:
-                    owned[name] = {mq for mq in list(consumer.rebalancer.process_queues) if mq.topic == self.topic}
+                    owned[name] = {mq for mq in list(consumer.process_queues()) if mq.topic == self.topic}
                     break
                 except RuntimeError:
                     continue
@@ -168,5 +168,5 @@ class ConsumerGroup:
 
 
 def _still_owns(consumer: Any, mq: Any) -> bool:
-    pq = consumer.rebalancer.process_queues.get(mq)
+    pq = consumer.process_queues().get(mq)
     return pq is not None and not pq.dropped

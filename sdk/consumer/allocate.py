@@ -3,6 +3,19 @@
 Every consumer of a group runs the same strategy on the same sorted inputs (all queues of the
 topic, all client ids of the group) and keeps only its own share, so the results must equal
 Java's exactly or mixed-language groups would double-consume some queues and skip others.
+
+A strategy is given to ``PushConsumer(..., allocate_strategy=...)`` or
+``LitePullConsumer(..., allocate_strategy=...)`` (default :class:`AllocateMessageQueueAveragely`)
+and called by the consumer's rebalance (on the client's I/O loop thread, every
+``rebalance_interval`` ms and when the group changes), once per subscribed topic. It must be
+fast, must not block and must be deterministic; every consumer of the group must use the same
+one. Write your own by subclassing :class:`AllocateMessageQueueStrategy` and implementing
+:meth:`~AllocateMessageQueueStrategy.allocate`.
+
+Example (10 queues ``q0..q9``, client ids ``[a, b, c]``, sorted)::
+
+    AVG            a: q0 q1 q2 q3   b: q4 q5 q6   c: q7 q8 q9
+    AVG_BY_CIRCLE  a: q0 q3 q6 q9   b: q1 q4 q7   c: q2 q5 q8
 """
 
 from __future__ import annotations
@@ -11,6 +24,7 @@ import bisect
 import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 from ..exceptions import IllegalArgumentError
 from ..protocol.message import MessageQueue
@@ -19,9 +33,16 @@ __all__ = ["AllocateMachineRoomNearby", "AllocateMessageQueueAveragely", "Alloca
            "AllocateMessageQueueByConfig", "AllocateMessageQueueByMachineRoom", "AllocateMessageQueueConsistentHash",
            "AllocateMessageQueueStrategy", "MachineRoomResolver", "java_split", "md5_hash"]
 
+T = TypeVar("T")
+
 
 class AllocateMessageQueueStrategy(ABC):
-    """Java ``AllocateMessageQueueStrategy``."""
+    """Which queues of a topic one consumer of a group owns (Java
+    ``AllocateMessageQueueStrategy``): implement :meth:`allocate`.
+
+    Attributes:
+        name: the strategy's name (Java ``getName()``), shown in the consumer's running info.
+    """
 
     #: Java ``getName()``.
     name: str = ""
@@ -29,7 +50,20 @@ class AllocateMessageQueueStrategy(ABC):
     @abstractmethod
     def allocate(self, group: str, current_cid: str, mq_all: Sequence[MessageQueue],
                  cid_all: Sequence[str]) -> list[MessageQueue]:
-        """Queues of ``mq_all`` owned by ``current_cid``; both lists must be sorted.
+        """The queues of ``mq_all`` that the consumer ``current_cid`` owns.
+
+        Called by the rebalance on the client's I/O loop thread: return quickly, never block.
+
+        Args:
+            group: the consumer group.
+            current_cid: this consumer's client id (``ip@instanceName``).
+            mq_all: every read queue of the topic, sorted (topic, broker name, queue id).
+            cid_all: the client ids of the group's live consumers (from the brokers), sorted.
+
+        Returns:
+            A new list, a subset of ``mq_all`` (empty when ``current_cid`` is not in
+            ``cid_all`` or either list is empty). Over all client ids the shares must cover
+            ``mq_all`` exactly once.
 
         Raises:
             IllegalArgumentError: empty ``current_cid``.
@@ -37,22 +71,35 @@ class AllocateMessageQueueStrategy(ABC):
 
     @staticmethod
     def _check(current_cid: str, mq_all: Sequence[MessageQueue], cid_all: Sequence[str]) -> bool:
+        """Java's ``check``: False when there is nothing to share with ``current_cid``."""
         if not current_cid:
             raise IllegalArgumentError("current client id is empty")
         return bool(mq_all) and bool(cid_all) and current_cid in cid_all
 
 
-class AllocateMessageQueueAveragely(AllocateMessageQueueStrategy):
-    """Java's default: contiguous blocks, the first ``n % c`` consumers get one extra queue."""
-
-    name = "AVG"
+class _ShareByIndex(AllocateMessageQueueStrategy):
+    """Strategies whose share depends only on the consumer's index among the sorted client ids."""
 
     def allocate(self, group: str, current_cid: str, mq_all: Sequence[MessageQueue],
                  cid_all: Sequence[str]) -> list[MessageQueue]:
         if not self._check(current_cid, mq_all, cid_all):
             return []
-        index = list(cid_all).index(current_cid)
-        n, c = len(mq_all), len(cid_all)
+        return self._share(list(cid_all).index(current_cid), len(cid_all), mq_all)
+
+    @abstractmethod
+    def _share(self, index: int, c: int, mq_all: Sequence[MessageQueue]) -> list[MessageQueue]:
+        """The share of consumer ``index`` of ``c``."""
+
+
+class AllocateMessageQueueAveragely(_ShareByIndex):
+    """Java's default ``AVG``: contiguous blocks of ``n // c`` queues, the first ``n % c``
+    consumers one more (``n`` queues, ``c`` consumers; with ``n <= c`` the first ``n`` consumers
+    get one queue each and the others none)."""
+
+    name = "AVG"
+
+    def _share(self, index: int, c: int, mq_all: Sequence[MessageQueue]) -> list[MessageQueue]:
+        n = len(mq_all)
         mod = n % c
         if n <= c:
             avg = 1
@@ -63,16 +110,13 @@ class AllocateMessageQueueAveragely(AllocateMessageQueueStrategy):
         return [mq_all[(start + i) % n] for i in range(rng)]
 
 
-class AllocateMessageQueueAveragelyByCircle(AllocateMessageQueueStrategy):
-    """Java ``AVG_BY_CIRCLE``: queue ``i`` goes to consumer ``i % c``."""
+class AllocateMessageQueueAveragelyByCircle(_ShareByIndex):
+    """Java ``AVG_BY_CIRCLE``: queue ``i`` goes to consumer ``i % c`` (round robin, so each
+    consumer's queues are spread over the brokers)."""
 
     name = "AVG_BY_CIRCLE"
 
-    def allocate(self, group: str, current_cid: str, mq_all: Sequence[MessageQueue],
-                 cid_all: Sequence[str]) -> list[MessageQueue]:
-        if not self._check(current_cid, mq_all, cid_all):
-            return []
-        index, c = list(cid_all).index(current_cid), len(cid_all)
+    def _share(self, index: int, c: int, mq_all: Sequence[MessageQueue]) -> list[MessageQueue]:
         return [mq for i, mq in enumerate(mq_all) if i % c == index]
 
 
@@ -125,7 +169,8 @@ class AllocateMessageQueueConsistentHash(AllocateMessageQueueStrategy):
 
 
 class AllocateMessageQueueByConfig(AllocateMessageQueueStrategy):
-    """Java ``CONFIG``: always the configured queues, whatever the inputs (no checks).
+    """Java ``CONFIG``: always the configured queues, whatever the inputs (no checks: every
+    consumer using it must be given a disjoint list, or queues are consumed twice).
 
     Args:
         message_queue_list: the queues this consumer owns.
@@ -150,7 +195,7 @@ def java_split(s: str, sep: str) -> list[str]:
     return parts
 
 
-class AllocateMessageQueueByMachineRoom(AllocateMessageQueueStrategy):
+class AllocateMessageQueueByMachineRoom(_ShareByIndex):
     """Java ``MACHINE_ROOM``: only queues of brokers named ``<room>@<name>`` whose room is in
     ``consume_idcs``; ``p`` such queues give each consumer ``p // c`` contiguous ones, and the
     first ``p % c`` consumers one more from the tail (``kept[index + (p // c) * c]``).
@@ -164,11 +209,7 @@ class AllocateMessageQueueByMachineRoom(AllocateMessageQueueStrategy):
     def __init__(self, consume_idcs: Iterable[str] = ()) -> None:
         self.consume_idcs = set(consume_idcs)
 
-    def allocate(self, group: str, current_cid: str, mq_all: Sequence[MessageQueue],
-                 cid_all: Sequence[str]) -> list[MessageQueue]:
-        if not self._check(current_cid, mq_all, cid_all):
-            return []
-        index, c = list(cid_all).index(current_cid), len(cid_all)
+    def _share(self, index: int, c: int, mq_all: Sequence[MessageQueue]) -> list[MessageQueue]:
         kept = [mq for mq in mq_all
                 if len(parts := java_split(mq.broker_name, "@")) == 2 and parts[0] in self.consume_idcs]
         mod, rem = divmod(len(kept), c)
@@ -188,6 +229,17 @@ class MachineRoomResolver(ABC):
     @abstractmethod
     def consumer_deploy_in(self, client_id: str) -> str:
         """The machine room of the consumer ``client_id``."""
+
+
+def _by_room(items: Iterable[T], room_of: Callable[[T], str], what: str) -> dict[str, list[T]]:
+    """``items`` by machine room (in order); an empty room is an error (Java's check)."""
+    rooms: dict[str, list[T]] = {}
+    for item in items:
+        room = room_of(item)
+        if not room:
+            raise IllegalArgumentError(f"Machine room is null for {what} {item}")
+        rooms.setdefault(room, []).append(item)
+    return rooms
 
 
 class AllocateMachineRoomNearby(AllocateMessageQueueStrategy):
@@ -215,18 +267,8 @@ class AllocateMachineRoomNearby(AllocateMessageQueueStrategy):
                  cid_all: Sequence[str]) -> list[MessageQueue]:
         if not self._check(current_cid, mq_all, cid_all):
             return []
-        room_mqs: dict[str, list[MessageQueue]] = {}
-        for mq in mq_all:
-            room = self.resolver.broker_deploy_in(mq)
-            if not room:
-                raise IllegalArgumentError(f"Machine room is null for mq {mq}")
-            room_mqs.setdefault(room, []).append(mq)
-        room_cids: dict[str, list[str]] = {}
-        for cid in cid_all:
-            room = self.resolver.consumer_deploy_in(cid)
-            if not room:
-                raise IllegalArgumentError(f"Machine room is null for consumer id {cid}")
-            room_cids.setdefault(room, []).append(cid)
+        room_mqs = _by_room(mq_all, self.resolver.broker_deploy_in, "mq")
+        room_cids = _by_room(cid_all, self.resolver.consumer_deploy_in, "consumer id")
         current_room = self.resolver.consumer_deploy_in(current_cid)
         out: list[MessageQueue] = []
         mine = room_mqs.pop(current_room, None)

@@ -41,6 +41,7 @@ from .tracing import start_process_spans
 
 if TYPE_CHECKING:
     from .push_consumer import PushConsumer
+    from .queue_lock import QueueLocker
 
 __all__ = ["ConsumeMessageOrderlyService"]
 
@@ -57,9 +58,10 @@ _WAIT_LOCK = -1.0  # _consume result: a lock attempt will reschedule the queue
 class ConsumeMessageOrderlyService:
     """Thread pool of ``consume_thread_max`` workers; at most one runs a given queue."""
 
-    def __init__(self, consumer: PushConsumer, listener: MessageListenerOrderly) -> None:
+    def __init__(self, consumer: PushConsumer, listener: MessageListenerOrderly, locker: QueueLocker) -> None:
         self.consumer = consumer
         self.listener = listener
+        self.locker = locker
         cfg = consumer.config
         self.batch_size = cfg.consume_message_batch_max_size
         self.clustering = cfg.message_model is MessageModel.CLUSTERING
@@ -126,7 +128,7 @@ class ConsumeMessageOrderlyService:
             await asyncio.sleep(delay_s)
             if pq.dropped or self._stopped:
                 return
-            granted = await self.consumer._queue_locker.lock_batch([mq])
+            granted = await self.locker.lock_batch([mq])
             if mq in granted:
                 pq.locked, pq.last_lock_timestamp = True, time.monotonic()
                 self._schedule(pq, mq, 0.01)

@@ -205,7 +205,7 @@ class ConsumeMessageConcurrentlyService:
         consumer = self.consumer
         timeout_ms = consumer.config.consume_timeout * 60_000
         sent = 0
-        for mq, pq in list(consumer.rebalancer.process_queues.items()):
+        for mq, pq in consumer.process_queues().items():
             for _ in range(16):
                 m = pq.first_message()
                 started = m.properties.get(MC.CONSUME_START_TIMESTAMP) if m is not None else None

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.bodies import ConsumeMessageDirectlyResult, ConsumeMessageDirectlyResultCode
 from ..protocol.codes import MessageConst as MC
@@ -26,18 +27,18 @@ __all__ = ["consume_directly"]
 log = logging.getLogger("rocketmq_sdk.consumer.direct")
 
 _R = ConsumeMessageDirectlyResultCode
-_CODES = {ConsumeConcurrentlyStatus.CONSUME_SUCCESS: _R.CR_SUCCESS,
+_CODES: dict[Any, ConsumeMessageDirectlyResultCode] = {ConsumeConcurrentlyStatus.CONSUME_SUCCESS: _R.CR_SUCCESS,
           ConsumeConcurrentlyStatus.RECONSUME_LATER: _R.CR_LATER,
           ConsumeOrderlyStatus.SUCCESS: _R.CR_SUCCESS,
           ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: _R.CR_LATER}
 
 
-def consume_directly(consumer: PushConsumer, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
-    """Call ``consumer``'s listener with ``[msg]`` (blocking; run it off the I/O loop).
+def consume_directly(consumer: PushConsumer, listener: Callable[..., Any] | None, msg: MessageExt,
+                     broker_name: str | None) -> ConsumeMessageDirectlyResult:
+    """Call ``consumer``'s ``listener`` with ``[msg]`` (blocking; run it off the I/O loop).
 
     Returns CR_SUCCESS / CR_LATER for the listener's statuses, CR_RETURN_NULL for None or an
     unknown value, CR_THROW_EXCEPTION (remark = the exception) when it raised."""
-    listener = consumer._listener
     mq = MessageQueue(msg.topic, broker_name or msg.broker_name or "", msg.queue_id)
     if msg.topic == consumer.retry_topic and msg.properties.get(MC.RETRY_TOPIC):
         msg.topic = msg.properties[MC.RETRY_TOPIC]

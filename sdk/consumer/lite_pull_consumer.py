@@ -26,18 +26,16 @@ from typing import Unpack
 
 from ..config import LitePullConsumerConfig
 from ..config_types import LitePullConsumerSettings
-from ..exceptions import ClientStateError, IllegalArgumentError, MQError
+from ..exceptions import IllegalArgumentError, MQError
 from ..protocol.bodies import SubscriptionData
-from ..protocol.codes import MessageConst as MC
-from ..protocol.codes import PullSysFlag, ResponseCode, check_name
-from ..protocol.headers import PullMessageRequestHeader
+from ..protocol.codes import PullSysFlag, check_name
 from ..protocol.message import MessageExt, MessageQueue, PullStatus
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .backlog import QueueLag, collect_lags
 from .offset_store import ReadOffsetType
 from .process_queue import ProcessQueue
 from .pull_consumer import ActiveConsumerBase
-from .push_consumer import PushConsumer
+from .pull_result import QueuePuller, process_pull_result, pull_header
 from .rebalance import Rebalancer
 from .selector import MessageSelector, resolve_selector
 
@@ -68,24 +66,60 @@ class _QueueState:
 
 
 class LitePullConsumer(ActiveConsumerBase):
-    """Poll-style consumer.
+    """Poll-style consumer (Java ``DefaultLitePullConsumer``): messages are pulled in the
+    background, the application takes them with :meth:`poll` and commits its position.
+
+    Typical use::
+
+        consumer = LitePullConsumer("my-group", "127.0.0.1:9876")
+        consumer.subscribe("orders", "TagA || TagB")
+        consumer.start()
+        try:
+            while running:
+                for msg in consumer.poll(1000):      # [] after 1000 ms without messages
+                    handle(msg)
+                # auto_commit (default) stores the polled position every auto_commit_interval ms
+        finally:
+            consumer.shutdown()                     # commits, persists, unregisters
+
+    Queues come either from :meth:`subscribe` (the group's rebalance shares each topic's queues
+    among its consumers, as for push consumers; in BROADCASTING every consumer gets every queue)
+    or from :meth:`assign` (exactly the given queues, no rebalance); the two modes exclude each
+    other. A new queue starts at the group's stored offset, else where ``consume_from_where``
+    says (:mod:`~rocketmq_sdk.consumer.start_offset`).
+
+    Threads: one long-polling task per queue runs on the client's I/O loop thread and fills a
+    buffer shared by the queues; pulling of a queue pauses while ``pull_threshold_for_queue``
+    (1000) messages of it, or ``pull_threshold_for_all`` (10000) of all queues, wait to be
+    polled, and while the queue is paused (:meth:`pause`). The application's threads call :meth:`poll`,
+    :meth:`seek`, :meth:`commit_sync`... (thread-safe; :meth:`apoll` / :meth:`acommit` from
+    asyncio code). Delivery is at least once: messages polled after the last commit come again
+    after a restart or a rebalance.
 
     Args:
-        group: consumer group.
-        namesrv_addr: name server list.
-        allocate_strategy: queue allocation in subscribe mode (Averagely).
-        **config: :class:`~rocketmq_sdk.config.LitePullConsumerConfig` settings.
+        group: consumer group (``^[%|a-zA-Z0-9_-]+$``, ≤ 255 characters).
+        namesrv_addr: name server list ``"host:port;host:port"`` (or the ``namesrv_addr``
+            setting / ``NAMESRV_ADDR`` environment variable).
+        allocate_strategy: queue allocation in subscribe mode (default
+            :class:`~rocketmq_sdk.consumer.allocate.AllocateMessageQueueAveragely`).
+        **config: :class:`~rocketmq_sdk.config.LitePullConsumerConfig` settings:
+            ``pull_batch_size`` (10), ``auto_commit`` (True), ``auto_commit_interval`` (5000 ms),
+            ``poll_timeout_millis`` (5000 ms), ``message_model``, ``consume_from_where``,
+            ``instance_name``...
 
     Raises:
         IllegalArgumentError: illegal group name or unknown setting.
     """
 
+    config: LitePullConsumerConfig
+
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
                  allocate_strategy: AllocateMessageQueueStrategy | None = None,
                  **config: Unpack[LitePullConsumerSettings]) -> None:
         super().__init__(group, LitePullConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
-        self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())  # type: ignore[arg-type]
-        self.subscriptions = self.rebalancer.subscriptions
+        self._rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely(),
+                                      start_pulling=self._start_pulling)
+        self.subscriptions = self._rebalancer.subscriptions
         self._mode: str | None = None  # "subscribe" or "assign"
         self._assigned: set[MessageQueue] = set()
         self._states: dict[MessageQueue, _QueueState] = {}
@@ -95,39 +129,47 @@ class LitePullConsumer(ActiveConsumerBase):
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._last_commit = time.monotonic()
         self.orderly = False
-        self._needs_queue_locks = False
 
     # -------------------------------------------------------------- queues
 
     def subscribe(self, topic: str, expression: str | MessageSelector | None = "*",
                   expression_type: str = "TAG") -> None:
-        """Consume ``topic`` with the queues the group's rebalance gives this consumer (tag
-        expression, or SQL92 selector with ``expression_type="SQL92"`` or a
-        :class:`~rocketmq_sdk.consumer.selector.MessageSelector`).
+        """Consume ``topic`` with the queues the group's rebalance gives this consumer (Java
+        ``subscribe``). Before or after :meth:`start`; after it, the route, a heartbeat and a
+        rebalance happen before this returns (up to ``mq_client_api_timeout`` + 1 s).
+
+        Args:
+            topic: the topic.
+            expression: tag expression (``"*"``, ``"TagA || TagB"``; the pulled messages are
+                filtered by exact tag), an SQL92 expression with ``expression_type="SQL92"``
+                (evaluated by brokers with ``enablePropertyFilter``), or a
+                :class:`~rocketmq_sdk.consumer.selector.MessageSelector`.
+            expression_type: ``"TAG"`` (default) or ``"SQL92"``.
 
         Raises:
-            IllegalArgumentError: illegal topic or expression type; ``assign`` was used.
+            IllegalArgumentError: illegal topic or expression type; :meth:`assign` was used.
         """
         check_name(topic, "topic")
         expression, expression_type = resolve_selector(expression, expression_type)
         if self._mode == "assign":
             raise IllegalArgumentError("subscribe and assign are mutually exclusive")
         self._mode = "subscribe"
-        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, int(time.time() * 1000),
+        self._rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, int(time.time() * 1000),
                                                                       expression_type)
-        if self.running:
-            self.instance.run(self._after_subscribe(topic), self._timeout_s())
-
-    async def _after_subscribe(self, topic: str) -> None:
-        await self.instance.update_topic_route(topic)
-        await self.instance.send_heartbeat_to_all()
-        await self.rebalancer.do_rebalance()
+        self._announce_subscription(topic, wait_rebalance=True)
 
     def assign(self, mqs: Iterable[MessageQueue]) -> None:
-        """Consume exactly ``mqs`` (no rebalance); queues no longer listed stop.
+        """Consume exactly ``mqs`` (Java ``assign``): no rebalance, the queues are this
+        consumer's whatever the group's other members do. A later call replaces the set: queues
+        no longer listed stop (their cached messages are dropped, their offsets persisted), new
+        ones start at the group's stored offset or ``consume_from_where``. Before or after
+        :meth:`start` (after: applied before returning).
+
+        Args:
+            mqs: queues, e.g. from :meth:`fetch_subscribe_message_queues`.
 
         Raises:
-            IllegalArgumentError: ``subscribe`` was used.
+            IllegalArgumentError: :meth:`subscribe` was used.
         """
         if self._mode == "subscribe":
             raise IllegalArgumentError("subscribe and assign are mutually exclusive")
@@ -139,19 +181,20 @@ class LitePullConsumer(ActiveConsumerBase):
             self.instance.run(self._apply_assignment(), self._timeout_s() * 2)
 
     async def _apply_assignment(self) -> None:
-        for mq in [m for m in self.rebalancer.process_queues if m not in self._assigned]:
-            await self.rebalancer.drop(mq)
-        for mq in sorted(self._assigned - self.rebalancer.process_queues.keys()):
-            offset = await self._compute_pull_from_where(mq)
+        for mq in [m for m in self._rebalancer.process_queues if m not in self._assigned]:
+            await self._rebalancer.drop(mq)
+        for mq in sorted(self._assigned - self._rebalancer.process_queues.keys()):
+            offset = await self._rebalancer.start_offset(mq)
             if offset < 0:
                 log.warning("no start offset for %s yet", mq)
                 continue
             pq = ProcessQueue()
-            self.rebalancer.process_queues[mq] = pq
+            self._rebalancer.process_queues[mq] = pq
             self._start_pulling(mq, pq, offset)
 
     def assignment(self) -> set[MessageQueue]:
-        """The queues being consumed now."""
+        """The queues being consumed now (subscribe mode: this consumer's share since the last
+        rebalance; assign mode: the assigned queues once started). A new set."""
         return {mq for mq, st in list(self._states.items()) if not st.pq.dropped}
 
     # -------------------------------------------------------------- lifecycle
@@ -161,9 +204,9 @@ class LitePullConsumer(ActiveConsumerBase):
         if self._mode == "assign":
             await self._apply_assignment()
         else:
-            await self.rebalancer.do_rebalance()
+            await self._rebalancer.do_rebalance()
 
-    def _before_shutdown(self) -> None:
+    def _stop_background(self) -> None:
         if self.config.auto_commit:
             self.commit_sync()
 
@@ -189,12 +232,10 @@ class LitePullConsumer(ActiveConsumerBase):
 
     async def _do_rebalance(self) -> None:
         if self.running and self._mode == "subscribe":
-            await self.rebalancer.do_rebalance()
+            await self._rebalancer.do_rebalance()
 
     def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        self.rebalancer.topic_queues[topic] = mqs
-
-    _compute_pull_from_where = PushConsumer._compute_pull_from_where
+        self._rebalancer.topic_queues[topic] = mqs
 
     def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         """Start the background pull of a newly owned queue (on the loop)."""
@@ -213,58 +254,37 @@ class LitePullConsumer(ActiveConsumerBase):
     async def _pull_queue(self, mq: MessageQueue, st: _QueueState) -> None:
         cfg = self.config
         inst = self.instance
+        puller = QueuePuller(inst, self._pull_nodes, mq, cfg.pull_time_delay_when_exception, cfg.pull_timeout)
         while self.running and not st.pq.dropped:
             if (st.paused or st.pq.msg_count >= cfg.pull_threshold_for_queue
                     or self._cached_total() >= cfg.pull_threshold_for_all):
                 await asyncio.sleep(_PAUSE_S)
                 continue
-            sub = self.subscriptions.get(mq.topic)
+            sub = await puller.subscription(self.subscriptions)
             if sub is None:
-                await asyncio.sleep(cfg.pull_time_delay_when_exception / 1000.0)
                 continue
             with st.lock:
                 gen, offset = st.generation, st.pull_offset
-            header = PullMessageRequestHeader(
-                consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
-                max_msg_nums=cfg.pull_batch_size, sys_flag=PullSysFlag.build(False, True, True), commit_offset=0,
-                suspend_timeout_millis=cfg.suspend_timeout, subscription=sub.sub_string, sub_version=sub.sub_version,
-                expression_type=sub.expression_type, bname=mq.broker_name)
-            try:
-                addr = await self._pull_nodes.address(inst, mq, header)
-                result = await inst.api.pull_message(addr, header, cfg.pull_timeout)
-                self._pull_nodes.update(mq, result.suggest_which_broker_id)
-            except asyncio.CancelledError:
-                raise
-            except MQError as exc:
-                if st.pq.dropped or not self.running:
-                    break
-                delay = 0.02 if getattr(exc, "code", None) == ResponseCode.FLOW_CONTROL \
-                    else cfg.pull_time_delay_when_exception / 1000.0
-                log.warning("pull of %s failed: %s", mq, exc)
-                await asyncio.sleep(delay)
+            header = pull_header(self.group, mq, sub, offset, cfg.pull_batch_size,
+                                 sys_flag=PullSysFlag.build(False, True, True), suspend_timeout_ms=cfg.suspend_timeout)
+            result = await puller.pull(header, lambda: st.pq.dropped or not self.running)
+            if result is None:
                 continue
             with st.lock:
                 if gen != st.generation or st.pq.dropped:
                     continue  # a seek happened meanwhile: this result is stale
                 st.pull_offset = result.next_begin_offset
-            if result.pull_status is PullStatus.FOUND:
-                msgs = result.msg_found_list
-                if sub.tags_set:
-                    msgs = [m for m in msgs if m.tags in sub.tags_set]
-                for m in msgs:
-                    m.broker_name = mq.broker_name
-                    m.properties[MC.MIN_OFFSET] = str(result.min_offset)
-                    m.properties[MC.MAX_OFFSET] = str(result.max_offset)
-                if msgs:
-                    st.pq.put_messages(msgs)
-                    with self._cond:
-                        self._buffer.append((mq, st, gen, msgs))
-                        self._cond.notify_all()
-                        self._wake_async_waiters()
-                elif st.pq.msg_count == 0:
-                    with st.lock:
-                        if gen == st.generation:
-                            st.consume_offset = max(st.consume_offset, result.next_begin_offset)
+            msgs = process_pull_result(result, mq, sub)
+            if msgs:
+                st.pq.put_messages(msgs)
+                with self._cond:
+                    self._buffer.append((mq, st, gen, msgs))
+                    self._cond.notify_all()
+                    self._wake_async_waiters()
+            elif result.pull_status is PullStatus.FOUND and st.pq.msg_count == 0:
+                with st.lock:
+                    if gen == st.generation:
+                        st.consume_offset = max(st.consume_offset, result.next_begin_offset)
             elif result.pull_status is PullStatus.OFFSET_ILLEGAL:
                 log.warning("offset %d of %s is illegal; moving to %d", offset, mq, result.next_begin_offset)
             if cfg.pull_interval > 0:
@@ -273,15 +293,26 @@ class LitePullConsumer(ActiveConsumerBase):
     # -------------------------------------------------------------- application API
 
     def poll(self, timeout_ms: int | None = None) -> list[MessageExt]:
-        """The oldest pulled batch (one queue, ≤ ``pull_batch_size`` messages), waiting up to
-        ``timeout_ms`` (default ``poll_timeout_millis``); [] on timeout. Auto-commits first when
-        due.
+        """The oldest pulled batch, waiting for one up to ``timeout_ms`` (Java ``poll``).
+
+        A batch holds up to ``pull_batch_size`` messages of one queue, in queue order; taking it
+        moves that queue's consumed position past it (what :meth:`commit_sync` stores). With
+        ``auto_commit``, the positions are committed first when ``auto_commit_interval`` ms
+        passed since the last commit (a network round trip in this call). Any thread may call
+        it; concurrent callers get different batches.
+
+        Args:
+            timeout_ms: how long to wait, ms (default ``poll_timeout_millis``, 5000; 0: don't).
+
+        Returns:
+            ``list[MessageExt]`` (each with ``topic``, ``queue_id``, ``queue_offset``,
+            ``broker_name``, ``body``...); ``[]`` on timeout or when the consumer is shut down
+            meanwhile.
 
         Raises:
-            ClientStateError: not started.
+            ClientStateError: not started, or shut down.
         """
-        if not self.running:
-            raise ClientStateError(f"consumer {self.group} is not running")
+        self._lifecycle.check_running()
         if self._commit_due():
             self.commit_sync()
         deadline = self._poll_deadline(timeout_ms)
@@ -297,11 +328,13 @@ class LitePullConsumer(ActiveConsumerBase):
         thread is held while waiting). Cancelling it loses no message: a batch is taken only
         when the call returns it. Auto-commits first when due (:meth:`acommit`).
 
+        Args:
+            timeout_ms: how long to wait, ms (default ``poll_timeout_millis``).
+
         Raises:
-            ClientStateError: not started.
+            ClientStateError: not started, or shut down.
         """
-        if not self.running:
-            raise ClientStateError(f"consumer {self.group} is not running")
+        self._lifecycle.check_running()
         if self._commit_due():
             await self.acommit()
         deadline = self._poll_deadline(timeout_ms)
@@ -334,7 +367,11 @@ class LitePullConsumer(ActiveConsumerBase):
 
     async def acommit(self) -> None:
         """:meth:`commit_sync` for asyncio code: the offsets are persisted on the client's I/O
-        loop while the caller's loop waits without blocking."""
+        loop while the caller's loop waits without blocking.
+
+        Raises:
+            ClientStateError: not started.
+        """
         inst = self.instance
         self._store_polled_offsets()
         await asyncio.wrap_future(inst.loop_thread.submit(
@@ -384,10 +421,18 @@ class LitePullConsumer(ActiveConsumerBase):
         return st
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
-        """Consume ``mq`` from ``offset`` next: cached messages of it are dropped.
+        """Consume ``mq`` from ``offset`` next (Java ``seek``): its messages pulled and not yet
+        polled are dropped, pulls in flight are ignored, and the next :meth:`poll` of the queue
+        starts at ``offset``. The consumed position moves too (committed at the next commit).
+        Asks the broker for the queue's min and max offsets first (two round trips).
+
+        Args:
+            mq: a queue of :meth:`assignment`.
+            offset: the queue offset (``min_offset(mq)`` ≤ offset ≤ ``max_offset(mq)``).
 
         Raises:
-            IllegalArgumentError: ``mq`` not assigned, or ``offset`` outside [min, max].
+            IllegalArgumentError: ``mq`` not being consumed, or ``offset`` outside [min, max].
+            ClientStateError: not started. MQBrokerError, RemotingError: the offset look-ups.
         """
         st = self._queue_state(mq)
         lo, hi = self.min_offset(mq), self.max_offset(mq)
@@ -399,27 +444,40 @@ class LitePullConsumer(ActiveConsumerBase):
             st.pull_offset = st.consume_offset = offset
 
     def seek_to_begin(self, mq: MessageQueue) -> None:
-        """:meth:`seek` to the queue's min offset."""
+        """:meth:`seek` to the queue's min offset (the oldest message still stored; Java
+        ``seekToBegin``). Raises as :meth:`seek`."""
         self.seek(mq, self.min_offset(mq))
 
     def seek_to_end(self, mq: MessageQueue) -> None:
-        """:meth:`seek` to the queue's max offset (only new messages)."""
+        """:meth:`seek` to the queue's max offset (only messages stored from now on; Java
+        ``seekToEnd``). Raises as :meth:`seek`."""
         self.seek(mq, self.max_offset(mq))
 
     def pause(self, mqs: Iterable[MessageQueue]) -> None:
-        """Stop pulling ``mqs`` (already pulled messages can still be polled)."""
+        """Stop pulling ``mqs`` (Java ``pause``) until :meth:`resume`; their messages already
+        pulled can still be polled. Queues not being consumed are ignored. Takes effect within
+        50 ms (a pull in flight still delivers)."""
         for mq in mqs:
             if mq in self._states:
                 self._states[mq].paused = True
 
     def resume(self, mqs: Iterable[MessageQueue]) -> None:
-        """Pull ``mqs`` again."""
+        """Pull ``mqs`` again after :meth:`pause` (Java ``resume``); others are ignored."""
         for mq in mqs:
             if mq in self._states:
                 self._states[mq].paused = False
 
     def commit_sync(self) -> None:
-        """Store the polled position of every queue and persist them (broker or file)."""
+        """Commit: store the polled position (the offset after the last polled message) of every
+        queue being consumed and persist the group's offsets now (Java ``commitSync``): to the
+        brokers (UPDATE_CONSUMER_OFFSET, CLUSTERING) or the local offsets file (BROADCASTING).
+        Blocks the calling thread up to 2 × (``mq_client_api_timeout`` + 1 s); a broker that
+        fails is logged and gets the offset at the next periodic persist
+        (``persist_consumer_offset_interval`` ms) or at shutdown.
+
+        Raises:
+            ClientStateError: not started.
+        """
         self._store_polled_offsets()
         self.instance.run(self.offset_store.persist_all(self._offset_queues(), oneway=False), self._timeout_s() * 2)
 
@@ -432,11 +490,22 @@ class LitePullConsumer(ActiveConsumerBase):
                     store.update_offset(mq, st.consume_offset, increase_only=False)
 
     def committed(self, mq: MessageQueue) -> int:
-        """The group's stored offset of ``mq`` (-1 none, -2 lookup failed)."""
+        """The group's stored offset of ``mq`` (Java ``committed``), read from the broker (or
+        the offsets file in BROADCASTING): the next offset to consume; -1 when the group has
+        none, -2 when the broker lookup failed.
+
+        Raises:
+            ClientStateError: not started.
+        """
         return self.instance.run(self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE), self._timeout_s())
 
     def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        """The offset of the message stored nearest ``timestamp_ms`` (epoch ms)."""
+        """The offset of the message stored nearest ``timestamp_ms`` (epoch ms; Java
+        ``offsetForTimestamp``, SEARCH_OFFSET_BY_TIMESTAMP), e.g. for :meth:`seek`.
+
+        Raises:
+            ClientStateError: not started. MQBrokerError, RemotingError.
+        """
         return self.search_offset(mq, timestamp_ms)
 
     def lag_report(self, topic: str | None = None) -> list[QueueLag]:
@@ -447,4 +516,4 @@ class LitePullConsumer(ActiveConsumerBase):
         return self.instance.run(collect_lags(self, queues), self._timeout_s() * 2)
 
     def __repr__(self) -> str:
-        return f"LitePullConsumer(group={self.group!r}, state={self._state})"
+        return f"LitePullConsumer(group={self.group!r}, state={self.state.name})"

@@ -1,6 +1,7 @@
 """Consumer offset stores (Java ``OffsetStore``): ``RemoteBrokerOffsetStore`` keeps clustering
 offsets on the broker (docs/protocol.md §6.5); ``LocalFileOffsetStore`` keeps broadcasting offsets in a local
-file (docs/protocol.md §6.7)."""
+file (docs/protocol.md §6.7). Where a newly owned queue starts when the group has no offset yet:
+:mod:`~rocketmq_sdk.consumer.start_offset`."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ..protocol.message import MessageQueue
 if TYPE_CHECKING:
     from ..client.instance import MQClientInstance
 
-__all__ = ["DEFAULT_LOCAL_OFFSET_STORE_DIR", "LocalFileOffsetStore", "OffsetTable", "ReadOffsetType",
+__all__ = ["DEFAULT_LOCAL_OFFSET_STORE_DIR", "LocalFileOffsetStore", "OffsetStore", "OffsetTable", "ReadOffsetType",
            "RemoteBrokerOffsetStore"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.offset")
@@ -242,3 +243,7 @@ class LocalFileOffsetStore(OffsetTable):
             await asyncio.to_thread(self._write, table)
         except OSError as exc:
             log.warning("writing offsets file %s failed: %s", self.path, exc)
+
+
+#: a consumer's offset store: the broker's (CLUSTERING) or the local file's (BROADCASTING).
+OffsetStore = RemoteBrokerOffsetStore | LocalFileOffsetStore

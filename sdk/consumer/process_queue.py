@@ -61,7 +61,7 @@ class ProcessQueue:
     def take_messages(self, batch_size: int) -> list[MessageExt]:
         """Move the ``batch_size`` lowest cached messages to the consuming set (orderly)."""
         with self._lock:
-            out = []
+            out: list[MessageExt] = []
             while self._msgs and len(out) < batch_size:
                 off, m = self._msgs.popitem(last=False)
                 self._consuming[off] = m

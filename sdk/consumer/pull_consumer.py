@@ -13,22 +13,18 @@ and read them back with :meth:`fetch_consume_offset`.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any, Unpack
 
-from ..aio import AsyncLifecycle
-from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import subscribe_queues_from_route
 from ..config import ConsumerConfig
 from ..config_types import ConsumerSettings
-from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, MQError, TopicNotExistError
-from ..protocol.bodies import ConsumerData, ConsumeType, MessageModel, SubscriptionData
-from ..protocol.codes import GROUP_MAX_LENGTH, PullSysFlag, check_name
-from ..protocol.codes import MessageConst as MC
-from ..protocol.headers import PullMessageRequestHeader
-from ..protocol.message import MessageQueue, PullResult, PullStatus
-from .offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
-from .pull_node import PullFromWhichNode
+from ..exceptions import IllegalArgumentError, MQBrokerError, TopicNotExistError
+from ..protocol.bodies import ConsumerData, ConsumeType, SubscriptionData
+from ..protocol.codes import PullSysFlag
+from ..protocol.message import MessageQueue, PullResult
+from .base import ConsumerBase
+from .offset_store import ReadOffsetType
+from .pull_result import process_pull_result, pull_header, pull_once
 from .selector import MessageSelector, resolve_selector
 
 __all__ = ["ActiveConsumerBase", "PullConsumer"]
@@ -36,117 +32,27 @@ __all__ = ["ActiveConsumerBase", "PullConsumer"]
 log = logging.getLogger("rocketmq_sdk.consumer.pull")
 
 
-class ActiveConsumerBase(AsyncLifecycle):
-    """Lifecycle, offset store and queue/offset look-ups shared by the pull and lite-pull
-    consumers (Java ``CONSUME_ACTIVELY`` consumers). Registered in the client instance so the
-    brokers list it in the group (heartbeats) and its offsets are persisted periodically."""
+class ActiveConsumerBase(ConsumerBase):
+    """What the pull and lite-pull consumers (Java ``CONSUME_ACTIVELY`` consumers) share beyond
+    :class:`~rocketmq_sdk.consumer.base.ConsumerBase`: the topics announced in heartbeats and the
+    queue / offset look-ups. Registered in the client instance so the brokers list it in the
+    group (heartbeats) and its offsets are persisted every ``persist_consumer_offset_interval``
+    ms.
+
+    Attributes:
+        subscriptions: topic → subscription announced in the heartbeats (Java
+            ``registerTopics``; the lite-pull consumer's subscribed or assigned topics).
+    """
 
     consume_type = ConsumeType.CONSUME_ACTIVELY
 
     def __init__(self, group: str, config: ConsumerConfig) -> None:
-        self.group = check_name(group, "consumer group", GROUP_MAX_LENGTH)
-        self.config = config
+        super().__init__(group, config)
         self.subscriptions: dict[str, SubscriptionData] = {}
-        self._instance: MQClientInstance | None = None
-        self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None
-        #: the broker id each queue is pulled from next (the answers' ``suggestWhichBrokerId``)
-        self._pull_nodes = PullFromWhichNode()
-        self._state_lock = threading.Lock()
-        self._state = "CREATED"
-
-    @property
-    def clustering(self) -> bool:
-        return self.config.message_model is MessageModel.CLUSTERING
-
-    @property
-    def running(self) -> bool:
-        return self._state == "RUNNING"
-
-    @property
-    def instance(self) -> MQClientInstance:
-        inst = self._instance
-        if inst is None:
-            raise ClientStateError(f"consumer {self.group} is not started")
-        return inst
-
-    def _timeout_s(self) -> float:
-        return self.config.mq_client_api_timeout / 1000.0 + 1.0
-
-    def start(self) -> None:
-        """Connect and register the group.
-
-        Raises:
-            ClientStateError: wrong state, no name server, or the group already has a consumer in
-                this client instance.
-        """
-        with self._state_lock:
-            if self._state != "CREATED":
-                raise ClientStateError(f"consumer {self.group} cannot start: it is {self._state}")
-            if not self.config.namesrv_addr_list:
-                raise ClientStateError("namesrv_addr is not set")
-            inst = get_client_instance(self.config)
-            inst.register_consumer(self)
-            self._instance = inst
-            if self.clustering:
-                self.offset_store = RemoteBrokerOffsetStore(inst, self.group)
-            else:
-                self.offset_store = LocalFileOffsetStore(self.config.local_offset_store_dir, inst.client_id, self.group)
-                self.offset_store.load()
-            self._state = "RUNNING"
-            try:
-                inst.run(self._start_async(), self._timeout_s() * 3)
-            except BaseException:
-                self._state = "CREATED"
-                inst.consumers.pop(self.group, None)
-                self._instance = None
-                release_client_instance(inst)
-                raise
-        log.info("%s %s started (client %s)", type(self).__name__, self.group, inst.client_id)
 
     async def _start_async(self) -> None:
-        inst = self.instance
-        await inst.start()
-        for topic in list(self.subscriptions):
-            try:
-                await inst.update_topic_route(topic)
-            except MQError as exc:
-                log.warning("route of %s not available yet: %s", topic, exc)
-        await inst.send_heartbeat_to_all()
-
-    def shutdown(self) -> None:
-        """Persist the offsets, unregister from the brokers. Idempotent."""
-        with self._state_lock:
-            if self._state != "RUNNING":
-                self._state = "SHUTDOWN"
-                return
-            self._state = "SHUTDOWN"
-        self._before_shutdown()
-        inst = self.instance
-        try:
-            inst.run(self._persist_and_unregister(), self._timeout_s() * 2)
-        except MQError:
-            log.warning("consumer %s: final offset persist or unregister failed", self.group, exc_info=True)
-            inst.consumers.pop(self.group, None)
-        self._instance = None
-        release_client_instance(inst)
-        log.info("%s %s shut down", type(self).__name__, self.group)
-
-    def _before_shutdown(self) -> None:
-        """Hook for subclasses (stop background work)."""
-
-    async def _persist_and_unregister(self) -> None:
-        await self.offset_store.persist_all(self._offset_queues(), oneway=False)
-        await self.instance.unregister(consumer_group=self.group)
-
-    def _offset_queues(self) -> set[MessageQueue]:
-        return set(self.offset_store.snapshot())
-
-    def __enter__(self) -> Any:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
+        await super()._start_async()
+        await self.instance.send_heartbeat_to_all()
 
     # -------------------------------------------------------------- ConsumerInner
 
@@ -157,23 +63,15 @@ class ActiveConsumerBase(AsyncLifecycle):
     def _subscribed_topics(self) -> list[str]:
         return list(self.subscriptions)
 
-    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        pass
-
-    async def _do_rebalance(self) -> None:
-        pass
-
-    async def _persist_offsets(self) -> None:
-        if self.running and self.offset_store is not None:
-            await self.offset_store.persist_all(self._offset_queues())
-
     # -------------------------------------------------------------- look-ups
 
     def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
-        """The readable queues of ``topic`` (from the name server, sorted).
+        """The readable queues of ``topic``, sorted (Java ``fetchSubscribeMessageQueues``): the
+        route is fetched from the name server now. Blocks up to ``mq_client_api_timeout`` + 1 s.
 
         Raises:
-            TopicNotExistError: no route; RemotingError.
+            TopicNotExistError: the name server knows no such topic.
+            ClientStateError: not started. RemotingError: no name server answered.
         """
         async def fetch() -> list[MessageQueue]:
             route = await self.instance.update_topic_route(topic)
@@ -194,26 +92,45 @@ class ActiveConsumerBase(AsyncLifecycle):
         return self.instance.run(call(), self._timeout_s())
 
     def max_offset(self, mq: MessageQueue) -> int:
-        """The queue's next offset to be written (GET_MAX_OFFSET)."""
+        """The queue's max offset: the offset the next stored message gets (GET_MAX_OFFSET to
+        the queue's master; Java ``maxOffset``).
+
+        Raises:
+            ClientStateError: not started. MQBrokerError (``code`` -1: broker not in the route),
+            RemotingError.
+        """
         return self._queue_call(mq, "get_max_offset")
 
     def min_offset(self, mq: MessageQueue) -> int:
-        """The queue's lowest offset still stored (GET_MIN_OFFSET)."""
+        """The queue's min offset: the oldest message still stored (GET_MIN_OFFSET; Java
+        ``minOffset``). Raises as :meth:`max_offset`."""
         return self._queue_call(mq, "get_min_offset")
 
     def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
         """The offset of the message stored nearest ``timestamp_ms`` (epoch ms;
-        SEARCH_OFFSET_BY_TIMESTAMP)."""
+        SEARCH_OFFSET_BY_TIMESTAMP; Java ``searchOffset``). Raises as :meth:`max_offset`."""
         return self._queue_call(mq, "search_offset", timestamp_ms)
 
     def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
-        """Record ``offset`` (the next to consume) for ``mq`` in the offset store (persisted
-        periodically and at shutdown)."""
+        """Record ``offset`` (the next offset to consume) for ``mq`` in the group's offset store
+        (Java ``updateConsumeOffset``): memory only, thread-safe, no round trip; persisted every
+        ``persist_consumer_offset_interval`` ms (5000) and at :meth:`shutdown`, to the brokers
+        (CLUSTERING) or the local offsets file (BROADCASTING).
+
+        Raises:
+            ClientStateError: not started.
+        """
         self.offset_store.update_offset(mq, offset, increase_only=False)
 
     def fetch_consume_offset(self, mq: MessageQueue, from_store: bool = True) -> int:
-        """The group's offset of ``mq``: from the broker / file (``from_store``) or memory;
-        -1 when there is none, -2 when the broker lookup failed."""
+        """The group's offset of ``mq`` (Java ``fetchConsumeOffset``): with ``from_store`` read
+        from the broker (QUERY_CONSUMER_OFFSET) or the offsets file, else from memory and, when
+        memory has none, from the store. -1 when the group has none, -2 when the broker lookup
+        failed.
+
+        Raises:
+            ClientStateError: not started.
+        """
         kind = ReadOffsetType.READ_FROM_STORE if from_store else ReadOffsetType.MEMORY_FIRST_THEN_STORE
         return self.instance.run(self.offset_store.read_offset(mq, kind), self._timeout_s())
 
@@ -221,11 +138,29 @@ class ActiveConsumerBase(AsyncLifecycle):
 class PullConsumer(ActiveConsumerBase):
     """Pull messages from queues the application chooses (Java ``DefaultMQPullConsumer``).
 
+    Nothing runs in the background but the client's routes, heartbeats and the periodic offset
+    persist: every :meth:`pull` is one request the calling thread waits for. Typical use::
+
+        consumer = PullConsumer("my-group", "127.0.0.1:9876")
+        consumer.start()
+        for mq in consumer.fetch_subscribe_message_queues("orders"):
+            offset = max(consumer.fetch_consume_offset(mq), 0)
+            result = consumer.pull(mq, "*", offset, 32)
+            for msg in result.msg_found_list:
+                handle(msg)
+            consumer.update_consume_offset(mq, result.next_begin_offset)
+        consumer.shutdown()                          # persists the offsets
+
+    The methods are thread-safe (one thread per queue is the usual shape); they block the
+    calling thread and must not be called on the client's I/O loop thread.
+
     Args:
-        group: consumer group.
-        namesrv_addr: name server list.
-        **config: :class:`~rocketmq_sdk.config.ConsumerConfig` settings (``message_model``,
-            ``instance_name``, ``local_offset_store_dir``...).
+        group: consumer group (``^[%|a-zA-Z0-9_-]+$``, ≤ 255 characters).
+        namesrv_addr: name server list ``"host:port;host:port"``.
+        **config: :class:`~rocketmq_sdk.config.ConsumerConfig` settings (``message_model``:
+            CLUSTERING keeps offsets on the brokers, BROADCASTING in
+            ``local_offset_store_dir``; ``instance_name``; ``persist_consumer_offset_interval``
+            ms...).
 
     Raises:
         IllegalArgumentError: illegal group name or unknown setting.
@@ -274,28 +209,11 @@ class PullConsumer(ActiveConsumerBase):
         if mq.topic not in self.subscriptions:
             self.subscriptions[mq.topic] = SubscriptionData.build(mq.topic, "*", 0)
         timeout = timeout_ms or (self.consumer_timeout_when_suspend if block else self.consumer_pull_timeout)
-        header = PullMessageRequestHeader(
-            consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
-            max_msg_nums=max_nums, sys_flag=PullSysFlag.build(False, block, True), commit_offset=0,
-            suspend_timeout_millis=self.broker_suspend_max_time if block else 0,
-            subscription=sub.sub_string, sub_version=0, expression_type=sub.expression_type, bname=mq.broker_name)
-
-        async def do_pull() -> PullResult:
-            addr = await self._pull_nodes.address(self.instance, mq, header)
-            result = await self.instance.api.pull_message(addr, header, timeout)
-            self._pull_nodes.update(mq, result.suggest_which_broker_id)
-            return result
-
-        result = self.instance.run(do_pull(), timeout / 1000.0 + 1.0)
-        if result.pull_status is PullStatus.FOUND:
-            msgs = result.msg_found_list
-            if sub.tags_set:
-                msgs = [m for m in msgs if m.tags in sub.tags_set]
-            for m in msgs:
-                m.broker_name = mq.broker_name
-                m.properties[MC.MIN_OFFSET] = str(result.min_offset)
-                m.properties[MC.MAX_OFFSET] = str(result.max_offset)
-            result.msg_found_list = msgs
+        header = pull_header(self.group, mq, sub, offset, max_nums, sys_flag=PullSysFlag.build(False, block, True),
+                             suspend_timeout_ms=self.broker_suspend_max_time if block else 0, sub_version=0)
+        inst = self.instance
+        result = inst.run(pull_once(inst, self._pull_nodes, mq, header, timeout), timeout / 1000.0 + 1.0)
+        process_pull_result(result, mq, sub)
         return result
 
     def pull_block_if_not_found(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int,
@@ -304,4 +222,4 @@ class PullConsumer(ActiveConsumerBase):
         return self.pull(mq, expression, offset, max_nums, block=True)
 
     def __repr__(self) -> str:
-        return f"PullConsumer(group={self.group!r}, state={self._state})"
+        return f"PullConsumer(group={self.group!r}, state={self.state.name})"

@@ -42,7 +42,7 @@ async def pull_address(inst: MQClientInstance, mq: MessageQueue, broker_id: int,
         if addr is None:
             raise MQBrokerError(-1, f"broker {mq.broker_name} not found")
     if from_slave:
-        header.sys_flag = PullSysFlag.clear_commit_offset(header.sys_flag)
+        header.sys_flag = PullSysFlag.clear_commit_offset(header.sys_flag or 0)
     return addr
 
 

@@ -11,20 +11,18 @@ on the broker (``RemoteBrokerOffsetStore``): piggy-backed on pulls, persisted ev
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 import logging
-import threading
 import time
 from collections.abc import Callable
-from typing import Any, Unpack
+from functools import partial
+from typing import Any, Unpack, cast
 
-from ..aio import AsyncLifecycle
-from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
+from ..client.instance import MQClientInstance
 from ..config import ConsumerConfig
 from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, MQError
+from ..lifecycle import ServiceState
 from ..protocol.bodies import (
-    ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
     ConsumerData,
     ConsumerRunningInfo,
@@ -32,23 +30,17 @@ from ..protocol.bodies import (
     MessageModel,
     SubscriptionData,
 )
-from ..protocol.codes import GROUP_MAX_LENGTH, check_name, get_retry_topic, is_retry_topic
+from ..protocol.codes import check_name, get_retry_topic
 from ..protocol.message import MessageExt, MessageQueue
 from ..trace.dispatcher import TraceDispatcher, start_or_none
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .backlog import QueueLag, collect_lags
+from .base import ConsumerBase
 from .consume_orderly import ConsumeMessageOrderlyService
 from .consume_service import ConsumeMessageConcurrentlyService
 from .direct_consume import consume_directly
 from .listener import MessageListenerConcurrently, MessageListenerOrderly
 from .listener_adapters import AsyncListenerRunner, TopicDispatcher, is_async_listener
-from .offset_store import (
-    LOOKUP_FAILED,
-    NO_OFFSET,
-    LocalFileOffsetStore,
-    ReadOffsetType,
-    RemoteBrokerOffsetStore,
-)
 from .process_queue import ProcessQueue
 from .pull_loop import pull_loop
 from .queue_lock import QueueLocker
@@ -60,10 +52,6 @@ __all__ = ["PushConsumer"]
 
 log = logging.getLogger("rocketmq_sdk.consumer")
 
-_LAST_OFFSET_FAMILY = frozenset({
-    ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST,
-    ConsumeFromWhere.CONSUME_FROM_MIN_OFFSET, ConsumeFromWhere.CONSUME_FROM_MAX_OFFSET})
-
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
@@ -72,7 +60,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class PushConsumer(AsyncLifecycle):
+class PushConsumer(ConsumerBase):
     """A push consumer (clustering, concurrent listener).
 
     Args:
@@ -94,29 +82,27 @@ class PushConsumer(AsyncLifecycle):
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
                  allocate_strategy: AllocateMessageQueueStrategy | None = None, enable_msg_trace: bool = False,
                  customized_trace_topic: str | None = None, **config: Unpack[ConsumerSettings]) -> None:
-        self.group = check_name(group, "consumer group", GROUP_MAX_LENGTH)
-        self.config = ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
+        super().__init__(group, ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
         #: the message trace dispatcher (``enable_msg_trace``), else None.
         self.msg_trace = TraceDispatcher(group, "CONSUME", customized_trace_topic, self.config) \
             if enable_msg_trace else None
+        #: ``%RETRY%<group>``: the group's retry topic (subscribed in CLUSTERING).
         self.retry_topic = get_retry_topic(group)
-        self.rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely())
+        self._rebalancer = Rebalancer(self, allocate_strategy or AllocateMessageQueueAveragely(),
+                                      start_pulling=self._start_pulling, queue_locker=self._queue_locks)
         self._listener: MessageListenerConcurrently | MessageListenerOrderly | None = None
         #: the listener is orderly (``register_message_listener(..., orderly=True)``).
         self.orderly = False
-        self._instance: MQClientInstance | None = None
-        self.offset_store: RemoteBrokerOffsetStore | LocalFileOffsetStore | None = None  # type: ignore[assignment]
-        self._consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None  # type: ignore[assignment]
-        self._queue_locker: QueueLocker | None = None  # type: ignore[assignment]
+        self._consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
+        self._queue_locker: QueueLocker | None = None
         self._async_runner = AsyncListenerRunner(f"rocketmq-listener-{group}",
                                                  event_loop=self.config.event_loop)
         self._dispatcher: TopicDispatcher | None = None
         self._lock_task: asyncio.Task | None = None
         self._expiry_task: asyncio.Task | None = None
         self._pull_tasks: dict[MessageQueue, asyncio.Task] = {}
-        self._state_lock = threading.Lock()
-        self._state = "CREATED"
         self._sub_version = int(time.time() * 1000)
+        #: when :meth:`start` began, epoch ms (0 before; shown in the consumer's running info).
         self.start_timestamp_ms = 0
         self._suspended = False
 
@@ -137,20 +123,24 @@ class PushConsumer(AsyncLifecycle):
         expression, expression_type = resolve_selector(expression, expression_type)
         # a new version for every change, so brokers replace the group's older subscription
         self._sub_version = max(self._sub_version + 1, int(time.time() * 1000))
-        self.rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, self._sub_version,
-                                                                      expression_type)
-        if self._state == "RUNNING":
-            inst = self.instance
-            inst.run(self._after_subscribe(topic), self.config.mq_client_api_timeout / 1000.0 + 1)
-
-    async def _after_subscribe(self, topic: str) -> None:
-        await self.instance.update_topic_route(topic)
-        await self.instance.send_heartbeat_to_all()
-        self.instance.wakeup_rebalance()
+        self._rebalancer.subscriptions[topic] = SubscriptionData.build(topic, expression, self._sub_version,
+                                                                       expression_type)
+        self._announce_subscription(topic, wait_rebalance=False)
 
     def unsubscribe(self, topic: str) -> None:
         """Stop consuming ``topic`` (its queues are dropped at the next rebalance)."""
-        self.rebalancer.subscriptions.pop(topic, None)
+        self._rebalancer.subscriptions.pop(topic, None)
+
+    def subscriptions(self) -> dict[str, SubscriptionData]:
+        """Topic → subscription (a copy; in CLUSTERING the group's retry topic is added at
+        :meth:`start`)."""
+        return dict(self._rebalancer.subscriptions)
+
+    def process_queues(self) -> dict[MessageQueue, ProcessQueue]:
+        """The queues this consumer owns now → their live ``ProcessQueue`` (messages pulled and
+        not yet consumed: ``msg_count``, ``dropped``, ``locked``...). A copy of Java's
+        ``processQueueTable``: queues come and go with each rebalance."""
+        return dict(self._rebalancer.process_queues)
 
     def register_message_listener(self, listener: MessageListenerConcurrently | MessageListenerOrderly | Any,
                                   *, orderly: bool | None = None) -> None:
@@ -167,7 +157,7 @@ class PushConsumer(AsyncLifecycle):
             IllegalArgumentError: not callable, or ``on_message`` handlers are registered.
             ClientStateError: the consumer is already started.
         """
-        if self._state != "CREATED":
+        if self.state is not ServiceState.CREATE_JUST:
             raise ClientStateError("register the listener before start()")
         if self._dispatcher is not None and listener is not self._dispatcher:
             raise IllegalArgumentError("handlers are registered with on_message(); use one style")
@@ -236,70 +226,48 @@ class PushConsumer(AsyncLifecycle):
         """True between :meth:`suspend` and :meth:`resume`."""
         return self._suspended
 
-    @property
-    def running(self) -> bool:
-        return self._state == "RUNNING"
-
-    @property
-    def instance(self) -> MQClientInstance:
-        inst = self._instance
-        if inst is None:
-            raise ClientStateError(f"consumer {self.group} is not started")
-        return inst
-
     def start(self) -> None:
-        """Start consuming.
+        """Start consuming: routes of the subscribed topics, a heartbeat (the brokers list this
+        client in the group), a rebalance at once, then every ``rebalance_interval`` ms.
 
         Raises:
-            ClientStateError: no listener, no subscription, no name server, wrong state, or the
-                group already has a consumer in this client instance.
+            ClientStateError: no listener, no subscription, no name server, already started or
+                shut down, or the group already has a consumer in this client instance.
             MQBrokerError: a broker refused an SQL92 subscription (CHECK_CLIENT_CONFIG, as Java's
                 ``checkClientInBroker``): SYSTEM_ERROR without ``enablePropertyFilter``,
                 SUBSCRIPTION_PARSE_FAILED (23) for an expression that does not compile.
         """
-        with self._state_lock:
-            if self._state != "CREATED":
-                raise ClientStateError(f"consumer {self.group} cannot start: it is {self._state}")
-            if self._listener is None:
-                raise ClientStateError("register a message listener before start()")
-            if not self.rebalancer.subscriptions:
-                raise ClientStateError("subscribe to a topic before start()")
-            if not self.config.namesrv_addr_list:
-                raise ClientStateError("namesrv_addr is not set")
-            if self.clustering:  # Java subscribes to the retry topic only in clustering mode
-                self.rebalancer.subscriptions.setdefault(
-                    self.retry_topic, SubscriptionData.build(self.retry_topic, "*", self._sub_version))
-            inst = get_client_instance(self.config)
-            self._instance = inst
-            if self.clustering:
-                self.offset_store = RemoteBrokerOffsetStore(inst, self.group)
-            else:
-                self.offset_store = LocalFileOffsetStore(self.config.local_offset_store_dir, inst.client_id, self.group)
-                self.offset_store.load()
-            self._queue_locker = QueueLocker(inst, self.group)
-            self._async_runner.timeout_s = self.config.consume_timeout * 60.0
-            self._async_runner.start()
-            if self._async_runner.app_loop is None:  # start() called on an application loop's thread
-                self._async_runner.app_loop = _running_loop()
-            if self.orderly:
-                self._consume_service = ConsumeMessageOrderlyService(self, self._listener)
-            else:
-                self._consume_service = ConsumeMessageConcurrentlyService(self, self._listener)
-            inst.register_consumer(self)
-            self.msg_trace = start_or_none(self.msg_trace)
-            self._state = "RUNNING"
-            self.start_timestamp_ms = int(time.time() * 1000)
-            try:
-                inst.run(self._start_async(), self.config.mq_client_api_timeout / 1000.0 * 3)
-            except BaseException:
-                self._state = "CREATED"
-                inst.consumers.pop(self.group, None)
-                self._consume_service.shutdown(0)
-                self._instance = None
-                release_client_instance(inst)
-                self._async_runner.stop()
-                raise
-        log.info("consumer %s started (client %s)", self.group, inst.client_id)
+        super().start()
+
+    def _check_startable(self) -> None:
+        if self._listener is None:
+            raise ClientStateError("register a message listener before start()")
+        if not self._rebalancer.subscriptions:
+            raise ClientStateError("subscribe to a topic before start()")
+        if self.clustering:  # Java subscribes to the retry topic only in clustering mode
+            self._rebalancer.subscriptions.setdefault(
+                self.retry_topic, SubscriptionData.build(self.retry_topic, "*", self._sub_version))
+
+    def _prepare_start(self, inst: MQClientInstance) -> None:
+        listener = self._listener
+        assert listener is not None
+        self._queue_locker = QueueLocker(inst, self.group)
+        self._async_runner.timeout_s = self.config.consume_timeout * 60.0
+        self._async_runner.start()
+        if self._async_runner.app_loop is None:  # start() called on an application loop's thread
+            self._async_runner.app_loop = _running_loop()
+        if self.orderly:
+            self._consume_service = ConsumeMessageOrderlyService(
+                self, cast(MessageListenerOrderly, listener), self._queue_locker)
+        else:
+            self._consume_service = ConsumeMessageConcurrentlyService(self, cast(MessageListenerConcurrently, listener))
+        self.msg_trace = start_or_none(self.msg_trace)
+        self.start_timestamp_ms = int(time.time() * 1000)
+
+    def _undo_start(self) -> None:
+        if self._consume_service is not None:
+            self._consume_service.shutdown(0)
+        self._async_runner.stop()
 
     async def astart(self) -> None:
         """Start from asyncio code without blocking the loop (``start()`` runs in a worker
@@ -320,28 +288,23 @@ class PushConsumer(AsyncLifecycle):
             raise
 
     async def _start_async(self) -> None:
+        await super()._start_async()
         inst = self.instance
-        await inst.start()
-        for topic in list(self.rebalancer.subscriptions):
-            try:
-                await inst.update_topic_route(topic)
-            except MQError as exc:
-                log.warning("route of %s not available yet: %s", topic, exc)
         await self._check_client_in_broker()
         await inst.send_heartbeat_to_all()
         await self._do_rebalance()
         loop = asyncio.get_running_loop()
         if self._needs_queue_locks:
             self._lock_task = loop.create_task(self._renew_locks())
-        if not self.orderly:
-            self._expiry_task = loop.create_task(self._clean_expired())
+        if isinstance(self._consume_service, ConsumeMessageConcurrentlyService):
+            self._expiry_task = loop.create_task(self._clean_expired(self._consume_service))
 
     async def _check_client_in_broker(self) -> None:
         """Java ``checkClientInBroker``: a broker of each SQL92 subscription's topic must accept
         it (CHECK_CLIENT_CONFIG), else ``start()`` fails with its MQBrokerError (SYSTEM_ERROR
         when ``enablePropertyFilter`` is off, SUBSCRIPTION_PARSE_FAILED for a bad expression)."""
         inst = self.instance
-        for sub in list(self.rebalancer.subscriptions.values()):
+        for sub in list(self._rebalancer.subscriptions.values()):
             if sub.expression_type == "TAG":
                 continue
             route = inst.routes.get(sub.topic)
@@ -350,60 +313,52 @@ class PushConsumer(AsyncLifecycle):
                 await inst.api.check_client_in_broker(addr, self.group, inst.client_id, sub,
                                                       self.config.mq_client_api_timeout)
 
-    async def _clean_expired(self) -> None:
+    async def _clean_expired(self, service: ConsumeMessageConcurrentlyService) -> None:
         """Every ``consume_timeout`` minutes, send back messages stuck in a listener."""
         while self.running:
             await asyncio.sleep(self.config.consume_timeout * 60.0)
             try:
-                await asyncio.to_thread(self._consume_service.clean_expired_messages)
+                await asyncio.to_thread(service.clean_expired_messages)
             except MQError:
                 log.warning("group %s: cleaning expired messages failed", self.group, exc_info=True)
-
-    @property
-    def clustering(self) -> bool:
-        """CLUSTERING (True) or BROADCASTING (False)."""
-        return self.config.message_model is MessageModel.CLUSTERING
 
     @property
     def _needs_queue_locks(self) -> bool:
         """Orderly clustering consumers lock their queues on the brokers."""
         return self.orderly and self.config.message_model is MessageModel.CLUSTERING
 
+    def _queue_locks(self) -> QueueLocker | None:
+        """The broker locks the rebalancer takes and releases (orderly CLUSTERING), else None."""
+        return self._queue_locker if self._needs_queue_locks else None
+
     async def _renew_locks(self) -> None:
         """Java ``lockAll`` every ``rebalance_lock_interval`` ms."""
+        locker = self._queue_locker
+        assert locker is not None
         while self.running:
             await asyncio.sleep(self.config.rebalance_lock_interval / 1000.0)
             try:
-                await self._queue_locker.lock_all(self.rebalancer.process_queues)
+                await locker.lock_all(self._rebalancer.process_queues)
             except MQError:
                 log.warning("group %s: lock renewal failed", self.group, exc_info=True)
 
     def shutdown(self) -> None:
         """Stop pulling, wait up to ``await_termination_timeout`` ms for running listeners,
         persist the offsets, unregister from the brokers. Idempotent."""
-        with self._state_lock:
-            if self._state != "RUNNING":
-                self._state = "SHUTDOWN"
-                return
-            self._state = "SHUTDOWN"
-        inst = self.instance
-        timeout_s = self.config.mq_client_api_timeout / 1000.0 + 1
+        super().shutdown()
+
+    def _stop_background(self) -> None:
         try:
-            inst.run(self._stop_pulling(), timeout_s)
+            self.instance.run(self._stop_pulling(), self._timeout_s())
         except MQError:
             log.warning("consumer %s: stopping the pull loops failed", self.group, exc_info=True)
-        self._consume_service.shutdown(self.config.await_termination_timeout / 1000.0)
+        if self._consume_service is not None:
+            self._consume_service.shutdown(self.config.await_termination_timeout / 1000.0)
         if self.msg_trace is not None:
             self.msg_trace.shutdown()
-        try:
-            inst.run(self._persist_and_unregister(), timeout_s * 2)
-        except MQError:
-            log.warning("consumer %s: final offset persist or unregister failed", self.group, exc_info=True)
-            inst.consumers.pop(self.group, None)
-        self._instance = None
-        release_client_instance(inst)
+
+    def _after_shutdown(self) -> None:
         self._async_runner.stop()
-        log.info("consumer %s shut down", self.group)
 
     async def _stop_pulling(self) -> None:
         tasks = list(self._pull_tasks.values())
@@ -416,34 +371,31 @@ class PushConsumer(AsyncLifecycle):
         await asyncio.gather(*tasks, return_exceptions=True)
         self._pull_tasks.clear()
 
+    def _offset_queues(self) -> set[MessageQueue]:
+        return set(self._rebalancer.process_queues)
+
     async def _persist_and_unregister(self) -> None:
-        mqs = set(self.rebalancer.process_queues)
+        mqs = self._offset_queues()
         await self.offset_store.persist_all(mqs, oneway=False)
-        for pq in self.rebalancer.process_queues.values():
+        for pq in self._rebalancer.process_queues.values():
             pq.dropped = True
-        self.rebalancer.process_queues.clear()
-        if self._needs_queue_locks:
-            await self._queue_locker.unlock_batch(mqs)
+        self._rebalancer.process_queues.clear()
+        locker = self._queue_locks()
+        if locker is not None:
+            await locker.unlock_batch(mqs)
         await self.instance.unregister(consumer_group=self.group)
-
-    def __enter__(self) -> PushConsumer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
 
     # -------------------------------------------------------------- ConsumerInner (loop side)
 
     def _consumer_data(self) -> ConsumerData:
         return ConsumerData(self.group, ConsumeType.CONSUME_PASSIVELY, self.config.message_model,
-                            self.config.consume_from_where, list(self.rebalancer.subscriptions.values()))
+                            self.config.consume_from_where, list(self._rebalancer.subscriptions.values()))
 
     def _subscribed_topics(self) -> list[str]:
-        return list(self.rebalancer.subscriptions)
+        return list(self._rebalancer.subscriptions)
 
     def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
-        self.rebalancer.topic_queues[topic] = mqs
+        self._rebalancer.topic_queues[topic] = mqs
 
     def _running_info(self) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO answer (settings, subscriptions, owned queues)."""
@@ -451,55 +403,26 @@ class PushConsumer(AsyncLifecycle):
 
     async def _do_rebalance(self) -> None:
         if self.running:
-            await self.rebalancer.do_rebalance()
+            await self._rebalancer.do_rebalance()
 
     async def _reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         """Broker request RESET_CONSUMER_CLIENT_OFFSET (220): restart ``topic``'s queues
         from ``offsets`` (see ``Rebalancer.reset_offsets``)."""
         if self.running:
-            await self.rebalancer.reset_offsets(topic, offsets)
-
-    async def _persist_offsets(self) -> None:
-        if self.running and self.offset_store is not None:
-            await self.offset_store.persist_all(set(self.rebalancer.process_queues))
+            await self._rebalancer.reset_offsets(topic, offsets)
 
     # -------------------------------------------------------------- used by the rebalancer
-
-    async def _compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """Start offset of a newly owned queue (docs/protocol.md §6.5); negative means skip it for
-        now."""
-        last = await self.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
-        if last >= 0:
-            return last
-        if last == LOOKUP_FAILED:
-            return -1
-        assert last == NO_OFFSET
-        cfw = self.config.consume_from_where
-        api, inst = self.instance.api, self.instance
-        try:
-            if cfw is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-                return 0
-            addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
-            if addr is None:
-                return -1
-            if is_retry_topic(mq.topic):
-                return 0 if cfw in _LAST_OFFSET_FAMILY else await api.get_max_offset(addr, mq)
-            if cfw in _LAST_OFFSET_FAMILY:
-                return await api.get_max_offset(addr, mq)
-            ts = _dt.datetime.strptime(self.config.consume_timestamp, "%Y%m%d%H%M%S")
-            return await api.search_offset(addr, mq, int(ts.timestamp() * 1000))
-        except MQError as exc:
-            log.warning("start offset of %s for %s unavailable: %s", mq, self.group, exc)
-            return -1
 
     def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
         """Start the pull loop of a newly owned queue (on the loop)."""
         old = self._pull_tasks.pop(mq, None)
         if old is not None:
             old.cancel()
-        task = asyncio.get_running_loop().create_task(pull_loop(self, mq, pq, offset))
+        assert self._consume_service is not None
+        task = asyncio.get_running_loop().create_task(
+            pull_loop(self, self._rebalancer, self._consume_service, self._pull_nodes, mq, pq, offset))
         self._pull_tasks[mq] = task
-        task.add_done_callback(lambda t, mq=mq: self._pull_done(mq, t))
+        task.add_done_callback(partial(self._pull_done, mq))
 
     def _pull_done(self, mq: MessageQueue, task: asyncio.Task) -> None:
         if self._pull_tasks.get(mq) is task:
@@ -527,7 +450,7 @@ class PushConsumer(AsyncLifecycle):
     def _consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
         """Broker request CONSUME_MESSAGE_DIRECTLY (309): run the listener on ``msg`` and say
         how it went (blocking; see ``direct_consume``)."""
-        return consume_directly(self, msg, broker_name)
+        return consume_directly(self, self._listener, msg, broker_name)
 
     def lag_report(self, topic: str | None = None) -> list[QueueLag]:
         """Per-queue backlog of the queues this consumer owns (``%RETRY%`` included), sorted:
@@ -536,9 +459,9 @@ class PushConsumer(AsyncLifecycle):
         Raises:
             ClientStateError: not started.
         """
-        queues = [(mq, pq) for mq, pq in self.rebalancer.process_queues.items()
+        queues = [(mq, pq) for mq, pq in self.process_queues().items()
                   if not pq.dropped and (topic is None or mq.topic == topic)]
-        return self.instance.run(collect_lags(self, queues), self.config.mq_client_api_timeout / 1000.0 * 2 + 1)
+        return self.instance.run(collect_lags(self, queues), self._timeout_s() * 2)
 
     def __repr__(self) -> str:
-        return f"PushConsumer(group={self.group!r}, state={self._state})"
+        return f"PushConsumer(group={self.group!r}, state={self.state.name})"

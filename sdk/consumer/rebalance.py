@@ -12,24 +12,65 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from ..exceptions import MQError
 from ..protocol.bodies import SubscriptionData
 from ..protocol.message import MessageQueue
 from .allocate import AllocateMessageQueueStrategy
+from .offset_store import OffsetStore
 from .process_queue import ProcessQueue
+from .queue_lock import QueueLocker
+from .start_offset import compute_start_offset
 
 if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+    from ..client.instance import MQClientInstance
+    from ..config import ConsumerConfig
 
-__all__ = ["Rebalancer"]
+__all__ = ["RebalanceOwner", "Rebalancer"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.rebalance")
 
 
+class RebalanceOwner(Protocol):
+    """What a :class:`Rebalancer` reads from the consumer it serves (``PushConsumer``,
+    ``LitePullConsumer`` in subscribe mode): who it is and where its offsets live."""
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def config(self) -> ConsumerConfig: ...  # consume_from_where, consume_timestamp
+
+    @property
+    def clustering(self) -> bool: ...
+
+    @property
+    def instance(self) -> MQClientInstance: ...
+
+    @property
+    def offset_store(self) -> OffsetStore: ...
+
+
+#: ``start_pulling(mq, pq, offset)``: begin pulling a newly owned queue at ``offset`` (on the loop).
+StartPulling = Callable[[MessageQueue, ProcessQueue, int], None]
+
+
+def _no_locks() -> QueueLocker | None:
+    return None
+
+
 class Rebalancer:
-    """Queue ownership of one push consumer. Runs on the client instance's loop.
+    """Queue ownership of one consumer. Runs on the client instance's loop.
+
+    Args:
+        owner: the consumer (see :class:`RebalanceOwner`).
+        strategy: the allocation strategy.
+        start_pulling: called with each newly owned queue, its new ``ProcessQueue`` and its start
+            offset.
+        queue_locker: returns the broker locks to take before owning a queue and release after
+            dropping it (orderly CLUSTERING consumers, Java ``RebalancePushImpl``), or None.
 
     Attributes:
         subscriptions: topic → subscription (the retry topic included).
@@ -37,13 +78,24 @@ class Rebalancer:
         process_queues: owned queue → its ``ProcessQueue``.
     """
 
-    def __init__(self, consumer: PushConsumer, strategy: AllocateMessageQueueStrategy) -> None:
-        self.consumer = consumer
+    def __init__(self, owner: RebalanceOwner, strategy: AllocateMessageQueueStrategy, *,
+                 start_pulling: StartPulling, queue_locker: Callable[[], QueueLocker | None] = _no_locks) -> None:
+        self.consumer = owner
         self.strategy = strategy
+        self._start_pulling = start_pulling
+        self._queue_locker = queue_locker
         self.subscriptions: dict[str, SubscriptionData] = {}
         self.topic_queues: dict[str, list[MessageQueue]] = {}
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self._lock: asyncio.Lock | None = None
+
+    async def start_offset(self, mq: MessageQueue) -> int:
+        """Where the owner starts ``mq`` (:func:`~rocketmq_sdk.consumer.start_offset.compute_start_offset`);
+        -1: not now."""
+        c = self.consumer
+        return await compute_start_offset(mq, c.offset_store, c.instance,
+                                          consume_from_where=c.config.consume_from_where,
+                                          consume_timestamp=c.config.consume_timestamp, group=c.group)
 
     async def do_rebalance(self) -> None:
         """Rebalance every subscribed topic; concurrent calls (timer, broker notification,
@@ -115,23 +167,24 @@ class Rebalancer:
         for mq in [m for m in self.process_queues if m.topic == topic and m not in allocated]:
             await self.drop(mq)
         new = sorted(allocated - self.process_queues.keys())
-        if new and self.consumer._needs_queue_locks:
-            granted = await self.consumer._queue_locker.lock_batch(new)
+        locker = self._queue_locker()
+        if new and locker is not None:
+            granted = await locker.lock_batch(new)
             for mq in [m for m in new if m not in granted]:
                 log.info("group %s: %s is locked by another client; retrying at the next rebalance",
                          self.consumer.group, mq)
             new = [m for m in new if m in granted]
         for mq in new:
-            offset = await self.consumer._compute_pull_from_where(mq)
+            offset = await self.start_offset(mq)
             if offset < 0:
                 log.warning("group %s: no start offset for %s; retrying at the next rebalance",
                             self.consumer.group, mq)
                 continue
             pq = ProcessQueue()
-            pq.locked = self.consumer._needs_queue_locks
+            pq.locked = locker is not None
             self.process_queues[mq] = pq
             log.info("group %s now consumes %s from offset %d", self.consumer.group, mq, offset)
-            self.consumer._start_pulling(mq, pq, offset)
+            self._start_pulling(mq, pq, offset)
 
     async def drop(self, mq: MessageQueue) -> None:
         """Stop consuming ``mq``: its pull loop ends, its offset is persisted and forgotten.
@@ -144,8 +197,8 @@ class Rebalancer:
         if pq is None:
             return
         pq.dropped = True
-        orderly = self.consumer._needs_queue_locks
-        if orderly and not await asyncio.to_thread(pq.consume_lock.acquire, True, 1.0):
+        locker = self._queue_locker()
+        if locker is not None and not await asyncio.to_thread(pq.consume_lock.acquire, True, 1.0):
             log.info("group %s: %s is still being consumed; dropping it later", self.consumer.group, mq)
             return
         try:
@@ -153,9 +206,9 @@ class Rebalancer:
             store = self.consumer.offset_store
             await store.persist(mq, oneway=False)
             store.remove_offset(mq)
-            if orderly:
-                await self.consumer._queue_locker.unlock_batch([mq])
+            if locker is not None:
+                await locker.unlock_batch([mq])
         finally:
-            if orderly:
+            if locker is not None:
                 pq.consume_lock.release()
         log.info("group %s dropped %s", self.consumer.group, mq)

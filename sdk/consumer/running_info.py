@@ -41,7 +41,7 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
 
     table = {}
     store = consumer.offset_store
-    for mq, pq in list(consumer.rebalancer.process_queues.items()):
+    for mq, pq in consumer.process_queues().items():
         low = pq.min_offset_in_flight()
         table[mq] = {
             "cachedMsgCount": pq.msg_count, "cachedMsgMaxOffset": max(pq.queue_offset_max, 0) if low is not None else 0,
@@ -51,4 +51,4 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
             "lastPullTimestamp": wall(pq.last_pull_timestamp), "locked": pq.locked, "transactionMsgCount": 0,
             "transactionMsgMaxOffset": 0, "transactionMsgMinOffset": 0, "tryUnlockTimes": 0}
     return ConsumerRunningInfo(mq_table=table, properties=props,
-                               subscription_set=list(consumer.rebalancer.subscriptions.values()))
+                               subscription_set=list(consumer.subscriptions().values()))

@@ -60,7 +60,8 @@ def resolve_selector(expression: str | MessageSelector | None, expression_type: 
         IllegalArgumentError: an expression type other than TAG and SQL92.
     """
     if isinstance(expression, MessageSelector):
-        expression, expression_type = expression.expression, expression.expression_type
+        expression_type = expression.expression_type
+        expression = expression.expression
     if expression_type not in EXPRESSION_TYPES:
         raise IllegalArgumentError(f"expression_type must be TAG or SQL92, not {expression_type!r}")
     return expression, expression_type

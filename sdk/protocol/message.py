@@ -277,7 +277,22 @@ _EXT_FIELDS = frozenset(n for n in MessageExt.__slots__ if n[0] != "_") | {
 
 @dataclass(frozen=True, order=True, slots=True)
 class MessageQueue:
-    """One queue of a topic on one broker; sorts like Java's (topic, brokerName, queueId)."""
+    """One queue of a topic on one broker (Java ``MessageQueue``): the unit consumers own,
+    pull and commit offsets for, and producers may send to.
+
+    Immutable and hashable (a dict key in offset stores and assignments); equal when all three
+    fields are; sorts like Java's ``compareTo`` (topic, then broker name, then queue id), which is
+    the order allocation strategies rely on. ``str()`` gives Java's ``toString()``
+    (``MessageQueue [topic=T, brokerName=b, queueId=0]``, the key consistent hashing uses);
+    :meth:`to_dict` / :meth:`from_dict` the JSON form of RocketMQ bodies (``brokerName``,
+    ``queueId``, ``topic``).
+
+    Attributes:
+        topic: the topic (a retry topic ``%RETRY%<group>`` included).
+        broker_name: the broker name (a master and its slaves share it), not an address.
+        queue_id: the queue's index on that broker, 0 ≤ queue_id < the topic's read (consumers)
+            or write (producers) queue count there.
+    """
 
     topic: str
     broker_name: str

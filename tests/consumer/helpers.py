@@ -19,7 +19,7 @@ def unique(prefix: str) -> str:
 
 
 def owned(consumer, topic: str) -> set:
-    return {mq for mq, pq in consumer.rebalancer.process_queues.items() if mq.topic == topic and not pq.dropped}
+    return {mq for mq, pq in consumer.process_queues().items() if mq.topic == topic and not pq.dropped}
 
 
 def pull_queue(consumer, broker_name: str, topic: str, queue_id: int = 0, group: str = "probe") -> list:

@@ -52,10 +52,10 @@ def test_every_instance_gets_every_message_and_resumes_from_its_file(cluster, pr
     c1 = start(cluster, group, topic, "b1", s1, tmp_path)
     c2 = start(cluster, group, topic, "b2", s2, tmp_path)
     try:
-        assert c1.retry_topic not in c1.rebalancer.subscriptions  # no %RETRY% in broadcasting
+        assert c1.retry_topic not in c1.subscriptions()  # no %RETRY% in broadcasting
         wait_until(lambda: len(s1.snapshot()) >= 24 and len(s2.snapshot()) >= 24, what="24 each")
         assert sorted(s1.snapshot()) == sorted(first) == sorted(s2.snapshot())
-        assert len(c1.rebalancer.process_queues) == len(c2.rebalancer.process_queues) == 4
+        assert len(c1.process_queues()) == len(c2.process_queues()) == 4
     finally:
         c1.shutdown()
     path = c1.offset_store.path
@@ -74,7 +74,7 @@ def test_every_instance_gets_every_message_and_resumes_from_its_file(cluster, pr
     c1 = start(cluster, group, topic, "b1", again, tmp_path)
     try:
         wait_until(lambda: len(again.snapshot()) >= 12, what="the restarted c1 catching up")
-        wait_until(lambda: all(pq.msg_count == 0 for pq in c1.rebalancer.process_queues.values()), what="drained")
+        wait_until(lambda: all(pq.msg_count == 0 for pq in c1.process_queues().values()), what="drained")
     finally:
         c1.shutdown()
         c2.shutdown()

@@ -138,7 +138,7 @@ def test_orderly_locks_are_renewed_periodically(cluster, producer):
     c.start()
     try:
         wait_until(lambda: len(owned(c, topic)) == 4, what="queues")
-        pqs = [pq for mq, pq in c.rebalancer.process_queues.items() if mq.topic == topic]
+        pqs = [pq for mq, pq in c.process_queues().items() if mq.topic == topic]
         first = {id(pq): pq.last_lock_timestamp for pq in pqs}
         wait_until(lambda: all(pq.last_lock_timestamp > first[id(pq)] for pq in pqs), what="renewed locks")
         assert all(pq.locked for pq in pqs)

@@ -121,12 +121,12 @@ def test_per_topic_thresholds_are_shared_among_owned_queues():
                 "pull_threshold_for_topic": -1, "pull_threshold_size_for_topic": -1}
         pqs = {_mq(q): None for q in range(4)}
         pqs[MessageQueue("Other", "b", 0)] = None
-        return SimpleNamespace(config=SimpleNamespace(**{**base, **cfg}), rebalancer=SimpleNamespace(process_queues=pqs))
+        return SimpleNamespace(config=SimpleNamespace(**{**base, **cfg})), SimpleNamespace(process_queues=pqs)
 
-    assert flow_thresholds(fake(), _mq(0)) == (1000, 100 * 1024 * 1024)
-    assert flow_thresholds(fake(pull_threshold_for_topic=100), _mq(0)) == (25, 100 * 1024 * 1024)
-    assert flow_thresholds(fake(pull_threshold_size_for_topic=8), _mq(0)) == (1000, 2 * 1024 * 1024)
-    assert flow_thresholds(fake(pull_threshold_for_topic=2, pull_threshold_size_for_topic=1), _mq(0)) == \
+    assert flow_thresholds(*fake(), _mq(0)) == (1000, 100 * 1024 * 1024)
+    assert flow_thresholds(*fake(pull_threshold_for_topic=100), _mq(0)) == (25, 100 * 1024 * 1024)
+    assert flow_thresholds(*fake(pull_threshold_size_for_topic=8), _mq(0)) == (1000, 2 * 1024 * 1024)
+    assert flow_thresholds(*fake(pull_threshold_for_topic=2, pull_threshold_size_for_topic=1), _mq(0)) == \
         (1, 1024 * 1024)  # at least 1
 
 

@@ -77,7 +77,7 @@ def test_order_is_kept_across_a_rebalance_and_locks_move_with_the_queues(cluster
     c2 = c3 = None
     try:
         wait_until(lambda: rec.count() >= 40, what="c1 consuming")
-        assert all(pq.locked for pq in c1.rebalancer.process_queues.values())
+        assert all(pq.locked for pq in c1.process_queues().values())
         c2 = start_orderly(cluster, group, topic, rec.listener("c2"), "o2", consume_thread_min=4, consume_thread_max=4)
         send_keyed(producer, topic, keys, range(30, 60))  # while the queues change hands
         wait_until(lambda: len(owned(c1, topic)) == 2 and len(owned(c2, topic)) == 2
@@ -167,7 +167,7 @@ def test_broadcasting_orderly_needs_no_locks_and_keeps_order(cluster, producer, 
             c.start()
             consumers.append(c)
         wait_until(lambda: all(r.count() >= 60 for r in recs), what="60 messages at each instance")
-        assert not any(pq.locked for c in consumers for pq in c.rebalancer.process_queues.values())
+        assert not any(pq.locked for c in consumers for pq in c.process_queues().values())
     finally:
         for c in consumers:
             c.shutdown()

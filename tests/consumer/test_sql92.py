@@ -44,7 +44,7 @@ def test_sql92_selector_delivers_only_matching_messages(sql_cluster):
             for i in range(10):
                 p.send(Message(topic, f"m{i}", properties={"a": str(i), "region": "eu" if i % 2 else "us"}))
             wait_until(lambda: len(got) >= 2, what="the matching messages")
-            wait_until(lambda: all(pq.msg_count == 0 for pq in c.rebalancer.process_queues.values()), what="drained")
+            wait_until(lambda: all(pq.msg_count == 0 for pq in c.process_queues().values()), what="drained")
         finally:
             c.shutdown()
     assert sorted(m.body for m in got) == [b"m7", b"m9"]

@@ -58,7 +58,7 @@ def test_consume_from_timestamp_never_overrides_a_stored_offset(cluster, produce
     try:
         wait_until(lambda: len(seen.get()) >= 8, what="the 8 newer messages")
         wait_until(lambda: len(owned(c, topic)) == 4
-                   and all(pq.msg_count == 0 for pq in c.rebalancer.process_queues.values()), what="drained")
+                   and all(pq.msg_count == 0 for pq in c.process_queues().values()), what="drained")
     finally:
         c.shutdown()
     # Java parity (pitfall): for a new group the broker answers QUERY_CONSUMER_OFFSET with 0
@@ -87,7 +87,7 @@ def test_reset_consumer_client_offset_restarts_queues_from_the_given_offsets(clu
     c = start(cluster, group, topic, "rs", seen)
     try:
         wait_until(lambda: len(seen.get()) >= 12, what="the first pass")
-        mqs = sorted(mq for mq in c.rebalancer.process_queues if mq.topic == topic)
+        mqs = sorted(mq for mq in c.process_queues() if mq.topic == topic)
         wait_until(lambda: all(c.offset_store.read_memory(mq) > 0 for mq in mqs), what="committed offsets")
         # the broker's request (as INVOKE_BROKER_TO_RESET_OFFSET forwards it): back to 0 everywhere
         header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=0, is_force=True)

@@ -44,7 +44,7 @@ def test_orderly_group_over_two_brokers(brokers):
             wait_until(lambda: sum(1 for _, k, _, _ in rec.seen if k in keys) >= 15 * 12, timeout_s=20,
                        what="all keyed messages")
             shares = [owned(c, topic) for c in consumers]
-            assert all(pq.locked for c in consumers for mq, pq in c.rebalancer.process_queues.items()
+            assert all(pq.locked for c in consumers for mq, pq in c.process_queues().items()
                        if mq.topic == topic)
         finally:
             for c in consumers:

@@ -90,7 +90,7 @@ def env(cluster):
     requester = Producer(unique("rr_requester_pg"), cluster.namesrv_addr, instance_name="rr-requester")
     requester.start()
     # the consumer owns every queue before the first request is sent
-    wait_until(lambda: len({mq for mq, pq in consumer.rebalancer.process_queues.items()
+    wait_until(lambda: len({mq for mq, pq in consumer.process_queues().items()
                             if mq.topic == topic and not pq.dropped}) == 4, what="rebalance")
     yield {"topic": topic, "silent": silent, "requester": requester, "replier": replier, "seen": seen,
            "recorder": recorder, "consumer": consumer}

@@ -84,7 +84,7 @@ def test_messages_with_other_tags_are_filtered_on_the_client(cluster):
     consumer.start()
     try:
         wait_until(lambda: collector.count() >= 4, what="4 TagA messages")
-        wait_until(lambda: all(consumer.offset_store.read_memory(mq) == 2 for mq in consumer.rebalancer.process_queues
+        wait_until(lambda: all(consumer.offset_store.read_memory(mq) == 2 for mq in consumer.process_queues()
                                if mq.topic == "TopicF"), what="offsets past the filtered messages")
     finally:
         consumer.shutdown()
@@ -109,8 +109,8 @@ def test_send_back_header_and_local_reconsume_when_send_back_fails(cluster, monk
     consumer.start()
     try:
         wait_until(lambda: len(attempts) >= 3, what="3 attempts")
-        mq = next(mq for mq in consumer.rebalancer.process_queues
-                  if mq.topic == "TopicB" and consumer.rebalancer.process_queues[mq].queue_offset_max >= 0)
+        mq = next(mq for mq in consumer.process_queues()
+                  if mq.topic == "TopicB" and consumer.process_queues()[mq].queue_offset_max >= 0)
         wait_until(lambda: consumer.offset_store.read_memory(mq) == 1, what="the offset after success")
     finally:
         consumer.shutdown()
@@ -173,7 +173,7 @@ def test_illegal_offset_moves_the_queue_to_the_broker_offset(cluster):
     try:
         wait_until(lambda: all(cluster.offsets[("cg_illegal", "TopicI", q)] == 1 for q in range(4)),
                    what="offsets moved to the queue ends")
-        wait_until(lambda: len([mq for mq in consumer.rebalancer.process_queues if mq.topic == "TopicI"]) == 4,
+        wait_until(lambda: len([mq for mq in consumer.process_queues() if mq.topic == "TopicI"]) == 4,
                    what="queues taken again")
         ids = _send(cluster, "TopicI", 4)
         wait_until(lambda: collector.count() >= 4, what="the 4 new messages")
@@ -215,7 +215,7 @@ def test_pulling_pauses_while_the_queue_holds_too_many_messages(cluster):
                             pull_batch_size=4, consume_thread_max=1, consume_thread_min=1, **FAST)
 
     def listener(msgs, ctx):
-        pq = consumer.rebalancer.process_queues.get(ctx.message_queue)
+        pq = consumer.process_queues().get(ctx.message_queue)
         cached.append(pq.msg_count if pq else 0)
         release.wait(5)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
@@ -224,7 +224,7 @@ def test_pulling_pauses_while_the_queue_holds_too_many_messages(cluster):
     consumer.register_message_listener(listener)
     consumer.start()
     try:
-        pq = next(q for m, q in consumer.rebalancer.process_queues.items() if m.queue_id == mq.queue_id
+        pq = next(q for m, q in consumer.process_queues().items() if m.queue_id == mq.queue_id
                   and m.topic == "TopicFlow")
         # pulls of 4 continue while at most 5 are cached: 4, 8, then the loop waits
         wait_until(lambda: pq.msg_count == 8, what="8 cached messages")

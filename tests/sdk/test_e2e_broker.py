@@ -87,7 +87,7 @@ def start_consumer(cluster, group, topic, collector, name, expression="*", resul
 
 
 def owned(consumer, topic):
-    return {mq for mq in consumer.rebalancer.process_queues if mq.topic == topic}
+    return {mq for mq in consumer.process_queues() if mq.topic == topic}
 
 
 def test_every_message_is_consumed_exactly_once_with_its_tags_keys_and_properties(cluster, producer):
@@ -186,7 +186,7 @@ def test_restarted_consumer_resumes_from_the_committed_offset(cluster, producer)
     try:
         wait_until(lambda: again.count() >= 20, what="the next 20")
         # and nothing else arrives: every queue's pull is past the committed offset
-        wait_until(lambda: all(pq.msg_count == 0 for pq in consumer.rebalancer.process_queues.values()),
+        wait_until(lambda: all(pq.msg_count == 0 for pq in consumer.process_queues().values()),
                    what="drained queues")
     finally:
         consumer.shutdown()

@@ -206,7 +206,7 @@ def test_end_to_end_send_and_consume_with_uvloop_on_broker_and_client():
             consumer.register_message_listener(listener)
             consumer.start()
             try:
-                assert consumer._instance.loop_thread.kind == "uvloop"
+                assert consumer.instance.loop_thread.kind == "uvloop"
                 wait_until(lambda: len(seen) >= 20, what="20 messages")
             finally:
                 consumer.shutdown()

@@ -6,8 +6,9 @@ import asyncio
 import datetime as dt
 
 import pytest
-from rocketmq_sdk import PushConsumer
+from rocketmq_sdk.consumer.start_offset import compute_start_offset
 from rocketmq_sdk.protocol import MessageQueue
+from rocketmq_sdk.protocol.bodies import ConsumeFromWhere
 
 MAX, BY_TIME = 500, 300
 
@@ -52,11 +53,11 @@ class _Store:
     ("CONSUME_FROM_LAST_OFFSET", -2, "T", -1),          # lookup failed: skip the queue for now
     ("CONSUME_FROM_FIRST_OFFSET", -2, "T", -1),
 ])
-def test_compute_pull_from_where(where, stored, topic, expected):
-    consumer = PushConsumer("g", "127.0.0.1:9876", consume_from_where=where, consume_timestamp="20260102030405")
+def test_compute_start_offset(where, stored, topic, expected):
     inst = _Instance()
-    consumer._instance = inst
-    consumer.offset_store = _Store(stored)
-    assert asyncio.run(consumer._compute_pull_from_where(MessageQueue(topic, "b", 0))) == expected
+    got = asyncio.run(compute_start_offset(MessageQueue(topic, "b", 0), _Store(stored), inst,
+                                           consume_from_where=ConsumeFromWhere[where],
+                                           consume_timestamp="20260102030405", group="g"))
+    assert got == expected
     if expected == BY_TIME and stored == -1:
         assert inst.api.searched == [int(dt.datetime(2026, 1, 2, 3, 4, 5).timestamp() * 1000)]
