@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from ..properties import camel
 from . import fastjson
@@ -88,7 +88,18 @@ BOOL = Codec(_ident, _to_bool)
 STR = Codec(_ident, _to_str)
 
 
-def bean(cls: type[JsonBean]) -> Codec:
+class DictCodable(Protocol):
+    """What :func:`bean` needs of a class: a :class:`JsonBean`, or a hand-written body with
+    ``to_dict``/``from_dict`` (``rocketmq_sdk.protocol.bodies``)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Any: ...
+
+
+def bean(cls: type[DictCodable]) -> Codec:
+    """A nested object: written with ``to_dict()``, read with ``cls.from_dict``."""
     return Codec(lambda v: v.to_dict(), cls.from_dict)
 
 
@@ -132,7 +143,7 @@ def enum_codec(cls: type[enum.Enum]) -> Codec:
 def json_field(default: Any = dataclasses.MISSING, *, key: str | None = None, codec: Codec | None = None,
                default_factory: Any = dataclasses.MISSING) -> Any:
     """A dataclass field with an explicit JSON key and/or codec."""
-    md = {}
+    md: dict[str, Any] = {}
     if key is not None:
         md["json_key"] = key
     if codec is not None:
@@ -154,6 +165,7 @@ class JsonBean:
     """Base of the JSON body dataclasses (see the module docstring)."""
 
     __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # every subclass is a dataclass
     _spec_cache: ClassVar[tuple[tuple[str, str, Codec], ...]]
 
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -71,7 +71,9 @@ class _Parser:
         self.i = 0
 
     def ws(self) -> None:
-        self.i = _WS.match(self.s, self.i).end()
+        m = _WS.match(self.s, self.i)
+        if m is not None:  # always: the pattern matches the empty string
+            self.i = m.end()
 
     def value(self) -> Any:
         self.ws()
@@ -81,7 +83,7 @@ class _Parser:
         if c == "[":
             return self.arr()
         if c == '"':
-            v, self.i = json.decoder.scanstring(self.s, self.i + 1)
+            v, self.i = _decoder.raw_decode(self.s, self.i)  # a JSON string, as json.loads reads it
             return v
         m = _NUMBER.match(self.s, self.i)
         if m and m.end() > self.i:
@@ -93,14 +95,27 @@ class _Parser:
                 return val
         raise ValueError(f"unexpected character {c!r} at {self.i}")
 
-    def obj(self) -> dict:
+    def items(self, close: str, item: Callable[[], object]) -> None:
+        """From an opening bracket to its ``close``: ``item()`` reads each comma-separated entry."""
         self.i += 1
-        out: dict = {}
         self.ws()
-        if self.s[self.i] == "}":
+        if self.s[self.i] == close:
             self.i += 1
-            return out
+            return
         while True:
+            item()
+            self.ws()
+            c = self.s[self.i]
+            self.i += 1
+            if c == close:
+                return
+            if c != ",":
+                raise ValueError(f"expected ',' or {close!r} at {self.i - 1}")
+
+    def obj(self) -> dict:
+        out: dict = {}
+
+        def member() -> None:
             self.ws()
             key = self.value()
             if isinstance(key, dict):
@@ -110,30 +125,14 @@ class _Parser:
                 raise ValueError(f"expected ':' at {self.i}")
             self.i += 1
             out[key] = self.value()
-            self.ws()
-            c = self.s[self.i]
-            self.i += 1
-            if c == "}":
-                return out
-            if c != ",":
-                raise ValueError(f"expected ',' or '}}' at {self.i - 1}")
+
+        self.items("}", member)
+        return out
 
     def arr(self) -> list:
-        self.i += 1
         out: list = []
-        self.ws()
-        if self.s[self.i] == "]":
-            self.i += 1
-            return out
-        while True:
-            out.append(self.value())
-            self.ws()
-            c = self.s[self.i]
-            self.i += 1
-            if c == "]":
-                return out
-            if c != ",":
-                raise ValueError(f"expected ',' or ']' at {self.i - 1}")
+        self.items("]", lambda: out.append(self.value()))
+        return out
 
 
 def loads(data: bytes | str) -> Any:

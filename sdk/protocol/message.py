@@ -212,6 +212,10 @@ class MessageExt(Message):
     __slots__ = ("body", "queue_id", "store_size", "queue_offset", "sys_flag", "born_timestamp", "born_host",
                  "store_timestamp", "store_host", "commit_log_offset", "body_crc", "reconsume_times",
                  "prepared_transaction_offset", "broker_name", "_oid", "_oid_prefix", "_oid_phys")
+    # offset_msg_id: set, or None with the decoder's prefix + commit log offset to format on first read
+    _oid: str | None
+    _oid_prefix: str
+    _oid_phys: int
 
     def __init__(self, **fields: object) -> None:
         """All fields default to zero/empty (the decoder fills them); keyword arguments set any

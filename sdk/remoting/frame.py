@@ -68,9 +68,9 @@ class FrameDecoder:
             FrameError: a length below 4, a frame longer than ``max_frame_length`` (counting the
                 length prefix), or a header length larger than ``length - 4``.
         """
-        buf = self._buf
+        buf: bytes | bytearray = self._buf
         if buf:
-            buf += data
+            buf += data  # in place: ``buf`` stays ``self._buf``
         else:  # nothing pending (the usual case): frames are cut from ``data`` itself, one copy each
             buf = data
         size = len(buf)
@@ -96,5 +96,5 @@ class FrameDecoder:
             if pos < size:
                 self._buf += data[pos:]
         elif pos:
-            del buf[:pos]
+            del self._buf[:pos]
         return frames

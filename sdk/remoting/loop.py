@@ -97,7 +97,10 @@ def new_event_loop(choice: str | None = "auto") -> asyncio.AbstractEventLoop:
         return asyncio.new_event_loop()
     factory = getattr(asyncio, "EventLoop", None)  # Python 3.13+: the platform's default loop class
     if factory is None:
-        factory = asyncio.ProactorEventLoop if sys.platform == "win32" else asyncio.SelectorEventLoop
+        if sys.platform == "win32":
+            factory = asyncio.ProactorEventLoop
+        else:
+            factory = asyncio.SelectorEventLoop
     return factory()
 
 
