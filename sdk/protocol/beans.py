@@ -15,9 +15,9 @@ import enum
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from ..properties import camel
 from . import fastjson
 from .fastjson import ObjectKey
+from .fieldspec import field_spec, type_name
 from .message import MessageQueue
 
 B = TypeVar("B", bound="JsonBean")
@@ -156,9 +156,9 @@ def json_field(default: Any = dataclasses.MISSING, *, key: str | None = None, co
 _SIMPLE = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}
 
 
-def _infer(type_str: str) -> Codec:
-    t = type_str.replace(" ", "").replace("|None", "")
-    return _SIMPLE.get(t, PLAIN)
+def _codec_of(f: dataclasses.Field[Any]) -> Codec:
+    """The field's ``json_field(codec=...)``, else one inferred from a plain annotation."""
+    return f.metadata.get("codec") or _SIMPLE.get(type_name(f).replace(" ", "").replace("|None", ""), PLAIN)
 
 
 class JsonBean:
@@ -172,12 +172,7 @@ class JsonBean:
     def _spec(cls) -> tuple[tuple[str, str, Codec], ...]:
         spec = cls.__dict__.get("_spec_cache")
         if spec is None:
-            items = []
-            for f in dataclasses.fields(cls):
-                codec = f.metadata.get("codec") or _infer(f.type if isinstance(f.type, str) else f.type.__name__)
-                items.append((f.name, f.metadata.get("json_key", camel(f.name)), codec))
-            spec = tuple(sorted(items, key=lambda it: it[1]))
-            cls._spec_cache = spec
+            spec = cls._spec_cache = field_spec(cls, "json_key", _codec_of, by_key=True)
         return spec
 
     def to_dict(self) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from .. import _speedups
-from ..properties import camel
+from .fieldspec import field_spec, type_name
 
 T = TypeVar("T", bound="Header")
 
@@ -57,6 +57,15 @@ def _parse_str(v: Any) -> str:
 
 #: Fields whose boolean the C++ client writes as ``"0"``/``"1"``.
 _ONE_IS_TRUE = frozenset({"batch", "unit_mode"})
+
+
+def _parser_of(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
+    t = type_name(f)
+    if "bool" in t:
+        return _parse_bool_or_one if f.name in _ONE_IS_TRUE else _parse_bool
+    if "int" in t:
+        return _parse_int
+    return _parse_str
 
 
 # the C twin of the compiled readers below (sdk/protocol/_ccodec.c read_header), or None
@@ -132,19 +141,7 @@ class Header:
     def _get_spec(cls) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
         spec = cls.__dict__.get("_spec_cache")
         if spec is None:
-            items = []
-            for f in dataclasses.fields(cls):
-                t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-                parser: Callable[[Any], Any]
-                if "bool" in t:
-                    parser = _parse_bool_or_one if f.name in _ONE_IS_TRUE else _parse_bool
-                elif "int" in t:
-                    parser = _parse_int
-                else:
-                    parser = _parse_str
-                items.append((f.name, f.metadata.get("wire", camel(f.name)), parser))
-            spec = tuple(items)
-            cls._spec_cache = spec
+            spec = cls._spec_cache = field_spec(cls, "wire", _parser_of)
         return spec
 
     def to_ext_fields(self) -> dict[str, str]:
