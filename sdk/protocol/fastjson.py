@@ -14,7 +14,9 @@ from typing import Any
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
-_decoder = json.JSONDecoder()
+#: how ``json`` reads a string (the C ``scanstring``): ``(text, index after the opening quote) ->
+#: (value, index after the closing quote)``
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]  # not in typeshed
 
 
 class ObjectKey(Mapping):
@@ -71,9 +73,11 @@ class _Parser:
         self.i = 0
 
     def ws(self) -> None:
-        m = _WS.match(self.s, self.i)
-        if m is not None:  # always: the pattern matches the empty string
-            self.i = m.end()
+        s, i = self.s, self.i
+        if i < len(s) and s[i] in " \t\n\r":  # fastjson writes no blanks: skip the regex then
+            m = _WS.match(s, i)
+            if m is not None:  # always: the pattern matches the empty string
+                self.i = m.end()
 
     def value(self) -> Any:
         self.ws()
@@ -83,7 +87,7 @@ class _Parser:
         if c == "[":
             return self.arr()
         if c == '"':
-            v, self.i = _decoder.raw_decode(self.s, self.i)  # a JSON string, as json.loads reads it
+            v, self.i = _scanstring(self.s, self.i + 1)
             return v
         m = _NUMBER.match(self.s, self.i)
         if m and m.end() > self.i:
@@ -95,27 +99,31 @@ class _Parser:
                 return val
         raise ValueError(f"unexpected character {c!r} at {self.i}")
 
-    def items(self, close: str, item: Callable[[], object]) -> None:
-        """From an opening bracket to its ``close``: ``item()`` reads each comma-separated entry."""
+    def opens_empty(self, close: str) -> bool:
+        """Step over an opening bracket; True (and past ``close``) when nothing is inside."""
         self.i += 1
         self.ws()
         if self.s[self.i] == close:
             self.i += 1
-            return
-        while True:
-            item()
-            self.ws()
-            c = self.s[self.i]
-            self.i += 1
-            if c == close:
-                return
-            if c != ",":
-                raise ValueError(f"expected ',' or {close!r} at {self.i - 1}")
+            return True
+        return False
+
+    def closes(self, close: str) -> bool:
+        """Step over what follows an entry: True at ``close``, False at a comma."""
+        self.ws()
+        c = self.s[self.i]
+        self.i += 1
+        if c == close:
+            return True
+        if c != ",":
+            raise ValueError(f"expected ',' or {close!r} at {self.i - 1}")
+        return False
 
     def obj(self) -> dict:
         out: dict = {}
-
-        def member() -> None:
+        if self.opens_empty("}"):
+            return out
+        while True:
             self.ws()
             key = self.value()
             if isinstance(key, dict):
@@ -125,14 +133,17 @@ class _Parser:
                 raise ValueError(f"expected ':' at {self.i}")
             self.i += 1
             out[key] = self.value()
-
-        self.items("}", member)
-        return out
+            if self.closes("}"):
+                return out
 
     def arr(self) -> list:
         out: list = []
-        self.items("]", lambda: out.append(self.value()))
-        return out
+        if self.opens_empty("]"):
+            return out
+        while True:
+            out.append(self.value())
+            if self.closes("]"):
+                return out
 
 
 def loads(data: bytes | str) -> Any:
