@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from ..properties import camel
 from . import fastjson
 from .fastjson import ObjectKey
+from .fieldspec import field_spec, type_name
 from .message import MessageQueue
 
 B = TypeVar("B", bound="JsonBean")
@@ -88,7 +88,18 @@ BOOL = Codec(_ident, _to_bool)
 STR = Codec(_ident, _to_str)
 
 
-def bean(cls: type[JsonBean]) -> Codec:
+class DictCodable(Protocol):
+    """What :func:`bean` needs of a class: a :class:`JsonBean`, or a hand-written body with
+    ``to_dict``/``from_dict`` (``rocketmq_sdk.protocol.bodies``)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Any: ...
+
+
+def bean(cls: type[DictCodable]) -> Codec:
+    """A nested object: written with ``to_dict()``, read with ``cls.from_dict``."""
     return Codec(lambda v: v.to_dict(), cls.from_dict)
 
 
@@ -132,7 +143,7 @@ def enum_codec(cls: type[enum.Enum]) -> Codec:
 def json_field(default: Any = dataclasses.MISSING, *, key: str | None = None, codec: Codec | None = None,
                default_factory: Any = dataclasses.MISSING) -> Any:
     """A dataclass field with an explicit JSON key and/or codec."""
-    md = {}
+    md: dict[str, Any] = {}
     if key is not None:
         md["json_key"] = key
     if codec is not None:
@@ -145,27 +156,23 @@ def json_field(default: Any = dataclasses.MISSING, *, key: str | None = None, co
 _SIMPLE = {"int": INT, "float": FLOAT, "bool": BOOL, "str": STR}
 
 
-def _infer(type_str: str) -> Codec:
-    t = type_str.replace(" ", "").replace("|None", "")
-    return _SIMPLE.get(t, PLAIN)
+def _codec_of(f: dataclasses.Field[Any]) -> Codec:
+    """The field's ``json_field(codec=...)``, else one inferred from a plain annotation."""
+    return f.metadata.get("codec") or _SIMPLE.get(type_name(f).replace(" ", "").replace("|None", ""), PLAIN)
 
 
 class JsonBean:
     """Base of the JSON body dataclasses (see the module docstring)."""
 
     __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # every subclass is a dataclass
     _spec_cache: ClassVar[tuple[tuple[str, str, Codec], ...]]
 
     @classmethod
     def _spec(cls) -> tuple[tuple[str, str, Codec], ...]:
         spec = cls.__dict__.get("_spec_cache")
         if spec is None:
-            items = []
-            for f in dataclasses.fields(cls):
-                codec = f.metadata.get("codec") or _infer(f.type if isinstance(f.type, str) else f.type.__name__)
-                items.append((f.name, f.metadata.get("json_key", camel(f.name)), codec))
-            spec = tuple(sorted(items, key=lambda it: it[1]))
-            cls._spec_cache = spec
+            spec = cls._spec_cache = field_spec(cls, "json_key", _codec_of, by_key=True)
         return spec
 
     def to_dict(self) -> dict[str, Any]:

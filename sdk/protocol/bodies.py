@@ -13,7 +13,7 @@ import json
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from . import fastjson
 from .beans import INT, MQ, MQ_KEY, PLAIN, JsonBean, bean, enum_codec, json_field, list_of, map_of, parse_body
@@ -69,16 +69,26 @@ def _dumps(d: Any) -> bytes:
 SUB_ALL = "*"
 
 
+_D = TypeVar("_D", bound="_DictJson")
+
+
 class _DictJson:
     """``to_json``/``from_json`` for the hand-written classes that have ``to_dict``/``from_dict``."""
 
     __slots__ = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError  # every subclass writes its own
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Any:
+        raise NotImplementedError  # every subclass reads its own
+
     def to_json(self) -> bytes:
         return _dumps(self.to_dict())
 
     @classmethod
-    def from_json(cls, body: bytes | str):
+    def from_json(cls: type[_D], body: bytes | str) -> _D:
         return parse_body(cls.__name__, body, cls.from_dict)
 
 

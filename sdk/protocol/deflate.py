@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable
+from typing import cast
 
 __all__ = ["ERRORS", "IMPLEMENTATION", "compress", "decompress"]
 
@@ -28,7 +29,9 @@ def _choose() -> tuple[str, Callable[[bytes, int], bytes], Callable[[bytes], byt
         except ImportError:
             pass
         else:
-            return "zlib-ng", zlib_ng.compress, zlib_ng.decompress, (zlib_ng.error, zlib.error)
+            # zlib_ng's stub types ``error`` as an instance; at run time it is the exception class
+            ng_error = cast("type[Exception]", zlib_ng.error)
+            return "zlib-ng", zlib_ng.compress, zlib_ng.decompress, (ng_error, zlib.error)
     return "zlib", zlib.compress, zlib.decompress, (zlib.error,)
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
-_decoder = json.JSONDecoder()
+#: how ``json`` reads a string (the C ``scanstring``): ``(text, index after the opening quote) ->
+#: (value, index after the closing quote)``
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]  # not in typeshed
 
 
 class ObjectKey(Mapping):
@@ -71,7 +73,11 @@ class _Parser:
         self.i = 0
 
     def ws(self) -> None:
-        self.i = _WS.match(self.s, self.i).end()
+        s, i = self.s, self.i
+        if i < len(s) and s[i] in " \t\n\r":  # fastjson writes no blanks: skip the regex then
+            m = _WS.match(s, i)
+            if m is not None:  # always: the pattern matches the empty string
+                self.i = m.end()
 
     def value(self) -> Any:
         self.ws()
@@ -81,7 +87,7 @@ class _Parser:
         if c == "[":
             return self.arr()
         if c == '"':
-            v, self.i = json.decoder.scanstring(self.s, self.i + 1)
+            v, self.i = _scanstring(self.s, self.i + 1)
             return v
         m = _NUMBER.match(self.s, self.i)
         if m and m.end() > self.i:
@@ -93,12 +99,29 @@ class _Parser:
                 return val
         raise ValueError(f"unexpected character {c!r} at {self.i}")
 
-    def obj(self) -> dict:
+    def opens_empty(self, close: str) -> bool:
+        """Step over an opening bracket; True (and past ``close``) when nothing is inside."""
         self.i += 1
-        out: dict = {}
         self.ws()
-        if self.s[self.i] == "}":
+        if self.s[self.i] == close:
             self.i += 1
+            return True
+        return False
+
+    def closes(self, close: str) -> bool:
+        """Step over what follows an entry: True at ``close``, False at a comma."""
+        self.ws()
+        c = self.s[self.i]
+        self.i += 1
+        if c == close:
+            return True
+        if c != ",":
+            raise ValueError(f"expected ',' or {close!r} at {self.i - 1}")
+        return False
+
+    def obj(self) -> dict:
+        out: dict = {}
+        if self.opens_empty("}"):
             return out
         while True:
             self.ws()
@@ -110,30 +133,17 @@ class _Parser:
                 raise ValueError(f"expected ':' at {self.i}")
             self.i += 1
             out[key] = self.value()
-            self.ws()
-            c = self.s[self.i]
-            self.i += 1
-            if c == "}":
+            if self.closes("}"):
                 return out
-            if c != ",":
-                raise ValueError(f"expected ',' or '}}' at {self.i - 1}")
 
     def arr(self) -> list:
-        self.i += 1
         out: list = []
-        self.ws()
-        if self.s[self.i] == "]":
-            self.i += 1
+        if self.opens_empty("]"):
             return out
         while True:
             out.append(self.value())
-            self.ws()
-            c = self.s[self.i]
-            self.i += 1
-            if c == "]":
+            if self.closes("]"):
                 return out
-            if c != ",":
-                raise ValueError(f"expected ',' or ']' at {self.i - 1}")
 
 
 def loads(data: bytes | str) -> Any:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from .. import _speedups
-from ..properties import camel
+from .fieldspec import field_spec, type_name
 
 T = TypeVar("T", bound="Header")
 
@@ -59,6 +59,15 @@ def _parse_str(v: Any) -> str:
 _ONE_IS_TRUE = frozenset({"batch", "unit_mode"})
 
 
+def _parser_of(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
+    t = type_name(f)
+    if "bool" in t:
+        return _parse_bool_or_one if f.name in _ONE_IS_TRUE else _parse_bool
+    if "int" in t:
+        return _parse_int
+    return _parse_str
+
+
 # the C twin of the compiled readers below (sdk/protocol/_ccodec.c read_header), or None
 _ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
 _c_read_header = _ccodec.read_header if _ccodec is not None else None
@@ -74,7 +83,7 @@ def _compile_reader(cls: type[T], keys: dict[str, str]) -> Callable[[dict[str, A
     parser (fields without a key, or whose key is absent or None, keep their default); the same
     result as parsing field by field into keyword arguments, built as straight-line code once per
     header class (every request and response decodes a header)."""
-    parsers = {attr: p for attr, _key, p in cls._get_spec()}  # type: ignore[attr-defined]
+    parsers = {attr: p for attr, _key, p in cls._get_spec()}
 
     def by_keywords(ext: dict[str, Any]) -> T:
         return cls(**{a: parsers[a](v) for a, k in keys.items() if (v := ext.get(k)) is not None})
@@ -83,7 +92,7 @@ def _compile_reader(cls: type[T], keys: dict[str, str]) -> Callable[[dict[str, A
     if not all(f.init and f.default is not dataclasses.MISSING for f in fields):
         return by_keywords  # not only plain optional fields
     if _c_read_header is not None:
-        kinds = {_parse_str: 0, _parse_int: 1, _parse_bool: 2, _parse_bool_or_one: 3}
+        kinds: dict[Callable[[Any], Any], int] = {_parse_str: 0, _parse_int: 1, _parse_bool: 2, _parse_bool_or_one: 3}
         spec = tuple((f.name, keys.get(f.name), kinds[parsers[f.name]], f.default, parsers[f.name]) for f in fields)
         c_read = _c_read_header
 
@@ -123,23 +132,16 @@ class Header:
     """
 
     __slots__ = ()
+    # every subclass is a dataclass; the caches are set per class on first use
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    _spec_cache: ClassVar[tuple[tuple[str, str, Callable[[Any], Any]], ...]]
+    _ext_reader: ClassVar[Callable[[dict[str, Any]], Any]]
 
     @classmethod
     def _get_spec(cls) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
         spec = cls.__dict__.get("_spec_cache")
         if spec is None:
-            items = []
-            for f in dataclasses.fields(cls):
-                t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-                if "bool" in t:
-                    parser = _parse_bool_or_one if f.name in _ONE_IS_TRUE else _parse_bool
-                elif "int" in t:
-                    parser = _parse_int
-                else:
-                    parser = _parse_str
-                items.append((f.name, f.metadata.get("wire", camel(f.name)), parser))
-            spec = tuple(items)
-            cls._spec_cache = spec
+            spec = cls._spec_cache = field_spec(cls, "wire", _parser_of)
         return spec
 
     def to_ext_fields(self) -> dict[str, str]:
@@ -186,6 +188,7 @@ class SendMessageRequestHeader(Header):
         ("j", "reconsume_times"), ("k", "unit_mode"), ("l", "max_reconsume_times"), ("m", "batch"),
         ("n", "bname"),
     )
+    _v2_reader: ClassVar[Callable[[dict[str, Any]], SendMessageRequestHeader]]
 
     def to_v2(self) -> dict[str, str]:
         """The single-letter ``SendMessageRequestHeaderV2`` form (codes 310/320)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Self
 
 from ..exceptions import IllegalArgumentError
 from .codes import MessageConst as MC
@@ -21,7 +22,7 @@ def _as_body(value: object) -> bytes:
         TypeError: any other type (an ``int`` is not turned into that many NUL bytes).
     """
     if type(value) is bytes:
-        return value  # type: ignore[return-value]
+        return value
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, bytes | bytearray | memoryview):
@@ -212,6 +213,10 @@ class MessageExt(Message):
     __slots__ = ("body", "queue_id", "store_size", "queue_offset", "sys_flag", "born_timestamp", "born_host",
                  "store_timestamp", "store_host", "commit_log_offset", "body_crc", "reconsume_times",
                  "prepared_transaction_offset", "broker_name", "_oid", "_oid_prefix", "_oid_phys")
+    # offset_msg_id: set, or None with the decoder's prefix + commit log offset to format on first read
+    _oid: str | None
+    _oid_prefix: str
+    _oid_phys: int
 
     def __init__(self, **fields: object) -> None:
         """All fields default to zero/empty (the decoder fills them); keyword arguments set any
@@ -309,20 +314,26 @@ class MessageQueue:
         return cls(d["topic"], d["brokerName"], int(d["queueId"]))
 
 
-class SendStatus(enum.Enum):
+class _ResponseStatus(enum.Enum):
+    """A status the Java client reads from some response codes (its ``switch`` over the code)."""
+
+    @classmethod
+    def from_response_code(cls, code: int) -> Self | None:
+        """The status of a response with ``code``, or None for any other code (the caller raises
+        ``MQBrokerError``)."""
+        # cls's table holds only cls's members (no cast() call: pulls read their status here)
+        return _STATUS_BY_CODE[cls].get(code)  # type: ignore[return-value]
+
+
+class SendStatus(_ResponseStatus):
     """Java ``SendStatus``: SEND_OK, or stored but FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT /
-    SLAVE_NOT_AVAILABLE (SYNC_FLUSH or SYNC_MASTER brokers)."""
+    SLAVE_NOT_AVAILABLE (SYNC_FLUSH or SYNC_MASTER brokers); :meth:`from_response_code` maps
+    0, 10, 12, 11 to them in that order (docs/protocol.md §3.3)."""
 
     SEND_OK = "SEND_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
     FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-
-    @classmethod
-    def from_response_code(cls, code: int) -> SendStatus | None:
-        """Java client mapping (docs/protocol.md §3.3): 0, 10, 12, 11 → a status; any other code → None (the
-        caller raises ``MQBrokerError``)."""
-        return _SEND_STATUS_BY_CODE.get(code)
 
 
 @dataclass(slots=True)
@@ -340,25 +351,22 @@ class SendResult:
     trace_on: bool = True
 
 
-_SEND_STATUS_BY_CODE = {0: SendStatus.SEND_OK, 10: SendStatus.FLUSH_DISK_TIMEOUT,
-                        12: SendStatus.FLUSH_SLAVE_TIMEOUT, 11: SendStatus.SLAVE_NOT_AVAILABLE}
+class PullStatus(_ResponseStatus):
+    """Outcome of a pull; :meth:`from_response_code` maps as the Java/C++ clients do
+    (docs/protocol.md §3.4): 0 FOUND, 19 NO_NEW_MSG, 20 NO_MATCHED_MSG, 21 OFFSET_ILLEGAL."""
 
-
-class PullStatus(enum.Enum):
     FOUND = "FOUND"
     NO_NEW_MSG = "NO_NEW_MSG"
     NO_MATCHED_MSG = "NO_MATCHED_MSG"
     OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
 
-    @classmethod
-    def from_response_code(cls, code: int) -> PullStatus | None:
-        """Java/C++ client mapping (docs/protocol.md §3.4): 0 FOUND, 19 NO_NEW_MSG, 20 NO_MATCHED_MSG,
-        21 OFFSET_ILLEGAL; any other code → None (the caller raises ``MQBrokerError``)."""
-        return _PULL_STATUS_BY_CODE.get(code)
 
-
-_PULL_STATUS_BY_CODE = {0: PullStatus.FOUND, 19: PullStatus.NO_NEW_MSG, 20: PullStatus.NO_MATCHED_MSG,
-                        21: PullStatus.OFFSET_ILLEGAL}
+_STATUS_BY_CODE: dict[type[_ResponseStatus], dict[int, _ResponseStatus]] = {
+    SendStatus: {0: SendStatus.SEND_OK, 10: SendStatus.FLUSH_DISK_TIMEOUT, 12: SendStatus.FLUSH_SLAVE_TIMEOUT,
+                 11: SendStatus.SLAVE_NOT_AVAILABLE},
+    PullStatus: {0: PullStatus.FOUND, 19: PullStatus.NO_NEW_MSG, 20: PullStatus.NO_MATCHED_MSG,
+                 21: PullStatus.OFFSET_ILLEGAL},
+}
 
 
 @dataclass(slots=True)

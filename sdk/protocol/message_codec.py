@@ -229,6 +229,12 @@ def _decode_records(buf, pos: int, end: int, out: list[MessageExt], decompress: 
         pos = _decode_records_py(buf, pos, end, out, decompress, read_body, 1)
 
 
+#: what a malformed record raises inside :func:`_decode_records_py` (ValueError/OSError: a
+#: truncated IPv6 host in ``inet_ntop``), all reported as FrameError
+_RECORD_ERRORS: tuple[type[Exception], ...] = (struct.error, IndexError, UnicodeDecodeError, *deflate.ERRORS,
+                                               ValueError, OSError)
+
+
 def _decode_records_py(buf, pos: int, end: int, out: list[MessageExt], decompress: bool, read_body: bool,
                        limit: int) -> int:
     """The pure-Python twin of the C decoder: at most ``limit`` records (-1: all)."""
@@ -305,8 +311,7 @@ def _decode_records_py(buf, pos: int, end: int, out: list[MessageExt], decompres
             if not limit:
                 break
         return pos
-    except (struct.error, IndexError, UnicodeDecodeError, *deflate.ERRORS, ValueError, OSError) as exc:
-        # ValueError/OSError: a truncated IPv6 host (inet_ntop)
+    except _RECORD_ERRORS as exc:
         raise FrameError(f"malformed message record at {pos}: {exc}") from exc
 
 

@@ -68,12 +68,13 @@ def _fast_json() -> tuple[Any, Any]:
 
     make_enc = getattr(_enc, "c_make_encoder", None)
     make_scan = getattr(_scan, "c_make_scanner", None)
-    if make_enc is None or make_scan is None or _enc.c_encode_basestring is None:  # pragma: no cover
+    enc_str = getattr(_enc, "c_encode_basestring", None)
+    if make_enc is None or make_scan is None or enc_str is None:  # pragma: no cover
         return _json_dumps, _json_loads
     default = json.JSONEncoder().default  # raises TypeError for what JSON cannot hold
     plain = _json_dumps
     try:  # markers=None: no circular check (headers are flat str maps); recursion still stops
-        c_enc = make_enc(None, default, _enc.c_encode_basestring, None, ":", ",", False, False, True)
+        c_enc = make_enc(None, default, enc_str, None, ":", ",", False, False, True)
     except TypeError:  # pragma: no cover - another C signature
         return _json_dumps, _json_loads
     scan = make_scan(_dec.JSONDecoder())

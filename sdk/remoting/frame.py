@@ -61,16 +61,17 @@ class FrameDecoder:
         """Bytes received but not yet returned as a frame."""
         return len(self._buf)
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """Add ``data`` and return every frame completed by it (possibly none).
 
         Raises:
             FrameError: a length below 4, a frame longer than ``max_frame_length`` (counting the
                 length prefix), or a header length larger than ``length - 4``.
         """
-        buf = self._buf
-        if buf:
-            buf += data
+        buf: bytes | bytearray | memoryview
+        if self._buf:
+            self._buf += data
+            buf = self._buf
         else:  # nothing pending (the usual case): frames are cut from ``data`` itself, one copy each
             buf = data
         size = len(buf)
@@ -96,5 +97,5 @@ class FrameDecoder:
             if pos < size:
                 self._buf += data[pos:]
         elif pos:
-            del buf[:pos]
+            del self._buf[:pos]
         return frames

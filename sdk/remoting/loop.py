@@ -97,7 +97,10 @@ def new_event_loop(choice: str | None = "auto") -> asyncio.AbstractEventLoop:
         return asyncio.new_event_loop()
     factory = getattr(asyncio, "EventLoop", None)  # Python 3.13+: the platform's default loop class
     if factory is None:
-        factory = asyncio.ProactorEventLoop if sys.platform == "win32" else asyncio.SelectorEventLoop
+        if sys.platform == "win32":
+            factory = asyncio.ProactorEventLoop
+        else:
+            factory = asyncio.SelectorEventLoop
     return factory()
 
 
@@ -243,14 +246,19 @@ class EventLoopThread:
         """True when read from the loop's own thread."""
         return threading.current_thread() is self._thread
 
-    def _check(self) -> None:
+    def _check(self, coro: Coroutine[Any, Any, Any] | None = None) -> None:
+        """Raise ClientStateError when the loop takes no more work, closing ``coro`` first (a
+        coroutine that never runs is closed, not reported as never awaited)."""
         if self._forked or os.getpid() != self._pid:
-            raise ClientStateError(
-                f"event loop thread {self.name!r} was created in process {self._pid} before fork(); "
-                "create a new client in the child process"
-            )
-        if self._stopped:
-            raise ClientStateError(f"event loop thread {self.name!r} is stopped (client shut down)")
+            error = ClientStateError(f"event loop thread {self.name!r} was created in process {self._pid} before "
+                                     "fork(); create a new client in the child process")
+        elif self._stopped:
+            error = ClientStateError(f"event loop thread {self.name!r} is stopped (client shut down)")
+        else:
+            return
+        if coro is not None:
+            coro.close()
+        raise error
 
     # ------------------------------------------------------------------ use
 
@@ -260,11 +268,7 @@ class EventLoopThread:
         Raises:
             ClientStateError: the loop is stopped or was inherited through ``fork()``.
         """
-        try:
-            self._check()
-        except ClientStateError:
-            coro.close()
-            raise
+        self._check(coro)
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
@@ -283,11 +287,7 @@ class EventLoopThread:
         if self.in_loop_thread:
             coro.close()
             raise ClientStateError("blocking call made from the client's own I/O thread; await instead")
-        try:
-            self._check()
-        except ClientStateError:
-            coro.close()
-            raise
+        self._check(coro)
         # A lighter path than run_coroutine_threadsafe + Future.result (every sync send goes
         # through here): one plain lock as the waiter instead of a Condition-based
         # concurrent.futures.Future chained to the task with cross-loop callbacks.

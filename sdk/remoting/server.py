@@ -116,7 +116,7 @@ class RemotingServer(RequestDispatcher):
                 if refusal is not None:
                     self._reply(channel, cmd, refusal)
                     return
-        RemotingServer._on_request(self, channel, cmd)
+        RequestDispatcher._on_request(self, channel, cmd)  # the plain dispatch this shadows
 
     @property
     def channels(self) -> set[Channel]:
