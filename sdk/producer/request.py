@@ -41,6 +41,7 @@ from ..protocol.message import Message, MessageExt, MessageQueue, SendResult
 from ..protocol.message_codec import decode_properties
 from ..remoting.command import RemotingCommand
 from .callbacks import run_callback
+from .prepare import REPLY_MESSAGE_FLAG
 from .selector import SelectorLike
 
 if TYPE_CHECKING:
@@ -60,8 +61,6 @@ __all__ = [
 
 log = logging.getLogger("rocketmq_sdk.producer.request")
 
-#: ``MSG_TYPE`` value of reply messages (Java ``MixAll.REPLY_MESSAGE_FLAG``).
-REPLY_MESSAGE_FLAG = "reply"
 #: Java ``MixAll.REPLY_TOPIC_POSTFIX``.
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from rocketmq_sdk.exceptions import FrameError, RemotingSendRequestError, RemotingTimeoutError
 from rocketmq_sdk.protocol.codes import ResponseCode, request_name
@@ -24,11 +24,21 @@ from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCo
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
 from rocketmq_sdk.remoting.log_limit import RateLimitedLog
 
-__all__ = ["BufferedChannel", "Channel", "Handler", "Processor", "RequestDispatcher", "close_channels"]
+__all__ = ["BufferedChannel", "Channel", "Handler", "Processor", "RequestDispatcher", "ResponseWaiter", "close_channels"]
 
 log = logging.getLogger("rocketmq_sdk.remoting")
 #: bad requests and malformed frames: one WARNING line each (traceback at DEBUG), rate-limited
 bad_input_log = RateLimitedLog(log)
+
+class ResponseWaiter(Protocol):
+    """What :meth:`Channel.expect_response` completes (an ``asyncio.Future`` is one)."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, response: RemotingCommand) -> Any: ...
+
+    def set_exception(self, error: BaseException) -> Any: ...
+
 
 Processor: TypeAlias = Callable[
     ["Channel", RemotingCommand], "Awaitable[RemotingCommand | None] | RemotingCommand | None"
@@ -196,6 +206,34 @@ class Channel(asyncio.Protocol):
     def pending_count(self) -> int:
         """Number of requests waiting for a response on this channel."""
         return len(self._pending)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the channel lives on (its methods are called on that loop only)."""
+        return self._loop
+
+    @property
+    def write_paused(self) -> bool:
+        """True while the transport reports backpressure (its write buffer is over the high
+        mark): a writer that cannot wait for :meth:`invoke`'s drain should take a slower path."""
+        return self._paused
+
+    def expect_response(self, opaque: int, waiter: ResponseWaiter) -> None:
+        """Register ``waiter`` for the response with ``opaque`` (before writing the request).
+
+        When the response arrives ``waiter.set_result(response)`` is called (unless
+        ``waiter.done()``); when the channel closes first, ``waiter.set_exception(error)``
+        (:class:`RemotingSendRequestError`). :meth:`invoke` does this with an asyncio future;
+        callers that complete something else (a producer's callback-driven send) pass their own
+        object. The caller owns the timeout: :meth:`forget_response` on expiry.
+        """
+        self._pending[opaque] = waiter  # type: ignore[assignment]
+
+    def forget_response(self, opaque: int, waiter: ResponseWaiter) -> None:
+        """Unregister ``waiter`` (timed out or abandoned) if it still waits for ``opaque``."""
+        pending = self._pending
+        if pending.get(opaque) is waiter:
+            del pending[opaque]
 
     # ------------------------------------------------------------------ asyncio.Protocol
 
