@@ -35,6 +35,7 @@ from ..protocol.message import Message, MessageQueue, SendResult
 from ..retry import RetryPolicy
 from ..trace.dispatcher import TraceDispatcher, start_or_none
 from ..trace.hooks import PubTraceSpan
+from ..trace.otel import PublishSpan, publish_span_is_no_op, start_publish_span
 from .async_send import AsyncSend, AsyncSendContext, InFlight, OnewaySend
 from .callbacks import run_callback
 from .dispatch import RETRY_RESPONSE_CODES, SendDispatcher
@@ -44,7 +45,6 @@ from .prepare import MessagePreparer, Prepared
 from .request import RequestReplyMixin, receive_reply_message
 from .selector import SelectorLike
 from .submit import BatchedSubmitter
-from .tracing import PublishSpan, publish_span_is_no_op, start_publish_span
 
 __all__ = ["Producer", "RETRY_RESPONSE_CODES", "SendCallback"]
 
