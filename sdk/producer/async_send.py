@@ -55,7 +55,7 @@ _SEND_OK = SendStatus.SEND_OK
 try:  # the states concurrent.futures.Future keeps in _state (unchanged since Python 3.2)
     from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 except ImportError:  # pragma: no cover - another implementation: public methods only
-    PENDING = None
+    PENDING = None  # type: ignore[misc, assignment]
 
 
 
@@ -151,15 +151,15 @@ class SendFuture(concurrent.futures.Future):
         self._slots = slots
         if PENDING is None:  # pragma: no cover - another implementation: its own __init__
             super().__init__()
-            self._condition = FutureCondition()
+            self._condition = FutureCondition()  # type: ignore[assignment]
             return
         # Future.__init__ with a FutureCondition (the same fields)
-        self._condition = FutureCondition()
+        self._condition = FutureCondition()  # type: ignore[assignment]
         self._state = PENDING
         self._result = None
         self._exception = None
-        self._waiters = []
-        self._done_callbacks = []
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Any] = []
 
     def not_pending(self) -> bool:
         """True once cancelled or finished (read without the future's lock)."""
@@ -169,7 +169,7 @@ class SendFuture(concurrent.futures.Future):
 
     def _invoke_callbacks(self) -> None:  # called once: when the future becomes done
         self._slots.release()
-        super()._invoke_callbacks()
+        super()._invoke_callbacks()  # type: ignore[misc]  # concurrent.futures.Future's own
 
     def finish(self, result: Any = None, exc: BaseException | None = None) -> None:
         """Complete the future with ``result`` or ``exc``, unless the caller cancelled it."""

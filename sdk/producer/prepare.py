@@ -103,13 +103,13 @@ class SendHeaderTemplate:
         probe = RemotingCommand(code, opaque=_OPAQUE_MARK, flag=_FLAG_MARK,
                                 ext_fields=self.ext("@e@", "@f@", "@g@", "@h@", "@i@", "@n@"))
         text = probe._encode_json_header().decode()
-        pieces: list[str] | None = []
+        pieces: list[str] = []
         pos = 0
         for mark in _MARKS:
             at = text.find(mark, pos)
             if at < 0 or text.count(mark) != 1:
-                pieces = None
-                break
+                self.pieces: list[str] | None = None
+                return
             if mark[0] == '"' and mark[-1] == ",":  # "flag":N, / "opaque":N, keep the name and comma
                 name = mark[:mark.index(":") + 1]
                 pieces.append(text[pos:at] + name)
@@ -117,8 +117,7 @@ class SendHeaderTemplate:
             else:
                 pieces.append(text[pos:at])
                 pos = at + len(mark)
-        if pieces is not None:
-            pieces.append(text[pos:])
+        pieces.append(text[pos:])
         self.pieces = pieces
 
     def ext(self, e: str, f: str, g: str, h: str, i: str, n: str | None = None) -> dict[str, str]:
@@ -139,6 +138,9 @@ class SendRequest(RemotingCommand):
     """
 
     __slots__ = ("_tmpl", "_vals")
+
+    _tmpl: SendHeaderTemplate | None
+    _vals: tuple[str, str, str, str, str, str]
 
     @property
     def values(self) -> tuple[str, str, str, str, str, str] | None:
@@ -163,7 +165,7 @@ class SendRequest(RemotingCommand):
         tmpl = self._tmpl
         if tmpl is None or self.remark is not None or self.language != _PYTHON or self.version != CURRENT_VERSION:
             return RemotingCommand._encode_json_header(self)
-        p = tmpl.pieces
+        p: list[str] = tmpl.pieces  # type: ignore[assignment]  # a template in use has pieces
         e, f, g, h, i, n = self._vals
         return (f"{p[0]}{e}{p[1]}{f}{p[2]}{g}{p[3]}{h}{p[4]}{_json_str(i)}{p[5]}{_json_str(n)}{p[6]}"
                 f"{int(self.flag)}{p[7]}{int(self.opaque)}{p[8]}").encode()
@@ -418,13 +420,13 @@ class MessagePreparer:
                 span.end(None, IllegalArgumentError("batch too large"))
             raise IllegalArgumentError(
                 f"the batch body size {len(body)} exceeds max_message_size {cfg.max_message_size}")
-        props = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"})
+        wait = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"})
         code = RequestCode.SEND_BATCH_MESSAGE
         head = self.template(topic, code, True)
         if head is not None:
             return Prepared(topic, None, body, ",".join(ids), code, span, head,
-                            ("0", str(int(time.time() * 1000)), "0", props))
-        return Prepared(topic, self.header(topic, 0, 0, props, True), body, ",".join(ids), code, span)
+                            ("0", str(int(time.time() * 1000)), "0", wait))
+        return Prepared(topic, self.header(topic, 0, 0, wait, True), body, ",".join(ids), code, span)
 
     def template(self, topic: str, code: int, batch: bool) -> SendHeaderTemplate | None:
         """The header template of ``topic`` (None if it cannot have one, see the module doc)."""

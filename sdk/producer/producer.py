@@ -353,6 +353,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         try:
             submitter = self._submitter(inst)
             fast = None if selector is not None or in_loop else self._async_send(inst, prepared, mq, timeout, policy)
+            fut: concurrent.futures.Future[SendResult]
             if fast is not None:  # route and broker address cached: no Task (async_send.py)
                 submitter.start(fast)
                 fut = fast.fut  # a SendFuture: frees the in-flight slot itself when done

@@ -136,7 +136,7 @@ class RequestDispatcher:
         self._reply(channel, cmd, result)
 
     @staticmethod
-    def _error_response(channel: Channel, cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
+    def _error_response(channel: Channel, cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
         bad_input_log.warning("request code %d from %s failed: %s: %s", cmd.code, channel.remote_addr,
                               type(exc).__name__, str(exc)[:200], exc=exc)
         return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
@@ -243,7 +243,7 @@ class Channel(asyncio.Protocol):
         self.local_addr = _fmt_addr(transport.get_extra_info("sockname"))
         self._dispatcher._channel_opened(self)
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes | memoryview) -> None:  # type: ignore[override]
         """Split ``data`` into frames and handle them; what the handlers write meanwhile goes out
         in one socket write at the end (no loop callback for a request answered inline)."""
         self.last_active = _monotonic()

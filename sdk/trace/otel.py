@@ -178,7 +178,7 @@ def start_publish_span(msgs: Message | Sequence[Message], topic: str, group: str
     except Exception:  # tracing must never break a send
         log.debug("checking the tracer provider failed", exc_info=True)
     batch = not isinstance(msgs, Message)
-    msg_list: Sequence[Message] = msgs if batch else [msgs]  # type: ignore[assignment]
+    msg_list: Sequence[Message] = [msgs] if isinstance(msgs, Message) else msgs
     first = msg_list[0]
     try:
         tracer = trace_api.get_tracer(INSTRUMENTATION)
