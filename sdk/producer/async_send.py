@@ -161,12 +161,6 @@ class SendFuture(concurrent.futures.Future):
         self._waiters: list[Any] = []
         self._done_callbacks: list[Any] = []
 
-    def not_pending(self) -> bool:
-        """True once cancelled or finished (read without the future's lock)."""
-        if PENDING is None:  # pragma: no cover
-            return self.cancelled()
-        return self._state != PENDING
-
     def _invoke_callbacks(self) -> None:  # called once: when the future becomes done
         self._slots.release()
         super()._invoke_callbacks()  # type: ignore[misc]  # concurrent.futures.Future's own
@@ -278,7 +272,7 @@ class AsyncSend:
         fut = self.fut
         # cancelled by the caller? (the state read without the future's lock: a cancel racing
         # with this check is seen when the answer completes the future)
-        if fut.not_pending():
+        if (fut._state != PENDING) if PENDING is not None else fut.cancelled():
             fut.finish()  # notifies concurrent.futures.wait()/as_completed() of the cancel
             return
         remoting = self.inst.remoting

@@ -172,6 +172,10 @@ class Channel(asyncio.Protocol):
         local_addr: ``"ip:port"`` of this end.
         attributes: free-form dict (the broker attaches client info here).
         closed: True once the connection is closing or closed.
+        write_paused: True while the transport reports backpressure (its write buffer is over
+            the high mark): a writer that cannot wait for :meth:`invoke`'s drain should take a
+            slower path.
+        loop: the event loop the channel lives on (its methods are called on that loop only).
         last_active: ``time.monotonic()`` of the last read or write, in seconds.
     """
 
@@ -180,9 +184,9 @@ class Channel(asyncio.Protocol):
         self._decoder = FrameDecoder(max_frame_length)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._transport: asyncio.Transport | None = None
-        self._loop = asyncio.get_running_loop()
-        self._closed_fut: asyncio.Future[None] = self._loop.create_future()
-        self._paused = False
+        self.loop = asyncio.get_running_loop()
+        self._closed_fut: asyncio.Future[None] = self.loop.create_future()
+        self.write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._wbuf: list[bytes] = []
         self._wbuf_size = 0
@@ -206,17 +210,6 @@ class Channel(asyncio.Protocol):
     def pending_count(self) -> int:
         """Number of requests waiting for a response on this channel."""
         return len(self._pending)
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop the channel lives on (its methods are called on that loop only)."""
-        return self._loop
-
-    @property
-    def write_paused(self) -> bool:
-        """True while the transport reports backpressure (its write buffer is over the high
-        mark): a writer that cannot wait for :meth:`invoke`'s drain should take a slower path."""
-        return self._paused
 
     def expect_response(self, opaque: int, waiter: ResponseWaiter) -> None:
         """Register ``waiter`` for the response with ``opaque`` (before writing the request).
@@ -293,10 +286,10 @@ class Channel(asyncio.Protocol):
         self._dispatcher._channel_closed(self)
 
     def pause_writing(self) -> None:
-        self._paused = True
+        self.write_paused = True
 
     def resume_writing(self) -> None:
-        self._paused = False
+        self.write_paused = False
         self._wake_drain_waiters()
 
     # ------------------------------------------------------------------ sending
@@ -325,7 +318,7 @@ class Channel(asyncio.Protocol):
             raise RemotingSendRequestError(f"channel to {self.remote_addr} is closed")
         wbuf = self._wbuf
         if not wbuf and not self._reading:  # data_received flushes what is written while it runs
-            self._loop.call_soon(self._flush)
+            self.loop.call_soon(self._flush)
         wbuf.append(data)
         self._wbuf_size += len(data)
         self.last_active = _monotonic()
@@ -347,8 +340,8 @@ class Channel(asyncio.Protocol):
     send = write
 
     async def _drain(self) -> None:
-        while self._paused and not self.closed:
-            waiter = self._loop.create_future()
+        while self.write_paused and not self.closed:
+            waiter = self.loop.create_future()
             self._drain_waiters.append(waiter)
             await waiter
 
@@ -364,18 +357,18 @@ class Channel(asyncio.Protocol):
             RemotingSendRequestError: the channel is or becomes closed before the response.
         """
         opaque = cmd.opaque
-        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        fut: asyncio.Future[RemotingCommand] = self.loop.create_future()
         pending = self._pending
         pending[opaque] = fut
         timer = None
         try:
             self.write(cmd)
-            if self._paused:  # respect backpressure: let the socket buffer drain
+            if self.write_paused:  # respect backpressure: let the socket buffer drain
                 async with asyncio.timeout(timeout_ms / 1000.0):
                     await self._drain()
                     return await fut
             # a plain timer failing the future: cheaper than asyncio.timeout for every request
-            timer = self._loop.call_later(timeout_ms / 1000.0, _expire, fut)
+            timer = self.loop.call_later(timeout_ms / 1000.0, _expire, fut)
             return await fut
         except TimeoutError:
             raise RemotingTimeoutError(self.remote_addr, timeout_ms, request_name(cmd.code)) from None
@@ -398,7 +391,7 @@ class Channel(asyncio.Protocol):
         """
         cmd.flag |= FLAG_ONEWAY
         self.write(cmd)
-        if self._paused:
+        if self.write_paused:
             try:
                 async with asyncio.timeout(timeout_ms / 1000.0):
                     await self._drain()
