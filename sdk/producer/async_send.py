@@ -278,7 +278,7 @@ class AsyncSend:
         remoting = self.inst.remoting
         channel = remoting.ready_channel(self.addr)
         if channel is None:
-            self._fallback()  # connect / wait for the socket buffer / TLS probe: the coroutine path
+            self.fallback()  # connect / wait for the socket buffer / TLS probe: the coroutine path
             return
         self.started = now = _monotonic()
         remaining = (self.deadline - now) * 1000.0
@@ -373,7 +373,8 @@ class AsyncSend:
         self._watch(self.ctx.fallback(self.prepared, None, self.timeout_ms, self.policy, self.deadline, 1,
                                       self.queue.broker_name))
 
-    def _fallback(self) -> None:
+    def fallback(self) -> None:
+        """The first attempt through the asyncio transport (no usable connection yet)."""
         assert self.prepared is not None
         mq = self.queue if self.info is None else None
         self._watch(self.ctx.fallback(self.prepared, mq, self.timeout_ms, self.policy, self.deadline, 0, None))

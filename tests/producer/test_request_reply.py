@@ -166,9 +166,10 @@ def test_shutdown_fails_requests_still_waiting(env, cluster):
     done = threading.Event()
     producer = Producer(unique("rr_short_pg"), cluster.namesrv_addr, instance_name="rr-short")
     producer.start()
+    stored = stored_count(cluster.broker, env["silent"])
     fut = producer.request_async(Message(env["silent"], b"never answered"), 60_000,
                                  callback=lambda reply, error: (errors.append(error), done.set()))
-    wait_until(lambda: env["silent"] in producer._reply_ready_topics(), 10, "request sent")
+    wait_until(lambda: stored_count(cluster.broker, env["silent"]) > stored, 10, "request stored")
     started = time.monotonic()
     producer.shutdown()
     with pytest.raises(ClientStateError, match="shut down"):
@@ -389,7 +390,7 @@ def test_sdk_completes_the_request_from_the_java_push():
     push = rows[72]
     props = decode_properties(push["header"]["extFields"]["properties"])
     waiter = rr.RequestResponseFuture(props[MC.CORRELATION_ID], "CapRequestTopic", 10_000)
-    rr._register(waiter)
+    rr.register_request(waiter)
     cmd = RemotingCommand.request(push["code"], dict(push["header"]["extFields"]), _body(push))
     resp = rr.receive_reply_message(None, cmd)
     assert resp.code == rows[73]["header"]["code"] == ResponseCode.SUCCESS and not resp.ext_fields
