@@ -33,7 +33,7 @@ from ..lifecycle import Lifecycle
 from ..protocol.codes import GROUP_MAX_LENGTH, ResponseCode, check_name
 from ..protocol.message import Message, MessageQueue, SendResult
 from ..retry import RetryPolicy
-from ..trace.dispatcher import TraceDispatcher, start_or_none
+from ..trace.dispatcher import TraceDispatcher, set_trace_producer_factory, start_or_none
 from ..trace.hooks import PubTraceSpan
 from ..trace.otel import PublishSpan, publish_span_is_no_op, start_publish_span
 from .async_send import AsyncSend, AsyncSendContext, InFlight, OnewaySend
@@ -663,3 +663,6 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
 
     def __repr__(self) -> str:
         return f"Producer(group={self.group!r}, state={self._lifecycle.state.name})"
+
+
+set_trace_producer_factory(Producer)  # message traces are sent by an inner Producer (trace/dispatcher.py)
