@@ -133,11 +133,12 @@ class SendDispatcher:
         Raises:
             the last attempt's error.
         """
+        fault = self.fault
         attempts = 0
         avoid = None
         while True:
-            queue = self.fault.select_one_queue(info, avoid)
-            started = _monotonic()
+            queue = fault.select_one_queue(info, avoid)
+            started = _monotonic() if fault.enabled else 0.0  # latencies are recorded only then
             attempts += 1
             try:
                 result = attempt(queue, p, deadline, timeout_ms)
@@ -145,6 +146,8 @@ class SendDispatcher:
                 if not self.retry_after_error(policy, attempts, queue, started, exc):
                     raise
             else:
+                if result.send_status is _SEND_OK and not fault.enabled:
+                    return result  # nothing to record nor retry (retry_after_result, without a call)
                 if not self.retry_after_result(policy, attempts, queue, started, result):
                     return result
             avoid = queue.broker_name
