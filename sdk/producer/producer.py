@@ -103,7 +103,8 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         self._msg_trace = TraceDispatcher(group, "PRODUCE", customized_trace_topic, self.config) \
             if enable_msg_trace else None
         self.group = wrap_namespace(self.config.namespace, self.group)
-        self._instance: MQClientInstance | None = None
+        self._instance: MQClientInstance | None = None  # from start() until shutdown() is done
+        self._accepting: MQClientInstance | None = None  # the instance while RUNNING (new sends)
         self._lifecycle = Lifecycle(f"producer {self.group}")
         self._pid = os.getpid()
         self._forks = _FORKS[0]  # fork() count of this process at start (cheaper than getpid per send)
@@ -140,7 +141,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
                 inst.producers.pop(self.group, None)
                 release_client_instance(inst)
                 raise
-            self._instance = inst
+            self._instance = self._accepting = inst
             self._pid = os.getpid()
             self._forks = _FORKS[0]
         inst.loop_thread.call_soon(inst.spawn_background, inst.announce_producer(self.config.create_topic_key))
@@ -151,8 +152,11 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         """Wait up to ``shutdown_timeout`` ms for in-flight async sends, unregister from the
         brokers and release the client instance. Idempotent."""
         lifecycle = self._lifecycle
-        inst = self._instance
-        if not lifecycle.begin_shutdown() or os.getpid() != self._pid:  # SHUTTING_DOWN refuses new sends
+        with lifecycle.lock:  # not during a start() in another thread
+            inst = self._instance
+            self._accepting = None  # refuses new sends; in-flight ones finish
+            began = lifecycle.begin_shutdown()
+        if not began or os.getpid() != self._pid:
             # never started, already shut down, or inherited through fork(): the I/O thread
             # and connections belong to the parent, so there is nothing to close here
             lifecycle.shutdown_done()
@@ -191,8 +195,8 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
                 f"producer {self.group} was started in process {self._pid} and cannot be used after fork() "
                 f"(this is process {os.getpid()}); create and start a new Producer in the child, e.g. in a "
                 "post-fork hook (gunicorn post_fork, Celery worker_process_init)")
-        inst = self._instance
-        if inst is None or not self._lifecycle.running:
+        inst = self._accepting  # None unless RUNNING: one attribute read per send
+        if inst is None:
             self._lifecycle.check_running()
             raise ClientStateError(f"producer {self.group} is shut down")
         return inst
@@ -375,11 +379,12 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def _async_send(self, inst: MQClientInstance, p: Prepared, mq: MessageQueue | None, timeout: float,
                     policy: RetryPolicy) -> AsyncSend | None:
         """The callback transport's first attempt when the queue and its broker's address are cached."""
-        if mq is None:
-            info = self._dispatcher.route(p.topic)
-            if info is None:
+        if mq is None:  # SendDispatcher.route + select_queue, without the two calls per send
+            dispatcher = self._dispatcher
+            info = dispatcher.publish.get(p.topic)
+            if info is None or not info.ok:
                 return None
-            queue = self._dispatcher.select_queue(info)
+            queue = dispatcher.fault.select_one_queue(info, None)
         else:
             info, queue = None, mq
         addr = inst.find_broker_master(queue.broker_name)
@@ -462,12 +467,13 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def _cached_target(self, inst: MQClientInstance, p: Prepared, msg: Message, selector: SelectorLike | None,
                        arg: Any, mq: MessageQueue | None) -> tuple[MessageQueue, str] | None:
         """Queue and master address from the caches alone, or None (a route lookup is needed)."""
-        if mq is None:
-            info = self._dispatcher.route(p.topic)
-            if info is None:
+        if mq is None:  # SendDispatcher.route + select_queue, without the two calls per send
+            dispatcher = self._dispatcher
+            info = dispatcher.publish.get(p.topic)
+            if info is None or not info.ok:
                 return None
             mq = self._select(selector, info.queues, msg, arg) if selector is not None \
-                else self._dispatcher.select_queue(info)
+                else dispatcher.fault.select_one_queue(info, None)
         addr = inst.find_broker_master(mq.broker_name)
         return None if addr is None else (mq, addr)
 
@@ -475,7 +481,8 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         self._inflight_slots.leave()
         if error is not None:
             log.warning("oneway send of %s to %s failed: %s", p.uniq_id, mq, error)
-        p.end_span(None, error)
+        if p.span is not None:
+            p.span.end(None, error)
 
     async def _send_oneway_core(self, p: Prepared, msg: Message, selector: SelectorLike | None, arg: Any,
                                 mq: MessageQueue | None, timeout: float) -> None:
