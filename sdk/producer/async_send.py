@@ -539,7 +539,7 @@ class OnewaySend:
     def start(self) -> None:
         remoting = self.inst.remoting
         addr = self.addr
-        channel = remoting.ready_channel(addr)
+        channel = remoting.writable_channel(addr)  # a oneway write waits for no answer: unproven will do
         if channel is None:
             cmd = self.cmd
             task = self.inst.loop_thread.loop.create_task(self.inst.api.send_message_oneway(

@@ -203,6 +203,15 @@ class RemotingClient(RequestDispatcher):
             self._channels[addr] = channel
             return channel
 
+    def writable_channel(self, addr: str) -> Channel | None:
+        """The connection to ``addr`` if a frame can be written to it right now (loop thread):
+        open and not under backpressure, proven or not (what a oneway write needs: it waits for
+        no answer); else None."""
+        channel = self._channels.get(addr)
+        if channel is None or channel.closed or channel.write_paused:
+            return None
+        return channel
+
     def ready_channel(self, addr: str) -> Channel | None:
         """The connection to ``addr`` if a request can be written to it right now (loop thread):
         open, not under backpressure (:attr:`Channel.write_paused`) and its peer proven (a
