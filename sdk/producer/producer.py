@@ -254,8 +254,10 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             mq = self._wrap_mq(mq)
         info = self._blocking_route(inst, prepared, selector)
         if info is not None:
-            if prepared.span is None:
-                return self._send_blocking(info, prepared, mq, timeout)
+            if prepared.span is None and mq is None:  # _send_blocking, one call less per send
+                dispatcher = self._dispatcher
+                return dispatcher.send_blocking(info, dispatcher.policy, self._send_to_blocking, prepared,
+                                                _monotonic() + timeout / 1000.0, timeout)
             return self._traced(prepared, self._send_blocking, info, prepared, mq, timeout)
         coro = self._send_core(prepared, msg, selector, arg, mq, timeout, self._dispatcher.policy)
         return self._run_traced(inst, prepared, coro, timeout)
