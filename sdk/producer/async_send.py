@@ -459,18 +459,27 @@ class InFlight:
         """Take an async slot (waiting up to ``timeout`` s; None: forever) and count the send;
         False if no slot freed in time."""
         with self._lock:
-            if self.async_count >= self.limit:
-                self._waiting += 1
-                try:
-                    if not self._cond.wait_for(lambda: self.async_count < self.limit, timeout):
-                        return False
-                finally:
-                    self._waiting -= 1
+            if self.async_count >= self.limit and not self._wait(self._async_free, timeout):
+                return False
             self.async_count += 1
             self.total += 1
             if self.total == 1:
                 self.idle.clear()
         return True
+
+    def _async_free(self) -> bool:
+        return self.async_count < self.limit
+
+    def _oneway_free(self) -> bool:
+        return self.total - self.async_count < self.oneway_limit
+
+    def _wait(self, free: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait (lock held) until ``free()``; False after ``timeout`` s (None: forever)."""
+        self._waiting += 1
+        try:
+            return self._cond.wait_for(free, timeout)
+        finally:
+            self._waiting -= 1
 
     def release(self, _fut: Any = None) -> None:
         """A ``send_async`` finished (usable as a future's done callback).
@@ -492,13 +501,8 @@ class InFlight:
         """Count a queued oneway send, waiting up to ``timeout`` s (None: forever) while
         ``oneway_limit`` are queued; False if none was written in time."""
         with self._lock:
-            if self.total - self.async_count >= self.oneway_limit:
-                self._waiting += 1
-                try:
-                    if not self._cond.wait_for(lambda: self.total - self.async_count < self.oneway_limit, timeout):
-                        return False
-                finally:
-                    self._waiting -= 1
+            if self.total - self.async_count >= self.oneway_limit and not self._wait(self._oneway_free, timeout):
+                return False
             self.total += 1
             if self.total == 1:
                 self.idle.clear()
