@@ -1,7 +1,7 @@
 """Fill a topic with a consume backlog fast, and size it to the free disk space.
 
 Used by ``benchmarks/run.py`` (``consume`` scenario). The backlog is written by the SDK's own
-SEND_BATCH_MESSAGE frames (``Producer._prepare_batch``), encoded once before the fill
+SEND_BATCH_MESSAGE frames (``MessagePreparer.prepare_batch``), encoded once before the fill
 (``FILL_DISTINCT`` distinct frames, reused in a cycle, so UNIQ_KEYs repeat every
 ``FILL_DISTINCT x batch`` messages) and pipelined over a few raw sockets by
 ``harness.Generator``: the filler costs a socket write per batch, so the fill runs at the

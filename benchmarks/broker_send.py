@@ -9,7 +9,7 @@ process on 127.0.0.1, 256 MiB CommitLog files) and fed by a load generator in th
 keeps the broker busy: ``--connections`` blocking sockets, each on its own thread, write
 ``--window`` pre-encoded requests at once and read their answers, over and over. The requests are
 the SDK's own SEND_MESSAGE_V2 (``single``) and SEND_BATCH_MESSAGE of 32 messages (``batch32``)
-frames (``Producer._prepare`` / ``_prepare_batch``: UNIQ_KEY, WAIT=true, the topic's 4 queues round robin),
+frames (``MessagePreparer.prepare`` / ``prepare_batch``: UNIQ_KEY, WAIT=true, the topic's 4 queues round robin),
 built before the measured phase (1,024 distinct ones, reused in a cycle), so the generator's cost
 per message is a socket write and a 10-byte check of each answer (``{"code":0,``).
 

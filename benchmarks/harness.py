@@ -124,15 +124,17 @@ def build_frames(producer, topic: str, size: int, batch: int, broker_name: str, 
                  distinct: int = DISTINCT_FRAMES) -> list[bytes]:
     """``distinct`` encoded requests of ``batch`` messages each, ``queue_ids`` round robin."""
     from rocketmq_sdk import Message
+    from rocketmq_sdk.producer.prepare import MessagePreparer
     from rocketmq_sdk.remoting.command import RemotingCommand
 
+    preparer = MessagePreparer(producer.group, producer.config)  # what the producer's sends prepare
     body = (b"b" * size)[:size]
     frames = []
     for i in range(distinct):
         if batch == 1:
-            p = producer._prepare(Message(topic, body))
+            p = preparer.prepare(Message(topic, body))
         else:
-            p = producer._prepare_batch([Message(topic, body) for _ in range(batch)])
+            p = preparer.prepare_batch([Message(topic, body) for _ in range(batch)])
         ext = dict(p.ext)
         ext["e"] = str(queue_ids[i % len(queue_ids)])
         ext["n"] = broker_name

@@ -85,6 +85,9 @@ class FakeSocket:
     def setsockopt(self, *_a: Any) -> None:
         pass
 
+    def fileno(self) -> int:
+        return -1  # select() refuses it: the idle check never finds the fake closed
+
     def settimeout(self, _t: Any) -> None:
         pass
 

@@ -63,18 +63,21 @@ def profile_with_loop(p: Any, work: Callable[[], object]) -> tuple[cProfile.Prof
 
 
 def components() -> None:
-    from rocketmq_sdk import Message, Producer
+    from rocketmq_sdk import Message
+    from rocketmq_sdk.config import ProducerConfig
+    from rocketmq_sdk.producer.prepare import MessagePreparer
     from rocketmq_sdk.protocol.message_codec import encode_properties
     from rocketmq_sdk.protocol.msgid import create_uniq_id
     from rocketmq_sdk.remoting.command import RemotingCommand
     from rocketmq_sdk.remoting.loop import EventLoopThread
 
     body = b"x" * 100
-    p = Producer("bench_components", "127.0.0.1:9")  # never started: _prepare needs no network
+    # what Producer("bench_components") prepares: no network needed
+    p = MessagePreparer("bench_components", ProducerConfig.from_kwargs(namesrv_addr="127.0.0.1:9"))
     msg = Message("BenchTopic", body)
     props = dict(msg.properties)
     props["UNIQ_KEY"] = create_uniq_id()
-    prepared = p._prepare(Message("BenchTopic", body))
+    prepared = p.prepare(Message("BenchTopic", body))
     ext = dict(prepared.ext, e="1", n="broker-a")
     req = RemotingCommand.request(310, ext, body)
     frame = req.encode()
@@ -88,10 +91,10 @@ def components() -> None:
         ("Message(topic, body)", per_call_us(lambda: Message("BenchTopic", body))),
         ("create_uniq_id()", per_call_us(create_uniq_id)),
         ("encode_properties(UNIQ_KEY, WAIT)", per_call_us(lambda: encode_properties(props))),
-        ("Producer._prepare (check + uniq id + props + header)", per_call_us(
-            lambda: p._prepare(Message("BenchTopic", body)))),
-        ("  of which Producer._header", per_call_us(
-            lambda: p._header("BenchTopic", 0, 0, "UNIQ_KEY\x01X\x02WAIT\x01true", False))),
+        ("MessagePreparer.prepare (check + uniq id + props + header)", per_call_us(
+            lambda: p.prepare(Message("BenchTopic", body)))),
+        ("  of which MessagePreparer.header", per_call_us(
+            lambda: p.header("BenchTopic", 0, 0, "UNIQ_KEY\x01X\x02WAIT\x01true", False))),
         ("RemotingCommand.request(...)", per_call_us(lambda: RemotingCommand.request(310, ext, body))),
         ("RemotingCommand.encode() (request)", per_call_us(req.encode)),
         ("RemotingCommand.decode() (send response)", per_call_us(lambda: RemotingCommand.decode(resp_inner))),

@@ -20,6 +20,7 @@ from ..exceptions import ClientStateError, MQError, TopicNotExistError
 from ..protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
 from ..protocol.codes import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, RequestCode, ResponseCode
 from ..protocol.message import MessageQueue
+from ..remoting.channel import Processor
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
 from ..remoting.loop import EventLoopThread
@@ -103,7 +104,6 @@ class MQClientInstance:
         self.remoting.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self.remoting.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
-        self.remoting.register_processor(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self._on_push_reply_message)
 
     # -------------------------------------------------------------- sync helpers
 
@@ -198,6 +198,13 @@ class MQClientInstance:
                 log.warning("rebalance of client %s failed", self.client_id, exc_info=True)
 
     # -------------------------------------------------------------- registration
+
+    def set_reply_processor(self, processor: Processor) -> None:
+        """Handle PUSH_REPLY_MESSAGE_TO_CLIENT (326, a broker pushing the reply of a request) with
+        ``processor(channel, request)``. Producers install theirs at start
+        (``rocketmq_sdk.producer.request``); until then such a push is answered
+        REQUEST_CODE_NOT_SUPPORTED (no request of this client can be waiting for it)."""
+        self.remoting.register_processor(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, processor)
 
     def register_producer(self, producer: ProducerInner) -> None:
         """Raises ClientStateError: the group already has a producer in this instance."""
@@ -495,14 +502,6 @@ class MQClientInstance:
             return None
         check(channel.remote_addr, msg, header)
         return None
-
-    @staticmethod
-    def _on_push_reply_message(channel: Any, cmd: RemotingCommand) -> RemotingCommand:
-        """PUSH_REPLY_MESSAGE_TO_CLIENT (326): a reply to one of this process's requests
-        (``rocketmq_sdk.producer.request``)."""
-        from ..producer.request import receive_reply_message
-
-        return receive_reply_message(channel, cmd)
 
     async def _on_consumer_ids_changed(self, channel: Any, cmd: RemotingCommand) -> None:
         log.info("broker %s says the consumers of group %s changed; rebalancing",

@@ -87,7 +87,7 @@ class NameServerList:
                 yield addr
 
 
-def _send_result(resp: RemotingCommand, addr: str, mq: MessageQueue, uniq_id: str) -> SendResult:
+def send_result_from_response(resp: RemotingCommand, addr: str, mq: MessageQueue, uniq_id: str) -> SendResult:
     """Map a send response as Java does (codes 0, 10, 11, 12 → SendResult; others raise)."""
     status = _SEND_STATUS.get(resp.code)  # SendStatus.from_response_code
     if status is None:
@@ -214,7 +214,7 @@ class MQClientAPI:
         """
         ext = header if isinstance(header, dict) else header.to_v2()
         cmd = _new_request(code, ext, body)
-        return _send_result(await self.remoting.invoke(addr, cmd, timeout_ms), addr, mq, uniq_id)
+        return send_result_from_response(await self.remoting.invoke(addr, cmd, timeout_ms), addr, mq, uniq_id)
 
     def send_message_blocking(self, conns: BlockingConnections, addr: str, mq: MessageQueue, header: dict[str, str],
                               body: bytes, uniq_id: str, timeout_ms: float, *,
@@ -224,16 +224,16 @@ class MQClientAPI:
         Raises:
             MQBrokerError, RemotingError: as :meth:`send_message`.
         """
-        return _send_result(conns.invoke(addr, _new_request(code, header, body), timeout_ms), addr, mq, uniq_id)
+        return send_result_from_response(conns.invoke(addr, _new_request(code, header, body), timeout_ms), addr, mq, uniq_id)
 
     def send_request_blocking(self, conns: BlockingConnections, addr: str, mq: MessageQueue, cmd: RemotingCommand,
                               uniq_id: str, timeout_ms: float) -> SendResult:
-        """:meth:`send_message_blocking` of a request the producer built (``send_request.py``).
+        """:meth:`send_message_blocking` of a request the producer built (``producer/prepare.py``).
 
         Raises:
             MQBrokerError, RemotingError: as :meth:`send_message`.
         """
-        return _send_result(conns.invoke(addr, cmd, timeout_ms), addr, mq, uniq_id)
+        return send_result_from_response(conns.invoke(addr, cmd, timeout_ms), addr, mq, uniq_id)
 
     async def send_message_oneway(self, addr: str, header: dict[str, str], body: bytes, *,
                                   code: int = RequestCode.SEND_MESSAGE_V2, timeout_ms: float = 3000.0) -> None:

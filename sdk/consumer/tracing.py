@@ -4,7 +4,7 @@
   linked to the publish span of every message in it.
 * ``"<topic> process"`` (CONSUMER): one per message around the listener call, a child of the
   producer's publish span (its context travels in the ``traceparent``/``tracestate`` user
-  properties, see :mod:`rocketmq_sdk.producer.tracing`) and linked to it. A listener that
+  properties, see :mod:`rocketmq_sdk.trace.otel`) and linked to it. A listener that
   returns anything but success (``RECONSUME_LATER``, ``SUSPEND_CURRENT_QUEUE_A_MOMENT``, None)
   or raises sets the span status to ERROR (the exception is recorded). For a one-message batch
   the span is current while the listener runs, so the listener's own spans nest under it.
@@ -26,24 +26,24 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..producer import tracing as _ptracing
 from ..protocol.message import MessageExt
+from ..trace import otel as _otel
 
 __all__ = ["ProcessSpans", "record_receive_span", "start_process_spans", "tracing_active"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.tracing")
 
-# the producer's tracing module owns the optional OpenTelemetry imports and the tracer name
-_trace = _ptracing._trace
+# rocketmq_sdk.trace.otel owns the optional OpenTelemetry imports and the tracer name
+_trace = _otel.trace_api
 if _trace is not None:
     from opentelemetry.trace import Link as _Link
     from opentelemetry.trace import NoOpTracerProvider as _NoOpTracerProvider
     from opentelemetry.trace import ProxyTracerProvider as _ProxyTracerProvider
 
-    _propagate = _ptracing._propagate
-    _SpanKind = _ptracing._SpanKind
-    _Status = _ptracing._Status
-    _StatusCode = _ptracing._StatusCode
+    _propagate = _otel.propagate_api
+    _SpanKind = _otel.SpanKind
+    _Status = _otel.Status
+    _StatusCode = _otel.StatusCode
     from opentelemetry import context as _otel_context
 
 _SUCCESS_NAMES = frozenset({"CONSUME_SUCCESS", "SUCCESS", "COMMIT"})
@@ -63,7 +63,7 @@ def _tracer() -> Any | None:
     if _trace is None:
         return None
     if _trace.get_tracer_provider is _ORIG_GET_TRACER_PROVIDER and getattr(_trace, "_TRACER_PROVIDER", _UNSET) is None:
-        env = _ptracing._ENV_PROVIDER
+        env = _otel.ENV_PROVIDER
         if not env:
             env.append("OTEL_PYTHON_TRACER_PROVIDER" in os.environ)
         if not env[0]:
@@ -71,7 +71,7 @@ def _tracer() -> Any | None:
     provider = _trace.get_tracer_provider()
     if isinstance(provider, (_ProxyTracerProvider, _NoOpTracerProvider)):
         return None
-    return provider.get_tracer(_ptracing._INSTRUMENTATION)
+    return provider.get_tracer(_otel.INSTRUMENTATION)
 
 
 def tracing_active() -> bool:

@@ -7,8 +7,9 @@ only needs ``done()``, ``set_result(response)`` and ``set_exception(error)`` fro
 there — and written; one ``call_later`` timer bounds the wait. The response completes the
 caller's ``concurrent.futures.Future`` directly. Only the uncommon paths use coroutines: a
 broker without an open connection, a channel under backpressure or still unproven (TLS probe),
-and the retries after a failed first attempt (the producer's tenacity policy), so behaviour,
-errors and retries are those of :meth:`Producer._send_prepared` (``benchmarks/PROFILE.md``,
+and the retries after a failed first attempt (``SendDispatcher.send``), so behaviour, errors
+and retries are those of the other transports: the producer's ``SendDispatcher`` chooses the
+queue and decides every retry (``dispatch.py``; ``benchmarks/PROFILE.md``,
 2026-11-24 wave 2: per-message Task, Future and six coroutine frames were ~40 % of the
 async send's CPU).
 """
@@ -21,21 +22,30 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from ..client.mq_client_api import _send_result
+from ..client.mq_client_api import send_result_from_response
 from ..exceptions import RemotingTimeoutError
-from ..protocol.message import MessageQueue, SendStatus
-from ..remoting.client import _SILENT_PEER
+from ..protocol.message import MessageQueue, SendResult, SendStatus
 from ..remoting.command import RemotingCommand
+from ..retry import RetryPolicy
+from .dispatch import SendDispatcher
+from .namespace import unwrap_result
+from .prepare import Prepared
 from .submit import copy_outcome
 
 if TYPE_CHECKING:
     from ..client.instance import MQClientInstance
     from ..client.route import TopicPublishInfo
-    from .producer import Producer, _Prepared
+    from ..remoting.channel import Channel
 
-__all__ = ["AsyncSend", "DeadlineQueue", "InFlight", "OnewaySend", "SendFuture"]
+__all__ = ["AsyncSend", "AsyncSendContext", "DeadlineQueue", "InFlight", "OnewaySend", "SendFuture"]
+
+#: ``send(prepared, mq, timeout_ms, policy, deadline, attempts, avoid)``: the asyncio transport's
+#: send (``mq`` None: queues chosen by the dispatcher), continuing after ``attempts`` made.
+AsyncFallback = Callable[[Prepared, MessageQueue | None, float, RetryPolicy, float, int, str | None],
+                         Coroutine[Any, Any, SendResult]]
 
 log = logging.getLogger("rocketmq_sdk.producer")
 
@@ -45,7 +55,7 @@ _SEND_OK = SendStatus.SEND_OK
 try:  # the states concurrent.futures.Future keeps in _state (unchanged since Python 3.2)
     from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 except ImportError:  # pragma: no cover - another implementation: public methods only
-    PENDING = None
+    PENDING = None  # type: ignore[misc, assignment]
 
 
 
@@ -141,19 +151,19 @@ class SendFuture(concurrent.futures.Future):
         self._slots = slots
         if PENDING is None:  # pragma: no cover - another implementation: its own __init__
             super().__init__()
-            self._condition = FutureCondition()
+            self._condition = FutureCondition()  # type: ignore[assignment]
             return
         # Future.__init__ with a FutureCondition (the same fields)
-        self._condition = FutureCondition()
+        self._condition = FutureCondition()  # type: ignore[assignment]
         self._state = PENDING
         self._result = None
         self._exception = None
-        self._waiters = []
-        self._done_callbacks = []
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Any] = []
 
     def _invoke_callbacks(self) -> None:  # called once: when the future becomes done
         self._slots.release()
-        super()._invoke_callbacks()
+        super()._invoke_callbacks()  # type: ignore[misc]  # concurrent.futures.Future's own
 
     def finish(self, result: Any = None, exc: BaseException | None = None) -> None:
         """Complete the future with ``result`` or ``exc``, unless the caller cancelled it."""
@@ -182,35 +192,68 @@ class SendFuture(concurrent.futures.Future):
         self._invoke_callbacks()
 
 
+class AsyncSendContext:
+    """What the callback-driven sends of one producer share.
+
+    Args:
+        dispatcher: the producer's :class:`SendDispatcher` (fault bookkeeping, retry decisions).
+        slots: the producer's in-flight accounting.
+        namespace: the producer's namespace ('' for none): results are unwrapped.
+        fallback: the asyncio transport (:data:`AsyncFallback`) for sends that cannot stay
+            Task-free (no usable connection) and for the retries.
+    """
+
+    __slots__ = ("dispatcher", "slots", "namespace", "fallback", "_deadlines")
+
+    def __init__(self, dispatcher: SendDispatcher, slots: InFlight, namespace: str | None,
+                 fallback: AsyncFallback) -> None:
+        self.dispatcher = dispatcher
+        self.slots = slots
+        self.namespace = namespace or ""
+        self.fallback = fallback
+        self._deadlines: DeadlineQueue | None = None
+
+    def deadlines_on(self, loop: asyncio.AbstractEventLoop) -> DeadlineQueue:
+        """The timeouts of these sends on ``loop`` (loop thread)."""
+        q = self._deadlines
+        if q is None or q.loop is not loop:
+            q = self._deadlines = DeadlineQueue(loop)
+        return q
+
+
 class AsyncSend:
     """One ``send_async`` of a prepared message; ``fut`` is the caller's future.
 
-    ``info`` is None for an explicit queue (one attempt, no fault bookkeeping, as
-    ``_send_prepared`` with ``mq``); else the topic's publish info for retries.
+    ``info`` is None for an explicit queue (one attempt, no fault bookkeeping, as the other
+    transports with ``mq``); else the topic's publish info for retries, which ``policy`` decides.
+    Registered in the channel with :meth:`Channel.expect_response`, it is completed through
+    ``set_result`` / ``set_exception``.
     """
 
-    __slots__ = ("producer", "inst", "prepared", "info", "queue", "addr", "deadline", "timeout_ms",
-                 "retries", "fut", "cmd", "frame", "started", "timer", "channel", "_done", "_remaining",
+    __slots__ = ("ctx", "inst", "prepared", "info", "queue", "addr", "deadline", "timeout_ms",
+                 "policy", "fut", "cmd", "frame", "started", "timer", "channel", "_done", "_remaining",
                  "expires_at", "opaque", "code")
 
-    def __init__(self, producer: Producer, inst: MQClientInstance, prepared: _Prepared,
+    def __init__(self, ctx: AsyncSendContext, inst: MQClientInstance, prepared: Prepared,
                  info: TopicPublishInfo | None, queue: MessageQueue, addr: str, timeout_ms: float,
-                 retries: int) -> None:
-        self.producer = producer
+                 policy: RetryPolicy) -> None:
+        self.ctx = ctx
         self.inst = inst
-        self.prepared = prepared
+        self.prepared: Prepared | None = prepared
         self.info = info
         self.queue = queue
         self.addr = addr
         self.timeout_ms = timeout_ms
         self.deadline = _monotonic() + timeout_ms / 1000.0
-        self.retries = retries
-        self.fut: SendFuture = SendFuture(producer._inflight_slots)
+        self.policy = policy
+        self.fut: SendFuture = SendFuture(ctx.slots)
         hooks = inst.remoting.rpc_hooks
-        cmd = producer._request_for(prepared, queue, hooks)
+        cmd = prepared.request_for(queue, hooks)
         self.opaque, self.code = cmd.opaque, cmd.code
         # encoded here, in the caller's thread, unless RPC hooks must see (and sign) it first;
         # without hooks only the frame is kept (one object less for the GC per send in flight)
+        self.cmd: RemotingCommand | None
+        self.frame: bytes | None
         if hooks:
             self.cmd, self.frame = cmd, None
         else:
@@ -218,7 +261,7 @@ class AsyncSend:
         self.expires_at = 0.0
         self.started = 0.0
         self.timer: asyncio.TimerHandle | None = None
-        self.channel: Any = None
+        self.channel: Channel | None = None
         self._done = False
         self._remaining = 0.0
 
@@ -232,11 +275,10 @@ class AsyncSend:
         if (fut._state != PENDING) if PENDING is not None else fut.cancelled():
             fut.finish()  # notifies concurrent.futures.wait()/as_completed() of the cancel
             return
-        inst = self.inst
-        remoting = inst.remoting
-        channel = remoting._channels.get(self.addr)
-        if channel is None or channel.closed or channel._paused or _SILENT_PEER in channel.attributes:
-            self._fallback()  # connect / wait for the socket buffer / TLS probe: the coroutine path
+        remoting = self.inst.remoting
+        channel = remoting.ready_channel(self.addr)
+        if channel is None:
+            self.fallback()  # connect / wait for the socket buffer / TLS probe: the coroutine path
             return
         self.started = now = _monotonic()
         remaining = (self.deadline - now) * 1000.0
@@ -246,15 +288,17 @@ class AsyncSend:
         try:
             hooks = remoting.rpc_hooks
             if hooks and self.cmd is None:  # hooks installed since: they see a fresh request
-                self.cmd = self.producer._request_for(self.prepared, self.queue, hooks)
+                assert self.prepared is not None
+                self.cmd = self.prepared.request_for(self.queue, hooks)
                 self.opaque = self.cmd.opaque
             cmd = self.cmd
             frame = self.frame if cmd is None else _frame_for(hooks, self.addr, cmd, self.frame)
-            channel._pending[self.opaque] = self
+            channel.expect_response(self.opaque, self)
             self.channel = channel
             self._remaining = remaining
-            self.producer._deadlines_on(channel._loop).add(channel._loop.time() + remaining / 1000.0, self)
-            channel.write_frame(frame)
+            loop = channel.loop
+            self.ctx.deadlines_on(loop).add(loop.time() + remaining / 1000.0, self)
+            channel.write_frame(frame)  # type: ignore[arg-type]
         except Exception as exc:
             self._unregister()
             self._failed(exc)
@@ -274,21 +318,19 @@ class AsyncSend:
             if self.cmd is not None:  # sent through the RPC hooks
                 for hook in self.inst.remoting.rpc_hooks:
                     hook.after_response(addr, self.cmd, resp)
-            result = _send_result(resp, addr, self.queue, self.prepared.uniq_id)
+            result = send_result_from_response(resp, addr, self.queue, self.prepared.uniq_id)  # type: ignore[union-attr]
         except Exception as exc:
-            self._failed(exc, done=True)
+            self._failed(exc)
             return
-        producer = self.producer
-        if producer.config.namespace:
-            result = producer._unwrap_result(result)
-        # a SEND_OK without latency fault tolerance: nothing to record (as the sync path)
-        if self.info is not None and (result.send_status is not _SEND_OK or producer._fault.enabled):
-            last: list[str | None] = [None]
-            producer._attempt_done(self.prepared, self.queue, self.started, last, result=result)
-            if self.retries > 0 and producer._retry_result(result):
-                self._retry(last)
-                return
-        self.cmd = self.prepared = self.frame = None  # type: ignore[assignment]  # may wait in the DeadlineQueue
+        ctx = self.ctx
+        if ctx.namespace:
+            result = unwrap_result(ctx.namespace, result)
+        # a SEND_OK without latency fault tolerance: nothing to record (the dispatcher's fast path)
+        if self.info is not None and (result.send_status is not _SEND_OK or ctx.dispatcher.fault.enabled) \
+                and ctx.dispatcher.retry_after_result(self.policy, 1, self.queue, self.started, result):
+            self._retry()
+            return
+        self.cmd = self.prepared = self.frame = None  # may wait in the DeadlineQueue
         self.fut.finish(result)
 
     def set_exception(self, exc: BaseException) -> None:
@@ -298,62 +340,51 @@ class AsyncSend:
         self._done = True
         if self.timer is not None:
             self.timer.cancel()
-        self._failed(exc, done=True)
+        self._failed(exc)
 
     def _expire(self) -> None:
         if self._done:
             return
         self._unregister()
-        self.set_exception(RemotingTimeoutError(self.channel.remote_addr, self._remaining,
-                                                f"request code {self.code}"))
+        remote = self.channel.remote_addr if self.channel is not None else self.addr
+        self.set_exception(RemotingTimeoutError(remote, self._remaining, f"request code {self.code}"))
 
     def _unregister(self) -> None:
         channel = self.channel
-        if channel is not None and channel._pending.get(self.opaque) is self:
-            del channel._pending[self.opaque]
+        if channel is not None:
+            channel.forget_response(self.opaque, self)
 
-    def _failed(self, exc: BaseException, *, done: bool = False) -> None:
-        """The first attempt failed: bookkeeping, then the retries or the caller's error."""
+    def _failed(self, exc: BaseException) -> None:
+        """The first attempt failed: the dispatcher decides between a retry and the caller's error."""
         self._done = True
-        producer = self.producer
-        if self.info is not None and isinstance(exc, Exception):
-            last: list[str | None] = [None]
-            producer._attempt_done(self.prepared, self.queue, self.started or _monotonic(), last, exc=exc)
-            if self.retries > 0 and _retryable(exc):
-                self._retry(last)
-                return
-        self.cmd = self.prepared = self.frame = None  # type: ignore[assignment]
+        if self.info is not None and isinstance(exc, Exception) and self.ctx.dispatcher.retry_after_error(
+                self.policy, 1, self.queue, self.started or _monotonic(), exc):
+            self._retry()
+            return
+        self.cmd = self.prepared = self.frame = None
         self.fut.finish(None, exc)
 
-    def _retry(self, last: list[str | None]) -> None:
+    def _retry(self) -> None:
+        """Attempts 2.. through the asyncio transport, avoiding this attempt's broker."""
         if self.fut.cancelled():
             self.fut.finish()  # notifies wait()/as_completed() of the cancel
             return
-        assert self.info is not None
-        p = self.producer
-        self._watch(p._retry_attempts(self.prepared, self.info, self.deadline, self.timeout_ms, self.retries, last))
+        assert self.prepared is not None
+        self._watch(self.ctx.fallback(self.prepared, None, self.timeout_ms, self.policy, self.deadline, 1,
+                                      self.queue.broker_name))
 
-    def _fallback(self) -> None:
-        p = self.producer
-        if self.info is None:
-            coro = p._send_prepared(self.prepared, self.queue, self.timeout_ms)
-        else:
-            coro = p._send_prepared(self.prepared, None, self.timeout_ms, self.retries)
-        self._watch(coro)
+    def fallback(self) -> None:
+        """The first attempt through the asyncio transport (no usable connection yet)."""
+        assert self.prepared is not None
+        mq = self.queue if self.info is None else None
+        self._watch(self.ctx.fallback(self.prepared, mq, self.timeout_ms, self.policy, self.deadline, 0, None))
 
-    def _watch(self, coro: Any) -> None:
+    def _watch(self, coro: Coroutine[Any, Any, SendResult]) -> None:
         loop = self.inst.loop_thread.loop
         task = loop.create_task(coro)
         fut = self.fut
         task.add_done_callback(lambda t: copy_outcome(t, fut))
         fut.add_done_callback(lambda f: f.cancelled() and loop.call_soon_threadsafe(task.cancel))
-
-
-def _retryable(exc: BaseException) -> bool:
-    from .producer import _retryable as retryable
-
-    return retryable(exc)
-
 
 
 class DeadlineQueue:
@@ -428,18 +459,27 @@ class InFlight:
         """Take an async slot (waiting up to ``timeout`` s; None: forever) and count the send;
         False if no slot freed in time."""
         with self._lock:
-            if self.async_count >= self.limit:
-                self._waiting += 1
-                try:
-                    if not self._cond.wait_for(lambda: self.async_count < self.limit, timeout):
-                        return False
-                finally:
-                    self._waiting -= 1
+            if self.async_count >= self.limit and not self._wait(self._async_free, timeout):
+                return False
             self.async_count += 1
             self.total += 1
             if self.total == 1:
                 self.idle.clear()
         return True
+
+    def _async_free(self) -> bool:
+        return self.async_count < self.limit
+
+    def _oneway_free(self) -> bool:
+        return self.total - self.async_count < self.oneway_limit
+
+    def _wait(self, free: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait (lock held) until ``free()``; False after ``timeout`` s (None: forever)."""
+        self._waiting += 1
+        try:
+            return self._cond.wait_for(free, timeout)
+        finally:
+            self._waiting -= 1
 
     def release(self, _fut: Any = None) -> None:
         """A ``send_async`` finished (usable as a future's done callback).
@@ -461,13 +501,8 @@ class InFlight:
         """Count a queued oneway send, waiting up to ``timeout`` s (None: forever) while
         ``oneway_limit`` are queued; False if none was written in time."""
         with self._lock:
-            if self.total - self.async_count >= self.oneway_limit:
-                self._waiting += 1
-                try:
-                    if not self._cond.wait_for(lambda: self.total - self.async_count < self.oneway_limit, timeout):
-                        return False
-                finally:
-                    self._waiting -= 1
+            if self.total - self.async_count >= self.oneway_limit and not self._wait(self._oneway_free, timeout):
+                return False
             self.total += 1
             if self.total == 1:
                 self.idle.clear()
@@ -501,15 +536,15 @@ class OnewaySend:
         self.inst = inst
         self.addr = addr
         self.timeout_ms = timeout_ms
-        self.cmd = cmd  # a ONEWAY send request (Producer._request_for)
+        self.cmd = cmd  # a ONEWAY send request (Prepared.request_for)
         self.frame = None if inst.remoting.rpc_hooks else cmd.encode()  # see AsyncSend
         self.done = done
 
     def start(self) -> None:
         remoting = self.inst.remoting
         addr = self.addr
-        channel = remoting._channels.get(addr)
-        if channel is None or channel.closed or channel._paused:
+        channel = remoting.writable_channel(addr)  # a oneway write waits for no answer: unproven will do
+        if channel is None:
             cmd = self.cmd
             task = self.inst.loop_thread.loop.create_task(self.inst.api.send_message_oneway(
                 addr, cmd.ext_fields, cmd.body, code=cmd.code, timeout_ms=self.timeout_ms))

@@ -9,8 +9,9 @@ from ..protocol.codes import (
     SYSTEM_TOPIC_PREFIX,
     SYSTEM_TOPICS,
 )
+from ..protocol.message import MessageQueue, SendResult
 
-__all__ = ["unwrap_namespace", "wrap_namespace"]
+__all__ = ["unwrap_namespace", "unwrap_result", "wrap_namespace"]
 
 _SEPARATOR = "%"
 
@@ -41,3 +42,11 @@ def unwrap_namespace(namespace: str | None, resource: str) -> str:
     if name.startswith(namespace + _SEPARATOR):
         return prefix + name[len(namespace) + 1:]
     return resource
+
+
+def unwrap_result(namespace: str | None, result: SendResult) -> SendResult:
+    """``result`` with its queue's topic unwrapped (the caller sees its own topic name)."""
+    if namespace:
+        q = result.message_queue
+        result.message_queue = MessageQueue(unwrap_namespace(namespace, q.topic), q.broker_name, q.queue_id)
+    return result

@@ -41,6 +41,7 @@ from ..protocol.message import Message, MessageExt, MessageQueue, SendResult
 from ..protocol.message_codec import decode_properties
 from ..remoting.command import RemotingCommand
 from .callbacks import run_callback
+from .prepare import REPLY_MESSAGE_FLAG
 from .selector import SelectorLike
 
 if TYPE_CHECKING:
@@ -54,14 +55,15 @@ __all__ = [
     "RequestResponseFuture",
     "create_reply_message",
     "get_reply_to_client",
+    "pending_request_count",
     "receive_reply_message",
+    "register_request",
     "reply_topic",
+    "unregister_request",
 ]
 
 log = logging.getLogger("rocketmq_sdk.producer.request")
 
-#: ``MSG_TYPE`` value of reply messages (Java ``MixAll.REPLY_MESSAGE_FLAG``).
-REPLY_MESSAGE_FLAG = "reply"
 #: Java ``MixAll.REPLY_TOPIC_POSTFIX``.
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 
@@ -168,12 +170,14 @@ _futures: dict[str, RequestResponseFuture] = {}
 _futures_lock = threading.Lock()
 
 
-def _register(rr: RequestResponseFuture) -> None:
+def register_request(rr: RequestResponseFuture) -> None:
+    """Make ``rr`` the waiter of its correlation id (the 326 processor completes it)."""
     with _futures_lock:
         _futures[rr.correlation_id] = rr
 
 
-def _unregister(correlation_id: str) -> RequestResponseFuture | None:
+def unregister_request(correlation_id: str) -> RequestResponseFuture | None:
+    """Remove and return the waiter of ``correlation_id`` (None if there is none)."""
     with _futures_lock:
         return _futures.pop(correlation_id, None)
 
@@ -222,7 +226,7 @@ def receive_reply_message(channel: Any, cmd: RemotingCommand) -> RemotingCommand
         log.warning("unreadable reply message from %s", getattr(channel, "remote_addr", "?"), exc_info=True)
         return cmd.response(ResponseCode.SYSTEM_ERROR, "process reply message fail")
     correlation_id = msg.get_property(MC.CORRELATION_ID) or ""
-    rr = _unregister(correlation_id)
+    rr = unregister_request(correlation_id)
     if rr is None:
         log.warning("receive reply message, but not matched any request, CorrelationId: %s, reply from host: %s",
                     correlation_id, msg.born_host)
@@ -280,7 +284,7 @@ class RequestReplyMixin:
         msg.put_property(MC.MESSAGE_REPLY_TO_CLIENT, inst.client_id)
         msg.put_property(MC.MESSAGE_TTL, str(int(timeout_ms)))
         rr = RequestResponseFuture(correlation_id, msg.topic, timeout_ms)
-        _register(rr)
+        register_request(rr)
         return rr
 
     async def _prepare_reply_path(self, topic: str) -> None:
@@ -337,7 +341,7 @@ class RequestReplyMixin:
                     raise rr.timeout_error() from None
                 return rr.future.result()
         finally:
-            _unregister(rr.correlation_id)
+            unregister_request(rr.correlation_id)
 
     def request_async(self, msg: Message, timeout_ms: float | None = None, selector: SelectorLike | None = None,
                       arg: Any = None, callback: RequestCallback | None = None, *, mq: MessageQueue | None = None
@@ -364,7 +368,7 @@ class RequestReplyMixin:
         pending.add(rr)
 
         def finished(_f: concurrent.futures.Future) -> None:
-            _unregister(rr.correlation_id)
+            unregister_request(rr.correlation_id)
             pending.discard(rr)
 
         rr.future.add_done_callback(finished)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import functools
 import logging
 import threading
 from collections.abc import Callable, Coroutine
@@ -19,6 +20,10 @@ __all__ = ["BatchedSubmitter", "copy_outcome"]
 log = logging.getLogger("rocketmq_sdk.producer")
 
 T = TypeVar("T")
+
+
+def _copy_outcome_to(fut: concurrent.futures.Future, task: asyncio.Task) -> None:
+    copy_outcome(task, fut)
 
 
 def copy_outcome(task: asyncio.Task, fut: concurrent.futures.Future) -> None:
@@ -106,6 +111,6 @@ class BatchedSubmitter:
             if fut.cancelled():
                 coro.close()
                 continue
-            task = loop.create_task(coro)
-            task.add_done_callback(lambda t, f=fut: copy_outcome(t, f))
+            task: asyncio.Task[Any] = loop.create_task(coro)
+            task.add_done_callback(functools.partial(_copy_outcome_to, fut))
             fut.add_done_callback(lambda f, t=task: f.cancelled() and loop.call_soon_threadsafe(t.cancel))

@@ -255,7 +255,7 @@ class TransactionProducer(Producer):
                 commit_log_offset=header.commit_log_offset, commit_or_rollback=state.end_type,
                 from_transaction_check=True, msg_id=uniq, transaction_id=header.transaction_id)
             inst = self._inst()
-            self._trace_end(msg, uniq, addr, state, True)
+            self._trace_end(msg, uniq or "", addr, state, True)
             inst.run(inst.api.end_transaction_oneway(addr, end, remark=remark), self.config.send_msg_timeout / 1000.0)
         except Exception:
             log.warning("answering the transaction check of %s failed", header.msg_id, exc_info=True)

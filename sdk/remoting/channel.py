@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from rocketmq_sdk.exceptions import FrameError, RemotingSendRequestError, RemotingTimeoutError
 from rocketmq_sdk.protocol.codes import ResponseCode, request_name
@@ -24,11 +24,21 @@ from rocketmq_sdk.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCo
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
 from rocketmq_sdk.remoting.log_limit import RateLimitedLog
 
-__all__ = ["BufferedChannel", "Channel", "Handler", "Processor", "RequestDispatcher", "close_channels"]
+__all__ = ["BufferedChannel", "Channel", "Handler", "Processor", "RequestDispatcher", "ResponseWaiter", "close_channels"]
 
 log = logging.getLogger("rocketmq_sdk.remoting")
 #: bad requests and malformed frames: one WARNING line each (traceback at DEBUG), rate-limited
 bad_input_log = RateLimitedLog(log)
+
+class ResponseWaiter(Protocol):
+    """What :meth:`Channel.expect_response` completes (an ``asyncio.Future`` is one)."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, response: RemotingCommand) -> Any: ...
+
+    def set_exception(self, error: BaseException) -> Any: ...
+
 
 Processor: TypeAlias = Callable[
     ["Channel", RemotingCommand], "Awaitable[RemotingCommand | None] | RemotingCommand | None"
@@ -126,7 +136,7 @@ class RequestDispatcher:
         self._reply(channel, cmd, result)
 
     @staticmethod
-    def _error_response(channel: Channel, cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
+    def _error_response(channel: Channel, cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
         bad_input_log.warning("request code %d from %s failed: %s: %s", cmd.code, channel.remote_addr,
                               type(exc).__name__, str(exc)[:200], exc=exc)
         return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
@@ -162,6 +172,10 @@ class Channel(asyncio.Protocol):
         local_addr: ``"ip:port"`` of this end.
         attributes: free-form dict (the broker attaches client info here).
         closed: True once the connection is closing or closed.
+        write_paused: True while the transport reports backpressure (its write buffer is over
+            the high mark): a writer that cannot wait for :meth:`invoke`'s drain should take a
+            slower path.
+        loop: the event loop the channel lives on (its methods are called on that loop only).
         last_active: ``time.monotonic()`` of the last read or write, in seconds.
     """
 
@@ -170,9 +184,9 @@ class Channel(asyncio.Protocol):
         self._decoder = FrameDecoder(max_frame_length)
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._transport: asyncio.Transport | None = None
-        self._loop = asyncio.get_running_loop()
-        self._closed_fut: asyncio.Future[None] = self._loop.create_future()
-        self._paused = False
+        self.loop = asyncio.get_running_loop()
+        self._closed_fut: asyncio.Future[None] = self.loop.create_future()
+        self.write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._wbuf: list[bytes] = []
         self._wbuf_size = 0
@@ -197,6 +211,23 @@ class Channel(asyncio.Protocol):
         """Number of requests waiting for a response on this channel."""
         return len(self._pending)
 
+    def expect_response(self, opaque: int, waiter: ResponseWaiter) -> None:
+        """Register ``waiter`` for the response with ``opaque`` (before writing the request).
+
+        When the response arrives ``waiter.set_result(response)`` is called (unless
+        ``waiter.done()``); when the channel closes first, ``waiter.set_exception(error)``
+        (:class:`RemotingSendRequestError`). :meth:`invoke` does this with an asyncio future;
+        callers that complete something else (a producer's callback-driven send) pass their own
+        object. The caller owns the timeout: :meth:`forget_response` on expiry.
+        """
+        self._pending[opaque] = waiter  # type: ignore[assignment]
+
+    def forget_response(self, opaque: int, waiter: ResponseWaiter) -> None:
+        """Unregister ``waiter`` (timed out or abandoned) if it still waits for ``opaque``."""
+        pending = self._pending
+        if pending.get(opaque) is waiter:
+            del pending[opaque]
+
     # ------------------------------------------------------------------ asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -205,7 +236,7 @@ class Channel(asyncio.Protocol):
         self.local_addr = _fmt_addr(transport.get_extra_info("sockname"))
         self._dispatcher._channel_opened(self)
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes | memoryview) -> None:  # type: ignore[override]
         """Split ``data`` into frames and handle them; what the handlers write meanwhile goes out
         in one socket write at the end (no loop callback for a request answered inline)."""
         self.last_active = _monotonic()
@@ -255,10 +286,10 @@ class Channel(asyncio.Protocol):
         self._dispatcher._channel_closed(self)
 
     def pause_writing(self) -> None:
-        self._paused = True
+        self.write_paused = True
 
     def resume_writing(self) -> None:
-        self._paused = False
+        self.write_paused = False
         self._wake_drain_waiters()
 
     # ------------------------------------------------------------------ sending
@@ -287,7 +318,7 @@ class Channel(asyncio.Protocol):
             raise RemotingSendRequestError(f"channel to {self.remote_addr} is closed")
         wbuf = self._wbuf
         if not wbuf and not self._reading:  # data_received flushes what is written while it runs
-            self._loop.call_soon(self._flush)
+            self.loop.call_soon(self._flush)
         wbuf.append(data)
         self._wbuf_size += len(data)
         self.last_active = _monotonic()
@@ -309,8 +340,8 @@ class Channel(asyncio.Protocol):
     send = write
 
     async def _drain(self) -> None:
-        while self._paused and not self.closed:
-            waiter = self._loop.create_future()
+        while self.write_paused and not self.closed:
+            waiter = self.loop.create_future()
             self._drain_waiters.append(waiter)
             await waiter
 
@@ -326,18 +357,18 @@ class Channel(asyncio.Protocol):
             RemotingSendRequestError: the channel is or becomes closed before the response.
         """
         opaque = cmd.opaque
-        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
+        fut: asyncio.Future[RemotingCommand] = self.loop.create_future()
         pending = self._pending
         pending[opaque] = fut
         timer = None
         try:
             self.write(cmd)
-            if self._paused:  # respect backpressure: let the socket buffer drain
+            if self.write_paused:  # respect backpressure: let the socket buffer drain
                 async with asyncio.timeout(timeout_ms / 1000.0):
                     await self._drain()
                     return await fut
             # a plain timer failing the future: cheaper than asyncio.timeout for every request
-            timer = self._loop.call_later(timeout_ms / 1000.0, _expire, fut)
+            timer = self.loop.call_later(timeout_ms / 1000.0, _expire, fut)
             return await fut
         except TimeoutError:
             raise RemotingTimeoutError(self.remote_addr, timeout_ms, request_name(cmd.code)) from None
@@ -360,7 +391,7 @@ class Channel(asyncio.Protocol):
         """
         cmd.flag |= FLAG_ONEWAY
         self.write(cmd)
-        if self._paused:
+        if self.write_paused:
             try:
                 async with asyncio.timeout(timeout_ms / 1000.0):
                     await self._drain()

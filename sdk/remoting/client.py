@@ -203,6 +203,25 @@ class RemotingClient(RequestDispatcher):
             self._channels[addr] = channel
             return channel
 
+    def writable_channel(self, addr: str) -> Channel | None:
+        """The connection to ``addr`` if a frame can be written to it right now (loop thread):
+        open and not under backpressure, proven or not (what a oneway write needs: it waits for
+        no answer); else None."""
+        channel = self._channels.get(addr)
+        if channel is None or channel.closed or channel.write_paused:
+            return None
+        return channel
+
+    def ready_channel(self, addr: str) -> Channel | None:
+        """The connection to ``addr`` if a request can be written to it right now (loop thread):
+        open, not under backpressure (:attr:`Channel.write_paused`) and its peer proven (a
+        plaintext connection that has not yet heard from the server may be refused by a TLS-only
+        one); else None (use :meth:`get_channel` / :meth:`invoke`, which connect and wait)."""
+        channel = self._channels.get(addr)
+        if channel is None or channel.closed or channel.write_paused or _SILENT_PEER in channel.attributes:
+            return None
+        return channel
+
     async def _connect(self, addr: str) -> Channel:
         host, port = parse_addr(addr)
         loop = asyncio.get_running_loop()

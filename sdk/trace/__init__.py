@@ -1,6 +1,8 @@
 """Apache RocketMQ message traces: the record format (:mod:`.codec`), the asynchronous
 dispatcher that writes them to the trace topic (:mod:`.dispatcher`), the producer/consumer hooks
 (:mod:`.hooks`) and reading a message's trace back (:mod:`.view`). See ``docs/message-trace.md``.
+OpenTelemetry spans (optional ``opentelemetry-api``) share :mod:`.otel`: the producers' publish
+spans and the glue the consumers' spans build on.
 """
 
 from .codec import (

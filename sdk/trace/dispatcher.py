@@ -9,6 +9,10 @@ concatenated records, its ``KEYS`` every record's msgId and business keys (so
 producer of group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCE|CONSUME>-<n>`` (instance
 ``PID_CLIENT_INNER_TRACE_PRODUCER_<namesrv>``, 5 s timeout, 128,000-byte limit). A failed send
 is logged, never retried.
+
+The trace producer is the SDK's ``Producer``, which registers itself here when
+``rocketmq_sdk.producer`` is imported (:func:`set_trace_producer_factory`): this package sits below
+the producers and consumers it serves and imports neither.
 """
 
 from __future__ import annotations
@@ -19,15 +23,16 @@ import logging
 import queue
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .codec import TRACE_TOPIC_DEFAULT, TraceRecord, encode_record, record_keys
 
 if TYPE_CHECKING:
     from ..config import ClientConfig
-    from ..producer.producer import Producer
+    from ..protocol.message import Message
 
-__all__ = ["TraceDispatcher", "start_or_none"]
+__all__ = ["TraceDispatcher", "TraceProducer", "set_trace_producer_factory", "start_or_none"]
 
 log = logging.getLogger("rocketmq_sdk.trace")
 
@@ -37,6 +42,28 @@ BATCH_TEXT_LIMIT = MAX_MSG_SIZE - 10000  # TraceDataSegment flush threshold (cha
 POLL_S = 0.1  # pollingTimeMil
 WAIT_S = 0.5  # waitTimeThresholdMil
 _COUNTER = itertools.count(1)  # genGroupNameForTrace's JVM-wide counter
+
+
+class TraceProducer(Protocol):
+    """What the dispatcher needs of its producer (a ``Producer``)."""
+
+    def start(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+    def send_async(self, msg: Message) -> concurrent.futures.Future[Any]: ...
+
+
+#: ``factory(group, **settings)`` → a :class:`TraceProducer` (``settings``: ``ProducerConfig``
+#: keywords); set by ``rocketmq_sdk.producer``.
+_trace_producer_factory: list[Callable[..., TraceProducer]] = []
+
+
+def set_trace_producer_factory(factory: Callable[..., TraceProducer]) -> None:
+    """Make the dispatchers' trace producers with ``factory(group, **settings)``."""
+    _trace_producer_factory[:] = [factory]
+
+
 # the client settings the trace producer inherits (name servers, ACL, TLS)
 _INHERITED = ("namesrv_addr", "access_key", "secret_key", "security_token", "use_tls", "ssl_context",
               "mq_client_api_timeout")
@@ -77,7 +104,7 @@ class TraceDispatcher:
         self._segments: dict[str, _Segment] = {}
         self._pending: set[concurrent.futures.Future] = set()
         self._pending_lock = threading.Lock()
-        self._producer: Producer | None = None
+        self._producer: TraceProducer | None = None
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
         self.discarded = 0  #: records dropped because the queue was full
@@ -88,12 +115,12 @@ class TraceDispatcher:
         """Start the trace producer and the worker thread (idempotent)."""
         if self._thread is not None:
             return
-        from ..producer.producer import Producer
-
+        if not _trace_producer_factory:  # pragma: no cover - importing rocketmq_sdk registers Producer
+            raise RuntimeError("no trace producer factory: import rocketmq_sdk.producer first")
         cfg = self._client_config
         settings = {k: getattr(cfg, k) for k in _INHERITED if getattr(cfg, k, None) is not None}
         ns = cfg.namesrv_addr or ""
-        self._producer = Producer(self.trace_group, instance_name=f"PID_CLIENT_INNER_TRACE_PRODUCER_{ns}",
+        self._producer = _trace_producer_factory[0](self.trace_group, instance_name=f"PID_CLIENT_INNER_TRACE_PRODUCER_{ns}",
                                   send_msg_timeout=5000, max_message_size=MAX_MSG_SIZE, **settings)
         self._producer.start()
         self._thread = threading.Thread(target=self._run, name=f"rocketmq-trace-{self.trace_group}", daemon=True)

@@ -77,8 +77,9 @@ class PubTraceSpan:
             return
         if self._topic.startswith(self._dispatcher.trace_topic):
             return
-        batch = not isinstance(self._msgs, Message)
-        first = self._msgs[0] if batch else self._msgs  # type: ignore[index]
+        msgs = self._msgs
+        batch = not isinstance(msgs, Message)
+        first: Message = msgs if isinstance(msgs, Message) else msgs[0]
         now = int(time.time() * 1000)
         self._dispatcher.append([TraceRecord(
             TraceType.Pub, time_stamp=self._t0, region_id=result.region_id or "DefaultRegion",

@@ -8,20 +8,26 @@ per delivery (``SubBefore`` and ``SubAfter`` paired by ``requestId``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ..protocol.message import MessageExt
 from .codec import TRACE_TOPIC_DEFAULT, TraceRecord, TraceType, decode_trace_text
 
-if TYPE_CHECKING:
-    from ..admin.client import AdminClient
 
-__all__ = ["ConsumeNode", "TraceGraph", "build_trace_graph", "query_trace"]
+class MessageQuery(Protocol):
+    """What :func:`query_trace` needs: an ``AdminClient``'s ``query_message_by_key``."""
+
+    def query_message_by_key(self, topic: str, key: str, *, max_num: int = ...) -> Sequence[MessageExt]: ...
+
+
+__all__ = ["ConsumeNode", "MessageQuery", "TraceGraph", "build_trace_graph", "query_trace"]
 
 UNKNOWN_GROUP = "%UNKNOWN_GROUP%"
 
 
-def query_trace(admin: AdminClient, msg_id: str, trace_topic: str = TRACE_TOPIC_DEFAULT,
+def query_trace(admin: MessageQuery, msg_id: str, trace_topic: str = TRACE_TOPIC_DEFAULT,
                 max_num: int = 64) -> list[TraceRecord]:
     """The trace records of ``msg_id`` (the ``UNIQ_KEY``) in ``trace_topic``, oldest trace
     message first, in record order (QUERY_MESSAGE with key = msgId, as ``queryMsgTraceById``).

@@ -31,7 +31,7 @@ class SilentCluster(ScriptedCluster):
 def paths(monkeypatch):
     """Counts first attempts started without a Task and those that fell back to a coroutine."""
     seen = {"fast": 0, "fallback": 0}
-    start, fallback = async_send.AsyncSend.start, async_send.AsyncSend._fallback
+    start, fallback = async_send.AsyncSend.start, async_send.AsyncSend.fallback
 
     def counted_start(self):
         seen["fast"] += 1
@@ -42,7 +42,7 @@ def paths(monkeypatch):
         return fallback(self)
 
     monkeypatch.setattr(async_send.AsyncSend, "start", counted_start)
-    monkeypatch.setattr(async_send.AsyncSend, "_fallback", counted_fallback)
+    monkeypatch.setattr(async_send.AsyncSend, "fallback", counted_fallback)
     return seen
 
 
@@ -103,7 +103,8 @@ def test_no_answer_times_out_and_leaves_nothing_pending(paths):
             assert time.monotonic() - started < 1.5
             with pytest.raises(RemotingTimeoutError):
                 slow.result(5)
-            channels = list(p.instance.remoting._channels.values())
+            remoting = p.instance.remoting
+            channels = [remoting.ready_channel(addr) for addr in remoting.addresses]
             assert channels and all(ch.pending_count == 0 for ch in channels)
             assert p.wait_for_in_flight(5)
     assert paths == {"fast": 3, "fallback": 0}

@@ -82,7 +82,7 @@ def test_latency_fault_tolerance_avoids_the_failed_broker_for_the_configured_dur
         assert {r.message_queue.broker_name for r in results} == {"broker-a"}
         failed_at = time.monotonic()
         assert rec.addrs[before:].count(b_addr) == 1  # one failed attempt, then avoided
-        item = p._fault.table.items()["broker-b"]
+        item = p.fault_strategy.table.items()["broker-b"]
         assert not item.available
         # once the duration has passed broker-b is tried again (once), then avoided again
         wait_until(lambda: item.available, timeout_s=5, what="broker-b available again")

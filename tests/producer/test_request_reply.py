@@ -13,6 +13,7 @@ import zlib
 import pytest
 from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
 from rocketmq_sdk.admin.client import AdminClient
+from rocketmq_sdk.config import ProducerConfig
 from rocketmq_sdk.exceptions import (
     ClientStateError,
     IllegalArgumentError,
@@ -21,6 +22,7 @@ from rocketmq_sdk.exceptions import (
     TopicNotExistError,
 )
 from rocketmq_sdk.producer import request as rr
+from rocketmq_sdk.producer.prepare import MessagePreparer
 from rocketmq_sdk.protocol.bodies import HeartbeatData
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag, RequestCode, ResponseCode
@@ -164,9 +166,10 @@ def test_shutdown_fails_requests_still_waiting(env, cluster):
     done = threading.Event()
     producer = Producer(unique("rr_short_pg"), cluster.namesrv_addr, instance_name="rr-short")
     producer.start()
+    stored = stored_count(cluster.broker, env["silent"])
     fut = producer.request_async(Message(env["silent"], b"never answered"), 60_000,
                                  callback=lambda reply, error: (errors.append(error), done.set()))
-    wait_until(lambda: env["silent"] in producer._reply_ready_topics(), 10, "request sent")
+    wait_until(lambda: stored_count(cluster.broker, env["silent"]) > stored, 10, "request stored")
     started = time.monotonic()
     producer.shutdown()
     with pytest.raises(ClientStateError, match="shut down"):
@@ -331,8 +334,9 @@ def test_reply_request_matches_the_java_capture():
     request_ext, java_reply = rows[65]["header"]["extFields"], rows[71]
     req = MessageExt(topic=request_ext["b"], body=_body(rows[65]), properties={
         **decode_properties(request_ext["i"]), MC.CLUSTER: "DefaultCluster"})
-    producer = Producer("cap_reply_producer_group", "127.0.0.1:9")  # not started: nothing is sent
-    prepared = producer._prepare(rr.create_reply_message(req, _body(java_reply)))
+    # what Producer("cap_reply_producer_group") prepares (nothing is sent)
+    preparer = MessagePreparer("cap_reply_producer_group", ProducerConfig.from_kwargs(namesrv_addr="127.0.0.1:9"))
+    prepared = preparer.prepare(rr.create_reply_message(req, _body(java_reply)))
     java_ext = java_reply["header"]["extFields"]
     assert prepared.code == java_reply["code"] == RequestCode.SEND_REPLY_MESSAGE_V2
     assert set(prepared.ext) | {"n"} == set(java_ext)  # "n" (broker name) is added per queue
@@ -386,7 +390,7 @@ def test_sdk_completes_the_request_from_the_java_push():
     push = rows[72]
     props = decode_properties(push["header"]["extFields"]["properties"])
     waiter = rr.RequestResponseFuture(props[MC.CORRELATION_ID], "CapRequestTopic", 10_000)
-    rr._register(waiter)
+    rr.register_request(waiter)
     cmd = RemotingCommand.request(push["code"], dict(push["header"]["extFields"]), _body(push))
     resp = rr.receive_reply_message(None, cmd)
     assert resp.code == rows[73]["header"]["code"] == ResponseCode.SUCCESS and not resp.ext_fields

@@ -169,12 +169,12 @@ def test_in_flight_limit_bounds_send_async(cluster):
 
     with Producer(unique("pg"), cluster.namesrv_addr, async_send_max_in_flight=1, send_msg_timeout=200) as p:
         p.send(Message(unique("TopicGate"), b"warm"))
-        p._inflight_slots.acquire()  # as if one send were in flight
+        p.in_flight.acquire()  # as if one send were in flight
         try:
             with pytest.raises(RemotingTimeoutError, match="in flight"):
                 p.send_async(Message(unique("TopicGate"), b"x"))
         finally:
-            p._inflight_slots.release()
+            p.in_flight.release()
         assert p.send_async(Message(unique("TopicGate"), b"y")).result(5).send_status is SendStatus.SEND_OK
 
 

@@ -1,4 +1,4 @@
-"""Send requests rendered from a header template (``rocketmq_sdk.producer.send_request``) are
+"""Send requests rendered from a header template (``rocketmq_sdk.producer.prepare``) are
 byte-identical to the generic ``RemotingCommand`` encoding of the same fields."""
 
 from __future__ import annotations
@@ -6,9 +6,16 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from rocketmq_sdk import Message, Producer
-from rocketmq_sdk.producer.request import REPLY_MESSAGE_FLAG
-from rocketmq_sdk.producer.send_request import SendHeaderTemplate, SendRequest, send_request
+from rocketmq_sdk import Message
+from rocketmq_sdk.config import ProducerConfig
+from rocketmq_sdk.producer.namespace import wrap_namespace
+from rocketmq_sdk.producer.prepare import (
+    REPLY_MESSAGE_FLAG,
+    MessagePreparer,
+    SendHeaderTemplate,
+    SendRequest,
+    send_request,
+)
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import RequestCode
 from rocketmq_sdk.protocol.message import MessageQueue
@@ -37,7 +44,7 @@ def test_template_renders_the_generic_encoders_bytes(code, batch):
         expected = RemotingCommand(code, opaque=cmd.opaque, flag=FLAG_ONEWAY if oneway else 0,
                                    ext_fields=tmpl.ext(*vals), body=body).encode()
         assert cmd.encode() == expected
-        assert cmd._tmpl is tmpl  # encoding did not materialise the fields
+        assert cmd.values == vals  # encoding did not materialise the fields
 
 
 def test_reading_the_fields_turns_it_into_a_plain_command():
@@ -62,10 +69,10 @@ def test_no_template_when_a_constant_field_holds_a_marker():
                               False).pieces is None
 
 
-def _requests(p: Producer, msg: Message | list[Message], mq: MessageQueue) -> tuple[bytes, bytes]:
-    prepared = p._prepare_batch(msg) if isinstance(msg, list) else p._prepare(msg)
-    cmd = p._request_for(prepared, mq, ())
-    plain = p._request_for(prepared, mq, [object()])  # with RPC hooks: the dict path
+def _requests(p: MessagePreparer, msg: Message | list[Message], mq: MessageQueue) -> tuple[bytes, bytes]:
+    prepared = p.prepare_batch(msg) if isinstance(msg, list) else p.prepare(msg)
+    cmd = prepared.request_for(mq, ())
+    plain = prepared.request_for(mq, [object()])  # with RPC hooks: the dict path
     plain.opaque = cmd.opaque
     assert type(plain) is RemotingCommand
     return cmd.encode(), plain.encode()
@@ -73,7 +80,9 @@ def _requests(p: Producer, msg: Message | list[Message], mq: MessageQueue) -> tu
 
 @pytest.mark.parametrize("namespace", [None, "ns1"])
 def test_producer_requests_are_those_of_the_field_dict(namespace):
-    p = Producer("pg_tmpl", "127.0.0.1:9", namespace=namespace)  # not started: nothing is sent
+    # what a Producer("pg_tmpl", namespace=namespace) prepares (nothing is sent)
+    p = MessagePreparer(wrap_namespace(namespace, "pg_tmpl"),
+                        ProducerConfig.from_kwargs(namesrv_addr="127.0.0.1:9", namespace=namespace))
     mq = MessageQueue("TopicT", "broker-a", 3)
     retry = Message("%RETRY%cg", b"r")
     retry.put_property(MC.RECONSUME_TIME, "2")
@@ -88,8 +97,8 @@ def test_producer_requests_are_those_of_the_field_dict(namespace):
     for msg in cases:
         templated, plain = _requests(p, msg, mq)
         assert templated == plain
-    assert p._prepare(retry).head is None  # retry topics carry j/l: no template
-    prepared = p._prepare(Message("TopicT", b"x"))
+    assert p.prepare(retry).head is None  # retry topics carry j/l: no template
+    prepared = p.prepare(Message("TopicT", b"x"))
     assert prepared.head is not None and list(prepared.ext) == list("abcdefghijkm")
 
 
@@ -97,12 +106,12 @@ def test_producer_requests_are_those_of_the_field_dict(namespace):
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from rocketmq_sdk.producer import send_request as send_request_mod  # noqa: E402
+from rocketmq_sdk.producer import prepare as prepare_mod  # noqa: E402
 
 _names = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=10)
 
 
-@pytest.mark.skipif(send_request_mod._c_render is None, reason="C accelerator not built or disabled")
+@pytest.mark.skipif(prepare_mod.c_render is None, reason="C accelerator not built or disabled")
 @settings(max_examples=200, deadline=None)
 @given(group=_names, topic=_names, props=st.text(max_size=30), broker=_names,
        queue=st.integers(0, 999), flag=st.integers(0, 3), body=st.binary(max_size=40), batch=st.booleans())
@@ -112,15 +121,15 @@ def test_c_rendered_frames_equal_the_python_template_and_the_generic_encoder(gro
     if tmpl.pieces is None:
         return
     req = send_request(tmpl, (str(queue), "0", "1700000000000", "0", props, broker), body, oneway=bool(flag & 2))
-    rendered = send_request_mod._c_render(tmpl.pieces, req._vals, req.flag, req.opaque, req.body)
-    saved = send_request_mod._c_render
-    send_request_mod._c_render = None
+    rendered = prepare_mod.c_render(tmpl.pieces, req.values, req.flag, req.opaque, req.body)
+    saved = prepare_mod.c_render
+    prepare_mod.c_render = None
     try:
         python = req.encode()
     except UnicodeEncodeError:
         python = None  # a lone surrogate in the properties: Python raises, C declines
     finally:
-        send_request_mod._c_render = saved
+        prepare_mod.c_render = saved
     assert rendered == python
     if python is not None:
         generic = RemotingCommand(req.code, opaque=req.opaque, flag=req.flag, ext_fields=dict(req.ext_fields),

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 from rocketmq_sdk import Message, MQBrokerError, Producer, SelectMessageQueueByHash
-from rocketmq_sdk.producer import tracing
+from rocketmq_sdk.trace import otel as tracing
 
 from .conftest import unique
 
 
 def test_without_opentelemetry_sends_carry_no_trace_properties(cluster, monkeypatch):
-    monkeypatch.setattr(tracing, "_trace", None)
+    monkeypatch.setattr(tracing, "trace_api", None)
     with Producer(unique("pg"), cluster.namesrv_addr) as p:
         msg = Message(unique("TopicNoTrace"), b"x")
         p.send(msg)

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.timeout(30)
 
 ECHO = 1200
 LATER = 1201
+CLOSE = ECHO + 5  # the processor closes the channel before answering
 
 
 class RecordingTransport(asyncio.Transport):
@@ -68,6 +69,12 @@ def _channel() -> tuple[Channel, RecordingTransport, list]:
         return fut
 
     server.register_processor(LATER, deferred)
+
+    def close_it(c, cmd):
+        c.close()
+        return cmd.response(0, "after close")
+
+    server.register_processor(CLOSE, close_it)
     ch = Channel(server)
     tr = RecordingTransport()
     ch.connection_made(tr)
@@ -134,13 +141,7 @@ def test_a_protocol_error_mid_read_writes_nothing_more():
 def test_a_processor_that_closes_the_channel_stops_the_read():
     async def main():
         ch, tr, _ = _channel()
-
-        def close_it(c, cmd):
-            c.close()
-            return cmd.response(0, "after close")
-
-        ch._dispatcher.register_processor(ECHO + 5, close_it)
-        ch.data_received(_frames(1) + _frames(2, code=ECHO + 5) + _frames(3))
+        ch.data_received(_frames(1) + _frames(2, code=CLOSE) + _frames(3))
         assert [_opaques(w) for w in tr.writes] == [[1]]  # close() flushed the first answer; no more
         await asyncio.sleep(0)
         assert [_opaques(w) for w in tr.writes] == [[1]]

@@ -52,7 +52,7 @@ def _core_dependencies() -> list[str]:
 
 
 def test_core_dependencies_are_what_a_client_needs():
-    assert _core_dependencies() == ["tenacity"]
+    assert _core_dependencies() == []  # the standard library is enough (retries: rocketmq_sdk.retry)
 
 
 def test_the_sdk_imports_with_only_its_core_dependencies():

@@ -194,7 +194,7 @@ def test_end_to_end_send_and_consume_with_uvloop_on_broker_and_client():
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
         with Producer("pg_uvloop", cluster.namesrv_addr, event_loop="uvloop") as producer:
-            assert producer._instance.loop_thread.kind == "uvloop"  # the I/O thread
+            assert producer.instance.loop_thread.kind == "uvloop"  # the I/O thread
             sync_ids = [producer.send(Message(topic, f"s{i}")).msg_id for i in range(10)]
             futures = [producer.send_async(Message(topic, f"a{i}")) for i in range(10)]
             async_ids = [f.result(10).msg_id for f in futures]

@@ -39,12 +39,13 @@ class RecordingProducer:
 
 
 @pytest.fixture
-def recording(monkeypatch):
-    import rocketmq_sdk.producer.producer as producer_module
+def recording():
+    from rocketmq_sdk.producer import Producer
 
     RecordingProducer.instances.clear()
-    monkeypatch.setattr(producer_module, "Producer", RecordingProducer)
-    return RecordingProducer.instances
+    dispatcher.set_trace_producer_factory(RecordingProducer)
+    yield RecordingProducer.instances
+    dispatcher.set_trace_producer_factory(Producer)
 
 
 def pub(msg_id: str, keys: str | None = None, group: str = "g") -> TraceRecord:

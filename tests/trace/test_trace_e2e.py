@@ -104,7 +104,7 @@ def test_oneway_send_has_no_pub_and_custom_topic(cluster) -> None:
                   customized_trace_topic="MyTraceTopic") as producer:
         sync = producer.send(Message(TOPIC, b"a", keys="custom-1"))
         producer.send_oneway(Message(TOPIC, b"b", keys="custom-2"))
-        assert producer._msg_trace is not None and producer._msg_trace.flush(10)
+        assert producer.trace_dispatcher is not None and producer.trace_dispatcher.flush(10)
     with AdminClient(cluster.namesrv_addr) as adm:
         wait_until(lambda: _records(adm, sync.msg_id, "MyTraceTopic"), 15, "the Pub in the custom topic")
         (pub,) = _records(adm, sync.msg_id, "MyTraceTopic")

@@ -1,4 +1,10 @@
-"""OpenTelemetry publish spans of producers (messaging semantic conventions for RocketMQ).
+"""OpenTelemetry glue shared by producers and consumers, and the producers' publish spans
+(messaging semantic conventions for RocketMQ).
+
+This module owns the optional ``opentelemetry-api`` imports (:data:`trace_api` and the others are
+None without it), the tracer name :data:`INSTRUMENTATION` and the once-read
+``OTEL_PYTHON_TRACER_PROVIDER`` flag; ``rocketmq_sdk.consumer.tracing`` builds its receive and
+process spans on them.
 
 Every send gets a PRODUCER span ``"<topic> publish"`` with ``messaging.*`` attributes, and the
 span's context is injected into the message's user properties (``traceparent``/``tracestate``
@@ -16,28 +22,35 @@ from typing import Any
 from ..protocol.codes import MessageConst as MC
 from ..protocol.message import Message, SendResult
 
-__all__ = ["PublishSpan", "publish_span_is_no_op", "start_publish_span", "tracing_available"]
+__all__ = ["ENV_PROVIDER", "INSTRUMENTATION", "PublishSpan", "SpanKind", "Status", "StatusCode", "context_api",
+           "propagate_api", "publish_span_is_no_op", "start_publish_span", "trace_api", "tracing_available"]
 
-log = logging.getLogger("rocketmq_sdk.producer.tracing")
+log = logging.getLogger("rocketmq_sdk.trace.otel")
 
+trace_api: Any
+context_api: Any
+propagate_api: Any
+SpanKind: Any
+Status: Any
+StatusCode: Any
 try:  # optional dependency
-    from opentelemetry import context as _context
-    from opentelemetry import propagate as _propagate
-    from opentelemetry import trace as _trace
-    from opentelemetry.trace import SpanKind as _SpanKind
-    from opentelemetry.trace import Status as _Status
-    from opentelemetry.trace import StatusCode as _StatusCode
+    from opentelemetry import context as context_api
+    from opentelemetry import propagate as propagate_api
+    from opentelemetry import trace as trace_api
+    from opentelemetry.trace import SpanKind, Status, StatusCode
 except ImportError:  # pragma: no cover - depends on the environment
-    _trace = None
+    trace_api = context_api = propagate_api = SpanKind = Status = StatusCode = None
 
-_INSTRUMENTATION = "rocketmq_sdk"
+#: the tracer name of the SDK's spans
+INSTRUMENTATION = "rocketmq_sdk"
 
 # The no-op case (API installed, no provider configured, nothing in the current context) is
 # detected without ``get_tracer`` (whose ``get_tracer_provider`` reads ``os.environ`` on every
 # call: ~4 µs per send with the span start and ``inject``); see :func:`_nothing_to_do`.
 _UNSET = object()
-_ORIG_GET_TRACER = _trace.get_tracer if _trace is not None else None
-_ENV_PROVIDER: list[bool] = []  # [OTEL_PYTHON_TRACER_PROVIDER set], read once
+_ORIG_GET_TRACER = trace_api.get_tracer if trace_api is not None else None
+#: ``[OTEL_PYTHON_TRACER_PROVIDER is set]``, filled when first needed (the environment is read once)
+ENV_PROVIDER: list[bool] = []
 _QUIET_PROPAGATORS: dict[int, tuple[Any, bool]] = {}  # id -> (propagator, injects nothing from {})
 
 
@@ -62,18 +75,18 @@ def _nothing_to_do() -> bool:
     ``OTEL_PYTHON_TRACER_PROVIDER``, read once) or a ``NoOpTracerProvider``, an empty current
     context (no span, no baggage) and the default propagators. Checked on every send, so a
     provider configured later is used from the next send on."""
-    if _trace.get_tracer is not _ORIG_GET_TRACER:
+    if trace_api.get_tracer is not _ORIG_GET_TRACER:
         return False
-    provider = getattr(_trace, "_TRACER_PROVIDER", _UNSET)
-    if provider is not None and type(provider) is not _trace.NoOpTracerProvider:
+    provider = getattr(trace_api, "_TRACER_PROVIDER", _UNSET)
+    if provider is not None and type(provider) is not trace_api.NoOpTracerProvider:
         return False
-    if not _ENV_PROVIDER:
+    if not ENV_PROVIDER:
         import os
 
-        _ENV_PROVIDER.append("OTEL_PYTHON_TRACER_PROVIDER" in os.environ)
-    if _ENV_PROVIDER[0] or _context.get_current():
+        ENV_PROVIDER.append("OTEL_PYTHON_TRACER_PROVIDER" in os.environ)
+    if ENV_PROVIDER[0] or context_api.get_current():
         return False
-    prop = _propagate.get_global_textmap()
+    prop = propagate_api.get_global_textmap()
     known = _QUIET_PROPAGATORS.get(id(prop))
     if known is None or known[0] is not prop:
         if len(_QUIET_PROPAGATORS) > 64:
@@ -84,13 +97,13 @@ def _nothing_to_do() -> bool:
 
 def tracing_available() -> bool:
     """True when ``opentelemetry-api`` is importable."""
-    return _trace is not None
+    return trace_api is not None
 
 
 def publish_span_is_no_op() -> bool:
     """True when :func:`start_publish_span` would return None at once (no ``opentelemetry-api``,
     or the no-op case of :func:`_nothing_to_do`); callers skip building its arguments."""
-    if _trace is None:
+    if trace_api is None:
         return True
     try:
         return _nothing_to_do()
@@ -134,7 +147,7 @@ class PublishSpan:
                         span.set_attribute("messaging.rocketmq.queue_offset", result.queue_offset)
                 if error is not None:
                     span.record_exception(error)
-                    span.set_status(_Status(_StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+                    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         finally:
             span.end()
 
@@ -157,7 +170,7 @@ def start_publish_span(msgs: Message | Sequence[Message], topic: str, group: str
         the span, or None when OpenTelemetry is not installed or the span would be a no-op
         (no tracer provider configured and nothing to propagate).
     """
-    if _trace is None:
+    if trace_api is None:
         return None
     try:
         if _nothing_to_do():
@@ -165,11 +178,11 @@ def start_publish_span(msgs: Message | Sequence[Message], topic: str, group: str
     except Exception:  # tracing must never break a send
         log.debug("checking the tracer provider failed", exc_info=True)
     batch = not isinstance(msgs, Message)
-    msg_list: Sequence[Message] = msgs if batch else [msgs]  # type: ignore[assignment]
+    msg_list: Sequence[Message] = [msgs] if isinstance(msgs, Message) else msgs
     first = msg_list[0]
     try:
-        tracer = _trace.get_tracer(_INSTRUMENTATION)
-        span = tracer.start_span(f"{topic} publish", kind=_SpanKind.PRODUCER)
+        tracer = trace_api.get_tracer(INSTRUMENTATION)
+        span = tracer.start_span(f"{topic} publish", kind=SpanKind.PRODUCER)
         if span.is_recording():
             attrs: dict[str, Any] = {
                 "messaging.system": "rocketmq",
@@ -195,9 +208,9 @@ def start_publish_span(msgs: Message | Sequence[Message], topic: str, group: str
                 if first.delay_time_level:
                     attrs["messaging.rocketmq.message.delay_time_level"] = first.delay_time_level
             span.set_attributes(attrs)
-        ctx = _trace.set_span_in_context(span)
+        ctx = trace_api.set_span_in_context(span)
         for m in msg_list:
-            _propagate.inject(m.properties, context=ctx)
+            propagate_api.inject(m.properties, context=ctx)
         return PublishSpan(span)
     except Exception:  # tracing must never break a send
         log.debug("starting the publish span failed", exc_info=True)
