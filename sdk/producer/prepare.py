@@ -148,7 +148,7 @@ class SendRequest(RemotingCommand):
         else None."""
         return self._vals if self._tmpl is not None else None
 
-    @property  # type: ignore[override]
+    @property
     def ext_fields(self) -> dict[str, str]:
         tmpl = self._tmpl
         if tmpl is not None:  # first read: the dict from now on (a hook may change it)

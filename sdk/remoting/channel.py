@@ -236,7 +236,7 @@ class Channel(asyncio.Protocol):
         self.local_addr = _fmt_addr(transport.get_extra_info("sockname"))
         self._dispatcher._channel_opened(self)
 
-    def data_received(self, data: bytes | memoryview) -> None:  # type: ignore[override]
+    def data_received(self, data: bytes | memoryview) -> None:
         """Split ``data`` into frames and handle them; what the handlers write meanwhile goes out
         in one socket write at the end (no loop callback for a request answered inline)."""
         self.last_active = _monotonic()

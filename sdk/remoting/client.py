@@ -122,7 +122,7 @@ def _watch_first_byte(channel: Channel) -> None:
     TLS-only server sees the connection closed without a single byte."""
     channel.attributes[_SILENT_PEER] = True
 
-    def first(data: bytes) -> None:
+    def first(data: bytes | memoryview) -> None:
         if channel.__dict__.pop("data_received", None) is not None:
             channel.attributes.pop(_SILENT_PEER, None)
             _rebind_protocol(channel)
