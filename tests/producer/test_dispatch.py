@@ -41,8 +41,10 @@ def _dispatcher(**config) -> SendDispatcher:
     return SendDispatcher(ProducerConfig.from_kwargs(namesrv_addr="127.0.0.1:9", **config))
 
 
-def _run(d: SendDispatcher, script: Script, *, asyncio_loop: bool, attempts: int = 0, avoid: str | None = None):
-    info = TopicPublishInfo("T", QUEUES)
+def _run(d: SendDispatcher, script: Script, *, asyncio_loop: bool, attempts: int = 0, avoid: str | None = None,
+         info: TopicPublishInfo | None = None):
+    if info is None:
+        info = TopicPublishInfo("T", QUEUES)  # its round robin starts at a random queue, as Java's
     deadline = time.monotonic() + 3
     if not asyncio_loop:
         return d.send_blocking(info, d.policy, script, None, deadline, 3000)
@@ -100,11 +102,12 @@ def test_failures_teach_the_latency_fault_tolerance():
     d = _dispatcher(send_latency_fault_enable=True)
     down = RemotingConnectError("127.0.0.1:1")
     script = Script(broker_a=[down], broker_b=[SendStatus.SEND_OK] * 20)
+    info = TopicPublishInfo("T", QUEUES)  # one route: its round robin goes on from send to send
     for _ in range(4):  # round robin over a0, a1, b0, b1: one of these sends starts on broker-a
-        _run(d, script, asyncio_loop=False)
+        _run(d, script, asyncio_loop=False, info=info)
     assert script.tried.count("broker-a") == 1
     for _ in range(8):
-        _run(d, script, asyncio_loop=False)
+        _run(d, script, asyncio_loop=False, info=info)
     assert script.tried.count("broker-a") == 1  # isolated after its failure: not tried again
     assert not d.fault.table.items()["broker-a"].available
     assert d.fault.table.items()["broker-b"].available
