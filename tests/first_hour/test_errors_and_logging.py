@@ -70,7 +70,8 @@ def server() -> Iterator[type[OneShotServer]]:
 
 
 def _send(addr: str, **config) -> BaseException:
-    with Producer("first_hour_pg", addr, mq_client_api_timeout=1500, send_msg_timeout=3000, **config) as p:
+    config = {"mq_client_api_timeout": 1500, "send_msg_timeout": 3000, **config}
+    with Producer("first_hour_pg", addr, **config) as p:
         with pytest.raises(Exception) as info:
             p.send(Message("orders", b"x"))
     return info.value
@@ -106,7 +107,9 @@ def test_tls_bytes_are_named_as_such():
 
 def test_timeout_names_the_operation(server):
     silent = server(None)
-    exc = _send(silent.addr)
+    # two route lookups (the topic's, then the default topic's) of 1.5 s each: the send's own
+    # bound (send_msg_timeout + 1 s) must not race them on a loaded machine
+    exc = _send(silent.addr, send_msg_timeout=8000)
     assert isinstance(exc, RemotingTimeoutError)
     assert str(exc).startswith(f"get route of topic orders from name server {silent.addr}: no answer within")
     assert "GET_ROUTEINFO_BY_TOPIC (105)" in str(exc)
