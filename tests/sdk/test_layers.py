@@ -1,0 +1,73 @@
+"""The SDK's layers point one way (docs/architecture.md): a package imports only from itself, the
+layers below it and the shared top-level modules. Imports under ``if TYPE_CHECKING:`` do not count
+(they never run)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SDK = Path(__file__).resolve().parents[2] / "sdk"
+
+# every sdk/ package, the sdk/ packages (and top-level modules) it may import at run time
+SHARED = {"exceptions", "properties", "config", "config_types", "retry", "lifecycle", "aio", "_speedups",
+          "_version"}
+ALLOWED = {
+    "protocol": {"exceptions", "properties", "_speedups"},
+    "remoting": {"protocol", "exceptions", "properties", "_speedups"},
+    "client": {"protocol", "remoting"} | SHARED,
+    "trace": {"protocol", "remoting", "client"} | SHARED,
+    "producer": {"protocol", "remoting", "client", "trace"} | SHARED,
+    "consumer": {"protocol", "remoting", "client", "trace"} | SHARED,
+    "admin": {"protocol", "remoting", "client"} | SHARED,
+}
+
+
+def _runtime_imports(path: Path, package: str) -> set[str]:
+    """The first component under rocketmq_sdk of every import of ``path`` that can run."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.ImportFrom):
+                mod = child.module or ""
+                if child.level == 0:
+                    if mod.startswith("rocketmq_sdk."):
+                        found.add(mod.split(".")[1])
+                elif child.level == 1:
+                    found.add(package)
+                elif child.level == 2:
+                    found.update([mod.split(".")[0]] if mod else [a.name for a in child.names])
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.startswith("rocketmq_sdk."):
+                        found.add(alias.name.split(".")[1])
+            visit(child)
+
+    visit(tree)
+    found.discard(package)
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_a_layer_imports_only_what_lies_below_it(package):
+    wrong = {}
+    for path in sorted((SDK / package).glob("*.py")):
+        bad = _runtime_imports(path, package) - ALLOWED[package]
+        if bad:
+            wrong[path.name] = sorted(bad)
+    assert not wrong, f"sdk/{package} imports upward: {wrong}"
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    bad = tmp_path / "m.py"
+    bad.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..producer import Producer\n"
+                   "def f():\n    from ..producer.dispatch import SendDispatcher\n    from .. import consumer\n")
+    assert _runtime_imports(bad, "client") == {"producer", "consumer"}
