@@ -164,7 +164,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         try:
             commit_offsets(self.options.name_server, group, changed)
-        except MQError as exc:  # the group's offsets are a view of the checkpoint: retried next trigger
+        except (MQError, TimeoutError) as exc:  # a view of the checkpoint: made again at the next trigger
             logger.warning("rocketmq stream: commit to consumer group %s failed (retried at the next trigger): %s",
                            group, exc)
             return

@@ -123,3 +123,22 @@ def test_two_readers_of_one_commit_group_in_one_process_both_commit(cluster, top
     finally:
         first.stop()
         second.stop()
+
+
+def test_a_failed_commit_is_logged_and_made_again_at_the_next_trigger(cluster, topic, caplog):
+    name, broker = topic
+    group = f"spark_retry_{uuid.uuid4().hex[:6]}"
+    queues = [MessageQueue(name, broker, q) for q in range(2)]
+    reader = stream_reader(cluster, name, group)
+    reader.options = ReadOptions.parse({"nameServer": "127.0.0.1:1", "topic": name, "commitGroup": group},
+                                       streaming=True)  # no name server there: the commit fails
+    try:
+        with caplog.at_level("WARNING", logger="rocketmq_sdk.integrations.spark"):
+            reader.commit(offsets_to_json({queues[0]: 2, queues[1]: 2}))  # does not fail the query
+        assert any(f"commit to consumer group {group} failed" in r.getMessage() for r in caplog.records)
+        reader.options = ReadOptions.parse({"nameServer": cluster.namesrv_addr, "topic": name,
+                                            "commitGroup": group}, streaming=True)
+        reader.commit(offsets_to_json({queues[0]: 2, queues[1]: 2}))  # the same end, Spark's next trigger
+        assert broker_offsets(cluster, group, queues) == [2, 2]
+    finally:
+        reader.stop()
