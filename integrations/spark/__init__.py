@@ -9,11 +9,16 @@ read topics back, in batch and Structured Streaming queries.
 
 Writes use one producer per Python worker process, reused across partitions
 (:mod:`.producers`), and a :class:`RowMessageMapper` describing how a row becomes a message.
+``ROCKETMQ_SPARK_LOG_FILE`` collects the SDK's log records of Spark's Python processes
+(:mod:`.process_log`).
 """
 
 from .mapping import FieldTemplate, RowMessageMapper, row_as_dict, row_to_json
+from .process_log import log_to_file_from_env
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerCache, ProducerSpec, get_producer, shutdown_producers
 from .writer import WriteProgress, WriteResult, send_rows, write_dataframe
+
+log_to_file_from_env()  # ROCKETMQ_SPARK_LOG_FILE, for Spark's Python processes (docs/spark.md)
 
 
 def register_data_source(spark: object) -> None:

@@ -4,7 +4,8 @@ The executors' read tasks pull with a ``rocketmq_sdk.PullConsumer`` kept in the 
 per-process cache as the writer's producers (:class:`.producers.ProducerCache`: created on the
 first task a worker runs, reused by later ones, never reused across ``fork``). Pulls name the
 source's reader group but never commit (PULL_MESSAGE with the commit flag off), so no group's
-offsets move; :func:`commit_offsets` is the only place that writes a group's offsets.
+offsets move; :func:`commit_offsets` is the only place that writes a group's offsets (each one
+acknowledged by the broker before it returns, see :class:`GroupCommitter`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -39,47 +41,91 @@ def get_pull_consumer(name_server: str, group: str) -> Any:
     return _cache.get(ProducerSpec.create(name_server, group))
 
 
-def start_commit_consumer(name_server: str, group: str, topics: Iterable[str], **config: Any) -> Any:
-    """A started ``PullConsumer`` of ``group`` that announces ``topics`` in its heartbeats (Java
-    ``DefaultMQPullConsumer.setRegisterTopics``): the brokers then list the group as a
-    clustering consumer of them and create its retry topic, whose route is how
-    ``consumerProgress`` finds the group.
-
-    Args:
-        config: more ``ConsumerConfig`` settings (e.g. ``persist_consumer_offset_interval``).
-    """
-    from rocketmq_sdk import PullConsumer
-    from rocketmq_sdk.protocol.bodies import SubscriptionData
-
-    consumer = PullConsumer(group, name_server, **config)
-    for topic in sorted(set(topics)):
-        consumer.subscriptions.setdefault(topic, SubscriptionData.build(topic, "*", 0))
-    consumer.start()
-    return consumer
-
-
-def commit_offsets(name_server: str, group: str, offsets: Mapping[MessageQueue, int],
-                   consumer: Any = None) -> None:
-    """Store ``offsets`` (the next offset to consume, per queue) as ``group``'s consumer offsets
-    on the brokers (UPDATE_CONSUMER_OFFSET), so ``rocketmq-admin consumerProgress`` shows them.
-
-    With ``consumer`` (a started ``PullConsumer`` of ``group``) the offsets go to its offset
-    store, persisted every ``persist_consumer_offset_interval`` ms and at its shutdown; without,
-    a consumer is started, given the offsets and shut down, which persists them before
-    returning.
+def announce_group(name_server: str, group: str, topics: Iterable[str]) -> None:
+    """Make the brokers know ``group`` as a clustering consumer of ``topics``: a ``PullConsumer``
+    that announces them in its heartbeat (Java ``DefaultMQPullConsumer.setRegisterTopics``) is
+    started and shut down. The brokers then create the group's retry topic, whose route is how
+    ``consumerProgress`` finds the group. Its offset store is empty, so its shutdown writes no
+    offset.
 
     Raises:
         MQClientError / RemotingError: the consumer could not start (no name server).
     """
+    from rocketmq_sdk import PullConsumer
+    from rocketmq_sdk.protocol.bodies import SubscriptionData
+
+    consumer = PullConsumer(group, name_server)
+    for topic in sorted(set(topics)):
+        consumer.subscriptions.setdefault(topic, SubscriptionData.build(topic, "*", 0))
+    consumer.start()
+    consumer.shutdown()
+
+
+class GroupCommitter:
+    """Writes one consumer group's offsets on the brokers, each acknowledged before
+    :meth:`commit` returns (UPDATE_CONSUMER_OFFSET through an ``AdminClient``, as Java
+    ``MQAdminExt.updateConsumeOffset``).
+
+    Acknowledged, not buffered: Spark ends the Python process of a streaming source with
+    SIGTERM when its query stops (``PythonStreamingSourceRunner.stop`` destroys the process), so
+    neither the reader's ``stop()`` nor ``atexit`` runs there; a consumer's offset store, which
+    persists every few seconds and at shutdown, would lose the commits made since its last
+    persist. The group is announced once per topic and process (:func:`announce_group`).
+
+    Args:
+        spec: the name server (``namesrv_addr``) and the group (``group``).
+    """
+
+    def __init__(self, spec: ProducerSpec) -> None:
+        self.name_server = spec.namesrv_addr
+        self.group = spec.group
+        self._admin: Any = None
+        self._announced: set[str] = set()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        from rocketmq_sdk.admin.client import AdminClient
+
+        self._admin = AdminClient(self.name_server)
+
+    def shutdown(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+    def commit(self, offsets: Mapping[MessageQueue, int]) -> None:
+        """Store ``offsets`` (the next offset to consume, per queue) as the group's offsets.
+
+        Raises:
+            MQClientError / MQBrokerError / RemotingError: an offset was not stored (the
+                offsets before it in queue order were).
+        """
+        with self._lock:
+            topics = {mq.topic for mq in offsets} - self._announced
+            if topics:
+                announce_group(self.name_server, self.group, topics)
+                self._announced |= topics
+            for mq in sorted(offsets):
+                self._admin.update_consume_offset(self.group, mq, offsets[mq])
+
+
+_committers = ProducerCache(GroupCommitter)
+atexit.register(_committers.shutdown_all)
+os.register_at_fork(after_in_child=_committers._after_fork_in_child)
+
+
+def commit_offsets(name_server: str, group: str, offsets: Mapping[MessageQueue, int]) -> None:
+    """Store ``offsets`` (the next offset to consume, per queue) as ``group``'s consumer offsets
+    on the brokers, so ``rocketmq-admin consumerProgress`` shows them; every offset is
+    acknowledged by its broker before this returns (:class:`GroupCommitter`, one per name
+    server and group in this process).
+
+    Raises:
+        MQClientError / MQBrokerError / RemotingError: no name server, no broker of a queue, or
+            the broker refused.
+    """
     if not offsets:
         return
-    own = consumer is None
-    if own:
-        consumer = start_commit_consumer(name_server, group, {mq.topic for mq in offsets})
-    try:
-        for mq, offset in offsets.items():
-            consumer.update_consume_offset(mq, offset)
-    finally:
-        if own:
-            consumer.shutdown()
-    logger.info("committed offsets of %d queues to consumer group %s", len(offsets), group)
+    _committers.get(ProducerSpec.create(name_server, group)).commit(offsets)
+    logger.info("committed offsets to consumer group %s: %s", group,
+                ", ".join(f"{mq.topic} {mq.broker_name}/{mq.queue_id}={offsets[mq]}" for mq in sorted(offsets)))

@@ -11,13 +11,16 @@ reads each message once. The reader itself keeps no position; it only looks offs
   capped by ``maxMessagesPerTrigger`` (``ReadMaxRows``, Spark ≥ 4.2's admission control for
   Python sources), spread over the queues in proportion to their backlog;
 - ``Trigger.AvailableNow``: the max offsets at the query's start are the target;
-- with ``commitGroup``, processed positions become that group's consumer offsets (persisted
-  within a second, and at the query's stop), so ``consumerProgress`` shows the query's lag.
-  Spark tells a source that a batch is done only when it plans the next one (``commit(end)``,
-  and the ``start`` of ``latestOffset(start, limit)``, both committed here), so the group
-  trails the checkpoint by the last micro-batch: a query that stops leaves it at the start of
-  its last batch, and the query's next run commits the rest at its first trigger. The group's
-  offsets thus never run ahead of what the sink has committed.
+- with ``commitGroup``, processed positions become that group's consumer offsets, each
+  acknowledged by its broker before Spark gets the answer (Spark ends this process with
+  SIGTERM when the query stops: nothing may wait for a later persist), so ``consumerProgress``
+  shows the query's lag. Spark tells a source that a batch is done only when it plans the next
+  trigger (``commit(end)``, and the ``start`` of ``latestOffset(start, limit)``, both committed
+  here), so the group trails the checkpoint by at most the batch in progress: an AvailableNow
+  query plans once more after its last batch (and finds nothing left), so the group is at its
+  end when it finishes; a query stopped during a batch, or between triggers, leaves the group
+  at the start of its last batch, and its next run commits the rest at its first trigger. The
+  group's offsets thus never run ahead of what the sink has committed.
 """
 
 from __future__ import annotations
@@ -28,10 +31,10 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.types import StructType
-from rocketmq_sdk.exceptions import IllegalArgumentError
+from rocketmq_sdk.exceptions import IllegalArgumentError, MQError
 from rocketmq_sdk.protocol.message import MessageQueue
 
-from .consumers import commit_offsets, start_commit_consumer
+from .consumers import commit_offsets
 from .offsets import QueueOffsets, QueueRange, plan_ranges
 from .read_options import ReadOptions, offsets_from_json, offsets_to_json
 from .reader import lookup_consumer, read_range
@@ -91,9 +94,9 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self.schema = schema
         self._consumer: Any = None
-        self._commit_consumer: Any = None
         self._target: dict[MessageQueue, int] | None = None
         self._latest: dict[MessageQueue, int] | None = None
+        self._committed: dict[MessageQueue, int] = {}
 
     def _lookups(self) -> QueueOffsets:
         if self._consumer is None:
@@ -156,16 +159,23 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         group = self.options.commit_group
         if not group:
             return
-        if self._commit_consumer is None:
-            self._commit_consumer = start_commit_consumer(self.options.name_server, group, self.options.topics,
-                                                          persist_consumer_offset_interval=1000)
-        commit_offsets(self.options.name_server, group, offsets, consumer=self._commit_consumer)
+        changed = {mq: offset for mq, offset in offsets.items() if self._committed.get(mq) != offset}
+        if not changed:  # Spark's commit(end) repeats the start of latestOffset(start, limit)
+            return
+        try:
+            commit_offsets(self.options.name_server, group, changed)
+        except (MQError, TimeoutError) as exc:  # a view of the checkpoint: made again at the next trigger
+            logger.warning("rocketmq stream: commit to consumer group %s failed (retried at the next trigger): %s",
+                           group, exc)
+            return
+        self._committed.update(changed)
 
     def stop(self) -> None:
-        for consumer in (self._commit_consumer, self._consumer):
-            if consumer is not None:
-                try:
-                    consumer.shutdown()  # the commit consumer persists its offsets here
-                except Exception:  # noqa: BLE001 - stopping anyway
-                    logger.warning("rocketmq stream: consumer shutdown failed", exc_info=True)
-        self._commit_consumer = self._consumer = None
+        # Spark usually ends this process with SIGTERM instead (nothing is lost: commits are
+        # acknowledged by the brokers before commit() / latestOffset() return)
+        if self._consumer is not None:
+            try:
+                self._consumer.shutdown()
+            except Exception:  # noqa: BLE001 - stopping anyway
+                logger.warning("rocketmq stream: consumer shutdown failed", exc_info=True)
+        self._consumer = None
