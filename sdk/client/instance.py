@@ -42,29 +42,37 @@ MISSING_ROUTE_FIRST_RETRY_MS = 1_000
 
 
 class ProducerInner(Protocol):
-    """What the instance needs from a producer."""
+    """What the instance needs from a producer (Java's ``MQProducerInner``).
+
+    Called by the client instance only (route refresh on its loop); applications never need them,
+    and the API reference leaves them out."""
 
     group: str
 
-    def _publish_topics(self) -> list[str]: ...
+    def publish_topic_list(self) -> list[str]: ...
 
-    def _update_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
+    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
 
 
 class ConsumerInner(Protocol):
-    """What the instance needs from a consumer."""
+    """What the instance needs from a consumer (Java's ``MQConsumerInner``: ``doRebalance``,
+    ``persistConsumerOffset``, ``updateTopicSubscribeInfo``...).
+
+    Called by the client instance only (heartbeats, route refresh, the rebalance and offset-persist
+    timers, GET_CONSUMER_RUNNING_INFO), on its I/O loop; applications never need them, and the API
+    reference leaves them out."""
 
     group: str
 
-    def _consumer_data(self) -> ConsumerData: ...
+    def consumer_data(self) -> ConsumerData: ...
 
-    def _subscribed_topics(self) -> list[str]: ...
+    def subscribed_topics(self) -> list[str]: ...
 
-    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None: ...
+    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None: ...
 
-    async def _do_rebalance(self) -> None: ...
+    async def do_rebalance(self) -> None: ...
 
-    async def _persist_offsets(self) -> None: ...
+    async def persist_consumer_offset(self) -> None: ...
 
 
 class MQClientInstance:
@@ -274,7 +282,7 @@ class MQClientInstance:
         for the next periodic route refresh (30 s). One INFO line per topic."""
         if topic in self._missing_routes or self._closed or not self._started:
             return
-        if not any(topic in c._subscribed_topics() for c in self.consumers.values()):
+        if not any(topic in c.subscribed_topics() for c in self.consumers.values()):
             return
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # created by the broker on the first heartbeat
             log.info("topic %s has no route yet; looking again soon", topic)
@@ -287,7 +295,7 @@ class MQClientInstance:
         try:
             while not self._closed:
                 await asyncio.sleep(delay_s)
-                if not any(topic in c._subscribed_topics() for c in self.consumers.values()):
+                if not any(topic in c.subscribed_topics() for c in self.consumers.values()):
                     return
                 try:
                     route = await self.api.get_topic_route(topic)
@@ -314,14 +322,14 @@ class MQClientInstance:
         self.routes[topic] = route
         info: TopicPublishInfo | None = None
         for producer in self.producers.values():
-            if topic in producer._publish_topics():
+            if topic in producer.publish_topic_list():
                 info = info or publish_info_from_route(topic, route)
-                producer._update_publish_info(topic, info)
+                producer.update_topic_publish_info(topic, info)
         mqs: list[MessageQueue] | None = None
         for consumer in self.consumers.values():
-            if topic in consumer._subscribed_topics():
+            if topic in consumer.subscribed_topics():
                 mqs = mqs if mqs is not None else subscribe_queues_from_route(topic, route)
-                consumer._update_subscribe_info(topic, mqs)
+                consumer.update_topic_subscribe_info(topic, mqs)
 
     async def announce_producer(self, default_topic: str) -> None:
         """Learn the brokers serving ``default_topic`` (TBW102) and heartbeat them, as a Java
@@ -342,8 +350,8 @@ class MQClientInstance:
 
     async def update_all_routes(self) -> None:
         """Refresh the route of every topic used by a producer or consumer of this instance."""
-        topics = {t for p in self.producers.values() for t in p._publish_topics()}
-        topics.update(t for c in self.consumers.values() for t in c._subscribed_topics())
+        topics = {t for p in self.producers.values() for t in p.publish_topic_list()}
+        topics.update(t for c in self.consumers.values() for t in c.subscribed_topics())
         for topic in sorted(topics):
             try:
                 await self.update_topic_route(topic)
@@ -386,7 +394,7 @@ class MQClientInstance:
 
     def heartbeat_data(self) -> HeartbeatData:
         return HeartbeatData(self.client_id, sorted(self.producers),
-                             [c._consumer_data() for c in self.consumers.values()])
+                             [c.consumer_data() for c in self.consumers.values()])
 
     def _heartbeat_soon(self) -> None:
         """Heartbeat now (in a task) because a broker was first learned: a consumer that only
@@ -427,7 +435,7 @@ class MQClientInstance:
     async def rebalance_all(self) -> None:
         for consumer in list(self.consumers.values()):
             try:
-                await consumer._do_rebalance()
+                await consumer.do_rebalance()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -440,12 +448,12 @@ class MQClientInstance:
 
     async def persist_all_offsets(self) -> None:
         for consumer in list(self.consumers.values()):
-            await consumer._persist_offsets()
+            await consumer.persist_consumer_offset()
 
     async def _on_get_running_info(self, channel: Any, cmd: RemotingCommand) -> RemotingCommand:
         group = cmd.ext_fields.get("consumerGroup", "")
         consumer = self.consumers.get(group)
-        info = getattr(consumer, "_running_info", None)
+        info = getattr(consumer, "consumer_running_info", None)
         if info is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
         return cmd.response(ResponseCode.SUCCESS, body=info().to_json())

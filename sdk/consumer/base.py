@@ -152,7 +152,7 @@ class ConsumerBase(AsyncLifecycle):
             await inst.update_topic_route(topic)
             await inst.send_heartbeat_to_all()
             if wait_rebalance:
-                await self._do_rebalance()
+                await self.do_rebalance()
             else:
                 inst.wakeup_rebalance()
         self.instance.run(announce(), self._timeout_s())
@@ -170,7 +170,7 @@ class ConsumerBase(AsyncLifecycle):
         """On the loop: the client instance, routes, heartbeat (subclasses add rebalancing)."""
         inst = self.instance
         await inst.start()
-        for topic in self._subscribed_topics():
+        for topic in self.subscribed_topics():
             try:
                 await inst.update_topic_route(topic)
             except MQError as exc:
@@ -212,18 +212,18 @@ class ConsumerBase(AsyncLifecycle):
 
     # -------------------------------------------------------------- ConsumerInner (the client instance calls these)
 
-    def _consumer_data(self) -> ConsumerData:
+    def consumer_data(self) -> ConsumerData:
         raise NotImplementedError
 
-    def _subscribed_topics(self) -> list[str]:
+    def subscribed_topics(self) -> list[str]:
         return []
 
-    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
         """A subscribed topic's read queues changed (route update)."""
 
-    async def _do_rebalance(self) -> None:
+    async def do_rebalance(self) -> None:
         """Rebalance now (the instance's timer and NOTIFY_CONSUMER_IDS_CHANGED)."""
 
-    async def _persist_offsets(self) -> None:
+    async def persist_consumer_offset(self) -> None:
         if self.running and self._offset_store is not None:
             await self._offset_store.persist_all(self._offset_queues())

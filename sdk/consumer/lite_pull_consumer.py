@@ -230,11 +230,11 @@ class LitePullConsumer(ActiveConsumerBase):
 
     # -------------------------------------------------------------- rebalancer hooks
 
-    async def _do_rebalance(self) -> None:
+    async def do_rebalance(self) -> None:
         if self.running and self._mode == "subscribe":
             await self._rebalancer.do_rebalance()
 
-    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
         self._rebalancer.topic_queues[topic] = mqs
 
     def _start_pulling(self, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:

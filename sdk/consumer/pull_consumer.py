@@ -56,11 +56,11 @@ class ActiveConsumerBase(ConsumerBase):
 
     # -------------------------------------------------------------- ConsumerInner
 
-    def _consumer_data(self) -> ConsumerData:
+    def consumer_data(self) -> ConsumerData:
         return ConsumerData(self.group, self.consume_type, self.config.message_model,
                             self.config.consume_from_where, list(self.subscriptions.values()))
 
-    def _subscribed_topics(self) -> list[str]:
+    def subscribed_topics(self) -> list[str]:
         return list(self.subscriptions)
 
     # -------------------------------------------------------------- look-ups

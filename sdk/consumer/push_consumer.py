@@ -292,7 +292,7 @@ class PushConsumer(ConsumerBase):
         inst = self.instance
         await self._check_client_in_broker()
         await inst.send_heartbeat_to_all()
-        await self._do_rebalance()
+        await self.do_rebalance()
         loop = asyncio.get_running_loop()
         if self._needs_queue_locks:
             self._lock_task = loop.create_task(self._renew_locks())
@@ -387,21 +387,21 @@ class PushConsumer(ConsumerBase):
 
     # -------------------------------------------------------------- ConsumerInner (loop side)
 
-    def _consumer_data(self) -> ConsumerData:
+    def consumer_data(self) -> ConsumerData:
         return ConsumerData(self.group, ConsumeType.CONSUME_PASSIVELY, self.config.message_model,
                             self.config.consume_from_where, list(self._rebalancer.subscriptions.values()))
 
-    def _subscribed_topics(self) -> list[str]:
+    def subscribed_topics(self) -> list[str]:
         return list(self._rebalancer.subscriptions)
 
-    def _update_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
+    def update_topic_subscribe_info(self, topic: str, mqs: list[MessageQueue]) -> None:
         self._rebalancer.topic_queues[topic] = mqs
 
-    def _running_info(self) -> ConsumerRunningInfo:
+    def consumer_running_info(self) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO answer (settings, subscriptions, owned queues)."""
         return build_running_info(self)
 
-    async def _do_rebalance(self) -> None:
+    async def do_rebalance(self) -> None:
         if self.running:
             await self._rebalancer.do_rebalance()
 

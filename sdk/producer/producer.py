@@ -210,10 +210,10 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
 
     # -------------------------------------------------------------- ProducerInner (instance side)
 
-    def _publish_topics(self) -> list[str]:
+    def publish_topic_list(self) -> list[str]:
         return list(self._dispatcher.publish)
 
-    def _update_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
+    def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
         self._dispatcher.update_route(topic, info)
 
     # -------------------------------------------------------------- public sends

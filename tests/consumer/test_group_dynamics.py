@@ -142,7 +142,7 @@ def test_orderly_locks_are_renewed_periodically(cluster, producer):
         first = {id(pq): pq.last_lock_timestamp for pq in pqs}
         wait_until(lambda: all(pq.last_lock_timestamp > first[id(pq)] for pq in pqs), what="renewed locks")
         assert all(pq.locked for pq in pqs)
-        info = c._running_info()
+        info = c.consumer_running_info()
         assert info.properties["PROP_CONSUMEORDERLY"] == "true"
     finally:
         c.shutdown()
