@@ -446,6 +446,8 @@ class CommitLog:
         buf = mf.raw_view()
         if pos + 8 > self.file_size:
             return BLANK
+        if not mf.backed(pos, 8):  # a hole past the written data: zeros, never read through the mapping
+            return END_OF_DATA
         total, magic = _BLANK.unpack_from(buf, pos)
         if magic == BLANK_MAGIC_CODE:
             return BLANK

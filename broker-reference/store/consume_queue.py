@@ -70,7 +70,12 @@ class ConsumeQueue:
             mf = files[idx]
             buf = mf.raw_view()
             pos = 0
+            data_end = 0
             while pos < self.file_size:
+                if pos + CQ_STORE_UNIT_SIZE > data_end:  # past the written data: a hole reads as zeros,
+                    data_end = mf.data_end(pos)  # and is never read through the mapping
+                    if pos + CQ_STORE_UNIT_SIZE > data_end:
+                        break
                 phy, size, _tags = CQ_ENTRY.unpack_from(buf, pos)
                 if phy >= 0 and size > 0:
                     pos += CQ_STORE_UNIT_SIZE

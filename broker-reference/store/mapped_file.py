@@ -18,7 +18,9 @@ with only its first ``reserve_ahead`` bytes reserved (``posix_fallocate``); each
 pass the reserved end reserves the next ``reserve_ahead`` bytes first. A write into a mapped page
 with no disk behind it is a SIGBUS that kills the process; reserved pages always have it, so a
 full disk shows up as :class:`DiskFullError` (ENOSPC) before the write, which the store turns into
-a refused put.
+a refused put. Loading reads no page that has nothing behind it either (on a full tmpfs reading
+a hole through a mapping is a SIGBUS too): recovery asks :meth:`MappedFile.backed` before it
+reads past the written data, and holes read as zeros anyway.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ log = logging.getLogger("rocketmq_broker.store.mapped_file")
 _PAGE = mmap.PAGESIZE
 _HAS_FDATASYNC = hasattr(os, "fdatasync")
 _ZERO_CHUNK = bytes(1024 * 1024)
+_SEEK_DATA = getattr(os, "SEEK_DATA", None)
+_SEEK_HOLE = getattr(os, "SEEK_HOLE", None)
 
 
 class DiskFullError(OSError):
@@ -189,7 +193,7 @@ class MappedFile:
     """
 
     __slots__ = ("path", "file_size", "file_from_offset", "wrote_position", "flushed_position", "reserved",
-                 "reserve_ahead", "_fd", "_mm", "_closed")
+                 "reserve_ahead", "_fd", "_mm", "_closed", "_data_lo", "_data_hi")
 
     def __init__(self, path: str, file_size: int, reserve_ahead: int = DEFAULT_RESERVE_AHEAD) -> None:
         name = os.path.basename(path)
@@ -210,6 +214,7 @@ class MappedFile:
             raise
         self._fd = fd
         self._closed = False
+        self._data_lo = self._data_hi = 0
         self.wrote_position = 0
         self.flushed_position = 0
 
@@ -266,10 +271,42 @@ class MappedFile:
         end = min(self.file_size, zero_up_to if zero_up_to is not None else pos)
         p = pos
         while p < end:
-            n = min(len(_ZERO_CHUNK), end - p)
-            if self._mm[p:p + n].count(0) != n:  # leave untouched (sparse) zero pages alone
-                self._mm[p:p + n] = _ZERO_CHUNK[:n]
-            p += n
+            if _SEEK_DATA is not None:  # holes read as zeros: only data regions are looked at
+                try:
+                    p = os.lseek(self._fd, p, _SEEK_DATA)
+                    region_end = min(end, os.lseek(self._fd, p, _SEEK_HOLE))
+                except OSError:  # ENXIO: no data from p on
+                    return
+            else:
+                region_end = end
+            while p < region_end:
+                n = min(len(_ZERO_CHUNK), region_end - p)
+                if self._mm[p:p + n].count(0) != n:  # leave untouched zero pages alone
+                    self._mm[p:p + n] = _ZERO_CHUNK[:n]
+                p += n
+
+    def backed(self, pos: int, size: int = 1) -> bool:
+        """Whether the file-relative bytes ``[pos, pos + size)`` lie in one region of written
+        data (``SEEK_DATA``/``SEEK_HOLE``; always True where the system cannot tell). Recovery
+        asks before reading past the known written data: a hole, or space only reserved, reads
+        as zeros, and reading a hole through the mapping of a full tmpfs is a SIGBUS."""
+        return pos + size <= self.data_end(pos)
+
+    def data_end(self, pos: int) -> int:
+        """End (file-relative) of the region of written data holding ``pos``; ``pos`` itself when
+        ``pos`` is in a hole (see :meth:`backed`)."""
+        if self._data_lo <= pos < self._data_hi:
+            return self._data_hi
+        if _SEEK_DATA is None:
+            return self.file_size
+        try:
+            if os.lseek(self._fd, pos, _SEEK_DATA) != pos:
+                return pos
+            hi = os.lseek(self._fd, pos, _SEEK_HOLE)
+        except OSError:  # ENXIO: no data from pos on
+            return pos
+        self._data_lo, self._data_hi = pos, hi
+        return hi
 
     # -- reading (any thread) --------------------------------------------------------------
     def read(self, pos: int, size: int) -> bytes | None:
