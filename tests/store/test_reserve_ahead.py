@@ -7,6 +7,7 @@ acknowledged message kept (a real small tmpfs too: never a SIGBUS, neither writi
 from __future__ import annotations
 
 import errno
+import itertools
 import logging
 import os
 import signal
@@ -124,7 +125,7 @@ def test_writes_across_chunk_ends_reserve_as_they_go(tmp_path, monkeypatch, how)
         commit_log_calls = [c for c in calls if c[1] >= CHUNK]  # (the others: queue and index chunks)
         assert len(commit_log_calls) >= 5  # one per chunk, each starting where the last ended
         assert commit_log_calls[0][0] == 0
-        assert all(o2 == o1 + n1 for (o1, n1), (o2, _) in zip(commit_log_calls, commit_log_calls[1:]))
+        assert all(o2 == o1 + n1 for (o1, n1), (o2, _) in itertools.pairwise(commit_log_calls))
         assert all(off % 4096 == 0 for off, _ in calls)
         n = store.get_max_offset_in_queue("TopicA", 0)
     finally:
