@@ -82,25 +82,23 @@ def reserve_range(fd: int, offset: int, size: int, path: str) -> None:
 
 
 def reserve_ahead(fd: int, path: str, reserved: int, end: int, file_size: int, ahead: int) -> int:
-    """Extend the reservation ``[0, reserved)`` of a mapped file so it covers ``[0, end)``:
-    up to ``end + ahead`` bytes (rounded up to a page, at most ``file_size``) or, when the disk
-    has no room for that much, exactly up to ``end`` (page-rounded). Returns the new reserved
-    end (file-relative bytes).
+    """Extend the reservation ``[0, reserved)`` of a mapped file so it covers ``[0, end)`` and
+    ``ahead`` bytes more (rounded up to a page, at most ``file_size``); returns the new reserved
+    end (file-relative bytes). The free space is checked first: a disk without room for the whole
+    chunk refuses it (the chunk is the headroom left for the broker's other files, and no file
+    system is left with a partly made reservation).
 
     Raises:
-        DiskFullError: not even ``end`` fits; nothing more is reserved.
+        DiskFullError: no room for the chunk; nothing more is reserved.
     """
     if end <= reserved:
         return reserved
-    need = min(file_size, -(-end // _PAGE) * _PAGE)
     target = min(file_size, -(-(end + ahead) // _PAGE) * _PAGE)
-    try:
-        reserve_range(fd, reserved, target - reserved, path)
-    except DiskFullError:
-        if need >= target:
-            raise
-        reserve_range(fd, reserved, need - reserved, path)  # the last bytes of a nearly full disk
-        target = need
+    size = target - reserved
+    free = _free_bytes(path)
+    if free < size:
+        raise DiskFullError(f"{free} bytes free at {path}, reserving the next {size} bytes of it needs more")
+    reserve_range(fd, reserved, size, path)
     return target
 
 
@@ -228,7 +226,7 @@ class MappedFile:
     def reserve(self, end: int) -> None:
         """Make sure disk space backs the bytes below file-relative ``end`` (at most
         ``file_size``) before they are written: when ``end`` passes :attr:`reserved`, reserve up
-        to ``end + reserve_ahead`` (or just up to ``end`` when the disk has no more room).
+        to ``end + reserve_ahead`` (:func:`reserve_ahead`).
 
         Raises:
             DiskFullError: no disk space for the bytes up to ``end``; nothing was written.
