@@ -132,7 +132,9 @@ class IndexFile:
             return self.put_keys([(key, phy_offset, store_timestamp)]) == 1
         if self.is_write_full():
             return False
-        self._mm.reserve(self._entries_base + (self.index_count + 1) * INDEX_SIZE)
+        end = self._entries_base + (self.index_count + 1) * INDEX_SIZE
+        if end > self._mm.reserved:
+            self._mm.reserve(end)
         buf = self._mm.buf
         key_hash = _index_key_hash_py(key)
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
