@@ -210,6 +210,70 @@ def test_enospc_in_the_middle_of_a_file_refuses_the_put_before_writing(tmp_path,
     assert_all_kept(tmp_path / "store", bodies)
 
 
+@pytest.mark.parametrize("where", ["commitlog", "consumequeue"])
+def test_an_ha_slave_without_space_refuses_or_defers_and_catches_up(tmp_path, monkeypatch, where):
+    """The HA slave's append path (``append_to_commit_log``): replicated bytes that find no room
+    are refused with nothing written; a record whose queue entry finds none is dispatched later."""
+    master = MessageStore(big_config(tmp_path / "master"))
+    master.start()
+    try:
+        bodies = [os.urandom(200) for _ in range(700)]  # ~200 KiB, 14,000 B of entries: past the first chunks
+        for body in bodies:
+            assert master.put_message(inner(body=body)).status is OK
+        data = master.get_commit_log_data(0, 1 << 30)
+    finally:
+        master.shutdown()
+    slave = MessageStore(big_config(tmp_path / "slave"))
+    slave.start()
+    try:
+        piece = 16 * 1024
+        offset = 0
+        while offset + piece <= CHUNK // 2:
+            assert slave.append_to_commit_log(offset, data[offset:offset + piece])
+            offset += len(data[offset:offset + piece])
+        _failing_reservation(monkeypatch, os.sep + where + os.sep)
+        refused = False
+        while offset < len(data):
+            before = slave.get_max_phy_offset()
+            if not slave.append_to_commit_log(offset, data[offset:offset + piece]):
+                assert slave.get_max_phy_offset() == before  # nothing written
+                refused = True
+                break
+            offset += len(data[offset:offset + piece])
+        if where == "commitlog":
+            assert refused and offset < len(data)
+        else:  # stored, but the queue stops at the record whose entry found no room
+            assert not refused and slave.get_max_phy_offset() == len(data)
+            assert 0 < slave.get_max_offset_in_queue("TopicA", 0) < len(bodies)
+        assert slave.disk_full
+        monkeypatch.undo()
+        while offset < len(data):
+            assert slave.append_to_commit_log(offset, data[offset:offset + piece])
+            offset += len(data[offset:offset + piece])
+        assert slave.append_to_commit_log(offset, b"")  # (an empty push dispatches nothing)
+        if where == "consumequeue":  # the next replicated bytes dispatch what waited
+            assert slave.get_max_offset_in_queue("TopicA", 0) < len(bodies)
+            extra = inner(body=b"late")
+            assert master_records_follow(slave, tmp_path, data, extra)
+            bodies.append(b"late")
+        assert slave.get_max_offset_in_queue("TopicA", 0) == len(bodies)
+        assert b"".join(_bodies(slave, len(bodies))) == b"".join(bodies)
+    finally:
+        slave.shutdown()
+
+
+def master_records_follow(slave: MessageStore, tmp_path, data: bytes, msg) -> bool:
+    """Replicate one more record (written by a master that holds ``data`` first) to ``slave``."""
+    master = MessageStore(big_config(tmp_path / "master"))
+    master.start()
+    try:
+        assert master.put_message(msg).status is OK
+        more = master.get_commit_log_data(len(data), 1 << 20)
+    finally:
+        master.shutdown()
+    return slave.append_to_commit_log(len(data), more)
+
+
 def test_an_index_without_space_logs_and_the_message_is_stored(store, monkeypatch, caplog):
     assert put_plain(store, b"a", "U0") is not None
     idx = store.index_service.files[-1]
