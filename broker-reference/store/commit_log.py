@@ -446,7 +446,9 @@ class CommitLog:
         buf = mf.raw_view()
         if pos + 8 > self.file_size:
             return BLANK
-        if not mf.backed(pos, 8):  # a hole past the written data: zeros, never read through the mapping
+        # past the reserved space (a loaded file: all of it) a hole reads as zeros, and is never
+        # read through the mapping
+        if pos + 8 > mf.reserved and not mf.backed(pos, 8):
             return END_OF_DATA
         total, magic = _BLANK.unpack_from(buf, pos)
         if magic == BLANK_MAGIC_CODE:
