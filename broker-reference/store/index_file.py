@@ -107,11 +107,13 @@ class IndexFile:
         self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
         self.file_size = self._entries_base + index_num * INDEX_SIZE
         self._mm = _MappedIndex(path, self.file_size, self._entries_base, reserve_ahead)
+        self._reserved_count = self._entries_reserved()  # entries below this index have disk space
         buf = self._mm.buf
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = _HEADER.unpack_from(buf, 0)
         if self.index_count <= 0:  # new file
             self._mm.reserve(self._entries_base)  # (done at creation; not for a file left empty by a crash)
+            self._reserved_count = self._entries_reserved()
             self.index_count = 1
             self.end_phy_offset = end_phy_offset
             self.end_timestamp = end_timestamp
@@ -120,6 +122,15 @@ class IndexFile:
     def _write_header(self) -> None:
         _HEADER.pack_into(self._mm.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
                           self.end_phy_offset, self.hash_slot_count, self.index_count)
+
+    def _entries_reserved(self) -> int:
+        """How many entries (from index 0) the reserved space holds."""
+        return max(0, (self._mm.reserved - self._entries_base) // INDEX_SIZE)
+
+    def _reserve_entries(self, count: int) -> None:
+        """Disk space for entries below index ``count`` (at most the file's). Raises DiskFullError."""
+        self._mm.reserve(min(self._entries_base + count * INDEX_SIZE, self.file_size))
+        self._reserved_count = self._entries_reserved()
 
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
@@ -132,9 +143,8 @@ class IndexFile:
             return self.put_keys([(key, phy_offset, store_timestamp)]) == 1
         if self.is_write_full():
             return False
-        end = self._entries_base + (self.index_count + 1) * INDEX_SIZE
-        if end > self._mm.reserved:
-            self._mm.reserve(end)
+        if self.index_count >= self._reserved_count:
+            self._reserve_entries(self.index_count + 1)
         buf = self._mm.buf
         key_hash = _index_key_hash_py(key)
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
@@ -166,9 +176,8 @@ class IndexFile:
         Raises:
             DiskFullError: no disk space for the entries (nothing written).
         """
-        end = self._entries_base + (self.index_count + len(items)) * INDEX_SIZE
-        if end > self._mm.reserved:  # before the C writer touches the mapping
-            self._mm.reserve(min(end, self.file_size))
+        if self.index_count + len(items) > self._reserved_count:  # before the C writer touches the mapping
+            self._reserve_entries(self.index_count + len(items))
         if _C is not None:
             r = _C.put_keys(self._mm.buf, self.hash_slot_num, self.index_num, self.index_count,
                             self.hash_slot_count, self.begin_phy_offset, self.begin_timestamp, items)
