@@ -51,7 +51,7 @@ class StoreConfig:
             full disk refuses the put (SERVICE_NOT_AVAILABLE) instead of a SIGBUS. Consume-queue
             and index files (20-byte entries) reserve :attr:`entry_reserve_ahead_bytes`, an
             eighth of it; an index file also reserves its hash slots (slots·4 bytes) at
-            creation. Not a Java key (Java warms whole files up instead); read at start.
+            creation. Not a Java key (Java keeps files sparse); read at start.
         max_msgs_num_batch: most records one ``query_message`` returns (64).
         message_index_safe: let the index checkpoint bound the abnormal-recovery start (False).
         max_transfer_bytes_on_message_in_memory / max_transfer_count_on_message_in_memory:
