@@ -129,7 +129,8 @@ class IndexFile:
 
     def _reserve_entries(self, count: int) -> None:
         """Disk space for entries below index ``count`` (at most the file's). Raises DiskFullError."""
-        self._mm.reserve(min(self._entries_base + count * INDEX_SIZE, self.file_size))
+        self._mm.reserve(min(self._entries_base + count * INDEX_SIZE, self.file_size),
+                         self._entries_base + self.index_count * INDEX_SIZE)
         self._reserved_count = self._entries_reserved()
 
     def is_write_full(self) -> bool:
@@ -286,11 +287,13 @@ class _MappedIndex:
         self.reserve_ahead = reserve_ahead
         self._fd: int | None = fd
 
-    def reserve(self, end: int) -> None:
+    def reserve(self, end: int, written: int = 0) -> None:
         """Disk space for the bytes below ``end`` before they are written (then ``reserve_ahead``
-        more). Raises DiskFullError."""
+        more; bytes below ``written`` hold data already, see :func:`reserve_ahead`). Raises
+        DiskFullError."""
         if end > self.reserved and self._fd is not None:
-            self.reserved = reserve_ahead(self._fd, self.path, self.reserved, end, self.size, self.reserve_ahead)
+            self.reserved = reserve_ahead(self._fd, self.path, self.reserved, end, self.size, self.reserve_ahead,
+                                          written)
 
     def flush(self) -> None:
         if not self.buf.closed:

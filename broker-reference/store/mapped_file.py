@@ -81,12 +81,15 @@ def reserve_range(fd: int, offset: int, size: int, path: str) -> None:
                     "a full disk may then kill the process", path, exc)
 
 
-def reserve_ahead(fd: int, path: str, reserved: int, end: int, file_size: int, ahead: int) -> int:
+def reserve_ahead(fd: int, path: str, reserved: int, end: int, file_size: int, ahead: int,
+                  written: int = 0) -> int:
     """Extend the reservation ``[0, reserved)`` of a mapped file so it covers ``[0, end)`` and
     ``ahead`` bytes more (rounded up to a page, at most ``file_size``); returns the new reserved
     end (file-relative bytes). The free space is checked first: a disk without room for the whole
-    chunk refuses it (the chunk is the headroom left for the broker's other files, and no file
-    system is left with a partly made reservation).
+    new chunk refuses it (the chunk is the headroom left for the broker's other files, and no file
+    system is left with a partly made reservation). Bytes below ``written`` hold data already (a
+    file loaded at start: its reservation starts at 0): they are reserved again, which costs
+    nothing, but need no free space.
 
     Raises:
         DiskFullError: no room for the chunk; nothing more is reserved.
@@ -94,11 +97,11 @@ def reserve_ahead(fd: int, path: str, reserved: int, end: int, file_size: int, a
     if end <= reserved:
         return reserved
     target = min(file_size, -(-(end + ahead) // _PAGE) * _PAGE)
-    size = target - reserved
+    needed = target - max(reserved, min(written, target))
     free = _free_bytes(path)
-    if free < size:
-        raise DiskFullError(f"{free} bytes free at {path}, reserving the next {size} bytes of it needs more")
-    reserve_range(fd, reserved, size, path)
+    if free < needed:
+        raise DiskFullError(f"{free} bytes free at {path}, reserving the next {needed} bytes of it needs more")
+    reserve_range(fd, reserved, target - reserved, path)
     return target
 
 
@@ -233,7 +236,7 @@ class MappedFile:
         """
         if end > self.reserved:
             self.reserved = reserve_ahead(self._fd, self.path, self.reserved, end, self.file_size,
-                                          self.reserve_ahead)
+                                          self.reserve_ahead, self.wrote_position)
 
     def append(self, data) -> int:
         """Write ``data`` at the write position; returns the file-relative position it went to.

@@ -132,6 +132,38 @@ def test_writes_across_chunk_ends_reserve_as_they_go(tmp_path, monkeypatch, how)
     assert_all_kept(tmp_path / "store", bodies)
 
 
+def test_after_a_restart_only_new_space_needs_to_be_free(tmp_path, monkeypatch):
+    """A file loaded at start is reserved again from its start at its first write; the free
+    space that takes is only the new chunk's, not the data's the file already holds."""
+    store = MessageStore(big_config(tmp_path / "store"))
+    store.start()
+    bodies = []
+    try:
+        while store.get_max_phy_offset() < 4 * CHUNK:
+            bodies.append(os.urandom(1000))
+            assert store.put_message(inner(body=bodies[-1], keys="K")).status is OK
+    finally:
+        store.shutdown()
+    monkeypatch.setattr(mapped_file, "_free_bytes", lambda path: 2 * CHUNK)  # room for a chunk, not for the data
+    store = MessageStore(big_config(tmp_path / "store"))
+    store.start()
+    try:
+        for how in ("put_message", "put_plain"):
+            bodies.append(os.urandom(1000))
+            assert put(store, how, len(bodies), bodies[-1]), how
+        monkeypatch.setattr(mapped_file, "_free_bytes", lambda path: CHUNK // 2)  # not even for the next chunk
+        while True:
+            body = os.urandom(1000)
+            if not put(store, "put_plain", len(bodies), body):
+                break
+            bodies.append(body)
+        assert store.disk_full and store.get_max_phy_offset() < 6 * CHUNK
+    finally:
+        store.shutdown()
+    monkeypatch.undo()
+    assert_all_kept(tmp_path / "store", bodies)
+
+
 def assert_all_kept(root, bodies: list[bytes]) -> None:
     """After a restart, queue TopicA-0 holds exactly the acknowledged bodies (a batch put of
     two messages: its body split in halves), in order."""
