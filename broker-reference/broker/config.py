@@ -289,6 +289,7 @@ _STORE_FIELDS = frozenset(f.name for f in fields(StoreConfig))
 RESTART_ONLY_KEYS = frozenset({
     "storePathRootDir", "storePathCommitLog", "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue",
     "flushDiskType", "messageIndexEnable", "maxHashSlotNum", "maxIndexNum", "messageDelayLevel",
+    "reserveAheadBytes",
 })
 
 

@@ -8,6 +8,8 @@ import mmap
 import os
 import struct
 
+from .mapped_file import reserve_range
+
 CHECKPOINT_SIZE = 4096
 _TS = struct.Struct(">qqq")
 
@@ -17,6 +19,9 @@ class StoreCheckpoint:
 
     Args:
         path: the checkpoint file; created zeroed when missing.
+
+    Raises:
+        DiskFullError: no disk space for its page.
     """
 
     def __init__(self, path: str) -> None:
@@ -25,6 +30,7 @@ class StoreCheckpoint:
         try:
             if os.fstat(fd).st_size != CHECKPOINT_SIZE:
                 os.ftruncate(fd, CHECKPOINT_SIZE)
+            reserve_range(fd, 0, CHECKPOINT_SIZE, path)  # its page is written through the mapping: no SIGBUS
             self._mm = mmap.mmap(fd, CHECKPOINT_SIZE)
         finally:
             os.close(fd)

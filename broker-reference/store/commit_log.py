@@ -152,7 +152,7 @@ class CommitLog:
                  batch_dispatcher: Callable[[list[DispatchRequest], bytes | None], None] | None = None) -> None:
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
-        self.mapped_file_queue = MappedFileQueue(config.commit_log_dir, self.file_size)
+        self.mapped_file_queue = MappedFileQueue(config.commit_log_dir, self.file_size, config.reserve_ahead_bytes)
         self.dispatcher = dispatcher
         self.batch_dispatcher = batch_dispatcher
         self.delay_levels = delay_levels or {}
@@ -162,9 +162,9 @@ class CommitLog:
         self.available = True  # cleared under the lock at shutdown
         #: called (lock held) when a new file finds no disk space
         self.on_disk_full: Callable[[], None] | None = None
-        #: ``f(topic, queue_id) -> bool`` called (lock held) before a record is appended: False
-        #: refuses the put (its consume queue has no room on disk)
-        self.prepare_queue: Callable[[str, int], bool] | None = None
+        #: ``f(topic, queue_id, entries) -> bool`` called (lock held) before ``entries`` records of
+        #: one queue are appended: False refuses the put (its consume queue has no room on disk)
+        self.prepare_queue: Callable[[str, int, int], bool] | None = None
 
     # -- building records ------------------------------------------------------------------
     def _check(self, msg: InnerMessage) -> tuple[bytes, bytes, bytes, bytes, int] | PutMessageStatus:
@@ -194,9 +194,10 @@ class CommitLog:
         return now if now >= self.last_store_timestamp else self.last_store_timestamp
 
     def _writable_file(self, needed: int) -> MappedFile | None:
-        """The file that has room for ``needed`` bytes plus the end blank (lock held), or None
-        when a new file is needed and the disk has no room for it (``on_disk_full`` is called;
-        the put is refused, code 14)."""
+        """The file that has room for ``needed`` bytes plus the end blank (lock held), with disk
+        space reserved for them (:meth:`MappedFile.reserve`), or None when the disk has no room
+        for a new file or for the bytes (``on_disk_full`` is called; the put is refused, code 14;
+        nothing of the record is written)."""
         try:
             mf = self.mapped_file_queue.get_last_mapped_file(0)
             if needed + END_FILE_MIN_BLANK_LENGTH > mf.remaining():
@@ -204,6 +205,9 @@ class CommitLog:
                 mf.append(_BLANK.pack(remaining, BLANK_MAGIC_CODE))
                 mf.wrote_position = self.file_size
                 mf = self.mapped_file_queue.get_last_mapped_file(0)
+            end = mf.wrote_position + needed + END_FILE_MIN_BLANK_LENGTH
+            if end > mf.reserved:
+                mf.reserve(end)
         except DiskFullError as exc:
             log.error("commit log: %s; refusing writes until space is freed", exc)
             if self.on_disk_full is not None:
@@ -248,7 +252,7 @@ class CommitLog:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             now = self._store_time()
             prepare = self.prepare_queue
-            if prepare is not None and not prepare(msg.topic, msg.queue_id):
+            if prepare is not None and not prepare(msg.topic, msg.queue_id, 1):
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             mf = self._writable_file(size)
             if mf is None:
@@ -284,7 +288,7 @@ class CommitLog:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             now = self._store_time()
             prepare = self.prepare_queue
-            if prepare is not None and not prepare(msgs[0].topic, msgs[0].queue_id):
+            if prepare is not None and not prepare(msgs[0].topic, msgs[0].queue_id, len(msgs)):
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             mf = self._writable_file(total)
             if mf is None:
@@ -338,7 +342,7 @@ class CommitLog:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             now = self._store_time()
             prepare = self.prepare_queue
-            if prepare is not None and not prepare(topic, queue_id):
+            if prepare is not None and not prepare(topic, queue_id, n):
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), []
             mf = self._writable_file(total)
             if mf is None:
@@ -411,15 +415,22 @@ class CommitLog:
         """Append replicated bytes at ``offset`` (Java ``CommitLog.appendData``, HA slave): into
         the last file, creating the first one at ``offset``'s file start when the log is empty
         or the next one when the last is full. False (nothing written) when ``offset`` is not
-        the current end of a non-empty log or ``data`` would cross the file boundary."""
+        the current end of a non-empty log, ``data`` would cross the file boundary, or the disk
+        has no room for it (``on_disk_full`` is called, as for a refused put)."""
         with self.put_lock:
             if not self.available:
                 return False
-            mf = self.mapped_file_queue.get_last_mapped_file(offset)
-            if mf.file_from_offset + mf.wrote_position != offset or len(data) > mf.remaining():
+            try:
+                mf = self.mapped_file_queue.get_last_mapped_file(offset)
+                if mf.file_from_offset + mf.wrote_position != offset or len(data) > mf.remaining():
+                    return False
+                if data:
+                    mf.append(data)  # reserves disk space first: DiskFullError, nothing written
+            except DiskFullError as exc:
+                log.error("commit log: replicated bytes at %d refused: %s", offset, exc)
+                if self.on_disk_full is not None:
+                    self.on_disk_full()
                 return False
-            if data:
-                mf.append(data)
             return True
 
     def roll_next_file(self, offset: int) -> int:
@@ -435,6 +446,10 @@ class CommitLog:
         buf = mf.raw_view()
         if pos + 8 > self.file_size:
             return BLANK
+        # past the reserved space (a loaded file: all of it) a hole reads as zeros, and is never
+        # read through the mapping
+        if pos + 8 > mf.reserved and not mf.backed(pos, 8):
+            return END_OF_DATA
         total, magic = _BLANK.unpack_from(buf, pos)
         if magic == BLANK_MAGIC_CODE:
             return BLANK

@@ -45,6 +45,13 @@ class StoreConfig:
         message_index_enable: build IndexFiles (keys ``topic#key`` and ``topic#UNIQ_KEY``).
         max_hash_slot_num / max_index_num: IndexFile geometry (5,000,000 / 20,000,000; a file
             is 40 + slots·4 + entries·20 bytes, created sparse).
+        reserve_ahead_bytes: disk space reserved (``posix_fallocate``) ahead of the write
+            position of a CommitLog file (8 MiB): files are created sparse at their full size
+            and each write that passes the reserved end reserves this much more first, so a
+            full disk refuses the put (SERVICE_NOT_AVAILABLE) instead of a SIGBUS. Consume-queue
+            and index files (20-byte entries) reserve :attr:`entry_reserve_ahead_bytes`, an
+            eighth of it; an index file also reserves its hash slots (slots·4 bytes) at
+            creation. Not a Java key (Java keeps files sparse); read at start.
         max_msgs_num_batch: most records one ``query_message`` returns (64).
         message_index_safe: let the index checkpoint bound the abnormal-recovery start (False).
         max_transfer_bytes_on_message_in_memory / max_transfer_count_on_message_in_memory:
@@ -82,12 +89,21 @@ class StoreConfig:
     max_transfer_count_on_message_in_memory: int = 32
     access_message_in_memory_max_ratio: int = 40
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    reserve_ahead_bytes: int = 8 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):
             self.flush_disk_type = FlushDiskType(self.flush_disk_type)
         if self.mapped_file_size_consume_queue % 20:
             raise ValueError("mapped_file_size_consume_queue must be a multiple of 20 bytes")
+        if not isinstance(self.reserve_ahead_bytes, int) or self.reserve_ahead_bytes < 0:
+            raise ValueError(f"reserve_ahead_bytes must be an int >= 0, got {self.reserve_ahead_bytes!r}")
+
+    @property
+    def entry_reserve_ahead_bytes(self) -> int:
+        """Bytes reserved ahead in consume-queue and index files: an eighth of
+        :attr:`reserve_ahead_bytes` (1 MiB by default, ~52,000 entries), at least 4 KiB."""
+        return max(4096, self.reserve_ahead_bytes // 8)
 
     @property
     def commit_log_dir(self) -> str:

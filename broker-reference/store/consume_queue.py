@@ -15,7 +15,7 @@ import struct
 
 from rocketmq_sdk.protocol.validators import is_valid_name
 
-from .mapped_file import MappedFile, MappedFileQueue
+from .mapped_file import DEFAULT_RESERVE_AHEAD, MappedFile, MappedFileQueue
 from .paths import UnsafePathError, safe_join
 
 log = logging.getLogger("rocketmq_broker.store.consume_queue")
@@ -39,15 +39,19 @@ class ConsumeQueue:
         topic / queue_id: the queue.
         root_dir: the ``consumequeue`` directory.
         file_size: bytes per file, a multiple of 20.
+        reserve_ahead: disk space reserved ahead of the write position (bytes; see
+            :class:`~.mapped_file.MappedFile`).
     """
 
-    def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int) -> None:
+    def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int,
+                 reserve_ahead: int = DEFAULT_RESERVE_AHEAD // 8) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
         if not is_valid_name(topic):
             raise UnsafePathError(f"illegal topic name for a consume queue: {topic[:200]!r}")
-        self.mapped_file_queue = MappedFileQueue(safe_join(root_dir, topic, str(int(queue_id))), file_size)
+        self.mapped_file_queue = MappedFileQueue(safe_join(root_dir, topic, str(int(queue_id))), file_size,
+                                                 reserve_ahead)
         self.max_physic_offset = -1  # offset + size of the last entry
         self.min_logic_offset = 0  # bytes
 
@@ -66,7 +70,12 @@ class ConsumeQueue:
             mf = files[idx]
             buf = mf.raw_view()
             pos = 0
+            data_end = 0
             while pos < self.file_size:
+                if pos + CQ_STORE_UNIT_SIZE > data_end:  # past the written data: a hole reads as zeros,
+                    data_end = mf.data_end(pos)  # and is never read through the mapping
+                    if pos + CQ_STORE_UNIT_SIZE > data_end:
+                        break
                 phy, size, _tags = CQ_ENTRY.unpack_from(buf, pos)
                 if phy >= 0 and size > 0:
                     pos += CQ_STORE_UNIT_SIZE
@@ -135,6 +144,9 @@ class ConsumeQueue:
 
         An entry already present (re-dispatch during recovery) is skipped; a gap is filled with
         blank entries so every entry sits at ``cq_offset·20``.
+
+        Raises:
+            DiskFullError: no disk space for a new file or the entry (nothing of it written).
         """
         mfq = self.mapped_file_queue
         expect = cq_offset * CQ_STORE_UNIT_SIZE
@@ -161,10 +173,12 @@ class ConsumeQueue:
 
     def next_entries_file(self, first: int, nbytes: int = CQ_STORE_UNIT_SIZE) -> MappedFile | None:
         """The last file when the entries from logical offset ``first`` (``nbytes`` of them) come
-        next in it and fit (the usual case), else None (new queue, gap, re-dispatch, file end)."""
+        next in it and fit in its reserved space (the usual case), so they may be written into
+        its mapping directly; else None (new queue, gap, re-dispatch, file end, reservation to
+        extend: :meth:`put_message_position_info` does it)."""
         mf = self.mapped_file_queue.last_mapped_file()
         if (mf is not None and mf.file_from_offset + mf.wrote_position == first * CQ_STORE_UNIT_SIZE
-                and mf.file_size - mf.wrote_position >= nbytes):
+                and mf.reserved - mf.wrote_position >= nbytes):
             return mf
         return None
 
@@ -180,6 +194,20 @@ class ConsumeQueue:
             return
         for offset, size, tags_code, cq_offset in entries:
             self.put_message_position_info(offset, size, tags_code, cq_offset)
+
+    def reserve_for(self, first: int, count: int) -> None:
+        """Reserve disk space for ``count`` entries from logical offset ``first`` in the queue's
+        last file (if any) before their records are appended (entries past that file's end are
+        not covered). Called with the append lock held.
+
+        Raises:
+            DiskFullError: no room for them.
+        """
+        mf = self.mapped_file_queue.last_mapped_file()
+        if mf is not None:
+            end = (first + count) * CQ_STORE_UNIT_SIZE - mf.file_from_offset
+            if end > mf.reserved:
+                mf.reserve(min(end, mf.file_size))
 
     def put_packed_entries(self, packed: bytes, first: int) -> None:
         """Write entries already packed (20 bytes each, :data:`CQ_ENTRY`) for the consecutive

@@ -30,7 +30,7 @@ from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.javahash import java_string_hash
 
-from .mapped_file import DiskFullError, open_or_create_reserved
+from .mapped_file import DEFAULT_RESERVE_AHEAD, DiskFullError, open_or_create_reserved, reserve_ahead
 
 log = logging.getLogger("rocketmq_broker.store.index")
 
@@ -84,23 +84,36 @@ def build_key(topic: str, key: str) -> str:
 class IndexFile:
     """One index file.
 
+    Disk space: a new file is sparse at its full size with its header and hash slots (written
+    anywhere) and the first ``reserve_ahead`` bytes of entries reserved; entries (written in
+    order) reserve the next ``reserve_ahead`` bytes before they pass the reserved end.
+
     Args:
         path: file path (base name ``yyyyMMddHHmmssSSS``).
         hash_slot_num / index_num: geometry (5,000,000 / 20,000,000 by default).
         end_phy_offset / end_timestamp: carried over from the previous file for a new one.
+        reserve_ahead: bytes of entries reserved ahead (1 MiB by default).
+
+    Raises:
+        DiskFullError: no disk space for a new file's header, slots and first entries.
     """
 
     def __init__(self, path: str, hash_slot_num: int, index_num: int,
-                 end_phy_offset: int = 0, end_timestamp: int = 0) -> None:
+                 end_phy_offset: int = 0, end_timestamp: int = 0,
+                 reserve_ahead: int = DEFAULT_RESERVE_AHEAD // 8) -> None:
         self.path = path
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
-        self.file_size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
-        self._mm = _MappedIndex(path, self.file_size)
+        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        self.file_size = self._entries_base + index_num * INDEX_SIZE
+        self._mm = _MappedIndex(path, self.file_size, self._entries_base, reserve_ahead)
+        self._reserved_count = self._entries_reserved()  # entries below this index have disk space
         buf = self._mm.buf
         (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
          self.hash_slot_count, self.index_count) = _HEADER.unpack_from(buf, 0)
         if self.index_count <= 0:  # new file
+            self._mm.reserve(self._entries_base)  # (done at creation; not for a file left empty by a crash)
+            self._reserved_count = self._entries_reserved()
             self.index_count = 1
             self.end_phy_offset = end_phy_offset
             self.end_timestamp = end_timestamp
@@ -109,6 +122,16 @@ class IndexFile:
     def _write_header(self) -> None:
         _HEADER.pack_into(self._mm.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
                           self.end_phy_offset, self.hash_slot_count, self.index_count)
+
+    def _entries_reserved(self) -> int:
+        """How many entries (from index 0) the reserved space holds."""
+        return max(0, (self._mm.reserved - self._entries_base) // INDEX_SIZE)
+
+    def _reserve_entries(self, count: int) -> None:
+        """Disk space for entries below index ``count`` (at most the file's). Raises DiskFullError."""
+        self._mm.reserve(min(self._entries_base + count * INDEX_SIZE, self.file_size),
+                         self._entries_base + self.index_count * INDEX_SIZE)
+        self._reserved_count = self._entries_reserved()
 
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
@@ -121,6 +144,8 @@ class IndexFile:
             return self.put_keys([(key, phy_offset, store_timestamp)]) == 1
         if self.is_write_full():
             return False
+        if self.index_count >= self._reserved_count:
+            self._reserve_entries(self.index_count + 1)
         buf = self._mm.buf
         key_hash = _index_key_hash_py(key)
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
@@ -147,7 +172,13 @@ class IndexFile:
         """Index many ``(key, phy_offset, store_timestamp)`` (ms) in order, the header written
         once at the end; returns how many were indexed (fewer when the file fills up, 0 when it
         is full). The C twin writes the same bytes; it declines (None) anything unusual, which
-        the Python code then handles (and raises for)."""
+        the Python code then handles (and raises for).
+
+        Raises:
+            DiskFullError: no disk space for the entries (nothing written).
+        """
+        if self.index_count + len(items) > self._reserved_count:  # before the C writer touches the mapping
+            self._reserve_entries(self.index_count + len(items))
         if _C is not None:
             r = _C.put_keys(self._mm.buf, self.hash_slot_num, self.index_num, self.index_count,
                             self.hash_slot_count, self.begin_phy_offset, self.begin_timestamp, items)
@@ -236,17 +267,33 @@ class IndexFile:
 
 
 class _MappedIndex:
-    """A whole-file mapping of an index file (its name is not an offset, unlike MappedFile)."""
+    """A whole-file mapping of an index file (its name is not an offset, unlike MappedFile),
+    with disk space reserved below :attr:`reserved`: for a new file the first ``fixed`` bytes
+    (header and hash slots) and ``reserve_ahead`` more; an existing file reserves from its
+    start at its first write (space it already has costs nothing)."""
 
-    def __init__(self, path: str, size: int) -> None:
-        fd = open_or_create_reserved(path, size)  # space reserved: no SIGBUS on a full disk
+    def __init__(self, path: str, size: int, fixed: int, reserve_ahead: int) -> None:
+        fd, self.reserved = open_or_create_reserved(path, size, fixed + reserve_ahead)
         try:
             st = os.fstat(fd).st_size
             if st != size:
                 raise ValueError(f"{path} has {st} bytes, expected {size}")
             self.buf = mmap.mmap(fd, size)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        self.path = path
+        self.size = size
+        self.reserve_ahead = reserve_ahead
+        self._fd: int | None = fd
+
+    def reserve(self, end: int, written: int = 0) -> None:
+        """Disk space for the bytes below ``end`` before they are written (then ``reserve_ahead``
+        more; bytes below ``written`` hold data already, see :func:`reserve_ahead`). Raises
+        DiskFullError."""
+        if end > self.reserved and self._fd is not None:
+            self.reserved = reserve_ahead(self._fd, self.path, self.reserved, end, self.size, self.reserve_ahead,
+                                          written)
 
     def flush(self) -> None:
         if not self.buf.closed:
@@ -256,6 +303,9 @@ class _MappedIndex:
         if not self.buf.closed:
             self.buf.flush()
             self.buf.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 @dataclass(slots=True)
@@ -271,12 +321,15 @@ class IndexService:
     Args:
         store_path: the ``index`` directory.
         hash_slot_num / index_num: per-file geometry.
+        reserve_ahead: bytes of entries each file reserves ahead (:class:`IndexFile`).
     """
 
-    def __init__(self, store_path: str, hash_slot_num: int, index_num: int) -> None:
+    def __init__(self, store_path: str, hash_slot_num: int, index_num: int,
+                 reserve_ahead: int = DEFAULT_RESERVE_AHEAD // 8) -> None:
         self.store_path = store_path
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
+        self.reserve_ahead = reserve_ahead
         self.files: list[IndexFile] = []
 
     def load(self, last_exit_ok: bool, index_checkpoint_timestamp: int) -> None:
@@ -288,7 +341,8 @@ class IndexService:
         for name in sorted(os.listdir(self.store_path)):
             if not name.isdigit():
                 continue
-            f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num)
+            f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num,
+                          reserve_ahead=self.reserve_ahead)
             if not last_exit_ok and f.end_timestamp > index_checkpoint_timestamp:
                 log.info("dropping index file %s written after the checkpoint", f.path)
                 f.destroy()
@@ -307,7 +361,7 @@ class IndexService:
             now += _dt.timedelta(milliseconds=1)
         last = self.files[-1] if self.files else None
         f = IndexFile(path, self.hash_slot_num, self.index_num,
-                      last.end_phy_offset if last else 0, last.end_timestamp if last else 0)
+                      last.end_phy_offset if last else 0, last.end_timestamp if last else 0, self.reserve_ahead)
         if last is not None:
             last.flush()
         self.files = [*self.files, f]

@@ -12,6 +12,15 @@ for small records in CPython; ``flush`` is ``fdatasync`` of the file (which, unl
 :class:`MappedFileQueue` is the ``commitlog/`` or ``consumequeue/<topic>/<queueId>/`` directory:
 files are created on demand when the last one is full (rolling), looked up by global offset, and
 reloaded at start (recovery then sets the real write positions).
+
+Disk space: a file is created sparse at its full logical size (the on-disk format of RocketMQ)
+with only its first ``reserve_ahead`` bytes reserved (``posix_fallocate``); each write that would
+pass the reserved end reserves the next ``reserve_ahead`` bytes first. A write into a mapped page
+with no disk behind it is a SIGBUS that kills the process; reserved pages always have it, so a
+full disk shows up as :class:`DiskFullError` (ENOSPC) before the write, which the store turns into
+a refused put. Loading reads no page that has nothing behind it either (on a full tmpfs reading
+a hole through a mapping is a SIGBUS too): recovery asks :meth:`MappedFile.backed` before it
+reads past the written data, and holes read as zeros anyway.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ log = logging.getLogger("rocketmq_broker.store.mapped_file")
 _PAGE = mmap.PAGESIZE
 _HAS_FDATASYNC = hasattr(os, "fdatasync")
 _ZERO_CHUNK = bytes(1024 * 1024)
+_SEEK_DATA = getattr(os, "SEEK_DATA", None)
+_SEEK_HOLE = getattr(os, "SEEK_HOLE", None)
 
 
 class DiskFullError(OSError):
@@ -40,58 +51,107 @@ class DiskFullError(OSError):
 
 _fallocate_unsupported = False
 
+DEFAULT_RESERVE_AHEAD = 8 * 1024 * 1024
+"""Bytes reserved ahead of the write position when no setting says otherwise
+(``StoreConfig.reserve_ahead_bytes``)."""
 
-def create_reserved(path: str, size: int) -> int:
-    """Create ``path`` with ``size`` bytes of disk space reserved (``posix_fallocate``), so no
-    page of its mapping can lack backing store later; returns the open descriptor. Where the file
-    system cannot reserve (EOPNOTSUPP/EINVAL) the file is created sparse and a WARNING is logged
-    once.
+
+def reserve_range(fd: int, offset: int, size: int, path: str) -> None:
+    """Reserve disk space for bytes ``[offset, offset + size)`` of the open file ``fd``
+    (``posix_fallocate``: the file's size does not shrink, data is not touched), so no page of that
+    range can lack backing store when it is written through a mapping. Where the file system cannot
+    reserve (EOPNOTSUPP/EINVAL/ENOSYS) nothing happens and a WARNING is logged once.
+
+    Raises:
+        DiskFullError: the space is not available (ENOSPC/EDQUOT).
+        OSError: any other failure.
+    """
+    global _fallocate_unsupported
+    if _fallocate_unsupported or size <= 0:
+        return
+    try:
+        _fallocate(fd, offset, size)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise DiskFullError(f"no space for {size} bytes at {path}: {exc.strerror}") from exc
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+        _fallocate_unsupported = True
+        log.warning("the file system of %s cannot reserve space (%s): store files are sparse, "
+                    "a full disk may then kill the process", path, exc)
+
+
+def reserve_ahead(fd: int, path: str, reserved: int, end: int, file_size: int, ahead: int,
+                  written: int = 0) -> int:
+    """Extend the reservation ``[0, reserved)`` of a mapped file so it covers ``[0, end)`` and
+    ``ahead`` bytes more (rounded up to a page, at most ``file_size``); returns the new reserved
+    end (file-relative bytes). The free space is checked first: a disk without room for the whole
+    new chunk refuses it (the chunk is the headroom left for the broker's other files, and no file
+    system is left with a partly made reservation). Bytes below ``written`` hold data already (a
+    file loaded at start: its reservation starts at 0): they are reserved again, which costs
+    nothing, but need no free space.
+
+    Raises:
+        DiskFullError: no room for the chunk; nothing more is reserved.
+    """
+    if end <= reserved:
+        return reserved
+    target = min(file_size, -(-(end + ahead) // _PAGE) * _PAGE)
+    needed = target - max(reserved, min(written, target))
+    free = _free_bytes(path)
+    if free < needed:
+        raise DiskFullError(f"{free} bytes free at {path}, reserving the next {needed} bytes of it needs more")
+    reserve_range(fd, reserved, target - reserved, path)
+    return target
+
+
+def create_reserved(path: str, size: int, reserve: int | None = None) -> int:
+    """Create ``path`` with ``size`` bytes (a sparse file) and disk space reserved for its first
+    ``reserve`` bytes (all of them when None; :func:`reserve_range`), so no page of that part of
+    its mapping can lack backing store; returns the open descriptor.
 
     Raises:
         DiskFullError: the space is not available (the half-made file is removed).
         OSError: the file cannot be created.
     """
-    global _fallocate_unsupported
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        if not _fallocate_unsupported:
-            try:
-                _fallocate(fd, 0, size)
-            except OSError as exc:
-                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-                    raise
-                _fallocate_unsupported = True
-                log.warning("the file system of %s cannot reserve space (%s): store files are sparse, "
-                            "a full disk may then kill the process", path, exc)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # no inode or directory entry left
+            raise DiskFullError(f"cannot create {path}: {exc.strerror}") from exc
+        raise
+    try:
+        reserve_range(fd, 0, size if reserve is None else min(size, reserve), path)
         os.ftruncate(fd, size)
-    except BaseException as exc:
+    except BaseException:
         os.close(fd)
         try:
             os.unlink(path)
         except OSError:
             pass
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise DiskFullError(f"no space for {size} bytes at {path}: {exc.strerror}") from exc
         raise
     return fd
 
 
-def open_or_create_reserved(path: str, size: int) -> int:
+def open_or_create_reserved(path: str, size: int, reserve: int | None = None) -> tuple[int, int]:
     """Open the existing file ``path``, or create it with :func:`create_reserved` (also when a
-    crash left it empty); returns the descriptor.
+    crash left it empty); returns ``(descriptor, bytes known reserved from the start)``: the
+    reservation of a new file, 0 for an existing one (its first write reserves again; reserving
+    space a file already has costs nothing).
 
     Raises:
         DiskFullError: a new file finds no space.
     """
+    initial = size if reserve is None else min(size, reserve)
     try:
         fd = os.open(path, os.O_RDWR)
     except FileNotFoundError:
-        return create_reserved(path, size)
+        return create_reserved(path, size, initial), initial
     if os.fstat(fd).st_size:
-        return fd
+        return fd, 0
     os.close(fd)  # left empty by a crash at creation
     os.unlink(path)
-    return create_reserved(path, size)
+    return create_reserved(path, size, initial), initial
 
 
 def _free_bytes(path: str) -> int:  # tests replace it to simulate a full disk
@@ -113,10 +173,19 @@ def offset_to_file_name(offset: int) -> str:
 class MappedFile:
     """One memory-mapped file of a fixed size.
 
+    Disk space is reserved in chunks ahead of the write position: :attr:`reserved` is the end
+    (file-relative bytes) of the part known to have space behind it, and every write first
+    extends it (:meth:`reserve`) when it would pass it, so a full disk is a :class:`DiskFullError`
+    before any byte is written, never a SIGBUS. Writers that bypass :meth:`append` (the C put path
+    writing into :attr:`_mm`) call :meth:`reserve` for ``wrote_position + length`` first.
+
     Args:
         path: file path; its base name must be the 20-digit start offset.
-        file_size: size in bytes; a new file is created with this much disk space reserved
-            (:func:`create_reserved`), an existing file must already have it.
+        file_size: size in bytes; a new file is created sparse with this logical size and its
+            first ``reserve_ahead`` bytes reserved (:func:`create_reserved`), an existing file
+            must already have this size.
+        reserve_ahead: bytes reserved beyond the end of each write that passes :attr:`reserved`
+            (8 MiB by default; ``StoreConfig.reserve_ahead_bytes``).
 
     Raises:
         DiskFullError: no disk space for a new file.
@@ -124,17 +193,18 @@ class MappedFile:
         ValueError: an existing file has another size or the name is not a 20-digit offset.
     """
 
-    __slots__ = ("path", "file_size", "file_from_offset", "wrote_position", "flushed_position",
-                 "_fd", "_mm", "_closed")
+    __slots__ = ("path", "file_size", "file_from_offset", "wrote_position", "flushed_position", "reserved",
+                 "reserve_ahead", "_fd", "_mm", "_closed", "_data_lo", "_data_hi")
 
-    def __init__(self, path: str, file_size: int) -> None:
+    def __init__(self, path: str, file_size: int, reserve_ahead: int = DEFAULT_RESERVE_AHEAD) -> None:
         name = os.path.basename(path)
         if len(name) != 20 or not name.isdigit():
             raise ValueError(f"mapped file name must be a 20-digit offset: {path}")
         self.path = path
         self.file_size = file_size
         self.file_from_offset = int(name)
-        fd = open_or_create_reserved(path, file_size)
+        self.reserve_ahead = reserve_ahead
+        fd, self.reserved = open_or_create_reserved(path, file_size, reserve_ahead)
         try:
             size = os.fstat(fd).st_size
             if size != file_size:
@@ -145,6 +215,7 @@ class MappedFile:
             raise
         self._fd = fd
         self._closed = False
+        self._data_lo = self._data_hi = 0
         self.wrote_position = 0
         self.flushed_position = 0
 
@@ -155,19 +226,41 @@ class MappedFile:
     def is_full(self) -> bool:
         return self.wrote_position >= self.file_size
 
+    def reserve(self, end: int) -> None:
+        """Make sure disk space backs the bytes below file-relative ``end`` (at most
+        ``file_size``) before they are written: when ``end`` passes :attr:`reserved`, reserve up
+        to ``end + reserve_ahead`` (:func:`reserve_ahead`).
+
+        Raises:
+            DiskFullError: no disk space for the bytes up to ``end``; nothing was written.
+        """
+        if end > self.reserved:
+            self.reserved = reserve_ahead(self._fd, self.path, self.reserved, end, self.file_size,
+                                          self.reserve_ahead, self.wrote_position)
+
     def append(self, data) -> int:
         """Write ``data`` at the write position; returns the file-relative position it went to.
 
         The caller guarantees it fits (``len(data) <= remaining()``).
+
+        Raises:
+            DiskFullError: no disk space for it (:meth:`reserve`); nothing was written.
         """
         pos = self.wrote_position
         end = pos + len(data)
+        if end > self.reserved:
+            self.reserve(end)
         self._mm[pos:end] = data
         self.wrote_position = end
         return pos
 
     def write_at(self, pos: int, data) -> None:
-        """Overwrite bytes at a file-relative position (recovery/tests; no position change)."""
+        """Overwrite bytes at a file-relative position (recovery/tests; no position change).
+
+        Raises:
+            DiskFullError: no disk space for them; nothing was written.
+        """
+        self.reserve(pos + len(data))
         self._mm[pos:pos + len(data)] = data
 
     def set_positions(self, pos: int, zero_up_to: int | None = None) -> None:
@@ -179,10 +272,42 @@ class MappedFile:
         end = min(self.file_size, zero_up_to if zero_up_to is not None else pos)
         p = pos
         while p < end:
-            n = min(len(_ZERO_CHUNK), end - p)
-            if self._mm[p:p + n].count(0) != n:  # leave untouched (sparse) zero pages alone
-                self._mm[p:p + n] = _ZERO_CHUNK[:n]
-            p += n
+            if _SEEK_DATA is not None:  # holes read as zeros: only data regions are looked at
+                try:
+                    p = os.lseek(self._fd, p, _SEEK_DATA)
+                    region_end = min(end, os.lseek(self._fd, p, _SEEK_HOLE))
+                except OSError:  # ENXIO: no data from p on
+                    return
+            else:
+                region_end = end
+            while p < region_end:
+                n = min(len(_ZERO_CHUNK), region_end - p)
+                if self._mm[p:p + n].count(0) != n:  # leave untouched zero pages alone
+                    self._mm[p:p + n] = _ZERO_CHUNK[:n]
+                p += n
+
+    def backed(self, pos: int, size: int = 1) -> bool:
+        """Whether the file-relative bytes ``[pos, pos + size)`` lie in one region of written
+        data (``SEEK_DATA``/``SEEK_HOLE``; always True where the system cannot tell). Recovery
+        asks before reading past the known written data: a hole, or space only reserved, reads
+        as zeros, and reading a hole through the mapping of a full tmpfs is a SIGBUS."""
+        return pos + size <= self.data_end(pos)
+
+    def data_end(self, pos: int) -> int:
+        """End (file-relative) of the region of written data holding ``pos``; ``pos`` itself when
+        ``pos`` is in a hole (see :meth:`backed`)."""
+        if self._data_lo <= pos < self._data_hi:
+            return self._data_hi
+        if _SEEK_DATA is None:
+            return self.file_size
+        try:
+            if os.lseek(self._fd, pos, _SEEK_DATA) != pos:
+                return pos
+            hi = os.lseek(self._fd, pos, _SEEK_HOLE)
+        except OSError:  # ENXIO: no data from pos on
+            return pos
+        self._data_lo, self._data_hi = pos, hi
+        return hi
 
     # -- reading (any thread) --------------------------------------------------------------
     def read(self, pos: int, size: int) -> bytes | None:
@@ -262,9 +387,10 @@ class MappedFileQueue:
     mutated in place, when files are removed, so readers can hold a snapshot safely.
     """
 
-    def __init__(self, store_path: str, file_size: int) -> None:
+    def __init__(self, store_path: str, file_size: int, reserve_ahead: int = DEFAULT_RESERVE_AHEAD) -> None:
         self.store_path = store_path
         self.file_size = file_size
+        self.reserve_ahead = reserve_ahead
         self._files: list[MappedFile] = []
         self.flushed_where = 0
         self._flush_lock = threading.Lock()
@@ -285,7 +411,7 @@ class MappedFileQueue:
         names = sorted(n for n in os.listdir(self.store_path) if len(n) == 20 and n.isdigit())
         files = []
         for name in names:
-            mf = MappedFile(os.path.join(self.store_path, name), self.file_size)
+            mf = MappedFile(os.path.join(self.store_path, name), self.file_size, self.reserve_ahead)
             mf.wrote_position = mf.flushed_position = self.file_size
             files.append(mf)
         self._files = files
@@ -313,9 +439,11 @@ class MappedFileQueue:
             create_offset = last.file_from_offset + self.file_size
         os.makedirs(self.store_path, exist_ok=True)
         free = _free_bytes(self.store_path)
-        if free < self.file_size:  # checked before rolling, whatever the file system reserves
-            raise DiskFullError(f"{free} bytes free at {self.store_path}, a new file needs {self.file_size}")
-        mf = MappedFile(os.path.join(self.store_path, offset_to_file_name(create_offset)), self.file_size)
+        first = min(self.file_size, self.reserve_ahead)  # what the new file reserves at once
+        if free < first:  # checked before rolling, whatever the file system reserves
+            raise DiskFullError(f"{free} bytes free at {self.store_path}, a new file reserves {first}")
+        mf = MappedFile(os.path.join(self.store_path, offset_to_file_name(create_offset)), self.file_size,
+                        self.reserve_ahead)
         if last is None:
             self.flushed_where = create_offset
         self._files = [*files, mf]

@@ -97,7 +97,8 @@ class MessageStore:
         self.consume_queue_table: dict[str, dict[int, ConsumeQueue]] = {}
         self._cq_lock = threading.Lock()
         self.checkpoint: StoreCheckpoint | None = None
-        self.index_service = (IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num)
+        self.index_service = (IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num,
+                                           config.entry_reserve_ahead_bytes)
                               if config.message_index_enable else None)
         self._flush_commit_log: CommitLogFlushService | None = None
         self._flush_consume_queue: ConsumeQueueFlushService | None = None
@@ -120,11 +121,11 @@ class MessageStore:
         #: HA slave: the next CommitLog offset to dispatch to the consume queues and index
         self.reput_from_offset = 0
 
-    def _prepare_queue(self, topic: str, queue_id: int) -> bool:
-        """Before a record of topic/queue is appended (lock held): create the consume-queue file
-        the record's entry will need (the next one when the last is full, the first one of a new
-        queue) now, so a full disk refuses the put (False) instead of failing the dispatch after
-        the record is written."""
+    def _prepare_queue(self, topic: str, queue_id: int, entries: int = 1) -> bool:
+        """Before ``entries`` records of topic/queue are appended (lock held): create the
+        consume-queue file their entries will need (the next one when the last is full, the first
+        one of a new queue) and reserve disk space for the entries in it now, so a full disk
+        refuses the put (False) instead of failing the dispatch after the records are written."""
         queues = self.consume_queue_table.get(topic)
         cq = queues.get(queue_id) if queues is not None else None
         try:
@@ -138,6 +139,7 @@ class MessageStore:
                 first = self.commit_log.topic_queue_table.get((topic, queue_id), 0) * CQ_STORE_UNIT_SIZE
                 if first < mfq.file_size:
                     mfq.get_last_mapped_file(first)
+            cq.reserve_for(self.commit_log.topic_queue_table.get((topic, queue_id), 0), entries)
         except DiskFullError as exc:
             log.error("consume queue %s-%d: %s; refusing writes until space is freed", topic, queue_id, exc)
             self._mark_disk_full()
@@ -161,7 +163,8 @@ class MessageStore:
         the consume queues are re-dispatched.
 
         Raises:
-            StoreError: another store holds the directory lock, or a file has a wrong size.
+            StoreError: another store holds the directory lock, a file has a wrong size, or a
+                new checkpoint file finds no disk space.
         """
         cfg = self.config
         os.makedirs(cfg.store_path_root_dir, exist_ok=True)
@@ -180,7 +183,7 @@ class MessageStore:
             if self.index_service is not None:
                 self.index_service.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
             self._recover()
-        except ValueError as exc:
+        except (ValueError, DiskFullError) as exc:
             self._release_lock()
             raise StoreError(f"cannot load store {cfg.store_path_root_dir}: {exc}") from exc
         os.makedirs(cfg.commit_log_dir, exist_ok=True)
@@ -274,7 +277,7 @@ class MessageStore:
             cq = queues.get(queue_id)
             if cq is None:
                 cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
-                                  self.config.mapped_file_size_consume_queue)
+                                  self.config.mapped_file_size_consume_queue, self.config.entry_reserve_ahead_bytes)
                 queues[queue_id] = cq
                 table = dict(self.consume_queue_table)
                 table[topic] = queues
@@ -443,8 +446,10 @@ class MessageStore:
                 return None
             now = cl._store_time()
             mf = cl.mapped_file_queue.last_mapped_file()
-            if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.file_size:
-                mf = cl._writable_file(size)  # the first file, or the end blank and the next file
+            # (reserved <= file_size: past the reserved end or the file end, _writable_file reserves
+            # the next chunk, or writes the end blank and rolls; the C writer below needs the space)
+            if mf is None or mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH > mf.reserved:
+                mf = cl._writable_file(size)  # the first file, the next chunk, or the end blank and the next file
                 if mf is None:  # no disk space for it: the InnerMessage path answers code 14
                     return None
             queues = self.consume_queue_table.get(topic)
@@ -458,12 +463,11 @@ class MessageStore:
             key = (topic, queue_id)
             table = cl.topic_queue_table
             queue_offset = table.get(key, 0)
-            table[key] = queue_offset + 1
-            cq_file = cq.next_entries_file(queue_offset)
+            cq_file = cq.next_entries_file(queue_offset)  # None also when its reservation must grow
             if cq_file is None and not self._prepare_queue(topic, queue_id):
-                table[key] = queue_offset  # nothing written
-                return None
-            if cq_file is not None:  # record and consume-queue entry written in one call
+                return None  # nothing written
+            table[key] = queue_offset + 1
+            if cq_file is not None:  # record and entry in one call, both inside reserved space
                 msg_id = place_single(record, tags_code, store, len(born), phy, queue_offset, now, mf._mm,
                                       mf.wrote_position, cq_file._mm, cq_file.wrote_position)
                 mf.wrote_position += size
@@ -478,8 +482,13 @@ class MessageStore:
                 files = index.files
                 uniq = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
                 # the usual case, one UNIQ_KEY into the last file; anything else as build_index does
-                if not (uniq and files and MC.KEYS not in props and phy >= files[-1].end_phy_offset
-                        and files[-1].put_keys([(f"{topic}#{uniq}", phy, now)])):
+                try:
+                    fast = (uniq and files and MC.KEYS not in props and phy >= files[-1].end_phy_offset
+                            and files[-1].put_keys([(f"{topic}#{uniq}", phy, now)]))
+                except DiskFullError as exc:  # the index is an aid: the message is stored and queued
+                    log.error("index: %s; the record at %d not indexed", exc, phy)
+                    fast = True
+                if not fast:
                     index.build_index(topic, phy, now, sys_flag, props)
             cl.last_store_timestamp = now
         for listener in self._listeners:
@@ -573,7 +582,12 @@ class MessageStore:
                 if not isinstance(r, DispatchRequest):
                     log.error("replicated commit log record at %d is unreadable; dispatch stops there", pos)
                     break
-                self._dispatch(r)
+                try:
+                    self._dispatch(r)  # a consume-queue entry that finds no disk space: retried later
+                except DiskFullError as exc:
+                    log.error("replicated commit log record at %d not dispatched yet: %s", pos, exc)
+                    self._mark_disk_full()
+                    break
                 if r.sys_flag & MessageSysFlag.TRANSACTION_MASK in _NOT_OR_COMMIT:
                     queue_table[(r.topic, r.queue_id)] = r.consume_queue_offset + 1
                 if r.store_timestamp > cl.last_store_timestamp:

@@ -146,19 +146,30 @@ def small_tmpfs(tmp_path):
         yield mnt
 
 
-def test_disk_full_refuses_sends_with_code_14_and_the_broker_lives(small_tmpfs, client):
+# "roll": 1 MiB CommitLog files, the disk fills when a new file is needed; "mid-file": 64 MiB files
+# (sparse) reserving 1 MiB ahead, the disk fills in the middle of the first file. Both with index
+# files of 0.4 + 8 MB (the default geometry's hash slots, 20 MB reserved whole, would take most of
+# the 24 MiB)
+_DISK_FULL_CONFIGS = {
+    "roll": {"mapped_file_size_commit_log": 1024 * 1024},
+    "mid-file": {"mapped_file_size_commit_log": 64 * 1024 * 1024, "reserve_ahead_bytes": 1024 * 1024},
+}
+_SMALL_INDEX = {"max_hash_slot_num": 100_000, "max_index_num": 400_000}
+
+
+@pytest.mark.parametrize("fill", sorted(_DISK_FULL_CONFIGS))
+def test_disk_full_refuses_sends_with_code_14_and_the_broker_lives(small_tmpfs, client, fill):
     store = str(small_tmpfs / "store")
-    config = {"mapped_file_size_commit_log": 1024 * 1024, "disk_space_warning_level_ratio": 0.999}
+    config = {**_DISK_FULL_CONFIGS[fill], **_SMALL_INDEX, "disk_space_warning_level_ratio": 0.999}
     cluster = start_dev_cluster(store, in_process=True, broker_config=config)
     acked = 0
     refusal = None
     t0 = time.monotonic()
     try:
         with Producer("pg_full", cluster.namesrv_addr, retry_times_when_send_failed=0) as p:
-            body = b"f" * 4096
             for _ in range(20000):
-                try:
-                    p.send(Message("TopicFull", body))
+                try:  # random: the SDK's compression keeps it 4 KiB
+                    p.send(Message("TopicFull", os.urandom(4096)))
                 except MQBrokerError as exc:
                     refusal = exc
                     break
@@ -173,9 +184,12 @@ def test_disk_full_refuses_sends_with_code_14_and_the_broker_lives(small_tmpfs, 
     again = start_dev_cluster(store, in_process=True, broker_config=config)
     try:
         stored = sum(again._servers[-1].store.get_max_offset_in_queue("TopicFull", q) for q in range(4))
+        files = os.listdir(os.path.join(store, "commitlog"))
     finally:
         again.stop()
-    record("disk full (24 MiB tmpfs)", acked=acked, stored_after_restart=stored, refusal_code=14,
+    if fill == "mid-file":
+        assert len(files) == 1, files  # refused before the first file was full
+    record(f"disk full (24 MiB tmpfs, {fill})", acked=acked, stored_after_restart=stored, refusal_code=14,
            refusal=str(refusal)[:120], fill_s=round(fill_s, 2))
     assert stored >= acked
 

@@ -1,6 +1,6 @@
 """Issue 14, store side: names cannot leave the store directory, one bad record never makes the
 store unloadable, and a full disk refuses writes (code 14) instead of killing the process with
-SIGBUS (space is reserved when a mapped file is created; free space is checked before a roll;
+SIGBUS (space is reserved in chunks before the writes reach it; free space is checked before a roll;
 the disk-full state is computed at start)."""
 
 from __future__ import annotations
