@@ -17,9 +17,8 @@ RocketMQ behaviour they express:
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from .exceptions import MQBrokerError, MQError
@@ -178,7 +177,12 @@ class RetryPolicy:
 
     def call(self, attempt: Callable[[], T]) -> T:
         """Run ``attempt`` until it succeeds or the policy says stop (blocking; waits with
-        ``time.sleep``). Returns the last result; raises the last error."""
+        ``time.sleep``). Returns the last result; raises the last error.
+
+        The SDK's own loops (``producer/dispatch.py``, ``consumer/pull_result.py``) ask
+        :meth:`retry_error` / :meth:`retry_result` / :meth:`delay_s` directly, as they also do
+        fault bookkeeping between attempts and never block their I/O loop; this is the whole loop
+        for an application's own calls (e.g. an admin operation during a broker restart)."""
         failures = 0
         while True:
             try:
@@ -195,25 +199,6 @@ class RetryPolicy:
                 delay = self.backoff.compute(failures, None)
             if delay > 0:
                 time.sleep(delay)
-
-    async def acall(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """:meth:`call` for a coroutine function (waits with ``asyncio.sleep``)."""
-        failures = 0
-        while True:
-            try:
-                result = await attempt()
-            except Exception as exc:
-                failures += 1
-                if not self.retry_error(failures, exc):
-                    raise
-                delay = self.backoff.compute(failures, exc)
-            else:
-                if self.retry_on_result is None or not self.retry_result(failures + 1, result):
-                    return result
-                failures += 1
-                delay = self.backoff.compute(failures, None)
-            if delay > 0:
-                await asyncio.sleep(delay)
 
     def __repr__(self) -> str:
         return f"RetryPolicy(retries={self.retries}, backoff={self.backoff!r})"

@@ -90,16 +90,9 @@ def _attributes(m: MessageExt, group: str, client_id: str | None, operation: str
         "messaging.destination.partition.id": str(m.queue_id),
         "messaging.message.body.size": len(m.body),
     }
-    if client_id:
-        attrs["messaging.client.id"] = client_id
-    if m.broker_name:
-        attrs["messaging.rocketmq.broker_name"] = m.broker_name
-    if m.tags:
-        attrs["messaging.rocketmq.message.tag"] = m.tags
-    if m.keys:
-        attrs["messaging.rocketmq.message.keys"] = list(m.keys)
-    if m.reconsume_times:
-        attrs["messaging.rocketmq.message.reconsume_times"] = m.reconsume_times
+    _otel.set_present(attrs, messaging__client__id=client_id, messaging__rocketmq__broker_name=m.broker_name,
+                      messaging__rocketmq__message__tag=m.tags, messaging__rocketmq__message__keys=m.keys,
+                      messaging__rocketmq__message__reconsume_times=m.reconsume_times)
     return attrs
 
 

@@ -111,6 +111,14 @@ def publish_span_is_no_op() -> bool:
         return False
 
 
+def set_present(attrs: dict[str, Any], **present: Any) -> None:
+    """Add the truthy ``present`` values to span attributes ``attrs``, keys spelled with ``__``
+    for ``.`` (OpenTelemetry leaves unset what a message does not carry: no tag, no keys...)."""
+    for key, value in present.items():
+        if value:
+            attrs[key.replace("__", ".")] = list(value) if isinstance(value, (set, frozenset, tuple)) else value
+
+
 def _message_type(msg: Message) -> str:
     props = msg.properties
     if props.get(MC.TRANSACTION_PREPARED) == "true":
@@ -193,20 +201,14 @@ def start_publish_span(msgs: Message | Sequence[Message], topic: str, group: str
                 "messaging.rocketmq.message.type": "fifo" if fifo else _message_type(first),
                 "messaging.rocketmq.send_mode": "oneway" if oneway else "request",
             }
-            if client_id:
-                attrs["messaging.client.id"] = client_id
-            if namespace:
-                attrs["messaging.rocketmq.namespace"] = namespace
+            set_present(attrs, messaging__client__id=client_id, messaging__rocketmq__namespace=namespace)
             if batch:
                 attrs["messaging.batch.message_count"] = len(msg_list)
             else:
                 attrs["messaging.message.body.size"] = len(first.body)
-                if first.tags:
-                    attrs["messaging.rocketmq.message.tag"] = first.tags
-                if first.keys:
-                    attrs["messaging.rocketmq.message.keys"] = list(first.keys)
-                if first.delay_time_level:
-                    attrs["messaging.rocketmq.message.delay_time_level"] = first.delay_time_level
+                set_present(attrs, messaging__rocketmq__message__tag=first.tags,
+                            messaging__rocketmq__message__keys=first.keys,
+                            messaging__rocketmq__message__delay_time_level=first.delay_time_level)
             span.set_attributes(attrs)
         ctx = trace_api.set_span_in_context(span)
         for m in msg_list:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from rocketmq_sdk.exceptions import ClientStateError, MQBrokerError, RemotingConnectError
 from rocketmq_sdk.lifecycle import Lifecycle, ServiceState
@@ -100,23 +98,6 @@ def test_call_waits_the_backoff_between_attempts(monkeypatch):
     err = RemotingConnectError("a")
     assert policy.call(Script(err, err, err, "ok")) == "ok"
     assert slept == [0.5, 1.0, 2.0]
-
-
-def test_acall_mirrors_call(monkeypatch):
-    slept: list[float] = []
-
-    async def fake_sleep(s: float) -> None:
-        slept.append(s)
-
-    monkeypatch.setattr("rocketmq_sdk.retry.asyncio.sleep", fake_sleep)
-    policy = RetryPolicy(2, backoff=ConstantBackoff(0.25), retry_on_result=lambda r: r == "bad")
-    script = Script(RemotingConnectError("a"), "bad", "good")
-
-    async def attempt() -> object:
-        return script()
-
-    assert asyncio.run(policy.acall(attempt)) == "good"
-    assert script.calls == 3 and slept == [0.25, 0.25]
 
 
 def test_lifecycle_transitions():
