@@ -27,8 +27,11 @@ class TopicPublishInfo:
     queues: list[MessageQueue]
     route: TopicRouteData | None = None
     order_topic: bool = False
-    _index: itertools.count[int] = field(default_factory=lambda: itertools.count(random.randrange(1 << 31)),
-                                    repr=False)
+    #: the round robin over ``queues`` (Java ``sendWhichQueue``: a counter starting at a random
+    #: value, so producers started together do not all begin with the same queue); read by the
+    #: fault strategy (``producer/fault.py``) as well as by :meth:`select_one_queue`
+    send_which_queue: itertools.count[int] = field(
+        default_factory=lambda: itertools.count(random.randrange(1 << 31)), repr=False)
 
     @property
     def ok(self) -> bool:
@@ -43,12 +46,12 @@ class TopicPublishInfo:
         queues = self.queues
         n = len(queues)
         if last_broker is None:
-            return queues[(next(self._index) & 0x7FFFFFFF) % n]
+            return queues[(next(self.send_which_queue) & 0x7FFFFFFF) % n]
         for _ in range(n):
-            mq = queues[(next(self._index) & 0x7FFFFFFF) % n]
+            mq = queues[(next(self.send_which_queue) & 0x7FFFFFFF) % n]
             if mq.broker_name != last_broker:
                 return mq
-        return queues[(next(self._index) & 0x7FFFFFFF) % n]
+        return queues[(next(self.send_which_queue) & 0x7FFFFFFF) % n]
 
 
 def _writable_with_master(route: TopicRouteData) -> list[QueueData]:

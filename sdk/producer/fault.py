@@ -131,7 +131,7 @@ class MQFaultStrategy:
             return info.select_one_queue(last_broker)
         queues = info.queues
         n = len(queues)
-        start = next(info._index)
+        start = next(info.send_which_queue)
         for i in range(n):
             mq = queues[((start + i) & 0x7FFFFFFF) % n]
             if self.table.is_available(mq.broker_name):
@@ -140,6 +140,6 @@ class MQFaultStrategy:
         if name is not None:
             own = [q for q in queues if q.broker_name == name]
             if own:
-                return own[(next(info._index) & 0x7FFFFFFF) % len(own)]
+                return own[(next(info.send_which_queue) & 0x7FFFFFFF) % len(own)]
             self.table.remove(name)
         return info.select_one_queue(None)

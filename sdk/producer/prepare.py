@@ -50,7 +50,7 @@ from ..protocol.codes import MessageSysFlag as SF
 from ..protocol.message import Message, MessageQueue
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
-from ..remoting.command import FLAG_ONEWAY, RemotingCommand, _next_opaque
+from ..remoting.command import FLAG_ONEWAY, RemotingCommand, next_opaque
 from ..trace.hooks import PubTraceSpan
 from .namespace import wrap_namespace
 
@@ -204,7 +204,7 @@ def send_request(tmpl: SendHeaderTemplate, vals: tuple[str, str, str, str, str, 
     cmd.code = tmpl.code
     cmd.language = _PYTHON
     cmd.version = CURRENT_VERSION
-    cmd.opaque = _next_opaque()
+    cmd.opaque = next_opaque()
     cmd.flag = FLAG_ONEWAY if oneway else 0
     cmd.remark = None
     cmd.body = body

@@ -103,7 +103,9 @@ _json_dumps, _json_loads = _fast_json()
 _opaque_counter = itertools.count()
 
 
-def _next_opaque() -> int:
+def next_opaque() -> int:
+    """The next request id (``opaque``) of this process: 0 to 2**31 - 1, wrapping (Java's
+    ``RemotingCommand.requestId``, one AtomicInteger per process)."""
     return next(_opaque_counter) & 0x7FFFFFFF
 
 
@@ -198,7 +200,7 @@ class RemotingCommand:
             oneway: set the ONEWAY flag (the peer will not answer).
             serialize_type: header serialisation, JSON by default (as Java's default).
         """
-        return cls(code, opaque=_next_opaque(), flag=FLAG_ONEWAY if oneway else 0,
+        return cls(code, opaque=next_opaque(), flag=FLAG_ONEWAY if oneway else 0,
                    ext_fields=ext_fields, body=body, serialize_type=serialize_type)
 
     def response(
