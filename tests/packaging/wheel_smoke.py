@@ -27,7 +27,7 @@ def main() -> int:
     assert importlib.resources.files("rocketmq_broker").joinpath("py.typed").is_file(), "py.typed missing"
     dist = importlib.metadata.distribution("rocketmq-python-sdk")
     assert any(str(f).endswith("LICENSE") for f in dist.files or []), "LICENSE missing from the wheel"
-    assert load("rocketmq_sdk.protocol._ccodec") is None, "a C accelerator is in the pure-Python wheel"
+    assert load("rocketmq_sdk.remoting._ccommand") is None, "a C accelerator is in the pure-Python wheel"
     with start_dev_cluster(in_process=True) as cluster:
         with Producer("wheel_check_pg", cluster.namesrv_addr) as producer:
             sent = producer.send(Message("wheel_check", b"from the wheel"))
