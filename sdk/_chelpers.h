@@ -9,6 +9,7 @@
  *   utf8_of, w_json_str  UTF-8 of a str; a JSON string as json.dumps(ensure_ascii=False) writes it
  *   str_of_utf8          a str from UTF-8 bytes (NULL without an exception when they are not UTF-8)
  *   slot_offsets, put_slot   filling the __slots__ of a fresh object directly
+ *   TWIN_MODULE          the module definition
  */
 #ifndef ROCKETMQ_SDK_CHELPERS_H
 #define ROCKETMQ_SDK_CHELPERS_H
@@ -210,5 +211,11 @@ static inline int slot_offsets(PyObject *cls, const char *const *names, Py_ssize
 static inline void put_slot(PyObject *obj, Py_ssize_t offset, PyObject *value) {
     *(PyObject **)((char *)obj + offset) = value;
 }
+
+/* ---- the module ---------------------------------------------------------------------------- */
+
+/* ``static struct PyModuleDef module`` of a twin whose method table is ``methods`` */
+#define TWIN_MODULE(name, doc)                                                                     \
+    static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, name, doc, -1, methods, NULL, NULL, NULL, NULL}
 
 #endif /* ROCKETMQ_SDK_CHELPERS_H */

@@ -589,9 +589,9 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cbatch_records",
-                                    "C twin of rocketmq_broker.store.batch_records: the records of a batch and of a "
-                                    "plain single send.", -1, methods, NULL, NULL, NULL, NULL};
+TWIN_MODULE("_cbatch_records",
+            "C twin of rocketmq_broker.store.batch_records: the records of a batch and of a "
+            "plain single send.");
 
 PyMODINIT_FUNC PyInit__cbatch_records(void) {
     if (record_helpers_init() < 0) return NULL;

@@ -81,9 +81,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ccommit_log",
-                                    "C twin of rocketmq_broker.store.commit_log: one CommitLog record.", -1, methods,
-                                    NULL, NULL, NULL, NULL};
+TWIN_MODULE("_ccommit_log",
+            "C twin of rocketmq_broker.store.commit_log: one CommitLog record.");
 
 PyMODINIT_FUNC PyInit__ccommit_log(void) {
     if (record_helpers_init() < 0) return NULL;

@@ -6,6 +6,7 @@
  *   body_crc                the record's BODYCRC (zlib's CRC32 & 0x7FFFFFFF)
  *   get_i32 / get_i16 / put_u32 / put_u64   big-endian integers
  *   write_record_head       a record up to its properties text
+ *   TWIN_MODULE             the module definition
  */
 #ifndef ROCKETMQ_BROKER_CRECORD_H
 #define ROCKETMQ_BROKER_CRECORD_H
@@ -137,5 +138,11 @@ static inline int record_helpers_init(void) {
     }
     return 0;
 }
+
+/* ---- the module ---------------------------------------------------------------------------- */
+
+/* ``static struct PyModuleDef module`` of a twin whose method table is ``methods`` */
+#define TWIN_MODULE(name, doc)                                                                     \
+    static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, name, doc, -1, methods, NULL, NULL, NULL, NULL}
 
 #endif /* ROCKETMQ_BROKER_CRECORD_H */

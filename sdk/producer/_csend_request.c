@@ -118,10 +118,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_csend_request",
-    "C twin of rocketmq_sdk.producer.send_request: SEND_MESSAGE_V2 frames from a header template.",
-    -1, methods, NULL, NULL, NULL, NULL,
-};
+TWIN_MODULE("_csend_request",
+            "C twin of rocketmq_sdk.producer.send_request: SEND_MESSAGE_V2 frames from a header template.");
 
 PyMODINIT_FUNC PyInit__csend_request(void) { return PyModule_Create(&module); }

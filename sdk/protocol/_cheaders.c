@@ -5,8 +5,7 @@
  *
  *   read_header(cls, ext, fields) -> cls instance | None
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "../_chelpers.h"
 
 enum { K_STR = 0, K_INT = 1, K_BOOL = 2, K_BOOL_OR_ONE = 3 }; /* headers.py's field kinds */
 
@@ -144,9 +143,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_cheaders", "C twin of rocketmq_sdk.protocol.headers: the typed headers' reader.",
-    -1, methods, NULL, NULL, NULL, NULL,
-};
+TWIN_MODULE("_cheaders",
+            "C twin of rocketmq_sdk.protocol.headers: the typed headers' reader.");
 
 PyMODINIT_FUNC PyInit__cheaders(void) { return PyModule_Create(&module); }

@@ -500,11 +500,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_cmessage_codec",
-    "C twin of rocketmq_sdk.protocol.message_codec: stored records, batch bodies, properties strings.",
-    -1, methods, NULL, NULL, NULL, NULL,
-};
+TWIN_MODULE("_cmessage_codec",
+            "C twin of rocketmq_sdk.protocol.message_codec: stored records, batch bodies, properties strings.");
 
 PyMODINIT_FUNC PyInit__cmessage_codec(void) {
     if ((s_body = PyUnicode_InternFromString("body")) == NULL ||

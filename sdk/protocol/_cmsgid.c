@@ -6,8 +6,7 @@
  * Python generator rolls the month and hands the new state back) or the process forks (the
  * child's at-fork hook calls uniq_configure(None)). Compared by tests/protocol/test_protocol_msgid.py.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "../_chelpers.h"
 #include <string.h>
 #include <time.h>
 
@@ -80,9 +79,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_cmsgid", "C twin of rocketmq_sdk.protocol.msgid: the process-wide UNIQ_KEY ids.",
-    -1, methods, NULL, NULL, NULL, NULL,
-};
+TWIN_MODULE("_cmsgid",
+            "C twin of rocketmq_sdk.protocol.msgid: the process-wide UNIQ_KEY ids.");
 
 PyMODINIT_FUNC PyInit__cmsgid(void) { return PyModule_Create(&module); }

@@ -765,11 +765,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_ccommand",
-    "C twin of rocketmq_sdk.remoting.command: the remoting frame codec (RemotingCommand.decode / .encode).",
-    -1, methods, NULL, NULL, NULL, NULL,
-};
+TWIN_MODULE("_ccommand",
+            "C twin of rocketmq_sdk.remoting.command: the remoting frame codec (RemotingCommand.decode / .encode).");
 
 PyMODINIT_FUNC PyInit__ccommand(void) {
 #define INTERN(var, text)                                                                          \
