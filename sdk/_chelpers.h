@@ -1,7 +1,7 @@
 /* Helpers shared by the SDK's C twins (each ``_c<module>.c`` beside the ``<module>.py`` it
  * accelerates: remoting/_ccommand.c, protocol/_cmessage_codec.c, producer/_csend_request.c ...).
  * Included, not linked: every twin is its own extension module, so everything here is
- * ``static inline`` and a twin that does not use a helper pays nothing for it.
+ * static (``HELPER`` or ``static inline``) and a twin that does not use a helper pays nothing for it.
  *
  *   FALLBACK / FAILED    the result codes of the twins' internal steps
  *   be32 / be64 / put_be32   big-endian integers
@@ -19,6 +19,14 @@
 #include <stdint.h>
 #include <string.h>
 #include <structmember.h>
+
+/* Helpers the compiler inlines or not as it sees fit (``static inline`` would push it to inline
+ * the larger ones too); ``unused`` keeps a twin that does not call one free of warnings. */
+#if defined(__GNUC__) || defined(__clang__)
+#define HELPER static __attribute__((unused))
+#else
+#define HELPER static
+#endif
 
 #define FALLBACK 1 /* not handled here: let Python decide */
 #define FAILED -1  /* a Python exception is set */
@@ -60,7 +68,7 @@ static inline void w_free(Writer *w) {
         PyMem_Free(w->buf);
 }
 
-static inline int w_reserve(Writer *w, Py_ssize_t extra) {
+HELPER int w_reserve(Writer *w, Py_ssize_t extra) {
     if (w->len + extra <= w->cap)
         return 0;
     Py_ssize_t cap = w->cap * 2;
@@ -93,7 +101,7 @@ static inline int w_put(Writer *w, const char *s, Py_ssize_t n) {
 
 #define W_LIT(w, lit) w_put((w), (lit), (Py_ssize_t)sizeof(lit) - 1)
 
-static inline int w_long(Writer *w, long long v) {
+HELPER int w_long(Writer *w, long long v) {
     char tmp[32];
     int n = snprintf(tmp, sizeof tmp, "%lld", v);
     return w_put(w, tmp, n);
@@ -103,7 +111,7 @@ static inline int w_long(Writer *w, long long v) {
 
 /* The UTF-8 form of a str; NULL with *r set to FALLBACK when it cannot be encoded (lone
  * surrogates: the Python path raises UnicodeEncodeError) or to FAILED (another error). */
-static inline const char *utf8_of(PyObject *s, Py_ssize_t *n, int *r) {
+HELPER const char *utf8_of(PyObject *s, Py_ssize_t *n, int *r) {
     const char *u = PyUnicode_AsUTF8AndSize(s, n);
     if (u == NULL) {
         if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
@@ -118,7 +126,7 @@ static inline const char *utf8_of(PyObject *s, Py_ssize_t *n, int *r) {
 
 /* A JSON string as json.dumps(ensure_ascii=False) writes it, in UTF-8. FALLBACK when the str
  * cannot be encoded (lone surrogates: the Python path raises). */
-static inline int w_json_str(Writer *w, PyObject *s) {
+HELPER int w_json_str(Writer *w, PyObject *s) {
     Py_ssize_t n;
     int r = 0;
     const char *u = utf8_of(s, &n, &r);
@@ -160,7 +168,7 @@ static inline int w_json_str(Writer *w, PyObject *s) {
 /* A str of n bytes at s: ``ascii`` says they are all below 0x80 (copied as they are), else they are
  * decoded as strict UTF-8. NULL without an exception set when they are not UTF-8 (the Python path
  * reports it), NULL with one on another error. */
-static inline PyObject *str_of_utf8(const char *s, Py_ssize_t n, int ascii) {
+HELPER PyObject *str_of_utf8(const char *s, Py_ssize_t n, int ascii) {
     if (ascii) {
         PyObject *u = PyUnicode_New(n, 127);
         if (u == NULL)
@@ -178,7 +186,7 @@ static inline PyObject *str_of_utf8(const char *s, Py_ssize_t n, int ascii) {
 
 /* the T_OBJECT_EX slot offsets of ``names`` (at most 32) in ``cls`` (a class with __slots__ only)
    into ``offsets``; -1 and a TypeError, ``offsets`` untouched, if one is not such a slot */
-static inline int slot_offsets(PyObject *cls, const char *const *names, Py_ssize_t *offsets) {
+HELPER int slot_offsets(PyObject *cls, const char *const *names, Py_ssize_t *offsets) {
     Py_ssize_t found[32];
     int i;
     if (((PyTypeObject *)cls)->tp_dictoffset != 0) {

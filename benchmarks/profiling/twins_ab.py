@@ -6,7 +6,8 @@ Each variant is ``name=DIR``: a directory put first on ``PYTHONPATH`` that holds
 then link ``DIR/rocketmq_sdk`` -> ``src/sdk`` and ``DIR/rocketmq_broker`` -> ``src/broker-reference``).
 Every round runs each variant once in a fresh interpreter (order alternating A B, B A, ...), which
 times each operation below through its public Python function (the path the SDK and broker take, so
-the twin's call overhead counts) and prints ns per call; the summary is the median per variant.
+the twin's call overhead counts): ns per call, the best of 5 repeats on the thread's CPU clock; the
+summary is the median over the rounds per variant.
 
 Usage::
 
@@ -21,7 +22,8 @@ import os
 import statistics
 import subprocess
 import sys
-from pathlib import Path
+import time
+import timeit
 
 BODY = b"x" * 128
 PROPS = {"KEYS": "order-1001", "UNIQ_KEY": "C000020267645FFD2B276DE5F9BA0000", "WAIT": "true", "TAGS": "TagA"}
@@ -78,10 +80,14 @@ def _ops() -> dict:
 
 
 def child(seconds: float) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
-    from remoting_codec import rate
-
-    out = {name: 1e9 / rate(fn, seconds) for name, fn in _ops().items()}
+    """ns per call of each operation: the best of 5 repeats of about ``seconds`` / 5 each, timed by
+    the thread's CPU clock (time this process waits for a core on a busy machine does not count)."""
+    out = {}
+    for name, fn in _ops().items():
+        timer = timeit.Timer(fn, timer=time.thread_time)
+        number, _ = timer.autorange()
+        number = max(1, int(number * seconds / 5 / 0.2))
+        out[name] = min(timer.repeat(repeat=5, number=number)) / number * 1e9
     import rocketmq_sdk
 
     out["_from"] = rocketmq_sdk.__file__
@@ -92,7 +98,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variant", action="append", required=True, help="name=DIR (a PYTHONPATH entry)")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seconds", type=float, default=0.3, help="time per operation per run")
+    ap.add_argument("--seconds", type=float, default=1.0, help="CPU time per operation per run")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

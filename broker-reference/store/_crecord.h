@@ -16,6 +16,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Helpers the compiler inlines or not as it sees fit (``static inline`` would push it to inline
+ * the larger ones too); ``unused`` keeps a twin that does not call one free of warnings. */
+#if defined(__GNUC__) || defined(__clang__)
+#define RECORD_HELPER static __attribute__((unused))
+#else
+#define RECORD_HELPER static
+#endif
+
 #define MESSAGE_MAGIC_CODE 0xDAA320A7u
 #define MAX_PROPERTIES_LENGTH 32767
 #define END_FILE_MIN_BLANK_LENGTH 8
@@ -23,7 +31,7 @@
 /* ---- CRC32 (zlib's, reflected 0xEDB88320), slice by 8 ------------------------------------- */
 static uint32_t crc_table[8][256];
 
-static inline void crc_init(void) {
+RECORD_HELPER void crc_init(void) {
     for (uint32_t n = 0; n < 256; n++) {
         uint32_t c = n;
         for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
@@ -38,7 +46,7 @@ static inline void crc_init(void) {
     }
 }
 
-static inline uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
+RECORD_HELPER uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
     uint32_t c = 0xFFFFFFFFu;
     while (n >= 8) {
         uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
@@ -61,7 +69,7 @@ static inline uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
 static PyObject *ZlibCrc32;
 
 /* crc32(body) & 0x7FFFFFFF as the record's BODYCRC, or -1 with an exception set. */
-static inline long long body_crc(const unsigned char *p, Py_ssize_t n) {
+RECORD_HELPER long long body_crc(const unsigned char *p, Py_ssize_t n) {
     if (n < ZLIB_CRC_MIN) return (long long)(crc32_of(p, n) & 0x7FFFFFFFu);
     PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
     if (view == NULL) return -1;
@@ -90,7 +98,7 @@ static inline void put_u64(unsigned char *p, uint64_t v) {
 /* The section 4.5 record up to its properties: everything but the properties text, which the caller
  * writes after the returned pointer (plen bytes). `size` is the whole record's length; `crc` the
  * body's BODYCRC. */
-static inline unsigned char *write_record_head(unsigned char *w, long long size, long long crc, long long queue_id,
+RECORD_HELPER unsigned char *write_record_head(unsigned char *w, long long size, long long crc, long long queue_id,
                                         long long flag, long long queue_offset, long long phy, long long sys_flag,
                                         long long born_ts, const Py_buffer *born, long long store_ts,
                                         const Py_buffer *store, long long reconsume, long long prepared,
@@ -127,7 +135,7 @@ static inline unsigned char *write_record_head(unsigned char *w, long long size,
 }
 
 /* The CRC table and zlib.crc32 (body_crc's); 0, or -1 with an exception set. */
-static inline int record_helpers_init(void) {
+RECORD_HELPER int record_helpers_init(void) {
     crc_init();
     if (ZlibCrc32 == NULL) {
         PyObject *z = PyImport_ImportModule("zlib");
