@@ -79,11 +79,13 @@ def _ops() -> dict:
     }
 
 
-def child(seconds: float) -> None:
+def child(seconds: float, only: list[str]) -> None:
     """ns per call of each operation: the best of 5 repeats of about ``seconds`` / 5 each, timed by
     the thread's CPU clock (time this process waits for a core on a busy machine does not count)."""
     out = {}
     for name, fn in _ops().items():
+        if only and name not in only:
+            continue
         timer = timeit.Timer(fn, timer=time.thread_time)
         number, _ = timer.autorange()
         number = max(1, int(number * seconds / 5 / 0.2))
@@ -99,10 +101,11 @@ def main() -> None:
     ap.add_argument("--variant", action="append", required=True, help="name=DIR (a PYTHONPATH entry)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=1.0, help="CPU time per operation per run")
+    ap.add_argument("--ops", default="", help="comma-separated operation names (default: all)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.seconds)
+        child(args.seconds, [op for op in args.ops.split(",") if op])
         return
     variants = [v.split("=", 1) for v in args.variant]
     results: dict[str, list[dict]] = {name: [] for name, _ in variants}
@@ -112,7 +115,7 @@ def main() -> None:
             env = dict(os.environ, PYTHONPATH=path)
             env.pop("ROCKETMQ_PURE_PYTHON", None)
             out = subprocess.run([sys.executable, __file__, "--child", "--seconds", str(args.seconds),
-                                  "--variant", "x=y"], env=env, capture_output=True, text=True, check=True).stdout
+                                  "--ops", args.ops, "--variant", "x=y"], env=env, capture_output=True, text=True, check=True).stdout
             res = json.loads(out)
             if not res.pop("_from").startswith(path):
                 raise SystemExit(f"{name}: rocketmq_sdk not imported from {path}")
