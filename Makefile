@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 
 install: $(STAMP)
 
-C_SOURCES := $(shell find sdk broker-reference integrations -name "*.c" 2>/dev/null)
+C_SOURCES := $(shell find sdk broker-reference integrations -name "*.c" -o -name "*.h" 2>/dev/null)
 
 $(STAMP): pyproject.toml setup.py $(C_SOURCES)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'

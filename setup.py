@@ -65,22 +65,28 @@ class OptionalBuildExt(build_ext):
                   "is used (same behaviour, slower; see docs/performance.md)")
 
 
+def _sources(folder: str, pattern: str) -> list[Path]:
+    return [p for p in sorted(Path(folder).rglob(pattern)) if ".venv" not in p.parts and "build" not in p.parts]
+
+
 def _extensions() -> list[Extension]:
     """Optional C accelerators: every ``*.c`` file under a package folder becomes the extension
-    module of the same name in that package (``sdk/protocol/_ccodec.c`` -> ``rocketmq_sdk.protocol._ccodec``).
-    ``optional=True``: without a C compiler the install goes on and the pure-Python code runs
-    (each accelerator has a pure-Python twin; ``rocketmq_sdk._speedups`` picks one)."""
+    module of the same name in that package, the C twin of the Python module beside it
+    (``sdk/protocol/_cmessage_codec.c`` -> ``rocketmq_sdk.protocol._cmessage_codec``, twin of
+    ``message_codec.py``). The ``*.h`` files of the same folder tree are the helpers the twins include
+    (``sdk/_chelpers.h``, ``broker-reference/store/_crecord.h``): listed as dependencies, so editing
+    one rebuilds its twins. ``optional=True``: without a C compiler the install goes on and the
+    pure-Python code runs (``rocketmq_sdk._speedups`` picks the twin or the fallback)."""
     if NO_EXTENSIONS:
         _note("ROCKETMQ_NO_EXTENSIONS is set: no C accelerators, a pure-Python (py3-none-any) build")
         return []
     exts = []
     for name, folder in ROOTS.items():
-        for src in sorted(Path(folder).rglob("*.c")):
-            if ".venv" in src.parts or "build" in src.parts:
-                continue
+        headers = [str(h) for h in _sources(folder, "*.h")]
+        for src in _sources(folder, "*.c"):
             rel = src.relative_to(folder).with_suffix("")
             module = ".".join((name, *rel.parts))
-            exts.append(Extension(module, [str(src)], optional=True, extra_compile_args=["-O2"]))
+            exts.append(Extension(module, [str(src)], depends=headers, optional=True, extra_compile_args=["-O2"]))
     return exts
 
 

@@ -69,7 +69,7 @@ def main() -> None:
         args.entries = needed
     elif args.entries < needed:
         ap.error(f"--entries below {needed}: the run must fit one index file")
-    twin = "C" if index_file._C is not None else "pure Python"
+    twin = "C" if index_file._cindex_file is not None else "pure Python"
     res = [run_round(args) for _ in range(args.rounds)]
     for i, r in enumerate(res):
         print(f"round {i + 1}: {r:.3f} µs CPU per record")

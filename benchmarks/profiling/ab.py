@@ -14,8 +14,8 @@ Usage::
 A variant is ``name[:key=value,...]``: ``client=REV`` / ``broker=REV`` run that revision's code
 (or a directory put on ``PYTHONPATH`` as it is)
 (extracted with ``git archive`` into a temporary directory put first on ``PYTHONPATH``, with the
-working tree's built C accelerators whose source is unchanged at REV; without them the working
-tree runs), ``arg.NAME=VALUE`` sets a worker argument (a string, e.g.
+working tree's built C accelerators whose source is unchanged at REV and the others compiled in
+the checkout; without a REV the working tree runs), ``arg.NAME=VALUE`` sets a worker argument (a string, e.g.
 ``arg.producer=thread`` runs a latency scenario's producer in the consumer's process),
 ``env.NAME=VALUE`` sets an environment variable of the client worker (e.g.
 ``env.ROCKETMQ_EVENT_LOOP=uvloop``; the brokers keep this process's environment),
@@ -86,19 +86,42 @@ def checkout(rev: str, tmp: Path) -> str:
 
 
 def copy_extensions(repo: Path, root: Path) -> None:
-    """Give the checkout at ``root`` the C accelerators built in the working tree whose source is
-    the same there (git archive has no built modules: without them the revision would run its
-    pure-Python fallbacks and look slower than it is); warn about the others."""
+    """Give the checkout at ``root`` its C accelerators (git archive has no built modules: without
+    them the revision would run its pure-Python fallbacks and look slower than it is): the working
+    tree's built module when its source is the same there, else one compiled in place from the
+    checkout's source (as setup.py's build does; a C file of another revision, e.g. before the
+    2026-11-26 split into one twin per module). Warns about any it cannot build."""
     for src in sorted(root.rglob("*.c")):
         rel = src.relative_to(root)
         built = sorted((repo / rel.parent).glob(rel.stem + ".*.so"))
         here = repo / rel
-        if built and here.exists() and here.read_bytes() == src.read_bytes():
+        headers_same = all((repo / h.relative_to(root)).exists()
+                           and (repo / h.relative_to(root)).read_bytes() == h.read_bytes() for h in root.rglob("*.h"))
+        if built and here.exists() and here.read_bytes() == src.read_bytes() and headers_same:
             for so in built:
                 shutil.copy2(so, root / rel.parent / so.name)
-        else:
-            print(f"ab.py: {rel} differs from the working tree (or is not built): that revision runs "
-                  "its pure-Python fallback", file=sys.stderr)
+        elif not build_extension(src):
+            print(f"ab.py: {rel} could not be built: that revision runs its pure-Python fallback", file=sys.stderr)
+
+
+def build_extension(src: Path) -> bool:
+    """Compile ``src`` into the extension module beside it with this Python's compiler settings
+    (sysconfig's CC, CFLAGS, CCSHARED, LDSHARED and -O2, as setuptools' build_ext); False on failure."""
+    import shlex
+    import sysconfig
+
+    cv = sysconfig.get_config_var
+    obj = src.with_suffix(".o")
+    try:
+        subprocess.run([*shlex.split(cv("CC")), *shlex.split(cv("CFLAGS")), *shlex.split(cv("CCSHARED")),
+                        f"-I{cv('INCLUDEPY')}", "-O2", "-c", str(src), "-o", str(obj)], check=True, capture_output=True)
+        subprocess.run([*shlex.split(cv("LDSHARED")), str(obj), "-o", str(src.with_name(src.stem + cv("EXT_SUFFIX")))],
+                       check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    finally:
+        obj.unlink(missing_ok=True)
+    return True
 
 
 @contextmanager

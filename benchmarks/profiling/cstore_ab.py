@@ -1,4 +1,4 @@
-"""Interleaved A/B of the store's C accelerator ``_cstore`` on the broker's in-process send paths.
+"""Interleaved A/B of the store's C twins (``_cbatch_records``, ``_ccommit_log``) on the broker's send paths.
 
 Each round runs ``broker_batch_path.py`` (SEND_BATCH_MESSAGE, ``--size`` messages of 100 B per
 batch) or ``broker_send_path.py`` (single SEND_MESSAGE_V2) once per variant, each in a fresh
@@ -38,8 +38,8 @@ def child(variant: str, bench: str, rest: list[str]) -> None:
         commit_log.finish_batch = batch_records.finish_batch_py
     if variant == "before":
         commit_log.CommitLog.encode_batch = lambda self, *a: None
-    if variant == "c" and commit_log._cstore is None:
-        raise SystemExit("_cstore is not built")
+    if variant == "c" and (commit_log._ccommit_log is None or batch_records._cbatch_records is None):
+        raise SystemExit("the store's C twins are not built")
     module = __import__("broker_batch_path" if bench == "batch" else "broker_send_path")
     sys.argv = [module.__file__, *rest]
     module.main()

@@ -7,8 +7,8 @@ ones), validates as :meth:`CommitLog._check` does and builds the docs/protocol.m
 offset, physical offset and store timestamp left 0; :func:`finish_batch` writes those three
 in place under the append lock and returns the consume-queue entries and the offset message ids.
 
-Both have a C implementation (``_cstore.c``) and the pure-Python twins below, made from the
-same codec functions as the record-by-record path (``decode_batch``, ``decode_properties``,
+Both have a C implementation (``_cbatch_records.c``, beside this file) and the pure-Python twins
+below, made from the same codec functions as the record-by-record path (``decode_batch``, ``decode_properties``,
 ``encode_properties``, ``encode_stored_message``). :func:`encode_batch` returns None for anything
 unusual (malformed body, invalid UTF-8, empty batch, a record the store would refuse, more than
 :data:`MAX_ITEMS` property items in one message): the caller then takes the InnerMessage path,
@@ -74,7 +74,7 @@ def merge_properties(text: str, extra: Extra) -> dict[str, str]:
 def encode_batch_py(body, topic: bytes, extra: Extra, queue_id: int, sys_flag: int, born_timestamp: int,
                     born_host: bytes, store_host: bytes, reconsume_times: int, max_message_size: int,
                     file_size: int) -> Encoded | None:
-    """Pure-Python twin of ``_cstore.encode_batch`` (see the module docstring); sizes in bytes."""
+    """Pure-Python twin of ``_cbatch_records.encode_batch`` (see the module docstring); sizes in bytes."""
     if not 1 <= len(topic) <= 127 or len(born_host) not in (8, 20) or len(store_host) not in (8, 20):
         return None
     try:
@@ -114,7 +114,7 @@ _INT64 = range(-2**63, 2**63)
 def encode_single_py(topic: str, body, properties: dict[str, str], queue_id: int, flag: int, sys_flag: int,
                      born_timestamp: int, born_host: bytes, store_host: bytes, reconsume_times: int,
                      max_message_size: int, file_size: int) -> tuple[bytearray, int, int] | None:
-    """Pure-Python twin of ``_cstore.encode_single``: the record of one plain single send
+    """Pure-Python twin of ``_cbatch_records.encode_single``: the record of one plain single send
     (``MessageStore.put_plain``) with ``properties`` stored as :func:`encode_properties` writes
     them, queue offset, physical offset and store timestamp left 0 (:func:`finish_batch` fills
     them in); ``(record, size in bytes, tags code)``, or None for anything unusual (a key or value
@@ -158,7 +158,7 @@ def encode_single_py(topic: str, body, properties: dict[str, str], queue_id: int
 def place_single_py(record, tags_code: int, store_host: bytes, born_host_len: int, physical_offset: int,
                     queue_offset: int, now: int, commit_log_map, commit_log_pos: int, consume_queue_map,
                     consume_queue_pos: int) -> str:
-    """Pure-Python twin of ``_cstore.place_single``: ``record`` (from :func:`encode_single`)
+    """Pure-Python twin of ``_cbatch_records.place_single``: ``record`` (from :func:`encode_single`)
     finished as :func:`finish_batch` does, written into ``commit_log_map`` at ``commit_log_pos``
     and its consume-queue entry into ``consume_queue_map`` at ``consume_queue_pos`` (bytes);
     returns the offset message id. ValueError, nothing written, for a record whose size field is
@@ -179,7 +179,7 @@ def place_single_py(record, tags_code: int, store_host: bytes, born_host_len: in
 
 def finish_batch_py(records: bytearray, tags: list[int], store_host: bytes, born_host_len: int,
                     physical_offset: int, queue_offset: int, now: int) -> tuple[bytes, str, list[int]]:
-    """Pure-Python twin of ``_cstore.finish_batch``: writes each record's queue offset, physical
+    """Pure-Python twin of ``_cbatch_records.finish_batch``: writes each record's queue offset, physical
     offset and store timestamp (ms) into ``records``; returns (consume-queue entries, offset
     message ids joined by ``,``, physical offsets)."""
     pos = 0
@@ -198,8 +198,8 @@ def finish_batch_py(records: bytearray, tags: list[int], store_host: bytes, born
     return b"".join(cq), ",".join(ids), phys
 
 
-_cstore = load("rocketmq_broker.store._cstore")
-encode_batch = _cstore.encode_batch if _cstore is not None else encode_batch_py
-finish_batch = _cstore.finish_batch if _cstore is not None else finish_batch_py
-encode_single = _cstore.encode_single if _cstore is not None else encode_single_py
-place_single = _cstore.place_single if _cstore is not None else place_single_py
+_cbatch_records = load("rocketmq_broker.store._cbatch_records")
+encode_batch = _cbatch_records.encode_batch if _cbatch_records is not None else encode_batch_py
+finish_batch = _cbatch_records.finish_batch if _cbatch_records is not None else finish_batch_py
+encode_single = _cbatch_records.encode_single if _cbatch_records is not None else encode_single_py
+place_single = _cbatch_records.place_single if _cbatch_records is not None else place_single_py

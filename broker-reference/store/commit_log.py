@@ -5,7 +5,7 @@ Records are docs/protocol.md §4.5 layouts built with
 outside the lock; inside the one append lock the store assigns the physical offset, the queue
 offset (table keyed by topic and queue id, advanced only for TRANSACTION_NOT/COMMIT records)
 and the store timestamp and builds the record with them (one ``join``, no patching), then
-writes it (``encode_record``: C accelerator ``_cstore`` or its twin :func:`encode_record_py`).
+writes it (``encode_record``: the C twin ``_ccommit_log.c`` beside this file, or :func:`encode_record_py`).
 A SEND_BATCH_MESSAGE body takes :meth:`CommitLog.encode_batch` / :meth:`CommitLog.put_encoded_batch`
 (:mod:`.batch_records`): all records built in one step outside the lock, offsets and store time
 written in under it. A record never spans
@@ -61,7 +61,7 @@ def encode_record_py(topic: bytes, body: bytes, properties: bytes, queue_id: int
                      born_timestamp: int, born_host: bytes, store_host: bytes, store_timestamp: int,
                      queue_offset: int, physical_offset: int, reconsume_times: int,
                      prepared_transaction_offset: int) -> bytearray:
-    """Pure-Python twin of ``_cstore.encode_record``: one docs/protocol.md §4.5 record, :func:`encode_stored_message`
+    """Pure-Python twin of ``_ccommit_log.encode_record``: one docs/protocol.md §4.5 record, :func:`encode_stored_message`
     with positional arguments (timestamps in ms, offsets in bytes / queue entries)."""
     return encode_stored_message(
         topic=topic, body=body, properties=properties, queue_id=queue_id, flag=flag, sys_flag=sys_flag,
@@ -70,8 +70,8 @@ def encode_record_py(topic: bytes, body: bytes, properties: bytes, queue_id: int
         prepared_transaction_offset=prepared_transaction_offset)
 
 
-_cstore = load("rocketmq_broker.store._cstore")
-encode_record = _cstore.encode_record if _cstore is not None else encode_record_py
+_ccommit_log = load("rocketmq_broker.store._ccommit_log")
+encode_record = _ccommit_log.encode_record if _ccommit_log is not None else encode_record_py
 
 
 @functools.lru_cache(maxsize=4096)

@@ -9,8 +9,9 @@ entries ``keyHash(4) phyOffset(8) timeDiff(4, seconds since beginTimestamp) prev
 creation local time ``yyyyMMddHHmmssSSS``.
 
 The write path (:func:`index_key_hash`, :meth:`IndexFile.put_keys`) has an optional C twin,
-``rocketmq_broker.store._cindex`` (loaded through :func:`rocketmq_sdk._speedups.load`); the Python
-code here is the reference and the fallback, with the same file bytes and the same exceptions.
+``_cindex_file.c`` beside this file (``rocketmq_broker.store._cindex_file``, loaded through
+:func:`rocketmq_sdk._speedups.load`); the Python code here is the reference and the fallback, with
+the same file bytes and the same exceptions.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ _ENTRY = struct.Struct(">iqii")
 _SLOT = struct.Struct(">i")
 _INT_MAX = 0x7FFFFFFF
 
-_C = load("rocketmq_broker.store._cindex")
+_cindex_file = load("rocketmq_broker.store._cindex_file")
 
 
 # Index keys ``topic#UNIQ_KEY`` of one producer share all but the last 12 characters (topic, then
@@ -60,7 +61,7 @@ def _prefix_hash(prefix: str) -> int:
 
 def _index_key_hash_py(key: str) -> int:
     """``abs(key.hashCode())`` with ``Integer.MIN_VALUE`` → 0, as RocketMQ (pure-Python twin of
-    ``_cindex.key_hash``; a lone surrogate raises UnicodeEncodeError in both)."""
+    ``_cindex_file.key_hash``; a lone surrogate raises UnicodeEncodeError in both)."""
     if not isinstance(key, str):
         raise TypeError(f"index key must be str, not {type(key).__name__}")
     if len(key) > 24 and key.isascii():
@@ -73,7 +74,7 @@ def _index_key_hash_py(key: str) -> int:
     return 0 if h == -0x80000000 else abs(h)
 
 
-index_key_hash = _C.key_hash if _C is not None else _index_key_hash_py
+index_key_hash = _cindex_file.key_hash if _cindex_file is not None else _index_key_hash_py
 """``abs(key.hashCode())`` of an index key (``topic#key``) with ``Integer.MIN_VALUE`` → 0."""
 
 
@@ -140,7 +141,7 @@ class IndexFile:
         """Index ``key`` → ``phy_offset`` (``store_timestamp`` in ms); False when the file is full.
         (With the C twin: :meth:`put_keys` of one item; the Python body is kept for the pure-Python
         single-send path, where a one-item batch costs ~1 µs more.)"""
-        if _C is not None:
+        if _cindex_file is not None:
             return self.put_keys([(key, phy_offset, store_timestamp)]) == 1
         if self.is_write_full():
             return False
@@ -179,9 +180,9 @@ class IndexFile:
         """
         if self.index_count + len(items) > self._reserved_count:  # before the C writer touches the mapping
             self._reserve_entries(self.index_count + len(items))
-        if _C is not None:
-            r = _C.put_keys(self._mm.buf, self.hash_slot_num, self.index_num, self.index_count,
-                            self.hash_slot_count, self.begin_phy_offset, self.begin_timestamp, items)
+        if _cindex_file is not None:
+            r = _cindex_file.put_keys(self._mm.buf, self.hash_slot_num, self.index_num, self.index_count,
+                                      self.hash_slot_count, self.begin_phy_offset, self.begin_timestamp, items)
             if r is not None:
                 (n, self.index_count, self.hash_slot_count, self.begin_phy_offset, self.begin_timestamp,
                  self.end_phy_offset, self.end_timestamp) = r
@@ -189,7 +190,7 @@ class IndexFile:
         return self._put_keys_py(items)
 
     def _put_keys_py(self, items: list[tuple[str, int, int]]) -> int:
-        """Pure-Python twin of ``_cindex.put_keys``: every key is hashed before anything is
+        """Pure-Python twin of ``_cindex_file.put_keys``: every key is hashed before anything is
         written, so a bad key changes neither the file nor the counters."""
         count = self.index_count
         room = self.index_num - count

@@ -66,11 +66,11 @@ _JSON = int(SerializeType.JSON)
 _new = object.__new__
 _EXT_SLOT = RemotingCommand.__dict__["ext_fields"]  # the base class's slot (SendRequest shadows it)
 _FRAME_PREFIX = struct.Struct(">II")
-# the C twin of SendRequest.encode's template rendering (sdk/protocol/_ccodec.c render_send)
-_ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
+# the C twin of SendRequest.encode's template rendering (_cprepare.c beside this file: render_send)
+_cprepare = _speedups.load("rocketmq_sdk.producer._cprepare")
 #: the C renderer of templated frames, None when the accelerator is not built or disabled (tests
 #: set it to None to compare the Python path).
-c_render = _ccodec.render_send if _ccodec is not None else None
+c_render = _cprepare.render_send if _cprepare is not None else None
 
 # markers, in the order they appear in the rendered header (ext fields e, f, g, h, i, n; then the
 # command's flag and opaque); digits-only values are spliced between the quotes of their marker

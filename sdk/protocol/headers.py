@@ -68,9 +68,9 @@ def _parser_of(f: dataclasses.Field[Any]) -> Callable[[Any], Any]:
     return _parse_str
 
 
-# the C twin of the compiled readers below (sdk/protocol/_ccodec.c read_header), or None
-_ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
-_c_read_header = _ccodec.read_header if _ccodec is not None else None
+# the C twin of the compiled readers below (_cheaders.c beside this file: read_header), or None
+_cheaders = _speedups.load("rocketmq_sdk.protocol._cheaders")
+_c_read_header = _cheaders.read_header if _cheaders is not None else None
 
 
 def wire(name: str) -> dict:

@@ -315,14 +315,15 @@ def _decode_records_py(buf, pos: int, end: int, out: list[MessageExt], decompres
         raise FrameError(f"malformed message record at {pos}: {exc}") from exc
 
 
-decode_properties_py = decode_properties  # the twin of _ccodec.decode_properties
-_ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
-if _ccodec is not None:
-    _ccodec.configure_records(MessageExt, _HOSTS, _v4_host, _TOPICS, _topic_str, deflate.decompress)
-    _c_decode_records = _ccodec.decode_records
-    _c_encode_batch = _ccodec.encode_batch
-    _c_encode_properties = _ccodec.encode_properties
-    decode_properties = _ccodec.decode_properties  # noqa: F811 - the C twin, same results
+# the C twin of this module (_cmessage_codec.c beside this file), or None
+decode_properties_py = decode_properties  # the twin of _cmessage_codec.decode_properties
+_cmessage_codec = _speedups.load("rocketmq_sdk.protocol._cmessage_codec")
+if _cmessage_codec is not None:
+    _cmessage_codec.configure_records(MessageExt, _HOSTS, _v4_host, _TOPICS, _topic_str, deflate.decompress)
+    _c_decode_records = _cmessage_codec.decode_records
+    _c_encode_batch = _cmessage_codec.encode_batch
+    _c_encode_properties = _cmessage_codec.encode_properties
+    decode_properties = _cmessage_codec.decode_properties  # noqa: F811 - the C twin, same results
 else:
     _c_decode_records = _c_encode_batch = _c_encode_properties = None
 

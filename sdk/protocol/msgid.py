@@ -17,7 +17,9 @@ import socket
 import struct
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+
+from .. import _speedups
 
 _OFFSET_ID = struct.Struct(">q")
 _PORT = struct.Struct(">i")
@@ -188,7 +190,7 @@ def create_uniq_id() -> str:
     """A new ``UNIQ_KEY`` from the process-wide generator.
 
     With the C accelerator the generator's state (prefix, month, counter) is handed to
-    ``_ccodec.uniq_create``, which makes the ids until the month ends or the process forks;
+    ``_cmsgid.uniq_create`` (``_cmsgid.c`` beside this file), which makes the ids until the month ends or the process forks;
     then this generator takes over again (and hands the new state back)."""
     if _c_uniq_create is not None:
         uid = _c_uniq_create()
@@ -204,14 +206,10 @@ def create_uniq_id() -> str:
     return uid
 
 
-def _load_accelerator() -> tuple[Any, Any]:
-    from .. import _speedups
-
-    mod = _speedups.load("rocketmq_sdk.protocol._ccodec")
-    if mod is None:
-        return None, None
-    os.register_at_fork(after_in_child=lambda: mod.uniq_configure(None))  # the child re-derives its prefix
-    return mod.uniq_create, mod.uniq_configure
-
-
-_c_uniq_create, _c_uniq_configure = _load_accelerator()
+# the C twin of create_uniq_id's generator (_cmsgid.c beside this file), or None
+_cmsgid = _speedups.load("rocketmq_sdk.protocol._cmsgid")
+_c_uniq_create: Callable[[], str | None] | None = None
+_c_uniq_configure: Callable[..., None] | None = None
+if _cmsgid is not None:
+    os.register_at_fork(after_in_child=lambda: _cmsgid.uniq_configure(None))  # the child re-derives its prefix
+    _c_uniq_create, _c_uniq_configure = _cmsgid.uniq_create, _cmsgid.uniq_configure

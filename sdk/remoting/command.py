@@ -132,9 +132,9 @@ def _clean_ext(ext: dict) -> dict[str, str]:
 
 _new_command = object.__new__
 
-# the C twin of decode/encode (sdk/protocol/_ccodec.c): handles the common JSON case and returns
+# the C twin of decode/encode (_ccommand.c beside this file): handles the common JSON case and returns
 # None for anything else, which the Python code below then decodes, encodes or refuses
-_ccodec = _speedups.load("rocketmq_sdk.protocol._ccodec")
+_ccommand = _speedups.load("rocketmq_sdk.remoting._ccommand")
 
 
 class RemotingCommand:
@@ -422,9 +422,9 @@ class RemotingCommand:
                             and cls.encode_header is RemotingCommand.encode_header)
 
 
-if _ccodec is not None:
-    _ccodec.configure(RemotingCommand, _LANGUAGE_BY_NAME, _LANGUAGE_NAMES, _LANGUAGE_OTHER)
-    _c_decode = _ccodec.decode
-    _c_encode = _ccodec.encode
+if _ccommand is not None:
+    _ccommand.configure(RemotingCommand, _LANGUAGE_BY_NAME, _LANGUAGE_NAMES, _LANGUAGE_OTHER)
+    _c_decode = _ccommand.decode
+    _c_encode = _ccommand.encode
 else:
     _c_decode = _c_encode = None

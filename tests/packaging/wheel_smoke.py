@@ -8,10 +8,12 @@ working directory is build/wheel-check) so nothing is imported from the source t
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.metadata
 import importlib.resources
 import sys
 import time
+from pathlib import Path
 
 import rocketmq_broker
 import rocketmq_sdk
@@ -27,7 +29,10 @@ def main() -> int:
     assert importlib.resources.files("rocketmq_broker").joinpath("py.typed").is_file(), "py.typed missing"
     dist = importlib.metadata.distribution("rocketmq-python-sdk")
     assert any(str(f).endswith("LICENSE") for f in dist.files or []), "LICENSE missing from the wheel"
-    assert load("rocketmq_sdk.protocol._ccodec") is None, "a C accelerator is in the pure-Python wheel"
+    assert load("rocketmq_sdk.remoting._ccommand") is None, "a C accelerator is in the pure-Python wheel"
+    built = [p for pkg in (rocketmq_sdk, rocketmq_broker) for suffix in importlib.machinery.EXTENSION_SUFFIXES
+             for p in Path(pkg.__file__).parent.rglob(f"*{suffix}")]
+    assert not built, f"C twins in the pure-Python wheel: {built}"
     with start_dev_cluster(in_process=True) as cluster:
         with Producer("wheel_check_pg", cluster.namesrv_addr) as producer:
             sent = producer.send(Message("wheel_check", b"from the wheel"))

@@ -102,7 +102,7 @@ def test_producer_requests_are_those_of_the_field_dict(namespace):
     assert prepared.head is not None and list(prepared.ext) == list("abcdefghijkm")
 
 
-# -- the C renderer (_ccodec.render_send) against the Python template path ----------------------
+# -- the C renderer (_cprepare.render_send) against the Python template path ---------------
 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402

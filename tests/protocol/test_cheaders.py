@@ -1,4 +1,4 @@
-"""The C reader of typed headers (``_ccodec.read_header``) against the pure-Python reader.
+"""The C reader of typed headers (``_cheaders.read_header``) against the pure-Python reader.
 
 Both readers are built by ``headers._compile_reader``; with the C module disabled it generates the
 straight-line Python reader. Every header class is read from generated ``extFields`` (strings,

@@ -1,4 +1,4 @@
-"""The C decoder of stored records (``_ccodec.decode_records``) against the pure-Python loop.
+"""The C decoder of stored records (``_cmessage_codec.decode_records``) against the pure-Python loop.
 
 Pull bodies built from random messages (IPv4 and IPv6 hosts, compressed bodies, unicode topics
 and properties, malformed properties items) and corrupted copies of them are decoded with the C
@@ -167,7 +167,7 @@ def test_batch_encoded_in_c_round_trips() -> None:
 @SETTINGS
 @given(st.text(alphabet=st.sampled_from(list("ab\x01\x02é中\U0001f600 ")), max_size=30))
 def test_properties_decode_alike(text: str) -> None:
-    got = codec._ccodec.decode_properties(text)
+    got = codec._cmessage_codec.decode_properties(text)
     want = codec.decode_properties_py(text)
     assert got == want and list(got) == list(want)
 
@@ -181,19 +181,19 @@ def test_properties_encode_alike(props: dict, trailing: bool) -> None:
         want = codec.encode_properties(props, trailing_separator=trailing)
     finally:
         codec._c_encode_properties = saved
-    got = codec._ccodec.encode_properties(props, trailing)
+    got = codec._cmessage_codec.encode_properties(props, trailing)
     if got is not None:  # None: an int value, formatted by the Python encoder
         assert got == want
     assert codec.encode_properties(props, trailing_separator=trailing) == want
 
 
 def test_properties_codec_types() -> None:
-    assert codec._ccodec.decode_properties("") == {}
-    assert codec._ccodec.decode_properties("a\x01b\x02\x02c\x01\x02\x01d\x02e\x01f\x01g") == {"a": "b", "e": "f\x01g"}
+    assert codec._cmessage_codec.decode_properties("") == {}
+    assert codec._cmessage_codec.decode_properties("a\x01b\x02\x02c\x01\x02\x01d\x02e\x01f\x01g") == {"a": "b", "e": "f\x01g"}
     with pytest.raises(TypeError):
-        codec._ccodec.decode_properties(b"a\x01b")
-    assert codec._ccodec.encode_properties({"k": 1}, False) is None
-    assert codec._ccodec.encode_properties({"k": None}, True) == ""
+        codec._cmessage_codec.decode_properties(b"a\x01b")
+    assert codec._cmessage_codec.encode_properties({"k": 1}, False) is None
+    assert codec._cmessage_codec.encode_properties({"k": None}, True) == ""
 
 
 def test_a_truncated_ipv6_host_is_a_frame_error_both_ways() -> None:

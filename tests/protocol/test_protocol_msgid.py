@@ -150,7 +150,7 @@ def test_fork_child_gets_a_different_prefix():
     assert decode_uniq_id(child_id)[1] == pid & 0xFFFF
 
 
-# -- the C generator of the process-wide ids (_ccodec.uniq_create) ------------------------------
+# -- the C generator of the process-wide ids (_cmsgid.uniq_create) -------------------------------
 
 from rocketmq_sdk.protocol import msgid as msgid_mod  # noqa: E402
 

@@ -44,16 +44,17 @@ def test_missing_module_falls_back(caplog):
 def test_setup_maps_c_files_to_package_modules(tmp_path, monkeypatch):
     # setup.py's _extensions(): sdk/x/_y.c -> rocketmq_sdk.x._y, broker-reference/... -> rocketmq_broker...
     (tmp_path / "sdk" / "protocol").mkdir(parents=True)
-    (tmp_path / "sdk" / "protocol" / "_ccodec.c").write_text("")
+    (tmp_path / "sdk" / "protocol" / "_cmessage_codec.c").write_text("")
+    (tmp_path / "sdk" / "_chelpers.h").write_text("")
     (tmp_path / "broker-reference" / "store").mkdir(parents=True)
-    (tmp_path / "broker-reference" / "store" / "_cstore.c").write_text("")
+    (tmp_path / "broker-reference" / "store" / "_ccommit_log.c").write_text("")
     (tmp_path / "integrations").mkdir()
     monkeypatch.chdir(tmp_path)
     source = (ROOT / "setup.py").read_text()
     namespace: dict = {"__name__": "setup_under_test"}
     exec(compile(source.split("PACKAGES, PACKAGE_DIR = _packages()")[0], "setup.py", "exec"), namespace)
     exts = namespace["_extensions"]()
-    assert sorted((e.name, tuple(e.sources), e.optional) for e in exts) == [
-        ("rocketmq_broker.store._cstore", ("broker-reference/store/_cstore.c",), True),
-        ("rocketmq_sdk.protocol._ccodec", ("sdk/protocol/_ccodec.c",), True),
+    assert sorted((e.name, tuple(e.sources), tuple(e.depends), e.optional) for e in exts) == [
+        ("rocketmq_broker.store._ccommit_log", ("broker-reference/store/_ccommit_log.c",), (), True),
+        ("rocketmq_sdk.protocol._cmessage_codec", ("sdk/protocol/_cmessage_codec.c",), ("sdk/_chelpers.h",), True),
     ]

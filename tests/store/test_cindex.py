@@ -1,4 +1,4 @@
-"""The C twin of the IndexFile write path (``rocketmq_broker.store._cindex``) against the pure
+"""The C twin of the IndexFile write path (``rocketmq_broker.store._cindex_file``) against the pure
 Python code of ``index_file``: same hashes, same file bytes and counters after the same puts
 (colliding slots, stale slot values, timestamps before / long after the file's begin, a file
 filling up), same exceptions. The C module is imported directly, so these run (when it is built)
@@ -20,11 +20,11 @@ from rocketmq_broker.store.index_file import INDEX_HEADER_SIZE, IndexFile, Index
 from rocketmq_sdk.protocol.javahash import java_string_hash
 
 try:
-    cindex = importlib.import_module("rocketmq_broker.store._cindex")
+    cindex = importlib.import_module("rocketmq_broker.store._cindex_file")
 except ImportError:  # not built (no compiler): only the pure-Python tests below run
     cindex = None
 
-needs_c = pytest.mark.skipif(cindex is None, reason="rocketmq_broker.store._cindex not built")
+needs_c = pytest.mark.skipif(cindex is None, reason="rocketmq_broker.store._cindex_file not built")
 
 TS0 = 1_764_000_000_000
 _INT64 = 1 << 63
@@ -170,10 +170,10 @@ def test_put_key_one_by_one_equals_batch(keys_, ts):
     with tempfile.TemporaryDirectory() as d:
         files = [IndexFile(os.path.join(d, str(i)), 5, 16) for i in range(3)]
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(index_file, "_C", cindex)
+            m.setattr(index_file, "_cindex_file", cindex)
             ok_c = [files[0].put_key(*it) for it in items]
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(index_file, "_C", None)
+            m.setattr(index_file, "_cindex_file", None)
             ok_p = [files[1].put_key(*it) for it in items]
         n = files[2]._put_keys_py(items)
         assert ok_c == ok_p == [i < 15 for i in range(len(items))] and n == sum(ok_p)
@@ -247,7 +247,7 @@ def test_errors_same_with_and_without_c(monkeypatch, tmp_path, items):
     twin, and leaves the same file behind (a bad key before anything is written)."""
     results = []
     for i, mod in enumerate([None, cindex] if cindex is not None else [None]):
-        monkeypatch.setattr(index_file, "_C", mod)
+        monkeypatch.setattr(index_file, "_cindex_file", mod)
         f = IndexFile(str(tmp_path / f"2026010100000000{i}"), 4, 8)
         f.put_keys([("first", 0, TS0 - 1000)])
         before = state(f)
@@ -262,7 +262,7 @@ def test_errors_same_with_and_without_c(monkeypatch, tmp_path, items):
 @needs_c
 def test_list_items_fall_back_to_python(monkeypatch, tmp_path):
     items = [[f"T#{i}", i, TS0 + i] for i in range(10)]
-    monkeypatch.setattr(index_file, "_C", cindex)
+    monkeypatch.setattr(index_file, "_cindex_file", cindex)
     fc = IndexFile(str(tmp_path / "20260101000000000"), 4, 8)
     fp = IndexFile(str(tmp_path / "20260101000000001"), 4, 8)
     assert fc.put_keys(items) == fp._put_keys_py(items) == 7
@@ -282,7 +282,7 @@ def _records(n: int):
 
 
 def _service_files(monkeypatch, tmp_path, mod, batch: int) -> list[bytes]:
-    monkeypatch.setattr(index_file, "_C", mod)
+    monkeypatch.setattr(index_file, "_cindex_file", mod)
     monkeypatch.setattr(index_file, "index_key_hash", mod.key_hash if mod else _index_key_hash_py)
     svc = IndexService(str(tmp_path / f"index-{mod is not None}-{batch}"), 7, 23)
     recs = _records(60)
@@ -313,7 +313,7 @@ def test_closed_file_raises_the_same(monkeypatch, tmp_path):
     """A closed mapping: the C twin cannot get the buffer and declines; the Python code raises."""
     results = []
     for i, mod in enumerate([None, cindex] if cindex is not None else [None]):
-        monkeypatch.setattr(index_file, "_C", mod)
+        monkeypatch.setattr(index_file, "_cindex_file", mod)
         f = IndexFile(str(tmp_path / f"2026010100000000{i}"), 4, 8)
         f.close()
         results.append((outcome(f.put_keys, [("k", 1, TS0)])[:2], outcome(f.put_key, "k", 1, TS0)[:2]))

@@ -1,6 +1,8 @@
-"""The batch put fast path (``store/batch_records.py`` and its C accelerator ``_cstore.c``).
+"""The store's C twins: the batch put fast path (``store/batch_records.py`` and ``_cbatch_records.c``
+beside it) and the single record (``store/commit_log.py`` and ``_ccommit_log.c``).
 
-* kernel level: ``_cstore.encode_batch`` / ``finish_batch`` against their pure-Python twins
+* kernel level: ``_cbatch_records.encode_batch`` / ``finish_batch`` and ``_ccommit_log.encode_record``
+  against their pure-Python twins
   (hypothesis: random batches with unicode topics and properties, duplicate / malformed / empty
   property items, empty bodies, IPv6 hosts, tiny size limits, corrupted and garbage bodies);
 * broker level: ``SendProcessor._send_batch`` over a real store, fast path (C, or the Python
@@ -27,8 +29,10 @@ from rocketmq_sdk.protocol.message_codec import pack_host
 from rocketmq_sdk.remoting import RemotingCommand
 from store_helpers import make_config
 
-_cstore = _speedups.load("rocketmq_broker.store._cstore")
-needs_c = pytest.mark.skipif(_cstore is None, reason="_cstore not built or ROCKETMQ_PURE_PYTHON set")
+_cbatch_records = _speedups.load("rocketmq_broker.store._cbatch_records")
+_ccommit_log = _speedups.load("rocketmq_broker.store._ccommit_log")
+needs_c = pytest.mark.skipif(_cbatch_records is None or _ccommit_log is None,
+                             reason="the store's C twins not built or ROCKETMQ_PURE_PYTHON set")
 
 _KEYS = ["UNIQ_KEY", "TAGS", "KEYS", "WAIT", "CLUSTER", "k", "ключ", "键😀", ""]
 _VALUES = ["v", "", "TagA", "táğ", "😀x", "true", "false", "a\x01b", "x" * 40]
@@ -95,7 +99,7 @@ def finish_both(args: tuple, encoded) -> None:
     records, _sizes, tags, _props = encoded
     born_len, store = len(args[6]), args[7]
     a, b = bytearray(records), bytearray(records)
-    ra = _cstore.finish_batch(a, tags, store, born_len, 123_456_789, 77, 1_700_000_000_123)
+    ra = _cbatch_records.finish_batch(a, tags, store, born_len, 123_456_789, 77, 1_700_000_000_123)
     rb = batch_records.finish_batch_py(b, tags, store, born_len, 123_456_789, 77, 1_700_000_000_123)
     assert ra == rb
     assert a == b
@@ -106,7 +110,7 @@ def finish_both(args: tuple, encoded) -> None:
 @given(entries=entries_st, data=st.data())
 def test_c_encode_equals_python_twin(entries, data):
     args = kernel_args(data, raw_batch(entries))
-    c = _cstore.encode_batch(*args)
+    c = _cbatch_records.encode_batch(*args)
     assert c == batch_records.encode_batch_py(*args)
     if c is not None:
         finish_both(args, c)
@@ -118,7 +122,7 @@ def test_c_encode_equals_python_twin(entries, data):
 def test_c_declines_bad_bodies_as_python_twin(entries, data):
     body = corrupt(raw_batch(entries), data)
     args = kernel_args(data, body)
-    assert _cstore.encode_batch(*args) == batch_records.encode_batch_py(*args)
+    assert _cbatch_records.encode_batch(*args) == batch_records.encode_batch_py(*args)
 
 
 @needs_c
@@ -126,7 +130,7 @@ def test_c_declines_bad_bodies_as_python_twin(entries, data):
 @given(body=st.binary(max_size=80), data=st.data())
 def test_c_declines_garbage_as_python_twin(body, data):
     args = kernel_args(data, body)
-    assert _cstore.encode_batch(*args) == batch_records.encode_batch_py(*args)
+    assert _cbatch_records.encode_batch(*args) == batch_records.encode_batch_py(*args)
 
 
 @needs_c
@@ -136,7 +140,7 @@ def test_c_edge_cases():
 
     def both(body: bytes, **kw):
         args = (body, b"T", extra, 1, 0, 5, born, store, 0, kw.get("max_msg", 4 << 20), kw.get("file_size", 1 << 30))
-        c = _cstore.encode_batch(*args)
+        c = _cbatch_records.encode_batch(*args)
         assert c == batch_records.encode_batch_py(*args)
         return c
 
@@ -156,14 +160,14 @@ def test_c_edge_cases():
         big = bytes(range(256)) * (n // 256) + b"\xa5" * (n % 256)
         r = both(raw_batch([(0, big, b"")]))
         assert struct.unpack_from(">i", r[0], 8)[0] == zlib.crc32(big) & 0x7FFFFFFF
-        rec = _cstore.encode_record(b"T", big, b"", 0, 0, 0, 1, born, store, 2, 3, 4, 0, 0)
+        rec = _ccommit_log.encode_record(b"T", big, b"", 0, 0, 0, 1, born, store, 2, 3, 4, 0, 0)
         assert struct.unpack_from(">i", rec, 8)[0] == zlib.crc32(big) & 0x7FFFFFFF
     with pytest.raises(OverflowError):
-        _cstore.encode_batch(b"", b"T", extra, 2**31, 0, 5, born, store, 0, 1, 1)
+        _cbatch_records.encode_batch(b"", b"T", extra, 2**31, 0, 5, born, store, 0, 1, 1)
     with pytest.raises(TypeError):
-        _cstore.encode_batch(b"", b"T", (("k", "v"),), 0, 0, 5, born, store, 0, 1, 1)
+        _cbatch_records.encode_batch(b"", b"T", (("k", "v"),), 0, 0, 5, born, store, 0, 1, 1)
     with pytest.raises(ValueError):
-        _cstore.finish_batch(bytearray(10), [0], store, 8, 0, 0, 0)
+        _cbatch_records.finish_batch(bytearray(10), [0], store, 8, 0, 0, 0)
 
 
 @needs_c
@@ -176,7 +180,7 @@ def test_c_properties_strings_with_many_distinct_short_keys():
         entries = [(0, b"", f"k{i:03d}{round_}\x01v{i % 7}{'é' * (i % 5)}\x02x{i:02d}\x01{'y' * (i % 25)}".encode())
                    for i in range(600)]
         args = (raw_batch(entries), b"T", extra, 0, 0, 5, h, h, 0, 4 << 20, 1 << 30)
-        c = _cstore.encode_batch(*args)
+        c = _cbatch_records.encode_batch(*args)
         assert c is not None and c == batch_records.encode_batch_py(*args)
 
 
@@ -247,7 +251,7 @@ def _answer(resp: RemotingCommand) -> tuple:
     return resp.code, resp.remark, dict(resp.ext_fields or {})
 
 
-MODES = ["old", "py"] + (["c"] if _cstore is not None else [])
+MODES = ["old", "py"] + (["c"] if _cbatch_records is not None else [])
 
 
 def run_batches(tmp, monkeypatch, mode: str, batches) -> tuple[list, dict[str, bytes]]:
@@ -261,8 +265,8 @@ def run_batches(tmp, monkeypatch, mode: str, batches) -> tuple[list, dict[str, b
             m.setattr(commit_log, "encode_batch", batch_records.encode_batch_py)
             m.setattr(commit_log, "finish_batch", batch_records.finish_batch_py)
         elif mode == "c":
-            m.setattr(commit_log, "encode_batch", _cstore.encode_batch)
-            m.setattr(commit_log, "finish_batch", _cstore.finish_batch)
+            m.setattr(commit_log, "encode_batch", _cbatch_records.encode_batch)
+            m.setattr(commit_log, "finish_batch", _cbatch_records.finish_batch)
         cfg = make_config(tmp / mode / "store", max_message_size=2000)
         store = MessageStore(cfg)
         store.start()
@@ -345,7 +349,7 @@ def test_c_encode_record_equals_python_twin(topic, body, props, ints32, ints64, 
     born, store = pack_host(hosts[0])[0], pack_host(hosts[1])[0]
     args = (topic, body, props, queue_id, flag, sys_flag, born_ts, born, store, store_ts, queue_offset, phy,
             reconsume, prepared)
-    assert _cstore.encode_record(*args) == commit_log.encode_record_py(*args)
+    assert _ccommit_log.encode_record(*args) == commit_log.encode_record_py(*args)
 
 
 @needs_c
@@ -357,7 +361,7 @@ def test_c_encode_record_refuses_as_python_twin(i, value, exc):
     h = pack_host("10.0.0.7:1")[0]
     args = [b"T", b"body", b"", 0, 0, 0, 1, h, h, 2, 3, 4, 0, 0]
     args[i] = value
-    for fn in (_cstore.encode_record, commit_log.encode_record_py):
+    for fn in (_ccommit_log.encode_record, commit_log.encode_record_py):
         with pytest.raises(exc):
             fn(*args)
 

@@ -1,8 +1,8 @@
 """The single-send fast path: ``SendProcessor.send`` → ``MessageStore.put_plain`` with the record
-built by ``_cstore.encode_single`` (or its twin ``batch_records.encode_single_py``) and written with
+built by ``_cbatch_records.encode_single`` (or its twin ``batch_records.encode_single_py``) and written with
 its consume-queue entry by ``place_single`` (``finish_batch`` + appends at a queue file's end).
 
-* kernel level: ``_cstore.encode_single`` against ``encode_single_py`` (hypothesis: unicode and
+* kernel level: ``_cbatch_records.encode_single`` against ``encode_single_py`` (hypothesis: unicode and
   invalid topics and properties, None and non-str values, ints out of range, odd hosts, tiny
   limits), and both, once finished, against ``commit_log.encode_record_py`` (the record of the
   InnerMessage path); ``place_single`` (C and twin) against ``finish_batch_py``, with writes
@@ -35,8 +35,8 @@ from rocketmq_sdk.protocol.message_codec import encode_properties, pack_host
 from rocketmq_sdk.remoting import RemotingCommand
 from store_helpers import make_config
 
-_cstore = _speedups.load("rocketmq_broker.store._cstore")
-needs_c = pytest.mark.skipif(_cstore is None, reason="_cstore not built or ROCKETMQ_PURE_PYTHON set")
+_cbatch_records = _speedups.load("rocketmq_broker.store._cbatch_records")
+needs_c = pytest.mark.skipif(_cbatch_records is None, reason="_cbatch_records not built or ROCKETMQ_PURE_PYTHON set")
 
 _KEYS = ["UNIQ_KEY", "TAGS", "KEYS", "k", "ключ", "键😀", "", "DELAY", "TRAN_MSG", "\ud800"]
 _VALUES = ["v", "", "TagA", "táğ", "😀x", "true", "k1 k2", "x" * 40, None, "a\udfff"]
@@ -53,7 +53,7 @@ host_st = st.sampled_from([pack_host("10.0.0.7:50001")[0], pack_host("[::1]:7000
 def both(*args):
     """encode_single of C and Python twin: the same result or the same exception type."""
     outs = []
-    for fn in (_cstore.encode_single, batch_records.encode_single_py):
+    for fn in (_cbatch_records.encode_single, batch_records.encode_single_py):
         try:
             r = fn(*args)
             outs.append(None if r is None else (bytes(r[0]), r[1], r[2]))
@@ -108,8 +108,8 @@ def test_encode_single_finished_equals_the_inner_message_record(topic, body, pro
     expect = bytes(commit_log.encode_record_py(topic.encode(), body, encode_properties(props).encode(), q, flag,
                                                sys_flag, born_ts, born, store, now, qo, phy, reconsume, 0))
     kernels = [(batch_records.encode_single_py, batch_records.finish_batch_py)]
-    if _cstore is not None:
-        kernels.append((_cstore.encode_single, _cstore.finish_batch))
+    if _cbatch_records is not None:
+        kernels.append((_cbatch_records.encode_single, _cbatch_records.finish_batch))
     for enc, fin in kernels:
         encoded = enc(topic, body, props, q, flag, sys_flag, born_ts, born, store, reconsume, 4 * 1024 * 1024, 1 << 30)
         assert encoded[2] == tags_string_to_tags_code(props.get("TAGS"))
@@ -122,7 +122,7 @@ def test_encode_single_finished_equals_the_inner_message_record(topic, body, pro
 def _place_both(record, tags, store, born_len, phy, q, now, cl_size, cl_pos, cq_size, cq_pos):
     """place_single of C and Python twin on fresh maps: the same id and maps, or the same error."""
     outs = []
-    fns = [batch_records.place_single_py] + ([_cstore.place_single] if _cstore is not None else [])
+    fns = [batch_records.place_single_py] + ([_cbatch_records.place_single] if _cbatch_records is not None else [])
     for fn in fns:
         cl, cq = bytearray(b"\xee" * cl_size), bytearray(b"\xee" * cq_size)
         try:
@@ -237,11 +237,11 @@ def run_sends(root, monkeypatch, mode: str, sends, flush: str = "ASYNC_FLUSH", i
             if mode == "py":
                 m.setattr(message_store, name, getattr(batch_records, f"{name}_py"))
             elif mode == "c":
-                m.setattr(message_store, name, getattr(_cstore, name))
+                m.setattr(message_store, name, getattr(_cbatch_records, name))
         return asyncio.run(main())
 
 
-MODES = ["py"] + (["c"] if _cstore is not None else [])
+MODES = ["py"] + (["c"] if _cbatch_records is not None else [])
 
 _PROP_KEYS = ["UNIQ_KEY", "TAGS", "KEYS", "WAIT", "DELAY", "TRAN_MSG", "CLUSTER", "k", "ключ"]
 _PROP_VALUES = ["U1", "U2", "TagA", "táğ", "true", "false", "k1 k2", "3", "0", "", "x" * 30]

@@ -1,4 +1,4 @@
-"""The C frame codec (``rocketmq_sdk.protocol._ccodec``) against its pure-Python twin.
+"""The C frame codec (``rocketmq_sdk.remoting._ccommand``) against its pure-Python twin.
 
 Whatever the C code returns must be exactly what the Python code returns; where the C code
 declines (None), the Python code decides (result or error). Skipped when the extension was not
@@ -17,7 +17,7 @@ from rocketmq_sdk.exceptions import FrameError
 from rocketmq_sdk.remoting import command as command_mod
 from rocketmq_sdk.remoting.command import RemotingCommand
 
-ccodec = command_mod._ccodec
+ccodec = command_mod._ccommand
 pytestmark = pytest.mark.skipif(ccodec is None, reason="C accelerator not built or disabled")
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -228,7 +228,7 @@ def test_subclasses_with_their_own_header_keep_it() -> None:
 def test_pure_python_switch_disables_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
     from rocketmq_sdk import _speedups
     monkeypatch.setattr(_speedups, "PURE_PYTHON", True)
-    assert _speedups.load("rocketmq_sdk.protocol._ccodec") is None
+    assert _speedups.load("rocketmq_sdk.remoting._ccommand") is None
 
 
 def test_configure_refuses_a_class_without_the_slots_and_keeps_decoding() -> None:

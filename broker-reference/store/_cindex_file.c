@@ -1,4 +1,4 @@
-/* rocketmq_broker.store._cindex: C twin of the IndexFile write path of
+/* rocketmq_broker.store._cindex_file: C twin of the IndexFile write path of
  * broker-reference/store/index_file.py (pure-Python twin: index_key_hash, IndexFile._put_keys_py).
  *
  *   key_hash(key: str) -> int
@@ -331,13 +331,13 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_cindex",
+    PyModuleDef_HEAD_INIT, "_cindex_file",
     "C twin of the IndexFile write path (index_key_hash, IndexFile.put_keys).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
-PyInit__cindex(void)
+PyInit__cindex_file(void)
 {
     return PyModule_Create(&moduledef);
 }

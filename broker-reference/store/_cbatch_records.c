@@ -1,11 +1,10 @@
-/* C accelerator of the reference broker's CommitLog records (rocketmq_broker.store._cstore).
+/* C twin of broker-reference/store/batch_records.py (rocketmq_broker.store._cbatch_records): the
+ * CommitLog records of a whole batch and of a plain single send, built outside the store's lock.
  *
- * Pure-Python twins: store/batch_records.py (encode_batch_py, encode_single_py, place_single_py,
- * finish_batch_py) and store/commit_log.py (encode_record_py); compared byte for byte by
- * tests/store/test_cstore.py and tests/store/test_single_put.py.
- * Loaded only through rocketmq_sdk._speedups.load (None with ROCKETMQ_PURE_PYTHON set).
- *
- * encode_record(...): one record for CommitLog._place (see the function's comment).
+ * Pure-Python twins: batch_records.py (encode_batch_py, encode_single_py, place_single_py,
+ * finish_batch_py); compared byte for byte by tests/store/test_cstore.py and
+ * tests/store/test_single_put.py. Loaded only through rocketmq_sdk._speedups.load (None with
+ * ROCKETMQ_PURE_PYTHON set).
  *
  * encode_batch(body, topic, extra, queue_id, sys_flag, born_timestamp, born_host, store_host,
  *              reconsume_times, max_message_size, file_size)
@@ -32,84 +31,9 @@
  *   Writes the offsets and store timestamp into the records in place and returns
  *   (consume-queue entries bytes (20 per record), offset msg ids "id,id,...", physical offsets list).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
+#include "_crecord.h"
 
-#define MESSAGE_MAGIC_CODE 0xDAA320A7u
-#define MAX_PROPERTIES_LENGTH 32767
-#define END_FILE_MIN_BLANK_LENGTH 8
 #define MAX_ITEMS 64
-
-/* ---- CRC32 (zlib's, reflected 0xEDB88320), slice by 8 ------------------------------------- */
-static uint32_t crc_table[8][256];
-
-static void crc_init(void) {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[0][n] = c;
-    }
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = crc_table[0][n];
-        for (int k = 1; k < 8; k++) {
-            c = crc_table[0][c & 0xFF] ^ (c >> 8);
-            crc_table[k][n] = c;
-        }
-    }
-}
-
-static uint32_t crc32_of(const unsigned char *p, Py_ssize_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    while (n >= 8) {
-        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
-        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
-            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
-            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
-        p += 8;
-        n -= 8;
-    }
-    while (n-- > 0) c = crc_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
-static PyObject *StructError;  /* struct.error: what the twin's struct.pack raises */
-
-/* Bodies from ZLIB_CRC_MIN bytes on take zlib.crc32 (the twin's own function, about twice as fast as
- * the table loop on long input); shorter ones the table loop (no call overhead). */
-#ifndef ZLIB_CRC_MIN
-#define ZLIB_CRC_MIN 1024
-#endif
-static PyObject *ZlibCrc32;
-
-/* crc32(body) & 0x7FFFFFFF as the record's BODYCRC, or -1 with an exception set. */
-static long long body_crc(const unsigned char *p, Py_ssize_t n) {
-    if (n < ZLIB_CRC_MIN) return (long long)(crc32_of(p, n) & 0x7FFFFFFFu);
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
-    if (view == NULL) return -1;
-    PyObject *r = PyObject_CallOneArg(ZlibCrc32, view);
-    Py_DECREF(view);
-    if (r == NULL) return -1;
-    unsigned long c = PyLong_AsUnsignedLong(r);
-    Py_DECREF(r);
-    if (c == (unsigned long)-1 && PyErr_Occurred()) return -1;
-    return (long long)(c & 0x7FFFFFFFul);
-}
-
-/* ---- big-endian helpers --------------------------------------------------------------------- */
-static inline int32_t get_i32(const unsigned char *p) {
-    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3]);
-}
-static inline int16_t get_i16(const unsigned char *p) { return (int16_t)((uint16_t)p[0] << 8 | p[1]); }
-static inline void put_u32(unsigned char *p, uint32_t v) {
-    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16); p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
-}
-static inline void put_u64(unsigned char *p, uint64_t v) {
-    put_u32(p, (uint32_t)(v >> 32));
-    put_u32(p + 4, (uint32_t)v);
-}
 
 /* ---- UTF-8: strict validation (as Python's decoder) and Java String.hashCode ---------------- */
 static int utf8_valid(const unsigned char *s, Py_ssize_t n) {
@@ -296,45 +220,6 @@ static PyObject *props_dict(const Item *items, Py_ssize_t count, const Extra *ex
         if (rc < 0) { Py_DECREF(d); return NULL; }
     }
     return d;
-}
-
-/* The section 4.5 record up to its properties: everything but the properties text, which the caller
- * writes after the returned pointer (plen bytes). `size` is the whole record's length; `crc` the
- * body's BODYCRC. */
-static unsigned char *write_record_head(unsigned char *w, long long size, long long crc, long long queue_id,
-                                        long long flag, long long queue_offset, long long phy, long long sys_flag,
-                                        long long born_ts, const Py_buffer *born, long long store_ts,
-                                        const Py_buffer *store, long long reconsume, long long prepared,
-                                        const unsigned char *body, Py_ssize_t body_len, const unsigned char *topic,
-                                        Py_ssize_t topic_len, Py_ssize_t plen) {
-    put_u32(w, (uint32_t)size);
-    put_u32(w + 4, MESSAGE_MAGIC_CODE);
-    put_u32(w + 8, (uint32_t)crc);
-    put_u32(w + 12, (uint32_t)queue_id);
-    put_u32(w + 16, (uint32_t)flag);
-    put_u64(w + 20, (uint64_t)queue_offset);
-    put_u64(w + 28, (uint64_t)phy);
-    put_u32(w + 36, (uint32_t)sys_flag);
-    put_u64(w + 40, (uint64_t)born_ts);
-    w += 48;
-    memcpy(w, born->buf, (size_t)born->len);
-    w += born->len;
-    put_u64(w, (uint64_t)store_ts);
-    w += 8;
-    memcpy(w, store->buf, (size_t)store->len);
-    w += store->len;
-    put_u32(w, (uint32_t)reconsume);
-    put_u64(w + 4, (uint64_t)prepared);
-    put_u32(w + 12, (uint32_t)body_len);
-    w += 16;
-    memcpy(w, body, (size_t)body_len);
-    w += body_len;
-    *w++ = (unsigned char)topic_len;
-    memcpy(w, topic, (size_t)topic_len);
-    w += topic_len;
-    *w++ = (unsigned char)(plen >> 8);
-    *w++ = (unsigned char)plen;
-    return w;
 }
 
 /* the properties text of ``count`` items at ``w``: name 0x01 value, items joined by 0x02 (no trailing
@@ -586,69 +471,6 @@ done:
     return result;
 }
 
-/* encode_record(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
- *               store_timestamp, queue_offset, physical_offset, reconsume_times, prepared_transaction_offset)
- * One CommitLog record (section 4.5) as bytes: message_codec.encode_stored_message with the body CRC
- * computed (twin: commit_log.encode_record_py). Raises as the twin: struct.error for an int field
- * that is not an int or out of range and for properties over 32767 bytes, IndexError for a topic
- * over 255 bytes (the store's checks keep all of those out). */
-static PyObject *encode_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "encode_record takes 14 positional arguments");
-        return NULL;
-    }
-    Py_buffer topic = {0}, body = {0}, props = {0}, born = {0}, store = {0};
-    PyObject *result = NULL;
-    long long v[9];  /* queue_id, flag, sys_flag, born_ts, store_ts, queue_offset, phy, reconsume, prepared */
-    static const int idx[9] = {3, 4, 5, 6, 9, 10, 11, 12, 13};
-    for (int i = 0; i < 9; i++) {  /* as struct.pack: struct.error for a non-int or out of range */
-        int is_int = i == 0 || i == 1 || i == 2 || i == 7;
-        v[i] = PyLong_Check(args[idx[i]]) ? PyLong_AsLongLong(args[idx[i]]) : -1;
-        if ((v[i] == -1 && (PyErr_Occurred() || !PyLong_Check(args[idx[i]]))) ||
-            (is_int && (v[i] < INT32_MIN || v[i] > INT32_MAX))) {
-            PyErr_Clear();
-            PyErr_SetString(StructError, "record field is not an integer in range");
-            return NULL;
-        }
-    }
-    if (PyObject_GetBuffer(args[0], &topic, PyBUF_SIMPLE) < 0) goto done;
-    if (PyObject_GetBuffer(args[1], &body, PyBUF_SIMPLE) < 0) goto done;
-    if (PyObject_GetBuffer(args[2], &props, PyBUF_SIMPLE) < 0) goto done;
-    if (PyObject_GetBuffer(args[7], &born, PyBUF_SIMPLE) < 0) goto done;
-    if (PyObject_GetBuffer(args[8], &store, PyBUF_SIMPLE) < 0) goto done;
-    if (body.len > INT32_MAX - 1024 || born.len > 1024 || store.len > 1024) {
-        PyErr_SetString(StructError, "body or host too long");
-        goto done;
-    }
-    if (topic.len > 255) {  /* the twin's topic-length table has 256 entries */
-        PyErr_SetString(PyExc_IndexError, "topic longer than 255 bytes");
-        goto done;
-    }
-    if (props.len > MAX_PROPERTIES_LENGTH) {
-        PyErr_SetString(StructError, "properties longer than 32767 bytes");
-        goto done;
-    }
-    Py_ssize_t size = 75 + born.len + store.len + body.len + topic.len + props.len;
-    result = PyBytes_FromStringAndSize(NULL, size);
-    if (result == NULL) goto done;
-    long long crc = body_crc((const unsigned char *)body.buf, body.len);
-    if (crc < 0) {
-        Py_CLEAR(result);
-        goto done;
-    }
-    unsigned char *w = write_record_head((unsigned char *)PyBytes_AS_STRING(result), size, crc, v[0], v[1], v[5], v[6],
-                                         v[2], v[3], &born, v[4], &store, v[7], v[8], body.buf, body.len, topic.buf,
-                                         topic.len, props.len);
-    memcpy(w, props.buf, (size_t)props.len);
-done:
-    if (topic.obj) PyBuffer_Release(&topic);
-    if (body.obj) PyBuffer_Release(&body);
-    if (props.obj) PyBuffer_Release(&props);
-    if (born.obj) PyBuffer_Release(&born);
-    if (store.obj) PyBuffer_Release(&store);
-    return result;
-}
-
 /* An int argument as a long long within [lo, hi]; 0 (no exception set) when it is not one. */
 static int int_in(PyObject *o, long long lo, long long hi, long long *out) {
     if (!PyLong_Check(o)) return 0;
@@ -752,9 +574,6 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"encode_record", (PyCFunction)(void (*)(void))encode_record, METH_FASTCALL,
-     "encode_record(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host, "
-     "store_timestamp, queue_offset, physical_offset, reconsume_times, prepared_transaction_offset) -> bytes"},
     {"encode_single", (PyCFunction)(void (*)(void))encode_single, METH_FASTCALL,
      "encode_single(topic, body, properties, queue_id, flag, sys_flag, born_timestamp, born_host, store_host, "
      "reconsume_times, max_message_size, file_size) -> (record, size, tags_code) | None"},
@@ -770,24 +589,11 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cstore", "C accelerator of the CommitLog records.", -1, methods,
-                                    NULL, NULL, NULL, NULL};
+TWIN_MODULE("_cbatch_records",
+            "C twin of rocketmq_broker.store.batch_records: the records of a batch and of a "
+            "plain single send.");
 
-PyMODINIT_FUNC PyInit__cstore(void) {
-    crc_init();
-    if (ZlibCrc32 == NULL) {
-        PyObject *z = PyImport_ImportModule("zlib");
-        if (z == NULL) return NULL;
-        ZlibCrc32 = PyObject_GetAttrString(z, "crc32");
-        Py_DECREF(z);
-        if (ZlibCrc32 == NULL) return NULL;
-    }
-    if (StructError == NULL) {
-        PyObject *st = PyImport_ImportModule("struct");
-        if (st == NULL) return NULL;
-        StructError = PyObject_GetAttrString(st, "error");
-        Py_DECREF(st);
-        if (StructError == NULL) return NULL;
-    }
+PyMODINIT_FUNC PyInit__cbatch_records(void) {
+    if (record_helpers_init() < 0) return NULL;
     return PyModule_Create(&module);
 }
