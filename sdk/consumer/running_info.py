@@ -40,8 +40,9 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
         return now_ms - int((now_mono - mono) * 1000)
 
     table = {}
-    store = consumer.offset_store
-    for mq, pq in consumer.process_queues().items():
+    queues = consumer.process_queues()
+    store = consumer.offset_store if queues else None  # a consumer never started owns no queue (and no store)
+    for mq, pq in queues.items():
         low = pq.min_offset_in_flight()
         table[mq] = {
             "cachedMsgCount": pq.msg_count, "cachedMsgMaxOffset": max(pq.queue_offset_max, 0) if low is not None else 0,

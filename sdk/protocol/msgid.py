@@ -18,6 +18,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 
 from .. import _speedups
 
@@ -211,5 +212,5 @@ _cmsgid = _speedups.load("rocketmq_sdk.protocol._cmsgid")
 _c_uniq_create: Callable[[], str | None] | None = None
 _c_uniq_configure: Callable[..., None] | None = None
 if _cmsgid is not None:
-    os.register_at_fork(after_in_child=lambda: _cmsgid.uniq_configure(None))  # the child re-derives its prefix
     _c_uniq_create, _c_uniq_configure = _cmsgid.uniq_create, _cmsgid.uniq_configure
+    os.register_at_fork(after_in_child=partial(_c_uniq_configure, None))  # the child re-derives its prefix
