@@ -232,7 +232,12 @@ class CommitLog:
         topic_b, props_b, born, store, size = wire
         mf.append(encode_record(topic_b, msg.body, props_b, queue_id, msg.flag, sys_flag, msg.born_timestamp, born,
                                 store, now, queue_offset, phy, msg.reconsume_times, msg.prepared_transaction_offset))
-        req = DispatchRequest(topic, queue_id, phy, size, msg.tags_code, now, queue_offset, sys_flag,
+        tags_code = msg.tags_code
+        if topic == SCHEDULE_TOPIC and self.delay_levels:
+            # the deliver time counts from the record's store time, as Java's dispatch computes it
+            # (and as a slave or a recovery recomputes it from the record: the queues stay identical)
+            tags_code = now + self.delay_levels.get(queue_id + 1, 0)
+        req = DispatchRequest(topic, queue_id, phy, size, tags_code, now, queue_offset, sys_flag,
                               msg.prepared_transaction_offset, msg.properties, msg.properties_string)
         if dispatch:
             self.dispatcher(req)

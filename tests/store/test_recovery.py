@@ -131,3 +131,31 @@ def test_empty_commit_log_drops_stale_consume_queues(config):
         assert s.get_max_offset_in_queue("TopicA", 0) == 0
         r = s.put_message(inner())
         assert (r.append_message_result.wrote_offset, r.append_message_result.logics_offset) == (0, 0)
+
+
+def test_schedule_topic_deliver_times_count_from_the_store_time_and_survive_recovery(config):
+    """A delayed message's consume-queue tag code is its deliver time: the record's store time plus
+    its level's delay (Java computes it so at dispatch). The put path and a rebuild from the commit
+    log (recovery, or a slave's dispatch) must write the same entry (regression: the put path used
+    the broker's clock before the store time was taken, 1 ms apart now and then, so a slave's
+    queue differed from its master's)."""
+    from rocketmq_broker.store.commit_log import SCHEDULE_TOPIC
+    from rocketmq_broker.store.inner_message import InnerMessage
+    from rocketmq_sdk import Message
+
+    s = MessageStore(config)
+    s.start()
+    stamps = []
+    for i in range(5):
+        m = InnerMessage.from_message(Message("Orders", b"later-%d" % i, delay_time_level=3), 2,
+                                      born_host="10.0.0.7:50001", store_host="127.0.0.1:10911")
+        m.topic, m.tags_code = SCHEDULE_TOPIC, 1  # as the schedule service's transform hands it over (queue = level - 1)
+        r = s.put_message(m)
+        stamps.append(s.commit_log.get_store_timestamp(r.append_message_result.wrote_offset))
+    put_entries = read_consume_queue(config.store_path_root_dir, SCHEDULE_TOPIC, 2)
+    assert [tags for _, _, tags in put_entries] == [ts + 10_000 for ts in stamps]  # level 3 = 10 s
+    simulate_crash(s)
+    shutil.rmtree(config.consume_queue_dir)
+    with MessageStore(config) as s2:
+        assert not s2.last_exit_ok
+    assert read_consume_queue(config.store_path_root_dir, SCHEDULE_TOPIC, 2) == put_entries
