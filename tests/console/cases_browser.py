@@ -27,6 +27,7 @@ TOPIC, GROUP = "BrowserOrders", "browser_cg"
 
 try:
     from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC  # noqa: N812 - selenium's idiom
@@ -103,7 +104,21 @@ class ConsoleInChromium(LiveServerTestCase):
         """Click a submit button (or link) and wait until the next page replaced this one."""
         old = self.driver.find_element(By.TAG_NAME, "html")
         self.find(css).click()
-        WebDriverWait(self.driver, 30).until(EC.staleness_of(old))
+
+        def replaced(_driver) -> bool:
+            # EC.staleness_of, plus what chromium answers for a node of a page already gone
+            # ("Node with given id does not belong to the document": not a StaleElementReference)
+            try:
+                old.is_enabled()
+            except StaleElementReferenceException:
+                return True
+            except WebDriverException as exc:
+                if "does not belong to the document" in str(exc):
+                    return True
+                raise
+            return False
+
+        WebDriverWait(self.driver, 30).until(replaced)
 
     def text(self, css: str) -> str:
         return self.find(css).text
