@@ -33,7 +33,7 @@ def new_pull_consumer(spec: ProducerSpec) -> Any:
 
 _cache = ProducerCache(new_pull_consumer)
 atexit.register(_cache.shutdown_all)
-os.register_at_fork(after_in_child=_cache._after_fork_in_child)
+os.register_at_fork(after_in_child=_cache.after_fork_in_child)
 
 
 def get_pull_consumer(name_server: str, group: str) -> Any:
@@ -111,7 +111,7 @@ class GroupCommitter:
 
 _committers = ProducerCache(GroupCommitter)
 atexit.register(_committers.shutdown_all)
-os.register_at_fork(after_in_child=_committers._after_fork_in_child)
+os.register_at_fork(after_in_child=_committers.after_fork_in_child)
 
 
 def commit_offsets(name_server: str, group: str, offsets: Mapping[MessageQueue, int]) -> None:

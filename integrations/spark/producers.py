@@ -129,14 +129,15 @@ class ProducerCache:
             self._pid = pid
 
 
-    def _after_fork_in_child(self) -> None:
-        # A lock held by another thread at fork time would stay held forever in the child.
+    def after_fork_in_child(self) -> None:
+        """``os.register_at_fork(after_in_child=...)`` hook: a fresh lock in the child (one held
+        by another thread at fork time would stay held forever there)."""
         self._lock = threading.Lock()
 
 
 _cache = ProducerCache()
 atexit.register(_cache.shutdown_all)
-os.register_at_fork(after_in_child=_cache._after_fork_in_child)
+os.register_at_fork(after_in_child=_cache.after_fork_in_child)
 
 
 def get_producer(spec: ProducerSpec) -> Any:

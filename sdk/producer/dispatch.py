@@ -89,11 +89,6 @@ class SendDispatcher:
                                   retry_on_result=on_result)
         self.async_policy = self.policy.with_retries(config.retry_times_when_send_async_failed)
 
-    def route(self, topic: str) -> TopicPublishInfo | None:
-        """The cached publish info of ``topic`` if it has writable queues, else None."""
-        info = self.publish.get(topic)
-        return info if info is not None and info.ok else None
-
     def update_route(self, topic: str, info: TopicPublishInfo) -> None:
         """A refreshed route of ``topic``: the queue rotation is kept when the queues did not change."""
         old = self.publish.get(topic)

@@ -381,7 +381,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def _async_send(self, inst: MQClientInstance, p: Prepared, mq: MessageQueue | None, timeout: float,
                     policy: RetryPolicy) -> AsyncSend | None:
         """The callback transport's first attempt when the queue and its broker's address are cached."""
-        if mq is None:  # SendDispatcher.route + select_queue, without the two calls per send
+        if mq is None:  # the cached route and the fault strategy's queue, read inline (per send)
             dispatcher = self._dispatcher
             info = dispatcher.publish.get(p.topic)
             if info is None or not info.ok:
@@ -469,7 +469,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def _cached_target(self, inst: MQClientInstance, p: Prepared, msg: Message, selector: SelectorLike | None,
                        arg: Any, mq: MessageQueue | None) -> tuple[MessageQueue, str] | None:
         """Queue and master address from the caches alone, or None (a route lookup is needed)."""
-        if mq is None:  # SendDispatcher.route + select_queue, without the two calls per send
+        if mq is None:  # the cached route and the fault strategy's queue, read inline (per send)
             dispatcher = self._dispatcher
             info = dispatcher.publish.get(p.topic)
             if info is None or not info.ok:
@@ -627,7 +627,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         """The cached route when ``p`` may go by the blocking transport, else None."""
         if not self.config.sync_send_in_caller_thread or selector is not None or inst.loop_thread.in_loop_thread:
             return None
-        info = self._dispatcher.publish.get(p.topic)  # SendDispatcher.route, one call less per send
+        info = self._dispatcher.publish.get(p.topic)  # read inline: this runs per send
         return info if info is not None and info.ok else None
 
 
