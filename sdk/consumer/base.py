@@ -136,7 +136,7 @@ class ConsumerBase(AsyncLifecycle):
                     raise
             except BaseException:
                 self._undo_start()
-                self._client = None
+                self._client = self._offset_store = None
                 release_client_instance(inst)
                 raise
         log.info("%s %s started (client %s)", type(self).__name__, self.group, inst.client_id)

@@ -182,13 +182,6 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         release_client_instance(inst)
         log.info("producer %s shut down", self.group)
 
-    def __enter__(self) -> Producer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-
     def _running(self) -> MQClientInstance:
         if _FORKS[0] != self._forks and os.getpid() != self._pid:
             raise ClientStateError(

@@ -47,3 +47,20 @@ def test_lite_pull_poll_needs_a_running_consumer():
     c = LitePullConsumer("lc_lite", "127.0.0.1:1")
     with pytest.raises(ClientStateError, match="is not running"):
         c.poll(0)
+
+
+def test_a_start_refused_by_the_client_instance_leaves_no_offset_store_behind(monkeypatch):
+    from rocketmq_sdk.client.instance import MQClientInstance
+
+    def refuse(self, consumer):
+        raise ClientStateError(f"consumer group {consumer.group} is already registered")
+
+    monkeypatch.setattr(MQClientInstance, "register_consumer", refuse)
+    c = PullConsumer("lc_refused", "127.0.0.1:1")
+    with pytest.raises(ClientStateError, match="already registered"):
+        c.start()  # refused after the client instance and the offset store were made
+    assert c.state is ServiceState.CREATE_JUST
+    with pytest.raises(ClientStateError, match="not started"):
+        _ = c.offset_store
+    with pytest.raises(ClientStateError, match="not started"):
+        _ = c.instance
