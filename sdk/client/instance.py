@@ -24,6 +24,7 @@ from ..remoting.channel import Processor
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
 from ..remoting.loop import EventLoopThread
+from ..retry import ExponentialBackoff
 from .blocking import BlockingConnections
 from .mq_client_api import MQClientAPI
 from .namesrv_lookup import fetch_namesrv_addr
@@ -291,17 +292,19 @@ class MQClientInstance:
             self._missing_routes[topic] = task
 
     async def _await_route(self, topic: str) -> None:
-        delay_s = MISSING_ROUTE_FIRST_RETRY_MS / 1000.0
+        first_s = MISSING_ROUTE_FIRST_RETRY_MS / 1000.0
+        backoff = ExponentialBackoff(first_s, max(first_s, self.config.poll_name_server_interval / 1000.0))
+        failures = 0
         try:
             while not self._closed:
-                await asyncio.sleep(delay_s)
+                await asyncio.sleep(backoff.compute(failures + 1))
                 if not any(topic in c.subscribed_topics() for c in self.consumers.values()):
                     return
                 try:
                     route = await self.api.get_topic_route(topic)
                 except MQError as exc:  # TopicNotExistError (still none) or a network error
                     log.debug("route lookup of %s: %s", topic, exc)
-                    delay_s = min(delay_s * 2, self.config.poll_name_server_interval / 1000.0)
+                    failures += 1
                     continue
                 self._apply_route(topic, route)
                 log.debug("topic %s has a route now", topic)

@@ -59,3 +59,43 @@ def test_pull_consumer_is_known_to_the_broker_soon_after_it_learns_it(cluster):
                 return False
 
         wait_until(online, timeout_s=10, what="the pull consumer's group online on the broker")
+
+
+def test_a_missing_route_is_looked_up_again_after_1_2_4_s_up_to_the_route_poll_period(monkeypatch):
+    """The retry of a subscribed topic without a route (``_await_route``): an exponential backoff
+    from 1 s, capped at ``poll_name_server_interval``, until the topic is no longer wanted."""
+    import asyncio
+
+    from rocketmq_sdk.client.instance import MQClientInstance
+    from rocketmq_sdk.config import ClientConfig
+    from rocketmq_sdk.exceptions import TopicNotExistError
+
+    inst = MQClientInstance(ClientConfig(namesrv_addr="127.0.0.1:1", poll_name_server_interval=5000), "t@backoff")
+
+    class Subscriber:
+        group = "g"
+        topics = ["late"]
+
+        def subscribed_topics(self):
+            return self.topics
+
+    sub = Subscriber()
+    inst.consumers["g"] = sub
+    slept: list[float] = []
+    lookups = 0
+
+    async def no_sleep(s: float) -> None:
+        slept.append(s)
+
+    async def get_topic_route(topic: str):
+        nonlocal lookups
+        lookups += 1
+        if lookups == 6:
+            sub.topics = []  # unsubscribed meanwhile: the next round ends the retries
+        raise TopicNotExistError(17, f"no route of {topic}")
+
+    monkeypatch.setattr(inst.api, "get_topic_route", get_topic_route)
+    monkeypatch.setattr("rocketmq_sdk.client.instance.asyncio.sleep", no_sleep)
+    asyncio.run(inst._await_route("late"))
+    assert lookups == 6
+    assert slept == [1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0]
