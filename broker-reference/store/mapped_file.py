@@ -254,15 +254,6 @@ class MappedFile:
         self.wrote_position = end
         return pos
 
-    def write_at(self, pos: int, data) -> None:
-        """Overwrite bytes at a file-relative position (recovery/tests; no position change).
-
-        Raises:
-            DiskFullError: no disk space for them; nothing was written.
-        """
-        self.reserve(pos + len(data))
-        self._mm[pos:pos + len(data)] = data
-
     def set_positions(self, pos: int, zero_up_to: int | None = None) -> None:
         """Set the write and flush positions to ``pos`` (recovery/truncation) and zero the bytes
         from ``pos`` up to ``zero_up_to`` (file-relative, exclusive) so stale data beyond the new
