@@ -15,6 +15,7 @@ from typing import Any
 
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.protocol.message import MessageQueue
+from rocketmq_sdk.protocol.validators import GROUP_MAX_LENGTH, check_name
 
 EARLIEST = -2
 """Per-queue offset meaning "the queue's first stored message" (Kafka's ``-2``)."""
@@ -198,6 +199,8 @@ class ReadOptions:
         topics = tuple(dict.fromkeys(t.strip() for t in topics_raw.split(",") if t.strip()))
         if not topics:
             raise IllegalArgumentError('the rocketmq source needs .option("topic", "name[,name...]")')
+        for topic in topics:
+            check_name(topic, "topic (option topic)")
         expression_type = (opts.get("expressiontype") or "TAG").upper()
         if expression_type not in ("TAG", "SQL92"):
             raise IllegalArgumentError(f"option expressionType must be TAG or SQL92, got {expression_type!r}")
@@ -218,6 +221,10 @@ class ReadOptions:
         if max_per_trigger is not None and not streaming:
             raise IllegalArgumentError("option maxMessagesPerTrigger is for streaming reads only")
         commit_group = opts.get("commitgroup") or None
+        if commit_group is not None:
+            check_name(commit_group, "consumer group (option commitGroup)", GROUP_MAX_LENGTH)
+        group = opts.get("group") or DEFAULT_READER_GROUP
+        check_name(group, "consumer group (option group)", GROUP_MAX_LENGTH)
         return cls(
             name_server=name_server(opts), topics=topics, sub_expression=sub_expression,
             expression_type=expression_type, starting=starting, ending=ending,
@@ -225,7 +232,7 @@ class ReadOptions:
             ending_timestamp=_timestamp(opts, "endingTimestamp"),
             min_partitions=_positive_int(opts, "minPartitions", None),
             max_messages_per_trigger=max_per_trigger,
-            group=opts.get("group") or DEFAULT_READER_GROUP, commit_group=commit_group,
+            group=group, commit_group=commit_group,
             pull_batch_size=_positive_int(opts, "pullBatchSize", 32, upper=1024),
             pull_timeout_ms=_positive_int(opts, "pullTimeoutMs", 10_000),
             fail_on_data_loss=_bool(opts, "failOnDataLoss", True))

@@ -54,6 +54,9 @@ def test_offsets_json_is_validated_and_canonical():
     ({**NS, "topic": "t", "startingTimestamp": "yesterday"}, "epoch milliseconds"),
     ({**NS, "topic": "t", "maxMessagesPerTrigger": "10"}, "streaming reads only"),
     ({**NS, "topic": "t", "failOnDataLoss": "maybe"}, "true or false"),
+    ({**NS, "topic": "t,../etc"}, r"topic \(option topic\) '../etc' contains illegal characters"),
+    ({**NS, "topic": "t", "group": "a b"}, r"option group\) 'a b' contains illegal"),
+    ({**NS, "topic": "t", "commitGroup": "g" * 300}, r"option commitGroup\) is longer than 255"),
 ])
 def test_bad_batch_options_fail_before_anything_is_sent(options, message):
     with pytest.raises(IllegalArgumentError, match=message):
