@@ -50,6 +50,16 @@ log = logging.getLogger("rocketmq_broker")
 
 
 
+def _dledger_store(config: BrokerConfig) -> MessageStore:
+    from rocketmq_broker.dledger.store import DLedgerMessageStore  # DLedger mode only (issue 27)
+    return DLedgerMessageStore(config.store)
+
+
+def _dledger_broker(broker: BrokerController):
+    from rocketmq_broker.dledger.broker_role import DLedgerBroker
+    return DLedgerBroker(broker)
+
+
 class BrokerController:
     """A broker: ``await start()`` binds, recovers the store and registers with the name servers."""
 
@@ -57,7 +67,7 @@ class BrokerController:
         config.check_role()
         self.config = config
         os.makedirs(config.config_dir, exist_ok=True)
-        self.store = MessageStore(config.store)
+        self.store = MessageStore(config.store) if not config.store.enable_d_leger_commit_log else _dledger_store(config)
         self.topics = TopicConfigManager(config)
         self.offsets = ConsumerOffsetManager(config.config_dir)
         self.groups = SubscriptionGroupManager(config.config_dir, config.auto_create_subscription_group)
@@ -101,6 +111,7 @@ class BrokerController:
             self.slave_sync = SlaveSynchronize(self)
             self.server.add_request_hook(slave_refusal)
         self.store.register_arrival_listener(self._on_arrival)
+        self.dledger = _dledger_broker(self) if config.store.enable_d_leger_commit_log else None  # issue 27
         self._tasks: list[asyncio.Task] = []
         self._register_soon: asyncio.Event | None = None
         self.stats_put = 0
@@ -153,6 +164,8 @@ class BrokerController:
         else:
             self.schedule.start(loop)
             self.transactions.start(loop)
+        if self.dledger is not None:  # after the role set-up above: elections change the role
+            await self.dledger.start()
         self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._persist_loop()),
                        loop.create_task(self._scan_channels_loop())]
         log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.config.broker_addr,
@@ -178,6 +191,8 @@ class BrokerController:
         await self.namesrv_client.close()
         self.offsets.persist(force=True)
         self.consumers.filters.persist()
+        if self.dledger is not None:
+            await self.dledger.stop()
         await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
         log.info("broker %s stopped", self.config.broker_name)
 

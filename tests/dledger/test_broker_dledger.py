@@ -1,0 +1,90 @@
+"""Reference brokers in DLedger mode: the leader registers as brokerId 0 (SYNC_MASTER), the
+followers as selfId + 1; sends are acknowledged after a majority stores them; followers refuse
+sends with code 14; consume queues on every member hold the committed messages; after the
+master stops another member takes over and the data is all there."""
+
+from __future__ import annotations
+
+import pytest
+from rocketmq_sdk import Message, Producer
+from rocketmq_sdk.exceptions import MQError
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.remoting import RemotingCommand
+
+from .brokers import DLedgerBrokers
+
+pytestmark = pytest.mark.timeout(180)
+
+TOPIC = "DLTopic"
+
+
+@pytest.fixture
+def group(tmp_path):
+    g = DLedgerBrokers(str(tmp_path))
+    g.start()
+    yield g
+    g.stop()
+
+
+def queue_counts(broker) -> int:
+    return sum(cq.get_max_offset_in_queue() for cq in broker.store.all_consume_queues() if cq.topic == TOPIC)
+
+
+def test_master_registration_sends_and_follower_refusal(group):
+    master = group.wait_master()
+    ids = {b.dledger.node.config.self_id: b.config.broker_id for b in group.brokers.values()}
+    me = master.dledger.node.config.self_id
+    assert ids[me] == 0 and master.config.broker_role == "SYNC_MASTER"
+    assert all(bid == int(i[1:]) + 1 for i, bid in ids.items() if i != me)
+    bd = group.ns.routes.broker_addr_table["broker-a"].broker_addrs
+    assert sorted(bd) == sorted(ids.values())
+    with Producer("dl_producer", namesrv_addr=group.namesrv_addr) as producer:
+        results = [producer.send(Message(TOPIC, f"m{i}".encode(), keys=f"k{i}")) for i in range(30)]
+    assert all(r.send_status.name == "SEND_OK" for r in results)
+    group.wait_for(lambda: all(queue_counts(b) == 30 for b in group.brokers.values()), 10,
+                   "every member's consume queues hold the 30 committed messages")
+    logs = {i: b.dledger.node.ledger for i, b in group.brokers.items()}
+    ends = {i: lg.end_index for i, lg in logs.items()}
+    assert len(set(ends.values())) == 1
+    data = {i: b"".join(mf.read_raw(0, mf.wrote_position) for mf in lg.data.files) for i, lg in logs.items()}
+    assert len(set(data.values())) == 1, "logs differ"
+    follower = next(b for b in group.brokers.values() if b is not master)
+    from tests.broker.conftest import SyncClient
+    client = SyncClient()
+    try:
+        resp = client.invoke(follower.config.broker_addr, RequestCode.SEND_MESSAGE_V2,
+                             {"a": "p", "b": TOPIC, "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0",
+                              "h": "0", "i": "", "j": "0", "k": "false"}, b"x")
+        assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE
+        pull = client.invoke(follower.config.broker_addr, RequestCode.GET_MAX_OFFSET,
+                             {"topic": TOPIC, "queueId": str(results[0].message_queue.queue_id)})
+        assert pull.code == ResponseCode.SUCCESS and int(pull.ext_fields["offset"]) > 0
+    finally:
+        client.run(client.client.close())
+    print(f"master {me}; 30 sends acknowledged; 3 identical logs of {ends[me] + 1} entries")
+
+
+def test_master_stop_failover_keeps_every_acknowledged_message(group):
+    master = group.wait_master()
+    with Producer("dl_producer2", namesrv_addr=group.namesrv_addr, poll_name_server_interval=500) as producer:
+        acked = [producer.send(Message(TOPIC, f"a{i}".encode())) for i in range(20)]
+        old = master.dledger.node.config.self_id
+        group.stop_broker(old)
+        new = group.wait_master()
+        assert new.dledger.node.config.self_id != old
+        def probe() -> bool:
+            try:
+                return producer.send(Message(TOPIC, b"probe")).send_status.name == "SEND_OK"
+            except MQError:
+                return False
+        group.wait_for(probe, 20, "a send through the new master")
+        acked += [producer.send(Message(TOPIC, f"b{i}".encode())) for i in range(20)]
+    group.start_broker(old)
+    group.wait_for(lambda: len({queue_counts(b) for b in group.brokers.values()}) == 1
+                   and queue_counts(new) >= 41, 20, "the old master caught up")
+    ends = {b.dledger.node.ledger.end_index for b in group.brokers.values()}
+    assert len(ends) == 1
+    data = {b"".join(mf.read_raw(0, mf.wrote_position) for mf in b.dledger.node.ledger.data.files)
+            for b in group.brokers.values()}
+    assert len(data) == 1
+    print(f"failover {old} -> {new.dledger.node.config.self_id}: {len(acked)} acknowledged, all stored")
