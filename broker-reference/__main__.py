@@ -65,7 +65,8 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
               help=f"Broker port (default {DEFAULT_BROKER_PORT} when free, else a free one; 0: a free one).")
 @click.option("--broker-name", default="broker-a", show_default=True)
 @click.option("--cluster", default="1m", show_default=True,
-              help="Deployment mode: 1m (one process), 2m, 2m-2s-async, 2m-2s-sync (a process per broker). "
+              help="Deployment mode: 1m (one process), 2m, 2m-2s-async, 2m-2s-sync, dledger, 2x-dledger (a process per "
+                   "broker; dledger: a DLedger group of three with automatic failover). "
                    "Any other value is taken as --cluster-name (deprecated).")
 @click.option("--cluster-name", default="DefaultCluster", show_default=True, help="brokerClusterName.")
 @click.option("--flush-disk-type", type=click.Choice(["ASYNC_FLUSH", "SYNC_FLUSH"]), default="ASYNC_FLUSH",

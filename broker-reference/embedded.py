@@ -8,6 +8,7 @@ import dataclasses
 import os
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from rocketmq_sdk.remoting.loop import new_event_loop, resolve_event_loop
 
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
-from .cluster_modes import MODES, DevBroker, pin_ports, spawn, stop_process, write_broker_conf
+from .cluster_modes import MODES, DevBroker, dledger_confs, pin_ports, spawn, stop_process, write_broker_conf
 from .namesrv.server import NameServer, NamesrvConfig
 
 
@@ -207,9 +208,10 @@ def _start_multi(mode: str, store_dir: str | None, extra: dict, timeout_s: float
         cluster._namesrv_proc = spawn(["namesrv", "-p", "0", "--event-loop", event_loop],
                                       os.path.join(store_dir, "namesrv.log"))
         cluster.namesrv_addr = read_announcements(cluster._namesrv_proc, timeout_s)["NAMESRV"]
+        dledger = dledger_confs(mode, _free_port)
         for name, bid, role in MODES[mode]:
             b = DevBroker(name, bid, role, os.path.join(store_dir, f"{name}-{bid}"))
-            write_broker_conf(b, cluster.namesrv_addr, props)
+            write_broker_conf(b, cluster.namesrv_addr, {**props, **dledger.get((name, bid), {})})
             cluster.brokers.append(b)
             _launch_broker(b, timeout_s, event_loop)
             pin_ports(b)
@@ -218,6 +220,12 @@ def _start_multi(mode: str, store_dir: str | None, extra: dict, timeout_s: float
         raise DevClusterError(f"dev cluster {mode} did not start: {exc}") from None
     cluster.broker_addr = cluster.brokers[0].addr
     return cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _launch_broker(b: DevBroker, timeout_s: float, event_loop: str) -> None:
