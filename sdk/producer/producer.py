@@ -112,6 +112,8 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         self._preparer = MessagePreparer(self.group, cfg)
         self._preparer.start_span = self._start_span
         self._dispatcher = SendDispatcher(cfg)
+        self._dispatcher.refresh_route = self._refresh_route_blocking
+        self._dispatcher.arefresh_route = self._refresh_route
         # unfinished send_async calls (bounded) and queued oneway sends; idle when none
         self._inflight_slots = InFlight(cfg.async_send_max_in_flight, ONEWAY_MAX_QUEUED)
         self._idle = self._inflight_slots.idle
@@ -568,6 +570,18 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, topic_missing_remark(topic, inst.api.namesrv.addrs))
         return info
 
+
+    async def _refresh_route(self, topic: str) -> None:
+        """Fetch ``topic``'s route now (a send error said the cached one is stale)."""
+        inst = self._instance
+        if inst is not None:
+            await inst.update_topic_route(topic)
+
+    def _refresh_route_blocking(self, topic: str, timeout_s: float) -> None:
+        """:meth:`_refresh_route` from the caller's thread, waiting at most ``timeout_s``."""
+        inst = self._instance
+        if inst is not None and not inst.loop_thread.in_loop_thread:
+            inst.run(inst.update_topic_route(topic), timeout_s)
 
     async def _send_prepared(self, p: Prepared, mq: MessageQueue | None, timeout_ms: float,
                              policy: RetryPolicy | None = None, deadline: float | None = None, attempts: int = 0,

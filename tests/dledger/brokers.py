@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from rocketmq_broker.broker.config import BrokerConfig
 from rocketmq_broker.broker.controller import BrokerController
-from rocketmq_broker.namesrv.server import NamesrvConfig, NameServer
+from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
 
 from .cluster import free_ports
 

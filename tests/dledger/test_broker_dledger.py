@@ -9,7 +9,6 @@ import pytest
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
-from rocketmq_sdk.remoting import RemotingCommand
 
 from .brokers import DLedgerBrokers
 
