@@ -819,6 +819,12 @@ class DLedgerNode:
         assert entry is not None
         if not self._valid_from_leader(req):
             return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
+        committed = self.ledger.committed_index
+        if entry.index < committed or (entry.index == committed and not self._holds(entry)):
+            # a leader never cuts committed entries: refuse rather than lose what consumers saw
+            log.warning("dledger %s: TRUNCATE at %d below the committed index %d refused", self.config.self_id,
+                        entry.index, committed)
+            return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
         try:
             self.ledger.truncate(DLedgerEntry(entry.index, entry.term, entry.pos, entry.body))
         except (LedgerError, OSError) as exc:
@@ -827,6 +833,12 @@ class DLedgerNode:
         log.info("dledger %s: truncated after %d (term %d)", self.config.self_id, entry.index, entry.term)
         self._follow_commit(req)
         return self._push_response(req, DLedgerCode.SUCCESS)
+
+    def _holds(self, entry: DLedgerEntry) -> bool:
+        try:
+            return self.ledger.get(entry.index).same_as(entry)
+        except LedgerError:
+            return False
 
     def _check_abnormal(self) -> None:
         """Every push timeout: answer pushes for entries already held, and fail the oldest
