@@ -192,6 +192,8 @@ class StatsProcessor:
             table["haConnected"] = "true" if b.ha_client.connected else "false"
         else:
             table.update(b.ha.runtime_info())
+        if b.dledger is not None:  # DLedger mode (issue 27): this member's view of its group
+            table.update(b.dledger.runtime_info())
         for level, off in sorted(dict(b.schedule.offsets).items()):
             table[f"scheduleMessageOffset_{level}"] = f"{off},{off}"
         return cmd.response(ResponseCode.SUCCESS, body=KVTable(table).to_json())

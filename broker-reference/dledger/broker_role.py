@@ -103,3 +103,19 @@ class DLedgerBroker:
                 "term": node.term, "leaderId": node.leader_id, "ledgerEndIndex": end,
                 "committedIndex": node.ledger.committed_index,
                 "peers": {p: {"index": m, "lag": end - m if m >= 0 else None} for p, m in marks.items()}}
+
+    def runtime_info(self) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO keys of DLedger mode (not in 4.9.8's answer): ``dLegerGroup``,
+        ``dLegerSelfId``, ``dLegerRole``, ``dLegerTerm``, ``dLegerLeaderId``,
+        ``dLegerLedgerEndIndex``, ``dLegerCommittedIndex`` and, on the leader, ``dLegerPeerIndexes``
+        (``id:index:lag`` per member, comma-separated; lag in entries)."""
+        st = self.status()
+        out = {"dLegerGroup": str(st["group"]), "dLegerSelfId": str(st["selfId"]), "dLegerRole": str(st["role"]),
+               "dLegerTerm": str(st["term"]), "dLegerLeaderId": str(st["leaderId"] or ""),
+               "dLegerLedgerEndIndex": str(st["ledgerEndIndex"]), "dLegerCommittedIndex": str(st["committedIndex"])}
+        if self.node.is_leader:
+            peers = st["peers"]
+            assert isinstance(peers, dict)
+            out["dLegerPeerIndexes"] = ",".join(f"{p}:{v['index']}:{'' if v['lag'] is None else v['lag']}"
+                                                for p, v in sorted(peers.items()))
+        return out

@@ -225,12 +225,18 @@ def topic_status(admin: AdminClient, as_json: bool, topic: str) -> None:
 @click.option("-c", "--clusterName", "cluster", help="only this cluster")
 def cluster_list(admin: AdminClient, as_json: bool, cluster: str | None) -> None:
     rows = [b for b in admin.cluster_list() if not cluster or b.cluster == cluster]
-    emit(as_json, rows, lambda: table(
-        ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role", "#Version", "#InTPS", "#OutTPS",
-         "#CommitLog Max", "#HA Lag"],
-        [(b.cluster, b.broker_name, b.broker_id, b.addr, b.role, b.version, b.in_tps, b.out_tps,
-          b.commit_log_max_offset, "-" if b.broker_id == 0 else b.replication_lag) for b in rows],
-        numeric=(2, 6, 7, 8, 9)))
+    headers = ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role", "#Version", "#InTPS", "#OutTPS",
+               "#CommitLog Max", "#HA Lag"]
+    values = [[b.cluster, b.broker_name, b.broker_id, b.addr, b.role, b.version, b.in_tps, b.out_tps,
+               b.commit_log_max_offset, "-" if b.broker_id == 0 else b.replication_lag] for b in rows]
+    if any(b.dledger_role for b in rows):  # DLedger groups: member, role, term, log index, lag
+        lags = {(b.broker_name, p): lag for b in rows if b.dledger_peers for p, (_, lag) in b.dledger_peers.items()}
+        headers += ["#DLedger", "#Term", "#Log Index", "#Lag"]
+        for b, row in zip(rows, values, strict=True):
+            lag = lags.get((b.broker_name, b.dledger_id)) if b.dledger_id else None
+            row += [f"{b.dledger_id} {b.dledger_role}" if b.dledger_role else "-", b.dledger_term, b.dledger_index,
+                    "-" if lag is None else lag]
+    emit(as_json, rows, lambda: table(headers, [tuple(r) for r in values], numeric=(2, 6, 7, 8, 9)))
 
 
 def _broker_targets(admin: AdminClient, broker_addr: str | None, cluster: str | None) -> list[str]:

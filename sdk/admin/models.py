@@ -46,6 +46,14 @@ class BrokerInfo:
     out_tps: float | None = None
     commit_log_max_offset: int | None = None
     replication_lag: int | None = None
+    #: DLedger mode (the reference broker's runtime info; None elsewhere): member id, role
+    #: (LEADER / FOLLOWER / CANDIDATE), term, last log index, and on the leader each member's
+    #: ``{id: (index, lag in entries)}``
+    dledger_id: str | None = None
+    dledger_role: str | None = None
+    dledger_term: int | None = None
+    dledger_index: int | None = None
+    dledger_peers: dict[str, tuple[int, int | None]] | None = None
 
 
 @dataclass(slots=True)

@@ -87,3 +87,28 @@ def test_master_stop_failover_keeps_every_acknowledged_message(group):
             for b in group.brokers.values()}
     assert len(data) == 1
     print(f"failover {old} -> {new.dledger.node.config.self_id}: {len(acked)} acknowledged, all stored")
+
+
+def test_cluster_list_shows_leader_term_and_log_index(group):
+    from click.testing import CliRunner
+    from rocketmq_sdk.admin import AdminClient
+    from rocketmq_sdk.admin.cli import cli
+    master = group.wait_master()
+    with Producer("dl_admin_producer", namesrv_addr=group.namesrv_addr) as producer:
+        for i in range(3):
+            producer.send(Message(TOPIC, f"x{i}".encode()))
+    leader_id = master.dledger.node.config.self_id
+    end = master.dledger.node.ledger.end_index
+    group.wait_for(lambda: all(b.dledger.node.ledger.committed_index == end for b in group.brokers.values()), 10,
+                   "followers committed")
+    with AdminClient(group.namesrv_addr) as admin:
+        rows = admin.cluster_list()
+    by_id = {b.dledger_id: b for b in rows}
+    assert sorted(by_id) == ["n0", "n1", "n2"]
+    assert by_id[leader_id].broker_id == 0 and by_id[leader_id].dledger_role == "LEADER"
+    assert {b.dledger_term for b in rows} == {master.dledger.node.term}
+    assert by_id[leader_id].dledger_peers == {i: (end, 0) for i in ("n0", "n1", "n2")}
+    r = CliRunner().invoke(cli, ["clusterList", "-n", group.namesrv_addr], catch_exceptions=False)
+    assert r.exit_code == 0
+    assert "#DLedger" in r.output and f"{leader_id} LEADER" in r.output
+    print(r.output)
