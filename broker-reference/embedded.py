@@ -223,9 +223,24 @@ def _start_multi(mode: str, store_dir: str | None, extra: dict, timeout_s: float
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free 127.0.0.1 port below the kernel's ephemeral range (so that no process binding
+    port 0 meanwhile takes it before its broker does): a port that must be known before the
+    process starts, as a DLedger member's address in every member's ``dLegerPeers``."""
+    return free_fixed_port()
+
+
+def free_fixed_port(low: int = 20000, high: int = 32000) -> int:
+    """A port of [low, high) that is free now on 127.0.0.1 (random probes)."""
+    import random
+    for _ in range(200):
+        port = random.randrange(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port in [{low}, {high})")
 
 
 def _launch_broker(b: DevBroker, timeout_s: float, event_loop: str) -> None:

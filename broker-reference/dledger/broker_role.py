@@ -4,6 +4,11 @@ registration (Java ``DLedgerRoleChangeHandler``; dledger-protocol.md §9).
 * CANDIDATE / FOLLOWER → SLAVE, ``brokerId`` = selfId number + 1, writes refused (code 14);
 * LEADER → once its log is committed and dispatched: SYNC_MASTER, ``brokerId`` 0, writes accepted.
 
+While not master, a member copies the master's topics, consumer offsets, delay offsets and
+subscription groups every ``slaveSyncInterval`` (SlaveSynchronize, as a 4.9.8 DLedger slave),
+so a new master knows the topics and offsets of the old one; the master's address is the
+name server's brokerId 0 of this broker name.
+
 Every switch ends with an immediate oneway REGISTER_BROKER (the name server moves the address
 between ids in one step), so clients that refresh their route find the new master at once.
 """
@@ -15,9 +20,14 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from rocketmq_sdk.exceptions import MQError
+from rocketmq_sdk.protocol import fastjson
+from rocketmq_sdk.protocol.admin_bodies import ClusterInfo
+from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
-from ..broker.replication import slave_refusal
+from ..aio import cancel_and_wait
+from ..broker.replication import SlaveSynchronize, slave_refusal
 from .config import member_number
 from .member_state import Role
 from .store import DLedgerMessageStore
@@ -47,6 +57,8 @@ class DLedgerBroker:
         self._target: Role | None = None
         broker.config.broker_id = self.slave_id  # until elected: a slave (Java registers -1)
         broker.server.add_request_hook(self._refusal)
+        self.sync = SlaveSynchronize(broker)
+        self._sync_task: asyncio.Task | None = None
 
     @property
     def is_master(self) -> bool:
@@ -57,8 +69,39 @@ class DLedgerBroker:
 
     async def start(self) -> None:
         await self.store.start_dledger(self.broker.config.bind_address)
+        self._sync_task = asyncio.get_running_loop().create_task(self._sync_loop())
+
+    async def _sync_loop(self) -> None:
+        await asyncio.sleep(min(3.0, self.broker.config.slave_sync_interval / 1000.0))
+        while True:
+            if not self.is_master:
+                try:
+                    self.sync.master_addr = await self._master_addr()
+                    await self.sync.sync_all()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001 - the next round retries
+                    log.exception("dledger: copying the master's metadata failed")
+            await asyncio.sleep(self.broker.config.slave_sync_interval / 1000.0)
+
+    async def _master_addr(self) -> str | None:
+        """brokerId 0 of this broker name at the first name server that answers."""
+        for ns in self.broker._namesrvs():
+            try:
+                resp = await self.broker.namesrv_client.invoke(
+                    ns, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 3000)
+            except MQError:
+                continue
+            if resp.code == ResponseCode.SUCCESS and resp.body:
+                info = ClusterInfo.from_dict(fastjson.loads(resp.body.decode("utf-8")))
+                bd = info.broker_addr_table.get(self.broker.config.broker_name)
+                addr = bd.broker_addrs.get(0) if bd is not None else None
+                return addr if addr != self.broker.config.broker_addr else None
+        return None
 
     async def stop(self) -> None:
+        await cancel_and_wait(self._sync_task)
+        await self.sync.client.close()
         if self._apply_task is not None:
             self._apply_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

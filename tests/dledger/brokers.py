@@ -15,7 +15,7 @@ from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
 from .cluster import free_ports
 
 FAST_TIMERS = {"heart_beat_time_interval_ms": 200, "min_vote_interval_ms": 30, "max_vote_interval_ms": 100,
-               "max_wait_ack_time_ms": 2500, "max_push_time_out_ms": 200}
+               "max_wait_ack_time_ms": 2500, "max_push_time_out_ms": 200, "slave_sync_interval": 300}
 
 
 class DLedgerBrokers:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import struct
 import time
 from collections.abc import Callable
@@ -12,20 +11,19 @@ from collections.abc import Callable
 from rocketmq_broker.dledger.config import DLedgerConfig
 from rocketmq_broker.dledger.ledger import DLedgerLedger
 from rocketmq_broker.dledger.node import DLedgerNode, Role
+from rocketmq_broker.embedded import free_fixed_port
 
 FILE_SIZE = 256 * 1024
 SCALE = 0.1  # heartbeats every 200 ms, a leader is missed after 600 ms
 
 
 def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """``n`` distinct free ports below the ephemeral range (servers binding port 0 meanwhile
+    cannot take them before the member that owns them starts)."""
+    ports: set[int] = set()
+    while len(ports) < n:
+        ports.add(free_fixed_port())
+    return sorted(ports)
 
 
 class Group:

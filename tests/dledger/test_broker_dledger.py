@@ -112,3 +112,30 @@ def test_cluster_list_shows_leader_term_and_log_index(group):
     assert r.exit_code == 0
     assert "#DLedger" in r.output and f"{leader_id} LEADER" in r.output
     print(r.output)
+
+
+def test_new_master_knows_the_old_masters_topics_and_consumer_offsets(group):
+    """Followers copy the master's metadata (SlaveSynchronize, as 4.9.8 DLedger slaves do), so
+    after a failover a topic created on the old master and a group's committed offsets are there."""
+    from rocketmq_sdk.admin import AdminClient
+
+    from tests.broker.conftest import SyncClient
+    master = group.wait_master()
+    with AdminClient(group.namesrv_addr) as admin:
+        admin.create_topic("DLAdminTopic", broker_addr=master.config.broker_addr, read_queue_nums=2,
+                           write_queue_nums=2)
+    client = SyncClient()
+    try:
+        resp = client.invoke(master.config.broker_addr, RequestCode.UPDATE_CONSUMER_OFFSET,
+                             {"consumerGroup": "dl_cg", "topic": "DLAdminTopic", "queueId": "1", "commitOffset": "7"})
+        assert resp.code == ResponseCode.SUCCESS
+    finally:
+        client.run(client.client.close())
+    followers = [b for b in group.brokers.values() if b is not master]
+    group.wait_for(lambda: all("DLAdminTopic" in b.topics.table and
+                               b.offsets.table.get("DLAdminTopic@dl_cg", {}).get(1) == 7 for b in followers),
+                   10, "followers copied the master's topics and offsets")
+    group.stop_broker(master.dledger.node.config.self_id)
+    new = group.wait_master()
+    assert new.topics.table["DLAdminTopic"].write_queue_nums == 2
+    assert new.offsets.table["DLAdminTopic@dl_cg"][1] == 7
