@@ -19,10 +19,8 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ha_send_rates import BODY, TOPIC, _run  # noqa: E402 - the same send loop as the HA benchmark
+from harness import git_head, machine_info  # noqa: E402
 from rocketmq_broker.embedded import start_dev_cluster  # noqa: E402
 from rocketmq_sdk import Message, Producer  # noqa: E402
 from rocketmq_sdk.admin import AdminClient  # noqa: E402
@@ -130,11 +129,9 @@ def main() -> None:
         rates += send_rates(mode, args.seconds, args.threads)
         print(json.dumps(rates[-2:]), flush=True)
     kills = failovers(args.kills) if args.kills else []
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
+    commit = git_head()
     meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "commit": commit,
-            "cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "load_before": load_before, "load_after": os.getloadavg(), "date": dt.datetime.now(dt.UTC).isoformat()}
+            "date": dt.datetime.now(dt.UTC).isoformat(), **machine_info(load_before)}
     out = Path(__file__).parent / "results"
     stem = dt.date.today().isoformat() + "-dledger"
     (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rates": rates, "failovers": kills}, indent=1) + "\n")
@@ -143,8 +140,9 @@ def main() -> None:
         xs = sorted(r[key] for r in kills)
         return f"median {statistics.median(xs):.2f}, min {xs[0]:.2f}, max {xs[-1]:.2f}" if xs else "-"
     lines = [f"# DLedger mode: send rates and failover ({meta['date'][:16]}Z, commit {commit})", "",
-             f"`{meta['command']}`; {meta['cores']} cores, Python {meta['python']}, load before "
-             f"{', '.join(f'{x:.2f}' for x in load_before)}, after {', '.join(f'{x:.2f}' for x in meta['load_after'])}",
+             f"`{meta['command']}`; {meta['cores']} cores ({meta['processor']}), Python {meta['python']}, load "
+             f"before {', '.join(f'{x:.2f}' for x in load_before)}, after "
+             f"{', '.join(f'{x:.2f}' for x in meta['loadavg_after'])}",
              "", "`2m` = a master without slave (topic on broker-a only); `2m-2s-sync` = SYNC_MASTER + slave; "
              "`dledger` = 3 members, an ack after a majority stored the entry.", "",
              "| mode | threads | msg/s | p50 ms | p99 ms | statuses |", "|---|---:|---:|---:|---:|---|"]

@@ -540,11 +540,7 @@ class DLedgerNode:
             committed = self.ledger.committed_index
             for index in [i for i in self.pending if i <= committed]:
                 self._complete(index, DLedgerCode.SUCCESS)
-            if self.on_commit is not None:
-                try:
-                    self.on_commit(committed)
-                except Exception:
-                    log.exception("dledger commit listener failed")
+            self._notify_commit()
 
     def _complete(self, index: int, code: DLedgerCode) -> None:
         p = self.pending.pop(index, None)
@@ -782,7 +778,11 @@ class DLedgerNode:
     def _follow_commit(self, req: PushRequest) -> None:
         if req.term < self.term:
             return
-        if self.ledger.update_committed(min(req.commit_index, self.ledger.end_index)) and self.on_commit is not None:
+        if self.ledger.update_committed(min(req.commit_index, self.ledger.end_index)):
+            self._notify_commit()
+
+    def _notify_commit(self) -> None:
+        if self.on_commit is not None:
             try:
                 self.on_commit(self.ledger.committed_index)
             except Exception:
@@ -796,11 +796,20 @@ class DLedgerNode:
         entry = req.entry
         if entry is None or not self._valid_from_leader(req) or entry.index != self.ledger.end_index + 1:
             return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
+        return self._apply(req, "APPEND", self.ledger.append)
+
+    def _apply(self, req: PushRequest, what: str, op: Callable[[DLedgerEntry], object]) -> PushResponse:
+        """``op`` (the ledger's append or truncate) on the pushed entry, then the commit index:
+        SUCCESS, or 406 when the ledger refuses it."""
+        entry = req.entry
+        assert entry is not None
         try:
-            self.ledger.append(DLedgerEntry(entry.index, entry.term, entry.pos, entry.body))
+            op(DLedgerEntry(entry.index, entry.term, entry.pos, entry.body))
         except (LedgerError, OSError) as exc:
-            log.warning("dledger %s: APPEND %d refused: %s", self.config.self_id, entry.index, exc)
+            log.warning("dledger %s: %s at %d refused: %s", self.config.self_id, what, entry.index, exc)
             return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
+        if what == "TRUNCATE":
+            log.info("dledger %s: truncated after %d (term %d)", self.config.self_id, entry.index, entry.term)
         self._follow_commit(req)
         return self._push_response(req, DLedgerCode.SUCCESS)
 
@@ -825,14 +834,7 @@ class DLedgerNode:
             log.warning("dledger %s: TRUNCATE at %d below the committed index %d refused", self.config.self_id,
                         entry.index, committed)
             return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
-        try:
-            self.ledger.truncate(DLedgerEntry(entry.index, entry.term, entry.pos, entry.body))
-        except (LedgerError, OSError) as exc:
-            log.warning("dledger %s: TRUNCATE at %d refused: %s", self.config.self_id, entry.index, exc)
-            return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
-        log.info("dledger %s: truncated after %d (term %d)", self.config.self_id, entry.index, entry.term)
-        self._follow_commit(req)
-        return self._push_response(req, DLedgerCode.SUCCESS)
+        return self._apply(req, "TRUNCATE", self.ledger.truncate)
 
     def _holds(self, entry: DLedgerEntry) -> bool:
         try:

@@ -10,19 +10,9 @@ from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 
-from .brokers import DLedgerBrokers
-
 pytestmark = pytest.mark.timeout(180)
 
 TOPIC = "DLTopic"
-
-
-@pytest.fixture
-def group(tmp_path):
-    g = DLedgerBrokers(str(tmp_path))
-    g.start()
-    yield g
-    g.stop()
 
 
 def queue_counts(broker) -> int:

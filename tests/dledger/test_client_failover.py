@@ -11,18 +11,8 @@ import pytest
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.exceptions import MQError
 
-from .brokers import DLedgerBrokers
-
 pytestmark = pytest.mark.timeout(180)
 TOPIC = "DLFailoverTopic"
-
-
-@pytest.fixture
-def group(tmp_path):
-    g = DLedgerBrokers(str(tmp_path))
-    g.start()
-    yield g
-    g.stop()
 
 
 def test_first_send_after_new_leader_registers_succeeds(group):
