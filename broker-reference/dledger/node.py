@@ -312,12 +312,16 @@ class DLedgerNode:
             t.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
         if self.state.role is not Role.LEADER or self.term != term:
             return
-        if succ >= cfg.quorum:
+        if max_term > term:
+            # a member is in a higher term (one that could not win, e.g. after a hostile frame):
+            # Raft's rule, stricter than DLedger 0.3.1.2 (which ignores it while it has a quorum
+            # and so never gets that member back): step down, the next election takes everyone there
+            log.info("dledger %s: a member reports term %d > %d; stepping down", cfg.self_id, max_term, term)
+            self._change_to_candidate(max_term)
+        elif succ >= cfg.quorum:
             self.last_succ_heartbeat = _now()
         elif succ + not_ready >= cfg.quorum:
             self.last_send_heartbeat = -1.0
-        elif max_term > term:
-            self._change_to_candidate(max_term)
         elif inconsistent:
             self._change_to_candidate(term)
         elif _now() - self.last_succ_heartbeat > cfg.heart_beat_time_interval_ms * cfg.max_heart_beat_leak:

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 MAX_ID_LENGTH = 255  # characters of group / member ids accepted from a peer
-MAX_INDEX = (1 << 62)  # indexes and terms above this are refused as absurd
+MAX_INDEX = (1 << 63) - 1  # indexes and terms are Java longs: anything above is refused
 
 
 class DLedgerRequestCode(enum.IntEnum):
