@@ -12,6 +12,7 @@ from rocketmq_broker.dledger.config import DLedgerConfig
 from rocketmq_broker.dledger.ledger import DLedgerLedger
 from rocketmq_broker.dledger.node import DLedgerNode, Role
 from rocketmq_broker.embedded import free_fixed_port
+from rocketmq_sdk.exceptions import RemotingConnectError
 
 FILE_SIZE = 256 * 1024
 SCALE = 0.1  # heartbeats every 200 ms, a leader is missed after 600 ms
@@ -32,6 +33,7 @@ class Group:
         self.peers = {i: f"127.0.0.1:{p}" for i, p in zip(ids, free_ports(len(ids)), strict=True)}
         self.nodes: dict[str, DLedgerNode] = {}
         self.roles: list[tuple[str, Role, int]] = []
+        self.isolated: set[str] = set()
 
     def make(self, node_id: str) -> DLedgerNode:
         cfg = DLedgerConfig("broker-a", node_id, dict(self.peers)).scaled(SCALE)
@@ -54,6 +56,23 @@ class Group:
     async def stop_all(self) -> None:
         for node_id in list(self.nodes):
             await self.stop(node_id)
+
+    def partition(self, node_id: str, isolated: bool = True) -> None:
+        """Cut (or heal) every DLedger link of ``node_id``: its requests and those to it fail
+        as a dropped connection would (each member's outbound calls go through ``_invoke``)."""
+        if isolated:
+            self.isolated.add(node_id)
+        else:
+            self.isolated.discard(node_id)
+        for nid, node in self.nodes.items():
+            if "_invoke" not in vars(node):
+                real = node._invoke
+
+                async def cut(peer: str, code: int, body: bytes, _real=real, _me=nid) -> bytes:
+                    if _me in self.isolated or peer in self.isolated:
+                        raise RemotingConnectError(self.peers[peer], "partitioned by the test")
+                    return await _real(peer, code, body)
+                node._invoke = cut  # type: ignore[method-assign]
 
     def leaders(self) -> list[DLedgerNode]:
         return [n for n in self.nodes.values() if n.role is Role.LEADER]

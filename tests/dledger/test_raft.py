@@ -133,3 +133,36 @@ def test_divergent_tail_is_truncated_and_empty_member_filled(tmp_path):
         assert len({log_bytes(n) for n in g.nodes.values()}) == 1
         assert new.role is Role.LEADER and all(r == 200 for r in await send(new, bodies[50:55]))
     in_group(tmp_path, scenario)
+
+
+def test_partitioned_leader_steps_down_and_its_unacknowledged_tail_is_truncated(tmp_path):
+    """The partition scenario of the 4.9.8 capture: the leader's links are cut while it keeps
+    taking appends; they fail (WAIT_QUORUM_ACK_TIMEOUT, the broker's code 1), it steps down after
+    max_heart_beat_leak heartbeats (then NOT_LEADER, the broker's 14), the others elect a leader in
+    a higher term and write on; on heal the old leader's tail is compared away and truncated."""
+    async def scenario(g: Group, leader: DLedgerNode) -> None:
+        bodies = templates()
+        assert all(r == 200 for r in await send(leader, bodies[:20]))
+        old = leader.config.self_id
+        await g.wait_for(lambda: all(n.ledger.committed_index == 19 for n in g.nodes.values()), 10, "commit")
+        g.partition(old)
+        results = await send(leader, bodies[20:23])  # appended on the isolated leader only
+        assert [getattr(r, "code", None) for r in results] == [502, 502, 502]
+        assert leader.ledger.end_index == 22 and leader.ledger.committed_index == 19
+        await g.wait_for(lambda: leader.role is not Role.LEADER, 10, "the isolated leader steps down")
+        with pytest.raises(AppendError) as err:
+            leader.append(10, lambda phy: bytes(10))
+        assert err.value.code == 404
+        await g.wait_for(lambda: any(n.role is Role.LEADER for i, n in g.nodes.items() if i != old), 10,
+                         "a new leader among the others")
+        new = next(n for i, n in g.nodes.items() if i != old and n.role is Role.LEADER)
+        assert new.term > leader.ledger.end_term
+        assert all(r == 200 for r in await send(new, bodies[30:40]))  # indexes 20..29 in the new term
+        g.partition(old, isolated=False)
+        await g.wait_for(lambda: leader.role is Role.FOLLOWER and leader.ledger.end_index == 29
+                         and leader.ledger.committed_index == 29, 20, "heal: truncate and catch up")
+        assert leader.ledger.get(20).term == new.term  # the old tail (term of the old leader) is gone
+        assert len({log_bytes(n) for n in g.nodes.values()}) == 1
+        print(f"partitioned {old}: 3 unacknowledged entries truncated on heal, new leader "
+              f"{new.config.self_id} in term {new.term}")
+    in_group(tmp_path, scenario)
