@@ -15,7 +15,9 @@ from rocketmq_broker.embedded import free_fixed_port
 from rocketmq_sdk.exceptions import RemotingConnectError
 
 FILE_SIZE = 256 * 1024
-SCALE = 0.1  # heartbeats every 200 ms, a leader is missed after 600 ms
+SCALE = 0.1  # heartbeats every 200 ms
+LEAK = 5  # heartbeats missed before a campaign or a step-down (DLedger: 3): 1 s, since the
+# members share one loop on a loaded machine, where stalls over 600 ms made healthy leaders step down
 
 
 def free_ports(n: int) -> list[int]:
@@ -37,6 +39,8 @@ class Group:
 
     def make(self, node_id: str) -> DLedgerNode:
         cfg = DLedgerConfig("broker-a", node_id, dict(self.peers)).scaled(SCALE)
+        cfg.max_heart_beat_leak = LEAK
+        cfg.max_wait_ack_time_ms = 2500  # DLedger's: a quorum wait is no election timer
         ledger = DLedgerLedger(os.path.join(self.root, f"dledger-{node_id}"), FILE_SIZE)
         ledger.load()
         node = DLedgerNode(cfg, ledger, on_role_change=lambda role, term, leader: self.roles.append((node_id, role, term)))
