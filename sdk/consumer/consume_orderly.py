@@ -178,8 +178,7 @@ class ConsumeMessageOrderlyService:
     def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext,
                        mq: MessageQueue) -> ConsumeOrderlyStatus:
         try:
-            inst = getattr(self.consumer, "_instance", None)
-            spans = start_process_spans(msgs, self.consumer.group, inst.client_id if inst is not None else None)
+            spans = start_process_spans(msgs, self.consumer.group, self.consumer.instance.client_id)
             mt = getattr(self.consumer, "msg_trace", None)
             if mt is not None:
                 call = self.listener if spans is None else lambda ms, c: spans.call(self.listener, ms, c)

@@ -159,8 +159,7 @@ class ConsumeMessageConcurrentlyService:
         return self._process_result(status, ctx, msgs, pq, mq)
 
     def _client_id(self) -> str | None:
-        inst = getattr(self.consumer, "_instance", None)
-        return inst.client_id if inst is not None else None
+        return self.consumer.instance.client_id
 
     def _process_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext,
                         msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> list[MessageExt]:
