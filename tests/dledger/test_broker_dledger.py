@@ -129,3 +129,68 @@ def test_new_master_knows_the_old_masters_topics_and_consumer_offsets(group):
     new = group.wait_master()
     assert new.topics.table["DLAdminTopic"].write_queue_nums == 2
     assert new.offsets.table["DLAdminTopic@dl_cg"][1] == 7
+
+
+def test_broker_features_on_a_dledger_group_across_a_failover(group):
+    """Consumption, a delayed message, a committed transaction and a retry on a DLedger group; the
+    master stops in the middle; the consumer group gets every acknowledged message (at least
+    once) from the new master and followers."""
+    import threading
+
+    from rocketmq_sdk import ConsumeConcurrentlyStatus, LocalTransactionState, PushConsumer, TransactionProducer
+
+    class Commit:
+        def execute_local_transaction(self, msg, arg):
+            return LocalTransactionState.COMMIT_MESSAGE
+
+        def check_local_transaction(self, msg):
+            return LocalTransactionState.COMMIT_MESSAGE
+
+    master = group.wait_master()
+    got: dict[bytes, int] = {}
+    lock = threading.Lock()
+    retried = threading.Event()
+
+    def on_messages(msgs, context):
+        with lock:
+            for m in msgs:
+                got[m.body] = got.get(m.body, 0) + 1
+                if m.body == b"retry-me" and m.reconsume_times == 0:
+                    return ConsumeConcurrentlyStatus.RECONSUME_LATER
+                if m.body == b"retry-me":
+                    retried.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer("dl_features_cg", namesrv_addr=group.namesrv_addr,
+                            consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe("DLFeatures", "*")
+    consumer.register_message_listener(on_messages)
+    consumer.start()
+    try:
+        acked = set()
+        with Producer("dl_features_pg", namesrv_addr=group.namesrv_addr) as producer, \
+                TransactionProducer("dl_features_tx", group.namesrv_addr, listener=Commit()) as tx:
+            for i in range(10):
+                producer.send(Message("DLFeatures", f"a{i}".encode()))
+                acked.add(f"a{i}".encode())
+            assert producer.send(Message("DLFeatures", b"delayed", delay_time_level=1)).send_status.name == "SEND_OK"
+            assert tx.send_message_in_transaction(Message("DLFeatures", b"tx-commit")).local_transaction_state \
+                is LocalTransactionState.COMMIT_MESSAGE
+            producer.send(Message("DLFeatures", b"retry-me"))
+            acked |= {b"delayed", b"tx-commit", b"retry-me"}
+            group.wait_for(lambda: acked <= got.keys(), 30, "delayed, transactional and plain messages consumed")
+            group.stop_broker(master.dledger.node.config.self_id)
+            group.wait_master()
+            for i in range(10):
+                for _ in range(50):
+                    try:
+                        producer.send(Message("DLFeatures", f"b{i}".encode()))
+                        break
+                    except MQError:
+                        continue
+                acked.add(f"b{i}".encode())
+        group.wait_for(lambda: acked <= got.keys() and retried.is_set(), 60,
+                       "every acknowledged message consumed after the failover, the retry redelivered")
+    finally:
+        consumer.shutdown()
+    print(f"consumed {len(got)} distinct messages, {sum(got.values()) - len(got)} redeliveries")
