@@ -137,7 +137,12 @@ def test_broker_features_on_a_dledger_group_across_a_failover(group):
     once) from the new master and followers."""
     import threading
 
-    from rocketmq_sdk import ConsumeConcurrentlyStatus, LocalTransactionState, PushConsumer, TransactionProducer
+    from rocketmq_sdk import (
+        ConsumeConcurrentlyStatus,
+        LocalTransactionState,
+        PushConsumer,
+        TransactionProducer,
+    )
 
     class Commit:
         def execute_local_transaction(self, msg, arg):
