@@ -237,7 +237,9 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             IllegalArgumentError: illegal topic, empty or oversized body.
             ClientStateError: the producer is not running.
             TopicNotExistError: no route for the topic nor the default topic.
-            MQBrokerError: the broker refused the message (``.code``).
+            MQBrokerError: the broker refused the message (``.code``); also SERVICE_NOT_AVAILABLE
+                (14) when the topic exists but none of its brokers has a master right now (a
+                DLedger election, a master restarting): retriable.
             RemotingError: network failure or timeout (after the retries).
         """
         inst = self._running()
@@ -552,6 +554,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
 
         Raises:
             TopicNotExistError: neither route exists.
+            MQBrokerError: SERVICE_NOT_AVAILABLE (14), the topic's route has no master.
         """
         publish = self._dispatcher.publish
         info = publish.get(topic)
@@ -559,13 +562,20 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             return info
         inst = self._inst()
         publish.setdefault(topic, TopicPublishInfo(topic, []))
-        await inst.update_topic_route(topic)
+        route = await inst.update_topic_route(topic)
         info = publish[topic]
         if not info.ok:
             await inst.update_topic_route(topic, default_topic=self.config.create_topic_key,
                                           default_queue_nums=self.config.default_topic_queue_nums)
             info = publish[topic]
         if not info.ok:
+            if route is not None and route.queue_datas:
+                # the topic exists, but none of its brokers has a master right now (a DLedger
+                # election, a master restarting): retriable, and the route is refreshed on it
+                names = ", ".join(sorted({q.broker_name for q in route.queue_datas}))
+                raise MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE,
+                                    f"topic {topic} has no master to write to (brokers {names}): a master "
+                                    "election or restart is in progress")
             raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, topic_missing_remark(topic, inst.api.namesrv.addrs))
         return info
 

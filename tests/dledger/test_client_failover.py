@@ -62,3 +62,20 @@ def test_steady_sender_outage_ends_within_2s_of_registration(group):
     print(f"kill -> registered {registered - killed:.2f} s; registered -> first SEND_OK "
           f"{first_ok - registered:.2f} s; {failed} failed sends during the outage")
     assert first_ok - registered <= 2.0
+
+
+def test_send_without_any_master_says_so(group):
+    """Two of three members gone: no quorum, no master. A send names that, as a retriable
+    SERVICE_NOT_AVAILABLE (14), not as a topic missing from the name server."""
+    from rocketmq_sdk.exceptions import MQBrokerError
+    master = group.wait_master()
+    with Producer("dl_no_master", namesrv_addr=group.namesrv_addr) as producer:
+        assert producer.send(Message(TOPIC, b"x")).send_status.name == "SEND_OK"
+        for node_id in [i for i, b in group.brokers.items() if b is not master][:1] + \
+                [master.dledger.node.config.self_id]:
+            group.stop_broker(node_id)
+        group.wait_for(lambda: group.registered_master() is None, 10, "no master registered")
+        for body in (b"y", b"z"):  # the first with the cached route, the next after its refresh
+            with pytest.raises(MQBrokerError) as err:
+                producer.send(Message(TOPIC, body))
+            assert err.value.code == 14 and "no master" in str(err.value)
