@@ -8,6 +8,7 @@ import logging
 import os
 import time
 import zlib
+from typing import TYPE_CHECKING
 
 from rocketmq_broker import request_guard
 from rocketmq_broker.filter.consumer_filter import ConsumerFilterManager
@@ -46,6 +47,9 @@ from .subscription_group import SubscriptionGroupManager
 from .topic_manager import TopicConfigManager
 from .transaction import BrokerTransactions
 
+if TYPE_CHECKING:
+    from rocketmq_broker.dledger.broker_role import DLedgerBroker
+
 log = logging.getLogger("rocketmq_broker")
 
 
@@ -55,9 +59,9 @@ def _dledger_store(config: BrokerConfig) -> MessageStore:
     return DLedgerMessageStore(config.store)
 
 
-def _dledger_broker(broker: BrokerController):
-    from rocketmq_broker.dledger.broker_role import DLedgerBroker
-    return DLedgerBroker(broker)
+def _dledger_broker(broker: BrokerController) -> DLedgerBroker:
+    from rocketmq_broker.dledger.broker_role import DLedgerBroker as _DLedgerBroker
+    return _DLedgerBroker(broker)
 
 
 class BrokerController:

@@ -17,13 +17,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from rocketmq_sdk.protocol.message_codec import decode_messages, encode_properties
 from rocketmq_sdk.protocol.msgid import offset_msg_id_from_packed
 
-from ..store.commit_log import _NOT_OR_COMMIT, CommitLog, DispatchRequest, EncodedBatch, encode_record
+from ..store.commit_log import (
+    _NOT_OR_COMMIT,
+    CommitLog,
+    Dispatcher,
+    DispatchRequest,
+    EncodedBatch,
+    encode_record,
+)
 from ..store.config import StoreConfig
-from ..store.inner_message import InnerMessage
+from ..store.inner_message import InnerMessage, tags_string_to_tags_code
 from ..store.message_store import MessageStore
 from ..store.results import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from .config import DLedgerConfig, parse_peers
@@ -37,6 +45,7 @@ __all__ = ["DLedgerCommitLog", "DLedgerMessageStore", "dledger_config"]
 log = logging.getLogger("rocketmq_broker.dledger")
 
 _TX_MASK = 0xC  # MessageSysFlag.TRANSACTION_MASK
+BatchDispatcher = Callable[[list[DispatchRequest], "bytes | None"], None]
 
 
 def dledger_config(cfg: StoreConfig) -> DLedgerConfig:
@@ -60,8 +69,9 @@ class DLedgerCommitLog(CommitLog):
     """A CommitLog whose files are the DLedger data files (reads by physical offset work as
     usual) and whose appends are DLedger entries."""
 
-    def __init__(self, store: DLedgerMessageStore, ledger: DLedgerLedger) -> None:
-        super().__init__(store.config, store._dispatch, store.commit_log.delay_levels, store._dispatch_batch)
+    def __init__(self, config: StoreConfig, dispatcher: Dispatcher, delay_levels: dict[int, int],
+                 batch_dispatcher: BatchDispatcher, ledger: DLedgerLedger) -> None:
+        super().__init__(config, dispatcher, delay_levels, batch_dispatcher)
         self.ledger = ledger
         self.mapped_file_queue = ledger.data
         self.node: DLedgerNode | None = None
@@ -209,7 +219,7 @@ class DLedgerMessageStore(MessageStore):
         base = os.path.join(config.store_path_root_dir, f"dledger-{dcfg.self_id}")
         self.ledger = DLedgerLedger(base, config.mapped_file_size_commit_log,
                                     data_dir=config.store_path_d_ledger_commit_log or None)
-        cl = DLedgerCommitLog(self, self.ledger)
+        cl = DLedgerCommitLog(config, self._dispatch, self.commit_log.delay_levels, self._dispatch_batch, self.ledger)
         cl.on_disk_full = self._mark_disk_full
         cl.prepare_queue = self._prepare_queue
         self.commit_log = cl
@@ -286,13 +296,11 @@ class DLedgerMessageStore(MessageStore):
         return self._put(list(batch))
 
     def put_encoded_batch_async(self, batch: EncodedBatch) -> PutMessageResult | asyncio.Future[PutMessageResult]:
-        from rocketmq_sdk.protocol.message_codec import decode_messages
-
-        from ..store.inner_message import tags_string_to_tags_code
+        """A SEND_BATCH_MESSAGE: one DLedger entry per message (as 4.9.8's DLedgerCommitLog),
+        all answered when the last is committed."""
         msgs = []
         for m in decode_messages(bytes(batch.records), decompress=False):
             props = m.properties or {}
-            from rocketmq_sdk.protocol.message_codec import encode_properties
             msgs.append(InnerMessage(topic=batch.topic, queue_id=batch.queue_id, body=m.body,
                                      properties_string=encode_properties(props), flag=m.flag, sys_flag=m.sys_flag,
                                      born_timestamp=m.born_timestamp, born_host=m.born_host,

@@ -9,6 +9,7 @@ import pytest
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.message_codec import decode_messages
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -199,3 +200,24 @@ def test_broker_features_on_a_dledger_group_across_a_failover(group):
     finally:
         consumer.shutdown()
     print(f"consumed {len(got)} distinct messages, {sum(got.values()) - len(got)} redeliveries")
+
+
+def test_batch_send_is_one_entry_per_message_on_every_member(group):
+    group.wait_master()
+    with Producer("dl_batch_pg", namesrv_addr=group.namesrv_addr) as producer:
+        producer.send(Message("DLBatch", b"first"))  # creates the topic
+        result = producer.send_batch([Message("DLBatch", f"b{i}".encode(), tags="T") for i in range(5)])
+    assert result.send_status.name == "SEND_OK" and len(result.msg_id.split(",")) == 5
+
+    def counts() -> set[int]:
+        return {sum(cq.get_max_offset_in_queue() for cq in b.store.all_consume_queues() if cq.topic == "DLBatch")
+                for b in group.brokers.values()}
+    group.wait_for(lambda: counts() == {6}, 10, "6 messages in every member's consume queues")
+    master = group.master()
+    ends = {b.dledger.node.ledger.end_index for b in group.brokers.values()}
+    assert len(ends) == 1
+    mq = result.message_queue
+    for b in group.brokers.values():  # readable on every member, in order, one record per message
+        got = b.store.get_message("g", "DLBatch", mq.queue_id, result.queue_offset, 5)
+        assert [m.body for m in decode_messages(got.body())] == [f"b{i}".encode() for i in range(5)]
+    assert master.dledger.is_master
