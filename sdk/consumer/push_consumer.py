@@ -411,7 +411,7 @@ class PushConsumer(ConsumerBase):
         if self.running:
             await self._rebalancer.do_rebalance()
 
-    async def _reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         """Broker request RESET_CONSUMER_CLIENT_OFFSET (220): restart ``topic``'s queues
         from ``offsets`` (see ``Rebalancer.reset_offsets``)."""
         if self.running:

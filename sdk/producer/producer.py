@@ -31,7 +31,8 @@ from ..exceptions import (
 )
 from ..lifecycle import Lifecycle
 from ..protocol.codes import GROUP_MAX_LENGTH, ResponseCode, check_name
-from ..protocol.message import Message, MessageQueue, SendResult
+from ..protocol.headers import CheckTransactionStateRequestHeader
+from ..protocol.message import Message, MessageExt, MessageQueue, SendResult
 from ..retry import RetryPolicy
 from ..trace.dispatcher import TraceDispatcher, set_trace_producer_factory, start_or_none
 from ..trace.hooks import PubTraceSpan
@@ -137,7 +138,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             try:
                 inst.run(inst.start(), self.config.mq_client_api_timeout / 1000.0)
             except BaseException:
-                inst.producers.pop(self.group, None)
+                inst.unregister_producer(self.group)
                 release_client_instance(inst)
                 raise
             self._instance = self._accepting = inst
@@ -177,7 +178,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             inst.run(inst.unregister(producer_group=self.group), self.config.mq_client_api_timeout / 1000.0 + 1)
         except Exception:
             log.warning("producer %s: unregister failed", self.group, exc_info=True)
-            inst.producers.pop(self.group, None)
+            inst.unregister_producer(self.group)
         release_client_instance(inst)
         log.info("producer %s shut down", self.group)
 
@@ -207,6 +208,13 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
 
     def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
         self._dispatcher.update_route(topic, info)
+
+    def check_transaction_state(self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader) -> None:
+        """CHECK_TRANSACTION_STATE from ``addr``: a plain producer has no transaction listener,
+        so the check is logged and ignored (Java ``checkTransactionState``); see
+        ``TransactionProducer``."""
+        log.warning("transaction check of %s from %s ignored: producer %s has no transaction listener",
+                    header.msg_id, addr, self.group)
 
     # -------------------------------------------------------------- public sends
 
