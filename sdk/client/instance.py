@@ -36,6 +36,7 @@ from ..protocol.message_codec import decode_message, decode_messages
 from ..remoting.channel import Processor
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
+from ..remoting.hooks import HookChain
 from ..remoting.loop import EventLoopThread
 from ..retry import ExponentialBackoff
 from .blocking import BlockingConnections
@@ -126,7 +127,8 @@ class MQClientInstance:
         self.config = config
         self.client_id = client_id
         self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}", event_loop=config.event_loop)
-        hooks = config.effective_rpc_hooks
+        #: one chain of RPC hooks for every transport (asyncio, caller-thread sockets, callbacks)
+        hooks = HookChain(config.effective_rpc_hooks)
         tls = config.effective_ssl_context  # use_tls / ssl_context (Java useTLS)
         self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=hooks, ssl_context=tls)
         #: per-thread blocking connections for sync sends from caller threads (no I/O-thread hop)

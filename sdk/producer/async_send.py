@@ -29,6 +29,7 @@ from ..client.mq_client_api import send_result_from_response
 from ..exceptions import RemotingTimeoutError
 from ..protocol.message import MessageQueue, SendResult, SendStatus
 from ..remoting.command import RemotingCommand
+from ..remoting.hooks import HookChain
 from ..retry import RetryPolicy
 from .dispatch import SendDispatcher
 from .namespace import unwrap_result
@@ -59,12 +60,11 @@ except ImportError:  # pragma: no cover - another implementation: public methods
 
 
 
-def _frame_for(hooks: list, addr: str, cmd: RemotingCommand, frame: bytes | None) -> bytes:
+def _frame_for(hooks: HookChain, addr: str, cmd: RemotingCommand, frame: bytes | None) -> bytes:
     """The bytes to write for ``cmd``: the frame encoded in the caller's thread, or, when RPC
     hooks (ACL signing) are set, ``cmd`` encoded after they ran (they may change the header)."""
     if hooks:
-        for hook in hooks:
-            hook.before_request(addr, cmd)
+        hooks.before_request(addr, cmd)
         return cmd.encode()
     return cmd.encode() if frame is None else frame
 
@@ -316,8 +316,7 @@ class AsyncSend:
         addr = self.addr
         try:
             if self.cmd is not None:  # sent through the RPC hooks
-                for hook in self.inst.remoting.rpc_hooks:
-                    hook.after_response(addr, self.cmd, resp)
+                self.inst.remoting.rpc_hooks.after_response(addr, self.cmd, resp)
             result = send_result_from_response(resp, addr, self.queue, self.prepared.uniq_id)  # type: ignore[union-attr]
         except Exception as exc:
             self._failed(exc)
