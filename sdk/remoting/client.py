@@ -14,6 +14,7 @@ import socket
 import ssl
 import time
 from collections.abc import Iterable
+from functools import partial
 
 from rocketmq_sdk.exceptions import (
     ClientStateError,
@@ -110,28 +111,11 @@ async def _apeer_speaks_tls(addr: str, timeout_s: float) -> bool:
 
 
 def _watch_first_byte(channel: Channel) -> None:
-    """Mark ``channel`` until its peer sends a first byte (then the class's ``data_received``
-    takes over again, so the steady state costs nothing): a plaintext client talking to a
-    TLS-only server sees the connection closed without a single byte."""
+    """Mark ``channel`` until its peer sends a first byte (``Channel.on_first_read``: the
+    steady state costs one attribute test per read): a plaintext client talking to a TLS-only
+    server sees the connection closed without a single byte."""
     channel.attributes[_SILENT_PEER] = True
-
-    def first(data: bytes | memoryview) -> None:
-        if channel.__dict__.pop("data_received", None) is not None:
-            channel.attributes.pop(_SILENT_PEER, None)
-            _rebind_protocol(channel)
-        type(channel).data_received(channel, data)
-
-    channel.data_received = first  # type: ignore[method-assign]
-    _rebind_protocol(channel)
-
-
-def _rebind_protocol(channel: Channel) -> None:
-    """Make the transport look ``channel``'s callbacks up again: uvloop binds ``data_received``
-    once per ``set_protocol`` (asyncio's loop looks it up on every read), so a callback swapped on
-    the instance is seen only after this."""
-    transport = channel.transport
-    if transport is not None and not transport.is_closing():
-        transport.set_protocol(channel)
+    channel.on_first_read = partial(channel.attributes.pop, _SILENT_PEER, None)
 
 
 class RemotingClient(RequestDispatcher):
