@@ -1,9 +1,8 @@
 """``BlockingConnections``: request/response over plain blocking sockets owned by the calling
 thread (one connection per thread and broker), for sync sends without the I/O-thread hop.
 
-Measured in ``benchmarks/profiling/LOG.md`` (proposal P1): the hop to the event loop thread and back
-costs more than the rest of a sync send; a thread that owns its socket saves ~60 % client CPU.
-Only requests whose answer comes back on the same connection use it (sends); broker → client
+The hop to the event loop thread and back costs more than the rest of a sync send
+(``benchmarks/profiling/LOG.md``), so a thread that owns its socket skips it. Only requests whose answer comes back on the same connection use it (sends); broker → client
 requests never arrive here because these connections never send heartbeats.
 """
 

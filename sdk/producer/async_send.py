@@ -9,9 +9,7 @@ caller's ``concurrent.futures.Future`` directly. Only the uncommon paths use cor
 broker without an open connection, a channel under backpressure or still unproven (TLS probe),
 and the retries after a failed first attempt (``SendDispatcher.send``), so behaviour, errors
 and retries are those of the other transports: the producer's ``SendDispatcher`` chooses the
-queue and decides every retry (``dispatch.py``; ``benchmarks/PROFILE.md``,
-2026-11-24 wave 2: per-message Task, Future and six coroutine frames were ~40 % of the
-async send's CPU).
+queue and decides every retry (``dispatch.py``). Why no Task: ``benchmarks/profiling/LOG.md``.
 """
 
 from __future__ import annotations
@@ -99,9 +97,9 @@ class FutureCondition:
     one plain lock, with the waiter queue made only when someone waits.
 
     A ``threading.Condition`` over an ``RLock`` is eight objects the cyclic garbage collector
-    tracks (its ``__dict__``, the waiter deque, five bound lock methods); with thousands of
-    sends in flight they were most of what each collection walked (PROFILE.md, 2026-11-25
-    async send and the garbage collector). No ``Future`` method takes its condition twice.
+    tracks (its ``__dict__``, the waiter deque, five bound lock methods), per send in flight;
+    this is none. No ``Future`` method takes its condition twice. Used only where
+    :data:`FUTURE_INTERNALS` is True.
     """
 
     __slots__ = ("_lock", "_waiters")

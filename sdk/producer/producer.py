@@ -597,7 +597,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def _send_blocking(self, info: TopicPublishInfo, p: Prepared, mq: MessageQueue | None,
                        timeout_ms: float) -> SendResult:
         """The blocking transport: :meth:`_send_prepared` in the calling thread over its own
-        connection (no I/O-thread hop; ``benchmarks/PROFILE.md`` P1); ``info`` is the cached route."""
+        connection (no I/O-thread hop, ``client/blocking.py``); ``info`` is the cached route."""
         deadline = _monotonic() + timeout_ms / 1000.0
         if mq is not None:
             return self._send_to_blocking(mq, p, deadline, timeout_ms)
