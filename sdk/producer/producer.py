@@ -352,8 +352,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         # never block the client's own I/O thread (asend awaited there): fail fast instead
         in_loop = inst.loop_thread.in_loop_thread
         if not self._inflight_slots.acquire(timeout=0 if in_loop else timeout / 1000.0):
-            if prepared.span is not None:
-                prepared.span.end(None, RemotingTimeoutError("producer", timeout, "send_async"))
+            prepared.end_span(None, RemotingTimeoutError("producer", timeout, "send_async"))
             raise RemotingTimeoutError("producer", timeout, f"send_async ({self.config.async_send_max_in_flight} "
                                                             "sends in flight)")
         try:
@@ -483,8 +482,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         self._inflight_slots.leave()
         if error is not None:
             log.warning("oneway send of %s to %s failed: %s", p.uniq_id, mq, error)
-        if p.span is not None:
-            p.span.end(None, error)
+        p.end_span(None, error)
 
     async def _send_oneway_core(self, p: Prepared, msg: Message, selector: SelectorLike | None, arg: Any,
                                 mq: MessageQueue | None, timeout: float) -> None:
