@@ -464,7 +464,7 @@ class PushConsumer(ConsumerBase):
         """
         queues = [(mq, pq) for mq, pq in self.process_queues().items()
                   if not pq.dropped and (topic is None or mq.topic == topic)]
-        return self.instance.run(collect_lags(self, queues), self._timeout_s() * 2)
+        return self.instance.run(collect_lags(self.instance, self.offset_store, queues), self._timeout_s() * 2)
 
     def __repr__(self) -> str:
         return f"PushConsumer(group={self.group!r}, state={self.state.name})"
