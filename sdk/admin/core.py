@@ -4,7 +4,9 @@ the families together).
 
 Every request is built with the same ``extFields`` mqadmin 4.9.8 sends (checked against captured
 traffic), to the same server: name-server requests go to the first answering name server, broker
-requests to the master (broker id 0) of each broker concerned.
+requests to the master (broker id 0) of each broker concerned. Reads (progress, offsets, stats,
+messages, connections) go to a slave of a broker whose master is not in the route, as Java's
+``BrokerData.selectBrokerAddr`` does; writes only ever go to masters.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from rocketmq_sdk.remoting.command import RemotingCommand
 from .models import (
     ClientConnection,
     GroupConnections,
+    MasterlessBroker,
     Subscription,
 )
 
@@ -184,10 +187,27 @@ class AdminCore:
         return sorted(TopicList.from_json(resp.body).topic_list)
 
     @staticmethod
+    def _masterless(info: ClusterInfo) -> list[MasterlessBroker]:
+        """The broker names of ``info`` listed with slaves but no master, each with the slave
+        reads go to (the lowest broker id), sorted by cluster and name."""
+        clusters = {name: cluster for cluster, names in info.cluster_addr_table.items() for name in names}
+        return [MasterlessBroker(clusters.get(name, ""), name, bd.broker_addrs[min(bd.broker_addrs)])
+                for name, bd in sorted(info.broker_addr_table.items(), key=lambda kv: (clusters.get(kv[0], ""), kv[0]))
+                if bd.broker_addrs and MASTER_ID not in bd.broker_addrs]
+
+    @staticmethod
     def _route_masters(route: TopicRouteData) -> dict[str, str]:
         """broker name → master address, for the brokers of a route that have a master."""
         return {bd.broker_name: bd.broker_addrs[MASTER_ID] for bd in route.broker_datas
                 if MASTER_ID in bd.broker_addrs}
+
+    @staticmethod
+    def _route_readers(route: TopicRouteData) -> dict[str, str]:
+        """broker name → address to read from, for every broker of a route: its master, else its
+        slave with the lowest broker id (Java ``BrokerData.selectBrokerAddr`` picks the master,
+        else any slave; the lowest id keeps the choice stable)."""
+        return {bd.broker_name: bd.broker_addrs[min(bd.broker_addrs)] if MASTER_ID not in bd.broker_addrs
+                else bd.broker_addrs[MASTER_ID] for bd in route.broker_datas if bd.broker_addrs}
 
     async def _pull_one(self, addr: str, mq: MessageQueue, offset: int) -> MessageExt | None:
         """The message at ``offset`` of ``mq`` (one PULL_MESSAGE as ``TOOLS_CONSUMER``, the
@@ -212,17 +232,31 @@ class AdminCore:
             raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
         return addr
 
-    async def _group_masters(self, group: str) -> dict[str, str]:
-        """Brokers that know the group: those of its retry topic's route (as mqadmin)."""
+    async def _queue_reader(self, topic: str, broker_name: str) -> str:
+        """The address to read a queue of ``broker_name`` from (see :meth:`_route_readers`)."""
+        route = await self._route(topic)
+        addr = self._route_readers(route).get(broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
+        return addr
+
+    async def _group_route(self, group: str) -> TopicRouteData:
         try:
-            route = await self._route(RETRY_GROUP_TOPIC_PREFIX + group)
+            return await self._route(RETRY_GROUP_TOPIC_PREFIX + group)
         except TopicNotExistError:
             raise MQClientError(f"consumer group {group!r} not found (no route for "
                                 f"{RETRY_GROUP_TOPIC_PREFIX}{group})") from None
-        return self._route_masters(route)
+
+    async def _group_masters(self, group: str) -> dict[str, str]:
+        """Brokers that know the group: those of its retry topic's route (as mqadmin)."""
+        return self._route_masters(await self._group_route(group))
+
+    async def _group_readers(self, group: str) -> dict[str, str]:
+        """As :meth:`_group_masters`, with a slave's address for a broker whose master is down."""
+        return self._route_readers(await self._group_route(group))
 
     async def _connections(self, group: str) -> GroupConnections:
-        masters = await self._group_masters(group)
+        masters = await self._group_readers(group)
         last: Exception | None = None
         ext = {"consumerGroup": group}
         for addr in masters.values():
