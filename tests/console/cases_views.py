@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import threading
 
-from django.test import Client, SimpleTestCase, TestCase
+from django.test import Client, SimpleTestCase, TestCase, override_settings
 from django.urls import reverse
+from rocketmq_broker import embedded
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.integrations.django.console import service
@@ -76,6 +77,16 @@ class AccessTests(TestCase):
         resp = self.client.get(url("topics"))
         self.assertEqual(resp.status_code, 302)
         self.assertTrue(resp["Location"].startswith(url("login")))
+
+    def test_login_lands_on_the_cluster_page_also_after_logging_out(self) -> None:
+        resp = self.client.post(url("login"), {"username": "reader", "password": "reader-pw"})
+        self.assertRedirects(resp, url("cluster"), fetch_redirect_response=False)
+        self.assertEqual(self.client.get(resp["Location"]).status_code, 200)
+        resp = self.client.post(url("logout"), follow=True)
+        self.assertEqual(resp.request["PATH_INFO"], url("login"))
+        resp = self.client.post(url("login"), {"username": "reader", "password": "reader-pw", "next": ""},
+                                follow=True)
+        self.assertEqual((resp.status_code, resp.request["PATH_INFO"]), (200, url("cluster")))
 
     def test_user_without_view_permission_is_refused(self) -> None:
         self.client.login(username="nobody", password="nobody-pw")
@@ -225,6 +236,30 @@ class OperatorTests(TestCase):
             c1.shutdown()
             Producer_.shutdown()
 
+    def test_reset_offset_of_a_group_whose_consumers_are_stopped(self) -> None:
+        listener = Counting()
+        c = consumer("offline_view_cg", listener)
+        try:
+            with Producer("offline_view_pg", CLUSTER.namesrv_addr) as prod:
+                for i in range(4):
+                    prod.send(Message(TOPIC, f"o{i}".encode(), keys=f"offline-{i}"))
+            wait_until(lambda: all(listener.seen.get(f"offline-{i}") for i in range(4)), 20, "first deliveries")
+        finally:
+            c.shutdown()  # offsets committed, the group is offline: the broker answers 206 to a reset
+        adm = service.admin()
+        wait_until(lambda: adm.consumer_progress("offline_view_cg", TOPIC).total_lag == 0, 20, "lag 0")
+        resp = self.client.post(url("group_reset", "offline_view_cg"), {"topic": TOPIC, "timestamp": "earliest"},
+                                follow=True)
+        self.assertContains(resp, "group offline: offsets written on the brokers directly")
+        self.assertTrue(resp.context["reset"] and all(e["offset"] == 0 and e["direct"] for e in resp.context["reset"]))
+        self.assertGreaterEqual(adm.consumer_progress("offline_view_cg", TOPIC).total_lag, 4)
+        again = Counting()
+        c = consumer("offline_view_cg", again)
+        try:
+            wait_until(lambda: all(again.seen.get(f"offline-{i}") for i in range(4)), 30, "redelivery after restart")
+        finally:
+            c.shutdown()
+
     def test_group_config_create_and_delete(self) -> None:
         resp = self.client.post(url("group_config"), {"group": "cfg_cg", "cluster": "DefaultCluster",
                                                       "consume_enable": "on", "retry_queue_nums": 1,
@@ -289,6 +324,44 @@ class OperatorTests(TestCase):
         resp = self.client.get(url("charts"))
         self.assertContains(resp, "Consumer lag (messages)")
         self.assertContains(resp, "Put TPS per broker")
+
+
+class MasterDownTests(TestCase):
+    """A cluster of its own: broker-s with a slave, whose master is stopped."""
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        make_user("op2", "view_console", "operate_console")
+
+    def test_numbers_come_from_the_slave_and_a_banner_names_the_broker(self) -> None:
+        with embedded.start_cluster(("broker-s",), slaves=1, broker_role="SYNC_MASTER",
+                                    broker_config={"slave_sync_interval": 300}) as cluster, \
+                override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr}):
+            service.reset_clients()
+            try:
+                self.client.login(username="op2", password="op2-pw")
+                adm = service.admin()
+                adm.create_topic("DownTopic", cluster="DefaultCluster", read_queue_nums=2, write_queue_nums=2)
+                with Producer("down_pg", cluster.namesrv_addr) as prod:
+                    for i in range(6):
+                        prod.send(Message("DownTopic", f"d{i}".encode(), keys=f"down-{i}"))
+                self.assertNotContains(self.client.get(url("topic", "DownTopic")), 'id="masters-down"')
+                master, slave = cluster.brokers["broker-s"], cluster.slaves["broker-s"][0]
+                wait_until(lambda: slave.topics.get("DownTopic") is not None
+                           and slave.store.reput_from_offset == master.store.get_max_phy_offset(), 20,
+                           "the slave holding the topic and its messages")
+                cluster.stop_broker("broker-s")
+                wait_until(lambda: adm.masterless_brokers(), 20, "the name server without the master")
+                resp = self.client.get(url("topic", "DownTopic"))
+                self.assertContains(resp, 'id="masters-down"')
+                self.assertContains(resp, f"broker-s (DefaultCluster) is read from its slave "
+                                          f"{cluster.slaves['broker-s'][0].config.broker_addr}")
+                self.assertEqual(sum(q.max_offset for q in resp.context["status"]), 6)
+                resp = self.client.get(url("messages") + "?mode=key&topic=DownTopic&key=down-3")
+                self.assertEqual(len(resp.context["results"]), 1)
+                self.assertContains(resp, "down-3")
+            finally:
+                service.reset_clients()
 
 
 class BodyPreviewTests(SimpleTestCase):

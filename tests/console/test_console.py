@@ -8,11 +8,15 @@ settings, in-memory database and live server, apart from the rest of the suite).
 
 from __future__ import annotations
 
+import http.cookiejar
 import os
 import re
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -35,7 +39,7 @@ def run_django_tests(label: str, timeout_s: float, env: dict | None = None) -> t
 
 def test_console_views_with_djangos_runner() -> None:
     ran, out = run_django_tests("tests.console.cases_views", 600)
-    assert ran == 15, out[-4000:]
+    assert ran == 18, out[-4000:]
 
 
 def browser_missing() -> str | None:
@@ -64,8 +68,39 @@ def test_standalone_refuses_a_non_loopback_address_without_allow_remote() -> Non
     assert "not a loopback address; add --allow-remote" in proc.stderr
 
 
+class Browser:
+    """A cookie-keeping HTTP client from the standard library (the test needs nothing beyond
+    Django): ``get``/``post`` follow redirects and return (status, final URL, text)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def cookie(self, name: str) -> str:
+        return next(c.value for c in self.jar if c.name == name)
+
+    def _open(self, req: urllib.request.Request) -> tuple[int, str, str]:
+        try:
+            with self.opener.open(req, timeout=30) as resp:
+                return resp.status, resp.geturl(), resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as err:
+            with err:
+                return err.code, err.geturl(), err.read().decode("utf-8", "replace")
+
+    def get(self, path: str) -> tuple[int, str, str]:
+        return self._open(urllib.request.Request(self.base + path))
+
+    def post(self, path: str, data: dict[str, str]) -> tuple[int, str, str]:
+        body = urllib.parse.urlencode({**data, "csrfmiddlewaretoken": self.cookie("csrftoken")}).encode()
+        return self._open(urllib.request.Request(self.base + path, data=body, headers={"Referer": self.base}))
+
+    def login(self, user: str, password: str, **extra: str) -> tuple[int, str, str]:
+        self.get("login/")
+        return self.post("login/", {"username": user, "password": password, **extra})
+
+
 def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> None:
-    requests = pytest.importorskip("requests")
     from rocketmq_broker import embedded
 
     with embedded.start_cluster(("broker-a",)) as cluster:
@@ -79,23 +114,17 @@ def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> Non
             m = re.search(r"http://(127\.0\.0\.1):(\d+)/", line)
             assert m, f"no announcement: {line!r}"
             base = m.group(0)
-            s = requests.Session()
-            assert s.get(base, timeout=30).url == base + "login/?next=/"
-            s.post(base + "login/", data={"username": "viewer", "password": "ro-secret", "next": "/",
-                                          "csrfmiddlewaretoken": s.cookies["csrftoken"]},
-                   headers={"Referer": base}, timeout=30)
-            page = s.get(base, timeout=30)
-            assert "broker-a" in page.text and "read-only" in page.text
-            denied = s.post(base + "topics/create/", data={"topic": "X", "cluster": "DefaultCluster",
-                                                           "csrfmiddlewaretoken": s.cookies["csrftoken"]},
-                            headers={"Referer": base}, timeout=30)
-            assert denied.status_code == 403
-            s2 = requests.Session()
-            s2.get(base + "login/", timeout=30)
-            s2.post(base + "login/", data={"username": "admin", "password": "op-secret", "next": "/",
-                                           "csrfmiddlewaretoken": s2.cookies["csrftoken"]},
-                    headers={"Referer": base}, timeout=30)
-            assert "operator" in s2.get(base, timeout=30).text
+            viewer = Browser(base)
+            assert viewer.get("")[1] == base + "login/?next=/"
+            status, landed, page = viewer.login("viewer", "ro-secret", next="/")
+            assert (status, landed) == (200, base)
+            assert "broker-a" in page and "read-only" in page
+            denied = viewer.post("topics/create/", {"topic": "X", "cluster": "DefaultCluster"})
+            assert denied[0] == 403
+            # the operator logs in from the login page itself (no "next"): lands on the cluster page
+            op = Browser(base)
+            status, landed, page = op.login("admin", "op-secret")
+            assert (status, landed) == (200, base) and "operator" in page
         finally:
             proc.terminate()
             proc.wait(30)

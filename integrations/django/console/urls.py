@@ -11,7 +11,10 @@ app_name = "rocketmq_console"
 
 urlpatterns = [
     path("", cluster.cluster, name="cluster"),
-    path("login/", auth_views.LoginView.as_view(template_name="rocketmq_console/login.html"), name="login"),
+    # without a "next", a login lands on the cluster page (not Django's LOGIN_REDIRECT_URL,
+    # /accounts/profile/ by default, which the console does not have)
+    path("login/", auth_views.LoginView.as_view(template_name="rocketmq_console/login.html",
+                                                next_page="rocketmq_console:cluster"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="rocketmq_console:login"), name="logout"),
     path("brokers/<str:addr>/", cluster.broker, name="broker"),
     path("topics/", topics.topics, name="topics"),

@@ -77,8 +77,10 @@ def group_reset(request: HttpRequest, group: str) -> HttpResponse:
     d = cleaned(ResetOffsetForm(request.POST))
     entries = service.admin().reset_offset_by_time(group, d["topic"], d["timestamp"])
     request.session["rocketmq_console_reset"] = [
-        {"broker": e.broker_name, "queue_id": e.queue_id, "offset": e.offset} for e in entries]
-    messages.success(request, f"offsets of {group} on {d['topic']} reset ({len(entries)} queues)")
+        {"broker": e.broker_name, "queue_id": e.queue_id, "offset": e.offset, "direct": e.direct} for e in entries]
+    how = (" (group offline: offsets written on the brokers directly; consumers started now begin there)"
+           if any(e.direct for e in entries) else "")
+    messages.success(request, f"offsets of {group} on {d['topic']} reset ({len(entries)} queues){how}")
     return redirect("rocketmq_console:group", group=group)
 
 
