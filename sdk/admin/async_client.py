@@ -20,12 +20,14 @@ from .cluster import ClusterAdmin
 from .groups import GroupAdmin
 from .messages import MessageAdmin
 from .namesrv import NamesrvAdmin
+from .subscription_groups import SubscriptionGroupAdmin
 from .topics import TopicAdmin
 
 __all__ = ["AsyncAdminClient"]
 
 
-class AsyncAdminClient(TopicAdmin, ClusterAdmin, GroupAdmin, MessageAdmin, NamesrvAdmin, AclAdmin):
+class AsyncAdminClient(TopicAdmin, ClusterAdmin, GroupAdmin, MessageAdmin, NamesrvAdmin, AclAdmin,
+                       SubscriptionGroupAdmin):
     """Administration of a RocketMQ 4.x cluster (topics, groups, messages, name servers, ACL), as
     coroutines: create it and await its methods in one event loop (its connections belong to the
     loop that first uses them); ``async with`` (or ``await close()``) releases them.

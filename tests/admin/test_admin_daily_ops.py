@@ -122,3 +122,18 @@ def test_reads_come_from_the_slave_while_a_master_is_down():
         down = admin.masterless_brokers()
         assert [(d.cluster, d.broker_name, d.read_from) for d in down] == [
             ("DefaultCluster", "broker-b", cluster.slaves["broker-b"][0].config.broker_addr)]
+
+
+def test_a_group_created_but_never_used_is_listed_with_its_config():
+    with embedded.start_cluster(("broker-a", "broker-b")) as cluster, AdminClient(cluster.namesrv_addr) as admin:
+        admin.update_subscription_group("cfg_only_cg", cluster="DefaultCluster", retry_max_times=3,
+                                        consume_broadcast_enable=True)
+        assert "cfg_only_cg" not in [g.group for g in admin.consumer_groups()]  # no retry topic yet
+        listed = admin.subscription_groups()
+        assert [g.group for g in listed] == ["cfg_only_cg"]  # the brokers' own groups left out
+        found = admin.subscription_group_config("cfg_only_cg")
+        assert sorted(found.brokers) == ["broker-a", "broker-b"] and found.consistent
+        assert (found.config.retry_max_times, found.config.consume_broadcast_enable) == (3, True)
+        assert "TOOLS_CONSUMER" in [g.group for g in admin.subscription_groups(include_system=True)]
+        admin.update_subscription_group("cfg_only_cg", broker_addr=cluster.addr("broker-b"), retry_max_times=5)
+        assert not admin.subscription_group_config("cfg_only_cg").consistent

@@ -267,6 +267,22 @@ class OperatorTests(TestCase):
         self.assertContains(resp, "cfg_cg created/updated")
         broker = CLUSTER.brokers["broker-a"]
         self.assertEqual(broker.groups.find("cfg_cg").retry_max_times, 3)
+        # never used by a client: listed from the brokers' tables, its page shows the config
+        resp = self.client.get(url("groups"))
+        self.assertContains(resp, 'cfg_cg</a> <span class="badge config-only">config only</span>', html=False)
+        self.assertNotContains(resp, "TOOLS_CONSUMER")
+        resp = self.client.get(url("group", "cfg_cg"))
+        self.assertEqual([str(m) for m in resp.context["messages"]], [])  # was "no route for %RETRY%cfg_cg"
+        self.assertContains(resp, 'id="config-only"')
+        self.assertEqual(sorted(resp.context["config"].brokers), ["broker-a", "broker-b"])
+        self.assertEqual(resp.context["config_form"].initial["retry_max_times"], 3)
+        # edit it from its page
+        form = {**resp.context["config_form"].initial, "retry_max_times": 7, "consume_enable": ""}
+        form = {k: ("on" if v is True else "" if v is False else v) for k, v in form.items()}
+        resp = self.client.post(url("group_config"), form, follow=True)
+        self.assertContains(resp, "cfg_cg created/updated")
+        self.assertEqual([(c.retry_max_times, c.consume_enable) for c in resp.context["config"].brokers.values()],
+                         [(7, False), (7, False)])
         self.client.post(url("group_delete", "cfg_cg"), {"cluster": "DefaultCluster"})
         self.assertNotIn("cfg_cg", broker.groups.table)
 

@@ -67,8 +67,19 @@ class GroupConfigForm(forms.Form):
     cluster = forms.CharField(max_length=255)
     consume_enable = forms.BooleanField(required=False, initial=True)
     consume_broadcast_enable = forms.BooleanField(required=False)
+    consume_from_min_enable = forms.BooleanField(required=False)
+    notify_consumer_ids_changed_enable = forms.BooleanField(required=False, initial=True)
     retry_queue_nums = forms.IntegerField(min_value=0, max_value=64, initial=1)
     retry_max_times = forms.IntegerField(min_value=-1, max_value=1000, initial=16)
+    broker_id = forms.IntegerField(min_value=0, max_value=1024, initial=0, required=False)
+    which_broker_when_consume_slowly = forms.IntegerField(min_value=0, max_value=1024, initial=1, required=False)
+
+    def clean(self) -> dict:
+        data = super().clean() or {}
+        for name in ("broker_id", "which_broker_when_consume_slowly"):  # optional: mqadmin's default
+            if data.get(name) is None:
+                data[name] = self.fields[name].initial
+        return data
 
     def clean_group(self) -> str:
         return _name(self.cleaned_data["group"], "group", 255)
