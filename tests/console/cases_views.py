@@ -289,6 +289,8 @@ class OperatorTests(TestCase):
     def test_dlq_view_export_and_resend(self) -> None:
         listener = Counting(fail={"dlq-1"})
         c = consumer("dlq_cg", listener)
+        other = Counting()
+        c_other = consumer("dlq_other_cg", other)
         try:
             prod = service.producer()
             prod.send(Message(TOPIC, b"poison", tags="T", keys="dlq-1"))
@@ -303,13 +305,25 @@ class OperatorTests(TestCase):
             self.assertEqual([r["keys"] for r in rows], [["dlq-1"]])
             self.assertEqual(rows[0]["body"], "poison")
             listener.fail.clear()
+            # resend (default): a client of dlq_cg consumes it directly; nothing new is written,
+            # so another group of the topic does not get it again
             before = listener.seen["dlq-1"]
             resp = self.client.post(url("dlq_resend"), {"group": "dlq_cg", "msg_id": dead.msg_id}, follow=True)
-            self.assertContains(resp, "sent again")
-            wait_until(lambda: listener.seen["dlq-1"] > before, 20, "the resent message consumed")
+            self.assertContains(resp, "consumed again by")
+            self.assertContains(resp, f"{dead.msg_id}: CR_SUCCESS")
+            self.assertEqual(listener.seen["dlq-1"], before + 1)
+            self.assertEqual(len(service.admin().query_message_by_key(TOPIC, "dlq-1")), 1)
+            self.assertEqual(other.seen.get("dlq-1"), 1)
+            # "send a copy" (confirmed in the page): a new message in the topic, for every group
+            self.assertContains(resp, 'id="dlq-send-copy"')
+            resp = self.client.post(url("dlq_send_copy"), {"group": "dlq_cg", "msg_id": dead.msg_id}, follow=True)
+            self.assertContains(resp, "sent to the original topic, for every group subscribed")
+            wait_until(lambda: listener.seen["dlq-1"] > before + 1, 20, "the copy consumed")
+            wait_until(lambda: other.seen.get("dlq-1") == 2, 20, "the copy consumed by the other group")
             self.assertEqual(len(service.admin().query_message_by_key(TOPIC, "dlq-1")), 2)
         finally:
             c.shutdown()
+            c_other.shutdown()
 
     def test_trace_page_shows_the_timeline(self) -> None:
         c = consumer("trace_view_cg", Counting(), enable_msg_trace=True)

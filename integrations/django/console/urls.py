@@ -35,6 +35,7 @@ urlpatterns = [
     path("dlq/", messages.dlq, name="dlq"),
     path("dlq/export/", messages.dlq_export, name="dlq_export"),
     path("dlq/resend/", messages.dlq_resend, name="dlq_resend"),
+    path("dlq/send-copy/", messages.dlq_send_copy, name="dlq_send_copy"),
     path("traces/", traces.trace, name="trace"),
     path("charts/", charts.charts, name="charts"),
 ]

@@ -242,22 +242,52 @@ def dlq_export(request: HttpRequest) -> HttpResponse:
     return resp
 
 
-@operator("resend DLQ messages")
-def dlq_resend(request: HttpRequest) -> HttpResponse:
-    """Send the chosen DLQ messages (``msg_id`` values) again to their original topic."""
+def _dlq_ids(request: HttpRequest) -> tuple[str, list[str]]:
     group = _check_name(request.POST.get("group", ""), "group")
     ids = request.POST.getlist("msg_id")
     if not ids:
         raise ValueError("choose at least one message")
-    adm, prod = service.admin(), service.producer()
-    sent = []
     for msg_id in ids:
         if not msg_id.isalnum():
             raise ValueError(f"not a message id: {msg_id!r}")
+    return group, ids
+
+
+def _back_to_dlq(group: str) -> HttpResponse:
+    return redirect(reverse("rocketmq_console:dlq") + "?" + urlencode({"group": group}))
+
+
+@operator("resend DLQ messages")
+def dlq_resend(request: HttpRequest) -> HttpResponse:
+    """Have one online client of the DLQ's own group consume each chosen message again
+    (CONSUME_MESSAGE_DIRECTLY 309), as rocketmq-dashboard's DLQ "resend": no new message is
+    written, no other group sees it."""
+    group, ids = _dlq_ids(request)
+    adm = service.admin()
+    clients = [c.client_id for c in adm.consumer_connection(group).connections]  # 206 when none is online
+    results = []
+    for msg_id in ids:
+        outcome = adm.consume_message_directly(group, msg_id, clients[0], DLQ_PREFIX + group)
+        result = outcome[clients[0]].consume_result
+        results.append(f"{msg_id}: {getattr(result, 'name', result)}")
+    messages.success(request, f"{len(results)} message(s) consumed again by {clients[0]} of {group}: "
+                              + ", ".join(results))
+    return _back_to_dlq(group)
+
+
+@operator("send DLQ messages to their topic")
+def dlq_send_copy(request: HttpRequest) -> HttpResponse:
+    """Send a copy (a new message, new id) of each chosen DLQ message to its original topic:
+    every group subscribed there gets it (the page asks for a confirmation)."""
+    group, ids = _dlq_ids(request)
+    adm, prod = service.admin(), service.producer()
+    sent = []
+    for msg_id in ids:
         msg = adm.query_message_by_id(msg_id, DLQ_PREFIX + group)
         original = msg.properties.get("RETRY_TOPIC") or msg.properties.get("REAL_TOPIC")
         if not original or original.startswith(DLQ_PREFIX):
             raise ValueError(f"message {msg_id} has no original topic")
         sent.append(prod.send(_resend_copy(msg, original)).msg_id)
-    messages.success(request, f"{len(sent)} message(s) sent again to their original topic: {', '.join(sent)}")
-    return redirect(reverse("rocketmq_console:dlq") + "?" + urlencode({"group": group}))
+    messages.success(request, f"{len(sent)} cop(ies) sent to the original topic, for every group subscribed "
+                              f"there: {', '.join(sent)}")
+    return _back_to_dlq(group)
