@@ -14,9 +14,13 @@ from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.integrations.django.console import service
 from rocketmq_sdk.integrations.django.console.sampler import Sampler
+from rocketmq_sdk.integrations.django.console.svg import axis_ticks, trace_timeline
 from rocketmq_sdk.integrations.django.console.views.messages import body_preview
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.protocol.message import Message
+from rocketmq_sdk.protocol.msgid import decode_uniq_id
+from rocketmq_sdk.trace import TraceRecord, TraceType, build_trace_graph
+from rocketmq_sdk.trace.view import records_in_order
 
 from .support import make_user, start_cluster, stop_cluster, wait_until
 
@@ -338,6 +342,22 @@ class OperatorTests(TestCase):
             self.assertContains(resp, "send · rocketmq_console_producer")
             self.assertContains(resp, "consume · trace_view_cg")
             self.assertContains(resp, 'class="bar ok"')
+            self.assertEqual(types, ["Pub", "SubBefore", "SubAfter"])  # in the order they happen
+            # found by key (one match: its trace at once); the send's and deliveries' details
+            resp = self.client.get(url("trace") + f"?mode=key&topic={TOPIC}&key=traced-1")
+            self.assertEqual(resp.context["msg_id"], msg.msg_id)
+            self.assertEqual(len(resp.context["records"]), 3)
+            pub = resp.context["graph"].producer
+            self.assertEqual((pub.topic, pub.keys, resp.context["msg_type"]), (TOPIC, "traced-1", "Normal_Msg"))
+            self.assertContains(resp, 'id="pub-details"')
+            [node] = resp.context["graph"].consumers["trace_view_cg"]
+            self.assertEqual(node.client_host, decode_uniq_id(node.request_id)[0])
+            self.assertContains(resp, f"<td>{node.client_host}</td>", html=False)
+            # a key is not an id: the id tab says where to go
+            self.assertContains(self.client.get(url("trace") + "?msg_id=n-42"), "use the Key tab")
+            # by topic and time: the messages of the last hour, each linked to its trace
+            resp = self.client.get(url("trace") + f"?mode=time&topic={TOPIC}")
+            self.assertIn(msg.msg_id, [m.msg_id for m in resp.context["found"]])
         finally:
             c.shutdown()
 
@@ -392,6 +412,23 @@ class MasterDownTests(TestCase):
                 self.assertContains(resp, "down-3")
             finally:
                 service.reset_clients()
+
+
+class TraceTimelineTests(SimpleTestCase):
+    def test_axis_labels_are_distinct_and_records_of_one_ms_in_the_order_they_happen(self) -> None:
+        self.assertEqual(axis_ticks(1), [0, 1])
+        self.assertEqual(axis_ticks(3), [0, 1, 2, 3])
+        self.assertEqual(axis_ticks(1000), [0, 250, 500, 750, 1000])
+        recs = [TraceRecord(TraceType.SubAfter, time_stamp=5), TraceRecord(TraceType.SubBefore, time_stamp=5),
+                TraceRecord(TraceType.Pub, time_stamp=5), TraceRecord(TraceType.SubBefore, time_stamp=4)]
+        self.assertEqual([(r.time_stamp, r.type.value) for r in records_in_order(recs)],
+                         [(4, "SubBefore"), (5, "Pub"), (5, "SubBefore"), (5, "SubAfter")])
+        graph = build_trace_graph("m", [TraceRecord(TraceType.Pub, time_stamp=5, cost_time=1, msg_id="m"),
+                                        TraceRecord(TraceType.SubBefore, time_stamp=5, msg_id="m", request_id="x"),
+                                        TraceRecord(TraceType.SubAfter, time_stamp=6, msg_id="m", request_id="x")])
+        svg = trace_timeline(graph)
+        self.assertEqual(svg.count("+0 ms"), 1)
+        self.assertEqual(svg.count("+1 ms"), 1)
 
 
 class BodyPreviewTests(SimpleTestCase):

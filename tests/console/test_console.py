@@ -39,7 +39,7 @@ def run_django_tests(label: str, timeout_s: float, env: dict | None = None) -> t
 
 def test_console_views_with_djangos_runner() -> None:
     ran, out = run_django_tests("tests.console.cases_views", 600)
-    assert ran == 18, out[-4000:]
+    assert ran == 19, out[-4000:]
 
 
 def browser_missing() -> str | None:
