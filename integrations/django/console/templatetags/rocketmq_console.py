@@ -23,12 +23,6 @@ def get_item(mapping: dict, key: str) -> object:
 
 
 @register.filter
-def get_attr(obj: object, name: str) -> object:
-    """``obj.<name>`` for a field name of a config bean ("" when there is none)."""
-    return getattr(obj, name, "") if not name.startswith("_") else ""
-
-
-@register.filter
 def ms_time(value: int | None) -> str:
     if not value or value <= 0:
         return "-"

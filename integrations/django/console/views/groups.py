@@ -43,6 +43,9 @@ def subscription_consistency(running: dict) -> tuple[bool, list[dict]]:
 CONFIG_FIELDS = ("consume_enable", "consume_broadcast_enable", "consume_from_min_enable",
                  "notify_consumer_ids_changed_enable", "retry_queue_nums", "retry_max_times", "broker_id",
                  "which_broker_when_consume_slowly")
+#: the settings as the group page labels them (Java's names)
+CONFIG_LABELS = ("consumeEnable", "consumeBroadcastEnable", "consumeFromMinEnable", "notifyConsumerIdsChangedEnable",
+                 "retryQueueNums", "retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly")
 
 
 @viewer
@@ -97,7 +100,8 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
         "reset_form": ResetOffsetForm(initial={"topic": next((t for t in topics if not t.startswith("%RETRY%")), "")}),
         "topics": topics, "clusters": (clusters := cluster_names(request)),
         "reset": request.session.pop("rocketmq_console_reset", None), "config": config,
-        "config_fields": CONFIG_FIELDS,
+        "config_rows": [(label, [getattr(c, f) for c in config.brokers.values()])
+                        for f, label in zip(CONFIG_FIELDS, CONFIG_LABELS, strict=True)] if config else [],
         "config_form": GroupConfigForm(initial={
             "group": group, "cluster": clusters[0] if clusters else "",
             **({f: getattr(config.config, f) for f in CONFIG_FIELDS} if config else {})}),
