@@ -77,6 +77,13 @@ def parse_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
     return addrs
 
 
+def read_addr(broker_addrs: dict[int, str]) -> str:
+    """The address to read a broker's data from: its master, else its slave with the lowest
+    broker id (Java ``BrokerData.selectBrokerAddr`` picks the master, else any slave; the lowest
+    id keeps the choice stable). ``broker_addrs`` must not be empty."""
+    return broker_addrs.get(MASTER_ID) or broker_addrs[min(broker_addrs)]
+
+
 def _check(resp: RemotingCommand, addr: str, request_code: int | None = None) -> RemotingCommand:
     if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and request_code is not None:
         try:
@@ -191,7 +198,7 @@ class AdminCore:
         """The broker names of ``info`` listed with slaves but no master, each with the slave
         reads go to (the lowest broker id), sorted by cluster and name."""
         clusters = {name: cluster for cluster, names in info.cluster_addr_table.items() for name in names}
-        return [MasterlessBroker(clusters.get(name, ""), name, bd.broker_addrs[min(bd.broker_addrs)])
+        return [MasterlessBroker(clusters.get(name, ""), name, read_addr(bd.broker_addrs))
                 for name, bd in sorted(info.broker_addr_table.items(), key=lambda kv: (clusters.get(kv[0], ""), kv[0]))
                 if bd.broker_addrs and MASTER_ID not in bd.broker_addrs]
 
@@ -203,11 +210,8 @@ class AdminCore:
 
     @staticmethod
     def _route_readers(route: TopicRouteData) -> dict[str, str]:
-        """broker name → address to read from, for every broker of a route: its master, else its
-        slave with the lowest broker id (Java ``BrokerData.selectBrokerAddr`` picks the master,
-        else any slave; the lowest id keeps the choice stable)."""
-        return {bd.broker_name: bd.broker_addrs[min(bd.broker_addrs)] if MASTER_ID not in bd.broker_addrs
-                else bd.broker_addrs[MASTER_ID] for bd in route.broker_datas if bd.broker_addrs}
+        """broker name → address to read from (:func:`read_addr`), for every broker of a route."""
+        return {bd.broker_name: read_addr(bd.broker_addrs) for bd in route.broker_datas if bd.broker_addrs}
 
     async def _pull_one(self, addr: str, mq: MessageQueue, offset: int) -> MessageExt | None:
         """The message at ``offset`` of ``mq`` (one PULL_MESSAGE as ``TOOLS_CONSUMER``, the
@@ -225,35 +229,25 @@ class AdminCore:
             return []
         return list(result.msg_found_list or [])
 
-    async def _queue_master(self, topic: str, broker_name: str) -> str:
+    async def _queue_addr(self, topic: str, broker_name: str, *, read: bool) -> str:
+        """The master of ``broker_name`` in ``topic``'s route; for a ``read``, a slave while the
+        master is down (see :meth:`_route_readers`)."""
         route = await self._route(topic)
-        addr = self._route_masters(route).get(broker_name)
+        addr = (self._route_readers(route) if read else self._route_masters(route)).get(broker_name)
         if addr is None:
-            raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
+            raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}"
+                                + ("" if read else " with a master"))
         return addr
 
-    async def _queue_reader(self, topic: str, broker_name: str) -> str:
-        """The address to read a queue of ``broker_name`` from (see :meth:`_route_readers`)."""
-        route = await self._route(topic)
-        addr = self._route_readers(route).get(broker_name)
-        if addr is None:
-            raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
-        return addr
-
-    async def _group_route(self, group: str) -> TopicRouteData:
+    async def _group_readers(self, group: str) -> dict[str, str]:
+        """Brokers that know the group: those of its retry topic's route (as mqadmin), each
+        with its master's address, or a slave's while the master is down."""
         try:
-            return await self._route(RETRY_GROUP_TOPIC_PREFIX + group)
+            route = await self._route(RETRY_GROUP_TOPIC_PREFIX + group)
         except TopicNotExistError:
             raise MQClientError(f"consumer group {group!r} not found (no route for "
                                 f"{RETRY_GROUP_TOPIC_PREFIX}{group})") from None
-
-    async def _group_masters(self, group: str) -> dict[str, str]:
-        """Brokers that know the group: those of its retry topic's route (as mqadmin)."""
-        return self._route_masters(await self._group_route(group))
-
-    async def _group_readers(self, group: str) -> dict[str, str]:
-        """As :meth:`_group_masters`, with a slave's address for a broker whose master is down."""
-        return self._route_readers(await self._group_route(group))
+        return self._route_readers(route)
 
     async def _connections(self, group: str) -> GroupConnections:
         masters = await self._group_readers(group)

@@ -187,7 +187,7 @@ class GroupAdmin(AdminCore):
         Raises:
             TopicNotExistError, MQClientError (no master), MQBrokerError, RemotingError.
         """
-        addr = await self._queue_reader(mq.topic, mq.broker_name)
+        addr = await self._queue_addr(mq.topic, mq.broker_name, read=True)
         try:
             return await self._api.query_consumer_offset(addr, group, mq, self.timeout_ms)
         except MQBrokerError as exc:
@@ -206,7 +206,7 @@ class GroupAdmin(AdminCore):
         """
         if offset < 0:
             raise IllegalArgumentError(f"offset must be >= 0, got {offset}")
-        await self._api.update_consumer_offset(await self._queue_master(mq.topic, mq.broker_name), group, mq, offset,
+        await self._api.update_consumer_offset(await self._queue_addr(mq.topic, mq.broker_name, read=False), group, mq, offset,
                                                self.timeout_ms)
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *,

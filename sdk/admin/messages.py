@@ -157,7 +157,7 @@ class MessageAdmin(AdminCore):
         Raises:
             MQClientError: ``broker_name`` is not in the topic's route.
         """
-        addr = await self._queue_reader(topic, broker_name)
+        addr = await self._queue_addr(topic, broker_name, read=True)
         return await self._api.search_offset(addr, MessageQueue(topic, broker_name, queue_id), timestamp_ms,
                                              self.timeout_ms)
 
@@ -172,7 +172,7 @@ class MessageAdmin(AdminCore):
         """
         if not 1 <= max_nums <= 1024:
             raise IllegalArgumentError(f"max_nums must be in 1..1024, got {max_nums}")
-        addr = await self._queue_reader(topic, broker_name)
+        addr = await self._queue_addr(topic, broker_name, read=True)
         return await self._pull(addr, MessageQueue(topic, broker_name, queue_id), offset, max_nums)
 
     async def query_message_by_offset(self, topic: str, broker_name: str, queue_id: int, offset: int) -> MessageExt:
@@ -182,7 +182,7 @@ class MessageAdmin(AdminCore):
         Raises:
             MQClientError: unknown broker, or no message at that offset.
         """
-        addr = await self._queue_reader(topic, broker_name)
+        addr = await self._queue_addr(topic, broker_name, read=True)
         msg = await self._pull_one(addr, MessageQueue(topic, broker_name, queue_id), offset)
         if msg is None:
             raise MQClientError(f"no message at offset {offset} of {topic}/{broker_name}/{queue_id}")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ..exceptions import MQClientError
 from ..protocol.admin_bodies import ClusterInfo, SubscriptionGroupConfig, SubscriptionGroupWrapper
 from ..protocol.codes import RequestCode
-from .core import MASTER_ID, REQUEST_FAILED, AdminCore, log
+from .core import REQUEST_FAILED, AdminCore, log, read_addr
 
 __all__ = ["SYSTEM_CONSUMER_GROUPS", "GroupConfig", "SubscriptionGroupAdmin", "is_system_consumer_group"]
 
@@ -59,7 +59,7 @@ def _cluster_readers(info: ClusterInfo, cluster: str | None) -> dict[str, str]:
     for name in sorted(names):
         bd = info.broker_addr_table.get(name)
         if bd is not None and bd.broker_addrs:
-            out[name] = bd.broker_addrs.get(MASTER_ID) or bd.broker_addrs[min(bd.broker_addrs)]
+            out[name] = read_addr(bd.broker_addrs)
     return out
 
 
