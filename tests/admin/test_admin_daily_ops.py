@@ -77,8 +77,12 @@ def test_reset_offset_of_an_offline_group_updates_every_broker_directly():
             ("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)}
         assert admin.consumer_progress(group).total_lag == 0
 
-        # rewound to the earliest again, a restarted consumer gets every message once more
-        admin.reset_offset_by_time(group, topic, 0)
+        # rewound to the earliest again (the table output says how), a restarted consumer gets
+        # every message once more
+        r = CliRunner().invoke(cli, ["resetOffsetByTime", "-n", ns, "-g", group, "-t", topic, "-s", "0"],
+                               catch_exceptions=False)
+        assert r.output.splitlines()[0] == (f"reset consumer offset of group {group} on {topic} to the earliest "
+                                            "offset (group offline: offsets written on the brokers directly)")
         again = consume_all(ns, group, topic, n)
         assert {m.body for m in again} == {f"off-{i}".encode() for i in range(n)}
 
