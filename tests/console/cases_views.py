@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 
+from django.core.cache import cache
 from django.test import Client, SimpleTestCase, TestCase, override_settings
 from django.urls import reverse
 from rocketmq_broker import embedded
@@ -92,6 +94,37 @@ class AccessTests(TestCase):
                                 follow=True)
         self.assertEqual((resp.status_code, resp.request["PATH_INFO"]), (200, url("cluster")))
 
+    def test_login_throttled_after_five_failures_per_user_and_address_and_audited(self) -> None:
+        self.addCleanup(cache.clear)  # the failure counts live in the cache: no lock-out for later tests
+        with self.assertLogs("rocketmq_sdk.integrations.django.console.audit", "INFO") as logs:
+            for _ in range(5):
+                resp = self.client.post(url("login"), {"username": "reader", "password": "wrong"})
+                self.assertEqual(resp.status_code, 200)
+            # the right password is not even checked now
+            resp = self.client.post(url("login"), {"username": "reader", "password": "reader-pw"})
+            self.assertEqual(resp.status_code, 429)
+            self.assertContains(resp, "Too many failed logins for reader", status_code=429)
+            self.assertFalse(resp.wsgi_request.user.is_authenticated)
+            # another address, or another user, is not locked out
+            other = Client(REMOTE_ADDR="10.0.0.9")
+            self.assertRedirects(other.post(url("login"), {"username": "reader", "password": "reader-pw"}),
+                                 url("cluster"), fetch_redirect_response=False)
+            resp = self.client.post(url("login"), {"username": "operator", "password": "operator-pw"})
+            self.assertRedirects(resp, url("cluster"), fetch_redirect_response=False)
+        lines = [r.getMessage() for r in logs.records]
+        self.assertEqual(sum("action=login" in x and "outcome=failed" in x for x in lines), 5)
+        self.assertTrue(any("outcome=refused: 5 failures" in x and "username='reader'" in x for x in lines))
+        self.assertEqual(sum("action=login" in x and "outcome=ok" in x for x in lines), 2)
+
+    def test_session_lasts_eight_hours_and_body_pages_are_not_stored(self) -> None:
+        self.client.post(url("login"), {"username": "reader", "password": "reader-pw"})
+        self.assertEqual(self.client.session.get_expiry_age(), 8 * 3600)
+        for page in (url("messages") + f"?mode=time&topic={TOPIC}", url("dlq"), url("trace")):
+            resp = self.client.get(page)
+            self.assertEqual(resp["Cache-Control"], "no-store", page)
+            self.assertIn("script-src", resp["Content-Security-Policy"].replace("default-src 'none'", "script-src"))
+            self.assertIn("frame-ancestors 'none'", resp["Content-Security-Policy"])
+
     def test_user_without_view_permission_is_refused(self) -> None:
         self.client.login(username="nobody", password="nobody-pw")
         self.assertEqual(self.client.get(url("cluster")).status_code, 403)
@@ -106,7 +139,10 @@ class AccessTests(TestCase):
             resp = self.client.post(url("topic_create"), {"topic": "ReaderTopic", "cluster": "DefaultCluster",
                                                           "read_queue_nums": 1, "write_queue_nums": 1, "perm": 6})
         self.assertEqual(resp.status_code, 403)
-        self.assertEqual(len(logs.records), 1)
+        # the refused attempt is audited (the marker, then the refusal)
+        self.assertEqual(len(logs.records), 2)
+        self.assertIn("user=reader", logs.records[1].getMessage())
+        self.assertIn("refused: no operate_console permission (403)", logs.records[1].getMessage())
         self.assertNotIn("ReaderTopic", service.admin().topic_list())
 
     def test_changes_need_post_and_csrf_token(self) -> None:
@@ -169,6 +205,16 @@ class OperatorTests(TestCase):
         resp = self.client.post(url("topic_delete", "Made"), {"cluster": "DefaultCluster"}, follow=True)
         self.assertContains(resp, "deleted")
         self.assertNotIn("Made", service.admin().topic_list())
+
+    def test_audit_keeps_a_message_body_as_its_length_and_hash(self) -> None:
+        body = "order 4711 for Alice, card 4111-1111"
+        with self.assertLogs("rocketmq_sdk.integrations.django.console.audit", "INFO") as logs:
+            self.client.post(url("topic_send", TOPIC), {"keys": "audited-1", "body": body})
+        [line] = logs.output
+        self.assertNotIn("Alice", line)
+        digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+        self.assertIn(f"body='<{len(body)} bytes sha256:{digest}>'", line)
+        self.assertIn("action=send test message", line)
 
     def test_topic_filters(self) -> None:
         resp = self.client.get(url("topics") + "?kind=system")
@@ -318,9 +364,15 @@ class OperatorTests(TestCase):
             self.assertEqual(listener.seen["dlq-1"], before + 1)
             self.assertEqual(len(service.admin().query_message_by_key(TOPIC, "dlq-1")), 1)
             self.assertEqual(other.seen.get("dlq-1"), 1)
-            # "send a copy" (confirmed in the page): a new message in the topic, for every group
+            # "send a copy": a confirmation page first, then a new message in the topic, for every group
             self.assertContains(resp, 'id="dlq-send-copy"')
             resp = self.client.post(url("dlq_send_copy"), {"group": "dlq_cg", "msg_id": dead.msg_id}, follow=True)
+            self.assertContains(resp, "confirm on the confirmation page first")
+            confirm = self.client.get(url("dlq_copy_confirm") + f"?group=dlq_cg&msg_id={dead.msg_id}")
+            self.assertContains(confirm, "every consumer group subscribed there receives it")
+            self.assertContains(confirm, f'<td>{TOPIC}</td>', html=False)
+            resp = self.client.post(url("dlq_send_copy"), {"group": "dlq_cg", "msg_id": dead.msg_id,
+                                                           "confirmed": "yes"}, follow=True)
             self.assertContains(resp, "sent to the original topic, for every group subscribed")
             wait_until(lambda: listener.seen["dlq-1"] > before + 1, 20, "the copy consumed")
             wait_until(lambda: other.seen.get("dlq-1") == 2, 20, "the copy consumed by the other group")

@@ -10,6 +10,9 @@ Settings (``ROCKETMQ_CONSOLE`` dict in the Django settings, all optional):
 * ``MSG_TRACE`` — the console's producer writes message traces (True).
 * ``SAMPLE_INTERVAL_S`` — seconds between chart samples (10); ``SAMPLE_WINDOW_S`` (3600).
 * ``TIMEOUT_MS`` — per-request timeout (5000).
+* ``LOGIN_FAILURE_LIMIT`` (5) failed logins per user name and address in
+  ``LOGIN_FAILURE_WINDOW_S`` (600) before further attempts are refused (``security.py``).
+* ``SESSION_AGE_S`` — how long a login lasts, seconds (28800: 8 h).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ audit_log = logging.getLogger("rocketmq_sdk.integrations.django.console.audit")
 _DEFAULTS: dict[str, Any] = {
     "NAMESRV_ADDR": None, "ACCESS_KEY": None, "SECRET_KEY": None, "TRACE_TOPIC": TRACE_TOPIC_DEFAULT,
     "PRODUCER_GROUP": "rocketmq_console_producer", "MSG_TRACE": True, "SAMPLE_INTERVAL_S": 10.0,
-    "SAMPLE_WINDOW_S": 3600.0, "TIMEOUT_MS": 5000,
+    "SAMPLE_WINDOW_S": 3600.0, "TIMEOUT_MS": 5000, "LOGIN_FAILURE_LIMIT": 5, "LOGIN_FAILURE_WINDOW_S": 600.0,
+    "SESSION_AGE_S": 8 * 3600,
 }
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from .security import ThrottledLoginView
 from .views import charts, cluster, groups, messages, topics, traces
 
 app_name = "rocketmq_console"
@@ -13,8 +14,8 @@ urlpatterns = [
     path("", cluster.cluster, name="cluster"),
     # without a "next", a login lands on the cluster page (not Django's LOGIN_REDIRECT_URL,
     # /accounts/profile/ by default, which the console does not have)
-    path("login/", auth_views.LoginView.as_view(template_name="rocketmq_console/login.html",
-                                                next_page="rocketmq_console:cluster"), name="login"),
+    path("login/", ThrottledLoginView.as_view(template_name="rocketmq_console/login.html",
+                                              next_page="rocketmq_console:cluster"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="rocketmq_console:login"), name="logout"),
     path("brokers/<str:addr>/", cluster.broker, name="broker"),
     path("topics/", topics.topics, name="topics"),
@@ -36,6 +37,7 @@ urlpatterns = [
     path("dlq/export/", messages.dlq_export, name="dlq_export"),
     path("dlq/resend/", messages.dlq_resend, name="dlq_resend"),
     path("dlq/send-copy/", messages.dlq_send_copy, name="dlq_send_copy"),
+    path("dlq/send-copy/confirm/", messages.dlq_copy_confirm, name="dlq_copy_confirm"),
     path("traces/", traces.trace, name="trace"),
     path("charts/", charts.charts, name="charts"),
 ]

@@ -18,6 +18,7 @@ from rocketmq_sdk.trace.view import records_in_order
 
 from .. import service
 from ..forms import NAME_RE
+from ..security import private_page
 from ..svg import trace_timeline
 from .base import viewer
 from .messages import MAX_SCAN, PAGE_SIZE, _parse_time, messages_by_time
@@ -41,6 +42,7 @@ def _found(request: HttpRequest, mode: str, topic: str, key: str, begin: str, en
         return None
 
 
+@private_page
 @viewer
 def trace(request: HttpRequest) -> HttpResponse:
     """``?mode=id|key|time&msg_id=<UNIQ_KEY>&topic=&key=&begin=&end=&trace_topic=<topic>``."""
