@@ -255,6 +255,17 @@ class OperatorTests(TestCase):
             resp = self.client.get(url("group", "views_cg"))
             self.assertContains(resp, "PYTHON")
             self.assertContains(resp, 'id="consistency">consistent<', html=False)
+            # a client's full running info: subscriptions, owned queues with their state, settings
+            client_id = resp.context["conns"].connections[0].client_id
+            self.assertContains(resp, url("group_client", "views_cg", client_id))
+            page = self.client.get(url("group_client", "views_cg", client_id))
+            self.assertContains(page, f"<td>{TOPIC}</td><td>TAG</td><td>*</td>", html=False)
+            owned = {(mq.broker_name, mq.queue_id) for mq, _ in page.context["queues"] if mq.topic == TOPIC}
+            self.assertEqual(owned, {("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)})
+            self.assertEqual(page.context["queue_columns"][:4],
+                             ["commitOffset", "cachedMsgMinOffset", "cachedMsgMaxOffset", "cachedMsgCount"])
+            self.assertIn(("consumeFromWhere", "CONSUME_FROM_FIRST_OFFSET"), page.context["properties"])
+            self.assertEqual(self.client.get(url("group_client", "views_cg", "<x>")).status_code, 404)
             # reset to the earliest offset: every message is delivered again
             wait_until(lambda: service.admin().consumer_progress("views_cg", TOPIC).total_lag == 0, 20, "lag 0")
             resp = self.client.post(url("group_reset", "views_cg"), {"topic": TOPIC, "timestamp": "earliest"},

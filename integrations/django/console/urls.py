@@ -28,6 +28,7 @@ urlpatterns = [
     path("groups/config/", groups.group_config, name="group_config"),
     path("groups/<str:group>/", groups.group_detail, name="group"),
     path("groups/<str:group>/reset/", groups.group_reset, name="group_reset"),
+    path("groups/<str:group>/clients/<str:client_id>/", groups.group_client, name="group_client"),
     path("groups/<str:group>/delete/", groups.group_delete, name="group_delete"),
     path("producers/", groups.producers, name="producers"),
     path("messages/", messages.message_search, name="messages"),

@@ -4,10 +4,11 @@ group config; producer connections."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from rocketmq_sdk.admin import GroupSummary
 from rocketmq_sdk.admin.subscription_groups import GroupConfig
@@ -117,6 +118,41 @@ def group_has_route(group: str) -> bool:
     except MQError:
         return True  # let the progress call report the problem
     return True
+
+
+CLIENT_ID_RE = re.compile(r"^[A-Za-z0-9@#:.,_\-\[\]%]{1,255}$")
+#: process-queue columns in the dashboard's order (other keys a client sends follow, sorted)
+QUEUE_COLUMNS = ("commitOffset", "cachedMsgMinOffset", "cachedMsgMaxOffset", "cachedMsgCount", "cachedMsgSizeInMiB",
+                 "locked", "droped", "lastPullTimestamp", "lastConsumeTimestamp", "lastLockTimestamp",
+                 "tryUnlockTimes", "transactionMsgMinOffset", "transactionMsgMaxOffset", "transactionMsgCount")
+#: per-topic consume statistics of a Java client (``ConsumeStatus``)
+STATUS_COLUMNS = ("pullRT", "pullTPS", "consumeRT", "consumeOKTPS", "consumeFailedTPS", "consumeFailedMsgs")
+
+
+@viewer
+def group_client(request: HttpRequest, group: str, client_id: str) -> HttpResponse:
+    """One client's full running info (GET_CONSUMER_RUNNING_INFO 307, as the dashboard's client
+    detail): its settings, subscriptions, per-topic consume statistics and the state of every
+    queue it owns (process queue)."""
+    name_or_404(group)
+    if not CLIENT_ID_RE.match(client_id):
+        raise Http404("no such client")
+    info = try_call(request, "consumer running info", service.admin().consumer_running_info, group, client_id,
+                    default={}).get(client_id)
+    ctx: dict = {"group": group, "client_id": client_id, "info": info, "page": "groups"}
+    if info is not None:
+        extra = sorted({k for row in info.mq_table.values() for k in row} - set(QUEUE_COLUMNS))
+        columns = [c for c in QUEUE_COLUMNS if any(c in row for row in info.mq_table.values())] + extra
+        ctx.update(
+            properties=sorted(info.properties.items()),
+            queue_columns=columns,
+            queues=[(mq, [(c, row.get(c, "")) for c in columns])
+                    for mq, row in sorted(info.mq_table.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name,
+                                                                                 kv[0].queue_id))],
+            status=[(topic, [stats.get(c, "") if isinstance(stats, dict) else "" for c in STATUS_COLUMNS])
+                    for topic, stats in sorted(info.status_table.items())],
+            status_columns=STATUS_COLUMNS)
+    return render(request, "rocketmq_console/group_client.html", ctx)
 
 
 @operator("reset offset")
