@@ -141,3 +141,9 @@ def test_a_group_created_but_never_used_is_listed_with_its_config():
         assert "TOOLS_CONSUMER" in [g.group for g in admin.subscription_groups(include_system=True)]
         admin.update_subscription_group("cfg_only_cg", broker_addr=cluster.addr("broker-b"), retry_max_times=5)
         assert not admin.subscription_group_config("cfg_only_cg").consistent
+        # the topic configs the brokers store (queue numbers, perm, order), per broker
+        admin.create_topic("CfgTopic", cluster="DefaultCluster", read_queue_nums=3, write_queue_nums=3, order=True)
+        wait_until(lambda: len(admin.topic_route("CfgTopic").queue_datas) == 2, what="route on both brokers")
+        configs = admin.topic_configs("CfgTopic")
+        assert sorted(configs) == ["broker-a", "broker-b"]
+        assert {(c.read_queue_nums, c.write_queue_nums, c.perm, c.order) for c in configs.values()} == {(3, 3, 6, True)}

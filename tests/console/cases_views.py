@@ -223,6 +223,15 @@ class OperatorTests(TestCase):
         resp = self.client.get(url("topics") + "?kind=normal")
         self.assertContains(resp, TOPIC)
         self.assertNotContains(resp, ">TBW102<")
+        # the name search box (case-insensitive substring)
+        resp = self.client.get(url("topics") + "?kind=all&q=consoleord")
+        self.assertEqual([t for t, _ in resp.context["rows"]], [TOPIC])
+        # the topic page: config per broker, an update form filled with it
+        resp = self.client.get(url("topic", TOPIC))
+        self.assertEqual(sorted(resp.context["configs"]), ["broker-a", "broker-b"])
+        self.assertEqual({(c.read_queue_nums, c.order) for c in resp.context["configs"].values()}, {(2, False)})
+        self.assertEqual(resp.context["update_form"].initial["read_queue_nums"], 2)
+        self.assertContains(resp, 'id="topic-update-form"')
 
     def test_send_find_by_key_time_and_id_and_detail(self) -> None:
         resp = self.client.post(url("topic_send", TOPIC), {"tags": "TagA", "keys": "views-key-1",
@@ -313,7 +322,11 @@ class OperatorTests(TestCase):
                                 follow=True)
         self.assertContains(resp, "group offline: offsets written on the brokers directly")
         self.assertTrue(resp.context["reset"] and all(e["offset"] == 0 and e["direct"] for e in resp.context["reset"]))
-        self.assertGreaterEqual(adm.consumer_progress("offline_view_cg", TOPIC).total_lag, 4)
+        lag = adm.consumer_progress("offline_view_cg", TOPIC).total_lag
+        self.assertGreaterEqual(lag, 4)
+        # the topic page lists the group with its lag there, per queue too
+        [row] = [g for g in self.client.get(url("topic", TOPIC)).context["groups"] if g["group"] == "offline_view_cg"]
+        self.assertEqual((row["total"], sum(q.lag for q in row["queues"]), len(row["queues"])), (lag, lag, 4))
         again = Counting()
         c = consumer("offline_view_cg", again)
         try:

@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from rocketmq_sdk.admin import GroupSummary
-from rocketmq_sdk.admin.subscription_groups import GroupConfig
+from rocketmq_sdk.admin.broker_tables import GroupConfig
 from rocketmq_sdk.exceptions import MQClientError, MQError, TopicNotExistError
 from rocketmq_sdk.protocol.codes import version_desc
 

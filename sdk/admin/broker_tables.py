@@ -1,7 +1,7 @@
-"""Subscription groups as the brokers store them (each broker's ``subscriptionGroup.json``
-table): every group created by ``updateSubGroup`` or by a client's first heartbeat, used or not,
-with its settings (retry max times, broadcast, consume enable...), as rocketmq-dashboard lists
-them."""
+"""The tables the brokers store, read back as rocketmq-dashboard reads them: subscription groups
+(each broker's ``subscriptionGroup.json``: every group created by ``updateSubGroup`` or by a
+client's first heartbeat, used or not, with its settings — retry max times, broadcast, consume
+enable...) and topic configs (``topics.json``: queue numbers, perm, order)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 
 from ..exceptions import MQClientError
 from ..protocol.admin_bodies import ClusterInfo, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from ..protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
 from ..protocol.codes import RequestCode
 from .core import REQUEST_FAILED, AdminCore, log, read_addr
 
-__all__ = ["SYSTEM_CONSUMER_GROUPS", "GroupConfig", "SubscriptionGroupAdmin", "is_system_consumer_group"]
+__all__ = ["SYSTEM_CONSUMER_GROUPS", "BrokerTableAdmin", "GroupConfig", "is_system_consumer_group"]
 
 #: groups every 4.9.8 broker creates itself (``SubscriptionGroupManager.init``) or uses internally
 SYSTEM_CONSUMER_GROUPS = frozenset({
@@ -63,8 +64,9 @@ def _cluster_readers(info: ClusterInfo, cluster: str | None) -> dict[str, str]:
     return out
 
 
-class SubscriptionGroupAdmin(AdminCore):
-    """The brokers' subscription-group tables (GET_ALL_SUBSCRIPTIONGROUP_CONFIG 201)."""
+class BrokerTableAdmin(AdminCore):
+    """The brokers' subscription-group tables (GET_ALL_SUBSCRIPTIONGROUP_CONFIG 201) and topic
+    configs (GET_ALL_TOPIC_CONFIG 21)."""
 
     async def subscription_groups(self, cluster: str | None = None, *,
                                   include_system: bool = False) -> list[GroupConfig]:
@@ -106,3 +108,24 @@ class SubscriptionGroupAdmin(AdminCore):
             if found.group == group:
                 return found
         raise MQClientError(f"consumer group {group!r} is not in any broker's subscription-group table")
+
+    async def topic_configs(self, topic: str) -> dict[str, TopicConfig]:
+        """The topic's config on each broker of its route (GET_ALL_TOPIC_CONFIG 21 to the master,
+        a slave while the master is down), as the dashboard's topic config: broker name →
+        ``TopicConfig`` (read/write queue numbers, perm, ``order``). A broker that does not answer
+        is left out (logged).
+
+        Raises:
+            TopicNotExistError: no route. MQBrokerError, RemotingError (name server).
+        """
+        out = {}
+        for name, addr in sorted(self._route_readers(await self._route(topic)).items()):
+            try:
+                resp = await self._broker(addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+            except REQUEST_FAILED as exc:
+                log.warning("topic configs of %s (%s): %s", name, addr, exc)
+                continue
+            found = TopicConfigSerializeWrapper.from_json(resp.body).topic_config_table.get(topic)
+            if found is not None:
+                out[name] = found
+        return out
