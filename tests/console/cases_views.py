@@ -7,6 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from unittest.mock import patch
 
 from django.core.cache import cache
 from django.test import Client, SimpleTestCase, TestCase, override_settings
@@ -15,7 +18,9 @@ from rocketmq_broker import embedded
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.integrations.django.console import service
-from rocketmq_sdk.integrations.django.console.sampler import Sampler
+from rocketmq_sdk.integrations.django.console.models import ChartPoint, LagAlarm, LagThreshold
+from rocketmq_sdk.integrations.django.console.monitor import check_thresholds
+from rocketmq_sdk.integrations.django.console.sampler import Sample, Sampler
 from rocketmq_sdk.integrations.django.console.svg import axis_ticks, trace_timeline
 from rocketmq_sdk.integrations.django.console.views.messages import body_preview
 from rocketmq_sdk.producer import Producer
@@ -450,6 +455,98 @@ class OperatorTests(TestCase):
         resp = self.client.get(url("charts"))
         self.assertContains(resp, "Consumer lag (messages)")
         self.assertContains(resp, "Put TPS per broker")
+
+
+NOTIFIED: list = []
+
+
+def collecting_notifier(event) -> str:
+    """The notifier of the monitor tests (``NOTIFIER`` points here)."""
+    NOTIFIED.append(event)
+    return "collected"
+
+
+class MonitorTests(TestCase):
+    @classmethod
+    def setUpTestData(cls) -> None:
+        make_user("mon", "view_console", "operate_console")
+
+    def setUp(self) -> None:
+        self.client.login(username="mon", password="mon-pw")
+        NOTIFIED.clear()
+
+    def console(self, **extra):
+        return override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": CLUSTER.namesrv_addr,
+                                                   "NOTIFIER": f"{__name__}.collecting_notifier", **extra})
+
+    def test_a_lag_alarm_fires_once_is_notified_shown_and_resolves(self) -> None:
+        resp = self.client.post(url("threshold_set"), {"group": "monitor_cg", "max_lag": 100, "enabled": "on"},
+                                follow=True)
+        self.assertContains(resp, "lag threshold of monitor_cg: 100")
+        t = 1_790_000_000.0
+        with self.console():
+            self.assertEqual(check_thresholds({"monitor_cg": 100}, t), [])  # at the threshold: fine
+            [fired] = check_thresholds({"monitor_cg": 150, "other_cg": 10**6}, t + 10)
+            self.assertEqual(check_thresholds({"monitor_cg": 170}, t + 20), [])  # still over: once
+            resp = self.client.get(url("monitor"))
+            self.assertContains(resp, 'id="firing">1 alarm firing<', html=False)
+            self.assertEqual([(a.group, a.lag, a.max_lag, a.resolved, a.notified) for a in resp.context["alarms"]],
+                             [("monitor_cg", 150, 100, None, "collected")])
+            [resolved] = check_thresholds({"monitor_cg": 3}, t + 30)
+        self.assertEqual([(e.group, e.lag, e.max_lag, e.state) for e in NOTIFIED],
+                         [("monitor_cg", 150, 100, "firing"), ("monitor_cg", 3, 100, "resolved")])
+        self.assertEqual((fired, resolved), tuple(NOTIFIED))
+        self.assertIsNotNone(self.client.get(url("monitor")).context["alarms"][0].resolved)
+        # a threshold switched off fires nothing; deleting it is audited like every change
+        self.client.post(url("threshold_set"), {"group": "monitor_cg", "max_lag": 1})
+        with self.console():
+            self.assertEqual(check_thresholds({"monitor_cg": 10**6}, t + 40), [])
+        self.client.post(url("threshold_delete", "monitor_cg"))
+        self.assertFalse(LagThreshold.objects.exists())
+
+    def test_webhook_notifier_posts_the_alarm_as_json(self) -> None:
+        received: list = []
+
+        class Hook(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                received.append((self.headers["Content-Type"], json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        server = HTTPServer(("127.0.0.1", 0), Hook)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            LagThreshold.objects.create(group="hook_cg", max_lag=5)
+            with self.console(WEBHOOK_URL=f"http://127.0.0.1:{server.server_port}/alarms"):
+                check_thresholds({"hook_cg": 9}, 1_790_000_000.0)
+        finally:
+            server.shutdown()
+            server.server_close()
+        self.assertEqual(received, [("application/json", {"group": "hook_cg", "lag": 9, "max_lag": 5,
+                                                          "state": "firing", "at": "2026-09-21T14:13:20+00:00"})])
+        self.assertEqual(LagAlarm.objects.get(group="hook_cg").notified, "collected; webhook 204")
+
+    def test_chart_points_are_stored_a_minute_apart_and_shown_after_a_restart(self) -> None:
+        now = time.time()
+        before = Sampler(10, 3600)
+        for i, at in enumerate((now - 125, now - 121, now - 65)):  # the 2nd is in the 1st one's minute
+            before.record(Sample(at, group_lag={"chart_cg": 10 + i}, topic_tps={"ChartTopic": 2.5 + i}))
+        self.assertEqual(sorted(ChartPoint.objects.filter(kind="group_lag").values_list("value", flat=True)),
+                         [10.0, 12.0])
+        ChartPoint.objects.create(at=now - 2 * 86400, kind="group_lag", name="old_cg", value=1.0)
+        before.record(Sample(now, group_lag={"chart_cg": 4}))  # a new minute: stored, the old point pruned
+        self.assertFalse(ChartPoint.objects.filter(name="old_cg").exists())
+        # "restart": a new sampler has nothing in memory; the page draws the stored points
+        with patch("rocketmq_sdk.integrations.django.console.views.charts.ensure_sampler",
+                   return_value=Sampler(10, 3600)):
+            resp = self.client.get(url("charts"))
+            self.assertContains(resp, 'data-series="chart_cg"')
+            self.assertIn(("Groups by lag", [("chart_cg", 4.0)]), resp.context["top"])
+            self.assertIn(("Topics by TPS", [("ChartTopic", 4.5)]), resp.context["top"])
+            self.assertContains(self.client.get(url("charts") + "?range=day"), 'data-series="chart_cg"')
 
 
 class MasterDownTests(TestCase):

@@ -101,3 +101,12 @@ class TimeRangeForm(forms.Form):
 
     def clean_topic(self) -> str:
         return _name(self.cleaned_data["topic"], "topic", 127)
+
+
+class LagThresholdForm(forms.Form):
+    group = forms.CharField(max_length=255)
+    max_lag = forms.IntegerField(min_value=0, max_value=2**62, initial=1000)
+    enabled = forms.BooleanField(required=False, initial=True)
+
+    def clean_group(self) -> str:
+        return _name(self.cleaned_data["group"], "group", 255)

@@ -13,6 +13,9 @@ Settings (``ROCKETMQ_CONSOLE`` dict in the Django settings, all optional):
 * ``LOGIN_FAILURE_LIMIT`` (5) failed logins per user name and address in
   ``LOGIN_FAILURE_WINDOW_S`` (600) before further attempts are refused (``security.py``).
 * ``SESSION_AGE_S`` — how long a login lasts, seconds (28800: 8 h).
+* ``NOTIFIER`` — dotted path of the lag-alarm notifier (``monitor.log_notifier``);
+  ``WEBHOOK_URL`` (none) also POSTs each alarm as JSON, ``WEBHOOK_TIMEOUT_S`` (5).
+* ``CHART_HISTORY_S`` — how long one-minute chart samples stay in the database (86400: a day).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ _DEFAULTS: dict[str, Any] = {
     "PRODUCER_GROUP": "rocketmq_console_producer", "MSG_TRACE": True, "SAMPLE_INTERVAL_S": 10.0,
     "SAMPLE_WINDOW_S": 3600.0, "TIMEOUT_MS": 5000, "LOGIN_FAILURE_LIMIT": 5, "LOGIN_FAILURE_WINDOW_S": 600.0,
     "SESSION_AGE_S": 8 * 3600,
+    "NOTIFIER": "rocketmq_sdk.integrations.django.console.monitor.log_notifier", "WEBHOOK_URL": None,
+    "WEBHOOK_TIMEOUT_S": 5.0, "CHART_HISTORY_S": 86400.0,
 }
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}

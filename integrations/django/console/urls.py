@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from .security import ThrottledLoginView
-from .views import charts, cluster, groups, messages, topics, traces
+from .views import charts, cluster, groups, messages, monitor, topics, traces
 
 app_name = "rocketmq_console"
 
@@ -41,4 +41,7 @@ urlpatterns = [
     path("dlq/send-copy/confirm/", messages.dlq_copy_confirm, name="dlq_copy_confirm"),
     path("traces/", traces.trace, name="trace"),
     path("charts/", charts.charts, name="charts"),
+    path("monitor/", monitor.monitor, name="monitor"),
+    path("monitor/thresholds/", monitor.threshold_set, name="threshold_set"),
+    path("monitor/thresholds/<str:group>/delete/", monitor.threshold_delete, name="threshold_delete"),
 ]
