@@ -21,7 +21,8 @@ from rocketmq_sdk.integrations.django.console import service
 from rocketmq_sdk.integrations.django.console.models import ChartPoint, LagAlarm, LagThreshold
 from rocketmq_sdk.integrations.django.console.monitor import check_thresholds
 from rocketmq_sdk.integrations.django.console.sampler import Sample, Sampler
-from rocketmq_sdk.integrations.django.console.svg import axis_ticks, trace_timeline
+from rocketmq_sdk.integrations.django.console.svg import axis_ticks, line_chart, trace_timeline
+from rocketmq_sdk.integrations.django.console.templatetags.rocketmq_console import ms_time
 from rocketmq_sdk.integrations.django.console.views.messages import body_preview
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.protocol.message import Message
@@ -602,6 +603,15 @@ class TraceTimelineTests(SimpleTestCase):
         svg = trace_timeline(graph)
         self.assertEqual(svg.count("+0 ms"), 1)
         self.assertEqual(svg.count("+1 ms"), 1)
+
+
+class TimeZoneTests(SimpleTestCase):
+    def test_times_are_shown_with_their_zone(self) -> None:
+        at = 1_790_000_000_123  # 2026-09-21 14:13:20.123 UTC
+        self.assertEqual(ms_time(at), "2026-09-21 14:13:20.123 UTC")
+        with override_settings(TIME_ZONE="Asia/Shanghai"):
+            self.assertEqual(ms_time(at), "2026-09-21 22:13:20.123 CST")
+            self.assertIn("22:13:20 CST</text>", line_chart("t", {"s": [(at / 1000 - 60, 1.0), (at / 1000, 2.0)]}))
 
 
 class BodyPreviewTests(SimpleTestCase):

@@ -50,9 +50,9 @@ def line_chart(title: str, series: dict[str, list[tuple[float, float]]], *, widt
         y = top + ph - ph * i / 4
         out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" class="grid"/>')
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="axis">{_fmt(v)}</text>')
-    for t, anchor in ((t0, "start"), (t1, "end")):
+    for t, anchor, fmt in ((t0, "start", "%H:%M:%S"), (t1, "end", "%H:%M:%S %Z")):
         out.append(f'<text x="{xy(t, 0)[0]:.1f}" y="{height - 8}" text-anchor="{anchor}" class="axis">'
-                   f'{local_time(t * 1000, "%H:%M:%S")}</text>')
+                   f'{local_time(t * 1000, fmt)}</text>')
     for i, (name, points) in enumerate(sorted(series.items())):
         color = PALETTE[i % len(PALETTE)]
         coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(t, v) for t, v in points))

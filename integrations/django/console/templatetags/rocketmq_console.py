@@ -24,9 +24,10 @@ def get_item(mapping: dict, key: str) -> object:
 
 @register.filter
 def ms_time(value: int | None) -> str:
+    """``2026-11-28 12:00:00.123 CST``: epoch ms in the project's time zone, named."""
     if not value or value <= 0:
         return "-"
-    return local_time(value) + f".{value % 1000:03d}"
+    return local_time(value) + f".{value % 1000:03d} " + local_time(value, "%Z")
 
 
 @register.filter
