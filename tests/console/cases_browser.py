@@ -2,7 +2,8 @@
 Selenium; nothing is downloaded), on two masters with a slave each: log in (and again after
 logging out: the cluster page, not a 404), create a topic, send a message, find it by key, see
 its trace (also found by key), resend a DLQ message into its own group, watch lag fall while a
-consumer runs, reset the group's offset (online, then with the consumer stopped), create a group
+consumer runs (a lag alarm fires, then resolves), reset the group's offset (online, then with the
+consumer stopped), create a group
 that no client uses and see its config, look at the charts, then stop broker-b's master: the
 numbers stay, read from its slave, under a banner naming it.
 
@@ -195,6 +196,13 @@ class ConsoleInChromium(LiveServerTestCase):
         self.go("topics/")
         self.assertIn(TOPIC, self.text("#topics"))
         self.shot("topics")
+        # a lag threshold for the group: the backlog below fires an alarm
+        self.go("monitor/")
+        self.find("#id_group").send_keys(GROUP)
+        self.find("#id_max_lag").clear()
+        self.find("#id_max_lag").send_keys("100")
+        self.submit("#threshold-save")
+        self.assertIn(GROUP, self.text("#thresholds"))
 
         # a traced consumer, then send a message from the topic page
         listener = Listener(fail=frozenset({"poison-1"}))
@@ -268,6 +276,9 @@ class ConsoleInChromium(LiveServerTestCase):
                 for i in range(300):
                     producer.send(Message(TOPIC, f"backlog {i}".encode(), tags="TagC", keys=f"backlog-{i}"))
             self.reload_until(f"groups/{GROUP}/", lambda: self.lag() == 300, 20, "lag 300")
+            self.reload_until("monitor/", lambda: "1 alarm firing" in self.now_text("#firing"), 20, "the alarm")
+            self.assertIn("logged", self.text("#alarms"))  # the default notifier
+            self.shot("monitor")
             self.go("groups/")
             self.assertIn(GROUP, self.text("#groups"))
             self.shot("groups")
@@ -277,6 +288,9 @@ class ConsoleInChromium(LiveServerTestCase):
             self.reload_until(f"groups/{GROUP}/", lambda: (lag := self.lag()) >= 0 and (seen.append(lag) or lag == 0),
                               60, "lag 0")
             self.assertGreaterEqual(slow.count, 300)
+            self.reload_until("monitor/", lambda: not self.driver.find_elements(By.CSS_SELECTOR, "#firing"), 20,
+                              "the alarm resolved")
+            self.go(f"groups/{GROUP}/")
             self.assertEqual(seen, sorted(seen, reverse=True), "lag only falls while the consumer runs")
 
             # reset the offset to the earliest: everything is consumed again and lag falls back to 0
