@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from unittest.mock import patch
 
+import yaml
 from django.core.cache import cache
 from django.test import Client, SimpleTestCase, TestCase, override_settings
 from django.urls import reverse
@@ -612,6 +615,68 @@ class TimeZoneTests(SimpleTestCase):
         with override_settings(TIME_ZONE="Asia/Shanghai"):
             self.assertEqual(ms_time(at), "2026-09-21 22:13:20.123 CST")
             self.assertIn("22:13:20 CST</text>", line_chart("t", {"s": [(at / 1000 - 60, 1.0), (at / 1000, 2.0)]}))
+
+
+ACL_FILE = """globalWhiteRemoteAddresses:
+accounts:
+  - accessKey: ConsoleAdmin
+    secretKey: console-admin-1
+    admin: true
+"""
+
+
+class AclTests(TestCase):
+    """A broker of its own with ACL on; the console signs with an admin account."""
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        make_user("aclop", "view_console", "operate_console")
+
+    def test_accounts_and_white_list_managed_and_secrets_never_audited(self) -> None:
+        # ACL off on the shared cluster: no ACL link, no page
+        self.client.login(username="aclop", password="aclop-pw")
+        service.reset_clients()
+        self.assertNotContains(self.client.get(url("cluster")), 'id="nav-acl"')
+        self.assertEqual(self.client.get(url("acl")).status_code, 404)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "plain_acl.yml")
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(ACL_FILE)
+            with embedded.start_cluster(("broker-acl",), broker_config={"acl_enable": True, "acl_config_file": path}) \
+                    as cluster, override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr,
+                                                                    "ACCESS_KEY": "ConsoleAdmin",
+                                                                    "SECRET_KEY": "console-admin-1"}):
+                service.reset_clients()
+                try:
+                    resp = self.client.get(url("acl"))
+                    self.assertContains(resp, 'id="nav-acl"')
+                    self.assertContains(resp, cluster.addr("broker-acl"))
+                    with self.assertLogs("rocketmq_sdk.integrations.django.console.audit", "INFO") as logs:
+                        resp = self.client.post(url("acl_account"), {
+                            "cluster": "DefaultCluster", "access_key": "ConsoleUser1", "secret_key": "console-user-1",
+                            "default_topic_perm": "DENY", "default_group_perm": "SUB",
+                            "topic_perms": "Orders=PUB\nAudit=PUB|SUB", "group_perms": ""}, follow=True)
+                        self.assertContains(resp, "ACL account ConsoleUser1 created/updated")
+                        resp = self.client.post(url("acl_account"), {
+                            "cluster": "DefaultCluster", "access_key": "ConsoleUser2", "secret_key": "x",
+                            "default_topic_perm": "DENY", "default_group_perm": "SUB"}, follow=True)
+                        self.assertContains(resp, "secret_key: 7 to 64 letters")  # refused before sending
+                        self.client.post(url("acl_white_list"), {"cluster": "DefaultCluster",
+                                                                 "addresses": "10.10.103.*, 127.0.0.1"})
+                    data = yaml.safe_load(open(path, encoding="utf-8"))
+                    account = next(a for a in data["accounts"] if a["accessKey"] == "ConsoleUser1")
+                    self.assertEqual((account["secretKey"], account["defaultTopicPerm"], account["topicPerms"]),
+                                     ("console-user-1", "DENY", ["Orders=PUB", "Audit=PUB|SUB"]))
+                    self.assertEqual(data["globalWhiteRemoteAddresses"], ["10.10.103.*", "127.0.0.1"])
+                    self.assertFalse(any("console-user-1" in line for line in logs.output))
+                    self.assertIn("secret_key='<hidden>'", logs.output[0])
+                    resp = self.client.post(url("acl_delete"), {"cluster": "DefaultCluster",
+                                                                "access_key": "ConsoleUser1"}, follow=True)
+                    self.assertContains(resp, "ACL account ConsoleUser1 deleted")
+                    data = yaml.safe_load(open(path, encoding="utf-8"))
+                    self.assertNotIn("ConsoleUser1", [a["accessKey"] for a in data["accounts"]])
+                finally:
+                    service.reset_clients()
 
 
 class BodyPreviewTests(SimpleTestCase):

@@ -46,9 +46,16 @@ def private_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
     return inner
 
 
+#: posted fields never written to the audit log (an ACL account's secret key, passwords)
+SECRET_FIELDS = frozenset({"secret_key", "password"})
+
+
 def audit_value(name: str, value: str) -> str:
-    """How a posted value is written to the audit log: a message body as its length and the
-    first 16 hex digits of its SHA-256 (never the body), other values cut at 200 characters."""
+    """How a posted value is written to the audit log: secrets as ``<hidden>``, a message body
+    as its length and the first 16 hex digits of its SHA-256 (never the body), other values cut
+    at 200 characters."""
+    if name in SECRET_FIELDS:
+        return "<hidden>"
     if name == "body":
         digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         return f"<{len(value.encode('utf-8', 'surrogatepass'))} bytes sha256:{digest}>"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +31,7 @@ from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.trace import TRACE_TOPIC_DEFAULT
 
-__all__ = ["admin", "audit", "console_setting", "producer", "reset_clients"]
+__all__ = ["acl_brokers", "admin", "audit", "console_setting", "producer", "reset_clients"]
 
 audit_log = logging.getLogger("rocketmq_sdk.integrations.django.console.audit")
 
@@ -88,6 +89,30 @@ def producer() -> Producer:
         return prod
 
 
+ACL_CHECK_S = 60.0  # how long the answer of acl_brokers() is reused
+
+
+def acl_brokers() -> list[str]:
+    """The master addresses whose broker config has ``aclEnable=true`` (asked at most once a
+    minute; [] when no broker answers)."""
+    from rocketmq_sdk.exceptions import MQError
+
+    with _lock:
+        cached = _clients.get("acl")
+        if cached is not None and cached[0] > time.monotonic():
+            return list(cached[1])
+    found = []
+    try:
+        for b in admin().cluster_list(runtime=False):
+            if b.role == "MASTER" and admin().broker_config(b.addr).get("aclEnable", "").lower() == "true":
+                found.append(b.addr)
+    except MQError as exc:
+        logging.getLogger("rocketmq_sdk.integrations.django.console").debug("ACL check: %s", exc)
+    with _lock:
+        _clients["acl"] = (time.monotonic() + ACL_CHECK_S, found)
+    return found
+
+
 def reset_clients() -> None:
     """Close the shared clients and stop the sampler (settings changed, tests, shutdown)."""
     from .sampler import stop_sampler
@@ -96,6 +121,7 @@ def reset_clients() -> None:
     with _lock:
         clients = dict(_clients)
         _clients.clear()
+    clients.pop("acl", None)
     if "producer" in clients:
         clients["producer"].shutdown()
     if "admin" in clients:

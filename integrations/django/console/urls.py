@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from .security import ThrottledLoginView
-from .views import charts, cluster, groups, messages, monitor, topics, traces
+from .views import acl, charts, cluster, groups, messages, monitor, topics, traces
 
 app_name = "rocketmq_console"
 
@@ -42,6 +42,10 @@ urlpatterns = [
     path("traces/", traces.trace, name="trace"),
     path("charts/", charts.charts, name="charts"),
     path("monitor/", monitor.monitor, name="monitor"),
+    path("acl/", acl.acl, name="acl"),
+    path("acl/account/", acl.acl_account, name="acl_account"),
+    path("acl/delete/", acl.acl_delete, name="acl_delete"),
+    path("acl/white-list/", acl.acl_white_list, name="acl_white_list"),
     path("monitor/thresholds/", monitor.threshold_set, name="threshold_set"),
     path("monitor/thresholds/<str:group>/delete/", monitor.threshold_delete, name="threshold_delete"),
 ]

@@ -46,3 +46,11 @@ def masterless_brokers() -> list[MasterlessBroker]:
     except MQError as exc:
         log.debug("masterless brokers: %s", exc)
         return []
+
+
+@register.simple_tag
+def acl_on() -> bool:
+    """Some broker has ACL on (the ACL page is offered)."""
+    from .. import service
+
+    return bool(service.acl_brokers())
