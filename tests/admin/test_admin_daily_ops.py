@@ -11,7 +11,7 @@ from rocketmq_sdk import Producer
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.admin.cli import cli
 from rocketmq_sdk.consumer import PushConsumer
-from rocketmq_sdk.exceptions import MQBrokerError
+from rocketmq_sdk.exceptions import MQBrokerError, TopicNotExistError
 from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.protocol.message import Message
 
@@ -39,6 +39,15 @@ def consume_all(ns: str, group: str, topic: str, n: int) -> list:
     return received.messages
 
 
+def route_brokers(admin: AdminClient, topic: str) -> int:
+    """Brokers in the topic's route; 0 until the name server has one (the brokers register a new
+    topic asynchronously)."""
+    try:
+        return len(admin.topic_route(topic).queue_datas)
+    except TopicNotExistError:
+        return 0
+
+
 def offline(admin: AdminClient, group: str) -> bool:
     try:
         admin.consumer_connection(group)
@@ -57,7 +66,7 @@ def test_reset_offset_of_an_offline_group_updates_every_broker_directly():
     with embedded.start_cluster(("broker-a", "broker-b")) as cluster, AdminClient(cluster.namesrv_addr) as admin:
         ns = cluster.namesrv_addr
         admin.create_topic(topic, cluster="DefaultCluster", read_queue_nums=2, write_queue_nums=2)
-        wait_until(lambda: len(admin.topic_route(topic).queue_datas) == 2, what="route on both brokers")
+        wait_until(lambda: route_brokers(admin, topic) == 2, what="route on both brokers")
         send_keyed(ns, topic, n, "off")
         consume_all(ns, group, topic, n)
         wait_until(lambda: offline(admin, group), what="group offline")
@@ -101,7 +110,7 @@ def test_reads_come_from_the_slave_while_a_master_is_down():
             AdminClient(cluster.namesrv_addr) as admin:
         ns = cluster.namesrv_addr
         admin.create_topic(topic, cluster="DefaultCluster", read_queue_nums=2, write_queue_nums=2)
-        wait_until(lambda: len(admin.topic_route(topic).queue_datas) == 2, what="route on both brokers")
+        wait_until(lambda: route_brokers(admin, topic) == 2, what="route on both brokers")
         consume_all(ns, group, topic, len(send_keyed(ns, topic, 8, "first")))
         sent = send_keyed(ns, topic, 12, "later")  # a backlog of 12 on both brokers
         wait_until(lambda: admin.consumer_progress(group).total_lag == 12, what="backlog of 12")
@@ -143,7 +152,7 @@ def test_a_group_created_but_never_used_is_listed_with_its_config():
         assert not admin.subscription_group_config("cfg_only_cg").consistent
         # the topic configs the brokers store (queue numbers, perm, order), per broker
         admin.create_topic("CfgTopic", cluster="DefaultCluster", read_queue_nums=3, write_queue_nums=3, order=True)
-        wait_until(lambda: len(admin.topic_route("CfgTopic").queue_datas) == 2, what="route on both brokers")
+        wait_until(lambda: route_brokers(admin, "CfgTopic") == 2, what="route on both brokers")
         configs = admin.topic_configs("CfgTopic")
         assert sorted(configs) == ["broker-a", "broker-b"]
         assert {(c.read_queue_nums, c.write_queue_nums, c.perm, c.order) for c in configs.values()} == {(3, 3, 6, True)}

@@ -41,21 +41,23 @@ def acl_account(request: HttpRequest) -> HttpResponse:
         d["access_key"], d["secret_key"], cluster=d["cluster"], white_remote_address=d["white_remote_address"] or None,
         admin=d["admin"], default_topic_perm=d["default_topic_perm"], default_group_perm=d["default_group_perm"],
         topic_perms=d["topic_perms"], group_perms=d["group_perms"])
-    messages.success(request, f"ACL account {d['access_key']} created/updated on {', '.join(addrs)}")
+    return _done(request, f"ACL account {d['access_key']} created/updated", addrs)
+
+
+def _done(request: HttpRequest, text: str, addrs: list[str]) -> HttpResponse:
+    messages.success(request, f"{text} on {', '.join(addrs)}")
     return redirect("rocketmq_console:acl")
 
 
 @operator("delete ACL account")
 def acl_delete(request: HttpRequest) -> HttpResponse:
     d = cleaned(AclDeleteForm(request.POST))
-    addrs = service.admin().delete_acl_config(d["access_key"], cluster=d["cluster"])
-    messages.success(request, f"ACL account {d['access_key']} deleted on {', '.join(addrs)}")
-    return redirect("rocketmq_console:acl")
+    return _done(request, f"ACL account {d['access_key']} deleted",
+                 service.admin().delete_acl_config(d["access_key"], cluster=d["cluster"]))
 
 
 @operator("update global white list")
 def acl_white_list(request: HttpRequest) -> HttpResponse:
     d = cleaned(WhiteListForm(request.POST))
-    addrs = service.admin().update_global_white_addrs(d["addresses"], cluster=d["cluster"])
-    messages.success(request, f"global white list set to {', '.join(d['addresses']) or '(empty)'} on {', '.join(addrs)}")
-    return redirect("rocketmq_console:acl")
+    return _done(request, f"global white list set to {', '.join(d['addresses']) or '(empty)'}",
+                 service.admin().update_global_white_addrs(d["addresses"], cluster=d["cluster"]))
