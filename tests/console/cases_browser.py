@@ -306,6 +306,11 @@ class ConsoleInChromium(LiveServerTestCase):
             self.assertIn("PYTHON", self.text("#clients"))
             self.assertEqual(self.text("#consistency"), "consistent")
             self.shot("group")
+            # the client's full running info: subscription and the four queues it owns
+            self.submit("#clients a")
+            self.assertIn(TOPIC, self.text("#client-subscriptions"))
+            self.assertEqual(len(d.find_elements(By.CSS_SELECTOR, "#client-queues tr")), 1 + 4 + 2)  # + retry queues
+            self.shot("client")
 
             # stop the consumers, rewind, (restart): the reset of an offline group works
             consumer.shutdown()
