@@ -42,16 +42,20 @@ class MessageAdmin(AdminCore):
         ext = ViewMessageRequestHeader(offset=offset).to_ext_fields()
         try:
             resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, ext)
-        except RemotingError as down:
-            resp = await self._view_on_slaves(addr, ext, down)
+        except RemotingError:
+            found = await self._view_on_slaves(addr, ext)
+            if found is None:
+                raise
+            resp = found[1]
         msgs = decode_messages(resp.body)
         if not msgs:
             raise MQBrokerError(ResponseCode.QUERY_NOT_FOUND, f"no message {offset_msg_id}", addr)
         return msgs[0]
 
-    async def _view_on_slaves(self, addr: str, ext: dict[str, str], down: RemotingError) -> RemotingCommand:
-        """VIEW_MESSAGE_BY_ID on the slaves standing in for masters that are down; the first
-        that has a message at the offset whose store host is ``addr`` answers."""
+    async def _view_on_slaves(self, addr: str, ext: dict[str, str]) -> tuple[str, RemotingCommand] | None:
+        """VIEW_MESSAGE_BY_ID on the slaves standing in for masters that are down: the first
+        that has a message at the offset whose store host is ``addr``, with its answer (None:
+        no such slave)."""
         for broker in self._masterless(await self._cluster()):
             try:
                 resp = await self._broker(broker.read_from, RequestCode.VIEW_MESSAGE_BY_ID, dict(ext))
@@ -59,8 +63,17 @@ class MessageAdmin(AdminCore):
                 continue
             msgs = decode_messages(resp.body)
             if msgs and msgs[0].store_host == addr:
-                return resp
-        raise down
+                return broker.read_from, resp
+        return None
+
+    async def _stand_in(self, offset_msg_id: str) -> str | None:
+        """The slave standing in for the (down) master that stored ``offset_msg_id``, if any."""
+        try:
+            host, port, offset = decode_offset_msg_id(offset_msg_id)
+        except ValueError:
+            return None
+        found = await self._view_on_slaves(f"{host}:{port}", ViewMessageRequestHeader(offset=offset).to_ext_fields())
+        return found[0] if found else None
 
     async def query_message_by_key(self, topic: str, key: str, *, max_num: int = 64, begin_ms: int = 0,
                              end_ms: int = JAVA_LONG_MAX, unique: bool = False) -> list[MessageExt]:
@@ -203,9 +216,12 @@ class MessageAdmin(AdminCore):
         msg = await self.query_message_by_id(msg_id, topic)
 
         conns = await self._connections(group)
-        masters = await self._group_readers(group)
-        # the broker that stores the message, as mqadmin (it serves the group's clients too)
-        addr = msg.store_host or masters.get(msg.broker_name) or next(iter(masters.values()))
+        readers = await self._group_readers(group)
+        # the broker that stores the message, as mqadmin (it serves the group's clients too);
+        # while its master is down, the slave standing in for it (same CommitLog offsets)
+        addr = msg.store_host or readers.get(msg.broker_name) or next(iter(readers.values()))
+        if addr not in readers.values():  # its master is down: the slave holding the message
+            addr = await self._stand_in(msg.offset_msg_id) or addr
         out = {}
         for c in conns.connections:
             if client_id and c.client_id != client_id:

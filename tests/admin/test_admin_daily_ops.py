@@ -136,6 +136,21 @@ def test_reads_come_from_the_slave_while_a_master_is_down():
         assert [(d.cluster, d.broker_name, d.read_from) for d in down] == [
             ("DefaultCluster", "broker-b", cluster.slaves["broker-b"][0].config.broker_addr)]
 
+        # a consumer of the group started now: a message of broker-b consumed again directly
+        # (CONSUME_MESSAGE_DIRECTLY through the slave standing in for its master)
+        received = Received()
+        consumer = PushConsumer(group, ns, **FAST)
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(received)
+        consumer.start()
+        try:
+            wait_until(lambda: len({m.msg_id for m in received.messages}) >= 12, what="the backlog consumed")
+            results = admin.consume_message_directly(group, on_b.offset_msg_id)
+            assert [r.consume_result.name for r in results.values()] == ["CR_SUCCESS"]
+            assert [m.body for m in received.messages].count(key_b.encode()) == 2
+        finally:
+            consumer.shutdown()
+
 
 def test_a_group_created_but_never_used_is_listed_with_its_config():
     with embedded.start_cluster(("broker-a", "broker-b")) as cluster, AdminClient(cluster.namesrv_addr) as admin:
