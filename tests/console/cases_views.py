@@ -534,9 +534,9 @@ class MonitorTests(TestCase):
         self.assertEqual(LagAlarm.objects.get(group="hook_cg").notified, "collected; webhook 204")
 
     def test_chart_points_are_stored_a_minute_apart_and_shown_after_a_restart(self) -> None:
-        now = time.time()
+        now = time.time() // 60 * 60  # a minute's start: the times below fall in known minutes
         before = Sampler(10, 3600)
-        for i, at in enumerate((now - 125, now - 121, now - 65)):  # the 2nd is in the 1st one's minute
+        for i, at in enumerate((now - 119, now - 115, now - 59)):  # the 2nd is in the 1st one's minute
             before.record(Sample(at, group_lag={"chart_cg": 10 + i}, topic_tps={"ChartTopic": 2.5 + i}))
         self.assertEqual(sorted(ChartPoint.objects.filter(kind="group_lag").values_list("value", flat=True)),
                          [10.0, 12.0])
