@@ -55,6 +55,10 @@ __all__ = ["AppendError", "DLedgerNode", "Role"]
 log = logging.getLogger("rocketmq_broker.dledger")
 
 MAX_QUEUED_APPENDS = 10_000  # follower: APPEND pushes waiting for their turn
+#: terms above are refused (411), never adopted, so that a member pushed up to it by a hostile
+#: frame still has 2**32 elections of room below the Java long limit (real terms grow by one per
+#: election)
+MAX_TERM = (1 << 63) - (1 << 32)
 
 
 def _now() -> float:
@@ -412,16 +416,19 @@ class DLedgerNode:
             self._wake.set()
 
     # -- vote and heartbeat receivers -------------------------------------------------------
-    def _check_base(self, group: str | None, remote_id: str | None) -> DLedgerCode | None:
+    def _check_base(self, group: str | None, remote_id: str | None, term: int = 0) -> DLedgerCode | None:
         if remote_id != self.config.self_id:
             return DLedgerCode.UNKNOWN_MEMBER
         if group != self.config.group:
             return DLedgerCode.UNKNOWN_GROUP
+        if term > MAX_TERM:
+            # never adopted: a member there could not move to a next term that fits a Java long
+            return DLedgerCode.UNEXPECTED_ARGUMENT
         return None
 
     def _on_vote(self, channel: Channel, cmd: RemotingCommand) -> RemotingCommand:
         req = VoteRequest.decode(cmd.body)
-        bad = self._check_base(req.group, req.remote_id)
+        bad = self._check_base(req.group, req.remote_id, req.term)
         if bad is not None:
             resp = VoteResponse(group=req.group, remote_id=req.remote_id, local_id=req.local_id,
                                 leader_id=req.leader_id, term=req.term, code=int(bad))
@@ -465,7 +472,7 @@ class DLedgerNode:
     def _on_heartbeat(self, channel: Channel, cmd: RemotingCommand) -> RemotingCommand:
         req = HeartBeatRequest.decode(cmd.body)
         st = self.state
-        bad = self._check_base(req.group, req.remote_id)
+        bad = self._check_base(req.group, req.remote_id, req.term)
         if bad is not None:
             resp = HeartBeatResponse(group=req.group, remote_id=req.remote_id, local_id=req.local_id,
                                      leader_id=req.leader_id, term=req.term, code=int(bad))
@@ -706,7 +713,7 @@ class DLedgerNode:
 
     def _on_push(self, channel: Channel, cmd: RemotingCommand) -> RemotingCommand | asyncio.Future:
         req = PushRequest.decode(cmd.body)
-        bad = self._check_base(req.group, req.remote_id)
+        bad = self._check_base(req.group, req.remote_id, req.term)
         if bad is None and req.batch_entry:
             bad = DLedgerCode.UNSUPPORTED  # enableBatchPush is off in 4.9.8
         if bad is None and req.type is PushType.APPEND and req.first_entry_index > self.ledger.end_index + MAX_QUEUED_APPENDS:
