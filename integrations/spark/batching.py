@@ -81,18 +81,18 @@ class QueueBatcher:
             self.flush(mq)
 
 
-def send_rows_batched(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, selector: Any,
-                      batch_size: int, send_timeout_ms: int) -> tuple[int, int]:
-    """Send ``rows`` in per-queue batches; returns ``(sent, sent with a non-OK status)``.
+def send_rows_batched(messages: Iterable[tuple[Any, Any]], mapper: RowMessageMapper, producer: Any, *,
+                      selector: Any, batch_size: int, send_timeout_ms: int,
+                      max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> tuple[int, int]:
+    """Send ``(message, row)`` pairs in per-queue batches; returns ``(sent, sent with a non-OK status)``.
 
     Raises:
         rocketmq_sdk.exceptions.MQError: a send failed (earlier batches stay sent).
     """
-    batcher = QueueBatcher(producer, batch_size, send_timeout_ms)
+    batcher = QueueBatcher(producer, batch_size, send_timeout_ms, max_batch_bytes)
     queues = producer.fetch_publish_queues(mapper.topic) if mapper.uses_selector else None
     select = getattr(selector, "select", selector)
-    for row in rows:
-        msg = mapper.to_message(row)
+    for msg, row in messages:
         if queues is not None:
             batcher.add(msg, select(queues, msg, mapper.selector_arg(row)))
         else:

@@ -158,6 +158,9 @@ class RowMessageMapper:
         if self.body is None:
             return row_to_json(row, self.exclude_from_body)
         value = row[self.body] if isinstance(self.body, str) else self.body(row)
+        if value is None:
+            raise IllegalArgumentError(f"the body column {self.body!r} is null" if isinstance(self.body, str)
+                                       else "the body function returned None")
         if isinstance(value, bytes | bytearray | memoryview):
             return bytes(value)
         if isinstance(value, str):
@@ -178,6 +181,9 @@ class RowMessageMapper:
         """
         tag = _text(row[self.tag_col] if self.tag_col is not None else
                     self.tag_fn(row) if self.tag_fn is not None else None)
+        if tag is not None and "||" in tag:
+            raise IllegalArgumentError(f"{self._part('tag')}: tag {tag!r} contains '||', the separator of tag "
+                                       "expressions (no subscription could select it)")
         keys: Any = (row[self.keys_col] if self.keys_col is not None else
                      self.keys_fn(row) if self.keys_fn is not None else None)
         if keys is not None and not isinstance(keys, str):
@@ -188,5 +194,20 @@ class RowMessageMapper:
         if props:
             props = {str(k): str(v) for k, v in props.items() if v is not None}
         delay = row[self.delay_col] if self.delay_col is not None else None
-        return Message(self.topic, self.body_of(row), tags=tag, keys=keys or None, properties=props or None,
-                       delay_time_level=int(delay or 0))
+        body = self.body_of(row)
+        try:
+            return Message(self.topic, body, tags=tag, keys=keys or None, properties=props or None,
+                           delay_time_level=int(delay or 0))
+        except IllegalArgumentError as exc:  # a separator or a reserved name: say which column
+            text = str(exc)
+            part = ("tag" if text.startswith("Message tags") else "keys" if text.startswith("Message key")
+                    else "properties")
+            raise IllegalArgumentError(f"{self._part(part)}: {text}") from exc
+
+    def _part(self, part: str) -> str:
+        """Where a part of the message comes from: ``column 'x'`` or ``the tag_fn function``."""
+        if part == "properties":
+            fn = self.properties_fn
+            return f"column {fn.column!r}" if isinstance(fn, ColumnValue) else "the properties_fn function"
+        col = getattr(self, f"{part}_col")
+        return f"column {col!r}" if col is not None else f"the {part}_fn function"
