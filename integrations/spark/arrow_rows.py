@@ -39,6 +39,20 @@ def _plain_batch(batch: Any) -> Any:
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names) if changed else batch
 
 
+def _column_values(col: Any) -> list[Any]:
+    """The Python values of one Arrow column (numbers and strings without nulls through numpy,
+    in C; anything else value by value, maps as ``dict``)."""
+    import pyarrow as pa
+
+    t = col.type
+    if col.null_count == 0:
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+            return col.to_numpy(zero_copy_only=False).tolist()
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return col.to_numpy(zero_copy_only=False).tolist()
+    return col.to_pylist(maps_as_pydicts="lossy")
+
+
 def arrow_rows(batches: Iterable[Any], *, row_objects: bool = False) -> Iterator[Any]:
     """The rows of Arrow ``batches``, in order: ``dict`` per row (``pyspark.sql.Row`` with
     ``row_objects``)."""
@@ -48,7 +62,10 @@ def arrow_rows(batches: Iterable[Any], *, row_objects: bool = False) -> Iterator
 
         row_type = Row
     for batch in batches:
-        rows = _plain_batch(batch).to_pylist(maps_as_pydicts="lossy")
+        plain = _plain_batch(batch)
+        names = plain.schema.names
+        rows = [dict(zip(names, values, strict=True))
+                for values in zip(*(_column_values(c) for c in plain.columns), strict=True)]
         if row_type is None:
             yield from rows
         else:

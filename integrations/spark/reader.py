@@ -2,8 +2,9 @@
 batch ``DataSourceReader``.
 
 Each partition (:class:`.offsets.QueueRange`) is read by one task with PULL_MESSAGE requests of
-``pullBatchSize`` messages from ``start`` up to ``end`` (exclusive), in queue order, with the
-worker's cached ``PullConsumer`` (:mod:`.consumers`). Bodies arrive decompressed (the SDK's
+``pullBatchSize`` messages from ``start`` up to ``end`` (exclusive), in queue order,
+``pullsInFlight`` of them at once (the offsets are known, so the next pulls are asked before the
+first answer is back; they are spaced by what the broker serves per pull), with the worker's cached ``PullConsumer`` (:mod:`.consumers`). Bodies arrive decompressed (the SDK's
 decoder inflates bodies stored with the COMPRESSED flag). Rows go to Spark as Arrow record
 batches filled straight from the pull bodies (:mod:`.arrow_records`, with its C twin): no
 per-row Python objects on either side.
@@ -94,31 +95,40 @@ def read_range(part: QueueRange, schema: StructType) -> Iterator[Any]:
     tags = _exact_tags(opts)
     cols = RecordColumns()
     waiting_since: float | None = None
+    size = stride = opts.pull_batch_size  # stride: what the broker serves per pull (it caps it, at 32 by default)
     while offset < end:
-        result, body = consumer.pull_raw(mq, selector, offset, min(opts.pull_batch_size, end - offset),
-                                         timeout_ms=opts.pull_timeout_ms)
-        status = result.pull_status
-        if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
-            waiting_since = None
-            if body:
-                cols.add_records(body, offset, end)
-            if len(cols) >= ROWS_PER_BATCH or cols.data_bytes >= MAX_BATCH_DATA_BYTES:
-                yield _finish(cols, pa_schema, mq.broker_name, tags)
-                cols = RecordColumns()
-            offset = max(result.next_begin_offset, offset + (0 if body else 1))
-        elif status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
-            lost = f"offsets {offset}..{min(result.min_offset, end) - 1} of {mq} are no longer stored"
-            if opts.fail_on_data_loss:
-                raise MQClientError(lost + " (set failOnDataLoss=false to skip them)")
-            logger.warning("%s; skipped", lost)
-            offset = result.min_offset
-        else:  # NO_NEW_MSG (or OFFSET_ILLEGAL above the max) below the planned end
-            now = time.monotonic()
-            waiting_since = waiting_since if waiting_since is not None else now
-            if now - waiting_since > NO_NEW_MESSAGE_WAIT_S:
-                raise MQClientError(f"{mq}: no message served from offset {offset} although the range "
-                                    f"ends at {end} ({status.name}, broker max {result.max_offset})")
-            time.sleep(0.05)  # back-off between pulls of a queue the broker has not caught up on
+        starts = range(offset, min(end, offset + stride * opts.pulls_in_flight), stride)
+        answers = consumer.pull_raw_many(mq, selector, starts, size, timeout_ms=opts.pull_timeout_ms)
+        for start, (result, body) in zip(starts, answers, strict=True):
+            if start != offset:  # an answer before ended short: pull again from where it ended
+                break
+            status = result.pull_status
+            if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
+                waiting_since = None
+                if body:
+                    cols.add_records(body, offset, end)
+                if len(cols) >= ROWS_PER_BATCH or cols.data_bytes >= MAX_BATCH_DATA_BYTES:
+                    yield _finish(cols, pa_schema, mq.broker_name, tags)
+                    cols = RecordColumns()
+                served = result.next_begin_offset - offset
+                if body and 0 < served < stride and result.next_begin_offset < end:
+                    stride = served
+                offset = max(result.next_begin_offset, offset + (0 if body else 1))
+                continue
+            if status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
+                lost = f"offsets {offset}..{min(result.min_offset, end) - 1} of {mq} are no longer stored"
+                if opts.fail_on_data_loss:
+                    raise MQClientError(lost + " (set failOnDataLoss=false to skip them)")
+                logger.warning("%s; skipped", lost)
+                offset = result.min_offset
+            else:  # NO_NEW_MSG (or OFFSET_ILLEGAL above the max) below the planned end
+                now = time.monotonic()
+                waiting_since = waiting_since if waiting_since is not None else now
+                if now - waiting_since > NO_NEW_MESSAGE_WAIT_S:
+                    raise MQClientError(f"{mq}: no message served from offset {offset} although the range "
+                                        f"ends at {end} ({status.name}, broker max {result.max_offset})")
+                time.sleep(0.05)  # back-off between pulls of a queue the broker has not caught up on
+            break
     if len(cols):
         yield _finish(cols, pa_schema, mq.broker_name, tags)
     if opts.commit_group and part.commit_on_read:

@@ -57,6 +57,10 @@ class RowIdKeys:
     def uses_selector(self) -> bool:
         return self.mapper.uses_selector
 
+    @property
+    def body(self) -> Any:
+        return self.mapper.body
+
     def selector_arg(self, row: Any) -> str:
         return self.mapper.selector_arg(row)
 

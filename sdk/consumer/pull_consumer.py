@@ -12,7 +12,9 @@ and read them back with :meth:`fetch_consume_offset`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any, Unpack
 
 from ..client.route import subscribe_queues_from_route
@@ -223,16 +225,33 @@ class PullConsumer(ActiveConsumerBase):
         Raises:
             IllegalArgumentError: illegal arguments. MQBrokerError, RemotingError.
         """
-        _, header, timeout = self._pull_request(mq, expression, offset, max_nums, False, timeout_ms)
+        return self.pull_raw_many(mq, expression, [offset], max_nums, timeout_ms=timeout_ms)[0]
+
+    def pull_raw_many(self, mq: MessageQueue, expression: str | MessageSelector | None, offsets: Sequence[int],
+                      max_nums: int, *, timeout_ms: int | None = None) -> list[tuple[PullResult, bytes]]:
+        """:meth:`pull_raw` from each of ``offsets``, all PULL_MESSAGE requests in flight at
+        once (one round trip for a reader that knows the offsets it wants next).
+
+        Returns:
+            One ``(result, body)`` per offset, in the order of ``offsets``.
+
+        Raises:
+            IllegalArgumentError: illegal arguments. MQBrokerError, RemotingError: one of the
+                pulls failed (the others' answers are dropped).
+        """
+        requests = [self._pull_request(mq, expression, offset, max_nums, False, timeout_ms) for offset in offsets]
         inst, nodes = self.instance, self._pull_nodes
 
-        async def pull_once_raw() -> tuple[PullResult, bytes]:
+        async def pull_once_raw(header: Any, timeout: int) -> tuple[PullResult, bytes]:
             addr = await nodes.address(inst, mq, header)
             result, body = await inst.api.pull_message_raw(addr, header, timeout)
             nodes.update(mq, result.suggest_which_broker_id)
             return result, body
 
-        return inst.run(pull_once_raw(), timeout / 1000.0 + 1.0)
+        async def pull_all() -> list[tuple[PullResult, bytes]]:
+            return list(await asyncio.gather(*(pull_once_raw(header, timeout) for _, header, timeout in requests)))
+
+        return inst.run(pull_all(), max((t for _, _, t in requests), default=0) / 1000.0 + 1.0)
 
     def _pull_request(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int, max_nums: int,
                       block: bool, timeout_ms: int | None) -> tuple[SubscriptionData, Any, int]:

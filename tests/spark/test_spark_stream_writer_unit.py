@@ -49,3 +49,21 @@ def test_row_id_keys_number_rows_in_mapping_order():
     keys = [wrapped.to_message(ROW).keys for _ in range(3)]
     assert keys == [["k1", "k2", f"spark-q-7-2-{i}"] for i in range(3)]
     assert wrapped.topic == "t" and not wrapped.uses_selector
+
+
+def test_rows_sent_through_row_id_keys_carry_their_key_and_name_their_column_when_bad():
+    from rocketmq_sdk.integrations.spark import send_rows
+
+    class Producer:
+        def __init__(self) -> None:
+            self.keys: list[list[str]] = []
+
+        def send(self, msg, *, timeout_ms=3000):
+            self.keys.append(msg.keys)
+
+    mapper = _options_to_writer_args({"nameServer": "h:1", "topic": "t"}, SCHEMA).mapper
+    producer = Producer()
+    assert send_rows([ROW, ROW], RowIdKeys(mapper, "spark-q-1-0"), producer) == 2
+    assert producer.keys == [["k1", "k2", "spark-q-1-0-0"], ["k1", "k2", "spark-q-1-0-1"]]
+    with pytest.raises(IllegalArgumentError, match="row 1 .*column 'body' is null"):
+        send_rows([ROW, {**ROW, "body": None}], RowIdKeys(mapper, "p"), producer)
