@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 ROWS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint clean ext browser docs wheel-check
+.PHONY: install demo test lint clean ext browser docs wheel-check spark-discovery
 
 install: $(STAMP)
 
@@ -21,7 +21,18 @@ $(STAMP): pyproject.toml setup.py $(C_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[spark,dev,celery]"
+	@$(MAKE) --no-print-directory spark-discovery
 	@touch $(STAMP)
+
+# Spark finds format("rocketmq") by listing the top-level pyspark_* modules on sys.path
+# (pkgutil.iter_modules); the editable install's import hook is invisible to that listing, so
+# pyspark_rocketmq.py is also linked into a folder of its own that a .pth file puts on sys.path:
+# found from any working directory (docs/spark.md)
+SPARK_DISCOVERY := $(abspath $(VENV))/spark-discovery
+spark-discovery:
+	@mkdir -p $(SPARK_DISCOVERY)
+	@ln -sfn $(abspath pyspark_rocketmq.py) $(SPARK_DISCOVERY)/pyspark_rocketmq.py
+	@$(PY) -c 'import sys, sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()["purelib"], "rocketmq_spark_discovery.pth").write_text(sys.argv[1] + "\n")' $(SPARK_DISCOVERY)
 
 # make ext - rebuild the optional C accelerators in place (after editing a *.c file); a lock keeps
 # concurrent builds apart.
