@@ -52,7 +52,6 @@ class QueueBatcher:
         self.send_timeout_ms = send_timeout_ms
         self.max_batch_bytes = max_batch_bytes
         self._buffers: dict[Any, list[Any]] = {}
-        self._sizes: dict[Any, int] = {}
         self._async = callable(getattr(producer, "send_async", None))
         self._in_flight: dict[Any, deque[tuple[Any, int]]] = {}  # queue -> (future, messages), oldest first
         self.sent = 0
@@ -60,14 +59,16 @@ class QueueBatcher:
 
     def add(self, msg: Any, mq: Any = None) -> None:
         """Buffer ``msg`` for queue ``mq`` (``None``: any queue); may send that buffer."""
-        buf = self._buffers.setdefault(mq, [])
-        size = self._sizes.get(mq, 0) + len(msg.body)
-        if buf and size > self.max_batch_bytes:
+        entry = self._buffers.get(mq)  # [messages, body bytes]: one look-up of the queue per message
+        if entry is None:
+            entry = self._buffers[mq] = [[], 0]
+        size = len(msg.body)
+        if entry[0] and entry[1] + size > self.max_batch_bytes:
             self.flush(mq)
-            buf, size = self._buffers.setdefault(mq, []), len(msg.body)
-        buf.append(msg)
-        self._sizes[mq] = size
-        if len(buf) >= self.batch_size:
+            entry = self._buffers[mq] = [[], 0]
+        entry[0].append(msg)
+        entry[1] += size
+        if len(entry[0]) >= self.batch_size:
             self.flush(mq)
 
     def flush(self, mq: Any = None) -> None:
@@ -77,10 +78,10 @@ class QueueBatcher:
         Raises:
             rocketmq_sdk.exceptions.MQError: this or an earlier request of the queue failed.
         """
-        buf = self._buffers.pop(mq, None)
-        self._sizes.pop(mq, None)
-        if not buf:
+        entry = self._buffers.pop(mq, None)
+        if not entry or not entry[0]:
             return
+        buf = entry[0]
         message: Any = buf[0] if len(buf) == 1 else buf
         if not self._async:
             if len(buf) == 1:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import functools
 import json
+import re
+import string
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,8 +84,21 @@ class FieldTemplate:
     template: str
 
     def __call__(self, row: Any) -> str:
-        data = {k: ("" if v is None else v) for k, v in row_as_dict(row).items()}
+        if type(row) is dict:  # only the fields the template names (the writer's Arrow rows)
+            data = {}
+            for name in self._fields:
+                value = row[name]
+                data[name] = "" if value is None else value
+        else:
+            data = {k: ("" if v is None else v) for k, v in row_as_dict(row).items()}
         return self.template.format_map(data)
+
+    @functools.cached_property
+    def _fields(self) -> tuple[str, ...]:
+        """The top-level field names the template uses (``{a.b}`` and ``{a[0]}`` use ``a``)."""
+        names = (re.split(r"[.\[]", field)[0] for _, field, _, _ in string.Formatter().parse(self.template)
+                 if field)
+        return tuple(dict.fromkeys(names))
 
 
 @dataclass(frozen=True)
