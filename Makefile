@@ -42,10 +42,10 @@ ext:
 demo: install
 	$(PY) examples/flights_demo.py $(if $(ROWS),--rows $(ROWS),)
 
-# make test also runs the codec, store and producer tests a second time on the pure-Python twins of
+# make test also runs the codec, store, producer and Spark record-decoder tests a second time on the pure-Python twins of
 # the C accelerators (ROCKETMQ_PURE_PYTHON=1), so both implementations stay tested (~20 s);
 # PURE_PASS=0 skips that pass (e.g. with PYTEST_ARGS selecting a few tests)
-PURE_TESTS ?= tests/protocol tests/remoting tests/store tests/producer
+PURE_TESTS ?= tests/protocol tests/remoting tests/store tests/producer tests/spark/test_spark_arrow_records.py
 PURE_PASS ?= 1
 
 # the console's browser tests (tests/console) drive Debian's chromium + chromium-driver; installed
