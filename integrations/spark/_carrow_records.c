@@ -96,12 +96,7 @@ static int split_props(const unsigned char *p, Py_ssize_t n, Prop *out) {
             return -1;
     Py_ssize_t i = 0;
     while (i <= n) {
-        Py_ssize_t j = i;
-        while (j < n && p[j] != 2)
-            j++;
-        Py_ssize_t sep = i;
-        while (sep < j && p[sep] != 1)
-            sep++;
+        Py_ssize_t sep, j = prop_item(p, n, i, &sep);
         if (sep < j && sep > i && j > sep + 1) { /* a key and a value, both non-empty */
             if (count == MAX_PROPS)
                 return -1;

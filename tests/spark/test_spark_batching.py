@@ -31,15 +31,21 @@ class ModSelector:
         return mqs[int(arg) % len(mqs)]
 
 
-def test_rows_are_batched_per_selected_queue_in_row_order():
-    producer = BatchProducer()
-    rows = [{"k": i % 3, "i": i} for i in range(14)]
+def send_keyed_rows(producer: BatchProducer, count: int) -> dict[str, list[int]]:
+    """Send rows 0..count-1 keyed by i % 3 in batches of 2; the row numbers each queue got, in order."""
+    rows = [{"k": i % 3, "i": i} for i in range(count)]
     mapper = RowMessageMapper("t", body=lambda r: str(r["i"]), selector_col="k")
-    assert send_rows(rows, mapper, producer, selector=ModSelector(), batch_size=2) == 14
+    assert send_rows(rows, mapper, producer, selector=ModSelector(), batch_size=2) == count
     per_queue: dict[str, list[int]] = {}
     for kind, mq, bodies in producer.requests:
         assert kind == ("batch" if len(bodies) > 1 else "send") and len(bodies) <= 2
         per_queue.setdefault(mq, []).extend(int(b) for b in bodies)
+    return per_queue
+
+
+def test_rows_are_batched_per_selected_queue_in_row_order():
+    producer = BatchProducer()
+    per_queue = send_keyed_rows(producer, 14)
     assert per_queue == {"q0": [0, 3, 6, 9, 12], "q1": [1, 4, 7, 10, 13], "q2": [2, 5, 8, 11]}
     assert producer.requests[-1][0] == "send"  # the odd leftover of a queue goes alone
 
@@ -99,13 +105,7 @@ class AsyncProducer(BatchProducer):
 
 def test_async_sends_keep_one_request_in_flight_per_queue_and_the_queue_order():
     producer = AsyncProducer()
-    rows = [{"k": i % 3, "i": i} for i in range(30)]
-    mapper = RowMessageMapper("t", body=lambda r: str(r["i"]), selector_col="k")
-    assert send_rows(rows, mapper, producer, selector=ModSelector(), batch_size=2) == 30
-    per_queue: dict[str, list[int]] = {}
-    for _, mq, bodies in producer.requests:
-        per_queue.setdefault(mq, []).extend(int(b) for b in bodies)
-    assert per_queue == {f"q{k}": list(range(k, 30, 3)) for k in range(3)}
+    assert send_keyed_rows(producer, 30) == {f"q{k}": list(range(k, 30, 3)) for k in range(3)}
     assert producer.most_in_flight_per_queue == 1 and producer.most_in_flight == 3  # the queues overlap
     assert not producer.in_flight
 
