@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE.parent / "examples"))
 from flights_kit.data import FLIGHTS_ROWS, build_spark, extract_flights_csv, load_flights  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
 from harness import proc_cpu_s  # noqa: E402
-from spark_writer import cpu_delta_s, descendants_cpu_s  # noqa: E402
+from spark_writer import cpu_delta_by_kind_s, cpu_delta_s, descendants_cpu_s  # noqa: E402
 
 QUICK_ROWS = 20_000
 QUEUES = 8
@@ -107,7 +107,9 @@ def main() -> int:
                 b1, s1 = proc_cpu_s(broker_pid), descendants_cpu_s(me, broker_pid)
                 rec = {"case": name, "rows": rows, "s": round(el, 2), "rows_per_s": round(rows / el),
                        "spark_cpu_us_per_row": round(cpu_delta_s(s0, s1) / rows * 1e6, 1),
-                       "broker_cpu_us_per_row": round((b1 - b0) / rows * 1e6, 1)}
+                       "broker_cpu_us_per_row": round((b1 - b0) / rows * 1e6, 1),
+                       **{f"{kind}_cpu_us_per_row": round(v / rows * 1e6, 1)
+                          for kind, v in cpu_delta_by_kind_s(s0, s1).items()}}
                 if got != rows:
                     rec["error"] = f"{got:,} rows instead of {rows:,}"
                 results.append(rec)
@@ -144,8 +146,9 @@ def main() -> int:
         "`local[2]`, reference broker (child process). rows/s = rows / wall time of the Spark job or query "
         "(query start included for the streams). Spark CPU = the JVM and its Python workers (descendants of this "
         "process but the broker; a lower bound: a worker that exits during a case is not counted).", "",
-        "| case | rows | s | rows/s | Spark CPU µs/row | broker CPU µs/row |", "|---|---:|---:|---:|---:|---:|",
+        "| case | rows | s | rows/s | Spark CPU µs/row (JVM + Python) | broker CPU µs/row |", "|---|---:|---:|---:|---:|---:|",
         *[f"| {r['case']} | {r['rows']:,} | {r['s']} | {r['rows_per_s']:,} | {r['spark_cpu_us_per_row']} "
+          f"({r['jvm_cpu_us_per_row']} + {r['python_cpu_us_per_row']}) "
           f"| {r['broker_cpu_us_per_row']}" + (f" (error: {r['error']})" if "error" in r else "") + " |"
           for r in results], ""])
     print(md)
