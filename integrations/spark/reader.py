@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.types import StructType
 from rocketmq_sdk.consumer.selector import MessageSelector
-from rocketmq_sdk.exceptions import MQClientError
+from rocketmq_sdk.exceptions import MQBrokerError, MQClientError, TopicNotExistError
 from rocketmq_sdk.protocol.bodies import SubscriptionData
 from rocketmq_sdk.protocol.message import PullStatus
 
@@ -74,6 +74,14 @@ def _finish(cols: RecordColumns, pa_schema: Any, broker_name: str, tags: list[st
     return batch.filter(pc.fill_null(pc.is_in(batch.column(2), value_set=pa.array(tags, pa.string())), False))
 
 
+def _topic_exists(consumer: Any, topic: str) -> bool:
+    """Whether the name server still routes ``topic`` (a pull failed: deleted, or another error)."""
+    try:
+        return bool(consumer.fetch_subscribe_message_queues(topic))
+    except TopicNotExistError:
+        return False
+
+
 def _selector(options: ReadOptions) -> Any:
     if options.expression_type == "SQL92":
         return MessageSelector.by_sql(options.sub_expression)
@@ -84,8 +92,9 @@ def read_range(part: QueueRange, schema: StructType) -> Iterator[Any]:
     """Arrow record batches of the messages of ``part`` (queue order), on an executor.
 
     Raises:
-        MQClientError: messages of the range are no longer stored and ``failOnDataLoss`` is on,
-            or the broker serves nothing below ``end`` for ``NO_NEW_MESSAGE_WAIT_S`` seconds.
+        MQClientError: messages of the range are no longer stored, or the topic was deleted,
+            and ``failOnDataLoss`` is on (off: the lost offsets are skipped with a warning); or
+            the broker serves nothing below ``end`` for ``NO_NEW_MESSAGE_WAIT_S`` seconds.
         MQBrokerError / RemotingError: a pull failed.
     """
     opts = part.options
@@ -98,7 +107,16 @@ def read_range(part: QueueRange, schema: StructType) -> Iterator[Any]:
     size = stride = opts.pull_batch_size  # stride: what the broker serves per pull (it caps it, at 32 by default)
     while offset < end:
         starts = range(offset, min(end, offset + stride * opts.pulls_in_flight), stride)
-        answers = consumer.pull_raw_many(mq, selector, starts, size, timeout_ms=opts.pull_timeout_ms)
+        try:
+            answers = consumer.pull_raw_many(mq, selector, starts, size, timeout_ms=opts.pull_timeout_ms)
+        except MQBrokerError as exc:
+            if _topic_exists(consumer, mq.topic):
+                raise
+            lost = f"topic {mq.topic} no longer exists: offsets {offset}..{end - 1} of {mq} cannot be read"
+            if opts.fail_on_data_loss:
+                raise MQClientError(lost + " (set failOnDataLoss=false to skip them)") from exc
+            logger.warning("%s; skipped", lost)
+            break
         for start, (result, body) in zip(starts, answers, strict=True):
             if start != offset:  # an answer before ended short: pull again from where it ended
                 break

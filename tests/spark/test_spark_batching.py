@@ -85,10 +85,7 @@ class AsyncProducer(BatchProducer):
         self.most_in_flight = 0
 
     def send_async(self, msg, *, mq=None, timeout_ms=3000):
-        import concurrent.futures
-
         bodies = [m.body for m in msg] if isinstance(msg, list) else [msg.body]
-        fut: concurrent.futures.Future = concurrent.futures.Future()
         self.in_flight.append(mq)
         self.most_in_flight = max(self.most_in_flight, len(self.in_flight))
         self.most_in_flight_per_queue = max(self.most_in_flight_per_queue, self.in_flight.count(mq))
