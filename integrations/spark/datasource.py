@@ -46,18 +46,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import datasource as _spark_datasource
 from pyspark.sql.datasource import (
     DataSource,
-    DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamReader,
     DataSourceStreamWriter,
+    DataSourceWriter,
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
-from .arrow_rows import arrow_rows, needs_row_objects
+from .arrow_rows import needs_row_objects, task_rows
 from .batching import DEFAULT_MAX_BATCH_BYTES
 from .mapping import ColumnValue, FieldTemplate, RowMessageMapper
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerSpec, get_producer
@@ -92,9 +93,10 @@ class WriterArgs:
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
 
     def send(self, batches: Iterator[Any], mapper: Any = None) -> int:
-        """Send the rows of Arrow ``batches`` (one task's partition) with the worker's producer."""
+        """Send the rows of Arrow ``batches`` (one task's partition; rows from a PySpark without
+        the Arrow writers) with the worker's producer."""
         mapper = mapper or self.mapper
-        rows = arrow_rows(batches, row_objects=needs_row_objects(self.mapper))
+        rows = task_rows(batches, row_objects=needs_row_objects(self.mapper))
         return send_rows(rows, mapper, get_producer(self.spec), send_timeout_ms=self.send_timeout_ms,
                          batch_size=self.batch_size, max_batch_bytes=self.max_batch_bytes)
 
@@ -131,7 +133,11 @@ def _options_to_writer_args(options: dict[str, str], schema: StructType) -> Writ
     return WriterArgs(mapper, spec, int(opts.get("sendtimeoutms", "3000")), batch_size, max_batch_bytes)
 
 
-class RocketMQDataSourceWriter(DataSourceArrowWriter):
+ArrowWriter: type = getattr(_spark_datasource, "DataSourceArrowWriter", DataSourceWriter)
+"""Spark's Arrow writer base when this PySpark has it (``write`` gets ``pyarrow.RecordBatch``es), else the row one."""
+
+
+class RocketMQDataSourceWriter(ArrowWriter):  # type: ignore[misc,valid-type]
     """Sends the rows of one partition per ``write`` call (on the workers), from Arrow batches."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql import datasource as _spark_datasource
+from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 from rocketmq_sdk.protocol.message import Message
 
 from .mapping import RowMessageMapper
@@ -71,7 +72,11 @@ class RowIdKeys:
         return msg
 
 
-class RocketMQStreamWriter(DataSourceStreamArrowWriter):
+StreamArrowWriter: type = getattr(_spark_datasource, "DataSourceStreamArrowWriter", DataSourceStreamWriter)
+"""Spark's Arrow stream writer base when this PySpark has it, else the row one."""
+
+
+class RocketMQStreamWriter(StreamArrowWriter):  # type: ignore[misc,valid-type]
     """Sends each micro-batch's partitions (on the executors, from Arrow batches); logs the
     counts on commit.
 
