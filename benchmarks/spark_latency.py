@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import logging
 import os
 import sys
 import tempfile
@@ -27,10 +26,12 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "examples"))
 
 from flights_kit.data import build_spark  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
+from harness import parse_args_and_log  # noqa: E402
 
 QUEUES = 8
 WARM_UP_S = 5.0
@@ -63,10 +64,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rate", type=int, default=5000, help="messages per second (default 5000)")
     ap.add_argument("--seconds", type=float, default=30.0, help="measured seconds after the warm-up")
-    ap.add_argument("--out-dir", default=str(HERE / "results"))
-    ap.add_argument("--no-write", action="store_true")
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parse_args_and_log(ap, HERE / "results")
     from rocketmq_broker.embedded import start_dev_cluster
     from rocketmq_sdk.integrations.spark import register_data_source
 

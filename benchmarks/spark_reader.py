@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import logging
 import os
 import platform
 import subprocess
@@ -37,7 +36,7 @@ sys.path.insert(0, str(HERE.parent / "examples"))
 
 from flights_kit.data import FLIGHTS_ROWS, build_spark, extract_flights_csv, load_flights  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
-from harness import proc_cpu_s  # noqa: E402
+from harness import parse_args_and_log, proc_cpu_s  # noqa: E402
 from spark_writer import cpu_delta_by_kind_s, cpu_delta_s, descendants_cpu_s  # noqa: E402
 
 QUICK_ROWS = 20_000
@@ -73,10 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"a {QUICK_ROWS:,}-row subset")
     ap.add_argument("--rows", type=int, help=f"first N rows (default all {FLIGHTS_ROWS:,}; {QUICK_ROWS:,} quick)")
-    ap.add_argument("--out-dir", default=str(HERE / "results"))
-    ap.add_argument("--no-write", action="store_true")
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parse_args_and_log(ap, HERE / "results")
     from rocketmq_broker.embedded import start_dev_cluster
     from rocketmq_sdk.integrations.spark import register_data_source
 
