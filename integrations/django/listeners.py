@@ -45,6 +45,7 @@ from rocketmq_sdk import (
 from rocketmq_sdk.producer.namespace import wrap_namespace
 
 from .converter import ConversionError, MessageConverter
+from .idempotency import IDEMPOTENCY_KEYS, KeyChoice, idempotency_key, log_duplicate
 
 __all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "registry",
            "rocketmq_listener", "start_listeners"]
@@ -90,7 +91,7 @@ class ListenerSpec:
     consume_thread_number: int | None = None
     consume_timeout: float | None = None
     idempotent: bool = False
-    idempotency_key: str | Callable[[MessageExt], str] = "key"
+    idempotency_key: KeyChoice = "event"
     using: str = DEFAULT_DB_ALIAS
     reply: bool = False
     consumer_options: dict[str, Any] = field(default_factory=dict)
@@ -124,13 +125,8 @@ class ListenerSpec:
         return kw
 
     def message_key(self, msg: MessageExt) -> str:
-        """The idempotency key: ``"key"`` (the first message key, else the message id),
-        ``"msg_id"`` (the client message id, kept across redeliveries) or a callable."""
-        if callable(self.idempotency_key):
-            return str(self.idempotency_key(msg))
-        if self.idempotency_key == "key" and msg.keys:
-            return msg.keys[0]
-        return msg.msg_id
+        """The idempotency key of ``msg`` (see :func:`.idempotency.idempotency_key`)."""
+        return idempotency_key(self.idempotency_key, msg)
 
 
 #: every listener the decorator registered, by name
@@ -147,7 +143,7 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
                       selector_expression: str = "*", consume_mode: str = "CONCURRENTLY",
                       message_model: str = "CLUSTERING", max_reconsume_times: int = -1,
                       consume_thread_number: int | None = None, consume_timeout: float | None = None,
-                      idempotent: bool = False, idempotency_key: str | Callable[[MessageExt], str] = "key",
+                      idempotent: bool = False, idempotency_key: KeyChoice = "event",
                       using: str = DEFAULT_DB_ALIAS, reply: bool | None = None, name: str | None = None,
                       **consumer_options: Any) -> Callable[[Any], Any]:
     """Register a function or a :class:`RocketMQListener` class as a listener.
@@ -166,8 +162,11 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
         idempotent: run the handler in ``atomic(using=using)`` with an insert into the consumed
             message table keyed by (group, ``idempotency_key``); a duplicate is acknowledged
             without running the handler.
-        idempotency_key: ``"key"`` (first message key, else message id), ``"msg_id"`` or
-            ``callable(MessageExt) -> str``.
+        idempotency_key: what identifies one event: ``"event"`` (default: the ``EVENT_ID``
+            property publishers and the outbox stamp, else the unique message id ``UNIQ_KEY``),
+            ``"msg_id"`` (``UNIQ_KEY``), ``"key"`` (the first message key: only when a key names
+            one event, never a business key like ``order-7`` shared by its created / updated /
+            deleted events) or ``callable(MessageExt) -> str``.
         reply: the return value is sent back as the reply (default: the class is a
             :class:`RocketMQReplyListener`).
         name: registry name (default ``module.qualname``).
@@ -183,8 +182,9 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
     _choice("message_model", message_model, MESSAGE_MODELS)
     if not topic or not consumer_group:
         raise ValueError("rocketmq_listener needs a topic and a consumer_group")
-    if not (callable(idempotency_key) or idempotency_key in ("key", "msg_id")):
-        raise ValueError("idempotency_key must be 'key', 'msg_id' or a callable")
+    if not (callable(idempotency_key) or idempotency_key in IDEMPOTENCY_KEYS):
+        raise ValueError(f"idempotency_key must be one of {', '.join(map(repr, IDEMPOTENCY_KEYS))} or a callable, "
+                         f"not {idempotency_key!r}")
 
     def register(target: Any) -> Any:
         if inspect.isclass(target) and not issubclass(target, RocketMQListener):
@@ -291,8 +291,7 @@ class ListenerContainer:
                     ConsumedMessage.objects.using(using).create(
                         consumer_group=self.group, message_key=key, topic=msg.topic, msg_id=msg.msg_id)
             except IntegrityError:
-                log.info("listener %s: duplicate %s (group %s) acknowledged without running", self.spec.name,
-                         key, self.group)
+                log_duplicate(self.spec.name, self.group, key, msg.msg_id)
                 return False, None
             return True, self.spec.handler(*args)
 

@@ -84,7 +84,8 @@ def test_duplicates_offset_reset_and_consumer_restart(rocketmq, names, caplog):
     for k in ("k1", "k2", "k3"):
         template.send(topic, {"k": k}, keys=k)
     template.send(topic, {"k": "k2"}, keys="k2")  # a duplicate, e.g. a producer retry
-    name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True)
+    # a user-chosen business key: messages with the same first key are one event
+    name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True, idempotency_key="key")
     with running_listeners([name]):
         wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 3, 30, "3 keys")
         wait_until(lambda: _duplicates(caplog, group) == 1, 30, "the duplicate k2")
@@ -107,7 +108,8 @@ def test_duplicates_offset_reset_and_consumer_restart(rocketmq, names, caplog):
         Handled.objects.create(listener=group, key=payload["k"] + "-after-restart")
 
     registry.pop(name)
-    restarted = _register(names, handle_after_restart, topic=topic, consumer_group=group, idempotent=True)
+    restarted = _register(names, handle_after_restart, topic=topic, consumer_group=group, idempotent=True,
+                          idempotency_key="key")
     template.send(topic, {"k": "k4"}, keys="k4")
     with running_listeners([restarted]):
         wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 4, 30, "k4")
@@ -122,7 +124,7 @@ def test_rebalance_between_two_consumers_runs_each_key_once(rocketmq, names):
     def handle(payload: dict) -> None:
         Handled.objects.create(listener=group, key=payload["k"])
 
-    a = _register(names, handle, topic=topic, consumer_group=group, idempotent=True)
+    a = _register(names, handle, topic=topic, consumer_group=group, idempotent=True, idempotency_key="key")
     template = rocketmq_template()
     with running_listeners([a]):
         for i in range(20):
@@ -159,8 +161,63 @@ def test_idempotency_key_choices():
     from rocketmq_sdk.integrations.django.listeners import ListenerSpec
 
     msg = MessageExt(topic="t", properties={"UNIQ_KEY": "ID1", "KEYS": "order-1 other"})
-    assert ListenerSpec("n", print, "t", "g").message_key(msg) == "order-1"
-    assert ListenerSpec("n", print, "t", "g", idempotency_key="msg_id").message_key(msg) == "ID1"
+    # the default identifies one event: never the business key order-1 its other events share
+    assert ListenerSpec("n", print, "t", "g").message_key(msg) == "ID1"
+    stamped = MessageExt(topic="t", properties={"UNIQ_KEY": "ID2", "KEYS": "order-1", "EVENT_ID": "ev9"})
+    assert ListenerSpec("n", print, "t", "g").message_key(stamped) == "ev9"
+    assert ListenerSpec("n", print, "t", "g", idempotency_key="key").message_key(msg) == "order-1"
+    assert ListenerSpec("n", print, "t", "g", idempotency_key="msg_id").message_key(stamped) == "ID2"
     assert ListenerSpec("n", print, "t", "g", idempotency_key=lambda m: m.topic).message_key(msg) == "t"
-    assert ListenerSpec("n", print, "t", "g").message_key(MessageExt(topic="t", properties={"UNIQ_KEY": "X"})) == "X"
+    assert ListenerSpec("n", print, "t", "g", idempotency_key="key").message_key(
+        MessageExt(topic="t", properties={"UNIQ_KEY": "X"})) == "X"
+    with pytest.raises(ValueError, match="'event', 'msg_id', 'key'"):
+        rocketmq_listener(topic="t", consumer_group="g", idempotency_key="first_key")
     assert Message  # the SDK message type used by senders
+
+
+def test_default_key_runs_every_event_of_one_entity_once(rocketmq, names, caplog):
+    """Issue 25, defect 1: model events and outbox rows of one order share the business key
+    ``order-<number>``; every event still runs (the default key is the event, not the entity),
+    and only a real re-send of one event (the relay died before marking its row) is a duplicate,
+    logged at WARNING with its key and message id."""
+    from django.db import transaction
+    from rocketmq_sdk.integrations.django.models import OutboxMessage
+    from rocketmq_sdk.integrations.django.outbox import enqueue, relay
+
+    from django_integration.testapp.models import Order
+
+    caplog.set_level("INFO", logger="rocketmq_sdk.integrations.django")
+    group, number = unique("g_idem_events"), unique("N")
+    outbox_topic = unique("dj_idem_outbox")
+    create_topic(rocketmq, outbox_topic)
+    create_topic(rocketmq, "dj_orders")
+
+    def handle(event: dict) -> None:
+        if event.get("number", event.get("data", {}).get("number")) == number:
+            Handled.objects.create(listener=group, key=event["event"])
+
+    def handle_outbox(event: dict) -> None:
+        Handled.objects.create(listener=group, key=event["event"])
+
+    order = Order.objects.create(number=number)  # publish_model_events(Order, "dj_orders", keys="order-{number}")
+    order.status = "paid"
+    order.save()
+    order.delete()
+    with transaction.atomic():
+        enqueue(f"{outbox_topic}:paid", {"event": "outbox-paid", "number": number}, keys=f"order-{number}")
+        enqueue(f"{outbox_topic}:shipped", {"event": "outbox-shipped", "number": number}, keys=f"order-{number}")
+    assert relay() == 2
+    # the relay died after sending the first row and before marking it: it is sent again
+    first = OutboxMessage.objects.order_by("id").first()
+    OutboxMessage.objects.filter(pk=first.pk).update(sent_at=None)
+    assert relay() == 1
+    a = _register(names, handle, topic="dj_orders", consumer_group=group, idempotent=True)
+    b = _register(names, handle_outbox, topic=outbox_topic, consumer_group=group + "_outbox", idempotent=True)
+    with running_listeners([a, b]):
+        wait_until(lambda: len(_handled(group)) >= 5 and _duplicates(caplog, group) >= 1, 40, "5 events, 1 duplicate")
+    assert sorted(_handled(group)) == ["created", "deleted", "outbox-paid", "outbox-shipped", "updated"]
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelname == "WARNING" and "acknowledged without running" in r.getMessage()]
+    assert any(f"order-{number}" not in w and group in w for w in warnings)  # the key is the event id
+    dup = [w for w in warnings if group + "_outbox" in w]
+    assert len(dup) == 1 and first.properties["EVENT_ID"] in dup[0]

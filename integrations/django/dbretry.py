@@ -1,0 +1,85 @@
+"""Database calls of the integration's own bookkeeping (outbox marks, the consumed-message
+prune), retried with back-off through database errors ("database is locked", a dropped
+PostgreSQL connection) instead of killing the relay or the consumer command."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from rocketmq_sdk.retry import ExponentialBackoff, RetryPolicy
+
+__all__ = ["DB_RETRY", "bounded", "retry_db"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.django")
+
+T = TypeVar("T")
+
+
+def _database_error(error: BaseException) -> bool:
+    return isinstance(error, DatabaseError)
+
+
+#: unlimited retries of database errors, 50 ms doubling to 5 s
+DB_RETRY = RetryPolicy(None, backoff=ExponentialBackoff(0.05, 5.0), retry_on_error=_database_error)
+
+
+def bounded(retries: int) -> RetryPolicy:
+    """:data:`DB_RETRY` with at most ``retries`` retries (``--once`` runs end)."""
+    return DB_RETRY.with_retries(retries)
+
+
+def reset_connection(using: str = DEFAULT_DB_ALIAS) -> None:
+    """Drop the connection of ``using`` after an error (the next query reconnects); never
+    inside an ``atomic()`` block, whose owner must roll back first."""
+    conn = connections[using]
+    if conn.in_atomic_block:
+        return
+    try:
+        conn.close()
+    except DatabaseError:
+        log.debug("closing the %s connection after an error failed", using, exc_info=True)
+
+
+def retry_db(attempt: Callable[[], T], what: str, *, policy: RetryPolicy = DB_RETRY, using: str = DEFAULT_DB_ALIAS,
+             stop: threading.Event | None = None) -> T:
+    """Run ``attempt`` (outside any ``atomic()`` block) until it succeeds; a database error is
+    logged (WARNING the first time, then every 10th), the connection reset and the call
+    retried after the policy's back-off.
+
+    Args:
+        attempt: the database work (one statement or its own ``atomic()`` block).
+        what: what it does, for the log (``"marking 3 outbox rows sent"``).
+        policy: retries and back-off (default :data:`DB_RETRY`: unlimited, 50 ms → 5 s).
+        using: the database alias.
+        stop: set to give up early (the last error is raised).
+
+    Raises:
+        DatabaseError: the last one, once the policy gives up or ``stop`` is set.
+        Exception: any other error of ``attempt`` at once.
+    """
+    failures = 0
+    while True:
+        try:
+            result = attempt()
+        except Exception as exc:
+            failures += 1
+            if not policy.retry_error(failures, exc) or (stop is not None and stop.is_set()):
+                raise
+            delay = policy.delay_s(failures, exc)
+            if failures == 1 or failures % 10 == 0:
+                log.warning("%s failed (attempt %d), retrying in %.2f s: %s: %s", what, failures, delay,
+                            type(exc).__name__, exc)
+            reset_connection(using)
+            if stop is not None:
+                stop.wait(delay)
+            else:
+                time.sleep(delay)
+            continue
+        if failures:
+            log.info("%s succeeded after %d failed attempt(s)", what, failures)
+        return result

@@ -1,0 +1,88 @@
+"""Event ids and idempotency keys of idempotent listeners.
+
+A message identifies *one event* by its user property ``EVENT_ID``, which the model-event and
+signal publishers and the transactional outbox stamp on every message they send (a uuid4 hex,
+kept across the outbox relay's re-sends), else by its unique message id (``UNIQ_KEY``, kept
+across the producer's own retries and RocketMQ's redeliveries). Business keys such as
+``order-7`` are shared by every event of one entity (created, updated, paid...), so they are a
+key only when a listener chooses them (``idempotency_key="key"``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from rocketmq_sdk import Message, MessageExt
+
+__all__ = ["EVENT_ID", "IDEMPOTENCY_KEYS", "idempotency_key", "log_duplicate", "stamp_event_id"]
+
+log = logging.getLogger("rocketmq_sdk.integrations.django")
+
+#: the user property carrying the event id
+EVENT_ID = "EVENT_ID"
+#: the named idempotency key choices of ``@rocketmq_listener(idempotency_key=...)``
+IDEMPOTENCY_KEYS = ("event", "msg_id", "key")
+
+KeyChoice = str | Callable[[MessageExt], Any]
+
+
+def stamp_event_id(msg: Message, event_id: str | None = None) -> str:
+    """Give ``msg`` an ``EVENT_ID`` property unless it has one; returns the message's event id.
+
+    Args:
+        msg: the message to send (changed in place).
+        event_id: the id to stamp (default a new uuid4 hex, 32 chars).
+    """
+    current = msg.properties.get(EVENT_ID)
+    if current:
+        return str(current)
+    msg.properties[EVENT_ID] = value = event_id or uuid.uuid4().hex
+    return value
+
+
+def idempotency_key(choice: KeyChoice, msg: MessageExt) -> str:
+    """The key under which an idempotent listener records ``msg``.
+
+    Args:
+        choice: ``"event"`` (``EVENT_ID``, else the message id), ``"msg_id"`` (``UNIQ_KEY``,
+            else the broker's offset id), ``"key"`` (the first message key, else the message
+            id) or ``callable(MessageExt) -> str``.
+        msg: the consumed message.
+
+    Raises:
+        ValueError: a callable that returned an empty key.
+    """
+    if callable(choice):
+        key = str(choice(msg))
+        if not key:
+            raise ValueError(f"the idempotency_key callable returned an empty key for message {msg.msg_id}")
+        return key
+    if choice == "event":
+        return msg.properties.get(EVENT_ID) or msg.msg_id
+    if choice == "key" and msg.keys:
+        return msg.keys[0]
+    return msg.msg_id
+
+
+_DIGITS = re.compile(r"[0-9a-fA-F]{8,}|\d+")
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
+def log_duplicate(listener: str, group: str, key: str, msg_id: str) -> None:
+    """Log a dedupe hit: WARNING the first time for a listener and key pattern (digits and
+    long hex runs replaced by ``#``, so ``order-7`` and ``order-9`` share ``order-#``), INFO
+    after, both with the key and the message id."""
+    pattern = _DIGITS.sub("#", key)
+    with _warned_lock:
+        first = (listener, pattern) not in _warned
+        if first:
+            _warned.add((listener, pattern))
+    log.log(logging.WARNING if first else logging.INFO,
+            "listener %s: duplicate key %s (message %s, group %s) acknowledged without running%s", listener, key,
+            msg_id, group, f" (first for keys like {pattern!r}; later ones at INFO)" if first else "")
