@@ -4,16 +4,17 @@ PostgreSQL connection) instead of killing the relay or the consumer command."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from rocketmq_sdk.retry import ExponentialBackoff, RetryPolicy
 
-__all__ = ["DB_RETRY", "bounded", "retry_db"]
+__all__ = ["DB_RETRY", "bounded", "reset_connection", "retry_db", "write_lock"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django")
 
@@ -83,3 +84,25 @@ def retry_db(attempt: Callable[[], T], what: str, *, policy: RetryPolicy = DB_RE
         if failures:
             log.info("%s succeeded after %d failed attempt(s)", what, failures)
         return result
+
+
+_write_locks: dict[str, threading.Lock] = {}
+_write_locks_guard = threading.Lock()
+
+
+def write_lock(using: str = DEFAULT_DB_ALIAS) -> contextlib.AbstractContextManager[Any]:
+    """The process-wide lock of SQLite database ``using`` (a no-op context for other databases).
+
+    SQLite takes one writer at a time and fails a writer that waited longer than its
+    ``timeout`` (5 s by default) with "database is locked"; a deferred transaction that read
+    first fails at once. The integration's own threads (a listener's consume threads, the
+    consumer command's prune) therefore write one at a time in a process, waiting on this lock
+    without a timeout, so only *other* processes contend for the database's lock.
+    """
+    if connections[using].vendor != "sqlite":
+        return contextlib.nullcontext()
+    with _write_locks_guard:
+        lock = _write_locks.get(using)
+        if lock is None:
+            lock = _write_locks[using] = threading.Lock()
+    return lock

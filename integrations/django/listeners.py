@@ -23,7 +23,9 @@ exception means RECONSUME_LATER (orderly: SUSPEND_CURRENT_QUEUE_A_MOMENT), so Ro
 the message with its back-off and moves it to ``%DLQ%<group>`` after ``max_reconsume_times``.
 A payload that does not convert is logged with the message id and goes the same way. Database
 connections are handled as for a request: ``close_old_connections()`` before and after each
-batch.
+batch. On SQLite the handlers of one process run one at a time (SQLite takes one writer at a
+time; see :func:`.dbretry.write_lock`), so consume threads never fail each other with
+"database is locked".
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from rocketmq_sdk import (
 from rocketmq_sdk.producer.namespace import wrap_namespace
 
 from .converter import ConversionError, MessageConverter
+from .dbretry import write_lock
 from .idempotency import IDEMPOTENCY_KEYS, KeyChoice, idempotency_key, log_duplicate
 
 __all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "registry",
@@ -271,12 +274,13 @@ class ListenerContainer:
                       msg.msg_id, msg.topic, exc)
             raise
         args = (payload, msg) if self.wants_message else (payload,)
-        if self.spec.idempotent:
-            ran, result = self._handle_once(msg, args)
-            if not ran:
-                return  # a duplicate: acknowledged, nothing run, nothing replied
-        else:
-            result = self.spec.handler(*args)
+        with write_lock(self.spec.using):  # SQLite: this process's handlers write one at a time
+            if self.spec.idempotent:
+                ran, result = self._handle_once(msg, args)
+                if not ran:
+                    return  # a duplicate: acknowledged, nothing run, nothing replied
+            else:
+                result = self.spec.handler(*args)
         if self.spec.reply:
             self.template.producer.reply(msg, self.converter.to_body(result))
 
@@ -357,5 +361,6 @@ def prune_consumed_messages(older_than_hours: float | None = None, using: str = 
 
     hours = get_settings().options["idempotency_retention_hours"] if older_than_hours is None else older_than_hours
     cutoff = timezone.now() - dt.timedelta(hours=hours)
-    deleted, _ = ConsumedMessage.objects.using(using).filter(consumed_at__lt=cutoff).delete()
+    with write_lock(using):
+        deleted, _ = ConsumedMessage.objects.using(using).filter(consumed_at__lt=cutoff).delete()
     return deleted
