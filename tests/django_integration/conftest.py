@@ -16,6 +16,17 @@ pytest.importorskip("pytest_django")
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "django_integration.settings")
 
+# ROCKETMQ_TEST_DATABASE=postgresql (make test's PostgreSQL pass): a private throwaway server for
+# this run, started before Django reads the settings; child processes inherit its port
+if os.environ.get("ROCKETMQ_TEST_DATABASE") == "postgresql" and not os.environ.get("ROCKETMQ_TEST_PG_PORT"):
+    import atexit
+
+    from django_integration import pgserver
+
+    _pg = pgserver.start()
+    atexit.register(_pg.stop)
+    os.environ["ROCKETMQ_TEST_PG_PORT"] = str(_pg.port)
+
 import django  # noqa: E402
 
 django.setup()
@@ -88,4 +99,7 @@ PY = sys.executable
 
 
 def pytest_report_header(config):
-    return f"django: {django.get_version()} (from {Path(django.__file__).parent})"
+    from django.db import connection
+
+    return (f"django: {django.get_version()} (from {Path(django.__file__).parent}), database: {connection.vendor}"
+            f" {connection.settings_dict.get('PORT') or ''}")

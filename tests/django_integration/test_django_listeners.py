@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 
 import pytest
@@ -101,7 +102,7 @@ def test_type_hints_drive_conversion_and_db_is_usable(rocketmq, listener):
     assert json.loads(seen["str"][0]) == {"sku": "S1", "qty": 2}
     assert json.loads(seen["bytes"][0]) == {"sku": "S1", "qty": 2}
     assert Handled.objects.count() == 4  # the handlers wrote through Django's ORM from consume threads
-    assert connection.vendor == "sqlite"
+    assert connection.vendor == ("postgresql" if os.environ.get("ROCKETMQ_TEST_DATABASE") == "postgresql" else "sqlite")
 
 
 def test_exception_means_reconsume_later_then_success(rocketmq, listener):
