@@ -136,6 +136,10 @@ class ListenerSpec:
 registry: dict[str, ListenerSpec] = {}
 
 
+def _listener_keywords() -> tuple[str, ...]:
+    return tuple(n for n, p in inspect.signature(rocketmq_listener).parameters.items() if p.kind is p.KEYWORD_ONLY)
+
+
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
@@ -207,6 +211,10 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
     return register
 
 
+#: the keywords of ``@rocketmq_listener`` itself (a misspelt one is reported with the closest)
+LISTENER_KEYWORDS = _listener_keywords()
+
+
 class ListenerContainer:
     """Runs one listener on its own ``PushConsumer`` (``DefaultRocketMQListenerContainer``).
 
@@ -216,11 +224,18 @@ class ListenerContainer:
     """
 
     def __init__(self, spec: ListenerSpec, settings: Any = None) -> None:
+        from django.core.exceptions import ImproperlyConfigured
+
+        from .checks import listener_problems
         from .conf import get_settings
         from .template import rocketmq_template
 
         self.spec = spec
         self.settings = settings or get_settings()
+        errors = [m for m in listener_problems(spec, self.settings) if m.is_serious()]
+        if errors:
+            raise ImproperlyConfigured("; ".join(f"{m.msg} ({m.id}{': ' + m.hint if m.hint else ''})"
+                                                 for m in errors))
         self.template = rocketmq_template()
         self.converter: MessageConverter = self.template.converter
         self.payload_type, self.wants_message = spec.signature()

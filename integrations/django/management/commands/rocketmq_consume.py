@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError
 
 from ...dbretry import reset_connection
@@ -44,7 +45,10 @@ class Command(BaseCommand):
             from ...listeners import ListenerContainer
 
             for spec in specs:
-                container = ListenerContainer(spec)
+                try:
+                    container = ListenerContainer(spec)
+                except ImproperlyConfigured as exc:
+                    raise CommandError(str(exc)) from None
                 self.stdout.write(container.describe())
             self.stdout.write(f"{len(specs)} listener(s)")
             return
@@ -52,7 +56,12 @@ class Command(BaseCommand):
             raise CommandError("no listeners registered (put @rocketmq_listener functions in <app>/listeners.py)")
         stop = threading.Event()
         previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
-        containers = start_listeners([s.name for s in specs])
+        try:
+            containers = start_listeners([s.name for s in specs])
+        except ImproperlyConfigured as exc:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            raise CommandError(str(exc)) from None
         try:
             if options["transaction_checks"]:
                 from ...transactions import transaction_producer
