@@ -269,3 +269,23 @@ def test_broadcasting_listener_reaches_every_instance(rocketmq, listener, tmp_pa
         for c in instances:
             c.shutdown()
     assert got == ["to everyone", "to everyone"]
+
+
+def test_broadcasting_listener_started_before_its_topic_exists_gets_the_first_messages(rocketmq, listener, tmp_path):
+    """Issue 25, defect 4: getting-started's order (listener first, topic created by the first
+    send) loses nothing with the default CONSUME_FROM_LAST_OFFSET."""
+    topic = unique("dj_bcast_late")
+    got: list[str] = []
+
+    def handle(payload: str) -> None:
+        got.append(payload)
+
+    spec = listener(handle, topic=topic, consumer_group=unique("g_bcast_late"), message_model="BROADCASTING",
+                    consume_from_where="CONSUME_FROM_LAST_OFFSET",
+                    local_offset_store_dir=str(tmp_path)).rocketmq_listener
+    with running_listeners([spec.name]):
+        create_topic(rocketmq, topic)
+        for i in range(3):
+            rocketmq_template().send(topic, f"first-{i}")
+        wait_until(lambda: len(got) >= 3, 30, "the first messages")
+    assert sorted(got) == ["first-0", "first-1", "first-2"]
