@@ -123,8 +123,15 @@ bench: install
 # idle and slow-loris connections, and the structured fuzzers of the request handlers and the
 # SDK's decoders. ~10 min on 2 cores; figures appended to benchmarks/results/faults.jsonl.
 # Its quick variant (small sizes, 150 fuzz examples) is part of make test.
+# Then the Django fault suite (issue 25: request writers + outbox relay + rocketmq_consume, both
+# killed at random points) on SQLite and, when installed, PostgreSQL (~2 min each).
 .PHONY: faults
-faults: install
+faults: install postgres
 	FAULTS_FULL=1 FAULTS_EXAMPLES=2000 FAULTS_RECORD=1 $(PY) -m pytest -q -s -p no:cacheprovider \
 		tests/faults tests/broker/test_request_fuzz.py tests/broker/test_hostile_names.py \
 		tests/remoting/test_hostile_broker_fuzz.py tests/store/test_hostile_and_full_disk.py
+	FAULTS_FULL=1 FAULTS_RECORD=1 $(PY) -m pytest -q -s -p no:cacheprovider tests/django_integration/test_django_faults.py
+	@if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
+	  FAULTS_FULL=1 FAULTS_RECORD=1 ROCKETMQ_TEST_DATABASE=postgresql $(PY) -m pytest -q -s -p no:cacheprovider \
+	    tests/django_integration/test_django_faults.py; \
+	else echo "make faults: no PostgreSQL; the Django fault suite's PostgreSQL run is skipped"; fi

@@ -37,6 +37,9 @@ class Command(BaseCommand):
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())
         policy = bounded(ONCE_DB_RETRIES) if once else DB_RETRY
+        if not once:
+            self.stdout.write("rocketmq_outbox_relay: running")
+            self.stdout.flush()
         total = failed = db_failures = 0
         db_error: BaseException | None = None
         while not stop.is_set():
