@@ -14,12 +14,14 @@ import logging
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_sdk import Message, MessageExt
 
-__all__ = ["EVENT_ID", "IDEMPOTENCY_KEYS", "idempotency_key", "log_duplicate", "stamp_event_id"]
+__all__ = ["EVENT_ID", "IDEMPOTENCY_KEYS", "BatchOutcome", "handle_batch_once", "idempotency_key", "log_duplicate",
+           "stamp_event_id"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django")
 
@@ -86,3 +88,85 @@ def log_duplicate(listener: str, group: str, key: str, msg_id: str) -> None:
     log.log(logging.WARNING if first else logging.INFO,
             "listener %s: duplicate key %s (message %s, group %s) acknowledged without running%s", listener, key,
             msg_id, group, f" (first for keys like {pattern!r}; later ones at INFO)" if first else "")
+
+
+@dataclass
+class BatchOutcome:
+    """What :func:`handle_batch_once` did with a batch.
+
+    Attributes:
+        done: messages handled (run or acknowledged as duplicates) before the first failure.
+        results: (message, handler result) of the messages that ran, in order.
+        error: the first failure (its message is ``msgs[done]``), else None.
+    """
+
+    done: int
+    results: list[tuple[MessageExt, Any]] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+def handle_batch_once(*, listener: str, group: str, using: str, msgs: Sequence[MessageExt],
+                      keys: Sequence[str], run: Callable[[MessageExt], Any]) -> BatchOutcome:
+    """Run ``run(msg)`` once per key over a batch, in one database transaction.
+
+    The consumed-message rows of the batch's new keys are inserted with one ``INSERT`` (keys
+    already stored, or repeated in the batch, are duplicates: acknowledged without running);
+    each handler runs in a savepoint. At the first failure the failed handler's writes and the
+    rows of the messages not run are removed, the rest commits, and the outcome says where it
+    stopped (the caller sends back ``msgs[done:]``). One commit per batch instead of one per
+    message is what lets a listener go beyond the database's commit rate.
+
+    If the batch ``INSERT`` meets a key another consumer of the group stored meanwhile (a
+    rebalance hands a queue over with messages in flight), the rows are claimed one by one.
+
+    Args:
+        listener, group: for the logs and the rows.
+        using: the database alias.
+        msgs: the batch.
+        keys: each message's idempotency key (same order).
+        run: handles one message (the conversion included); raises to fail it.
+    """
+    from django.db import IntegrityError, transaction
+
+    from .models import ConsumedMessage
+
+    rows = ConsumedMessage.objects.using(using)
+    outcome = BatchOutcome(0)
+    with transaction.atomic(using=using):
+        stored = set(rows.filter(consumer_group=group, message_key__in=set(keys))
+                     .values_list("message_key", flat=True))
+        first: dict[str, MessageExt] = {}
+        for key, msg in zip(keys, msgs, strict=True):
+            if key not in stored:
+                first.setdefault(key, msg)
+        try:
+            with transaction.atomic(using=using):
+                rows.bulk_create([ConsumedMessage(consumer_group=group, message_key=k, topic=m.topic, msg_id=m.msg_id)
+                                  for k, m in first.items()])
+            claimed_in_bulk = True
+        except IntegrityError:
+            claimed_in_bulk = False
+        for i, (key, msg) in enumerate(zip(keys, msgs, strict=True)):
+            outcome.done = i
+            if first.get(key) is not msg:
+                log_duplicate(listener, group, key, msg.msg_id)
+                continue
+            if not claimed_in_bulk:
+                try:
+                    with transaction.atomic(using=using):
+                        rows.create(consumer_group=group, message_key=key, topic=msg.topic, msg_id=msg.msg_id)
+                except IntegrityError:
+                    log_duplicate(listener, group, key, msg.msg_id)
+                    continue
+            try:
+                with transaction.atomic(using=using):
+                    result = run(msg)
+            except Exception as exc:
+                unrun = [keys[j] for j in range(i, len(msgs))
+                         if first.get(keys[j]) is msgs[j] and (claimed_in_bulk or j == i)]
+                rows.filter(consumer_group=group, message_key__in=unrun).delete()
+                outcome.error = exc
+                return outcome
+            outcome.results.append((msg, result))
+        outcome.done = len(msgs)
+    return outcome

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, close_old_connections, transaction
+from django.db import DEFAULT_DB_ALIAS, close_old_connections
 from rocketmq_sdk import (
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyStatus,
@@ -48,7 +48,7 @@ from rocketmq_sdk.producer.namespace import wrap_namespace
 
 from .converter import ConversionError, MessageConverter
 from .dbretry import write_lock
-from .idempotency import IDEMPOTENCY_KEYS, KeyChoice, idempotency_key, log_duplicate
+from .idempotency import IDEMPOTENCY_KEYS, BatchOutcome, KeyChoice, handle_batch_once, idempotency_key
 
 __all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "registry",
            "rocketmq_listener", "start_listeners"]
@@ -211,6 +211,10 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
     return register
 
 
+#: ``consume_message_batch_max_size`` of idempotent listeners unless set: their batch is one
+#: database transaction, so a backlog is not limited to the database's commits per second
+IDEMPOTENT_BATCH_SIZE = 32
+
 #: the keywords of ``@rocketmq_listener`` itself (a misspelt one is reported with the closest)
 LISTENER_KEYWORDS = _listener_keywords()
 
@@ -242,7 +246,11 @@ class ListenerContainer:
         ns = self.settings.namespace
         self.group = wrap_namespace(ns, spec.consumer_group)
         self.topic = wrap_namespace(ns, spec.topic)
-        self.consumer = PushConsumer(self.group, **self.settings.consumer_kwargs(**spec.consumer_kwargs()))
+        kwargs = self.settings.consumer_kwargs(**spec.consumer_kwargs())
+        if spec.idempotent and "consume_message_batch_max_size" not in spec.consumer_options \
+                and "consume_message_batch_max_size" not in self.settings.consumer:
+            kwargs["consume_message_batch_max_size"] = IDEMPOTENT_BATCH_SIZE
+        self.consumer = PushConsumer(self.group, **kwargs)
         self.consumer.subscribe(self.topic, spec.selector_expression, spec.selector_type)
         self.consumer.register_message_listener(self._consume, orderly=spec.consume_mode == "ORDERLY")
 
@@ -267,52 +275,61 @@ class ListenerContainer:
         orderly = self.spec.consume_mode == "ORDERLY"
         close_old_connections()
         try:
-            for msg in msgs:
-                self.consume_one(msg)
-        except Exception as exc:
-            log.warning("listener %s failed on message %s (reconsume %d): %s", self.spec.name,
-                        getattr(msgs[0], "msg_id", "?"), getattr(msgs[0], "reconsume_times", 0), exc,
-                        exc_info=not isinstance(exc, ConversionError))
-            return (ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if orderly
-                    else ConsumeConcurrentlyStatus.RECONSUME_LATER)
+            with write_lock(self.spec.using):  # SQLite: this process's handlers write one at a time
+                outcome = self.handle_batch(msgs)
         finally:
             close_old_connections()
-        return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        if self.spec.reply:
+            for msg, result in outcome.results:  # after the commit
+                self.template.producer.reply(msg, self.converter.to_body(result))
+        if outcome.error is None:
+            return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        failed = msgs[outcome.done]
+        log.warning("listener %s failed on message %s (reconsume %d): %s", self.spec.name, failed.msg_id,
+                    failed.reconsume_times, outcome.error, exc_info=not isinstance(outcome.error, ConversionError))
+        if orderly:
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        if outcome.done == 0:
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        ctx.ack_index = outcome.done - 1  # the ones before the failure are done: only the rest come back
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def handle_batch(self, msgs: list[MessageExt]) -> BatchOutcome:
+        """Convert and handle a batch in order, stopping at the first failure (idempotent
+        listeners: once per key, one database transaction per batch, see
+        :func:`.idempotency.handle_batch_once`); nothing is replied here."""
+        if self.spec.idempotent:
+            return handle_batch_once(listener=self.spec.name, group=self.group, using=self.spec.using, msgs=msgs,
+                                     keys=[self.spec.message_key(m) for m in msgs], run=self._run)
+        outcome = BatchOutcome(0)
+        for i, msg in enumerate(msgs):
+            outcome.done = i
+            try:
+                outcome.results.append((msg, self._run(msg)))
+            except Exception as exc:
+                outcome.error = exc
+                return outcome
+        outcome.done = len(msgs)
+        return outcome
 
     def consume_one(self, msg: MessageExt) -> None:
         """Convert and handle one message (idempotently if so configured); reply if a reply
         listener. Raises what the handler or the conversion raised."""
+        with write_lock(self.spec.using):
+            outcome = self.handle_batch([msg])
+        if outcome.error is not None:
+            raise outcome.error
+        if self.spec.reply and outcome.results:
+            self.template.producer.reply(msg, self.converter.to_body(outcome.results[0][1]))
+
+    def _run(self, msg: MessageExt) -> Any:
         try:
             payload = self.converter.from_message(msg, self.payload_type)
         except ConversionError as exc:
             log.error("listener %s: message %s (topic %s) cannot be converted: %s", self.spec.name,
                       msg.msg_id, msg.topic, exc)
             raise
-        args = (payload, msg) if self.wants_message else (payload,)
-        with write_lock(self.spec.using):  # SQLite: this process's handlers write one at a time
-            if self.spec.idempotent:
-                ran, result = self._handle_once(msg, args)
-                if not ran:
-                    return  # a duplicate: acknowledged, nothing run, nothing replied
-            else:
-                result = self.spec.handler(*args)
-        if self.spec.reply:
-            self.template.producer.reply(msg, self.converter.to_body(result))
-
-    def _handle_once(self, msg: MessageExt, args: tuple[Any, ...]) -> tuple[bool, Any]:
-        from .models import ConsumedMessage
-
-        key = self.spec.message_key(msg)
-        using = self.spec.using
-        with transaction.atomic(using=using):
-            try:
-                with transaction.atomic(using=using):
-                    ConsumedMessage.objects.using(using).create(
-                        consumer_group=self.group, message_key=key, topic=msg.topic, msg_id=msg.msg_id)
-            except IntegrityError:
-                log_duplicate(self.spec.name, self.group, key, msg.msg_id)
-                return False, None
-            return True, self.spec.handler(*args)
+        return self.spec.handler(*((payload, msg) if self.wants_message else (payload,)))
 
 
 def select(names: Iterable[str] | None = None, groups: Iterable[str] | None = None) -> list[ListenerSpec]:

@@ -221,3 +221,31 @@ def test_default_key_runs_every_event_of_one_entity_once(rocketmq, names, caplog
     assert any(f"order-{number}" not in w and group in w for w in warnings)  # the key is the event id
     dup = [w for w in warnings if group + "_outbox" in w]
     assert len(dup) == 1 and first.properties["EVENT_ID"] in dup[0]
+
+
+def test_a_batch_commits_once_stops_at_a_failure_and_runs_each_event_once(rocketmq, names):
+    """Idempotent batches (one transaction each): a duplicate inside the batch is acknowledged,
+    a failing handler sends back only itself and what follows (ack_index), and every event's
+    effect happens once."""
+    topic, group = unique("dj_idem_batch3"), unique("g_idem_batch3")
+    create_topic(rocketmq, topic, queues=1)
+    failures = {"B": 1}
+    runs: list[str] = []
+
+    def handle(payload: dict) -> None:
+        runs.append(payload["k"])
+        Handled.objects.create(listener=group, key=payload["k"])
+        if failures.get(payload["k"], 0) > 0:
+            failures[payload["k"]] -= 1
+            raise RuntimeError("B fails once")
+
+    template = rocketmq_template()
+    template.send_batch(topic, [{"k": "A"}, {"k": "B"}, {"k": "C"}])
+    template.send(topic, {"k": "A"}, headers={"EVENT_ID": "same"})
+    template.send(topic, {"k": "A"}, headers={"EVENT_ID": "same"})  # a duplicate in the same batch
+    name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True)
+    with running_listeners([name]) as (container,):
+        assert container.consumer.config.consume_message_batch_max_size == 32  # the idempotent default
+        wait_until(lambda: sorted(_handled(group)) == ["A", "A", "B", "C"], 40, "A, B (retried), C and one A")
+    assert runs.count("B") == 2 and runs.count("C") == 1  # C ran once: only B came back
+    assert runs.count("A") == 2  # the first A and one of the two "same" events
