@@ -103,15 +103,13 @@ def _handler(label: str, times: list[float], handled_model):
 
 def bench(cluster, args: argparse.Namespace) -> dict:
     from django.db import transaction
-
+    from django_integration.conftest import create_topic
+    from django_integration.testapp.models import Handled
     from rocketmq_sdk.integrations.django import rocketmq_listener, rocketmq_template
     from rocketmq_sdk.integrations.django.listeners import registry
     from rocketmq_sdk.integrations.django.models import OutboxMessage
     from rocketmq_sdk.integrations.django.outbox import enqueue, relay_batch
     from rocketmq_sdk.integrations.django.testing import running_listeners
-
-    from django_integration.conftest import create_topic
-    from django_integration.testapp.models import Handled
 
     def topic_of(name: str) -> str:
         t = f"{name}_{int(time.time() * 1000) % 10_000_000}"
@@ -146,7 +144,7 @@ def bench(cluster, args: argparse.Namespace) -> dict:
         rocketmq_listener(topic=topic, consumer_group=f"g_{topic}", idempotent=idempotent, name=name,
                           **options)(handle)
         with running_listeners([name]):
-            _wait(lambda: len(times) >= args.messages, 180, f"the {label} listener")
+            _wait(lambda t=times: len(t) >= args.messages, 180, f"the {label} listener")
         registry.pop(name)
         span = max(times) - min(times)
         result[f"{label}_listener_msgs_per_s"] = round((len(times) - 1) / span) if span > 0 else None

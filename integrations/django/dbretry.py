@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -57,33 +56,34 @@ def retry_db(attempt: Callable[[], T], what: str, *, policy: RetryPolicy = DB_RE
         what: what it does, for the log (``"marking 3 outbox rows sent"``).
         policy: retries and back-off (default :data:`DB_RETRY`: unlimited, 50 ms → 5 s).
         using: the database alias.
-        stop: set to give up early (the last error is raised).
+        stop: set to give up early (the last error is raised; a back-off under way, at most
+            5 s, is waited out).
 
     Raises:
         DatabaseError: the last one, once the policy gives up or ``stop`` is set.
         Exception: any other error of ``attempt`` at once.
     """
     failures = 0
-    while True:
+
+    def logged() -> T:
+        nonlocal failures
         try:
             result = attempt()
-        except Exception as exc:
+        except DatabaseError as exc:
             failures += 1
-            if not policy.retry_error(failures, exc) or (stop is not None and stop.is_set()):
-                raise
-            delay = policy.delay_s(failures, exc)
             if failures == 1 or failures % 10 == 0:
-                log.warning("%s failed (attempt %d), retrying in %.2f s: %s: %s", what, failures, delay,
-                            type(exc).__name__, exc)
+                log.warning("%s failed (attempt %d), retrying in %.2f s: %s: %s", what, failures,
+                            policy.delay_s(failures, exc), type(exc).__name__, exc)
             reset_connection(using)
-            if stop is not None:
-                stop.wait(delay)
-            else:
-                time.sleep(delay)
-            continue
+            raise
         if failures:
             log.info("%s succeeded after %d failed attempt(s)", what, failures)
         return result
+
+    def worth_retrying(exc: BaseException) -> bool:
+        return policy.retry_on_error(exc) and not (stop is not None and stop.is_set())
+
+    return RetryPolicy(policy.retries, backoff=policy.backoff, retry_on_error=worth_retrying).call(logged)
 
 
 _write_locks: dict[str, threading.Lock] = {}

@@ -37,20 +37,28 @@ def _handled(listener: str) -> list[str]:
     return list(Handled.objects.filter(listener=listener).order_by("id").values_list("key", flat=True))
 
 
-def test_reconsume_later_after_commit_skips_the_committed_message(rocketmq, names):
-    """A batch of two: the first message's handler commits, the second fails, so the whole batch
-    comes back (RECONSUME_LATER); the first is acknowledged without running again."""
-    topic, group = unique("dj_idem_batch"), unique("g_idem_batch")
-    create_topic(rocketmq, topic, queues=1)
-    failures = {"B": 1}
-    runs: list[str] = []
+def _failing_once(group: str, failing: str, runs: list[str]):
+    """A handler recording each run (``runs``) and a Handled row, raising the first time it
+    gets key ``failing`` (after its write, which must roll back)."""
+    failures = {failing: 1}
 
     def handle(payload: dict) -> None:
         runs.append(payload["k"])
         Handled.objects.create(listener=group, key=payload["k"])
         if failures.get(payload["k"], 0) > 0:
             failures[payload["k"]] -= 1
-            raise RuntimeError("second message fails once")
+            raise RuntimeError(f"{failing} fails once")
+
+    return handle
+
+
+def test_reconsume_later_after_commit_skips_the_committed_message(rocketmq, names):
+    """A batch of two: the first message's handler commits, the second fails, so the whole batch
+    comes back (RECONSUME_LATER); the first is acknowledged without running again."""
+    topic, group = unique("dj_idem_batch"), unique("g_idem_batch")
+    create_topic(rocketmq, topic, queues=1)
+    runs: list[str] = []
+    handle = _failing_once(group, "B", runs)
 
     template = rocketmq_template()
     # both messages in the queue before the consumer starts, so they come in one batch
@@ -229,15 +237,8 @@ def test_a_batch_commits_once_stops_at_a_failure_and_runs_each_event_once(rocket
     effect happens once."""
     topic, group = unique("dj_idem_batch3"), unique("g_idem_batch3")
     create_topic(rocketmq, topic, queues=1)
-    failures = {"B": 1}
     runs: list[str] = []
-
-    def handle(payload: dict) -> None:
-        runs.append(payload["k"])
-        Handled.objects.create(listener=group, key=payload["k"])
-        if failures.get(payload["k"], 0) > 0:
-            failures[payload["k"]] -= 1
-            raise RuntimeError("B fails once")
+    handle = _failing_once(group, "B", runs)
 
     template = rocketmq_template()
     template.send_batch(topic, [{"k": "A"}, {"k": "B"}, {"k": "C"}])
