@@ -65,7 +65,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             out.append(checks.Error(p.message, id="rocketmq.E003"))
         else:
             out.append(checks.Error(p.message, id="rocketmq.E004"))
-    if s.producer_group is None and not s.problems:
+    if s.producer_group is None and not any(p.path.startswith('ROCKETMQ["PRODUCER"]') and "GROUP" in p.path
+                                            or p.path == 'ROCKETMQ["PRODUCER"]' for p in s.problems):
         out.append(checks.Error('ROCKETMQ["PRODUCER"]["GROUP"] is not set',
                                 hint="every send, reply and the outbox relay need a producer group",
                                 id="rocketmq.E008"))
@@ -153,7 +154,9 @@ def _reachable(addr: str) -> str | None:
 
 def check_name_server(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     s = load(getattr(settings, "ROCKETMQ", None))
-    if s.problems or s.options["capture"] or not s.options["check_name_server"]:
+    if s.options["capture"] or not s.options["check_name_server"] or any(
+            p.path.startswith(('ROCKETMQ["NAME_SERVER"]', 'ROCKETMQ["NAMESRV_ADDR"]', 'ROCKETMQ["NAMESRV_DOMAIN"]'))
+            for p in s.problems):
         return []
     from rocketmq_sdk.config import ClientConfig
 

@@ -98,11 +98,17 @@ class BatchOutcome:
         done: messages handled (run or acknowledged as duplicates) before the first failure.
         results: (message, handler result) of the messages that ran, in order.
         error: the first failure (its message is ``msgs[done]``), else None.
+        duplicates: (key, message) of the messages acknowledged without running.
     """
 
     done: int
     results: list[tuple[MessageExt, Any]] = field(default_factory=list)
     error: BaseException | None = None
+    duplicates: list[tuple[str, MessageExt]] = field(default_factory=list)
+
+
+class _Fallback(Exception):
+    """The fast pass met a failure: its transaction is rolled back, the careful pass runs."""
 
 
 def handle_batch_once(*, listener: str, group: str, using: str, msgs: Sequence[MessageExt],
@@ -110,14 +116,17 @@ def handle_batch_once(*, listener: str, group: str, using: str, msgs: Sequence[M
     """Run ``run(msg)`` once per key over a batch, in one database transaction.
 
     The consumed-message rows of the batch's new keys are inserted with one ``INSERT`` (keys
-    already stored, or repeated in the batch, are duplicates: acknowledged without running);
-    each handler runs in a savepoint. At the first failure the failed handler's writes and the
-    rows of the messages not run are removed, the rest commits, and the outcome says where it
-    stopped (the caller sends back ``msgs[done:]``). One commit per batch instead of one per
+    already stored, or repeated in the batch, are duplicates: acknowledged without running),
+    then the handlers run and the transaction commits: one commit per batch instead of one per
     message is what lets a listener go beyond the database's commit rate.
 
-    If the batch ``INSERT`` meets a key another consumer of the group stored meanwhile (a
-    rebalance hands a queue over with messages in flight), the rows are claimed one by one.
+    That fast pass uses no savepoints. If a handler raises (or the ``INSERT`` meets a key that
+    another consumer of the group stored meanwhile, e.g. while a rebalance hands a queue over),
+    its transaction is rolled back and the batch runs again carefully: each handler in a
+    savepoint, rows claimed one by one if needed; at the first failure the failed handler's
+    writes and the rows of the messages not run are removed, the rest commits, and the outcome
+    says where it stopped (the caller sends back ``msgs[done:]``). A handler before the
+    failure thus runs twice, its first run's database writes rolled back (as on a redelivery).
 
     Args:
         listener, group: for the logs and the rows.
@@ -126,6 +135,17 @@ def handle_batch_once(*, listener: str, group: str, using: str, msgs: Sequence[M
         keys: each message's idempotency key (same order).
         run: handles one message (the conversion included); raises to fail it.
     """
+    try:
+        outcome = _run_batch(group, using, msgs, keys, run, careful=False)
+    except _Fallback:
+        outcome = _run_batch(group, using, msgs, keys, run, careful=True)
+    for key, msg in outcome.duplicates:
+        log_duplicate(listener, group, key, msg.msg_id)
+    return outcome
+
+
+def _run_batch(group: str, using: str, msgs: Sequence[MessageExt], keys: Sequence[str],
+               run: Callable[[MessageExt], Any], *, careful: bool) -> BatchOutcome:
     from django.db import IntegrityError, transaction
 
     from .models import ConsumedMessage
@@ -139,29 +159,34 @@ def handle_batch_once(*, listener: str, group: str, using: str, msgs: Sequence[M
         for key, msg in zip(keys, msgs, strict=True):
             if key not in stored:
                 first.setdefault(key, msg)
+        new_rows = [ConsumedMessage(consumer_group=group, message_key=k, topic=m.topic, msg_id=m.msg_id)
+                    for k, m in first.items()]
+        claimed_in_bulk = True
         try:
-            with transaction.atomic(using=using):
-                rows.bulk_create([ConsumedMessage(consumer_group=group, message_key=k, topic=m.topic, msg_id=m.msg_id)
-                                  for k, m in first.items()])
-            claimed_in_bulk = True
+            with transaction.atomic(using=using, savepoint=careful):
+                rows.bulk_create(new_rows)
         except IntegrityError:
+            if not careful:
+                raise _Fallback from None
             claimed_in_bulk = False
         for i, (key, msg) in enumerate(zip(keys, msgs, strict=True)):
             outcome.done = i
             if first.get(key) is not msg:
-                log_duplicate(listener, group, key, msg.msg_id)
+                outcome.duplicates.append((key, msg))
                 continue
             if not claimed_in_bulk:
                 try:
                     with transaction.atomic(using=using):
                         rows.create(consumer_group=group, message_key=key, topic=msg.topic, msg_id=msg.msg_id)
                 except IntegrityError:
-                    log_duplicate(listener, group, key, msg.msg_id)
+                    outcome.duplicates.append((key, msg))
                     continue
             try:
-                with transaction.atomic(using=using):
+                with transaction.atomic(using=using, savepoint=careful):
                     result = run(msg)
             except Exception as exc:
+                if not careful:
+                    raise _Fallback from exc
                 unrun = [keys[j] for j in range(i, len(msgs))
                          if first.get(keys[j]) is msgs[j] and (claimed_in_bulk or j == i)]
                 rows.filter(consumer_group=group, message_key__in=unrun).delete()
