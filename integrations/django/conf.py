@@ -28,8 +28,6 @@ SPRING_ALIASES = {
     "COMPRESS_MESSAGE_BODY_THRESHOLD": "compress_msg_body_over_howmuch",
     "RETRY_NEXT_SERVER": "retry_another_broker_when_not_store_ok",
     "TLS_ENABLE": "use_tls",
-    "ENABLE_MSG_TRACE": None,  # accepted, no effect: tracing is OpenTelemetry (docs/django.md)
-    "CUSTOMIZED_TRACE_TOPIC": None,
 }
 
 #: top-level keys of the integration itself (not SDK settings): name -> (type, default)
@@ -42,6 +40,10 @@ INTEGRATION_KEYS: dict[str, tuple[tuple[type, ...], Any]] = {
     "TRANSACTION_UNKNOWN_TIMEOUT": ((int,), 60_000),
     "CHECK_NAME_SERVER": ((bool,), True),
     "LISTENER_MODULE": ((str,), "listeners"),
+    # Spring's enableMsgTrace / customizedTraceTopic: Apache RocketMQ message traces written by
+    # the template's producers and every listener (docs/message-trace.md)
+    "ENABLE_MSG_TRACE": ((bool,), False),
+    "CUSTOMIZED_TRACE_TOPIC": ((str,), None),
 }
 
 _SECTIONS = ("PRODUCER", "CONSUMER", "TRANSACTION")
@@ -93,6 +95,13 @@ class RocketMQSettings:
     def producer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``Producer(group, **kwargs)``."""
         return {**self.client, **self.producer}
+
+    def trace_kwargs(self) -> dict[str, Any]:
+        """``enable_msg_trace`` / ``customized_trace_topic`` of SDK producers and push consumers
+        (``ENABLE_MSG_TRACE``, ``CUSTOMIZED_TRACE_TOPIC``); empty when tracing is off."""
+        if not self.options.get("enable_msg_trace"):
+            return {}
+        return {"enable_msg_trace": True, "customized_trace_topic": self.options.get("customized_trace_topic")}
 
     def consumer_kwargs(self, **overrides: Any) -> dict[str, Any]:
         """Keyword arguments of ``PushConsumer(group, **kwargs)``; ``namespace`` is left out

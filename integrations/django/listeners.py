@@ -250,7 +250,7 @@ class ListenerContainer:
         if spec.idempotent and "consume_message_batch_max_size" not in spec.consumer_options \
                 and "consume_message_batch_max_size" not in self.settings.consumer:
             kwargs["consume_message_batch_max_size"] = IDEMPOTENT_BATCH_SIZE
-        self.consumer = PushConsumer(self.group, **kwargs)
+        self.consumer = PushConsumer(self.group, **self.settings.trace_kwargs(), **kwargs)
         self.consumer.subscribe(self.topic, spec.selector_expression, spec.selector_type)
         self.consumer.register_message_listener(self._consume, orderly=spec.consume_mode == "ORDERLY")
 

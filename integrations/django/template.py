@@ -137,7 +137,7 @@ class RocketMQTemplate:
         s = self.settings
         if not s.producer_group:
             raise ImproperlyConfigured('ROCKETMQ["PRODUCER"]["GROUP"] is required to send messages')
-        producer = Producer(s.producer_group, **s.producer_kwargs())
+        producer = Producer(s.producer_group, **s.trace_kwargs(), **s.producer_kwargs())
         producer.start()
         log.info("RocketMQ producer %s started (pid %d)", s.producer_group, os.getpid())
         return producer

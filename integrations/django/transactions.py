@@ -113,7 +113,8 @@ def _make_producer() -> TransactionProducer:
         raise ImproperlyConfigured('transactional messages need ROCKETMQ["PRODUCER"]["GROUP"] '
                                    'or ROCKETMQ["TRANSACTION"]["GROUP"]')
     listener = DatabaseTransactionListener(s.transaction_group, s.options["transaction_unknown_timeout"])
-    producer = TransactionProducer(s.transaction_group, listener=listener, **s.transaction, **s.producer_kwargs())
+    producer = TransactionProducer(s.transaction_group, listener=listener, **s.transaction, **s.trace_kwargs(),
+                                   **s.producer_kwargs())
     producer.start()
     log.info("RocketMQ transaction producer %s started", s.transaction_group)
     return producer

@@ -289,3 +289,43 @@ def test_broadcasting_listener_started_before_its_topic_exists_gets_the_first_me
             rocketmq_template().send(topic, f"first-{i}")
         wait_until(lambda: len(got) >= 3, 30, "the first messages")
     assert sorted(got) == ["first-0", "first-1", "first-2"]
+
+
+def test_enable_msg_trace_writes_pub_and_sub_records(rocketmq, listener):
+    """Issue 25, defect 6: ROCKETMQ["ENABLE_MSG_TRACE"] (Spring's enableMsgTrace) makes the
+    template's producer and the listeners write Apache RocketMQ message traces."""
+    from django.test.utils import override_settings
+    from rocketmq_sdk.admin import AdminClient
+    from rocketmq_sdk.trace import TraceType, query_trace
+
+    topic, trace_topic = unique("dj_traced"), unique("DjTrace")
+    create_topic(rocketmq, topic)
+    create_topic(rocketmq, trace_topic, queues=1)
+    got: list[str] = []
+
+    def handle(payload: str) -> None:
+        got.append(payload)
+
+    spec = listener(handle, topic=topic, consumer_group=unique("g_traced")).rocketmq_listener
+    from django.conf import settings
+
+    traced = {**settings.ROCKETMQ, "NAME_SERVER": rocketmq.namesrv_addr, "ENABLE_MSG_TRACE": True,
+              "CUSTOMIZED_TRACE_TOPIC": trace_topic}
+    with override_settings(ROCKETMQ=traced):
+        rocketmq_template().close()
+        try:
+            with running_listeners([spec.name]):
+                result = rocketmq_template().send(topic, "traced")
+                wait_until(lambda: got == ["traced"], 30, "the traced message")
+
+                def kinds() -> set:
+                    try:
+                        with AdminClient(rocketmq.namesrv_addr) as admin:
+                            return {r.type for r in query_trace(admin, result.msg_id, trace_topic)}
+                    except Exception:  # no trace message yet
+                        return set()
+
+                wait_until(lambda: {TraceType.Pub, TraceType.SubBefore, TraceType.SubAfter} <= kinds(), 30,
+                           "Pub, SubBefore and SubAfter records")
+        finally:
+            rocketmq_template().close()
