@@ -193,3 +193,32 @@ def test_outbox_relay_command_loops_until_sigterm(rocketmq):
     assert proc.returncode == 0, err
     assert "3 message(s) sent" in out
     assert sorted(json.loads(m.body)["i"] for m in _visible(rocketmq, topic, 3)) == [0, 1, 2]
+
+
+def test_custom_check_hook_answers_when_the_table_has_no_record():
+    """Issue 25, defect 6 (Spring's RocketMQLocalTransactionListener.checkLocalTransaction): a
+    local transaction whose outcome is not a database row (an external payment API) registers
+    its own check for its topic; the table still wins, and a hook answering None falls back."""
+    from rocketmq_sdk.integrations.django.transactions import rocketmq_transaction_check, transaction_checks
+
+    listener = DatabaseTransactionListener("g", unknown_timeout_ms=60_000)
+    now = int(time.time() * 1000)
+    paid = {"ID-PAID"}
+
+    @rocketmq_transaction_check(topic="payments")
+    def payment_check(msg: MessageExt) -> LocalTransactionState | None:
+        return LocalTransactionState.COMMIT_MESSAGE if msg.msg_id in paid else None
+
+    def ext(topic: str, uniq: str, born: int) -> MessageExt:
+        return MessageExt(topic=topic, properties={"UNIQ_KEY": uniq}, born_timestamp=born)
+
+    try:
+        assert listener.check_local_transaction(ext("payments", "ID-PAID", now)) is LocalTransactionState.COMMIT_MESSAGE
+        assert listener.check_local_transaction(ext("payments", "ID-NEW", now)) is LocalTransactionState.UNKNOW
+        assert listener.check_local_transaction(ext("orders", "ID-PAID", now)) is LocalTransactionState.UNKNOW
+        assert listener.check_local_transaction(
+            ext("payments", "ID-NEW", now - 120_000)) is LocalTransactionState.ROLLBACK_MESSAGE
+        with pytest.raises(ValueError, match="topic"):
+            rocketmq_transaction_check(topic="")
+    finally:
+        transaction_checks.pop("payments", None)
