@@ -277,6 +277,8 @@ class ListenerContainer:
         try:
             with write_lock(self.spec.using):  # SQLite: this process's handlers write one at a time
                 outcome = self.handle_batch(msgs)
+        except Exception as exc:  # the integration's own queries (e.g. the database is down): all come back
+            outcome = BatchOutcome(0, error=exc)
         finally:
             close_old_connections()
         if self.spec.reply:

@@ -253,3 +253,24 @@ def test_a_batch_commits_once_stops_at_a_failure_and_runs_each_event_once(rocket
     # B: fast pass, careful pass (both failed), redelivery; C ran once: it came back with B,
     # unrun; A: both passes (the fast one rolled back) and one of the two "same" events
     assert runs.count("B") == 3 and runs.count("C") == 1 and runs.count("A") == 3
+
+
+def test_a_database_error_outside_the_handlers_sends_the_batch_back(monkeypatch):
+    """The consumed-message query itself fails (the database is down): the listener answers
+    RECONSUME_LATER for the batch instead of raising into the SDK."""
+    from django.db import OperationalError
+    from rocketmq_sdk import ConsumeConcurrentlyStatus, MessageExt
+    from rocketmq_sdk.consumer.listener import ConsumeConcurrentlyContext
+    from rocketmq_sdk.integrations.django import idempotency
+    from rocketmq_sdk.integrations.django.listeners import ListenerContainer, ListenerSpec
+
+    def down(*_a, **_k):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(idempotency, "_run_batch", down)
+    container = ListenerContainer.__new__(ListenerContainer)
+    container.spec = ListenerSpec("down", lambda payload: None, "t", "g", idempotent=True)
+    container.group, container.payload_type, container.wants_message = "g", dict, False
+    msg = MessageExt(topic="t", body=b"{}", properties={"UNIQ_KEY": "U1"})
+    ctx = ConsumeConcurrentlyContext.__new__(ConsumeConcurrentlyContext)
+    assert container._consume([msg], ctx) is ConsumeConcurrentlyStatus.RECONSUME_LATER
