@@ -39,7 +39,8 @@ class DevCluster:
     Attributes:
         namesrv_addr / broker_addr: the name server and the (first) master broker.
         store_dir: the store root.
-        mode: ``1m``, ``2m``, ``2m-2s-async`` or ``2m-2s-sync`` (see ``rocketmq_broker.cluster_modes``).
+        mode: ``1m``, ``2m``, ``2m-2s-async``, ``2m-2s-sync``, ``dledger`` or ``2x-dledger`` (see
+            ``rocketmq_broker.cluster_modes``).
         brokers: every broker process of a multi-process mode (:class:`DevBroker`: name, id,
             role, addr, ha_addr, pid), masters first; ``[]`` in mode ``1m``.
     """
@@ -143,7 +144,9 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
         event_loop: the servers' loop, ``"auto"`` (uvloop when installed), ``"asyncio"`` or
             ``"uvloop"``; ``$ROCKETMQ_EVENT_LOOP`` overrides it.
         cluster: deployment mode, ``"1m"`` (default: one name server and one broker, as
-            above), ``"2m"``, ``"2m-2s-async"`` or ``"2m-2s-sync"`` (see
+            above), ``"2m"``, ``"2m-2s-async"``, ``"2m-2s-sync"``, ``"dledger"`` or
+            ``"2x-dledger"`` (DLedger groups of three: a member's ``broker_id`` here is its
+            number ``n<i>``, see
             ``rocketmq_broker.cluster_modes``): a name server process and one process per
             broker; ``broker_config`` then takes broker.conf keys (camelCase or snake_case)
             for every broker; ``in_process`` and ``ssl_context`` are not available.
