@@ -79,3 +79,17 @@ def test_send_without_any_master_says_so(group):
             with pytest.raises(MQBrokerError) as err:
                 producer.send(Message(TOPIC, body))
             assert err.value.code == 14 and "no master" in str(err.value)
+
+
+def test_first_async_send_after_new_leader_registers_succeeds(group):
+    """The same for ``send_async`` (its retries run on the I/O loop: ``SendDispatcher.send``)."""
+    master = group.wait_master()
+    with Producer("dl_fast_failover_async", namesrv_addr=group.namesrv_addr) as producer:
+        assert producer.send_async(Message(TOPIC, b"before")).result(10).send_status.name == "SEND_OK"
+        old_addr = master.config.broker_addr
+        group.stop_broker(master.dledger.node.config.self_id)
+        group.wait_for(lambda: group.registered_master() not in (None, old_addr), 20, "the new leader registered")
+        registered = time.monotonic()
+        result = producer.send_async(Message(TOPIC, b"after")).result(10)
+        took = time.monotonic() - registered
+    assert result.send_status.name == "SEND_OK" and took <= 2.0
