@@ -18,7 +18,7 @@ from rocketmq_broker.store.message_store import MessageStore
 from rocketmq_broker.store.results import PutMessageResult
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.bodies import DataVersion, RegisterBrokerBody
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.codes import V5_3_3, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
     BrokerIdentityHeader,
     ConsumerGroupRequestHeader,
@@ -94,6 +94,8 @@ class BrokerController:
         AclAdminProcessor(self).register(self.server)
         # RocketMQ 5.x POP (issue 32): only a broker configured as 5.x answers the POP codes
         self.pop: PopProcessor | None = install_pop(self) if config.is_v5 else None
+        if config.is_v5:
+            self.server.response_version = V5_3_3
         # master/slave replication (issue 20): HA listener on every broker, client + copies on slaves
         MetadataProcessor(self).register(self.server)
         self.ha = HAService(self.store, config.ha_settings())
@@ -309,7 +311,8 @@ class BrokerController:
         ext = RegisterBrokerRequestHeader(broker_name=c.broker_name, broker_addr=c.broker_addr,
                                           cluster_name=c.broker_cluster_name, ha_server_addr=self.ha_server_addr,
                                           broker_id=c.broker_id, compressed=False,
-                                          body_crc32=zlib.crc32(body) & 0x7FFFFFFF).to_ext_fields()
+                                          body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
+                                          enable_acting_master=False if c.is_v5 else None).to_ext_fields()
         for addr in self._namesrvs():
             cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body, oneway=oneway)
             try:

@@ -8,7 +8,6 @@ import pytest
 from rocketmq_sdk.producer import LocalTransactionState, TransactionProducer
 from rocketmq_sdk.producer.tx_decisions import TransactionDecisions
 from rocketmq_sdk.protocol import Message
-from rocketmq_sdk.protocol.codes import RequestCode
 
 from .conftest import wait_until
 from .test_transaction import END, Listener, TxFake
