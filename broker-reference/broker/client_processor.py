@@ -102,5 +102,10 @@ class ClientProcessor:
 
     def update_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
+        if self.broker.config.is_v5:  # 5.x validates commits (../shared/docs/rocketmq5-remoting.md §8.1)
+            if h.consumer_group not in self.broker.groups.table:
+                return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.consumer_group} not exist!")
+            if self.broker.topics.get(h.topic or "") is None:
+                return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
         self.broker.offsets.commit(h.consumer_group or "", h.topic or "", h.queue_id or 0, h.commit_offset or 0)
         return cmd.response(ResponseCode.SUCCESS)
