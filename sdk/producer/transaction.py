@@ -149,7 +149,8 @@ class TransactionProducer(Producer):
         self._check_pool_size = max(1, check_thread_pool_size)
         self._check_slots = threading.BoundedSemaphore(max(1, check_request_hold_max) + self._check_pool_size)
         self._check_pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self.decisions = TransactionDecisions(decision_record_size, decision_record_ttl_s)
+        self.decisions: TransactionDecisions[LocalTransactionState] = TransactionDecisions(
+            decision_record_size, decision_record_ttl_s)
 
     def start(self) -> None:
         """Start the producer and its check thread pool (see :meth:`Producer.start`)."""

@@ -10,20 +10,21 @@ same transaction with it, without asking ``check_local_transaction``.
 
 from __future__ import annotations
 
+import enum
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:
-    from .transaction import LocalTransactionState
+#: a ``LocalTransactionState`` (not imported: transaction.py imports this module)
+State = TypeVar("State", bound=enum.Enum)
 
 __all__ = ["TransactionDecisions"]
 
 
-class TransactionDecisions:
-    """A bounded, expiring map transaction id → decided :class:`LocalTransactionState`.
+class TransactionDecisions(Generic[State]):
+    """A bounded, expiring map transaction id → decided ``LocalTransactionState``.
 
     Args:
         max_entries: decisions kept (oldest dropped first); 10000 by default.
@@ -40,9 +41,9 @@ class TransactionDecisions:
         self.ttl_s = ttl_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._table: OrderedDict[str, tuple[float, LocalTransactionState]] = OrderedDict()
+        self._table: OrderedDict[str, tuple[float, State]] = OrderedDict()
 
-    def record(self, transaction_id: str | None, state: LocalTransactionState) -> None:
+    def record(self, transaction_id: str | None, state: State) -> None:
         """Remember ``state`` for ``transaction_id`` when it is a decision (COMMIT/ROLLBACK)."""
         if not transaction_id or state.value == "UNKNOW":
             return
@@ -52,7 +53,7 @@ class TransactionDecisions:
             while len(self._table) > self.max_entries:
                 self._table.popitem(last=False)
 
-    def get(self, transaction_id: str | None) -> LocalTransactionState | None:
+    def get(self, transaction_id: str | None) -> State | None:
         """The recorded decision, or None (never decided here, expired or dropped)."""
         if not transaction_id:
             return None
