@@ -24,20 +24,15 @@ from typing import Unpack
 
 from ..config import ConsumerConfig
 from ..config_types import ConsumerSettings
-from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, broker_error
+from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError
 from ..protocol.bodies import SubscriptionData
-from ..protocol.codes import PermName, RequestCode, ResponseCode
+from ..protocol.codes import ResponseCode
 from ..protocol.message import MessageExt
-from ..protocol.message_codec import decode_messages
 from ..protocol.pop import (
     MAX_POP_MESSAGES,
-    AckMessageRequestHeader,
-    ChangeInvisibleTimeRequestHeader,
-    PopMessageRequestHeader,
     ReceiptHandle,
-    attach_handles,
 )
-from ..remoting.command import RemotingCommand
+from .pop_client import PopClient
 from .pull_consumer import ActiveConsumerBase
 
 __all__ = ["MAX_INVISIBLE_DURATION_S", "SimpleConsumer"]
@@ -93,6 +88,7 @@ class SimpleConsumer(ActiveConsumerBase):
         self.orderly = orderly
         self._rr = itertools.count()
         self._acked: OrderedDict[str, None] = OrderedDict()
+        self._pop: PopClient | None = None
 
     # -------------------------------------------------------------- subscriptions
 
@@ -153,55 +149,29 @@ class SimpleConsumer(ActiveConsumerBase):
             raise IllegalArgumentError(f"consumer {self.group} has no subscription: call subscribe() first")
         return max_message_num, ms
 
+    def _pop_client(self) -> PopClient:
+        pc = self._pop
+        if pc is None or pc.instance is not self._client:
+            pc = self._pop = PopClient(self.instance, self.group, self.config.mq_client_api_timeout)
+        return pc
+
+    async def _receive(self, max_n: int, invisible_ms: int) -> list[MessageExt]:
+        pc = self._pop_client()
+        targets = await pc.targets(list(self.subscriptions))
+        if not targets:
+            raise MQBrokerError(ResponseCode.TOPIC_NOT_EXIST,
+                                f"no readable broker for {', '.join(sorted(self.subscriptions))}")
+        target = targets[next(self._rr) % len(targets)]
+        init_mode = 0 if self.config.consume_from_where.name == "CONSUME_FROM_FIRST_OFFSET" else 1
+        return await pc.pop(target, self.subscriptions[target.topic], max_n, invisible_ms, self.await_duration_ms,
+                            init_mode=init_mode, order=self.orderly)
+
     async def _on_loop(self, coro):
         inst = self._client
         if inst is None or not self.running:
             coro.close()
             raise ClientStateError(f"consumer {self.group} is not started")
         return await asyncio.wrap_future(inst.loop_thread.submit(coro))
-
-    async def _targets(self) -> list[tuple[str, str, str]]:
-        """(topic, broker name, master address) of every readable broker of every subscription."""
-        inst = self.instance
-        out = []
-        for topic in sorted(self.subscriptions):
-            route = inst.routes.get(topic)
-            if route is None:
-                route = await inst.update_topic_route(topic)
-            if route is None:
-                continue
-            for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
-                if qd.perm & PermName.READ and qd.read_queue_nums > 0:
-                    addr = await inst.find_broker_master_or_refresh(qd.broker_name, topic)
-                    if addr is not None:
-                        out.append((topic, qd.broker_name, addr))
-        return out
-
-    async def _receive(self, max_n: int, invisible_ms: int) -> list[MessageExt]:
-        targets = await self._targets()
-        if not targets:
-            raise MQBrokerError(ResponseCode.TOPIC_NOT_EXIST,
-                                f"no readable broker for {', '.join(sorted(self.subscriptions))}")
-        topic, broker_name, addr = targets[next(self._rr) % len(targets)]
-        sub = self.subscriptions[topic]
-        header = PopMessageRequestHeader(
-            consumer_group=self.group, topic=topic, queue_id=-1, max_msg_nums=max_n, invisible_time=invisible_ms,
-            poll_time=self.await_duration_ms, born_time=int(time.time() * 1000),
-            init_mode=0 if self.config.consume_from_where.name == "CONSUME_FROM_FIRST_OFFSET" else 1,
-            exp_type=sub.expression_type or "TAG", exp=sub.sub_string, order=self.orderly, bname=broker_name)
-        cmd = RemotingCommand.request(RequestCode.POP_MESSAGE, header.to_ext_fields())
-        resp = await self.instance.remoting.invoke(addr, cmd, self.await_duration_ms + self.config.mq_client_api_timeout)
-        if resp.code in _NOTHING:
-            return []
-        if resp.code == ResponseCode.POLLING_FULL:
-            log.info("broker %s holds too many POP requests of %s; nothing received", addr, self.group)
-            return []
-        if resp.code != ResponseCode.SUCCESS:
-            raise broker_error(resp.code, resp.remark, addr)
-        msgs = decode_messages(resp.body)
-        for m in msgs:
-            m.broker_name = broker_name
-        return attach_handles(msgs, resp.ext_fields, broker_name)
 
     # -------------------------------------------------------------- ack / change invisibility
 
@@ -237,31 +207,15 @@ class SimpleConsumer(ActiveConsumerBase):
         """
         handle = self._handle(message)
         self._check_not_acked(handle)
-        self.instance.run(self._ack(message, handle), self._timeout_s())
+        self.instance.run(self._pop_client().ack(message, handle), self._timeout_s())
         self._remember_acked(handle)
 
     async def ack_async(self, message: MessageExt) -> None:
         """:meth:`ack` for asyncio code."""
         handle = self._handle(message)
         self._check_not_acked(handle)
-        await self._on_loop(self._ack(message, handle))
+        await self._on_loop(self._pop_client().ack(message, handle))
         self._remember_acked(handle)
-
-    async def _broker(self, handle: ReceiptHandle, topic: str) -> str:
-        addr = await self.instance.find_broker_master_or_refresh(handle.broker_name, topic)
-        if addr is None:
-            raise MQBrokerError(-1, f"broker {handle.broker_name} not found")
-        return addr
-
-    async def _ack(self, message: MessageExt, handle: ReceiptHandle) -> None:
-        addr = await self._broker(handle, message.topic)
-        header = AckMessageRequestHeader(consumer_group=self.group, topic=handle.topic_for_ack(self.group, message.topic),
-                                         queue_id=handle.queue_id, extra_info=str(handle),
-                                         offset=handle.queue_offset, bname=handle.broker_name)
-        resp = await self.instance.remoting.invoke(addr, RemotingCommand.request(
-            RequestCode.ACK_MESSAGE, header.to_ext_fields()), self.config.mq_client_api_timeout)
-        if resp.code != ResponseCode.SUCCESS:
-            raise broker_error(resp.code, resp.remark, addr)
 
     def change_invisible_duration(self, message: MessageExt, invisible_duration: float | datetime.timedelta) -> None:
         """Make ``message`` invisible for ``invisible_duration`` from now (longer or shorter;
@@ -276,25 +230,12 @@ class SimpleConsumer(ActiveConsumerBase):
         handle = self._handle(message)
         self._check_not_acked(handle)
         ms = _invisible_ms(invisible_duration)
-        self.instance.run(self._change(message, handle, ms), self._timeout_s())
+        self.instance.run(self._pop_client().change_invisible_time(message, handle, ms), self._timeout_s())
 
     async def change_invisible_duration_async(self, message: MessageExt,
                                               invisible_duration: float | datetime.timedelta) -> None:
         """:meth:`change_invisible_duration` for asyncio code."""
         handle = self._handle(message)
         self._check_not_acked(handle)
-        await self._on_loop(self._change(message, handle, _invisible_ms(invisible_duration)))
+        await self._on_loop(self._pop_client().change_invisible_time(message, handle, _invisible_ms(invisible_duration)))
 
-    async def _change(self, message: MessageExt, handle: ReceiptHandle, invisible_ms: int) -> None:
-        addr = await self._broker(handle, message.topic)
-        header = ChangeInvisibleTimeRequestHeader(
-            consumer_group=self.group, topic=handle.topic_for_ack(self.group, message.topic), queue_id=handle.queue_id,
-            extra_info=str(handle), offset=handle.queue_offset, invisible_time=invisible_ms, bname=handle.broker_name)
-        resp = await self.instance.remoting.invoke(addr, RemotingCommand.request(
-            RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext_fields()), self.config.mq_client_api_timeout)
-        if resp.code != ResponseCode.SUCCESS:
-            raise broker_error(resp.code, resp.remark, addr)
-        ext = resp.ext_fields
-        new = handle.replace(ck_offset=handle.queue_offset, pop_time=int(ext["popTime"]),
-                             invisible_time=int(ext["invisibleTime"]), revive_qid=int(ext["reviveQid"]))
-        message.properties["POP_CK"] = str(new)
