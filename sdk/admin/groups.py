@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..exceptions import IllegalArgumentError, MQBrokerError, MQClientError, MQError
 from ..protocol import fastjson
 from ..protocol.admin_bodies import ConsumeStats, ProducerConnection, SubscriptionGroupConfig
@@ -196,7 +198,7 @@ class GroupAdmin(AdminCore):
             await self._broker(addr, RequestCode.SET_MESSAGE_REQUEST_MODE, body=body)
         return addrs
 
-    async def consume_modes(self, broker_addr: str) -> dict[str, dict[str, dict]]:
+    async def consume_modes(self, broker_addr: str) -> dict[str, dict[str, dict[str, Any]]]:
         """The consume modes a 5.x broker stores: ``{topic: {group: {"mode", "popShareQueueNum", ...}}}``
         (GET_ALL_MESSAGE_REQUEST_MODE 402).
 
