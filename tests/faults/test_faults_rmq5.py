@@ -9,7 +9,6 @@ quick sizes in ``make test``):
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import threading
@@ -20,7 +19,7 @@ from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsu
 from rocketmq_sdk.consumer.pop_consume import PopSettings
 
 from tests.conftest import wait_until
-from tests.faults.faults_helpers import FULL, record
+from tests.faults.faults_helpers import FULL, kill_consumer_mid_run, record
 from tests.faults.test_faults import ROOT
 
 TOPIC = "TopicFaultsV5"
@@ -98,24 +97,14 @@ def test_pop_consumer_sigkill_mid_batch_loses_nothing(tmp_path):
     cluster = start_dev_cluster(str(tmp_path / "store"), in_process=True,
                                 broker_config={"broker_version": "5.3.3", "revive_interval": 200})
     producer = Producer("pg_pop_faults", cluster.namesrv_addr)
-    child = survivor = None
+    survivor = None
     try:
         producer.start()
         keys = [f"k{i}" for i in range(total)]
         for k in keys:
             producer.send(Message(TOPIC, b"x", keys=k))
-        child = subprocess.Popen([sys.executable, "-c", _POP_CONSUMER, cluster.namesrv_addr], stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
-        seen_by_child: list[str] = []
-        reader = threading.Thread(target=lambda: seen_by_child.extend(line.strip() for line in child.stdout),
-                                  daemon=True)
-        reader.start()
-        wait_until(lambda: len(seen_by_child) > total // 4, 60, "the POP consumer process consuming")
-        child.kill()  # mid-batch: popped, maybe consumed, not acknowledged
-        killed_at = time.monotonic()
-        child.wait(10)
-        reader.join(10)
-        before_kill = {k for k in seen_by_child if k.startswith("k")}
+        # killed mid-batch: popped, maybe consumed, not acknowledged
+        before_kill, killed_at = kill_consumer_mid_run(_POP_CONSUMER, cluster.namesrv_addr, total // 4, ROOT)
         seen: list[str] = []
         lock = threading.Lock()
 
@@ -134,8 +123,6 @@ def test_pop_consumer_sigkill_mid_batch_loses_nothing(tmp_path):
                consumed_by_survivor=len(seen), redelivered=len(before_kill & set(seen)), lost=0,
                all_done_s=round(time.monotonic() - killed_at, 2), invisible_time_s=3)
     finally:
-        if child is not None and child.poll() is None:
-            child.kill()
         if survivor is not None:
             survivor.shutdown()
         producer.shutdown()

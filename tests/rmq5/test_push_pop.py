@@ -5,23 +5,16 @@ broker (no queue ownership): every message once, RECONSUME_LATER redelivered wit
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from rocketmq_sdk import ClientStateError, ConsumeConcurrentlyStatus, Message, PushConsumer
 from rocketmq_sdk.consumer.pop_consume import PopSettings
 
+from tests.conftest import wait_until
 from tests.rmq5.conftest import broker_of
 
 TOPIC = "PushPopTopic"
 FAST = PopSettings(poll_time_ms=1000, invisible_time_ms=5000, init_mode=0, retry_delays_ms=(300,))
-
-
-def _wait(cond, what, timeout_s=15.0):
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 def test_push_pop_consumes_every_message_once_across_more_consumers_than_queues(v5_cluster, v5_producer):
@@ -43,8 +36,8 @@ def test_push_pop_consumes_every_message_once_across_more_consumers_than_queues(
         c.start()
         consumers.append(c)
     try:
-        _wait(lambda: len(seen) >= 30, f"consumed {len(seen)} of 30")
-        _wait(lambda: broker_of(v5_cluster).pop.service.in_flight("push_pop_group") == 0, "acks")
+        wait_until(lambda: len(seen) >= 30, 15, "30 messages consumed")
+        wait_until(lambda: broker_of(v5_cluster).pop.service.in_flight("push_pop_group") == 0, 15, "acks")
         assert sorted(seen) == sorted(f"p{i}".encode() for i in range(30))
     finally:
         for c in consumers:
@@ -64,9 +57,9 @@ def test_reconsume_later_comes_back_with_reconsume_times(v5_cluster, v5_producer
     c.register_message_listener(listener)
     c.start()
     try:
-        _wait(lambda: len(calls) >= 2, "redelivery")
+        wait_until(lambda: len(calls) >= 2, 15, "redelivery")
         assert calls[:2] == [0, 1]
-        _wait(lambda: broker_of(v5_cluster).pop.service.in_flight("push_pop_retry") == 0, "ack")
+        wait_until(lambda: broker_of(v5_cluster).pop.service.in_flight("push_pop_retry") == 0, 15, "ack")
     finally:
         c.shutdown()
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
+from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.results import GetMessageStatus, PutMessageStatus
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.codes import MessageConst as MC
@@ -244,12 +244,7 @@ class TimerService:
             return True
         props[MC.TIMER_ENQUEUE_MS] = str(msg.store_timestamp)
         props[MC.TIMER_DEQUEUE_MS] = str(self.clock())
-        props[MC.WAIT_STORE_MSG_OK] = "false"
-        inner = InnerMessage(topic=topic, queue_id=qid, body=msg.body, properties_string=encode_properties(props),
-                             flag=msg.flag, tags_code=tags_string_to_tags_code(props.get(MC.TAGS)),
-                             sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
-                             store_host=msg.store_host, reconsume_times=msg.reconsume_times, properties=props,
-                             wait_store_msg_ok=False)
+        inner = InnerMessage.requeued(msg, topic, qid, props)
         try:
             result = self.put_message(inner)
             if inspect.isawaitable(result):
