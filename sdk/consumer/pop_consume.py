@@ -131,17 +131,33 @@ class PopConsumeService:
 
     async def _consume(self, target: PopTarget, msgs: list[MessageExt], sub: SubscriptionData) -> None:
         # a message whose tag only shares its hash code with a subscribed one is acknowledged unseen
-        settles = [self._settle(m, True) for m in msgs if not sub.matches_tag(m.tags)]
+        acks = [m for m in msgs if not sub.matches_tag(m.tags)]
         msgs = [m for m in msgs if sub.matches_tag(m.tags)]
         n = max(1, self.settings.consume_batch_max_size)
         loop = asyncio.get_running_loop()
         chunks = [msgs[i:i + n] for i in range(0, len(msgs), n)]
         results = await asyncio.gather(*(loop.run_in_executor(self.pool, self._call, target, c) for c in chunks),
                                        return_exceptions=True)
+        later = []
         for chunk, ok in zip(chunks, results, strict=True):
-            for m in chunk:
-                settles.append(self._settle(m, ok is True))
-        await asyncio.gather(*settles, return_exceptions=True)
+            if ok is True:
+                acks.extend(chunk)
+            else:
+                later.extend(chunk)
+        await asyncio.gather(self._ack_all(acks), *(self._settle(m, False) for m in later), return_exceptions=True)
+
+    async def _ack_all(self, msgs: list[MessageExt]) -> None:
+        """Acknowledge consumed messages: one BATCH_ACK_MESSAGE per broker (ACK_MESSAGE for one)."""
+        if len(msgs) == 1:
+            await self._settle(msgs[0], True)
+            return
+        try:
+            pairs = [(m, ReceiptHandle.parse(m.receipt_handle or "")) for m in msgs]
+            if pairs:
+                await self.client.batch_ack(pairs)
+        except (MQError, ValueError) as exc:
+            log.warning("group %s: acknowledging %d messages failed (they come back after their invisible "
+                        "time): %s", self.client.group, len(msgs), exc)
 
     def _call(self, target: PopTarget, msgs: list[MessageExt]) -> bool:
         ctx = ConsumeConcurrentlyContext(MessageQueue(target.topic, target.broker_name, msgs[0].queue_id))

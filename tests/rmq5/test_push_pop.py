@@ -70,3 +70,26 @@ def test_pop_mode_refuses_orderly_listeners(v5_cluster):
     c.register_message_listener(lambda msgs, ctx: None, orderly=True)
     with pytest.raises(ClientStateError, match="concurrent listener"):
         c.start()
+
+
+def test_consumed_batches_are_acknowledged_with_batch_ack(v5_cluster, v5_producer):
+    from rocketmq_sdk.protocol.codes import RequestCode
+    from rocketmq_sdk.protocol.pop import decode_batch_ack_body
+    for i in range(20):
+        v5_producer.send(Message(TOPIC, f"b{i}".encode()))
+    broker = broker_of(v5_cluster)
+    bodies = []
+    orig = broker.server._processors[RequestCode.BATCH_ACK_MESSAGE]
+    broker.server.register_processor(RequestCode.BATCH_ACK_MESSAGE,
+                                     lambda ch, cmd: bodies.append(cmd.body) or orig(ch, cmd))
+    seen = []
+    c = PushConsumer("push_pop_batch", v5_cluster.namesrv_addr, pop=True, pop_settings=FAST)
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(lambda msgs, ctx: seen.extend(msgs) or ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    c.start()
+    try:
+        wait_until(lambda: len(seen) >= 20 and broker.pop.service.in_flight("push_pop_batch") == 0, 15, "batch acks")
+    finally:
+        c.shutdown()
+    acked = sorted((a.queue_id, o) for b in bodies for a in decode_batch_ack_body(b) for o in a.offsets)
+    assert acked == sorted((m.queue_id, m.queue_offset) for m in seen)
