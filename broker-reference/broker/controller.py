@@ -93,8 +93,9 @@ class BrokerController:
         request_guard.install(self.server)  # every topic/group a request names (issue 14)
         request_guard.install(self.vip_server)
         AclAdminProcessor(self).register(self.server)
-        # RocketMQ 5.x POP (issue 32): only a broker configured as 5.x answers the POP codes
-        self.pop: PopProcessor | None = install_pop(self) if config.is_v5 else None
+        # RocketMQ 5.x POP (issue 32): only a master configured as 5.x answers the POP codes (a
+        # pop commits offsets and writes revive copies: not on a slave)
+        self.pop: PopProcessor | None = install_pop(self) if config.is_v5 and not self.is_slave else None
         if config.is_v5:
             self.server.response_version = V5_3_3
         self.timer: TimerService | None = TimerService(
