@@ -137,3 +137,18 @@ def test_reference_broker_answers_as_5x_only_when_configured(v5_cluster, tmp_pat
             assert b"enableActingMaster" not in body
     finally:
         client.close()
+
+
+def test_get_topic_config_answers_like_5_3_3(v5_cluster):
+    from tests.broker.conftest import SyncClient
+    from tests.rmq5.conftest import broker_of
+    broker_of(v5_cluster).topics.create_system("%RETRY%cap_pop_push_group", 1)
+    req, want = frame("admin", 45), frame("admin", 46)
+    client = SyncClient()
+    try:
+        resp = client.invoke(v5_cluster.broker_addr, RequestCode.GET_TOPIC_CONFIG, req["header"]["extFields"])
+        assert resp.code == 0 and resp.body == body_bytes(want)
+        resp = client.invoke(v5_cluster.broker_addr, RequestCode.GET_TOPIC_CONFIG, {"topic": "NoSuchTopicHere"})
+        assert resp.code == 17
+    finally:
+        client.close()
