@@ -99,6 +99,8 @@ class BrokerController:
         if config.is_v5:
             self.server.response_version = V5_3_3
             TopicConfigProcessor(self.topics).register(self.server)
+            # 5.x DefaultLitePullConsumer pulls with LITE_PULL_MESSAGE (361): same header and answer
+            self.server.register_processor(RequestCode.LITE_PULL_MESSAGE, self.pull.pull)
         self.pop: PopProcessor | None = install_pop(self) if config.is_v5 and not self.is_slave else None
         self.timer: TimerService | None = TimerService(
             self.store, lambda inner: self.put_message(inner, schedule=False), config.config_dir,

@@ -152,3 +152,20 @@ def test_get_topic_config_answers_like_5_3_3(v5_cluster):
         assert resp.code == 17
     finally:
         client.close()
+
+
+def test_lite_pull_message_is_answered_like_pull(v5_cluster, v5_producer):
+    from rocketmq_sdk import Message
+    from rocketmq_sdk.protocol.message_codec import decode_messages
+
+    from tests.broker.conftest import SyncClient
+    r = v5_producer.send(Message("LiteTopic", b"lite"))
+    ext = {"consumerGroup": "lite_g", "topic": "LiteTopic", "queueId": str(r.message_queue.queue_id),
+           "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "22", "commitOffset": "0",
+           "suspendTimeoutMillis": "20000", "subscription": "*", "subVersion": "0", "expressionType": "TAG"}
+    client = SyncClient()
+    try:
+        resp = client.invoke(v5_cluster.broker_addr, RequestCode.LITE_PULL_MESSAGE, ext)
+        assert resp.code == 0 and [m.body for m in decode_messages(resp.body)] == [b"lite"]
+    finally:
+        client.close()
