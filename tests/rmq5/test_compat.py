@@ -169,3 +169,15 @@ def test_lite_pull_message_is_answered_like_pull(v5_cluster, v5_producer):
         assert resp.code == 0 and [m.body for m in decode_messages(resp.body)] == [b"lite"]
     finally:
         client.close()
+
+
+def test_topic_route_json_shows_5x_fields(v5_cluster, v5_producer):
+    import json
+
+    from click.testing import CliRunner
+    from rocketmq_sdk import Message
+    from rocketmq_sdk.admin.cli import cli
+    v5_producer.send(Message("RouteTopic", b"x"))
+    out = CliRunner().invoke(cli, ["topicRoute", "-n", v5_cluster.namesrv_addr, "-t", "RouteTopic", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["brokerDatas"][0]["enableActingMaster"] is False
