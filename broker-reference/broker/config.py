@@ -136,8 +136,9 @@ class BrokerConfig:
             not a Java key: Java hard-codes both).
 
     RocketMQ 5.x (issue 32, docs/rocketmq5.md; 5.3.3 ``BrokerConfig`` / ``MessageStoreConfig`` keys):
-        broker_version: ``4.9.8`` (default) or a 5.x version such as ``5.3.3`` (``brokerVersion``,
-            not a Java key): a 5.x broker serves POP (POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE,
+        broker_version: ``4.9.8`` (default; the environment variable ``ROCKETMQ_BROKER_VERSION``
+            changes the default, e.g. for ``make test-rmq5``) or a 5.x version such as ``5.3.3``
+            (``brokerVersion``, not a Java key): a 5.x broker serves POP (POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE,
             CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION, POLLING_INFO) and timer messages and answers
             heartbeats as 5.x does; a 4.9.8 one answers those codes REQUEST_CODE_NOT_SUPPORTED.
         revive_interval: how often un-acked POP messages past their invisible time are copied to
@@ -200,7 +201,7 @@ class BrokerConfig:
     slave_sync_interval: int = 10_000
     # -- end of replication keys ------------------------------------------------------------
     # -- RocketMQ 5.x (issue 32; docs/rocketmq5.md) -------------------------------------------
-    broker_version: str = "4.9.8"
+    broker_version: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_BROKER_VERSION") or "4.9.8")
     revive_interval: int = 1000
     revive_queue_num: int = 8
     pop_from_retry_probability: int = 20

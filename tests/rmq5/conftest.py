@@ -38,3 +38,7 @@ def broker_of(cluster):
     """The in-process ``BrokerController`` of a ``start_dev_cluster(in_process=True)`` cluster."""
     from rocketmq_broker.broker.controller import BrokerController
     return next(s for s in cluster._servers if isinstance(s, BrokerController))
+
+
+#: an explicitly 4.9.8 broker (``make test-rmq5`` makes 5.3.3 the default)
+V4 = {"broker_version": "4.9.8"}

@@ -20,7 +20,7 @@ from rocketmq_sdk.protocol.pop import (
 )
 from rocketmq_sdk.remoting import RemotingCommand
 
-from tests.rmq5.conftest import broker_of
+from tests.rmq5.conftest import V4, broker_of
 
 TOPIC, GROUP = "PopTopic", "pop_group"
 
@@ -199,7 +199,7 @@ def test_checkpoints_survive_a_broker_restart(tmp_path, v5_client):
 
 def test_broker_4x_does_not_know_pop(tmp_path, v5_client):
     from rocketmq_broker.embedded import start_dev_cluster
-    with start_dev_cluster(str(tmp_path / "store4"), in_process=True) as c:  # brokerVersion 4.9.8
+    with start_dev_cluster(str(tmp_path / "store4"), in_process=True, broker_config=V4) as c:  # brokerVersion 4.9.8
         assert _pop(v5_client, c.broker_addr).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
 
 

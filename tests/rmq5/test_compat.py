@@ -10,6 +10,7 @@ from rocketmq_sdk.protocol.bodies import HeartbeatData, TopicRouteData
 from rocketmq_sdk.protocol.codes import RequestCode
 from rocketmq_sdk.remoting import RemotingCommand
 
+from tests.rmq5.conftest import V4
 from tests.rmq5.frames import body_bytes, frame
 
 
@@ -130,7 +131,7 @@ def test_reference_broker_answers_as_5x_only_when_configured(v5_cluster, tmp_pat
         route = TopicRouteData.from_json(client.invoke(v5_cluster.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                                        {"topic": "TBW102"}).body)
         assert route.broker_datas[0].enable_acting_master is False
-        with start_dev_cluster(str(tmp_path / "s4"), in_process=True) as c4:
+        with start_dev_cluster(str(tmp_path / "s4"), in_process=True, broker_config=V4) as c4:
             resp = client.invoke(c4.broker_addr, RequestCode.HEART_BEAT, body=hb)
             assert resp.version == CURRENT_VERSION and "IS_SUPPORT_HEART_BEAT_V2" not in resp.ext_fields
             body = client.invoke(c4.namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}).body

@@ -19,7 +19,7 @@ from rocketmq_sdk.protocol.message_codec import decode_messages
 from rocketmq_sdk.protocol.pop import ReceiptHandle, attach_handles
 from rocketmq_sdk.remoting import RemotingCommand
 
-from tests.rmq5.conftest import broker_of
+from tests.rmq5.conftest import V4, broker_of
 from tests.rmq5.frames import body_bytes, frame
 
 TOPIC = "SimpleTopic"
@@ -195,7 +195,7 @@ def test_more_consumers_than_queues_share_the_topic(v5_cluster, v5_producer):
 
 
 def test_4x_broker_says_no_pop(tmp_path):
-    with start_dev_cluster(str(tmp_path / "s4"), in_process=True) as c4:
+    with start_dev_cluster(str(tmp_path / "s4"), in_process=True, broker_config=V4) as c4:
         from rocketmq_sdk import Producer
         with Producer("p4", c4.namesrv_addr) as p:
             p.send(Message(TOPIC, b"x"))
