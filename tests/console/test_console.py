@@ -100,3 +100,8 @@ def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> Non
             proc.terminate()
             proc.wait(30)
             proc.stderr.close()
+
+
+def test_console_consume_mode_on_5x_brokers_with_djangos_runner() -> None:
+    ran, out = run_django_tests("tests.console.cases_rmq5", 300)
+    assert ran == 1, out[-4000:]
