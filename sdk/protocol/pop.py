@@ -20,15 +20,16 @@ import dataclasses
 from dataclasses import dataclass
 
 from . import fastjson
-from .codes import RETRY_GROUP_TOPIC_PREFIX
+from .codes import RETRY_GROUP_TOPIC_PREFIX, MessageConst
 from .headers import Header
 
 __all__ = [
-    "MAX_POP_MESSAGES", "ORDER_REVIVE_QID", "AckMessageRequestHeader", "BatchAck", "ChangeInvisibleTimeRequestHeader",
-    "ChangeInvisibleTimeResponseHeader", "NotificationRequestHeader", "NotificationResponseHeader",
-    "PollingInfoRequestHeader", "PollingInfoResponseHeader", "PopMessageRequestHeader", "PopMessageResponseHeader",
-    "FIRST_POP_TIME", "POP_CK", "ReceiptHandle", "RetryFlag", "attach_handles", "format_offset_infos", "format_order_count_info", "parse_offset_infos",
-    "parse_order_count_info", "pop_retry_topic", "decode_batch_ack_body", "encode_batch_ack_body",
+    "FIRST_POP_TIME", "MAX_POP_MESSAGES", "ORDER_REVIVE_QID", "POP_CK", "AckMessageRequestHeader", "BatchAck",
+    "ChangeInvisibleTimeRequestHeader", "ChangeInvisibleTimeResponseHeader", "NotificationRequestHeader",
+    "NotificationResponseHeader", "PollingInfoRequestHeader", "PollingInfoResponseHeader", "PopMessageRequestHeader",
+    "PopMessageResponseHeader", "ReceiptHandle", "RetryFlag", "attach_handles", "decode_batch_ack_body",
+    "encode_batch_ack_body", "format_offset_infos", "format_order_count_info", "parse_offset_infos",
+    "parse_order_count_info", "pop_retry_topic",
 ]
 
 #: ``reviveQid`` of an order (``order=true``) pop: no checkpoint is written for it.
@@ -311,8 +312,8 @@ def decode_batch_ack_body(body: bytes) -> list[BatchAck]:
 
 # --- a POP answer on the client side ---------------------------------------------------------
 #: message properties of 5.x ``MessageConst``
-POP_CK = "POP_CK"
-FIRST_POP_TIME = "1ST_POP_TIME"
+POP_CK = MessageConst.POP_CK
+FIRST_POP_TIME = MessageConst.FIRST_POP_TIME
 
 
 def attach_handles(messages: list, ext: dict[str, str], broker_name: str) -> list:

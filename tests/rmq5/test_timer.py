@@ -11,6 +11,7 @@ from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk import IllegalArgumentError, Message, MessageIllegalError, Producer, SimpleConsumer
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 
+from tests.conftest import wait_until
 from tests.rmq5.conftest import broker_of
 from tests.rmq5.frames import frame
 
@@ -112,7 +113,8 @@ def test_pending_timers_survive_a_restart_and_are_not_early(tmp_path):
             p.send(Message(TOPIC, b"warm-up"))
             at = _now_ms() + 2500
             p.send(Message(TOPIC, b"after-restart", deliver_time_ms=at))
-        assert broker_of(c).timer.pending == 1
+        # in the wheel (loaded from the timer queue by the broker's loop), not delivered yet
+        wait_until(lambda: broker_of(c).timer.pending == 1, 10, "the timer message in the wheel")
     finally:
         c.stop()
     c = start_dev_cluster(store, in_process=True, broker_config=V5)
