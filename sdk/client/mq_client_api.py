@@ -323,15 +323,31 @@ class MQClientAPI:
             MQBrokerError: a code other than 0/19/20/21.
             RemotingError: network failure or timeout.
         """
+        result, body = await self.pull_message_raw(addr, header, timeout_ms)
+        if body:
+            result.msg_found_list = decode_messages(body)
+        return result
+
+    async def pull_message_raw(self, addr: str, header: PullMessageRequestHeader,
+                               timeout_ms: float) -> tuple[PullResult, bytes]:
+        """PULL_MESSAGE (11) with the records left encoded: the result (its ``msg_found_list``
+        empty) and the body, FOUND's back-to-back stored records as the broker sent them
+        (docs/protocol.md §4.5; ``b""`` for the other statuses), for readers that decode them
+        their own way (``message_codec.decode_messages`` gives what :meth:`pull_message` does).
+
+        Raises:
+            MQBrokerError: a code other than 0/19/20/21.
+            RemotingError: network failure or timeout.
+        """
         cmd = _new_request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
         resp = await self.remoting.invoke(addr, cmd, timeout_ms)
         status = PullStatus.from_response_code(resp.code)
         if status is None:
             raise MQBrokerError(resp.code, resp.remark, addr)
         h = PullMessageResponseHeader.from_ext_fields(resp.ext_fields)
-        msgs = decode_messages(resp.body) if status is PullStatus.FOUND and resp.body else []
-        return PullResult(status, h.next_begin_offset or 0, h.min_offset or 0, h.max_offset or 0, msgs,
-                          h.suggest_which_broker_id or 0)
+        body = resp.body if status is PullStatus.FOUND and resp.body else b""
+        return PullResult(status, h.next_begin_offset or 0, h.min_offset or 0, h.max_offset or 0, [],
+                          h.suggest_which_broker_id or 0), bytes(body)
 
     # -------------------------------------------------------------- offsets
 
