@@ -114,6 +114,12 @@ wheel-check: install
 	build/wheel-check/venv/bin/python -m pip install --quiet "$$(ls build/wheel-check/rocketmq_python_sdk-*-py3-none-any.whl)[broker]"
 	cd build/wheel-check && venv/bin/python ../../tests/packaging/wheel_smoke.py
 
+# make test-rmq5 - the consumer, producer and RocketMQ 5.x suites against reference brokers answering
+# as RocketMQ 5.3.3 (ROCKETMQ_BROKER_VERSION=5.3.3: POP, timers, 5.x offset checks; docs/rocketmq5.md)
+.PHONY: test-rmq5
+test-rmq5: install
+	ROCKETMQ_BROKER_VERSION=5.3.3 $(PY) -m pytest -q -p no:cacheprovider tests/consumer tests/producer tests/rmq5
+
 clean:
 	rm -rf $(VENV) .venv-3.* build *.egg-info .pytest_cache .ruff_cache .mypy_cache
 	find sdk broker-reference integrations -name "*.so" -delete

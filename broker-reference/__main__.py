@@ -77,11 +77,14 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
                    "see busyPollUs in docs/broker.md).")
 @click.option("--enable-property-filter", is_flag=True, default=False,
               help="Allow SQL92 subscriptions (enablePropertyFilter; off by default, as in Apache RocketMQ).")
+@click.option("--broker-version", default="4.9.8", show_default=True,
+              help="brokerVersion: 4.9.8, or a 5.x version (5.3.3) to serve POP and timer messages "
+                   "(see docs/rocketmq5.md).")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
         cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
-        enable_property_filter: bool, log_level: str, event_loop: str) -> None:
+        enable_property_filter: bool, broker_version: str, log_level: str, event_loop: str) -> None:
     """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
     if cluster not in MODES:
@@ -97,7 +100,7 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
                        event_loop, enable_property_filter)
         else:
             _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster_name, flush_disk_type,
-                     commit_log_file_size, busy_poll_us, event_loop, enable_property_filter)
+                     commit_log_file_size, busy_poll_us, event_loop, enable_property_filter, broker_version)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
@@ -105,7 +108,7 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
 
 def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, broker_name: str, cluster: str,
              flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str,
-             enable_property_filter: bool = False) -> None:
+             enable_property_filter: bool = False, broker_version: str = "4.9.8") -> None:
     os.makedirs(store_dir, exist_ok=True)
     ns = NameServer(NamesrvConfig(listen_port=DEFAULT_NAMESRV_PORT if namesrv_port is None else namesrv_port))
     holder: dict[str, BrokerController] = {}
@@ -126,7 +129,7 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port_now,
                            namesrv_addr=ns.addr, store_path_root_dir=store_dir, flush_disk_type=flush_disk_type,
                            mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us,
-                           enable_property_filter=enable_property_filter)
+                           enable_property_filter=enable_property_filter, broker_version=broker_version)
         broker = holder["b"] = BrokerController(cfg)
         await broker.start()
         announce("BROKER", cfg.broker_addr)

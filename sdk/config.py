@@ -100,6 +100,11 @@ class ClientConfig:
             (an error when uvloop is missing). The environment variable
             ``ROCKETMQ_EVENT_LOOP`` overrides it. Only the I/O thread is affected (async sends,
             consumers, routes, heartbeats); your own asyncio loop is never replaced.
+        use_heartbeat_v2: RocketMQ 5.x heartbeat v2 (Java ``useHeartbeatV2``, False): a full
+            heartbeat with a ``heartbeatFingerprint`` when the subscriptions changed or the broker
+            asks for it (``IS_SUB_CHANGE``), else a short one without subscriptions
+            (``withoutSub``). Brokers that do not announce ``IS_SUPPORT_HEART_BEAT_V2`` (4.x)
+            always get full heartbeats.
     """
 
     namesrv_addr: str | None = None
@@ -120,6 +125,7 @@ class ClientConfig:
     use_tls: bool = False
     ssl_context: ssl.SSLContext | None = None
     event_loop: str = "auto"
+    use_heartbeat_v2: bool = False
 
     @classmethod
     def from_kwargs(cls: type[C], **kwargs: Any) -> C:
