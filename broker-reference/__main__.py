@@ -75,17 +75,22 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 @click.option("--busy-poll-us", type=click.IntRange(min=0), default=0, show_default=True,
               help="Keep the broker's event loop polling this many µs after each answer (0: off; "
                    "see busyPollUs in docs/broker.md).")
+@click.option("--grpc-port", type=click.IntRange(min=0), default=None,
+              help="Also serve RocketMQ 5's gRPC API (the proxy, for 5.x clients) on this port (0: a free "
+                   "one; needs the grpc extra); prints GRPC <addr>. Mode 1m only.")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
         cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
-        log_level: str, event_loop: str) -> None:
+        grpc_port: int | None, log_level: str, event_loop: str) -> None:
     """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
     if cluster not in MODES:
         click.echo(f"warning: --cluster {cluster} is not a mode ({', '.join(MODES)}); "
                    "taken as --cluster-name", err=True)
         cluster, cluster_name = "1m", cluster
+    if grpc_port is not None and cluster != "1m":
+        raise click.UsageError("--grpc-port works with --cluster 1m only")
     temporary = store_dir is None
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-dev-")
     try:
@@ -95,14 +100,15 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
                        event_loop)
         else:
             _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster_name, flush_disk_type,
-                     commit_log_file_size, busy_poll_us, event_loop)
+                     commit_log_file_size, busy_poll_us, event_loop, grpc_port)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
 
 
 def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, broker_name: str, cluster: str,
-             flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str) -> None:
+             flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str,
+             grpc_port: int | None = None) -> None:
     os.makedirs(store_dir, exist_ok=True)
     ns = NameServer(NamesrvConfig(listen_port=DEFAULT_NAMESRV_PORT if namesrv_port is None else namesrv_port))
     holder: dict[str, BrokerController] = {}
@@ -129,6 +135,8 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         announce(f"BROKER.{cfg.broker_name}.{cfg.broker_id}",
                  f"{cfg.broker_role} {cfg.broker_addr} ha={broker.ha_server_addr} pid={os.getpid()}")
         announce("STORE", store_dir)
+        if grpc_port is not None:
+            holder["grpc"] = start_grpc_proxy(ns.addr, grpc_port)
         if namesrv_port is None and ns.port != DEFAULT_NAMESRV_PORT:
             click.echo(f"port {DEFAULT_NAMESRV_PORT} is in use, so the name server took {ns.addr}: use it "
                        f"instead of 127.0.0.1:{DEFAULT_NAMESRV_PORT} in the examples, or paste\n"
@@ -138,11 +146,27 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
             click.echo(f"port {DEFAULT_BROKER_PORT} is in use, so the broker took {cfg.broker_addr}", err=True)
 
     async def stop() -> None:
+        if "grpc" in holder:
+            holder["grpc"].stop()
         if "b" in holder:
             await holder["b"].stop()
         await ns.stop()
 
     run_until_signal(start, stop, event_loop)
+
+
+def start_grpc_proxy(namesrv_addr: str, port: int):
+    """Start the gRPC proxy (``rocketmq_broker.proxy``) in front of ``namesrv_addr`` and print
+    ``GRPC <addr>``. Raises click.ClickException without the grpc extra."""
+    try:
+        from .proxy import GrpcProxy
+    except ImportError as exc:
+        raise click.ClickException(f"--grpc-port needs the grpc extra (pip install "
+                                   f"'rocketmq-python-sdk[grpc]'): {exc}") from None
+    proxy = GrpcProxy(namesrv_addr, port=port)
+    proxy.start()
+    announce("GRPC", proxy.addr)
+    return proxy
 
 
 def _dev_multi(mode: str, store_dir: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int,

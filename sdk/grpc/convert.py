@@ -14,6 +14,7 @@ is a user property.
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,7 +98,14 @@ def to_v2(topic: str, body: bytes, props: Mapping[str, str], *, namespace: str =
     if immunity and immunity.lstrip("-").isdigit():
         sp.orphaned_transaction_recovery_duration.seconds = int(immunity)
     sp.body_encoding = v2.IDENTITY
+    sp.body_digest.type = v2.CRC32
+    sp.body_digest.checksum = crc32_hex(body)
     return m
+
+
+def crc32_hex(body: bytes) -> str:
+    """The CRC32 body digest of the 5.x API: 8 upper-case hex digits."""
+    return f"{zlib.crc32(body) & 0xFFFFFFFF:08X}"
 
 
 def timestamp_ms(ts: Any) -> int:
