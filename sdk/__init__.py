@@ -30,6 +30,9 @@ from .exceptions import (
     ClientStateError,
     FrameError,
     IllegalArgumentError,
+    IllegalOperationError,
+    InvalidParameterError,
+    MessageIllegalError,
     MQBrokerError,
     MQClientError,
     MQError,
@@ -38,7 +41,9 @@ from .exceptions import (
     RemotingSendRequestError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
+    RequestCodeNotSupportedError,
     RequestTimeoutError,
+    SubscriptionGroupNotExistError,
     TopicNotExistError,
 )
 from .lifecycle import ServiceState
@@ -112,6 +117,11 @@ __all__ = [
     "ProducerSettings",
     # errors (rocketmq_sdk.exceptions): every class of the tree
     "FrameError",
+    "IllegalOperationError",
+    "InvalidParameterError",
+    "MessageIllegalError",
+    "RequestCodeNotSupportedError",
+    "SubscriptionGroupNotExistError",
     "RemotingSendRequestError",
     "RemotingTooMuchRequestError",
     # the clients' lifecycle (rocketmq_sdk.lifecycle) and retries (rocketmq_sdk.retry)

@@ -18,7 +18,7 @@ from rocketmq_broker.store.message_store import MessageStore
 from rocketmq_broker.store.results import PutMessageResult
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.bodies import DataVersion, RegisterBrokerBody
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.codes import V5_3_3, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
     BrokerIdentityHeader,
     ConsumerGroupRequestHeader,
@@ -36,6 +36,7 @@ from .controller_util import MaybeAwaitable
 from .group_processor import GroupProcessor
 from .lock_manager import LockProcessor
 from .offset_manager import ConsumerOffsetManager
+from .pop import PopProcessor, install_pop
 from .pull_processor import PullProcessor
 from .replication import MetadataProcessor, SlaveSynchronize, slave_refusal
 from .reply_processor import ReplyProcessor
@@ -91,6 +92,10 @@ class BrokerController:
         request_guard.install(self.server)  # every topic/group a request names (issue 14)
         request_guard.install(self.vip_server)
         AclAdminProcessor(self).register(self.server)
+        # RocketMQ 5.x POP (issue 32): only a broker configured as 5.x answers the POP codes
+        self.pop: PopProcessor | None = install_pop(self) if config.is_v5 else None
+        if config.is_v5:
+            self.server.response_version = V5_3_3
         # master/slave replication (issue 20): HA listener on every broker, client + copies on slaves
         MetadataProcessor(self).register(self.server)
         self.ha = HAService(self.store, config.ha_settings())
@@ -127,6 +132,8 @@ class BrokerController:
         self.groups.load()
         self.consumers.filters.load()
         self.schedule.load()
+        if self.pop is not None:
+            self.pop.service.load()
         await loop.run_in_executor(None, self.store.start)
         self.pull.start(loop)
         fixed_port = self.config.listen_port != 0
@@ -153,6 +160,8 @@ class BrokerController:
         else:
             self.schedule.start(loop)
             self.transactions.start(loop)
+            if self.pop is not None:
+                self.pop.start(loop)
         self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._persist_loop()),
                        loop.create_task(self._scan_channels_loop())]
         log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.config.broker_addr,
@@ -165,6 +174,8 @@ class BrokerController:
             t.cancel()
         await self.schedule.stop()
         await self.transactions.stop()
+        if self.pop is not None:
+            await self.pop.stop()
         if self.ha_client is not None:
             await self.ha_client.stop()
         if self.slave_sync is not None:
@@ -196,6 +207,8 @@ class BrokerController:
 
     def _on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int, props) -> None:
         self.pull.on_arrival(topic, queue_id, max_offset, tags_code, props)
+        if self.pop is not None:
+            self.pop.on_arrival(topic)
         if self.ha.connections:  # data for the slaves now rather than at their 100 ms poll
             loop = self.pull.loop
             if loop is not None:
@@ -298,7 +311,8 @@ class BrokerController:
         ext = RegisterBrokerRequestHeader(broker_name=c.broker_name, broker_addr=c.broker_addr,
                                           cluster_name=c.broker_cluster_name, ha_server_addr=self.ha_server_addr,
                                           broker_id=c.broker_id, compressed=False,
-                                          body_crc32=zlib.crc32(body) & 0x7FFFFFFF).to_ext_fields()
+                                          body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
+                                          enable_acting_master=False if c.is_v5 else None).to_ext_fields()
         for addr in self._namesrvs():
             cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body, oneway=oneway)
             try:
@@ -340,6 +354,8 @@ class BrokerController:
         while True:
             await asyncio.sleep(self.config.flush_consumer_offset_interval / 1000.0)
             try:
+                if self.pop is not None:  # POP checkpoints before the offsets they cover
+                    self.pop.service.persist()
                 self.offsets.persist()
                 self.schedule.persist()
                 self.consumers.filters.persist()  # Java: every 10 s

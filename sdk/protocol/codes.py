@@ -11,6 +11,10 @@ from enum import IntEnum
 
 #: ``MQVersion.Version.V4_9_8`` ordinal: what a 4.9.8 client, broker and name server send.
 CURRENT_VERSION = 409
+#: ``MQVersion.Version.V5_3_3`` ordinal: what 5.3.3 clients, brokers and name servers send.
+V5_3_3 = 479
+#: First 5.x ordinal (``V5_0_0_SNAPSHOT``): a peer at or above it speaks RocketMQ 5.
+V5_0_0_SNAPSHOT = 412
 #: Versions used in protocol decisions (ordinals of ``MQVersion.Version``).
 V3_4_9 = 121
 V4_9_4 = 401
@@ -142,6 +146,21 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    # RocketMQ 5.x (docs/rocketmq5.md; ../shared/docs/rocketmq5-remoting.md §5.2, §2.7)
+    GET_TOPIC_CONFIG = 351
+    LITE_PULL_MESSAGE = 361
+    RECALL_MESSAGE = 370
+    QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401
+    GET_ALL_MESSAGE_REQUEST_MODE = 402
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    POP_ROLLBACK = 200056
+    BATCH_ACK_MESSAGE = 200151
 
 
 def request_name(code: int) -> str:
@@ -190,6 +209,12 @@ class ResponseCode(IntEnum):
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
+    # RocketMQ 5.x: 209/210 mean POLLING_FULL / POLLING_TIMEOUT in POP answers (same numbers as the
+    # 4.x ACL failures above, which only admin requests return)
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
+    INVALID_PARAMETER = 29
+    ILLEGAL_OPERATION = 604
 
 
 class LanguageCode(IntEnum):
