@@ -77,7 +77,8 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
                    "see busyPollUs in docs/broker.md).")
 @click.option("--grpc-port", type=click.IntRange(min=0), default=None,
               help="Also serve RocketMQ 5's gRPC API (the proxy, for 5.x clients) on this port (0: a free "
-                   "one; needs the grpc extra); prints GRPC <addr>. Mode 1m only.")
+                   "one; needs the grpc extra); prints GRPC <addr>. The broker then answers as a 5.x broker "
+                   "(brokerVersion 5.3.3: POP). Mode 1m only.")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
@@ -129,6 +130,8 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port_now,
                            namesrv_addr=ns.addr, store_path_root_dir=store_dir, flush_disk_type=flush_disk_type,
                            mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us)
+        if grpc_port is not None:  # 5.x clients receive by POP, which a 5.x broker serves
+            cfg.broker_version = GRPC_BROKER_VERSION
         broker = holder["b"] = BrokerController(cfg)
         await broker.start()
         announce("BROKER", cfg.broker_addr)
@@ -153,6 +156,10 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         await ns.stop()
 
     run_until_signal(start, stop, event_loop)
+
+
+#: the brokerVersion of ``dev --grpc-port``: POP (5.x clients' receive) needs a 5.x broker
+GRPC_BROKER_VERSION = "5.3.3"
 
 
 def start_grpc_proxy(namesrv_addr: str, port: int):

@@ -16,6 +16,7 @@ from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.remoting import RemotingClient
 from rocketmq_sdk.remoting.loop import EventLoopThread
 
+from .consuming import Consuming
 from .producing import Producing
 from .routes import RouteCache
 from .service import MessagingService
@@ -53,7 +54,7 @@ class GrpcProxy:
         port: port to bind (0: a free one).
         max_body: largest message body accepted, bytes (default 4 MiB, the broker's
             ``maxMessageSize``).
-        ssl_context: a ``(private_key_pem, certificate_chain_pem)`` pair to serve TLS, or None.
+        tls: a ``(private_key_pem, certificate_chain_pem)`` pair to serve TLS only, or None.
 
     ``start()`` blocks until the server listens and returns its port; ``stop()`` ends every call
     and stream (clients reconnect to a restarted proxy on the same port).
@@ -110,7 +111,8 @@ class GrpcProxy:
         self.port = port
         producing = Producing(api, routes, sessions, f"grpc-proxy@{self.host}:{port}@{os.getpid()}",
                               self.max_body)
-        self.service = MessagingService(routes, producing, sessions, endpoints_of(self.host, port))
+        self.service = MessagingService(routes, producing, Consuming(api, routes), sessions,
+                                        endpoints_of(self.host, port))
         server.add_generic_rpc_handlers((self.service.handler(),))
         await server.start()
         self._server = server

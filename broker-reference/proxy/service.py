@@ -22,6 +22,7 @@ from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.service import CLIENT_ID, RPCS, SERVICE
 
 from .checks import group_name, topic_name
+from .consuming import Consuming
 from .producing import Producing
 from .routes import RouteCache
 from .sessions import Session, Sessions
@@ -61,13 +62,16 @@ class MessagingService:
     Args:
         routes: route cache (name-server lookups).
         producing: SendMessage / EndTransaction / transaction checks.
+        consuming: ReceiveMessage / AckMessage / ChangeInvisibleDuration / DLQ / QueryAssignment.
         sessions: the known clients.
         endpoints: the proxy's own ``v2.Endpoints`` (given in routes when a request names none).
     """
 
-    def __init__(self, routes: RouteCache, producing: Producing, sessions: Sessions, endpoints: Any) -> None:
+    def __init__(self, routes: RouteCache, producing: Producing, consuming: Consuming, sessions: Sessions,
+                 endpoints: Any) -> None:
         self.routes = routes
         self.producing = producing
+        self.consuming = consuming
         self.sessions = sessions
         self.endpoints = endpoints
         self.extra: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {}
@@ -89,6 +93,10 @@ class MessagingService:
         return self.extra.get(name) or {
             "QueryRoute": self.query_route, "Heartbeat": self.heartbeat, "SendMessage": self.send_message,
             "EndTransaction": self.end_transaction, "NotifyClientTermination": self.notify_client_termination,
+            "ReceiveMessage": self.consuming.receive, "AckMessage": self.consuming.ack,
+            "ChangeInvisibleDuration": self.consuming.change_invisible_duration,
+            "ForwardMessageToDeadLetterQueue": self.consuming.forward_to_dlq,
+            "QueryAssignment": self.query_assignment,
         }.get(name)
 
     def _unary(self, name: str) -> Callable[[bytes, Any], Awaitable[bytes]]:
@@ -164,6 +172,10 @@ class MessagingService:
             raise ProxyError(v2.CLIENT_ID_REQUIRED, f"the {CLIENT_ID} header is missing")
         self.sessions.remove(client_id)
         return v2.NotifyClientTerminationResponse(status=status())
+
+    async def query_assignment(self, req: Any, context: Any) -> Any:
+        endpoints = req.endpoints if req.endpoints.addresses else self.endpoints
+        return await self.consuming.query_assignment(req, context, endpoints)
 
     async def send_message(self, req: Any, context: Any) -> Any:
         return await self.producing.send(req)

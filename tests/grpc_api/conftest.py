@@ -29,8 +29,9 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def grpc_cluster():
-    """(cluster, proxy): transaction checks every second for half messages older than 1 s."""
-    config = {"transaction_check_interval": 1000, "transaction_time_out": 1000}
+    """(cluster, proxy): a 5.x broker (POP) checking transactions every second for half messages
+    older than 1 s."""
+    config = {"transaction_check_interval": 1000, "transaction_time_out": 1000, "broker_version": "5.3.3"}
     with embedded.start_dev_cluster(in_process=True, broker_config=config) as c:
         proxy = GrpcProxy(c.namesrv_addr)
         proxy.start()

@@ -68,3 +68,30 @@ def test_transactions_commit_rollback_and_server_check(grpc_cluster, official):
     checks = [line for line in lines if line["kind"] == "check"]
     assert checks and {c["id"] for c in checks} == {halves["tx-open"]["id"]}
     assert {m.msg_id for m in got} == {halves["tx-commit"]["id"], halves["tx-open"]["id"]}
+
+
+def test_simple_consumer_receives_remoting_sends_with_redelivery(grpc_cluster, official):
+    from rocketmq_sdk import Message, Producer
+
+    cluster, proxy = grpc_cluster
+    topic, group = unique("r5"), unique("g5")
+    ids = {}
+    with Producer(unique("pg"), cluster.namesrv_addr) as producer:
+        m = Message(topic, b"plain", tags="TagR", keys=["a", "b"])
+        m.put_user_property("color", "blue")
+        ids["plain"] = producer.send(m).msg_id
+        m = Message(topic, b"grouped", tags="TagR")
+        m.put_property("__SHARDINGKEY", "order-7")
+        ids["grouped"] = producer.send(m).msg_id
+        ids["redeliver"] = producer.send(Message(topic, b"redeliver")).msg_id
+    lines = finish(official("simple_consume.py", proxy.addr, topic, group, "3"))
+    by_body: dict[str, list[dict]] = {}
+    for line in lines:
+        by_body.setdefault(line["body"], []).append(line)
+    plain = by_body["plain"][0]
+    assert plain["id"] == ids["plain"] and plain["tag"] == "TagR" and plain["keys"] == ["a", "b"]
+    assert plain["props"] == {"color": "blue"}
+    assert by_body["grouped"][0]["group"] == "order-7"
+    # not acked at its first delivery: delivered again once invisible, as attempt 2
+    assert [d["attempt"] for d in by_body["redeliver"]] == [1, 2]
+    assert all(len(v) == 1 for k, v in by_body.items() if k != "redeliver")
