@@ -48,7 +48,7 @@ def delay_level_for(delay_ms: int, levels_ms: tuple[int, ...] = DELAY_LEVELS_MS)
     return len(levels_ms)
 
 
-def message_type_of(props: Mapping[str, str]) -> int:
+def message_type_of(props: Mapping[str, str]) -> v2.MessageType:
     """The 5.x ``MessageType`` of a message with these properties."""
     if props.get(MC.TRANSACTION_PREPARED, "").lower() == "true":
         return v2.TRANSACTION
