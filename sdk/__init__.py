@@ -25,6 +25,7 @@ from .consumer import (
     MessageSelector,
     PullConsumer,
     PushConsumer,
+    SimpleConsumer,
 )
 from .exceptions import (
     ClientStateError,
@@ -83,6 +84,7 @@ __all__ = [
     "LitePullConsumer",
     "MessageSelector",
     "PullConsumer",
+    "SimpleConsumer",
     "ConsumeFromWhere",
     "MessageModel",
     "PushConsumer",

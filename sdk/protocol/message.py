@@ -218,6 +218,12 @@ class MessageExt(Message):
     _oid_prefix: str
     _oid_phys: int
 
+    @property
+    def receipt_handle(self) -> str | None:
+        """RocketMQ 5.x POP: the receipt handle of a message received by a
+        :class:`~rocketmq_sdk.consumer.simple_consumer.SimpleConsumer` (``POP_CK``), else None."""
+        return self.properties.get("POP_CK")
+
     def __init__(self, **fields: object) -> None:
         """All fields default to zero/empty (the decoder fills them); keyword arguments set any
         public attribute listed in ``__slots__``, ``offset_msg_id`` and ``topic``, ``body``,

@@ -27,7 +27,7 @@ __all__ = [
     "MAX_POP_MESSAGES", "ORDER_REVIVE_QID", "AckMessageRequestHeader", "BatchAck", "ChangeInvisibleTimeRequestHeader",
     "ChangeInvisibleTimeResponseHeader", "NotificationRequestHeader", "NotificationResponseHeader",
     "PollingInfoRequestHeader", "PollingInfoResponseHeader", "PopMessageRequestHeader", "PopMessageResponseHeader",
-    "ReceiptHandle", "RetryFlag", "format_offset_infos", "format_order_count_info", "parse_offset_infos",
+    "FIRST_POP_TIME", "POP_CK", "ReceiptHandle", "RetryFlag", "attach_handles", "format_offset_infos", "format_order_count_info", "parse_offset_infos",
     "parse_order_count_info", "pop_retry_topic", "decode_batch_ack_body", "encode_batch_ack_body",
 ]
 
@@ -307,3 +307,38 @@ def decode_batch_ack_body(body: bytes) -> list[BatchAck]:
         return [BatchAck.from_json(a) for a in d["acks"]]
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"bad batch ack entry: {exc}") from None
+
+
+# --- a POP answer on the client side ---------------------------------------------------------
+#: message properties of 5.x ``MessageConst``
+POP_CK = "POP_CK"
+FIRST_POP_TIME = "1ST_POP_TIME"
+
+
+def attach_handles(messages: list, ext: dict[str, str], broker_name: str) -> list:
+    """Give every message of a POP_MESSAGE answer its receipt handle, as the 5.x Java client does
+    (``MQClientAPIImpl.processPopResponse``): a message the broker already marked (``POP_CK``,
+    messages from the retry topic) keeps it; the others get ``<startOffset of its queue>
+    <popTime> <invisibleTime> <reviveQid> 0 <brokerName> <queueId> <queueOffset>``. Also sets
+    ``1ST_POP_TIME`` when absent and, for order pops, ``reconsume_times`` from ``orderCountInfo``.
+    Returns ``messages`` (changed in place).
+
+    Raises:
+        ValueError: the answer's header does not follow 5.x's grammar.
+    """
+    starts = parse_offset_infos(ext.get("startOffsetInfo"))
+    pop_time, invisible, revive = int(ext["popTime"]), int(ext["invisibleTime"]), int(ext["reviveQid"])
+    _per_queue, per_msg = parse_order_count_info(ext.get("orderCountInfo"))
+    for m in messages:
+        props = m.properties
+        if POP_CK not in props:
+            start = starts.get((RetryFlag.NORMAL, m.queue_id))
+            if not start:
+                raise ValueError(f"POP answer has no startOffsetInfo for queue {m.queue_id}")
+            props[POP_CK] = str(ReceiptHandle(start[0], pop_time, invisible, revive, RetryFlag.NORMAL, broker_name,
+                                              m.queue_id, m.queue_offset))
+        props.setdefault(FIRST_POP_TIME, str(pop_time))
+        count = per_msg.get((RetryFlag.NORMAL, m.queue_id, m.queue_offset))
+        if count is not None:
+            m.reconsume_times = count
+    return messages

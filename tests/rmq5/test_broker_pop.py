@@ -13,6 +13,7 @@ from rocketmq_sdk.protocol.message_codec import decode_messages
 from rocketmq_sdk.protocol.pop import (
     BatchAck,
     ReceiptHandle,
+    attach_handles,
     encode_batch_ack_body,
     parse_offset_infos,
     parse_order_count_info,
@@ -33,18 +34,9 @@ def _pop(client, addr, *, max_n=32, invisible=60000, poll=0, queue_id=-1, order=
 
 
 def _handles(resp):
-    """Receipt handles built the way a 5.x client builds them (POP_CK wins when present)."""
-    h = resp.ext_fields
-    starts = parse_offset_infos(h["startOffsetInfo"])
-    out = []
-    for m in decode_messages(resp.body):
-        if "POP_CK" in m.properties:
-            out.append((m, ReceiptHandle.parse(m.properties["POP_CK"])))
-            continue
-        ck = starts[(0, m.queue_id)][0]
-        out.append((m, ReceiptHandle(ck, int(h["popTime"]), int(h["invisibleTime"]), int(h["reviveQid"]), 0,
-                                     "broker-a", m.queue_id, m.queue_offset)))
-    return out
+    """(message, receipt handle) pairs built the way a 5.x client builds them."""
+    msgs = attach_handles(decode_messages(resp.body), resp.ext_fields, "broker-a")
+    return [(m, ReceiptHandle.parse(m.receipt_handle)) for m in msgs]
 
 
 def _ack(client, addr, m, handle, group=GROUP):
@@ -208,3 +200,24 @@ def test_broker_4x_does_not_know_pop(tmp_path, v5_client):
     from rocketmq_broker.embedded import start_dev_cluster
     with start_dev_cluster(str(tmp_path / "store4"), in_process=True) as c:  # brokerVersion 4.9.8
         assert _pop(v5_client, c.broker_addr).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+def test_change_in_the_same_millisecond_as_the_pop_keeps_the_message(v5_cluster, v5_producer):
+    """The new checkpoint of a CHANGE_MESSAGE_INVISIBLETIME made in the pop's own millisecond
+    used to replace the pop's checkpoint (same key) and was then dropped by the ack of the old
+    handle: the message was never revived."""
+    _send(v5_producer, 2)
+    svc = broker_of(v5_cluster).pop.service
+    now = int(time.time() * 1000)
+
+    def on_loop(fn):
+        async def run():
+            return fn()
+        return asyncio.run_coroutine_threadsafe(run(), v5_cluster._loop).result(5)
+
+    res = on_loop(lambda: svc.pop(GROUP, TOPIC, -1, 32, 60000, now_ms=now))
+    first = min(res.handles, key=lambda h: (h.queue_id, h.queue_offset))
+    assert first.ck_offset == first.queue_offset  # the first of its checkpoint: same key as a new one
+    on_loop(lambda: svc.change_invisible_time(GROUP, TOPIC, first, 1000, now_ms=now))
+    assert svc.in_flight(GROUP) == 2
+    assert on_loop(lambda: svc.revive(now_ms=now + 1500)) == 1

@@ -79,6 +79,8 @@ class CheckPointTable:
             self.table[ck.key] = ck
 
     def add(self, ck: CheckPoint) -> None:
+        if ck.key in self.table:
+            raise ValueError(f"checkpoint {ck.key} exists already")
         self.table[ck.key] = ck
         self._dirty = True
 
@@ -96,8 +98,8 @@ class CheckPointTable:
             return False
         ck.acked.add(offset)
         self._dirty = True
-        if len(ck.acked) >= len(ck.offsets):
-            self.table.pop(ck.key, None)
+        if len(ck.acked) >= len(ck.offsets) and self.table.get(ck.key) is ck:
+            del self.table[ck.key]
         return True
 
     def due(self, now_ms: int) -> list[CheckPoint]:

@@ -34,8 +34,10 @@ from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import PermName, ResponseCode
 from rocketmq_sdk.protocol.message_codec import decode_message, encode_message_ext, encode_properties
 from rocketmq_sdk.protocol.pop import (
+    FIRST_POP_TIME,
     MAX_POP_MESSAGES,
     ORDER_REVIVE_QID,
+    POP_CK,
     BatchAck,
     ReceiptHandle,
     RetryFlag,
@@ -48,9 +50,6 @@ from .checkpoint import CheckPoint, CheckPointTable
 
 log = logging.getLogger("rocketmq_broker.pop")
 
-#: property names of 5.x ``MessageConst``
-POP_CK = "POP_CK"
-FIRST_POP_TIME = "1ST_POP_TIME"
 #: longest invisible time accepted (ms): 12 h, the 5.x proxy's ``maxInvisibleTimeMills``
 MAX_INVISIBLE_TIME_MS = 12 * 3600 * 1000
 INIT_MODE_MIN, INIT_MODE_MAX = 0, 1
@@ -456,6 +455,8 @@ class PopService:
             return h.replace(ck_offset=off, invisible_time=total, queue_offset=off)
         old = self.checkpoints.get((topic, group, h.queue_id, h.ck_offset, h.pop_time))
         origin = old.origin_topic if old is not None else topic
+        # a new checkpoint in the pop's own millisecond would have the old one's key
+        now = max(now, h.pop_time + 1)
         new = ReceiptHandle(off, now, invisible_time, next(self._revive_qids), h.retry_flag, self.ctx.broker_name,
                             h.queue_id, off)
         self.checkpoints.add(CheckPoint(topic, origin, group, h.queue_id, off, [off], now, invisible_time,
