@@ -1,0 +1,26 @@
+"""Durations of the 5.x consumers (remoting and gRPC ``SimpleConsumer``): seconds or
+``timedelta`` in, checked."""
+
+from __future__ import annotations
+
+import datetime
+
+from ..exceptions import IllegalArgumentError
+
+#: longest invisible duration a broker accepts, seconds (12 h, the 5.x proxy's maximum)
+MAX_INVISIBLE_DURATION_S = 12 * 3600.0
+
+
+def as_seconds(value: float | datetime.timedelta, what: str) -> float:
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise IllegalArgumentError(f"{what} must be seconds (int/float) or a timedelta, got {value!r}")
+    return float(value)
+
+
+def invisible_ms(value: float | datetime.timedelta) -> int:
+    s = as_seconds(value, "invisible_duration")
+    if not 0 < s <= MAX_INVISIBLE_DURATION_S:
+        raise IllegalArgumentError(f"invisible_duration must be in (0, {MAX_INVISIBLE_DURATION_S:.0f}] s, got {s}")
+    return max(1, int(s * 1000))
