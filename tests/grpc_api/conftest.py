@@ -18,6 +18,8 @@ pytest.importorskip("grpc", reason="the grpc extra (grpcio, protobuf) is not ins
 from rocketmq_broker import embedded  # noqa: E402
 from rocketmq_broker.proxy import GrpcProxy  # noqa: E402
 
+from tests.broker.conftest import server_process  # noqa: E402,F401 - the dev command's test
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RMQ5_DIR = os.path.join(ROOT, ".venv", "rmq5")
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "official")

@@ -70,3 +70,25 @@ def test_messages_of_the_official_client_reach_the_sdk_over_grpc(grpc_cluster, o
     normal = got[sent[0]["id"]]
     assert normal.tags == "TagN" and sorted(normal.keys) == ["k1", "k2"] and normal.get_property("color") == "red"
     assert {got[s["id"]].get_property("__SHARDINGKEY") for s in sent[1:4]} == {"order-42"}
+
+
+def test_dev_command_serves_grpc_beside_remoting(server_process, tmp_path):
+    """``python -m rocketmq_broker dev --grpc-port 0``: a GRPC line, and a round trip through it."""
+    import sys
+
+    dev = server_process([sys.executable, "-m", "rocketmq_broker", "dev", "--store", str(tmp_path / "st"),
+                          "--namesrv-port", "0", "--broker-port", "0", "--grpc-port", "0"])
+    addr = dev.lines["GRPC"]
+    topic, group = unique("dv"), unique("gd")
+    with Producer(unique("pg"), f"grpc://{addr}") as p:
+        sent = p.send(Message(topic, b"via dev")).msg_id
+    consumer = SimpleConsumer(group, f"grpc://{addr}", await_duration=1)
+    consumer.subscribe(topic)
+    consumer.start()
+    try:
+        got = receive_all(consumer, 1)
+        consumer.ack(got[0])
+    finally:
+        consumer.shutdown()
+    assert got[0].msg_id == sent and got[0].body == b"via dev"
+    assert dev.stop() == 0
