@@ -27,7 +27,7 @@ from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
 from .checks import check_message, topic_name
-from .routes import RouteCache
+from .routes import AUTO_CREATE_QUEUE_NUMS, RouteCache
 from .sessions import Sessions
 from .status import ProxyError, from_remoting, status
 
@@ -122,7 +122,8 @@ class Producing:
         if sp.HasField("born_timestamp") and sp.born_timestamp.seconds > 0:
             born = sp.born_timestamp.seconds * 1000 + sp.born_timestamp.nanos // 1_000_000
         header = SendMessageRequestHeader(
-            producer_group=group, topic=topic, default_topic=DEFAULT_TOPIC, default_topic_queue_nums=4,
+            producer_group=group, topic=topic, default_topic=DEFAULT_TOPIC,
+            default_topic_queue_nums=AUTO_CREATE_QUEUE_NUMS,
             queue_id=wq.queue_id, sys_flag=sys_flag, born_timestamp=born, flag=0,
             properties=encode_properties(props), reconsume_times=0, bname=wq.broker_name)
         mq = MessageQueue(topic, wq.broker_name, wq.queue_id)

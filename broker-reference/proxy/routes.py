@@ -18,6 +18,8 @@ from .status import ProxyError
 
 #: every message type: the 4.x topics of the reference broker carry no ``message.type`` attribute
 ACCEPT_ALL = (v2.NORMAL, v2.FIFO, v2.DELAY, v2.TRANSACTION)
+#: queues a topic is auto-created with by a send (the header's ``defaultTopicQueueNums``)
+AUTO_CREATE_QUEUE_NUMS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +42,11 @@ class Route:
     fetched: float
 
     def write_queues(self) -> list[WriteQueue]:
+        """Writable queues; of a topic not created yet only those it will be created with (as the
+        Java client, which takes ``min(defaultTopicQueueNums, TBW102's queues)``)."""
+        limit = AUTO_CREATE_QUEUE_NUMS if self.auto_create else None
         return [WriteQueue(b, self.masters[b], q) for b, q, perm in self.queues
-                if perm in (v2.WRITE, v2.READ_WRITE) and b in self.masters]
+                if perm in (v2.WRITE, v2.READ_WRITE) and b in self.masters and (limit is None or q < limit)]
 
 
 def _permission(queue_id: int, read: int, write: int, perm: int) -> int:

@@ -70,3 +70,17 @@ def test_async_callback_and_unreachable_proxy(grpc_cluster):
         seen: concurrent.futures.Future = concurrent.futures.Future()
         p.send_async(Message("t", b"x"), lambda r, e: seen.set_result(e))
         assert isinstance(seen.result(10), RemotingError)
+
+
+
+def test_sends_to_a_topic_not_created_yet_use_only_the_queues_it_is_created_with():
+    """Until the name server knows a new topic, sends go by TBW102's route (8 queues); the broker
+    creates the topic with 4 (the send header's defaultTopicQueueNums), so only queues 0-3 may be
+    chosen (failed before: queue 6 was refused, 'request queueId[6] is illegal', as the benchmark
+    against ``dev --grpc-port`` showed)."""
+    from rocketmq_broker.proxy.routes import Route, RouteCache
+
+    cache = RouteCache(api=None)  # type: ignore[arg-type]
+    route = Route("new", True, [("broker-a", q, v2.READ_WRITE) for q in range(8)], {"broker-a": "127.0.0.1:1"}, 0.0)
+    assert {cache.select(route, None).queue_id for _ in range(32)} == {0, 1, 2, 3}
+    assert cache.select(route, "order-1").queue_id < 4
