@@ -95,3 +95,17 @@ def test_simple_consumer_receives_remoting_sends_with_redelivery(grpc_cluster, o
     # not acked at its first delivery: delivered again once invisible, as attempt 2
     assert [d["attempt"] for d in by_body["redeliver"]] == [1, 2]
     assert all(len(v) == 1 for k, v in by_body.items() if k != "redeliver")
+
+
+def test_push_consumer_receives_with_assignment_ack_and_redelivery(grpc_cluster, official):
+    from rocketmq_sdk import Message, Producer
+
+    cluster, proxy = grpc_cluster
+    topic, group = unique("p5"), unique("gp5")
+    with Producer(unique("pg"), cluster.namesrv_addr) as producer:
+        ids = {producer.send(Message(topic, body, tags="TagP")).msg_id: body for body in (b"ok-1", b"fail-once", b"ok-2")}
+    lines = finish(official("push_consume.py", proxy.addr, topic, group, "3"), timeout_s=120)
+    succeeded = {line["id"] for line in lines}
+    assert succeeded == set(ids)
+    fail_once = [line["attempt"] for line in lines if line["body"] == "fail-once"]
+    assert fail_once[:2] == [1, 2]  # FAILURE: delivered again as the next attempt
