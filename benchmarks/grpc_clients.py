@@ -68,28 +68,30 @@ def worker_send(kind: str, endpoint: str, namesrv: str, topic: str, n: int) -> d
     return {"kind": kind, "op": "send", "n": n, "wall_s": wall, "cpu_s": cpu}
 
 
+def _drain(c, n: int) -> tuple[int, float, float]:
+    """Receive (32 at a time, invisible 30 s) and ack ``n`` messages: (count, wall s, CPU s); the
+    first receive (route, connection, group creation) is not timed."""
+    got = 0
+    batch = c.receive(32, 30)
+    t0, c0 = time.perf_counter(), _cpu()
+    while got < n and batch:
+        for m in batch:
+            c.ack(m)
+        got += len(batch)
+        if got < n:
+            batch = c.receive(32, 30)
+    return got, time.perf_counter() - t0, _cpu() - c0
+
+
 def worker_receive(kind: str, endpoint: str, namesrv: str, topic: str, n: int) -> dict:
     group = f"bench_{kind.replace('-', '_')}_{os.getpid()}"
-    got = 0
     if kind == "official":
         from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
 
         c = SimpleConsumer(ClientConfiguration(endpoint, Credentials()), group, {topic: FilterExpression()},
                            await_duration=2)
         c.startup()
-        first = c.receive(32, 30)  # the group starts at the first message (queue at offset 0)
-        t0, c0 = time.perf_counter(), _cpu()
-        batch = first
-        while got < n:
-            for m in batch:
-                c.ack(m)
-            got += len(batch)
-            if got >= n:
-                break
-            batch = c.receive(32, 30)
-            if not batch:
-                break
-        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+        got, wall, cpu = _drain(c, n)
         c.shutdown()
     else:
         from rocketmq_sdk.consumer.simple_consumer import SimpleConsumer
@@ -98,18 +100,7 @@ def worker_receive(kind: str, endpoint: str, namesrv: str, topic: str, n: int) -
             else SimpleConsumer(group, namesrv, await_duration=2, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
         c.subscribe(topic)
         c.start()
-        batch = c.receive(32, 30)
-        t0, c0 = time.perf_counter(), _cpu()
-        while got < n:
-            for m in batch:
-                c.ack(m)
-            got += len(batch)
-            if got >= n:
-                break
-            batch = c.receive(32, 30)
-            if not batch:
-                break
-        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+        got, wall, cpu = _drain(c, n)
         c.shutdown()
     return {"kind": kind, "op": "receive+ack", "n": got, "wall_s": wall, "cpu_s": cpu}
 

@@ -20,15 +20,15 @@ from ..config import ConsumerConfig
 from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, RemotingError
 from ..grpc import v2
-from ..grpc.connection import GrpcConnection, check, parse_endpoints, user_agent
+from ..grpc.connection import GrpcConnection, check, proxy_endpoints, user_agent
 from ..grpc.convert import from_v2, timestamp_ms
 from ..lifecycle import Lifecycle
 from ..protocol.codes import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, check_name
 from ..protocol.message import MessageExt
 from ..protocol.msgid import create_uniq_id
-from ..protocol.pop import MAX_POP_MESSAGES
 from .durations import as_seconds as _seconds
 from .durations import invisible_ms as _invisible_ms
+from .durations import receive_args
 
 log = logging.getLogger("rocketmq_sdk.consumer.simple")
 
@@ -69,13 +69,7 @@ class GrpcSimpleConsumer(AsyncLifecycle):
     def __init__(self, group: str, namesrv_addr: str | None = None, *, endpoints: str | None = None,
                  protocol: str = "grpc", await_duration: float | datetime.timedelta = 5.0, orderly: bool = False,
                  tls_root_certificates: bytes | None = None, **config: Unpack[ConsumerSettings]) -> None:
-        target = endpoints or namesrv_addr
-        if not target:
-            raise IllegalArgumentError("a gRPC consumer needs endpoints='host:port' of a RocketMQ 5.x proxy")
-        try:
-            self.endpoints = parse_endpoints(target)
-        except ValueError as exc:
-            raise IllegalArgumentError(str(exc)) from None
+        self.endpoints, grpcs = proxy_endpoints(endpoints, namesrv_addr, "consumer")
         if orderly:
             raise IllegalArgumentError("orderly is not available with protocol='grpc' (FIFO groups are the proxy's)")
         self.group = check_name(group, "consumer group", GROUP_MAX_LENGTH)
@@ -85,7 +79,7 @@ class GrpcSimpleConsumer(AsyncLifecycle):
             raise IllegalArgumentError(f"await_duration must be >= 0 s, got {wait}")
         self.await_duration_ms = int(wait * 1000)
         self.subscriptions: dict[str, str] = {}
-        self._tls = self.config.use_tls or target.startswith("grpcs://")
+        self._tls = self.config.use_tls or grpcs
         self._roots = tls_root_certificates
         self._lifecycle = Lifecycle(f"gRPC simple consumer {self.group}")
         self._conn: GrpcConnection | None = None
@@ -200,12 +194,8 @@ class GrpcSimpleConsumer(AsyncLifecycle):
             not started. MQBrokerError: a refusal (5.x code, e.g. 40403 CONSUMER_GROUP_NOT_FOUND).
             RemotingError: the proxy unreachable or silent.
         """
-        if isinstance(max_message_num, bool) or not isinstance(max_message_num, int) \
-                or not 0 < max_message_num <= MAX_POP_MESSAGES:
-            raise IllegalArgumentError(f"max_message_num must be 1..{MAX_POP_MESSAGES}, got {max_message_num!r}")
-        invisible = _invisible_ms(invisible_duration)
-        if not self.subscriptions:
-            raise IllegalArgumentError(f"consumer {self.group} has no subscription: call subscribe() first")
+        max_message_num, invisible = receive_args(self.group, bool(self.subscriptions), max_message_num,
+                                                  invisible_duration)
         conn = self._connection()
         topics = sorted(self.subscriptions)
         n = next(self._rr)

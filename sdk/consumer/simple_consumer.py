@@ -22,17 +22,16 @@ import time
 from collections import OrderedDict
 from typing import Any, Unpack
 
-from ..config import ConsumerConfig
+from ..config import ConsumerConfig, wants_grpc
 from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError
 from ..protocol.bodies import SubscriptionData
 from ..protocol.codes import ResponseCode
 from ..protocol.message import MessageExt
 from ..protocol.pop import (
-    MAX_POP_MESSAGES,
     ReceiptHandle,
 )
-from .durations import MAX_INVISIBLE_DURATION_S
+from .durations import MAX_INVISIBLE_DURATION_S, receive_args
 from .durations import as_seconds as _seconds
 from .durations import invisible_ms as _invisible_ms
 from .pop_client import PopClient
@@ -69,11 +68,9 @@ class SimpleConsumer(ActiveConsumerBase):
     def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
                 **kwargs: Any) -> Any:
         # protocol="grpc" (or a grpc:// address): the same API over RocketMQ 5's gRPC API
-        if cls is SimpleConsumer and (protocol == "grpc" or str(namesrv_addr or "").startswith(("grpc://", "grpcs://"))):
+        if wants_grpc(protocol, namesrv_addr) and cls is SimpleConsumer:
             from .grpc_simple_consumer import GrpcSimpleConsumer
             return GrpcSimpleConsumer(group, namesrv_addr, *args, **kwargs)
-        if protocol not in ("remoting", "grpc"):
-            raise IllegalArgumentError(f"protocol must be 'remoting' or 'grpc', got {protocol!r}")
         return super().__new__(cls)
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
@@ -140,13 +137,7 @@ class SimpleConsumer(ActiveConsumerBase):
         return await self._on_loop(self._receive(*self._receive_args(max_message_num, invisible_duration)))
 
     def _receive_args(self, max_message_num: int, invisible_duration: float | datetime.timedelta) -> tuple[int, int]:
-        if isinstance(max_message_num, bool) or not isinstance(max_message_num, int) \
-                or not 0 < max_message_num <= MAX_POP_MESSAGES:
-            raise IllegalArgumentError(f"max_message_num must be 1..{MAX_POP_MESSAGES}, got {max_message_num!r}")
-        ms = _invisible_ms(invisible_duration)
-        if not self.subscriptions:
-            raise IllegalArgumentError(f"consumer {self.group} has no subscription: call subscribe() first")
-        return max_message_num, ms
+        return receive_args(self.group, bool(self.subscriptions), max_message_num, invisible_duration)
 
     def _pop_client(self) -> PopClient:
         pc = self._pop

@@ -21,6 +21,7 @@ import grpc
 
 from .._version import __version__
 from ..exceptions import (
+    IllegalArgumentError,
     MQBrokerError,
     RemotingConnectError,
     RemotingError,
@@ -65,6 +66,22 @@ def parse_endpoints(endpoints: str) -> str:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"endpoints {endpoints!r} is not host:port (e.g. 127.0.0.1:8081)")
     return first
+
+
+def proxy_endpoints(endpoints: str | None, namesrv_addr: str | None, what: str) -> tuple[str, bool]:
+    """``(host:port, tls)`` of the proxy a gRPC client is given (``endpoints``, else a
+    ``grpc://`` / ``grpcs://`` ``namesrv_addr``); ``tls`` is True for ``grpcs://``.
+
+    Raises:
+        IllegalArgumentError: none given, or not ``host:port``.
+    """
+    target = endpoints or namesrv_addr
+    if not target:
+        raise IllegalArgumentError(f"a gRPC {what} needs endpoints='host:port' of a RocketMQ 5.x proxy")
+    try:
+        return parse_endpoints(target), target.startswith("grpcs://")
+    except ValueError as exc:
+        raise IllegalArgumentError(str(exc)) from None
 
 
 def signature(secret_key: str, date_time: str) -> str:

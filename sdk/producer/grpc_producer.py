@@ -26,7 +26,7 @@ from ..config import ProducerConfig, local_ip
 from ..config_types import ProducerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, RemotingError
 from ..grpc import v2
-from ..grpc.connection import RETRYABLE_CODES, GrpcConnection, check, error_of, parse_endpoints, user_agent
+from ..grpc.connection import RETRYABLE_CODES, GrpcConnection, check, error_of, proxy_endpoints, user_agent
 from ..grpc.convert import SHARDING_KEY, set_timestamp_ms, to_v2
 from ..lifecycle import Lifecycle
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name
@@ -74,18 +74,12 @@ class GrpcProducer(AsyncLifecycle):
     def __init__(self, group: str, namesrv_addr: str | None = None, *, endpoints: str | None = None,
                  protocol: str = "grpc", tls_root_certificates: bytes | None = None, enable_msg_trace: bool = False,
                  customized_trace_topic: str | None = None, **config: Unpack[ProducerSettings]) -> None:
-        target = endpoints or namesrv_addr
-        if not target:
-            raise IllegalArgumentError("a gRPC producer needs endpoints='host:port' of a RocketMQ 5.x proxy")
-        try:
-            self.endpoints = parse_endpoints(target)
-        except ValueError as exc:
-            raise IllegalArgumentError(str(exc)) from None
+        self.endpoints, grpcs = proxy_endpoints(endpoints, namesrv_addr, "producer")
         if enable_msg_trace:
             raise IllegalArgumentError("enable_msg_trace is not available with protocol='grpc'")
         self.group = check_name(group, "producer group", GROUP_MAX_LENGTH)
         self.config = ProducerConfig.from_kwargs(**config)
-        self._tls = self.config.use_tls or self.config.ssl_context is not None or target.startswith("grpcs://")
+        self._tls = self.config.use_tls or self.config.ssl_context is not None or grpcs
         self._roots = tls_root_certificates
         self._lifecycle = Lifecycle(f"gRPC producer {self.group}")
         self._preparer = MessagePreparer(self.group, self.config)

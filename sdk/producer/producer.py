@@ -19,7 +19,7 @@ from typing import Any, TypeVar, Unpack
 from ..aio import AsyncLifecycle
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import TopicPublishInfo
-from ..config import ProducerConfig
+from ..config import ProducerConfig, wants_grpc
 from ..config_types import ProducerSettings
 from ..exceptions import (
     ClientStateError,
@@ -103,11 +103,9 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
                 **kwargs: Any) -> Any:
         # protocol="grpc" (or a grpc:// address) makes a GrpcProducer: RocketMQ 5's gRPC API
-        if cls is Producer and (protocol == "grpc" or str(namesrv_addr or "").startswith(("grpc://", "grpcs://"))):
+        if wants_grpc(protocol, namesrv_addr) and cls is Producer:
             from .grpc_producer import GrpcProducer
             return GrpcProducer(group, namesrv_addr, *args, **kwargs)
-        if protocol not in ("remoting", "grpc"):
-            raise IllegalArgumentError(f"protocol must be 'remoting' or 'grpc', got {protocol!r}")
         return super().__new__(cls)
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *, enable_msg_trace: bool = False,

@@ -7,7 +7,14 @@ import sys
 import threading
 import time
 
-from rocketmq import ClientConfiguration, ConsumeResult, Credentials, FilterExpression, MessageListener, PushConsumer
+from rocketmq import (
+    ClientConfiguration,
+    ConsumeResult,
+    Credentials,
+    FilterExpression,
+    MessageListener,
+    PushConsumer,
+)
 
 endpoints, topic, group, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 done: set[str] = set()
@@ -17,8 +24,10 @@ all_done = threading.Event()
 
 class Listener(MessageListener):
     def consume(self, message):
-        print(json.dumps({"id": message.message_id, "body": message.body.decode(), "tag": message.tag,
-                          "attempt": message.delivery_attempt}), flush=True)
+        line = json.dumps({"id": message.message_id, "body": message.body.decode(), "tag": message.tag,
+                           "attempt": message.delivery_attempt})
+        with lock:  # the listener runs on several threads: one whole line at a time
+            print(line, flush=True)
         if message.body == b"fail-once" and message.delivery_attempt == 1:
             return ConsumeResult.FAILURE
         with lock:
