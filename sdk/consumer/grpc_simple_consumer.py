@@ -21,7 +21,7 @@ from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, RemotingError
 from ..grpc import v2
 from ..grpc.connection import GrpcConnection, check, proxy_endpoints, user_agent
-from ..grpc.convert import from_v2, timestamp_ms
+from ..grpc.convert import POP_CK, message_ext
 from ..lifecycle import Lifecycle
 from ..protocol.codes import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, check_name
 from ..protocol.message import MessageExt
@@ -32,21 +32,8 @@ from .durations import receive_args
 
 log = logging.getLogger("rocketmq_sdk.consumer.simple")
 
-POP_CK = "POP_CK"
 #: how long a topic's route (its readable queues) is used before it is asked again, s
 ROUTE_TTL_S = 30.0
-
-
-def message_ext(m: Any) -> MessageExt:
-    """A ``MessageExt`` of a received ``v2.Message`` (receipt handle in ``receipt_handle``)."""
-    sp = m.system_properties
-    props = from_v2(m)
-    if sp.HasField("receipt_handle"):
-        props[POP_CK] = sp.receipt_handle
-    return MessageExt(topic=m.topic.name, body=m.body, properties=props, queue_id=sp.queue_id,
-                      queue_offset=sp.queue_offset, born_timestamp=timestamp_ms(sp.born_timestamp),
-                      born_host=sp.born_host, store_timestamp=timestamp_ms(sp.store_timestamp),
-                      store_host=sp.store_host, reconsume_times=max(0, sp.delivery_attempt - 1))
 
 
 class GrpcSimpleConsumer(AsyncLifecycle):

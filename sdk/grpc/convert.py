@@ -19,10 +19,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..protocol.codes import MessageConst as MC
+from ..protocol.message import MessageExt
 from . import v2
 
 #: ``MessageConst.PROPERTY_SHARDING_KEY``: where a 5.x message group lives among the properties
 SHARDING_KEY = "__SHARDINGKEY"
+#: the property holding a received message's receipt handle (as over remoting POP)
+POP_CK = "POP_CK"
 #: ``MessageConst.PROPERTY_TRACE_CONTEXT``
 TRACE_CONTEXT = "TRACE_CONTEXT"
 #: the broker's default ``messageDelayLevel`` in ms (level 1 = 1 s ... level 18 = 2 h)
@@ -147,3 +150,16 @@ def from_v2(m: Any, *, delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_m
         if level > 0:
             props[MC.DELAY_TIME_LEVEL] = str(level)
     return props
+
+
+def message_ext(m: Any) -> MessageExt:
+    """A ``MessageExt`` of a ``v2.Message`` the proxy delivered (receipt handle in
+    ``receipt_handle``, the delivery attempt as ``reconsume_times`` + 1)."""
+    sp = m.system_properties
+    props = from_v2(m)
+    if sp.HasField("receipt_handle"):
+        props[POP_CK] = sp.receipt_handle
+    return MessageExt(topic=m.topic.name, body=m.body, properties=props, queue_id=sp.queue_id,
+                      queue_offset=sp.queue_offset, born_timestamp=timestamp_ms(sp.born_timestamp),
+                      born_host=sp.born_host, store_timestamp=timestamp_ms(sp.store_timestamp),
+                      store_host=sp.store_host, reconsume_times=max(0, sp.delivery_attempt - 1))

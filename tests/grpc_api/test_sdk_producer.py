@@ -84,3 +84,38 @@ def test_sends_to_a_topic_not_created_yet_use_only_the_queues_it_is_created_with
     route = Route("new", True, [("broker-a", q, v2.READ_WRITE) for q in range(8)], {"broker-a": "127.0.0.1:1"}, 0.0)
     assert {cache.select(route, None).queue_id for _ in range(32)} == {0, 1, 2, 3}
     assert cache.select(route, "order-1").queue_id < 4
+
+
+def test_transactions_over_grpc_with_the_remoting_listener(grpc_cluster):
+    """Commit, rollback and an open transaction the broker checks (through the proxy's Telemetry
+    stream) answered by ``check_local_transaction``."""
+    import threading
+
+    from rocketmq_sdk.producer.grpc_transaction import GrpcTransactionProducer
+    from rocketmq_sdk.producer.transaction import LocalTransactionState
+
+    cluster, proxy = grpc_cluster
+    topic = unique("gt")
+    checked = threading.Event()
+
+    class Listener:
+        def execute_local_transaction(self, msg, arg):
+            return {"c": LocalTransactionState.COMMIT_MESSAGE, "r": LocalTransactionState.ROLLBACK_MESSAGE}.get(
+                arg, LocalTransactionState.UNKNOW)
+
+        def check_local_transaction(self, msg):
+            assert msg.body == b"open" and msg.topic == topic
+            checked.set()
+            return LocalTransactionState.COMMIT_MESSAGE
+
+    p = GrpcTransactionProducer(unique("pg"), endpoints=proxy.addr, listener=Listener())
+    with p:
+        results = [p.send_message_in_transaction(Message(topic, body), arg)
+                   for body, arg in ((b"commit", "c"), (b"rollback", "r"), (b"open", "u"))]
+        assert [r.local_transaction_state for r in results] == [LocalTransactionState.COMMIT_MESSAGE,
+                                                                LocalTransactionState.ROLLBACK_MESSAGE,
+                                                                LocalTransactionState.UNKNOW]
+        assert all(r.transaction_id for r in results)
+        got = consume(cluster.namesrv_addr, topic, 2)
+        assert checked.is_set()
+    assert sorted(m.body for m in got) == [b"commit", b"open"]
