@@ -11,7 +11,7 @@ paste (the multi-process modes always take free ports). Prints ``NAMESRV 127.0.0
 Stops cleanly (store flushed, offsets persisted, abort file removed) on SIGINT or SIGTERM; a
 temporary store (no ``--store DIR``) is then deleted.
 ``python -m rocketmq_broker namesrv`` / ``broker -c broker.conf`` are ``rocketmq-namesrv`` /
-``rocketmq-broker``.
+``rocketmq-broker``; ``python -m rocketmq_broker proxy -n NAMESRV`` runs the gRPC proxy alone.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
 GRPC_BROKER_VERSION = "5.3.3"
 
 
-def start_grpc_proxy(namesrv_addr: str, port: int):
+def start_grpc_proxy(namesrv_addr: str, port: int, host: str = "127.0.0.1"):
     """Start the gRPC proxy (``rocketmq_broker.proxy``) in front of ``namesrv_addr`` and print
     ``GRPC <addr>``. Raises click.ClickException without the grpc extra."""
     try:
@@ -170,10 +170,10 @@ def start_grpc_proxy(namesrv_addr: str, port: int):
     except ImportError as exc:
         raise click.ClickException(f"--grpc-port needs the grpc extra (pip install "
                                    f"'rocketmq-python-sdk[grpc]'): {exc}") from None
-    proxy = GrpcProxy(namesrv_addr, port=port)
-    proxy.start()
-    announce("GRPC", proxy.addr)
-    return proxy
+    grpc_proxy = GrpcProxy(namesrv_addr, host=host, port=port)
+    grpc_proxy.start()
+    announce("GRPC", grpc_proxy.addr)
+    return grpc_proxy
 
 
 def _dev_multi(mode: str, store_dir: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int,
@@ -199,6 +199,28 @@ def _dev_multi(mode: str, store_dir: str, cluster_name: str, flush_disk_type: st
             pass
     finally:
         cluster.stop()
+
+
+@main.command()
+@click.option("-n", "--namesrv-addr", required=True, help="Name server(s) of the cluster, host:port[;host:port].")
+@click.option("--grpc-port", type=click.IntRange(min=0), default=8081, show_default=True,
+              help="Port of the gRPC endpoint (0: a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--log-level", default="INFO", show_default=True)
+def proxy(namesrv_addr: str, grpc_port: int, host: str, log_level: str) -> None:
+    """Run the gRPC proxy alone in front of a cluster's name servers (5.x clients; its brokers
+    need brokerVersion 5.x for receiving). Prints GRPC <addr> and READY."""
+    setup_logging(log_level)
+    holder = {}
+
+    async def start() -> None:
+        holder["p"] = start_grpc_proxy(namesrv_addr, grpc_port, host)
+
+    async def stop() -> None:
+        if "p" in holder:
+            holder["p"].stop()
+
+    run_until_signal(start, stop, "asyncio")
 
 
 main.add_command(namesrv_main, "namesrv")

@@ -122,8 +122,12 @@ class GrpcConnection:
         self.client_id = client_id
         self.namespace = namespace or ""
         self._ak, self._sk, self._token = access_key, secret_key, security_token
+        # a proxy that went away is tried again after 0.2 s, doubling up to 2 s (gRPC's default
+        # grows to 120 s): calls fail fast (RemotingConnectError) until it is back
         options = [("grpc.enable_retries", 0), ("grpc.max_receive_message_length", -1),
-                   ("grpc.max_send_message_length", -1), ("grpc.keepalive_time_ms", 30_000)]
+                   ("grpc.max_send_message_length", -1), ("grpc.keepalive_time_ms", 30_000),
+                   ("grpc.initial_reconnect_backoff_ms", 200), ("grpc.min_reconnect_backoff_ms", 200),
+                   ("grpc.max_reconnect_backoff_ms", 2_000)]
         if tls:
             self.channel = grpc.secure_channel(self.target, grpc.ssl_channel_credentials(root_certificates), options)
         else:

@@ -109,3 +109,43 @@ def test_sdk_producer_survives_a_proxy_restart(grpc_cluster):
                        15, "the producer's Telemetry stream to come back")
     finally:
         second.stop()
+
+
+def test_proxy_command_alone_and_a_consumer_across_its_restart(grpc_cluster, server_process):
+    """``python -m rocketmq_broker proxy -n NAMESRV`` in its own process; a gRPC SimpleConsumer
+    gets a connection error while it is down and receives again once it is back on its port."""
+    import sys
+
+    from rocketmq_sdk.consumer.simple_consumer import SimpleConsumer
+    from rocketmq_sdk.exceptions import RemotingError
+
+    cluster, _ = grpc_cluster
+    cmd = [sys.executable, "-m", "rocketmq_broker", "proxy", "-n", cluster.namesrv_addr, "--grpc-port", "0"]
+    first = server_process(cmd)
+    addr = first.lines["GRPC"]
+    port = addr.rsplit(":", 1)[1]
+    topic, group = unique("pr"), unique("gpr")
+    consumer = SimpleConsumer(group, endpoints=addr, protocol="grpc", await_duration=1, mq_client_api_timeout=2000)
+    consumer.subscribe(topic)
+    with consumer, Producer(unique("pg"), cluster.namesrv_addr) as remoting:
+        remoting.send(Message(topic, b"one"))
+        got = []
+        wait_until(lambda: got.extend(consumer.receive(16, 10)) or got, 20, "the first message")
+        consumer.ack(got[0])
+        assert first.stop() == 0
+        with pytest.raises(RemotingError):
+            consumer.receive(16, 10)
+        server_process(cmd[:-1] + [port])  # back on the same port
+        remoting.send(Message(topic, b"two"))
+        again: list = []
+
+        def received() -> bool:
+            try:
+                again.extend(consumer.receive(16, 10))
+            except RemotingError:  # until the channel reconnects (0.2 s, doubling up to 2 s)
+                return False
+            return bool(again)
+
+        wait_until(received, 30, "a receive after the restart")
+        assert [m.body for m in again] == [b"two"]
+        consumer.ack(again[0])
