@@ -119,3 +119,12 @@ def test_transactions_over_grpc_with_the_remoting_listener(grpc_cluster):
         got = consume(cluster.namesrv_addr, topic, 2)
         assert checked.is_set()
     assert sorted(m.body for m in got) == [b"commit", b"open"]
+
+
+def test_namespace_goes_as_the_resource_namespace(grpc_cluster):
+    cluster, proxy = grpc_cluster
+    topic = unique("nst")
+    with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc", namespace="ns1") as p:
+        sent = p.send(Message(topic, b"in ns1")).msg_id
+    got = consume(cluster.namesrv_addr, f"ns1%{topic}", 1)  # the proxy wraps it as remoting clients do
+    assert got[0].msg_id == sent and got[0].body == b"in ns1"
