@@ -37,6 +37,8 @@ log = logging.getLogger("rocketmq_broker.proxy")
 PRODUCER_GROUP = "GRPC_PROXY_PRODUCER"
 #: producer group of a topic's transactional messages: the group the broker asks about them
 TX_GROUP_PREFIX = "GRPC_PROXY_TX_"
+#: most messages one SendMessage may carry (each is one broker request)
+MAX_MESSAGES_PER_REQUEST = 1000
 _TX_ID = re.compile(r"([0-9A-F]{32}|[0-9A-F]{56})-([0-9]{1,19})")
 
 
@@ -79,6 +81,9 @@ class Producing:
         resp = v2.SendMessageResponse()
         if not req.messages:
             raise ProxyError(v2.BAD_REQUEST, "no message in the request")
+        if len(req.messages) > MAX_MESSAGES_PER_REQUEST:
+            raise ProxyError(v2.BAD_REQUEST, f"{len(req.messages)} messages in one request, more than "
+                                             f"{MAX_MESSAGES_PER_REQUEST}")
         topics = {(m.topic.resource_namespace, m.topic.name) for m in req.messages}
         if len(topics) > 1:
             raise ProxyError(v2.BAD_REQUEST, "the messages of one request must have the same topic")

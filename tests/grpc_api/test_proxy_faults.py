@@ -67,6 +67,11 @@ def test_illegal_names_and_fields_get_5x_codes_and_never_reach_the_store(grpc_cl
     assert status_of(proxy.addr, "SendMessage", send_request(ok_topic, tag="a|b")).code == v2.ILLEGAL_MESSAGE_TAG
     assert status_of(proxy.addr, "SendMessage", send_request(ok_topic, message_group="g")).code \
         == v2.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+    many = send_request(ok_topic)
+    for _ in range(1000):
+        many.messages.append(many.messages[0])
+    assert status_of(proxy.addr, "SendMessage", many).code == v2.BAD_REQUEST  # 1001 messages: too many
+    assert status_of(proxy.addr, "SendMessage", v2.SendMessageRequest()).code == v2.BAD_REQUEST  # none
     req = send_request(ok_topic)
     req.messages[0].user_properties["TAGS"] = "sneaky"
     assert status_of(proxy.addr, "SendMessage", req).code == v2.ILLEGAL_MESSAGE_PROPERTY_KEY
