@@ -68,7 +68,10 @@ class SimpleConsumer(ActiveConsumerBase):
     def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
                 **kwargs: Any) -> Any:
         # protocol="grpc" (or a grpc:// address): the same API over RocketMQ 5's gRPC API
-        if wants_grpc(protocol, namesrv_addr) and cls is SimpleConsumer:
+        if wants_grpc(protocol, namesrv_addr):
+            if cls is not SimpleConsumer:
+                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
+                                           "SimpleConsumer(protocol='grpc')")
             from .grpc_simple_consumer import GrpcSimpleConsumer
             return GrpcSimpleConsumer(group, namesrv_addr, *args, **kwargs)
         return super().__new__(cls)

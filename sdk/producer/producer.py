@@ -103,7 +103,11 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
                 **kwargs: Any) -> Any:
         # protocol="grpc" (or a grpc:// address) makes a GrpcProducer: RocketMQ 5's gRPC API
-        if wants_grpc(protocol, namesrv_addr) and cls is Producer:
+        if wants_grpc(protocol, namesrv_addr):
+            if cls is not Producer:
+                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
+                                           "Producer(protocol='grpc'), or GrpcTransactionProducer "
+                                           "(rocketmq_sdk.producer.grpc_transaction) for transactions")
             from .grpc_producer import GrpcProducer
             return GrpcProducer(group, namesrv_addr, *args, **kwargs)
         return super().__new__(cls)

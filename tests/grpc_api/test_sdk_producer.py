@@ -128,3 +128,16 @@ def test_namespace_goes_as_the_resource_namespace(grpc_cluster):
         sent = p.send(Message(topic, b"in ns1")).msg_id
     got = consume(cluster.namesrv_addr, f"ns1%{topic}", 1)  # the proxy wraps it as remoting clients do
     assert got[0].msg_id == sent and got[0].body == b"in ns1"
+
+
+def test_a_producer_class_without_a_grpc_variant_refuses_protocol_grpc(grpc_cluster):
+    """Failed before: TransactionProducer(..., protocol="grpc") silently made a remoting producer."""
+    from rocketmq_sdk.producer.transaction import TransactionProducer
+
+    class Listener:
+        def execute_local_transaction(self, msg, arg): ...
+        def check_local_transaction(self, msg): ...
+
+    _, proxy = grpc_cluster
+    with pytest.raises(IllegalArgumentError, match="GrpcTransactionProducer"):
+        TransactionProducer("g", endpoints=proxy.addr, protocol="grpc", listener=Listener())

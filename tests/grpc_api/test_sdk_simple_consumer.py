@@ -92,3 +92,15 @@ def test_dev_command_serves_grpc_beside_remoting(server_process, tmp_path):
         consumer.shutdown()
     assert got[0].msg_id == sent and got[0].body == b"via dev"
     assert dev.stop() == 0
+
+
+def test_a_subclass_refuses_protocol_grpc_instead_of_speaking_remoting():
+    from rocketmq_sdk.exceptions import IllegalArgumentError
+
+    class Mine(SimpleConsumer):
+        pass
+
+    with pytest.raises(IllegalArgumentError, match="remoting only"):
+        Mine("g", endpoints="127.0.0.1:8081", protocol="grpc")
+    with pytest.raises(IllegalArgumentError, match="protocol"):
+        SimpleConsumer("g", "127.0.0.1:9876", protocol="http")
