@@ -75,15 +75,18 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 @click.option("--busy-poll-us", type=click.IntRange(min=0), default=0, show_default=True,
               help="Keep the broker's event loop polling this many µs after each answer (0: off; "
                    "see busyPollUs in docs/broker.md).")
+@click.option("--broker-version", default="4.9.8", show_default=True,
+              help="brokerVersion: 4.9.8, or a 5.x version (5.3.3) to serve POP and timer messages "
+                   "(see docs/rocketmq5.md).")
 @click.option("--grpc-port", type=click.IntRange(min=0), default=None,
               help="Also serve RocketMQ 5's gRPC API (the proxy, for 5.x clients) on this port (0: a free "
-                   "one; needs the grpc extra); prints GRPC <addr>. The broker then answers as a 5.x broker "
-                   "(brokerVersion 5.3.3: POP). Mode 1m only.")
+                   "one; needs the grpc extra); prints GRPC <addr>. A 4.x --broker-version becomes 5.3.3 "
+                   "(5.x clients receive by POP). Mode 1m only.")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
         cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
-        grpc_port: int | None, log_level: str, event_loop: str) -> None:
+        broker_version: str, grpc_port: int | None, log_level: str, event_loop: str) -> None:
     """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
     if cluster not in MODES:
@@ -101,7 +104,7 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
                        event_loop)
         else:
             _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster_name, flush_disk_type,
-                     commit_log_file_size, busy_poll_us, event_loop, grpc_port)
+                     commit_log_file_size, busy_poll_us, event_loop, broker_version, grpc_port)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
@@ -109,7 +112,7 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
 
 def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, broker_name: str, cluster: str,
              flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str,
-             grpc_port: int | None = None) -> None:
+             broker_version: str = "4.9.8", grpc_port: int | None = None) -> None:
     os.makedirs(store_dir, exist_ok=True)
     ns = NameServer(NamesrvConfig(listen_port=DEFAULT_NAMESRV_PORT if namesrv_port is None else namesrv_port))
     holder: dict[str, BrokerController] = {}
@@ -129,9 +132,10 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
             broker_port_now = broker_port
         cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port_now,
                            namesrv_addr=ns.addr, store_path_root_dir=store_dir, flush_disk_type=flush_disk_type,
-                           mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us)
-        if grpc_port is not None:  # 5.x clients receive by POP, which a 5.x broker serves
-            cfg.broker_version = GRPC_BROKER_VERSION
+                           mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us,
+                           broker_version=broker_version)
+        if grpc_port is not None and str(broker_version).startswith("4."):
+            cfg.broker_version = GRPC_BROKER_VERSION  # 5.x clients receive by POP, which a 5.x broker serves
         broker = holder["b"] = BrokerController(cfg)
         await broker.start()
         announce("BROKER", cfg.broker_addr)

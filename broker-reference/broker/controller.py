@@ -44,6 +44,7 @@ from .schedule import ScheduleService
 from .send_processor import SendProcessor
 from .stats_processor import ConsumeTpsMeter, StatsProcessor
 from .subscription_group import SubscriptionGroupManager
+from .timer import TIMER_TOPIC, TimerService
 from .topic_manager import TopicConfigManager
 from .transaction import BrokerTransactions
 
@@ -96,6 +97,9 @@ class BrokerController:
         self.pop: PopProcessor | None = install_pop(self) if config.is_v5 else None
         if config.is_v5:
             self.server.response_version = V5_3_3
+        self.timer: TimerService | None = TimerService(
+            self.store, lambda inner: self.put_message(inner, schedule=False), config.config_dir,
+            config.timer_precision_ms, config.timer_max_delay_sec) if config.is_v5 else None
         # master/slave replication (issue 20): HA listener on every broker, client + copies on slaves
         MetadataProcessor(self).register(self.server)
         self.ha = HAService(self.store, config.ha_settings())
@@ -134,6 +138,8 @@ class BrokerController:
         self.schedule.load()
         if self.pop is not None:
             self.pop.service.load()
+        if self.timer is not None:
+            self.timer.load()
         await loop.run_in_executor(None, self.store.start)
         self.pull.start(loop)
         fixed_port = self.config.listen_port != 0
@@ -162,6 +168,8 @@ class BrokerController:
             self.transactions.start(loop)
             if self.pop is not None:
                 self.pop.start(loop)
+            if self.timer is not None:
+                self.timer.start(loop)
         self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._persist_loop()),
                        loop.create_task(self._scan_channels_loop())]
         log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.config.broker_addr,
@@ -176,6 +184,8 @@ class BrokerController:
         await self.transactions.stop()
         if self.pop is not None:
             await self.pop.stop()
+        if self.timer is not None:
+            await self.timer.stop()
         if self.ha_client is not None:
             await self.ha_client.stop()
         if self.slave_sync is not None:
@@ -222,6 +232,8 @@ class BrokerController:
                     loop.call_soon_threadsafe(self.ha.wake_writers)
         if topic == "SCHEDULE_TOPIC_XXXX" and self.pull.loop is not None:
             self.pull.loop.call_soon_threadsafe(self.schedule.notify, queue_id)
+        if topic == TIMER_TOPIC and self.timer is not None and self.pull.loop is not None:
+            self.pull.loop.call_soon_threadsafe(self.timer.notify)
 
     # -- statistics and settings ----------------------------------------------------------------
     def record_get(self, group: str, count: int) -> None:

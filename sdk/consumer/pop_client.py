@@ -18,10 +18,12 @@ from ..protocol.message_codec import decode_messages
 from ..protocol.pop import (
     POP_CK,
     AckMessageRequestHeader,
+    BatchAck,
     ChangeInvisibleTimeRequestHeader,
     PopMessageRequestHeader,
     ReceiptHandle,
     attach_handles,
+    encode_batch_ack_body,
 )
 from ..remoting.command import RemotingCommand
 
@@ -118,6 +120,35 @@ class PopClient:
             RequestCode.ACK_MESSAGE, header.to_ext_fields()), self.timeout_ms)
         if resp.code != ResponseCode.SUCCESS:
             raise broker_error(resp.code, resp.remark, addr)
+
+    async def batch_ack(self, messages: list[tuple[MessageExt, ReceiptHandle]]) -> None:
+        """BATCH_ACK_MESSAGE (200151): one request per broker for ``messages``, one body entry
+        per checkpoint (retry flag, queue, start offset, pop time), as 5.x's
+        ``BatchAckMessageRequestBody``.
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        by_broker: dict[str, dict[tuple, BatchAck]] = {}
+        topics: dict[str, str] = {}
+        for m, h in messages:
+            entries = by_broker.setdefault(h.broker_name, {})
+            topics.setdefault(h.broker_name, m.topic)
+            key = (m.topic, h.retry_flag, h.queue_id, h.ck_offset, h.pop_time, h.revive_qid, h.invisible_time)
+            entry = entries.get(key)
+            if entry is None:
+                entry = entries[key] = BatchAck(self.group, m.topic, h.retry_flag, h.queue_id, h.ck_offset,
+                                                h.revive_qid, h.pop_time, h.invisible_time, [])
+            entry.offsets.append(h.queue_offset)
+        for broker_name, entries in by_broker.items():
+            addr = await self.instance.find_broker_master_or_refresh(broker_name, topics[broker_name])
+            if addr is None:
+                raise MQBrokerError(-1, f"broker {broker_name} not found")
+            body = encode_batch_ack_body(list(entries.values()), broker_name)
+            resp = await self.instance.remoting.invoke(addr, RemotingCommand.request(
+                RequestCode.BATCH_ACK_MESSAGE, {}, body), self.timeout_ms)
+            if resp.code != ResponseCode.SUCCESS:
+                raise broker_error(resp.code, resp.remark, addr)
 
     async def change_invisible_time(self, message: MessageExt, handle: ReceiptHandle, invisible_ms: int) -> None:
         """CHANGE_MESSAGE_INVISIBLETIME; the message's ``POP_CK`` becomes the new handle.

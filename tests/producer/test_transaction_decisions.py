@@ -19,6 +19,19 @@ def fake():
         yield f
 
 
+def _send_then_checks(fake, group: str, listener, checks: int) -> None:
+    """Send one transaction, then have the fake broker check it ``checks`` times (each answered
+    before the next), as a 5.x broker whose op record is late does."""
+    with TransactionProducer(group, fake.addr, listener=listener) as p:
+        result = p.send_message_in_transaction(Message("TopicTx", b"payload", keys="k"))
+        wait_until(lambda: fake.requests_of(END), what="END_TRANSACTION")
+        p.instance.run(p.instance.send_heartbeat_to_all(), 5)
+        (stored,) = fake.stored("TopicTx")
+        for i in range(checks):
+            fake.check(stored, result.msg_id)
+            wait_until(lambda i=i: len(fake.requests_of(END)) == i + 2, what=f"check {i + 1} answered")
+
+
 @pytest.mark.parametrize(("local", "code"), [(LocalTransactionState.COMMIT_MESSAGE, "8"),
                                              (LocalTransactionState.ROLLBACK_MESSAGE, "12")])
 def test_check_of_a_decided_transaction_is_answered_from_the_record(fake, local, code):
@@ -26,13 +39,7 @@ def test_check_of_a_decided_transaction_is_answered_from_the_record(fake, local,
     wrong = (LocalTransactionState.ROLLBACK_MESSAGE if local is LocalTransactionState.COMMIT_MESSAGE
              else LocalTransactionState.COMMIT_MESSAGE)
     listener = Listener(local, wrong)
-    with TransactionProducer("tx_decided", fake.addr, listener=listener) as p:
-        result = p.send_message_in_transaction(Message("TopicTx", b"payload", keys="k"))
-        wait_until(lambda: fake.requests_of(END), what="END_TRANSACTION")
-        p.instance.run(p.instance.send_heartbeat_to_all(), 5)
-        (stored,) = fake.stored("TopicTx")
-        fake.check(stored, result.msg_id)
-        wait_until(lambda: len(fake.requests_of(END)) == 2, what="END_TRANSACTION of the check")
+    _send_then_checks(fake, "tx_decided", listener, 1)
     assert listener.checked == []
     end = fake.requests_of(END)[1].ext_fields
     assert end["commitOrRollback"] == code and end["fromTransactionCheck"] == "true"
@@ -45,15 +52,7 @@ def test_a_decision_made_at_a_check_answers_the_next_checks(fake):
             return [LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE][len(self.checked) - 1]
 
     listener = Flipping(None, LocalTransactionState.COMMIT_MESSAGE)
-    with TransactionProducer("tx_unknown", fake.addr, listener=listener) as p:
-        result = p.send_message_in_transaction(Message("TopicTx", b"payload", keys="k"))
-        wait_until(lambda: fake.requests_of(END), what="END_TRANSACTION")
-        p.instance.run(p.instance.send_heartbeat_to_all(), 5)
-        (stored,) = fake.stored("TopicTx")
-        fake.check(stored, result.msg_id)
-        wait_until(lambda: len(fake.requests_of(END)) == 2, what="first check answered")
-        fake.check(stored, result.msg_id)  # the broker had not written its op record yet
-        wait_until(lambda: len(fake.requests_of(END)) == 3, what="second check answered")
+    _send_then_checks(fake, "tx_unknown", listener, 2)  # the second: the broker's op record is late
     assert len(listener.checked) == 1
     assert [e.ext_fields["commitOrRollback"] for e in fake.requests_of(END)] == ["0", "8", "8"]
 

@@ -221,3 +221,24 @@ def test_change_in_the_same_millisecond_as_the_pop_keeps_the_message(v5_cluster,
     on_loop(lambda: svc.change_invisible_time(GROUP, TOPIC, first, 1000, now_ms=now))
     assert svc.in_flight(GROUP) == 2
     assert on_loop(lambda: svc.revive(now_ms=now + 1500)) == 1
+
+
+def test_notification_and_polling_info(v5_cluster, v5_client, v5_producer):
+    _send(v5_producer, 1)
+    addr = v5_cluster.broker_addr
+    ext = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "-1", "pollTime": "0",
+           "bornTime": str(int(time.time() * 1000)), "order": "false"}
+    resp = v5_client.invoke(addr, RequestCode.NOTIFICATION, ext)
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["hasMsg"] == "true"
+    for m, h in _handles(_pop(v5_client, addr)):
+        _ack(v5_client, addr, m, h)
+    # nothing left: a held NOTIFICATION, counted by POLLING_INFO, answered by the next send
+    held = asyncio.run_coroutine_threadsafe(v5_client.client.invoke(addr, RemotingCommand.request(
+        RequestCode.NOTIFICATION, dict(ext, pollTime="10000")), 15000), v5_client.loop)
+    info = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "-1"}
+    deadline = time.monotonic() + 10
+    while v5_client.invoke(addr, RequestCode.POLLING_INFO, info).ext_fields["pollingNum"] != "1":
+        assert time.monotonic() < deadline
+    v5_producer.send(Message(TOPIC, b"now"))
+    resp = held.result(10)
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["hasMsg"] == "true"

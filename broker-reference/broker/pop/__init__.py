@@ -6,10 +6,11 @@
 
 from .checkpoint import CheckPoint, CheckPointTable
 from .processor import PopProcessor
+from .request_mode import MessageRequestModes, RequestModeProcessor
 from .service import MAX_INVISIBLE_TIME_MS, PopContext, PopError, PopResult, PopService
 
-__all__ = ["MAX_INVISIBLE_TIME_MS", "CheckPoint", "CheckPointTable", "PopContext", "PopError", "PopProcessor",
-           "PopResult", "PopService", "install_pop"]
+__all__ = ["MAX_INVISIBLE_TIME_MS", "CheckPoint", "CheckPointTable", "MessageRequestModes", "PopContext", "PopError",
+           "PopProcessor", "PopResult", "PopService", "RequestModeProcessor", "install_pop"]
 
 
 def install_pop(broker) -> PopProcessor:
@@ -22,4 +23,7 @@ def install_pop(broker) -> PopProcessor:
                      pop_from_retry_probability=c.pop_from_retry_probability, revive_queue_num=c.revive_queue_num)
     processor = PopProcessor(PopService(ctx), polling_size=c.pop_polling_size, revive_interval_ms=c.revive_interval)
     processor.register(broker.server)
+    modes = MessageRequestModes(c.config_dir)
+    modes.load()
+    RequestModeProcessor(modes, c.broker_name, broker.topics, broker.consumers).register(broker.server)
     return processor

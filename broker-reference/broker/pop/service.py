@@ -27,12 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
+from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.results import GetMessageStatus
 from rocketmq_sdk.protocol.bodies import SubscriptionData
-from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import PermName, ResponseCode
-from rocketmq_sdk.protocol.message_codec import decode_message, encode_message_ext, encode_properties
+from rocketmq_sdk.protocol.message_codec import decode_message, encode_message_ext
 from rocketmq_sdk.protocol.pop import (
     FIRST_POP_TIME,
     MAX_POP_MESSAGES,
@@ -501,12 +500,8 @@ class PopService:
         if msg.reconsume_times == 0 or FIRST_POP_TIME not in props:
             props[FIRST_POP_TIME] = str(ck.pop_time)
         props.pop(POP_CK, None)
-        props[MC.WAIT_STORE_MSG_OK] = "false"
-        inner = InnerMessage(topic=retry_topic, queue_id=0, body=msg.body, properties_string=encode_properties(props),
-                             flag=msg.flag, tags_code=tags_string_to_tags_code(props.get(MC.TAGS)),
-                             sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
-                             store_host=self.ctx.store_host, reconsume_times=msg.reconsume_times + 1, properties=props,
-                             wait_store_msg_ok=False)
+        inner = InnerMessage.requeued(msg, retry_topic, 0, props, store_host=self.ctx.store_host,
+                                      reconsume_times=msg.reconsume_times + 1)
         try:
             result = self.ctx.put_message(inner)
         except Exception:  # noqa: BLE001 - kept for the next round
