@@ -6,7 +6,7 @@ gRPC vs this SDK over remoting, against one reference broker (``python -m rocket
 
     .venv/bin/python benchmarks/grpc_clients.py [--quick] [-n 3000]
 
-Writes ``benchmarks/results/<date>-grpc.json`` / ``.md`` (``-grpc-quick``) with the command,
+Writes ``benchmarks/results/<date>-<HHMM>-grpc.json`` / ``.md`` (``-grpc-quick``) with the command,
 machine load and git commit. Needs .venv/rmq5 (``make test`` installs it).
 """
 
@@ -163,8 +163,9 @@ def main() -> int:
             cpu = sum(r["cpu_s"] for r in rs)
             summary[f"{op} {kind}"] = {"msgs_per_s": total_n / wall if wall else 0.0,
                                        "cpu_us_per_msg": cpu / total_n * 1e6 if total_n else 0.0, "n": total_n}
-    date = datetime.date.today().isoformat()
-    name = f"{date}-grpc{'-quick' if args.quick else ''}"
+    now = datetime.datetime.now()
+    date = now.date().isoformat()
+    name = f"{date}-{now:%H%M}-grpc{'-quick' if args.quick else ''}"  # runs of one day side by side
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     meta = {"command": " ".join([os.path.relpath(sys.executable, ROOT), *sys.argv]), "commit": commit,
