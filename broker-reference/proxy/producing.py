@@ -12,9 +12,15 @@ from typing import Any
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.exceptions import FrameError, MQBrokerError, RemotingError
 from rocketmq_sdk.grpc import v2
-from rocketmq_sdk.grpc.convert import SHARDING_KEY, from_v2, set_timestamp_ms, to_v2
+from rocketmq_sdk.grpc.convert import from_v2, set_timestamp_ms, to_v2
 from rocketmq_sdk.protocol.bodies import HeartbeatData
-from rocketmq_sdk.protocol.codes import DEFAULT_TOPIC, MessageSysFlag, RequestCode, ResponseCode
+from rocketmq_sdk.protocol.codes import (
+    DEFAULT_TOPIC,
+    V5_0_0_SNAPSHOT,
+    MessageSysFlag,
+    RequestCode,
+    ResponseCode,
+)
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.headers import (
     CheckTransactionStateRequestHeader,
@@ -74,6 +80,7 @@ class Producing:
         #: transaction producer groups announced to the brokers (so their checks come here)
         self.tx_groups: set[str] = set()
         self._announced: dict[str, frozenset[str]] = {}
+        self._versions: dict[str, int] = {}  # broker address -> its version (heartbeat answers)
         api.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check)
 
     # -- SendMessage ------------------------------------------------------------------------
@@ -108,8 +115,14 @@ class Producing:
         entry.message_id, entry.transaction_id, entry.offset = result
 
     async def _send_one(self, topic: str, route, m: Any, body: bytes, now: int) -> tuple[str, str, int]:
-        props = from_v2(m, now_ms=now)
         sp = m.system_properties
+        wq = self.routes.select(route, sp.message_group if sp.HasField("message_group") else None)
+        timers = False
+        if sp.HasField("delivery_timestamp"):  # a 5.x broker's timer wheel delivers at the time asked
+            if wq.addr not in self._versions:
+                await self.heartbeat(wq.addr)
+            timers = self._versions.get(wq.addr, 0) >= V5_0_0_SNAPSHOT
+        props = from_v2(m, now_ms=now, timers=timers)
         transactional = sp.message_type == v2.TRANSACTION
         group = PRODUCER_GROUP
         sys_flag = 0
@@ -120,7 +133,6 @@ class Producing:
             if group not in self.tx_groups:
                 self.tx_groups.add(group)
         props[MC.WAIT_STORE_MSG_OK] = "true"
-        wq = self.routes.select(route, props.get(SHARDING_KEY))
         if transactional and self._announced.get(wq.addr) != frozenset(self.tx_groups):
             await self.heartbeat(wq.addr)
         born = now
@@ -148,10 +160,10 @@ class Producing:
 
     async def heartbeat(self, addr: str) -> None:
         """Announce the transaction producer groups to the broker at ``addr`` (HEART_BEAT), so
-        that its transaction checks of those groups come to this proxy."""
+        that its transaction checks of those groups come to this proxy; learn its version."""
         groups = frozenset(self.tx_groups)
         try:
-            await self.api.send_heartbeat(addr, HeartbeatData(self.client_id, sorted(groups)))
+            self._versions[addr] = await self.api.send_heartbeat(addr, HeartbeatData(self.client_id, sorted(groups)))
             self._announced[addr] = groups
         except (MQBrokerError, RemotingError) as exc:
             log.warning("heartbeat to broker %s failed: %s", addr, exc)

@@ -37,7 +37,8 @@ SYSTEM_KEYS = frozenset({MC.TAGS, MC.KEYS, MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, SHA
                          MC.DELAY_TIME_LEVEL, MC.CHECK_IMMUNITY_TIME_IN_SECONDS, TRACE_CONTEXT,
                          MC.PRODUCER_GROUP, MC.WAIT_STORE_MSG_OK, MC.RECONSUME_TIME, MC.MAX_RECONSUME_TIMES,
                          MC.REAL_TOPIC, MC.REAL_QUEUE_ID, MC.CLUSTER, MC.MSG_REGION, MC.TRACE_SWITCH,
-                         MC.TRANSACTION_CHECK_TIMES, MC.TRANSACTION_PREPARED_QUEUE_OFFSET})
+                         MC.TRANSACTION_CHECK_TIMES, MC.TRANSACTION_PREPARED_QUEUE_OFFSET,
+                         *MC.TIMER_PROPERTIES})
 
 
 def delay_level_for(delay_ms: int, levels_ms: tuple[int, ...] = DELAY_LEVELS_MS) -> int:
@@ -122,11 +123,13 @@ def set_timestamp_ms(ts: Any, ms: int) -> None:
     ts.nanos = rest * 1_000_000
 
 
-def from_v2(m: Any, *, delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_ms: int | None = None) -> dict[str, str]:
+def from_v2(m: Any, *, delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_ms: int | None = None,
+            timers: bool = False) -> dict[str, str]:
     """The RocketMQ properties of a ``v2.Message`` (no checks: see the proxy's request checks).
 
-    ``delivery_timestamp`` becomes a ``DELAY`` level (:func:`delay_level_for`); the message id
-    becomes ``UNIQ_KEY``; ``TRAN_MSG=true`` is set for a TRANSACTION message.
+    ``delivery_timestamp`` becomes ``TIMER_DELIVER_MS`` with ``timers`` (a 5.x broker's timer
+    wheel), else a ``DELAY`` level (:func:`delay_level_for`); the message id becomes
+    ``UNIQ_KEY``; ``TRAN_MSG=true`` is set for a TRANSACTION message.
     """
     props: dict[str, str] = dict(m.user_properties)
     sp = m.system_properties
@@ -146,9 +149,14 @@ def from_v2(m: Any, *, delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_m
             props[MC.CHECK_IMMUNITY_TIME_IN_SECONDS] = str(sp.orphaned_transaction_recovery_duration.seconds)
     if sp.HasField("delivery_timestamp"):
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        level = delay_level_for(timestamp_ms(sp.delivery_timestamp) - now, delay_levels_ms)
-        if level > 0:
-            props[MC.DELAY_TIME_LEVEL] = str(level)
+        at = timestamp_ms(sp.delivery_timestamp)
+        if timers:
+            if at > now:
+                props[MC.TIMER_DELIVER_MS] = str(at)
+        else:
+            level = delay_level_for(at - now, delay_levels_ms)
+            if level > 0:
+                props[MC.DELAY_TIME_LEVEL] = str(level)
     return props
 
 

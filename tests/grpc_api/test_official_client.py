@@ -47,8 +47,9 @@ def test_normal_fifo_and_delay_sends_reach_remoting_consumers_intact(grpc_cluste
 
     delayed = got[sent[4]["id"]]
     assert delayed.body == b"delayed"
-    # stored in the topic only when due (rounded up to the 5 s delay level), never early
-    assert delayed.store_timestamp >= sent[4]["deliver_ms"]
+    # stored in the topic when due, never early: the 5.x broker's timer wheel (1 s slots), not the
+    # next delay level (5 s after the send, 2-3 s late; failed so before the proxy used timers)
+    assert sent[4]["deliver_ms"] <= delayed.store_timestamp < sent[4]["deliver_ms"] + 2000
 
 
 def test_transactions_commit_rollback_and_server_check(grpc_cluster, official):
