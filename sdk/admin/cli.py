@@ -407,9 +407,11 @@ def set_consume_mode(admin: AdminClient, as_json: bool, group: str, topic: str, 
 def reset_offset_by_time(admin: AdminClient, as_json: bool, group: str, topic: str, when: str, force: bool) -> None:
     ts = parse_time_ms(when)
     rows = admin.reset_offset_by_time(group, topic, ts, force=force)
-    emit(as_json, rows, lambda: f"reset consumer offset of group {group} on {topic} to {fmt_ms(ts)}\n" + table(
-        ["#Broker Name", "#Queue", "#Offset"], [(e.broker_name, e.queue_id, e.offset) for e in rows],
-        numeric=(1, 2)))
+    direct = " (group offline: offsets written on the brokers directly)" if any(e.direct for e in rows) else ""
+    when_text = {0: "the earliest offset", -1: "the latest offset"}.get(ts) or fmt_ms(ts)
+    emit(as_json, rows, lambda: f"reset consumer offset of group {group} on {topic} to {when_text}{direct}\n"
+         + table(["#Broker Name", "#Queue", "#Offset"], [(e.broker_name, e.queue_id, e.offset) for e in rows],
+                 numeric=(1, 2)))
 
 
 # ---------------------------------------------------------------------------------- messages

@@ -8,7 +8,7 @@ from ..properties import parse_properties
 from ..protocol.admin_bodies import KVTable
 from ..protocol.codes import RequestCode
 from .core import MASTER_ID, REQUEST_FAILED, AdminCore, log
-from .models import BrokerInfo
+from .models import BrokerInfo, MasterlessBroker
 
 __all__ = ["ClusterAdmin"]
 
@@ -82,3 +82,12 @@ class ClusterAdmin(AdminCore):
             MQClientError: unknown cluster.
         """
         return await self._master_addrs(cluster)
+
+    async def masterless_brokers(self) -> list[MasterlessBroker]:
+        """The brokers whose master the name server no longer lists (it is down or was
+        unregistered) while a slave is still registered (GET_BROKER_CLUSTER_INFO 106): their
+        data is read from that slave (progress, offsets, stats, messages), writes to them fail.
+        Empty when every broker has its master. A broker with no address left at all is not
+        listed (the name server forgets it).
+        """
+        return self._masterless(await self._cluster())

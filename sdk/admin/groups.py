@@ -42,7 +42,7 @@ class GroupAdmin(AdminCore):
         Raises:
             MQClientError: unknown group. MQBrokerError, RemotingError.
         """
-        masters = await self._group_masters(group)
+        masters = await self._group_readers(group)
         tps = 0.0
         queues: list[QueueProgress] = []
         ext = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields()
@@ -68,7 +68,7 @@ class GroupAdmin(AdminCore):
         for group in groups:
             tps, diff = 0.0, 0
             try:
-                for addr in (await self._group_masters(group)).values():
+                for addr in (await self._group_readers(group)).values():
                     r = await self._broker(addr, RequestCode.GET_CONSUME_STATS,
                                            GetConsumeStatsRequestHeader(consumer_group=group).to_ext_fields())
                     stats = ConsumeStats.from_json(r.body)
@@ -131,7 +131,7 @@ class GroupAdmin(AdminCore):
             client id → running info.
         """
         conns = await self._connections(group)
-        masters = await self._group_masters(group)
+        masters = await self._group_readers(group)
         addr = next(iter(masters.values()))
         out = {}
         for c in conns.connections:
@@ -231,7 +231,7 @@ class GroupAdmin(AdminCore):
         Raises:
             TopicNotExistError, MQClientError (no master), MQBrokerError, RemotingError.
         """
-        addr = await self._queue_master(mq.topic, mq.broker_name)
+        addr = await self._queue_addr(mq.topic, mq.broker_name, read=True)
         try:
             return await self._api.query_consumer_offset(addr, group, mq, self.timeout_ms)
         except MQBrokerError as exc:
@@ -250,14 +250,18 @@ class GroupAdmin(AdminCore):
         """
         if offset < 0:
             raise IllegalArgumentError(f"offset must be >= 0, got {offset}")
-        await self._api.update_consumer_offset(await self._queue_master(mq.topic, mq.broker_name), group, mq, offset,
+        await self._api.update_consumer_offset(await self._queue_addr(mq.topic, mq.broker_name, read=False), group, mq, offset,
                                                self.timeout_ms)
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *,
                              force: bool = True) -> list[ResetOffsetEntry]:
         """Move the group's offsets on ``topic`` to the first message stored at or after
         ``timestamp_ms`` (INVOKE_BROKER_TO_RESET_OFFSET 222 to every master of the topic; the
-        broker tells the online clients), as ``mqadmin resetOffsetByTime``.
+        broker tells the online clients), as ``mqadmin resetOffsetByTime``. A broker that
+        answers 206 CONSUMER_NOT_ONLINE (the group's consumers are stopped) has the group's
+        offsets written directly instead, as mqadmin then does (``resetOffsetByTimestampOld``:
+        GET_CONSUME_STATS 208, SEARCH_OFFSET_BY_TIMESTAMP 29 or GET_MAX_OFFSET 30 per queue,
+        UPDATE_CONSUMER_OFFSET 15); consumers started afterwards begin there.
 
         Args:
             timestamp_ms: epoch ms; 0 means the earliest offset, -1 the latest (as mqadmin's
@@ -265,17 +269,56 @@ class GroupAdmin(AdminCore):
             force: reset even to a larger offset than the current one.
 
         Returns:
-            the new offset of each queue.
+            the new offset of each queue (``direct`` set where it was written directly).
+
+        Raises:
+            TopicNotExistError. MQClientError: a broker of the topic has no master (down).
+            MQBrokerError: e.g. the group never committed an offset on a broker. RemotingError.
         """
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms,
                                        is_force=force).to_ext_fields()
 
         route = await self._route(topic)
+        masters = self._route_masters(route)
+        missing = sorted(set(self._route_readers(route)) - set(masters))
+        if missing:
+            raise MQClientError(f"cannot reset offsets of {group} on {topic}: the master of "
+                                f"{', '.join(missing)} is down (offsets are written on masters only)")
         out = []
-        for addr in self._route_masters(route).values():
-            resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+        for addr in masters.values():
+            try:
+                resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+            except MQBrokerError as exc:
+                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    raise
+                log.info("group %s is offline on %s: writing its offsets of %s directly", group, addr, topic)
+                out.extend(await self._reset_offline(addr, group, topic, timestamp_ms, force))
+                continue
             if resp.body:
                 for mq, off in ResetOffsetBody.from_json(resp.body).offset_table.items():
                     out.append(ResetOffsetEntry(mq.topic, mq.broker_name, mq.queue_id, off))
         out.sort(key=lambda e: (e.broker_name, e.queue_id))
+        return out
+
+    async def _reset_offline(self, addr: str, group: str, topic: str, timestamp_ms: int,
+                             force: bool) -> list[ResetOffsetEntry]:
+        """Java ``resetOffsetByTimestampOld`` on one master: each queue the group has an offset
+        for moves to the offset stored at ``timestamp_ms`` (-1: the max offset), only backwards
+        unless ``force``."""
+        resp = await self._broker(addr, RequestCode.GET_CONSUME_STATS,
+                                  GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields())
+        out = []
+        for mq, wrapper in sorted(ConsumeStats.from_json(resp.body).offset_table.items(),
+                                  key=lambda kv: kv[0].queue_id):
+            if mq.topic != topic:
+                continue
+            if timestamp_ms == -1:
+                target = await self._api.get_max_offset(addr, mq, self.timeout_ms)
+            else:
+                target = await self._api.search_offset(addr, mq, timestamp_ms, self.timeout_ms)
+            if force or target <= wrapper.consumer_offset:
+                await self._api.update_consumer_offset(addr, group, mq, target, self.timeout_ms)
+            else:
+                target = wrapper.consumer_offset
+            out.append(ResetOffsetEntry(mq.topic, mq.broker_name, mq.queue_id, target, direct=True))
         return out

@@ -123,12 +123,24 @@ class GroupConnections:
 
 @dataclass(slots=True)
 class ResetOffsetEntry:
-    """One queue moved by ``resetOffsetByTime``."""
+    """One queue moved by ``resetOffsetByTime``; ``direct`` when the group was offline on that
+    broker and its offset was written with UPDATE_CONSUMER_OFFSET (``resetOffsetByTimestampOld``)."""
 
     topic: str
     broker_name: str
     queue_id: int
     offset: int
+    direct: bool = False
+
+
+@dataclass(slots=True)
+class MasterlessBroker:
+    """A broker name whose master the name server no longer lists: reads go to ``read_from``,
+    its slave with the lowest broker id; writes to it fail until the master is back."""
+
+    cluster: str
+    broker_name: str
+    read_from: str
 
 
 def message_to_dict(msg: MessageExt) -> dict[str, Any]:
