@@ -99,7 +99,7 @@ wheel-check: install
 	cd build/wheel-check && venv/bin/python ../../tests/packaging/wheel_smoke.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .venv-3.* build *.egg-info .pytest_cache .ruff_cache .mypy_cache
 	find sdk broker-reference integrations -name "*.so" -delete
 
 # make bench [QUICK=1] - SDK vs the official C++ client on a reference broker, then the broker's own
@@ -112,6 +112,27 @@ bench: install
 	$(PY) benchmarks/broker_send.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/spark_writer.py $(if $(QUICK),--quick,)
 	$(PY) benchmarks/spark_reader.py $(if $(QUICK),--quick,)
+
+# make pythons - the tests of the code that leans on interpreter internals (SendFuture over
+# concurrent.futures.Future's fields, producer/async_send.py; the channels' read callbacks under
+# asyncio and uvloop) on the other supported CPythons found here (python3.12 / python3.13 on PATH
+# or in pyenv; nothing is downloaded): one venv each, .venv-3.12 / .venv-3.13; a version not found
+# is skipped with one line. Not part of make test (which runs them on .venv's Python).
+PY_VERSIONS ?= 3.12 3.13
+INTERNALS_TESTS := tests/producer/test_send_future.py tests/producer/test_async_send_path.py \
+	tests/producer/test_blocking_send.py tests/remoting/test_tls.py
+.PHONY: pythons
+pythons:
+	@for v in $(PY_VERSIONS); do \
+	  py=; for c in $$(ls -d $$HOME/.pyenv/versions/$$v*/bin/python$$v 2>/dev/null) $$(command -v python$$v); do \
+	    if $$c -c 'import sys' 2>/dev/null; then py=$$c; fi; done; \
+	  if [ -z "$$py" ]; then echo "make pythons: no python$$v here; skipped"; continue; fi; \
+	  echo "make pythons: $$py"; \
+	  test -x .venv-$$v/bin/python || $$py -m venv .venv-$$v || exit 1; \
+	  .venv-$$v/bin/python -m pip install --quiet -e ".[broker,fast]" pytest pytest-timeout trustme hypothesis \
+	    || exit 1; \
+	  .venv-$$v/bin/python -m pytest -q -p no:cacheprovider $(INTERNALS_TESTS) || exit 1; \
+	done
 
 # make faults - issue 14's fault suite at full size (docs/reliability.md): broker SIGKILL under both
 # flush modes, consumer SIGKILL mid-batch, a full disk (a small tmpfs; root only, else skipped),

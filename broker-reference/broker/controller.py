@@ -47,6 +47,7 @@ from .subscription_group import SubscriptionGroupManager
 from .timer import TIMER_TOPIC, TimerService
 from .topic_manager import TopicConfigManager
 from .transaction import BrokerTransactions
+from .v5_topic_config import TopicConfigProcessor
 
 log = logging.getLogger("rocketmq_broker")
 
@@ -93,10 +94,14 @@ class BrokerController:
         request_guard.install(self.server)  # every topic/group a request names (issue 14)
         request_guard.install(self.vip_server)
         AclAdminProcessor(self).register(self.server)
-        # RocketMQ 5.x POP (issue 32): only a broker configured as 5.x answers the POP codes
-        self.pop: PopProcessor | None = install_pop(self) if config.is_v5 else None
+        # RocketMQ 5.x POP (issue 32): only a master configured as 5.x answers the POP codes (a
+        # pop commits offsets and writes revive copies: not on a slave)
         if config.is_v5:
             self.server.response_version = V5_3_3
+            TopicConfigProcessor(self.topics).register(self.server)
+            # 5.x DefaultLitePullConsumer pulls with LITE_PULL_MESSAGE (361): same header and answer
+            self.server.register_processor(RequestCode.LITE_PULL_MESSAGE, self.pull.pull)
+        self.pop: PopProcessor | None = install_pop(self) if config.is_v5 and not self.is_slave else None
         self.timer: TimerService | None = TimerService(
             self.store, lambda inner: self.put_message(inner, schedule=False), config.config_dir,
             config.timer_precision_ms, config.timer_max_delay_sec) if config.is_v5 else None

@@ -432,7 +432,7 @@ class PushConsumer(ConsumerBase):
         elif self.running:
             await self._rebalancer.do_rebalance()
 
-    async def _reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         """Broker request RESET_CONSUMER_CLIENT_OFFSET (220): restart ``topic``'s queues
         from ``offsets`` (see ``Rebalancer.reset_offsets``)."""
         if self.running:
@@ -485,7 +485,7 @@ class PushConsumer(ConsumerBase):
         """
         queues = [(mq, pq) for mq, pq in self.process_queues().items()
                   if not pq.dropped and (topic is None or mq.topic == topic)]
-        return self.instance.run(collect_lags(self, queues), self._timeout_s() * 2)
+        return self.instance.run(collect_lags(self.instance, self.offset_store, queues), self._timeout_s() * 2)
 
     def __repr__(self) -> str:
         return f"PushConsumer(group={self.group!r}, state={self.state.name})"

@@ -31,7 +31,8 @@ from ..exceptions import (
 )
 from ..lifecycle import Lifecycle
 from ..protocol.codes import GROUP_MAX_LENGTH, ResponseCode, check_name
-from ..protocol.message import Message, MessageQueue, SendResult
+from ..protocol.headers import CheckTransactionStateRequestHeader
+from ..protocol.message import Message, MessageExt, MessageQueue, SendResult
 from ..retry import RetryPolicy
 from ..trace.dispatcher import TraceDispatcher, set_trace_producer_factory, start_or_none
 from ..trace.hooks import PubTraceSpan
@@ -154,7 +155,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             try:
                 inst.run(inst.start(), self.config.mq_client_api_timeout / 1000.0)
             except BaseException:
-                inst.producers.pop(self.group, None)
+                inst.unregister_producer(self.group)
                 release_client_instance(inst)
                 raise
             self._instance = self._accepting = inst
@@ -194,7 +195,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             inst.run(inst.unregister(producer_group=self.group), self.config.mq_client_api_timeout / 1000.0 + 1)
         except Exception:
             log.warning("producer %s: unregister failed", self.group, exc_info=True)
-            inst.producers.pop(self.group, None)
+            inst.unregister_producer(self.group)
         release_client_instance(inst)
         log.info("producer %s shut down", self.group)
 
@@ -224,6 +225,13 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
 
     def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
         self._dispatcher.update_route(topic, info)
+
+    def check_transaction_state(self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader) -> None:
+        """CHECK_TRANSACTION_STATE from ``addr``: a plain producer has no transaction listener,
+        so the check is logged and ignored (Java ``checkTransactionState``); see
+        ``TransactionProducer``."""
+        log.warning("transaction check of %s from %s ignored: producer %s has no transaction listener",
+                    header.msg_id, addr, self.group)
 
     # -------------------------------------------------------------- public sends
 
@@ -361,8 +369,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         # never block the client's own I/O thread (asend awaited there): fail fast instead
         in_loop = inst.loop_thread.in_loop_thread
         if not self._inflight_slots.acquire(timeout=0 if in_loop else timeout / 1000.0):
-            if prepared.span is not None:
-                prepared.span.end(None, RemotingTimeoutError("producer", timeout, "send_async"))
+            prepared.end_span(None, RemotingTimeoutError("producer", timeout, "send_async"))
             raise RemotingTimeoutError("producer", timeout, f"send_async ({self.config.async_send_max_in_flight} "
                                                             "sends in flight)")
         try:
@@ -492,8 +499,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         self._inflight_slots.leave()
         if error is not None:
             log.warning("oneway send of %s to %s failed: %s", p.uniq_id, mq, error)
-        if p.span is not None:
-            p.span.end(None, error)
+        p.end_span(None, error)
 
     async def _send_oneway_core(self, p: Prepared, msg: Message, selector: SelectorLike | None, arg: Any,
                                 mq: MessageQueue | None, timeout: float) -> None:
@@ -606,7 +612,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def _send_blocking(self, info: TopicPublishInfo, p: Prepared, mq: MessageQueue | None,
                        timeout_ms: float) -> SendResult:
         """The blocking transport: :meth:`_send_prepared` in the calling thread over its own
-        connection (no I/O-thread hop; ``benchmarks/PROFILE.md`` P1); ``info`` is the cached route."""
+        connection (no I/O-thread hop, ``client/blocking.py``); ``info`` is the cached route."""
         deadline = _monotonic() + timeout_ms / 1000.0
         if mq is not None:
             return self._send_to_blocking(mq, p, deadline, timeout_ms)

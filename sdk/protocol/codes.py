@@ -163,6 +163,16 @@ class RequestCode(IntEnum):
     BATCH_ACK_MESSAGE = 200151
 
 
+#: requests that store what a producer sends (Java ``SendMessageProcessor``'s codes): a slave
+#: refuses them, the broker's name check reads their topic and group.
+SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+                        RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2})
+#: the send codes whose header is ``SendMessageRequestHeaderV2``'s single-letter form
+#: (:class:`rocketmq_sdk.protocol.headers.V2Field`)
+V2_SEND_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+                           RequestCode.SEND_REPLY_MESSAGE_V2})
+
+
 def request_name(code: int) -> str:
     """``"request GET_ROUTEINFO_BY_TOPIC (105)"`` for messages; ``"request code N"`` for unknown codes."""
     try:

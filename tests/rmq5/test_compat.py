@@ -137,3 +137,47 @@ def test_reference_broker_answers_as_5x_only_when_configured(v5_cluster, tmp_pat
             assert b"enableActingMaster" not in body
     finally:
         client.close()
+
+
+def test_get_topic_config_answers_like_5_3_3(v5_cluster):
+    from tests.broker.conftest import SyncClient
+    from tests.rmq5.conftest import broker_of
+    broker_of(v5_cluster).topics.create_system("%RETRY%cap_pop_push_group", 1)
+    req, want = frame("admin", 45), frame("admin", 46)
+    client = SyncClient()
+    try:
+        resp = client.invoke(v5_cluster.broker_addr, RequestCode.GET_TOPIC_CONFIG, req["header"]["extFields"])
+        assert resp.code == 0 and resp.body == body_bytes(want)
+        resp = client.invoke(v5_cluster.broker_addr, RequestCode.GET_TOPIC_CONFIG, {"topic": "NoSuchTopicHere"})
+        assert resp.code == 17
+    finally:
+        client.close()
+
+
+def test_lite_pull_message_is_answered_like_pull(v5_cluster, v5_producer):
+    from rocketmq_sdk import Message
+    from rocketmq_sdk.protocol.message_codec import decode_messages
+
+    from tests.broker.conftest import SyncClient
+    r = v5_producer.send(Message("LiteTopic", b"lite"))
+    ext = {"consumerGroup": "lite_g", "topic": "LiteTopic", "queueId": str(r.message_queue.queue_id),
+           "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "22", "commitOffset": "0",
+           "suspendTimeoutMillis": "20000", "subscription": "*", "subVersion": "0", "expressionType": "TAG"}
+    client = SyncClient()
+    try:
+        resp = client.invoke(v5_cluster.broker_addr, RequestCode.LITE_PULL_MESSAGE, ext)
+        assert resp.code == 0 and [m.body for m in decode_messages(resp.body)] == [b"lite"]
+    finally:
+        client.close()
+
+
+def test_topic_route_json_shows_5x_fields(v5_cluster, v5_producer):
+    import json
+
+    from click.testing import CliRunner
+    from rocketmq_sdk import Message
+    from rocketmq_sdk.admin.cli import cli
+    v5_producer.send(Message("RouteTopic", b"x"))
+    out = CliRunner().invoke(cli, ["topicRoute", "-n", v5_cluster.namesrv_addr, "-t", "RouteTopic", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["brokerDatas"][0]["enableActingMaster"] is False

@@ -50,8 +50,10 @@ class _Held:
 class PopProcessor:
     """Registers the POP codes on a remoting server; ``service`` does the work."""
 
-    def __init__(self, service: PopService, *, polling_size: int = 1024, revive_interval_ms: int = 1000) -> None:
+    def __init__(self, service: PopService, *, polling_size: int = 1024, revive_interval_ms: int = 1000,
+                 response_version: int | None = None) -> None:
         self.service = service
+        self.response_version = response_version  # the server's, for answers to held requests
         self.polling_size = polling_size
         self.revive_interval_ms = revive_interval_ms
         self._held: dict[tuple[str, str], list[_Held]] = {}  # (topic, group) -> held requests
@@ -165,6 +167,8 @@ class PopProcessor:
         if resp is None:
             return
         self._drop(e)
+        if self.response_version is not None:
+            resp.version = self.response_version
         try:
             e.ch.send(resp)
         except Exception:  # noqa: BLE001 - the client went away
