@@ -44,6 +44,11 @@ def _parse(rpc_name: str, raw: bytes) -> Any:
             from None
 
 
+def _not_served(name: str) -> Any:
+    """The answer to an RPC this proxy does not serve: NOT_IMPLEMENTED."""
+    return RPCS[name].response(status=status(v2.NOT_IMPLEMENTED, f"{name} is not served by this broker"))
+
+
 class _BadRequest(Exception):
     """A request that cannot be read: ends the call with gRPC INVALID_ARGUMENT."""
 
@@ -99,18 +104,22 @@ class MessagingService:
             "QueryAssignment": self.query_assignment,
         }.get(name)
 
+    async def _prepare(self, name: str, raw: bytes, context: Any) -> tuple[Any, Any]:
+        """The parsed request and its handler (None: not served); an unreadable request ends the
+        call with INVALID_ARGUMENT."""
+        try:
+            req = _parse(name, raw)
+        except _BadRequest as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return req, self._method(name)
+
     def _unary(self, name: str) -> Callable[[bytes, Any], Awaitable[bytes]]:
         response_class = RPCS[name].response
 
         async def call(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            try:
-                req = _parse(name, raw)
-            except _BadRequest as exc:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-            method = self._method(name)
+            req, method = await self._prepare(name, raw, context)
             if method is None:
-                resp = response_class(status=status(v2.NOT_IMPLEMENTED, f"{name} is not served by this broker"))
-                return resp.SerializeToString()
+                return _not_served(name).SerializeToString()
             try:
                 resp = await method(req, context)
             except ProxyError as exc:
@@ -126,14 +135,9 @@ class MessagingService:
         response_class = RPCS[name].response
 
         async def call(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
-            try:
-                req = _parse(name, raw)
-            except _BadRequest as exc:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-            method = self._method(name)
+            req, method = await self._prepare(name, raw, context)
             if method is None:
-                yield response_class(status=status(v2.NOT_IMPLEMENTED, f"{name} is not served by this broker")
-                                     ).SerializeToString()
+                yield _not_served(name).SerializeToString()
                 return
             try:
                 async for resp in method(req, context):  # type: ignore[attr-defined]

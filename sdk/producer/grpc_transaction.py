@@ -14,14 +14,19 @@ import logging
 from typing import Any, Unpack
 
 from ..config_types import ProducerSettings
-from ..exceptions import ClientStateError, IllegalArgumentError, MQClientError, RemotingError
+from ..exceptions import IllegalArgumentError, MQClientError, RemotingError
 from ..grpc import v2
 from ..grpc.connection import check
 from ..grpc.convert import message_ext
-from ..protocol.codes import MessageConst as MC
 from ..protocol.message import Message, SendResult
 from .grpc_producer import GrpcProducer
-from .transaction import LocalTransactionState, TransactionListener, TransactionSendResult, _call_listener
+from .transaction import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionSendResult,
+    _call_listener,
+    send_half_message,
+)
 
 log = logging.getLogger("rocketmq_sdk.producer")
 
@@ -70,15 +75,7 @@ class GrpcTransactionProducer(GrpcProducer):
             IllegalArgumentError, ClientStateError: as ``send``.
             MQClientError: the half message could not be sent (the cause is chained).
         """
-        if msg.delay_time_level:
-            msg.clear_property(MC.DELAY_TIME_LEVEL)
-        msg.put_property(MC.TRANSACTION_PREPARED, "true")
-        try:
-            result = self.send(msg, timeout_ms=timeout_ms)
-        except (IllegalArgumentError, ClientStateError):
-            raise
-        except Exception as exc:
-            raise MQClientError(f"sending the half message of a transaction failed: {exc}") from exc
+        result = send_half_message(lambda m: self.send(m, timeout_ms=timeout_ms), msg, None)
         msg.transaction_id = result.transaction_id
         state, _ = _call_listener(self.listener.execute_local_transaction, msg, arg)
         try:
