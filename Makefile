@@ -84,7 +84,22 @@ postgres:
 	    || echo "make test: could not install postgresql; the Django tests' PostgreSQL pass will be skipped"; \
 	else echo "make test: no PostgreSQL (not root or no apt-get); the Django tests' PostgreSQL pass will be skipped"; fi
 
-test: install browser postgres $(DJANGO_LTS_DIR)/.installed
+
+# tests/grpc drive the official RocketMQ 5.x Python client (rocketmq-python-client): its import
+# name `rocketmq` is also the C++ client's (rocketmq==0.4.4 above), so it is installed once into
+# .venv/rmq5 (pip --target, ~50 MB) and put on PYTHONPATH by those tests' client subprocesses only
+RMQ5_DIR := $(VENV)/rmq5
+
+$(RMQ5_DIR)/.installed: $(STAMP)
+	$(PY) -m pip install --quiet --upgrade --target $(RMQ5_DIR) "rocketmq-python-client==5.1.2"
+	@touch $@
+
+# make proto - regenerate sdk/grpc/_descriptor.py and v2.pyi after editing sdk/grpc/messaging.proto
+.PHONY: proto
+proto: install
+	$(PY) sdk/grpc/build_proto.py
+
+test: install browser postgres $(DJANGO_LTS_DIR)/.installed $(RMQ5_DIR)/.installed
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(if $(filter 1,$(PURE_PASS)),ROCKETMQ_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(PURE_TESTS))
 	$(if $(filter 1,$(DJANGO_LTS_PASS)),PYTHONPATH=$(DJANGO_LTS_DIR) $(PY) -m pytest -q -p no:cacheprovider tests/django_integration)

@@ -55,6 +55,22 @@ def address_server_url(domain: str, subgroup: str = DEFAULT_SUBGROUP) -> str:
     return f"http://{host}/rocketmq/{subgroup}"
 
 
+#: the client protocols: Apache RocketMQ's remoting (name servers + brokers) or 5.x gRPC (a proxy)
+PROTOCOLS = ("remoting", "grpc")
+
+
+def wants_grpc(protocol: str, namesrv_addr: str | None) -> bool:
+    """True when a client is asked for RocketMQ 5's gRPC API: ``protocol="grpc"`` or an address
+    ``grpc://...`` / ``grpcs://...``.
+
+    Raises:
+        IllegalArgumentError: ``protocol`` is neither ``"remoting"`` nor ``"grpc"``.
+    """
+    if protocol not in PROTOCOLS:
+        raise IllegalArgumentError(f"protocol must be 'remoting' or 'grpc', got {protocol!r}")
+    return protocol == "grpc" or str(namesrv_addr or "").startswith(("grpc://", "grpcs://"))
+
+
 def local_ip() -> str:
     """The IPv4 address of the outbound interface (no packet is sent), or 127.0.0.1."""
     try:

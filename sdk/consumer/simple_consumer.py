@@ -20,18 +20,20 @@ import itertools
 import logging
 import time
 from collections import OrderedDict
-from typing import Unpack
+from typing import Any, Unpack
 
-from ..config import ConsumerConfig
+from ..config import ConsumerConfig, wants_grpc
 from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError
 from ..protocol.bodies import SubscriptionData
 from ..protocol.codes import ResponseCode
 from ..protocol.message import MessageExt
 from ..protocol.pop import (
-    MAX_POP_MESSAGES,
     ReceiptHandle,
 )
+from .durations import MAX_INVISIBLE_DURATION_S, receive_args
+from .durations import as_seconds as _seconds
+from .durations import invisible_ms as _invisible_ms
 from .pop_client import PopClient
 from .pull_consumer import ActiveConsumerBase
 
@@ -39,24 +41,7 @@ __all__ = ["MAX_INVISIBLE_DURATION_S", "SimpleConsumer"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.simple")
 
-#: longest invisible duration a broker accepts, seconds (12 h, the 5.x proxy's maximum)
-MAX_INVISIBLE_DURATION_S = 12 * 3600.0
 _NOTHING = frozenset({ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND, ResponseCode.NO_MESSAGE})
-
-
-def _seconds(value: float | datetime.timedelta, what: str) -> float:
-    if isinstance(value, datetime.timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise IllegalArgumentError(f"{what} must be seconds (int/float) or a timedelta, got {value!r}")
-    return float(value)
-
-
-def _invisible_ms(value: float | datetime.timedelta) -> int:
-    s = _seconds(value, "invisible_duration")
-    if not 0 < s <= MAX_INVISIBLE_DURATION_S:
-        raise IllegalArgumentError(f"invisible_duration must be in (0, {MAX_INVISIBLE_DURATION_S:.0f}] s, got {s}")
-    return max(1, int(s * 1000))
 
 
 class SimpleConsumer(ActiveConsumerBase):
@@ -72,14 +57,28 @@ class SimpleConsumer(ActiveConsumerBase):
             invisible duration passes (then the same messages come again). Default False.
         **config: any :class:`~rocketmq_sdk.config.ConsumerConfig` setting
             (``consume_from_where`` decides where a new group starts: last offset by default).
+        protocol: ``"remoting"`` (default) or ``"grpc"``: the same API over RocketMQ 5's gRPC API
+            to a proxy given as ``endpoints="host:port"`` (or a ``grpc://`` address); the object is
+            then a :class:`~rocketmq_sdk.consumer.grpc_simple_consumer.GrpcSimpleConsumer`.
 
     Raises:
         IllegalArgumentError: bad group name or settings.
     """
 
+    def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
+                **kwargs: Any) -> Any:
+        # protocol="grpc" (or a grpc:// address): the same API over RocketMQ 5's gRPC API
+        if wants_grpc(protocol, namesrv_addr):
+            if cls is not SimpleConsumer:
+                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
+                                           "SimpleConsumer(protocol='grpc')")
+            from .grpc_simple_consumer import GrpcSimpleConsumer
+            return GrpcSimpleConsumer(group, namesrv_addr, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
                  await_duration: float | datetime.timedelta = 5.0, orderly: bool = False,
-                 **config: Unpack[ConsumerSettings]) -> None:
+                 protocol: str = "remoting", **config: Unpack[ConsumerSettings]) -> None:
         super().__init__(group, ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
         wait = _seconds(await_duration, "await_duration")
         if wait < 0:
@@ -141,13 +140,7 @@ class SimpleConsumer(ActiveConsumerBase):
         return await self._on_loop(self._receive(*self._receive_args(max_message_num, invisible_duration)))
 
     def _receive_args(self, max_message_num: int, invisible_duration: float | datetime.timedelta) -> tuple[int, int]:
-        if isinstance(max_message_num, bool) or not isinstance(max_message_num, int) \
-                or not 0 < max_message_num <= MAX_POP_MESSAGES:
-            raise IllegalArgumentError(f"max_message_num must be 1..{MAX_POP_MESSAGES}, got {max_message_num!r}")
-        ms = _invisible_ms(invisible_duration)
-        if not self.subscriptions:
-            raise IllegalArgumentError(f"consumer {self.group} has no subscription: call subscribe() first")
-        return max_message_num, ms
+        return receive_args(self.group, bool(self.subscriptions), max_message_num, invisible_duration)
 
     def _pop_client(self) -> PopClient:
         pc = self._pop

@@ -13,6 +13,7 @@ import enum
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack, runtime_checkable
 
@@ -118,6 +119,27 @@ def _describe_with_frame(exc: BaseException) -> str:
     return f"{_describe(exc)}, {code.co_name}({os.path.basename(code.co_filename)}:{tb.tb_lineno})"
 
 
+def send_half_message(send: Callable[[Message], SendResult], msg: Message, group: str | None) -> SendResult:
+    """Send ``msg`` as the half message of a transaction with ``send`` (remoting or gRPC): no
+    delay level (as Java), ``TRAN_MSG=true``, ``PGROUP`` = ``group`` when given.
+
+    Raises:
+        IllegalArgumentError, ClientStateError: as ``send``.
+        MQClientError: the half message could not be sent (the cause is chained).
+    """
+    if msg.delay_time_level:
+        msg.clear_property(MC.DELAY_TIME_LEVEL)
+    msg.put_property(MC.TRANSACTION_PREPARED, "true")
+    if group is not None:
+        msg.put_property(MC.PRODUCER_GROUP, group)
+    try:
+        return send(msg)
+    except (IllegalArgumentError, ClientStateError):
+        raise
+    except Exception as exc:
+        raise MQClientError(f"sending the half message of a transaction failed: {exc}") from exc
+
+
 class TransactionProducer(Producer):
     """A producer of transactional messages.
 
@@ -186,16 +208,7 @@ class TransactionProducer(Producer):
             IllegalArgumentError, ClientStateError, TopicNotExistError: as ``send``.
             MQClientError: the half message could not be sent (the cause is chained).
         """
-        if msg.delay_time_level:
-            msg.clear_property(MC.DELAY_TIME_LEVEL)
-        msg.put_property(MC.TRANSACTION_PREPARED, "true")
-        msg.put_property(MC.PRODUCER_GROUP, self.group)
-        try:
-            result = self.send(msg, timeout_ms=timeout_ms)
-        except (IllegalArgumentError, ClientStateError):
-            raise
-        except Exception as exc:
-            raise MQClientError(f"sending the half message of a transaction failed: {exc}") from exc
+        result = send_half_message(lambda m: self.send(m, timeout_ms=timeout_ms), msg, self.group)
         error = None
         if result.send_status is SendStatus.SEND_OK:
             msg.transaction_id = msg.get_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
