@@ -84,7 +84,22 @@ postgres:
 	    || echo "make test: could not install postgresql; the Django tests' PostgreSQL pass will be skipped"; \
 	else echo "make test: no PostgreSQL (not root or no apt-get); the Django tests' PostgreSQL pass will be skipped"; fi
 
-test: install browser postgres $(DJANGO_LTS_DIR)/.installed
+
+# tests/grpc drive the official RocketMQ 5.x Python client (rocketmq-python-client): its import
+# name `rocketmq` is also the C++ client's (rocketmq==0.4.4 above), so it is installed once into
+# .venv/rmq5 (pip --target, ~50 MB) and put on PYTHONPATH by those tests' client subprocesses only
+RMQ5_DIR := $(VENV)/rmq5
+
+$(RMQ5_DIR)/.installed: $(STAMP)
+	$(PY) -m pip install --quiet --upgrade --target $(RMQ5_DIR) "rocketmq-python-client==5.1.2"
+	@touch $@
+
+# make proto - regenerate sdk/grpc/_descriptor.py and v2.pyi after editing sdk/grpc/messaging.proto
+.PHONY: proto
+proto: install
+	$(PY) sdk/grpc/build_proto.py
+
+test: install browser postgres $(DJANGO_LTS_DIR)/.installed $(RMQ5_DIR)/.installed
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(if $(filter 1,$(PURE_PASS)),ROCKETMQ_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(PURE_TESTS))
 	$(if $(filter 1,$(DJANGO_LTS_PASS)),PYTHONPATH=$(DJANGO_LTS_DIR) $(PY) -m pytest -q -p no:cacheprovider tests/django_integration)
@@ -113,6 +128,12 @@ wheel-check: install
 	$(PYTHON) -m venv build/wheel-check/venv
 	build/wheel-check/venv/bin/python -m pip install --quiet "$$(ls build/wheel-check/rocketmq_python_sdk-*-py3-none-any.whl)[broker]"
 	cd build/wheel-check && venv/bin/python ../../tests/packaging/wheel_smoke.py
+
+# make test-rmq5 - the consumer, producer and RocketMQ 5.x suites against reference brokers answering
+# as RocketMQ 5.3.3 (ROCKETMQ_BROKER_VERSION=5.3.3: POP, timers, 5.x offset checks; docs/rocketmq5.md)
+.PHONY: test-rmq5
+test-rmq5: install
+	ROCKETMQ_BROKER_VERSION=5.3.3 $(PY) -m pytest -q -p no:cacheprovider tests/consumer tests/producer tests/rmq5
 
 clean:
 	rm -rf $(VENV) .venv-3.* build *.egg-info .pytest_cache .ruff_cache .mypy_cache

@@ -55,6 +55,22 @@ def address_server_url(domain: str, subgroup: str = DEFAULT_SUBGROUP) -> str:
     return f"http://{host}/rocketmq/{subgroup}"
 
 
+#: the client protocols: Apache RocketMQ's remoting (name servers + brokers) or 5.x gRPC (a proxy)
+PROTOCOLS = ("remoting", "grpc")
+
+
+def wants_grpc(protocol: str, namesrv_addr: str | None) -> bool:
+    """True when a client is asked for RocketMQ 5's gRPC API: ``protocol="grpc"`` or an address
+    ``grpc://...`` / ``grpcs://...``.
+
+    Raises:
+        IllegalArgumentError: ``protocol`` is neither ``"remoting"`` nor ``"grpc"``.
+    """
+    if protocol not in PROTOCOLS:
+        raise IllegalArgumentError(f"protocol must be 'remoting' or 'grpc', got {protocol!r}")
+    return protocol == "grpc" or str(namesrv_addr or "").startswith(("grpc://", "grpcs://"))
+
+
 def local_ip() -> str:
     """The IPv4 address of the outbound interface (no packet is sent), or 127.0.0.1."""
     try:
@@ -100,6 +116,11 @@ class ClientConfig:
             (an error when uvloop is missing). The environment variable
             ``ROCKETMQ_EVENT_LOOP`` overrides it. Only the I/O thread is affected (async sends,
             consumers, routes, heartbeats); your own asyncio loop is never replaced.
+        use_heartbeat_v2: RocketMQ 5.x heartbeat v2 (Java ``useHeartbeatV2``, False): a full
+            heartbeat with a ``heartbeatFingerprint`` when the subscriptions changed or the broker
+            asks for it (``IS_SUB_CHANGE``), else a short one without subscriptions
+            (``withoutSub``). Brokers that do not announce ``IS_SUPPORT_HEART_BEAT_V2`` (4.x)
+            always get full heartbeats.
     """
 
     namesrv_addr: str | None = None
@@ -120,6 +141,7 @@ class ClientConfig:
     use_tls: bool = False
     ssl_context: ssl.SSLContext | None = None
     event_loop: str = "auto"
+    use_heartbeat_v2: bool = False
 
     @classmethod
     def from_kwargs(cls: type[C], **kwargs: Any) -> C:

@@ -390,6 +390,20 @@ def update_sub_group(admin: AdminClient, as_json: bool, group: str, broker_addr:
          lambda: "\n".join(f"create subscription group to {a} success." for a in addrs))
 
 
+@command("setConsumeMode", "Set a group's consume mode on a topic (POP or PULL; RocketMQ 5.x brokers).")
+@click.option("-g", "--groupName", "group", required=True)
+@click.option("-t", "--topicName", "topic", required=True)
+@click.option("-m", "--mode", "mode", type=click.Choice(["POP", "PULL"]), required=True)
+@click.option("-q", "--popShareQueueNum", "share", type=click.IntRange(min=0), default=0, show_default=True)
+@broker_or_cluster
+def set_consume_mode(admin: AdminClient, as_json: bool, group: str, topic: str, mode: str, share: int,
+                     broker_addr: str | None, cluster: str | None) -> None:
+    require_one(b=broker_addr, c=cluster)
+    addrs = admin.set_consume_mode(group, topic, mode, share, cluster=cluster, broker_addr=broker_addr)
+    emit(as_json, {"group": group, "topic": topic, "mode": mode, "popShareQueueNum": share, "brokers": addrs},
+         lambda: "\n".join(f"set consume mode to {a} success." for a in addrs))
+
+
 @command("resetOffsetByTime", "Reset a group's offsets on a topic to a point in time (online clients follow).")
 @click.option("-g", "--group", required=True)
 @click.option("-t", "--topic", required=True)

@@ -138,6 +138,8 @@ class AdminClient:
     producer_connection = _blocking(AsyncAdminClient.producer_connection)
     consumer_running_info = _blocking(AsyncAdminClient.consumer_running_info)
     update_subscription_group = _blocking(AsyncAdminClient.update_subscription_group)
+    set_consume_mode = _blocking(AsyncAdminClient.set_consume_mode)
+    consume_modes = _blocking(AsyncAdminClient.consume_modes)
     delete_subscription_group = _blocking(AsyncAdminClient.delete_subscription_group)
     consume_offset = _blocking(AsyncAdminClient.consume_offset)
     update_consume_offset = _blocking(AsyncAdminClient.update_consume_offset)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..exceptions import IllegalArgumentError, MQBrokerError, MQClientError, MQError
+from ..protocol import fastjson
 from ..protocol.admin_bodies import ConsumeStats, ProducerConnection, SubscriptionGroupConfig
 from ..protocol.bodies import ConsumerRunningInfo, ResetOffsetBody
 from ..protocol.codes import RequestCode, ResponseCode
@@ -165,6 +168,47 @@ class GroupAdmin(AdminCore):
         for addr in addrs:
             await self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
         return addrs
+
+    async def set_consume_mode(self, group: str, topic: str, mode: str = "POP", pop_share_queue_num: int = 0, *,
+                               cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        """Set how ``group`` consumes ``topic`` on a broker or every master of a cluster
+        (SET_MESSAGE_REQUEST_MODE 401, RocketMQ 5.x), as ``mqadmin setConsumeMode``: ``"POP"``
+        (5.x Java push consumers with client rebalance off pop every queue; with
+        ``pop_share_queue_num`` N > 0 each client pops its own queues and those of the next N
+        clients) or ``"PULL"`` (queues allocated among the clients).
+
+        Returns:
+            the broker addresses updated.
+
+        Raises:
+            IllegalArgumentError: unknown mode, negative share number, bad names (nothing sent).
+            RequestCodeNotSupportedError: a 4.x broker. MQBrokerError, RemotingError.
+        """
+        from ..protocol.codes import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, check_name
+        check_name(group, "consumer group", GROUP_MAX_LENGTH)
+        check_name(topic, "topic", TOPIC_MAX_LENGTH)
+        if mode not in ("POP", "PULL"):
+            raise IllegalArgumentError(f"mode must be POP or PULL, got {mode!r}")
+        if isinstance(pop_share_queue_num, bool) or not isinstance(pop_share_queue_num, int) or pop_share_queue_num < 0:
+            raise IllegalArgumentError(f"pop_share_queue_num must be an int >= 0, got {pop_share_queue_num!r}")
+        body = fastjson.dumps({"consumerGroup": group, "mode": mode, "popShareQueueNum": pop_share_queue_num,
+                               "topic": topic}).encode("utf-8")
+        addrs = await self._master_addrs(cluster, broker_addr)
+        for addr in addrs:
+            await self._broker(addr, RequestCode.SET_MESSAGE_REQUEST_MODE, body=body)
+        return addrs
+
+    async def consume_modes(self, broker_addr: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """The consume modes a 5.x broker stores: ``{topic: {group: {"mode", "popShareQueueNum", ...}}}``
+        (GET_ALL_MESSAGE_REQUEST_MODE 402).
+
+        Raises:
+            RequestCodeNotSupportedError: a 4.x broker. MQBrokerError, RemotingError.
+        """
+        resp = await self._broker(broker_addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+        d = fastjson.loads(resp.body.decode("utf-8")) if resp.body else {}
+        table = d.get("messageRequestModeMap") if isinstance(d, dict) else None
+        return table if isinstance(table, dict) else {}
 
     async def delete_subscription_group(self, group: str, *, cluster: str | None = None,
                                         broker_addr: str | None = None) -> list[str]:

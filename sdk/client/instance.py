@@ -40,6 +40,7 @@ from ..remoting.hooks import HookChain
 from ..remoting.loop import EventLoopThread
 from ..retry import ExponentialBackoff
 from .blocking import BlockingConnections
+from .broker_heartbeat import BrokerHeartbeats
 from .mq_client_api import MQClientAPI
 from .namesrv_lookup import fetch_namesrv_addr
 from .route import TopicPublishInfo, publish_info_from_route, subscribe_queues_from_route, tbw102_route_for
@@ -125,6 +126,8 @@ class MQClientInstance:
 
     def __init__(self, config: ClientConfig, client_id: str) -> None:
         self.config = config
+        #: per broker: version answered, heartbeat v2 state (RocketMQ 5.x)
+        self.broker_heartbeats = BrokerHeartbeats(getattr(config, "use_heartbeat_v2", False))
         self.client_id = client_id
         self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}", event_loop=config.event_loop)
         #: one chain of RPC hooks for every transport (asyncio, caller-thread sockets, callbacks)
@@ -477,11 +480,16 @@ class MQClientInstance:
             with_slaves = bool(data.consumers)
             targets = sorted({addr for addrs in self.broker_addrs.values() for bid, addr in addrs.items()
                               if with_slaves or bid == MASTER_ID})
-            results = await asyncio.gather(*(self.api.send_heartbeat(a, data) for a in targets),
-                                           return_exceptions=True)
-            for addr, result in zip(targets, results, strict=True):
-                if isinstance(result, Exception):
-                    log.warning("heartbeat of client %s to %s failed: %s", self.client_id, addr, result)
+            bodies = [self.broker_heartbeats.body_for(a, data) for a in targets]
+            results = await asyncio.gather(*(self.api.heartbeat(a, body) for a, (body, _full) in zip(
+                targets, bodies, strict=True)), return_exceptions=True)
+            for addr, (body, full), result in zip(targets, bodies, results, strict=True):
+                if isinstance(result, BaseException):
+                    self.broker_heartbeats.forget(addr)
+                    if isinstance(result, Exception):
+                        log.warning("heartbeat of client %s to %s failed: %s", self.client_id, addr, result)
+                else:
+                    self.broker_heartbeats.on_answer(addr, body, full, result)
 
     # -------------------------------------------------------------- consumers
 

@@ -17,6 +17,7 @@ from ..exceptions import (
     RemotingError,
     RemotingTimeoutError,
     TopicNotExistError,
+    broker_error,
 )
 from ..protocol import fastjson
 from ..protocol.bodies import ConsumerListBody, HeartbeatData, SubscriptionData, TopicRouteData
@@ -91,7 +92,7 @@ def send_result_from_response(resp: RemotingCommand, addr: str, mq: MessageQueue
     """Map a send response as Java does (codes 0, 10, 11, 12 → SendResult; others raise)."""
     status = _SEND_STATUS.get(resp.code)  # SendStatus.from_response_code
     if status is None:
-        raise MQBrokerError(resp.code, resp.remark, addr)
+        raise broker_error(resp.code, resp.remark, addr)
     get = resp.ext_fields.get
     queue_id = get("queueId")
     return SendResult(
@@ -107,7 +108,7 @@ def _queue_header(mq: MessageQueue) -> dict[str, str]:
 
 def _check(resp: RemotingCommand, addr: str) -> RemotingCommand:
     if resp.code != _SUCCESS:
-        raise MQBrokerError(resp.code, resp.remark, addr)
+        raise broker_error(resp.code, resp.remark, addr)
     return resp
 
 
@@ -263,7 +264,16 @@ class MQClientAPI:
         Raises:
             MQBrokerError, RemotingError.
         """
-        return (await self._request(addr, RequestCode.HEART_BEAT, None, data.to_json(), timeout_ms)).version
+        return (await self.heartbeat(addr, data, timeout_ms)).version
+
+    async def heartbeat(self, addr: str, data: HeartbeatData, timeout_ms: float | None = None) -> RemotingCommand:
+        """HEART_BEAT (34); returns the broker's answer (its ``version``, and from a 5.x broker
+        ``IS_SUPPORT_HEART_BEAT_V2`` / ``IS_SUB_CHANGE`` in ``ext_fields``).
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        return await self._request(addr, RequestCode.HEART_BEAT, None, data.to_json(), timeout_ms)
 
     async def check_client_in_broker(self, addr: str, group: str, client_id: str, subscription: SubscriptionData,
                                      timeout_ms: float | None = None) -> None:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, Unpack
 from ..aio import AsyncLifecycle
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import TopicPublishInfo
-from ..config import ProducerConfig
+from ..config import ProducerConfig, wants_grpc
 from ..config_types import ProducerSettings
 from ..exceptions import (
     ClientStateError,
@@ -84,9 +84,13 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         enable_msg_trace: write Apache RocketMQ message traces (a ``Pub`` record per answered
             send, batched asynchronously to the trace topic; Java ``enableMsgTrace``, False).
         customized_trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
+        protocol: ``"remoting"`` (default) or ``"grpc"``: RocketMQ 5's gRPC API to a 5.x proxy
+            given as ``endpoints="host:port"`` (a ``grpc://host:port`` address selects it too);
+            the object is then a :class:`~rocketmq_sdk.producer.grpc_producer.GrpcProducer`
+            (needs the ``grpc`` extra; differences in docs/grpc.md).
 
     Raises:
-        IllegalArgumentError: illegal group name or unknown setting.
+        IllegalArgumentError: illegal group name, unknown setting or protocol.
 
     Use as a context manager or call ``start()`` / ``shutdown()``.
 
@@ -97,8 +101,21 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     the callback-driven first attempt of ``send_async`` (``async_send.py``).
     """
 
+    def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
+                **kwargs: Any) -> Any:
+        # protocol="grpc" (or a grpc:// address) makes a GrpcProducer: RocketMQ 5's gRPC API
+        if wants_grpc(protocol, namesrv_addr):
+            if cls is not Producer:
+                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
+                                           "Producer(protocol='grpc'), or GrpcTransactionProducer "
+                                           "(rocketmq_sdk.producer.grpc_transaction) for transactions")
+            from .grpc_producer import GrpcProducer
+            return GrpcProducer(group, namesrv_addr, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, group: str, namesrv_addr: str | None = None, *, enable_msg_trace: bool = False,
-                 customized_trace_topic: str | None = None, **config: Unpack[ProducerSettings]) -> None:
+                 customized_trace_topic: str | None = None, protocol: str = "remoting",
+                 **config: Unpack[ProducerSettings]) -> None:
         self.group = check_name(group, "producer group", GROUP_MAX_LENGTH)
         self.config = ProducerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
         self._msg_trace = TraceDispatcher(group, "PRODUCE", customized_trace_topic, self.config) \

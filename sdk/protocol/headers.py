@@ -371,6 +371,7 @@ class RegisterBrokerRequestHeader(Header):
     broker_id: int | None = None
     compressed: bool | None = None
     body_crc32: int | None = None
+    enable_acting_master: bool | None = None  # RocketMQ 5.x
 
 
 @dataclass(slots=True)

@@ -141,10 +141,14 @@ class RequestDispatcher:
                               type(exc).__name__, str(exc)[:200], exc=exc)
         return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
-    @staticmethod
-    def _reply(channel: Channel, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    #: ``version`` written into every response when set (a reference broker answering as 5.x)
+    response_version: int | None = None
+
+    def _reply(self, channel: Channel, request: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or request.flag & FLAG_ONEWAY:
             return
+        if self.response_version is not None:
+            response.version = self.response_version
         response.opaque = request.opaque
         response.flag |= FLAG_RESPONSE
         response.serialize_type = request.serialize_type  # C++ clients only read JSON

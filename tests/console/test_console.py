@@ -197,3 +197,8 @@ def test_standalone_serves_https_with_certfile_and_keyfile(tmp_path) -> None:
         proc.terminate()
         proc.wait(30)
         proc.stderr.close()
+
+
+def test_console_consume_mode_on_5x_brokers_with_djangos_runner() -> None:
+    ran, out = run_django_tests("tests.console.cases_rmq5", 300)
+    assert ran == 1, out[-4000:]

@@ -19,9 +19,11 @@ ALLOWED = {
     "protocol": {"exceptions", "properties", "_speedups"},
     "remoting": {"protocol", "exceptions", "properties", "_speedups"},
     "client": {"protocol", "remoting"} | SHARED,
+    # RocketMQ 5's gRPC wire (beside remoting): message classes, codec, the proxy connection
+    "grpc": {"protocol", "exceptions", "_version"},
     "trace": {"protocol", "remoting", "client"} | SHARED,
-    "producer": {"protocol", "remoting", "client", "trace"} | SHARED,
-    "consumer": {"protocol", "remoting", "client", "trace"} | SHARED,
+    "producer": {"protocol", "remoting", "client", "trace", "grpc"} | SHARED,
+    "consumer": {"protocol", "remoting", "client", "trace", "grpc"} | SHARED,
     "admin": {"protocol", "remoting", "client"} | SHARED,
 }
 # every top-level module of sdk/, the sdk/ packages and top-level modules it may import at run time

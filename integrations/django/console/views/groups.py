@@ -49,6 +49,27 @@ CONFIG_LABELS = ("consumeEnable", "consumeBroadcastEnable", "consumeFromMinEnabl
                  "retryQueueNums", "retryMaxTimes", "brokerId", "whichBrokerWhenConsumeSlowly")
 
 
+def consume_modes(adm, group: str) -> list[dict]:
+    """The group's consume modes (RocketMQ 5.x ``setConsumeMode``) on every master that keeps
+    them: ``{"topic", "broker", "mode", "pop_share_queue_num"}``; 4.x brokers have none."""
+    rows = []
+    try:
+        masters = [b for b in adm.cluster_list(runtime=False) if b.broker_id == 0]
+    except MQError:
+        return rows
+    for b in masters:
+        try:
+            table = adm.consume_modes(b.addr)
+        except MQError:  # a 4.x broker (REQUEST_CODE_NOT_SUPPORTED) or away
+            continue
+        for topic, by_group in sorted(table.items()):
+            entry = by_group.get(group) if isinstance(by_group, dict) else None
+            if isinstance(entry, dict):
+                rows.append({"topic": topic, "broker": b.broker_name, "mode": entry.get("mode", ""),
+                             "pop_share_queue_num": entry.get("popShareQueueNum", 0)})
+    return rows
+
+
 @viewer
 def groups(request: HttpRequest) -> HttpResponse:
     """Groups with offsets (their retry topics) and groups only configured on the brokers (their
@@ -99,7 +120,7 @@ def group_detail(request: HttpRequest, group: str) -> HttpResponse:
         "group": group, "progress": progress, "conns": conns, "consistent": consistent, "sub_rows": sub_rows,
         "versions": {c.client_id: version_name(c.version) for c in (conns.connections if conns else [])},
         "reset_form": ResetOffsetForm(initial={"topic": next((t for t in topics if not t.startswith("%RETRY%")), "")}),
-        "topics": topics, "clusters": (clusters := cluster_names(request)),
+        "topics": topics, "clusters": (clusters := cluster_names(request)), "modes": consume_modes(adm, group),
         "reset": request.session.pop("rocketmq_console_reset", None), "config": config,
         "config_rows": [(label, [getattr(c, f) for c in config.brokers.values()])
                         for f, label in zip(CONFIG_FIELDS, CONFIG_LABELS, strict=True)] if config else [],
