@@ -18,6 +18,7 @@ from rocketmq_sdk.protocol.message import MessageQueue
 from .consumer import QueueConsumer
 from .naming import Naming
 from .registry import QueueInfo, Registry
+from .waker import Waker
 
 __all__ = ["BrokerClient", "RocketMQConnectionError"]
 
@@ -73,8 +74,8 @@ class BrokerClient:
         for key in ("access_key", "secret_key", "use_tls", "ssl_context"):
             if options.get(key) is not None:
                 self.sdk_kwargs[key] = options[key]
-        self._arrival = threading.Condition()
-        self._arrivals = 0
+        #: readable when a consumed queue buffered messages or an acknowledgement freed prefetch room
+        self.waker = Waker()
         self._lock = threading.RLock()
         self._consumers: dict[str, QueueConsumer] = {}
         self._topics: set[str] = set()
@@ -162,19 +163,8 @@ class BrokerClient:
     # ------------------------------------------------------------------ consumers
 
     def notify_arrival(self) -> None:
-        with self._arrival:
-            self._arrivals += 1
-            self._arrival.notify_all()
-
-    @property
-    def arrivals(self) -> int:
-        return self._arrivals
-
-    def wait_arrival(self, seen: int, timeout_s: float) -> None:
-        """Wait up to ``timeout_s`` for an arrival after the count ``seen``."""
-        with self._arrival:
-            if self._arrivals == seen:
-                self._arrival.wait(timeout_s)
+        """Wake the connection's consumer loop (messages buffered, prefetch room freed)."""
+        self.waker.set()
 
     def consumer(self, queue: str) -> QueueConsumer:
         """The queue's consumer, started on first use. One consumer per queue and process:
@@ -299,5 +289,5 @@ class BrokerClient:
             self.producer.shutdown()
         finally:
             self._close_admins()
-        with self._arrival:
-            self._arrival.notify_all()
+            self.waker.set()
+            self.waker.close()

@@ -51,6 +51,14 @@ __all__ = ["Channel", "QoS", "Transport"]
 log = logging.getLogger("rocketmq_sdk.integrations.celery")
 
 
+def _worker_expires(payload: dict) -> bool:
+    """Whether the message is a Celery task carrying its own ``expires`` (task protocol 2
+    header): the worker must see it past its expiry to record the task REVOKED in the result
+    backend, so its TTL does not drop it here."""
+    headers = payload.get("headers")
+    return isinstance(headers, dict) and bool(headers.get("expires")) and "task" in headers
+
+
 class QoS(virtual.QoS):
     """kombu's prefetch bookkeeping plus RocketMQ settlement: ack, reject and requeue settle
     the message's offset (see :class:`~.offsets.OffsetTracker`)."""
@@ -58,6 +66,8 @@ class QoS(virtual.QoS):
     def ack(self, delivery_tag: str) -> None:
         self.channel._settle(delivery_tag)
         super().ack(delivery_tag)
+        # prefetch room: buffered messages may be delivered now, not at the next arrival
+        self.channel.wake()
 
     def reject(self, delivery_tag: str, requeue: bool = False) -> None:
         if requeue:
@@ -66,6 +76,7 @@ class QoS(virtual.QoS):
             self.channel._dead_letter(delivery_tag)
         self.channel._settle(delivery_tag)
         self._quick_ack(delivery_tag)
+        self.channel.wake()
 
 
 class Channel(virtual.Channel):
@@ -95,6 +106,12 @@ class Channel(virtual.Channel):
     @property
     def client(self) -> BrokerClient:
         return self.connection.broker_client
+
+    def wake(self) -> None:
+        """Wake the connection's consumer loop (an acknowledgement freed prefetch room)."""
+        bc = self.connection.broker_client
+        if bc is not None:
+            bc.notify_arrival()
 
     # ------------------------------------------------------------------ declarations
 
@@ -271,16 +288,14 @@ class Channel(virtual.Channel):
             if item is None:
                 raise Empty()
             mq, m = item
-            expires = m.properties.get(EXPIRES_PROPERTY)
-            if expires and int(expires) <= now_ms():
-                qc.settle(mq, m.queue_offset)
-                continue
             try:
                 payload = json.loads(m.body)
                 payload["properties"]["delivery_tag"]
             except (ValueError, TypeError, KeyError):
-                log.error("dropping a message of %s that is not a kombu message (%s offset %d)",
-                          queue, mq, m.queue_offset)
+                self._reject_foreign(queue, qc, mq, m)
+                continue
+            expires = m.properties.get(EXPIRES_PROPERTY)
+            if expires and int(expires) <= now_ms() and not _worker_expires(payload):
                 qc.settle(mq, m.queue_offset)
                 continue
             tag = uuid.uuid4().hex
@@ -294,6 +309,20 @@ class Channel(virtual.Channel):
                 with self._deliveries_lock:
                     self._deliveries[tag] = (qc, mq, m.queue_offset, queue, payload, m.msg_id)
             return payload
+
+    def _reject_foreign(self, queue: str, qc: QueueConsumer, mq: MessageQueue, m: Any) -> None:
+        """A message that is not a kombu message (another producer wrote it to the queue's
+        topic): published as stored to ``%DLQ%<group>`` (as RocketMQ dead-letters), then
+        settled, with one WARNING; if the publish fails it stays unsettled (redelivered)."""
+        log.warning("message %s of queue %s (%s offset %d) is not a kombu message: moved to %s",
+                    m.msg_id, queue, mq, m.queue_offset, self.client.naming.dlq_topic(queue))
+        try:
+            self.client.send(self.client.naming.dlq_topic(queue), m.body, keys=m.keys or None, queue_nums=1,
+                             system_properties={"ORIGIN_MESSAGE_ID": m.msg_id or "", "RETRY_TOPIC": mq.topic})
+        except MQError as exc:
+            log.warning("dead-lettering message %s of queue %s failed: %s", m.msg_id, queue, exc)
+            return
+        qc.settle(mq, m.queue_offset)
 
     def deliver_ready(self, deliver: Any) -> int:
         """Deliver every buffered message of the consumed queues that prefetch allows; the
@@ -555,12 +584,9 @@ class Transport(virtual.Transport):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self._maybe_expire_queues()
-            seen = bc.arrivals
-            delivered = 0
-            for channel in list(self.channels):
-                if not channel.closed:
-                    delivered += channel.deliver_ready(self._deliver)
-            if delivered:
+            # clear first, then look: a wake-up after the clear is never lost
+            bc.waker.clear()
+            if self._deliver_ready():
                 return
             if self.broker_client is None:
                 raise RocketMQConnectionError("connection is closed")
@@ -570,7 +596,15 @@ class Transport(virtual.Transport):
                 if remaining <= 0:
                     raise TimeoutError()
                 wait = min(wait, remaining)
-            bc.wait_arrival(seen, wait)
+            bc.waker.wait(wait)
+
+    def _deliver_ready(self) -> int:
+        """Deliver every buffered message that prefetch allows, on every open channel."""
+        delivered = 0
+        for channel in list(self.channels):
+            if not channel.closed:
+                delivered += channel.deliver_ready(self._deliver)
+        return delivered
 
     def _maybe_expire_queues(self) -> None:
         interval = float((self.client.transport_options or {}).get("expiry_check_interval", 5.0))

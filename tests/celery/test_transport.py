@@ -360,3 +360,23 @@ def test_expiry_is_the_smallest_of_message_and_queue_ttl():
     assert before + 500 <= at <= int(time.time() * 1000) + 500
     at = Channel._expires_at({"expiration": "100"}, QueueInfo(message_ttl=500))
     assert before + 100 <= at <= int(time.time() * 1000) + 100
+
+
+def test_a_message_that_is_not_a_kombu_message_goes_to_the_dlq_with_one_warning(conn, rocketmq_cluster, caplog):
+    q = kombu.Queue("foreign")
+    publish(conn, q, ["before"])
+    bc = conn.transport.broker_client
+    from rocketmq_sdk import Message
+    bc.producer.send(Message(bc.naming.queue_topic("foreign"), b"not json {", keys="k1"))
+    publish(conn, q, ["after"])
+    with caplog.at_level("WARNING", logger="rocketmq_sdk.integrations.celery"):
+        got = consume(conn, q, 2)
+    assert [m.payload for m in got] == ["before", "after"]
+    for m in got:
+        m.ack()
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "not a kombu message" in warnings[0].getMessage()
+    (dead,) = read_topic(rocketmq_cluster.namesrv_addr, bc.naming.dlq_topic("foreign"), 1)
+    assert dead.body == b"not json {" and dead.keys == ["k1"]
+    assert dead.properties["RETRY_TOPIC"] == bc.naming.queue_topic("foreign")
+    assert committed(conn, "foreign") == 3
