@@ -507,7 +507,7 @@ class Transport(virtual.Transport):
     polling_interval = 1.0
 
     implements = virtual.Transport.implements.extend(
-        asynchronous=False,
+        asynchronous=True,
         exchange_type=frozenset(["direct", "topic", "fanout"]),
         heartbeats=False,
     )
@@ -521,6 +521,8 @@ class Transport(virtual.Transport):
         self.broker_client: BrokerClient | None = None
         self.auto_delete_queues: set[str] = set()
         self._next_expiry_check = 0.0
+        # the kombu hub this transport is registered with: (hub, watched fd, expiry timer)
+        self._hub: tuple[Any, int, Any] | None = None
 
     def driver_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -563,7 +565,43 @@ class Transport(virtual.Transport):
             self.broker_client = BrokerClient(self._namesrv_addrs(), self._options())
         return super().establish_connection()
 
+    def register_with_event_loop(self, connection: Any, loop: Any) -> None:
+        """Join a kombu hub (Celery's worker event loop, ``implements.asynchronous``): the hub
+        watches the connection's wake-up descriptor (:class:`~.waker.Waker`, made readable by
+        the SDK's pull threads when messages are buffered and by acknowledgements that free
+        prefetch room) and delivers on readability, as kombu's Redis transport watches its
+        sockets; no polling while idle. The queue-expiry check runs on the hub's timer."""
+        bc = self.broker_client
+        if bc is None:
+            raise RocketMQConnectionError("connection is closed")
+        self._unregister_from_event_loop()
+        fd = bc.waker.fileno()
+        loop.add_reader(fd, self.on_readable, connection)
+        interval = self._expiry_check_interval()
+        timer = loop.call_repeatedly(interval, self._maybe_expire_queues) if interval > 0 else None
+        self._hub = (loop, fd, timer)
+        # messages buffered before the registration
+        bc.waker.set()
+
+    def on_readable(self, connection: Any) -> None:
+        """The hub's callback: deliver every buffered message that prefetch allows."""
+        bc = self.broker_client
+        if bc is None:
+            return
+        bc.waker.clear()
+        self._deliver_ready()
+
+    def _unregister_from_event_loop(self) -> None:
+        if self._hub is None:
+            return
+        loop, fd, timer = self._hub
+        self._hub = None
+        loop.remove_reader(fd)
+        if timer is not None:
+            timer.cancel()
+
     def close_connection(self, connection: Any) -> None:
+        self._unregister_from_event_loop()
         try:
             super().close_connection(connection)
         finally:
@@ -606,8 +644,11 @@ class Transport(virtual.Transport):
                 delivered += channel.deliver_ready(self._deliver)
         return delivered
 
+    def _expiry_check_interval(self) -> float:
+        return float((self.client.transport_options or {}).get("expiry_check_interval", 5.0))
+
     def _maybe_expire_queues(self) -> None:
-        interval = float((self.client.transport_options or {}).get("expiry_check_interval", 5.0))
+        interval = self._expiry_check_interval()
         now = time.monotonic()
         if interval <= 0 or now < self._next_expiry_check:
             return
