@@ -91,10 +91,28 @@ def app_for(env: dict):
     return celery_bench_app.app
 
 
-def start_worker(env: dict, log: Path, name: str) -> subprocess.Popen:
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` and of its pool processes (its children), seconds (/proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [pid]
+    try:
+        pids += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        pass
+    total = 0.0
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def start_worker(env: dict, log: Path, name: str, concurrency: int = 2) -> subprocess.Popen:
     with open(log, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", "celery", "-A", "celery_bench_app", "worker", "-P", "prefork",
-                                 "-c", "2", "-n", name, "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
+                                 "-c", str(concurrency), "-n", name, "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
                                 cwd=HERE, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
@@ -114,12 +132,13 @@ def executed(mark: Path) -> int:
         return 0
 
 
-def one_round(label: str, url: str, options: dict, n: int, workdir: Path) -> dict:
+def one_round(label: str, url: str, options: dict, n: int, workdir: Path, concurrency: int = 2,
+              idle_s: float = 0.0) -> dict:
     mark = workdir / f"{label}-{time.monotonic_ns()}.mark"
     env = make_env(url, mark, options)
     app = app_for(env)
     noop = app.tasks["bench.noop"]
-    rec: dict = {"broker": label, "tasks": n}
+    rec: dict = {"broker": label, "tasks": n, "concurrency": concurrency}
     # enqueue only (no worker): publish rate of apply_async
     with app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=3)
@@ -131,9 +150,14 @@ def one_round(label: str, url: str, options: dict, n: int, workdir: Path) -> dic
             rec["enqueue_per_s"] = n / (time.perf_counter() - t0)
     # drain those with a worker, then measure end to end
     name = f"bench-{label}@localhost"
-    worker = start_worker(env, workdir / f"{label}.log", name)
+    worker = start_worker(env, workdir / f"{label}.log", name, concurrency)
     try:
         wait_for(lambda: executed(mark) >= n + 1, 120, f"the {label} worker to drain the enqueue phase")
+        if idle_s > 0:
+            # an idle worker (nothing queued): CPU it spends waiting, as % of one core
+            c0, t0 = cpu_seconds(worker.pid), time.monotonic()
+            time.sleep(idle_s)
+            rec["idle_cpu_pct"] = 100 * (cpu_seconds(worker.pid) - c0) / (time.monotonic() - t0)
         start_count = executed(mark)
         with app.producer_or_acquire() as producer:
             t0 = time.perf_counter()
@@ -161,9 +185,13 @@ def to_markdown(doc: dict) -> str:
              f"{doc['settings']['tasks']} tasks per round.", "",
              "| broker | round | apply_async enqueue (no worker) tasks/s | end-to-end tasks/s | enqueue while the worker runs tasks/s |",
              "|---|---:|---:|---:|---:|"]
+    lines[-2] = lines[-2].replace("| round |", "| -c | round |").replace("runs tasks/s |",
+                                                                          "runs tasks/s | idle worker CPU % |")
+    lines[-1] = "|---|---:|---:|---:|---:|---:|---:|"
     for r in doc["results"]:
-        lines.append(f"| {r['broker']} | {r['round']} | {r['enqueue_per_s']:,.0f} | {r['end_to_end_per_s']:,.0f} "
-                     f"| {r['enqueue_while_running_per_s']:,.0f} |")
+        idle = f"{r['idle_cpu_pct']:.2f}" if "idle_cpu_pct" in r else "-"
+        lines.append(f"| {r['broker']} | {r.get('concurrency', 2)} | {r['round']} | {r['enqueue_per_s']:,.0f} "
+                     f"| {r['end_to_end_per_s']:,.0f} | {r['enqueue_while_running_per_s']:,.0f} | {idle} |")
     lines += ["", "Totals per broker (all tasks / all time):", ""]
     for label, s in doc["summary"].items():
         lines.append(f"- {label}: enqueue {s['enqueue_per_s']:,.0f} tasks/s, end-to-end {s['end_to_end_per_s']:,.0f} tasks/s")
@@ -176,6 +204,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=None, help="rounds per broker (default 2, --quick 1)")
     ap.add_argument("--brokers", default="rocketmq,redis")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--concurrency", default="2", help="worker -c values, comma-separated (default 2)")
+    ap.add_argument("--idle-s", type=float, default=10.0,
+                    help="seconds the idle worker's CPU is measured each round (0: not measured)")
     ap.add_argument("--out-dir", default=str(HERE / "results"))
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -206,13 +237,15 @@ def main() -> int:
                 brokers["redis"] = (redis_server.url, {})
             for rnd in range(1, rounds + 1):
                 order = list(brokers) if rnd % 2 else list(reversed(brokers))
-                for label in order:
-                    url, options = brokers[label]
-                    rec = one_round(label, url, options, n, workdir)
-                    rec["round"] = rnd
-                    results.append(rec)
-                    print(f"{label:9} round {rnd}: enqueue {rec['enqueue_per_s']:8,.0f}/s  end-to-end "
-                          f"{rec['end_to_end_per_s']:8,.0f}/s", file=sys.stderr, flush=True)
+                for conc in [int(c) for c in args.concurrency.split(",")]:
+                    for label in order:
+                        url, options = brokers[label]
+                        rec = one_round(label, url, options, n, workdir, conc, args.idle_s)
+                        rec["round"] = rnd
+                        results.append(rec)
+                        print(f"{label:9} -c {conc} round {rnd}: enqueue {rec['enqueue_per_s']:8,.0f}/s  end-to-end "
+                              f"{rec['end_to_end_per_s']:8,.0f}/s  idle CPU {rec.get('idle_cpu_pct', -1):.2f} %",
+                              file=sys.stderr, flush=True)
         finally:
             if cluster is not None:
                 cluster.stop()

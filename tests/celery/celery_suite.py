@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -136,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--broker", choices=["rocketmq", "redis", "both"], default="rocketmq")
     opts, rest = parser.parse_known_args(argv)
+    # SIGTERM (make interrupted, CI timeout) unwinds: redis-server, the broker and pytest stop
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sys.path.insert(0, str(REPO / "tests" / "celery"))
     from rocketmq_broker.embedded import start_dev_cluster
     results: dict[str, dict[str, str]] = {}
