@@ -44,6 +44,7 @@ from rocketmq_sdk.protocol.message import MessageQueue
 
 from .client import DEFAULT_PORT, EXPIRES_PROPERTY, BrokerClient, RocketMQConnectionError, now_ms
 from .consumer import QueueConsumer
+from .options import OPTIONS
 from .registry import QueueInfo
 
 __all__ = ["Channel", "QoS", "Transport"]
@@ -89,7 +90,8 @@ class Channel(virtual.Channel):
     min_priority = 0
     max_priority = 9
 
-    from_transport_options = virtual.Channel.from_transport_options + ("catch_up_timeout", "dead_letter_rejected")
+    #: every option of options.OPTIONS (kombu sets the given ones on the channel)
+    from_transport_options = virtual.Channel.from_transport_options + tuple(OPTIONS)
     catch_up_timeout = 1.0
     #: reject(requeue=False) publishes the message to ``%DLQ%<group>`` before settling it
     dead_letter_rejected = False
@@ -645,7 +647,8 @@ class Transport(virtual.Transport):
         return delivered
 
     def _expiry_check_interval(self) -> float:
-        return float((self.client.transport_options or {}).get("expiry_check_interval", 5.0))
+        bc = self.broker_client
+        return float(bc.options["expiry_check_interval"] if bc is not None else OPTIONS["expiry_check_interval"])
 
     def _maybe_expire_queues(self) -> None:
         interval = self._expiry_check_interval()
