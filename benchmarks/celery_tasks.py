@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import _cpu_model, _git_head, git_span  # noqa: E402 - benchmarks/run.py helpers
+from harness import cpu_model, git_head, git_span, proc_cpu_s  # noqa: E402 - benchmarks/harness.py helpers
 
 
 def free_port() -> int:
@@ -93,19 +93,16 @@ def app_for(env: dict):
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of ``pid`` and of its pool processes (its children), seconds (/proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    pids = [pid]
     try:
-        pids += [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
-        pass
+        children = []
     total = 0.0
-    for p in pids:
+    for p in [pid, *children]:
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += proc_cpu_s(p)
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / tick
     return total
 
 
@@ -219,7 +216,7 @@ def main() -> int:
     from rocketmq_broker.embedded import start_dev_cluster
 
     started = dt.datetime.now(dt.UTC)
-    load_before, commit_before = os.getloadavg(), _git_head()
+    load_before, commit_before = os.getloadavg(), git_head()
     versions = {"celery": celery.__version__, "kombu": kombu.__version__}
     results = []
     with tempfile.TemporaryDirectory(prefix="celery-bench-") as tmp:
@@ -260,8 +257,8 @@ def main() -> int:
     doc = {"started_utc": started.isoformat(timespec="seconds"),
            "finished_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "command": " ".join([Path(sys.executable).name, *sys.argv]),
-           "git_commit": {"start": commit_before, "end": _git_head()},
-           "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": _cpu_model(),
+           "git_commit": {"start": commit_before, "end": git_head()},
+           "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": cpu_model(),
                        "platform": platform.platform(), "loadavg_before": load_before,
                        "loadavg_after": os.getloadavg()},
            "versions": versions,
