@@ -380,3 +380,14 @@ def test_a_message_that_is_not_a_kombu_message_goes_to_the_dlq_with_one_warning(
     assert dead.body == b"not json {" and dead.keys == ["k1"]
     assert dead.properties["RETRY_TOPIC"] == bc.naming.queue_topic("foreign")
     assert committed(conn, "foreign") == 3
+
+
+@pytest.mark.parametrize("name", ["TBW102", "SCHEDULE_TOPIC_XXXX", "rmq_sys_trace"])
+def test_a_queue_mapping_to_a_system_topic_is_refused_at_declaration(rocketmq_cluster, name):
+    conn = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}")     # no topic prefix
+    with conn:
+        with pytest.raises(IllegalArgumentError, match="system topic"):
+            kombu.Queue(name)(conn.default_channel).declare()
+        with pytest.raises(IllegalArgumentError, match="system topic"):
+            kombu.Producer(conn.default_channel).publish("x", routing_key=name)
+    assert Naming(topic_prefix="app_").queue_topic(name) == "app_" + name
