@@ -177,14 +177,12 @@ def to_markdown(doc: dict) -> str:
              f"{m['loadavg_before'][0]:.1f}/{m['loadavg_after'][0]:.1f} (shared machine: other work is noise).  ",
              f"Command: `{doc['command']}`; git {git_span(doc['git_commit'])}.  ",
              f"Celery {doc['versions']['celery']}, kombu {doc['versions']['kombu']}, "
-             f"redis-server {doc['versions'].get('redis_server', '-')}; worker `-P prefork -c 2`, "
+             f"redis-server {doc['versions'].get('redis_server', '-')}; worker `-P prefork -c N` (column -c), "
              f"prefetch multiplier {doc['settings']['prefetch']}, no-op task, results ignored; "
              f"{doc['settings']['tasks']} tasks per round.", "",
-             "| broker | round | apply_async enqueue (no worker) tasks/s | end-to-end tasks/s | enqueue while the worker runs tasks/s |",
-             "|---|---:|---:|---:|---:|"]
-    lines[-2] = lines[-2].replace("| round |", "| -c | round |").replace("runs tasks/s |",
-                                                                          "runs tasks/s | idle worker CPU % |")
-    lines[-1] = "|---|---:|---:|---:|---:|---:|---:|"
+             "| broker | -c | round | apply_async enqueue (no worker) tasks/s | end-to-end tasks/s "
+             "| enqueue while the worker runs tasks/s | idle worker CPU % (main + pool processes, one core = 100) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in doc["results"]:
         idle = f"{r['idle_cpu_pct']:.2f}" if "idle_cpu_pct" in r else "-"
         lines.append(f"| {r['broker']} | {r.get('concurrency', 2)} | {r['round']} | {r['enqueue_per_s']:,.0f} "
