@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .exceptions import IllegalArgumentError
+from .exceptions import ClientStateError, IllegalArgumentError
 from .protocol.bodies import ConsumeFromWhere, MessageModel
 from .protocol.codes import DEFAULT_TOPIC
 
@@ -160,6 +160,17 @@ class ClientConfig:
 
         domain = self.namesrv_domain or os.environ.get("ROCKETMQ_NAMESRV_DOMAIN")
         return address_server_url(domain, self.namesrv_domain_subgroup) if domain else None
+
+    def check_name_server(self) -> None:
+        """Raise when the client has no way to find a name server: neither ``namesrv_addr`` (or
+        ``$NAMESRV_ADDR``) nor ``namesrv_domain`` (or ``$ROCKETMQ_NAMESRV_DOMAIN``) is set. Producers
+        and consumers call it at ``start()``, before anything is connected.
+
+        Raises:
+            ClientStateError: no name server and no address server.
+        """
+        if not self.namesrv_addr_list and not self.address_server:
+            raise ClientStateError("no name server: set namesrv_addr (or $NAMESRV_ADDR) or namesrv_domain")
 
     def build_client_id(self) -> str:
         """Java ``buildMQClientId``: ``ip@instanceName[@unitName]``; ``DEFAULT`` becomes

@@ -64,15 +64,16 @@ def main() -> None:
                 done.set()
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    consumer = SimpleNamespace(
+    ctx = SimpleNamespace(  # stands in for the consumer's ConsumeContext
         config=SimpleNamespace(consume_message_batch_max_size=1, consume_thread_max=20),
-        group="bench", retry_topic="%RETRY%bench", clustering=True, offset_store=OffsetTable())
+        group="bench", retry_topic="%RETRY%bench", clustering=True, offset_store=OffsetTable(), msg_trace=None,
+        client_id="127.0.0.1@bench")
     bodies = [pull_body(32, 32 * k) for k in range(8)]
     best = min(timed_decode(bodies[0]) for _ in range(5))
     print(f"decode_messages alone: {best * 1e6:.2f} µs per 100 B record (best of 5)")
     target = [0]
     for r in range(args.rounds):
-        svc = ConsumeMessageConcurrentlyService(consumer, listener)
+        svc = ConsumeMessageConcurrentlyService(ctx, listener)
         pq = ProcessQueue()
         got[0] = 0
         done.clear()
@@ -95,7 +96,7 @@ def main() -> None:
         svc.shutdown(5)
         n = got[0]
         print(f"round {r + 1}: {n / el:,.0f} msg/s, CPU {cpu / n * 1e6:.2f} µs/msg "
-              f"(decode {dec / n * 1e6:.2f} µs/msg wall), committed {consumer.offset_store.read_memory(mq)}")
+              f"(decode {dec / n * 1e6:.2f} µs/msg wall), committed {ctx.offset_store.read_memory(mq)}")
 
 
 if __name__ == "__main__":

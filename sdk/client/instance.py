@@ -484,7 +484,7 @@ class MQClientInstance:
         from ..protocol.message_codec import decode_message
 
         h = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(cmd.ext_fields)
-        fn = getattr(self.consumers.get(h.consumer_group or ""), "_consume_message_directly", None)
+        fn = getattr(self.consumers.get(h.consumer_group or ""), "consume_message_directly", None)
         if fn is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 f"The Consumer Group <{h.consumer_group}> not exist in this consumer")

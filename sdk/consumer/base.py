@@ -110,13 +110,13 @@ class ConsumerBase(AsyncLifecycle):
         """Connect, register the group with the brokers and start consuming.
 
         Raises:
-            ClientStateError: already started or shut down, no name server, or the group already
+            ClientStateError: already started or shut down, no name server (neither
+                ``namesrv_addr``/``$NAMESRV_ADDR`` nor ``namesrv_domain``), or the group already
                 has a consumer in this client instance (use another ``instance_name``).
         """
         with self._lifecycle.starting():
             self._check_startable()
-            if not self.config.namesrv_addr_list:
-                raise ClientStateError("namesrv_addr is not set")
+            self.config.check_name_server()
             inst = get_client_instance(self.config)
             try:
                 self._client = inst

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..exceptions import MQBrokerError, MQError
-from ..protocol.bodies import MessageModel
 from ..protocol.codes import MessageConst as MC
 from ..protocol.headers import SendMessageRequestHeader
 from ..protocol.message import MessageExt, MessageQueue
@@ -40,7 +39,7 @@ from .process_queue import ProcessQueue
 from .tracing import start_process_spans
 
 if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+    from .consume_context import ConsumeContext
     from .queue_lock import QueueLocker
 
 __all__ = ["ConsumeMessageOrderlyService"]
@@ -58,17 +57,17 @@ _WAIT_LOCK = -1.0  # _consume result: a lock attempt will reschedule the queue
 class ConsumeMessageOrderlyService:
     """Thread pool of ``consume_thread_max`` workers; at most one runs a given queue."""
 
-    def __init__(self, consumer: PushConsumer, listener: MessageListenerOrderly, locker: QueueLocker) -> None:
-        self.consumer = consumer
+    def __init__(self, ctx: ConsumeContext, listener: MessageListenerOrderly, locker: QueueLocker) -> None:
+        self.ctx = ctx
         self.listener = listener
         self.locker = locker
-        cfg = consumer.config
+        cfg = ctx.config
         self.batch_size = cfg.consume_message_batch_max_size
-        self.clustering = cfg.message_model is MessageModel.CLUSTERING
+        self.clustering = ctx.clustering
         self.max_reconsume_times = JAVA_INT_MAX if cfg.max_reconsume_times == -1 else cfg.max_reconsume_times
         # daemon threads, as for concurrent consumers: a busy listener cannot hold the
         # interpreter's exit past shutdown()'s deadline (ThreadPoolExecutor joins without one)
-        self.pool = ConsumePool(cfg.consume_thread_max, f"rocketmq-orderly-{consumer.group}")
+        self.pool = ConsumePool(cfg.consume_thread_max, f"rocketmq-orderly-{ctx.group}")
         self._lock = threading.Lock()
         self._stopped = False
 
@@ -122,7 +121,7 @@ class ConsumeMessageOrderlyService:
 
     def _try_lock_later(self, pq: ProcessQueue, mq: MessageQueue, delay_s: float) -> None:
         """Lock ``mq`` on its broker after ``delay_s``, then consume it (3 s later if refused)."""
-        inst = self.consumer.instance
+        inst = self.ctx.instance
 
         async def relock() -> None:
             await asyncio.sleep(delay_s)
@@ -168,37 +167,36 @@ class ConsumeMessageOrderlyService:
                     pq.make_messages_to_consume_again(msgs)
                     ms = ctx.suspend_current_queue_time_millis
                     if ms == -1:
-                        ms = self.consumer.config.suspend_current_queue_time
+                        ms = self.ctx.config.suspend_current_queue_time
                     return min(max(ms, 10), 30_000) / 1000.0
                 offset = pq.commit()
                 if offset >= 0:
-                    self.consumer.offset_store.update_offset(mq, offset, increase_only=False)
+                    self.ctx.offset_store.update_offset(mq, offset, increase_only=False)
         return None
 
-    def _call_listener(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext,
+    def _call_listener(self, msgs: list[MessageExt], octx: ConsumeOrderlyContext,
                        mq: MessageQueue) -> ConsumeOrderlyStatus:
+        ctx = self.ctx
         try:
-            inst = getattr(self.consumer, "_instance", None)
-            spans = start_process_spans(msgs, self.consumer.group, inst.client_id if inst is not None else None)
-            mt = getattr(self.consumer, "msg_trace", None)
+            spans = start_process_spans(msgs, ctx.group, ctx.client_id)
+            mt = ctx.msg_trace
             if mt is not None:
                 call = self.listener if spans is None else lambda ms, c: spans.call(self.listener, ms, c)
-                status = traced_consume(mt, call, msgs, ctx, self.consumer.group)
+                status = traced_consume(mt, call, msgs, octx, ctx.group)
             else:
-                status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
+                status = self.listener(msgs, octx) if spans is None else spans.call(self.listener, msgs, octx)
         except Exception:
             log.warning("orderly listener of group %s raised on %s; suspending the queue",
-                        self.consumer.group, mq, exc_info=True)
+                        ctx.group, mq, exc_info=True)
             return _SUSPEND
         if status is not _SUCCESS and status is not _SUSPEND:
             if status is not None:
-                log.warning("orderly listener of group %s returned %r; suspending the queue",
-                            self.consumer.group, status)
+                log.warning("orderly listener of group %s returned %r; suspending the queue", ctx.group, status)
             return _SUSPEND
         return status
 
     def _restore_topics(self, msgs: list[MessageExt]) -> None:
-        retry_topic = self.consumer.retry_topic
+        retry_topic = self.ctx.retry_topic
         now = str(int(time.time() * 1000))
         for m in msgs:
             if m.topic == retry_topic:
@@ -222,11 +220,11 @@ class ConsumeMessageOrderlyService:
         return suspend
 
     def _send_to_dlq(self, m: MessageExt, mq: MessageQueue) -> bool:
-        consumer = self.consumer
+        ctx = self.ctx
         try:
-            consumer.instance.run(self._send_back_to_retry(m, mq), consumer.config.mq_client_api_timeout / 1000.0 + 1)
+            ctx.instance.run(self._send_back_to_retry(m, mq), ctx.timeout_s)
             log.info("message %s of %s exceeded %d reconsumes; sent to the DLQ of %s", m.msg_id, mq,
-                     self.max_reconsume_times, consumer.group)
+                     self.max_reconsume_times, ctx.group)
             return True
         except MQError as exc:
             log.warning("sending %s to the DLQ failed: %s; suspending the queue", m.msg_id, exc)
@@ -236,9 +234,9 @@ class ConsumeMessageOrderlyService:
         """Java's orderly ``sendMessageBack``: a new message on ``%RETRY%group`` carrying the
         original's properties, ``RETRY_TOPIC``, ``ORIGIN_MESSAGE_ID``, ``DELAY = 3 + times``,
         with header ``reconsumeTimes`` / ``maxReconsumeTimes``."""
-        consumer = self.consumer
-        inst = consumer.instance
-        retry = consumer.retry_topic
+        ctx = self.ctx
+        inst = ctx.instance
+        retry = ctx.retry_topic
         addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
         if addr is None:
             raise MQBrokerError(-1, f"broker {mq.broker_name} not found")
@@ -256,7 +254,7 @@ class ConsumeMessageOrderlyService:
             properties=encode_properties(props), reconsume_times=m.reconsume_times, unit_mode=False,
             max_reconsume_times=self.max_reconsume_times, batch=False, bname=mq.broker_name)
         await inst.api.send_message(addr, MessageQueue(retry, mq.broker_name, 0), header, m.body, uniq,
-                                    consumer.config.mq_client_api_timeout)
+                                    ctx.config.mq_client_api_timeout)
 
     # -------------------------------------------------------------- shutdown
 
@@ -265,4 +263,4 @@ class ConsumeMessageOrderlyService:
         listeners (a second Ctrl-C ends the wait at once). Returns True if all finished."""
         with self._lock:
             self._stopped = True
-        return self.pool.shutdown_listeners(self.consumer.group, timeout_s)
+        return self.pool.shutdown_listeners(self.ctx.group, timeout_s)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..exceptions import MQError
@@ -26,7 +26,7 @@ from .process_queue import ProcessQueue
 from .tracing import start_process_spans, tracing_active
 
 if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+    from .consume_context import ConsumeContext
 
 __all__ = ["ConsumeMessageConcurrentlyService"]
 
@@ -51,12 +51,12 @@ class ConsumeMessageConcurrentlyService:
     #: by chunk; faster ones run a whole pulled list in one pool task (see :meth:`submit`).
     fan_out_threshold_s = 0.001
 
-    def __init__(self, consumer: PushConsumer, listener: MessageListenerConcurrently) -> None:
-        self.consumer = consumer
+    def __init__(self, ctx: ConsumeContext, listener: MessageListenerConcurrently) -> None:
+        self.ctx = ctx
         self.listener = listener
-        cfg = consumer.config
+        cfg = ctx.config
         self.batch_size = cfg.consume_message_batch_max_size
-        self.pool = ConsumePool(cfg.consume_thread_max, f"rocketmq-consume-{consumer.group}")
+        self.pool = ConsumePool(cfg.consume_thread_max, f"rocketmq-consume-{ctx.group}")
         self._stopped = False
         # start as "slow" (chunk by chunk, as Java) until fast calls pull the average down
         self._listener_avg_s = 2 * self.fan_out_threshold_s
@@ -111,7 +111,7 @@ class ConsumeMessageConcurrentlyService:
             if settled:
                 offset = pq.remove_messages(settled)
                 if offset >= 0 and not pq.dropped:
-                    self.consumer.offset_store.update_offset(mq, offset, increase_only=True)
+                    self.ctx.offset_store.update_offset(mq, offset, increase_only=True)
 
     def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> list[MessageExt] | None:
         """Run the listener on ``msgs`` and settle the result: returns the messages acknowledged
@@ -119,7 +119,8 @@ class ConsumeMessageConcurrentlyService:
         if pq.dropped:
             log.debug("%s was dropped; not consuming %d messages", mq, len(msgs))
             return None
-        retry_topic = self.consumer.retry_topic
+        ctx = self.ctx
+        retry_topic = ctx.retry_topic
         now_ms = int(time.time() * 1000)
         stamp = self._start_stamp  # (ms, str(ms)): one str() per millisecond, not per call
         if stamp[0] != now_ms:
@@ -131,51 +132,46 @@ class ConsumeMessageConcurrentlyService:
                 if real:
                     m.topic = real
             m.properties[_START_KEY] = now
-        ctx = ConsumeConcurrentlyContext(mq)
+        cctx = ConsumeConcurrentlyContext(mq)
         t0 = time.perf_counter()
         try:
-            spans = start_process_spans(msgs, self.consumer.group, self._client_id()) if tracing_active() else None
-            mt = getattr(self.consumer, "msg_trace", None)
+            spans = start_process_spans(msgs, ctx.group, ctx.client_id) if tracing_active() else None
+            mt = ctx.msg_trace
             if mt is not None:
                 call = self.listener if spans is None else lambda ms, c: spans.call(self.listener, ms, c)
-                status = traced_consume(mt, call, msgs, ctx, self.consumer.group, self.consumer.config.consume_timeout)
+                status = traced_consume(mt, call, msgs, cctx, ctx.group, ctx.config.consume_timeout)
             else:
-                status = self.listener(msgs, ctx) if spans is None else spans.call(self.listener, msgs, ctx)
+                status = self.listener(msgs, cctx) if spans is None else spans.call(self.listener, msgs, cctx)
         except Exception:
             log.warning("listener of group %s raised on %d messages of %s; they will be redelivered",
-                        self.consumer.group, len(msgs), mq, exc_info=True)
+                        ctx.group, len(msgs), mq, exc_info=True)
             status = _LATER
         # moving average of the listener's duration (unlocked: a lost update is harmless)
         self._listener_avg_s = 0.9 * self._listener_avg_s + 0.1 * (time.perf_counter() - t0)
         if status is not _SUCCESS and status is not _LATER:
-            log.warning("listener of group %s returned %r; treating it as RECONSUME_LATER",
-                        self.consumer.group, status)
+            log.warning("listener of group %s returned %r; treating it as RECONSUME_LATER", ctx.group, status)
             status = _LATER
         if pq.dropped:
             log.info("%s was dropped while consuming; results of %d messages discarded", mq, len(msgs))
             return None
-        if status is _SUCCESS and ctx.ack_index >= len(msgs) - 1:
+        if status is _SUCCESS and cctx.ack_index >= len(msgs) - 1:
             return msgs  # all acknowledged (the common case)
-        return self._process_result(status, ctx, msgs, pq, mq)
+        return self._process_result(status, cctx, msgs, pq, mq)
 
-    def _client_id(self) -> str | None:
-        inst = getattr(self.consumer, "_instance", None)
-        return inst.client_id if inst is not None else None
-
-    def _process_result(self, status: ConsumeConcurrentlyStatus, ctx: ConsumeConcurrentlyContext,
+    def _process_result(self, status: ConsumeConcurrentlyStatus, cctx: ConsumeConcurrentlyContext,
                         msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> list[MessageExt]:
         """Send back what the listener did not acknowledge; returns the settled messages (those
         whose send-back failed stay in flight and are consumed again later)."""
-        if status is _SUCCESS and ctx.ack_index >= len(msgs) - 1:
+        if status is _SUCCESS and cctx.ack_index >= len(msgs) - 1:
             return msgs  # all acknowledged (the common case)
-        ack = min(ctx.ack_index, len(msgs) - 1) if status is _SUCCESS else -1
+        ack = min(cctx.ack_index, len(msgs) - 1) if status is _SUCCESS else -1
         failed: list[MessageExt] = []
-        if not self.consumer.clustering:  # broadcasting: Java drops failed messages
+        if not self.ctx.clustering:  # broadcasting: Java drops failed messages
             for m in msgs[ack + 1:]:
                 log.warning("BROADCASTING: consuming %s of %s failed; the message is dropped", m.msg_id, mq)
             ack = len(msgs) - 1
         for m in msgs[ack + 1:]:
-            if not self._send_back(m, ctx, mq):
+            if not self._send_back(m, cctx, mq):
                 m.reconsume_times += 1
                 failed.append(m)
         if not failed:
@@ -185,11 +181,10 @@ class ConsumeMessageConcurrentlyService:
         self._submit_later(failed, pq, mq)
         return [m for m in msgs if not any(m is f for f in failed)]
 
-    def _send_back(self, m: MessageExt, ctx: ConsumeConcurrentlyContext, mq: MessageQueue) -> bool:
-        consumer = self.consumer
+    def _send_back(self, m: MessageExt, cctx: ConsumeConcurrentlyContext, mq: MessageQueue) -> bool:
+        ctx = self.ctx
         try:
-            consumer.instance.run(consumer.send_message_back(m, ctx.delay_level_when_next_consume, mq),
-                                  consumer.config.mq_client_api_timeout / 1000.0 + 1.0)
+            ctx.instance.run(ctx.send_message_back(m, cctx.delay_level_when_next_consume, mq), ctx.timeout_s)
             return True
         except MQError as exc:
             log.warning("send-back of %s failed: %s", m.msg_id, exc)
@@ -197,15 +192,15 @@ class ConsumeMessageConcurrentlyService:
 
     # -------------------------------------------------------------- consume timeout
 
-    def clean_expired_messages(self) -> int:
-        """Java ``cleanExpireMsg`` (blocking; run off the loop): in each owned queue, up to 16
-        of the lowest in-flight messages whose listener started more than ``consume_timeout``
-        minutes ago are sent back (delay level 3) and leave the cache, so the queue's offset
-        can move on. Returns how many were sent back."""
-        consumer = self.consumer
-        timeout_ms = consumer.config.consume_timeout * 60_000
+    def clean_expired_messages(self, queues: Mapping[MessageQueue, ProcessQueue]) -> int:
+        """Java ``cleanExpireMsg`` (blocking; run off the loop): in each of ``queues`` (the owned
+        ones), up to 16 of the lowest in-flight messages whose listener started more than
+        ``consume_timeout`` minutes ago are sent back (delay level 3) and leave the cache, so the
+        queue's offset can move on. Returns how many were sent back."""
+        ctx = self.ctx
+        timeout_ms = ctx.config.consume_timeout * 60_000
         sent = 0
-        for mq, pq in consumer.process_queues().items():
+        for mq, pq in list(queues.items()):
             for _ in range(16):
                 m = pq.first_message()
                 started = m.properties.get(MC.CONSUME_START_TIMESTAMP) if m is not None else None
@@ -217,7 +212,7 @@ class ConsumeMessageConcurrentlyService:
                 sent += 1
                 offset = pq.remove_messages([m])
                 if offset >= 0 and not pq.dropped:
-                    consumer.offset_store.update_offset(mq, offset, increase_only=True)
+                    ctx.offset_store.update_offset(mq, offset, increase_only=True)
         return sent
 
     # -------------------------------------------------------------- shutdown
@@ -226,4 +221,4 @@ class ConsumeMessageConcurrentlyService:
         """Stop taking work, cancel queued batches and wait up to ``timeout_s`` for running
         listeners. Returns True if all finished."""
         self._stopped = True
-        return self.pool.shutdown_listeners(self.consumer.group, timeout_s)
+        return self.pool.shutdown_listeners(self.ctx.group, timeout_s)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol.bodies import ConsumeMessageDirectlyResult, ConsumeMessageDirectlyResultCode
 from ..protocol.codes import MessageConst as MC
@@ -18,9 +18,6 @@ from .listener import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
-
-if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
 
 __all__ = ["consume_directly"]
 
@@ -33,23 +30,25 @@ _CODES: dict[Any, ConsumeMessageDirectlyResultCode] = {ConsumeConcurrentlyStatus
           ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: _R.CR_LATER}
 
 
-def consume_directly(consumer: PushConsumer, listener: Callable[..., Any] | None, msg: MessageExt,
-                     broker_name: str | None) -> ConsumeMessageDirectlyResult:
-    """Call ``consumer``'s ``listener`` with ``[msg]`` (blocking; run it off the I/O loop).
+def consume_directly(listener: Callable[..., Any] | None, msg: MessageExt, broker_name: str | None, *,
+                     group: str, retry_topic: str, orderly: bool) -> ConsumeMessageDirectlyResult:
+    """Call the ``listener`` of consumer ``group`` with ``[msg]`` (blocking; run it off the I/O
+    loop); a message of ``retry_topic`` shows its original topic, an ``orderly`` listener gets a
+    ``ConsumeOrderlyContext``.
 
     Returns CR_SUCCESS / CR_LATER for the listener's statuses, CR_RETURN_NULL for None or an
-    unknown value, CR_THROW_EXCEPTION (remark = the exception) when it raised."""
+    unknown value (or no listener), CR_THROW_EXCEPTION (remark = the exception) when it raised."""
     mq = MessageQueue(msg.topic, broker_name or msg.broker_name or "", msg.queue_id)
-    if msg.topic == consumer.retry_topic and msg.properties.get(MC.RETRY_TOPIC):
+    if msg.topic == retry_topic and msg.properties.get(MC.RETRY_TOPIC):
         msg.topic = msg.properties[MC.RETRY_TOPIC]
-    ctx = ConsumeOrderlyContext(mq) if consumer.orderly else ConsumeConcurrentlyContext(mq)
-    result = ConsumeMessageDirectlyResult(auto_commit=True, order=consumer.orderly)
+    ctx = ConsumeOrderlyContext(mq) if orderly else ConsumeConcurrentlyContext(mq)
+    result = ConsumeMessageDirectlyResult(auto_commit=True, order=orderly)
     begin = time.monotonic()
     try:
         status = listener([msg], ctx) if listener is not None else None
         result.consume_result = _CODES.get(status, _R.CR_RETURN_NULL)
     except Exception as exc:
-        log.warning("direct consume of %s by group %s raised", msg.msg_id, consumer.group, exc_info=True)
+        log.warning("direct consume of %s by group %s raised", msg.msg_id, group, exc_info=True)
         result.consume_result = _R.CR_THROW_EXCEPTION
         result.remark = f"{type(exc).__name__}: {exc}"
     result.spent_time_mills = int((time.monotonic() - begin) * 1000)

@@ -26,9 +26,8 @@ from .pull_result import QueuePuller, process_pull_result, pull_header
 from .tracing import record_receive_span
 
 if TYPE_CHECKING:
-    from .consume_orderly import ConsumeMessageOrderlyService
-    from .consume_service import ConsumeMessageConcurrentlyService
-    from .push_consumer import PushConsumer
+    from ..config import ConsumerConfig
+    from .consume_context import ConsumeContext, ConsumeService
     from .rebalance import Rebalancer
 
 __all__ = ["flow_thresholds", "pull_loop"]
@@ -39,14 +38,13 @@ FLOW_CONTROL_DELAY_S = 0.05  # Java PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
 PULL_DELAY_WHEN_SUSPENDED_S = 1.0  # Java PULL_TIME_DELAY_MILLS_WHEN_SUSPEND
 
 
-def flow_thresholds(consumer: PushConsumer, rebalancer: Rebalancer, mq: MessageQueue) -> tuple[int, int]:
+def flow_thresholds(cfg: ConsumerConfig, rebalancer: Rebalancer, mq: MessageQueue) -> tuple[int, int]:
     """(messages, bytes) a queue may cache before its pulling pauses: the per-queue settings,
     or the per-topic ones divided by the number of owned queues of the topic (Java
     ``RebalancePushImpl.messageQueueChanged``)."""
-    cfg = consumer.config
     count, mib = cfg.pull_threshold_for_queue, cfg.pull_threshold_size_for_queue
     if cfg.pull_threshold_for_topic != -1 or cfg.pull_threshold_size_for_topic != -1:
-        n = max(1, sum(1 for m in rebalancer.process_queues if m.topic == mq.topic))
+        n = max(1, rebalancer.owned_count(mq.topic))
         if cfg.pull_threshold_for_topic != -1:
             count = max(1, cfg.pull_threshold_for_topic // n)
         if cfg.pull_threshold_size_for_topic != -1:
@@ -54,23 +52,23 @@ def flow_thresholds(consumer: PushConsumer, rebalancer: Rebalancer, mq: MessageQ
     return count, mib * 1024 * 1024
 
 
-async def pull_loop(consumer: PushConsumer, rebalancer: Rebalancer,
-                    service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService,
+async def pull_loop(ctx: ConsumeContext, rebalancer: Rebalancer, service: ConsumeService,
                     nodes: PullFromWhichNode, mq: MessageQueue, pq: ProcessQueue, offset: int) -> None:
     """Pull ``mq`` from ``offset`` until ``pq`` is dropped or the consumer stops; found messages
-    go to ``service``, each pull to the broker ``nodes`` names for ``mq``."""
-    cfg = consumer.config
-    inst = consumer.instance
-    store = consumer.offset_store
+    go to ``service``, each pull to the broker ``nodes`` names for ``mq``; ``rebalancer`` owns
+    the queue (subscriptions, and dropping it on OFFSET_ILLEGAL)."""
+    cfg = ctx.config
+    inst = ctx.instance
+    store = ctx.offset_store
     puller = QueuePuller(inst, nodes, mq, cfg.pull_time_delay_when_exception, cfg.pull_timeout)
     next_offset = offset
-    while not pq.dropped and consumer.running:
-        if consumer.suspended:
+    while not pq.dropped and ctx.running:
+        if ctx.suspended:
             await asyncio.sleep(PULL_DELAY_WHEN_SUSPENDED_S)
             continue
-        threshold_count, threshold_bytes = flow_thresholds(consumer, rebalancer, mq)
+        threshold_count, threshold_bytes = flow_thresholds(cfg, rebalancer, mq)
         if pq.msg_count > threshold_count or pq.msg_size > threshold_bytes or (
-                not consumer.orderly and pq.max_span() > cfg.consume_concurrently_max_span):
+                not ctx.orderly and pq.max_span() > cfg.consume_concurrently_max_span):
             await asyncio.sleep(FLOW_CONTROL_DELAY_S)
             continue
         sub = await puller.subscription(rebalancer.subscriptions)
@@ -79,13 +77,13 @@ async def pull_loop(consumer: PushConsumer, rebalancer: Rebalancer,
         commit_offset = await store.read_offset(mq, ReadOffsetType.READ_FROM_MEMORY)
         post_sub = cfg.post_subscription_when_pull
         header = pull_header(
-            consumer.group, mq, sub, next_offset, cfg.pull_batch_size,
-            sys_flag=PullSysFlag.build(commit_offset > 0 and consumer.clustering, True, post_sub),
+            ctx.group, mq, sub, next_offset, cfg.pull_batch_size,
+            sys_flag=PullSysFlag.build(commit_offset > 0 and ctx.clustering, True, post_sub),
             commit_offset=max(commit_offset, 0), suspend_timeout_ms=cfg.suspend_timeout,
             post_subscription=post_sub)
         pq.last_pull_timestamp = time.monotonic()
         # to the suggested broker (slave reads, docs/protocol.md §8.7), no commit bit on a slave
-        result = await puller.pull(header, lambda: pq.dropped or not consumer.running)
+        result = await puller.pull(header, lambda: pq.dropped or not ctx.running)
         if result is None or pq.dropped:
             continue
         status = result.pull_status
@@ -93,7 +91,7 @@ async def pull_loop(consumer: PushConsumer, rebalancer: Rebalancer,
             next_offset = result.next_begin_offset
             msgs = process_pull_result(result, mq, sub)
             if msgs:
-                record_receive_span(msgs, mq.topic, consumer.group, inst.client_id)
+                record_receive_span(msgs, mq.topic, ctx.group, inst.client_id)
                 pq.put_messages(msgs)
                 service.submit(msgs, pq, mq)
             elif pq.msg_count == 0:
@@ -104,11 +102,7 @@ async def pull_loop(consumer: PushConsumer, rebalancer: Rebalancer,
                 store.update_offset(mq, next_offset, increase_only=True)
         else:  # OFFSET_ILLEGAL: restart the queue at the broker's offset at the next rebalance
             log.warning("offset %d of %s is illegal; moving to %d", next_offset, mq, result.next_begin_offset)
-            pq.dropped = True
-            store.update_offset(mq, result.next_begin_offset, increase_only=False)
-            await store.persist(mq, oneway=False)
-            rebalancer.process_queues.pop(mq, None)
-            store.remove_offset(mq)
+            await rebalancer.drop(mq, reset_offset=result.next_begin_offset)
             break
         if cfg.pull_interval > 0:
             await asyncio.sleep(cfg.pull_interval / 1000.0)

@@ -20,7 +20,7 @@ from typing import Any, Unpack, cast
 from ..client.instance import MQClientInstance
 from ..config import ConsumerConfig
 from ..config_types import ConsumerSettings
-from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, MQError
+from ..exceptions import ClientStateError, IllegalArgumentError, MQError
 from ..lifecycle import ServiceState
 from ..protocol.bodies import (
     ConsumeMessageDirectlyResult,
@@ -36,6 +36,7 @@ from ..trace.dispatcher import TraceDispatcher, start_or_none
 from .allocate import AllocateMessageQueueAveragely, AllocateMessageQueueStrategy
 from .backlog import QueueLag, collect_lags
 from .base import ConsumerBase
+from .consume_context import ConsumeContext
 from .consume_orderly import ConsumeMessageOrderlyService
 from .consume_service import ConsumeMessageConcurrentlyService
 from .direct_consume import consume_directly
@@ -94,6 +95,8 @@ class PushConsumer(ConsumerBase):
         #: the listener is orderly (``register_message_listener(..., orderly=True)``).
         self.orderly = False
         self._consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
+        #: what the pull loops and the consume service see of this consumer (built at start)
+        self._context: ConsumeContext | None = None
         self._queue_locker: QueueLocker | None = None
         self._async_runner = AsyncListenerRunner(f"rocketmq-listener-{group}",
                                                  event_loop=self.config.event_loop)
@@ -256,12 +259,16 @@ class PushConsumer(ConsumerBase):
         self._async_runner.start()
         if self._async_runner.app_loop is None:  # start() called on an application loop's thread
             self._async_runner.app_loop = _running_loop()
+        self.msg_trace = start_or_none(self.msg_trace)
+        ctx = self._context = ConsumeContext(
+            group=self.group, config=self.config, instance=inst, offset_store=self.offset_store,
+            retry_topic=self.retry_topic, orderly=self.orderly, msg_trace=self.msg_trace,
+            is_running=lambda: self.running, is_suspended=lambda: self._suspended)
         if self.orderly:
             self._consume_service = ConsumeMessageOrderlyService(
-                self, cast(MessageListenerOrderly, listener), self._queue_locker)
+                ctx, cast(MessageListenerOrderly, listener), self._queue_locker)
         else:
-            self._consume_service = ConsumeMessageConcurrentlyService(self, cast(MessageListenerConcurrently, listener))
-        self.msg_trace = start_or_none(self.msg_trace)
+            self._consume_service = ConsumeMessageConcurrentlyService(ctx, cast(MessageListenerConcurrently, listener))
         self.start_timestamp_ms = int(time.time() * 1000)
 
     def _undo_start(self) -> None:
@@ -318,7 +325,7 @@ class PushConsumer(ConsumerBase):
         while self.running:
             await asyncio.sleep(self.config.consume_timeout * 60.0)
             try:
-                await asyncio.to_thread(service.clean_expired_messages)
+                await asyncio.to_thread(service.clean_expired_messages, self._rebalancer.process_queues)
             except MQError:
                 log.warning("group %s: cleaning expired messages failed", self.group, exc_info=True)
 
@@ -375,14 +382,11 @@ class PushConsumer(ConsumerBase):
         return set(self._rebalancer.process_queues)
 
     async def _persist_and_unregister(self) -> None:
-        mqs = self._offset_queues()
-        await self.offset_store.persist_all(mqs, oneway=False)
-        for pq in self._rebalancer.process_queues.values():
-            pq.dropped = True
-        self._rebalancer.process_queues.clear()
+        await self.offset_store.persist_all(self._offset_queues(), oneway=False)
+        mqs = self._rebalancer.drop_all()
         locker = self._queue_locks()
         if locker is not None:
-            await locker.unlock_batch(mqs)
+            await locker.unlock_batch(set(mqs))
         await self.instance.unregister(consumer_group=self.group)
 
     # -------------------------------------------------------------- ConsumerInner (loop side)
@@ -399,7 +403,9 @@ class PushConsumer(ConsumerBase):
 
     def consumer_running_info(self) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO answer (settings, subscriptions, owned queues)."""
-        return build_running_info(self)
+        return build_running_info(self.config, orderly=self.orderly, start_timestamp_ms=self.start_timestamp_ms,
+                                  subscriptions=list(self._rebalancer.subscriptions.values()),
+                                  queues=self.process_queues(), offset_store=self._offset_store)
 
     async def do_rebalance(self) -> None:
         if self.running:
@@ -418,9 +424,9 @@ class PushConsumer(ConsumerBase):
         old = self._pull_tasks.pop(mq, None)
         if old is not None:
             old.cancel()
-        assert self._consume_service is not None
+        assert self._consume_service is not None and self._context is not None
         task = asyncio.get_running_loop().create_task(
-            pull_loop(self, self._rebalancer, self._consume_service, self._pull_nodes, mq, pq, offset))
+            pull_loop(self._context, self._rebalancer, self._consume_service, self._pull_nodes, mq, pq, offset))
         self._pull_tasks[mq] = task
         task.add_done_callback(partial(self._pull_done, mq))
 
@@ -433,24 +439,21 @@ class PushConsumer(ConsumerBase):
     # -------------------------------------------------------------- used by the consume service
 
     async def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> None:
-        """CONSUMER_SEND_MSG_BACK to the master of the queue's broker.
+        """CONSUMER_SEND_MSG_BACK to the master of the queue's broker (on the client's loop; see
+        ``ConsumeContext.send_message_back``).
 
         Raises:
-            MQBrokerError, RemotingError.
+            ClientStateError: not started; MQBrokerError, RemotingError.
         """
-        inst = self.instance
-        addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
-        if addr is None:
-            raise MQBrokerError(-1, f"broker {mq.broker_name} not found")
-        await inst.api.consumer_send_message_back(
-            addr, group=self.group, commit_log_offset=msg.commit_log_offset, delay_level=delay_level,
-            origin_msg_id=msg.msg_id, origin_topic=msg.topic,
-            max_reconsume_times=self.config.effective_max_reconsume_times, broker_name=mq.broker_name)
+        if self._context is None:
+            raise ClientStateError(f"consumer {self.group} is not started")
+        await self._context.send_message_back(msg, delay_level, mq)
 
-    def _consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
+    def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
         """Broker request CONSUME_MESSAGE_DIRECTLY (309): run the listener on ``msg`` and say
         how it went (blocking; see ``direct_consume``)."""
-        return consume_directly(self, self._listener, msg, broker_name)
+        return consume_directly(self._listener, msg, broker_name, group=self.group, retry_topic=self.retry_topic,
+                                orderly=self.orderly)
 
     def lag_report(self, topic: str | None = None) -> list[QueueLag]:
         """Per-queue backlog of the queues this consumer owns (``%RETRY%`` included), sorted:

@@ -186,8 +186,26 @@ class Rebalancer:
             log.info("group %s now consumes %s from offset %d", self.consumer.group, mq, offset)
             self._start_pulling(mq, pq, offset)
 
-    async def drop(self, mq: MessageQueue) -> None:
+    def owned_count(self, topic: str) -> int:
+        """How many queues of ``topic`` this consumer owns now (dropped ones not yet forgotten
+        included)."""
+        return sum(1 for m in self.process_queues if m.topic == topic)
+
+    def drop_all(self) -> list[MessageQueue]:
+        """Shutdown: mark every owned queue dropped (pull loops and listeners stop settling
+        them) and forget them all; returns them. Offsets and locks are the caller's business."""
+        mqs = list(self.process_queues)
+        for pq in self.process_queues.values():
+            pq.dropped = True
+        self.process_queues.clear()
+        return mqs
+
+    async def drop(self, mq: MessageQueue, *, reset_offset: int | None = None) -> None:
         """Stop consuming ``mq``: its pull loop ends, its offset is persisted and forgotten.
+
+        With ``reset_offset`` (a pull answered OFFSET_ILLEGAL: the broker's next offset) the
+        queue's offset is set to it first, so the next owner starts there (Java
+        ``DefaultMQPushConsumerImpl.pullMessage``'s OFFSET_ILLEGAL task).
 
         Orderly clustering consumers first wait (up to 1 s, off the loop) for the listener
         running on the queue to finish, then release the broker lock after the offset is
@@ -197,13 +215,17 @@ class Rebalancer:
         if pq is None:
             return
         pq.dropped = True
+        store = self.consumer.offset_store
+        if reset_offset is not None:
+            store.update_offset(mq, reset_offset, increase_only=False)
         locker = self._queue_locker()
         if locker is not None and not await asyncio.to_thread(pq.consume_lock.acquire, True, 1.0):
             log.info("group %s: %s is still being consumed; dropping it later", self.consumer.group, mq)
             return
         try:
-            self.process_queues.pop(mq, None)
-            store = self.consumer.offset_store
+            if self.process_queues.get(mq) is not pq:  # dropped meanwhile (and owned again?)
+                return
+            del self.process_queues[mq]
             await store.persist(mq, oneway=False)
             store.remove_offset(mq)
             if locker is not None:

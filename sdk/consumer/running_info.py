@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..properties import camel
-from ..protocol.bodies import ConsumerRunningInfo
+from ..protocol.bodies import ConsumerRunningInfo, SubscriptionData
+from ..protocol.message import MessageQueue
 
 if TYPE_CHECKING:
-    from .push_consumer import PushConsumer
+    from ..config import ConsumerConfig
+    from .offset_store import OffsetStore
+    from .process_queue import ProcessQueue
 
 __all__ = ["build_running_info"]
 
@@ -19,9 +23,12 @@ __all__ = ["build_running_info"]
 _NOT_SHOWN = frozenset({"rpc_hooks", "secret_key", "security_token", "ssl_context"})
 
 
-def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
-    """Settings (Java property names), subscriptions and the state of every owned queue."""
-    cfg = consumer.config
+def build_running_info(cfg: ConsumerConfig, *, orderly: bool, start_timestamp_ms: int,
+                       subscriptions: Sequence[SubscriptionData], queues: Mapping[MessageQueue, ProcessQueue],
+                       offset_store: OffsetStore | None) -> ConsumerRunningInfo:
+    """Settings (Java property names; never credentials), ``subscriptions`` and the state of
+    every owned queue in ``queues`` (committed offsets from ``offset_store``, None before
+    start). ``start_timestamp_ms``: when the consumer started, epoch ms (0: not yet)."""
     props = {}
     for f in dataclasses.fields(cfg):
         if f.name in _NOT_SHOWN:
@@ -32,16 +39,15 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
         props[camel(f.name)] = v.value if hasattr(v, "value") else str(v).lower() if isinstance(v, bool) else str(v)
     props.update({
         "PROP_NAMESERVER_ADDR": cfg.namesrv_addr or "", "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
-        "PROP_CONSUMEORDERLY": str(bool(consumer.orderly)).lower(), "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
-        "PROP_CONSUMER_START_TIMESTAMP": str(consumer.start_timestamp_ms), "PROP_CLIENT_VERSION": "V4_9_8"})
+        "PROP_CONSUMEORDERLY": str(bool(orderly)).lower(), "PROP_THREADPOOL_CORE_SIZE": str(cfg.consume_thread_max),
+        "PROP_CONSUMER_START_TIMESTAMP": str(start_timestamp_ms), "PROP_CLIENT_VERSION": "V4_9_8"})
     now_mono, now_ms = time.monotonic(), int(time.time() * 1000)
 
     def wall(mono: float) -> int:
         return now_ms - int((now_mono - mono) * 1000)
 
     table = {}
-    queues = consumer.process_queues()
-    store = consumer.offset_store if queues else None  # a consumer never started owns no queue (and no store)
+    store = offset_store
     for mq, pq in queues.items():
         low = pq.min_offset_in_flight()
         table[mq] = {
@@ -52,4 +58,4 @@ def build_running_info(consumer: PushConsumer) -> ConsumerRunningInfo:
             "lastPullTimestamp": wall(pq.last_pull_timestamp), "locked": pq.locked, "transactionMsgCount": 0,
             "transactionMsgMaxOffset": 0, "transactionMsgMinOffset": 0, "tryUnlockTimes": 0}
     return ConsumerRunningInfo(mq_table=table, properties=props,
-                               subscription_set=list(consumer.subscriptions().values()))
+                               subscription_set=list(subscriptions))

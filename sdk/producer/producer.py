@@ -130,8 +130,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
                 producer of the same client instance.
         """
         with self._lifecycle.starting():
-            if not self.config.namesrv_addr_list and not self.config.address_server:
-                raise ClientStateError("no name server: set namesrv_addr (or $NAMESRV_ADDR) or namesrv_domain")
+            self.config.check_name_server()
             inst = get_client_instance(self.config)
             inst.register_producer(self)
             inst.set_reply_processor(receive_reply_message)

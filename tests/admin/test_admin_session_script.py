@@ -44,11 +44,10 @@ def test_consumer_running_info_never_carries_credentials():
     """consumerStatus shows a consumer's settings: not its secret key (regression: it was sent
     in clear to whoever asked), no Python ``None``/``True`` (Java skips null fields, prints false)."""
     from rocketmq_sdk.consumer import PushConsumer
-    from rocketmq_sdk.consumer.running_info import build_running_info
 
     consumer = PushConsumer("creds_cg", "127.0.0.1:1", access_key="OrderService", secret_key="order-secret-1")
     consumer.subscribe("Orders", "*")
-    props = build_running_info(consumer).properties
+    props = consumer.consumer_running_info().properties
     assert "order-secret-1" not in props.values()
     assert not {"secretKey", "securityToken", "sslContext"} & set(props)
     assert not {"None", "True", "False"} & set(props.values())

@@ -20,14 +20,16 @@ OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
-def fake_consumer(sent_back: list) -> SimpleNamespace:
+def fake_context(sent_back: list) -> SimpleNamespace:
+    """A stand-in for the consumer's ``ConsumeContext``: send-backs are recorded, not sent."""
     def send_message_back(m, delay, mq):
         sent_back.append(m.queue_offset)
 
     return SimpleNamespace(
-        config=SimpleNamespace(consume_message_batch_max_size=1, consume_thread_max=8, mq_client_api_timeout=3000),
-        group="g", retry_topic="%RETRY%g", clustering=True, offset_store=OffsetTable(),
-        send_message_back=send_message_back, instance=SimpleNamespace(run=lambda result, timeout: result))
+        config=SimpleNamespace(consume_message_batch_max_size=1, consume_thread_max=8, consume_timeout=15),
+        group="g", retry_topic="%RETRY%g", clustering=True, offset_store=OffsetTable(), msg_trace=None,
+        client_id="127.0.0.1@test", timeout_s=4.0, send_message_back=send_message_back,
+        instance=SimpleNamespace(run=lambda result, timeout: result))
 
 
 def pulled(start: int, n: int) -> list[MessageExt]:
@@ -48,7 +50,7 @@ def consume_list(svc: ConsumeMessageConcurrentlyService, start: int, n: int) -> 
     msgs = pulled(start, n)
     pq.put_messages(msgs)
     svc.submit(msgs, pq, MQ)
-    wait_for(lambda: svc.consumer.offset_store.read_memory(MQ) == start + n)
+    wait_for(lambda: svc.ctx.offset_store.read_memory(MQ) == start + n)
     return pq
 
 
@@ -57,7 +59,7 @@ def service():
     made = []
 
     def make(listener, sent_back=None):
-        svc = ConsumeMessageConcurrentlyService(fake_consumer(sent_back if sent_back is not None else []), listener)
+        svc = ConsumeMessageConcurrentlyService(fake_context(sent_back if sent_back is not None else []), listener)
         made.append(svc)
         return svc
 
@@ -84,7 +86,7 @@ def test_a_fast_listener_consumes_a_whole_list_in_one_pool_task_and_commits_once
     real_remove = pq.remove_messages
     pq.remove_messages = lambda ms: removals.append(len(ms)) or real_remove(ms)  # type: ignore[method-assign]
     svc.submit(msgs, pq, MQ)
-    wait_for(lambda: svc.consumer.offset_store.read_memory(MQ) == 132)
+    wait_for(lambda: svc.ctx.offset_store.read_memory(MQ) == 132)
     assert seen == list(range(100, 132))  # every message once, in order
     assert len(set(threads)) == 1 and len(threads) == 32  # one listener call per chunk, one thread
     assert removals == [32]  # settled once

@@ -11,8 +11,10 @@ from types import SimpleNamespace
 import pytest
 from rocketmq_sdk import Message, PushConsumer
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus
+from rocketmq_sdk.consumer.allocate import AllocateMessageQueueAveragely
 from rocketmq_sdk.consumer.process_queue import ProcessQueue
 from rocketmq_sdk.consumer.pull_loop import flow_thresholds
+from rocketmq_sdk.consumer.rebalance import Rebalancer
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.protocol import MessageExt, MessageQueue
 
@@ -119,9 +121,10 @@ def test_per_topic_thresholds_are_shared_among_owned_queues():
     def fake(**cfg):
         base = {"pull_threshold_for_queue": 1000, "pull_threshold_size_for_queue": 100,
                 "pull_threshold_for_topic": -1, "pull_threshold_size_for_topic": -1}
-        pqs = {_mq(q): None for q in range(4)}
-        pqs[MessageQueue("Other", "b", 0)] = None
-        return SimpleNamespace(config=SimpleNamespace(**{**base, **cfg})), SimpleNamespace(process_queues=pqs)
+        rebalancer = Rebalancer(SimpleNamespace(group="g"), AllocateMessageQueueAveragely(),
+                                start_pulling=lambda mq, pq, offset: None)
+        rebalancer.process_queues.update({mq: ProcessQueue() for mq in [*map(_mq, range(4)), MessageQueue("Other", "b", 0)]})
+        return SimpleNamespace(**{**base, **cfg}), rebalancer
 
     assert flow_thresholds(*fake(), _mq(0)) == (1000, 100 * 1024 * 1024)
     assert flow_thresholds(*fake(pull_threshold_for_topic=100), _mq(0)) == (25, 100 * 1024 * 1024)

@@ -18,16 +18,19 @@ def _named(exporter, suffix: str) -> list:
     return [s for s in exporter.get_finished_spans() if s.name.endswith(suffix)]
 
 
-def _consume(cluster, topic: str, listener, *, orderly: bool = False, until=None) -> None:
+def _consume(cluster, topic: str, listener, *, orderly: bool = False, until=None) -> str:
+    """Consume ``topic`` with a new push consumer until ``until()`` returns; returns its client id."""
     c = PushConsumer(unique("cgtrace"), cluster.namesrv_addr, instance_name=unique("trace"), **FAST)
     c.subscribe(topic, "*")
     c.register_message_listener(listener, orderly=orderly)
     c.start()
     try:
+        client_id = c.instance.client_id
         wait_until(lambda: len(owned(c, topic)) == 4, what="queues")
         until()
     finally:
         c.shutdown()
+    return client_id
 
 
 def test_without_a_tracer_provider_no_spans_are_started(cluster, producer):
@@ -53,7 +56,8 @@ def test_process_span_is_a_child_of_the_publish_span_with_messaging_attributes(c
         inner.append(trace.get_current_span().get_span_context())  # the process span is current
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    _consume(cluster, topic, listener, until=lambda: wait_until(lambda: _named(spans, " process"), what="span"))
+    client_id = _consume(cluster, topic, listener,
+                         until=lambda: wait_until(lambda: _named(spans, " process"), what="span"))
     (publish,) = _named(spans, " publish")
     (process,) = _named(spans, " process")
     assert process.name == f"{topic} process" and process.kind is SpanKind.CONSUMER
@@ -66,6 +70,7 @@ def test_process_span_is_a_child_of_the_publish_span_with_messaging_attributes(c
     assert attrs["messaging.operation"] == "process"
     assert attrs["messaging.destination.name"] == topic
     assert attrs["messaging.rocketmq.client_group"].startswith("cgtrace")
+    assert attrs["messaging.client.id"] == client_id
     assert attrs["messaging.message.id"] == publish.attributes["messaging.message.id"]
     assert attrs["messaging.rocketmq.message.tag"] == "TagA"
     assert list(attrs["messaging.rocketmq.message.keys"]) == ["k1", "k2"]
@@ -74,6 +79,7 @@ def test_process_span_is_a_child_of_the_publish_span_with_messaging_attributes(c
     receive = _named(spans, " receive")
     assert receive and all(s.kind is SpanKind.CONSUMER for s in receive)
     assert any(link.context.span_id == publish.context.span_id for s in receive for link in s.links)
+    assert {s.attributes["messaging.client.id"] for s in receive} == {client_id}
 
 
 def test_reconsume_later_and_exceptions_mark_the_process_span_as_error(cluster, producer, spans):
@@ -111,9 +117,10 @@ def test_reconsume_later_and_exceptions_mark_the_process_span_as_error(cluster, 
 def test_orderly_listener_gets_process_spans(cluster, producer, spans):
     topic = unique("TopicTraceOrd")
     producer.send(Message(topic, b"o1"))
-    _consume(cluster, topic, lambda msgs, ctx: ConsumeOrderlyStatus.SUCCESS, orderly=True,
-             until=lambda: wait_until(lambda: _named(spans, " process"), what="span"))
+    client_id = _consume(cluster, topic, lambda msgs, ctx: ConsumeOrderlyStatus.SUCCESS, orderly=True,
+                         until=lambda: wait_until(lambda: _named(spans, " process"), what="span"))
     (publish,) = _named(spans, " publish")
     (process,) = _named(spans, " process")
     assert process.parent.span_id == publish.context.span_id
     assert process.attributes["messaging.rocketmq.consume_status"] == "SUCCESS"
+    assert process.attributes["messaging.client.id"] == client_id

@@ -7,12 +7,20 @@ import http.server
 import threading
 
 import pytest
-from rocketmq_sdk import Message, Producer, SendStatus
+from rocketmq_sdk import (
+    ConsumeConcurrentlyStatus,
+    LitePullConsumer,
+    Message,
+    Producer,
+    PullConsumer,
+    PushConsumer,
+    SendStatus,
+)
 from rocketmq_sdk.client.mq_client_api import NameServerList
 from rocketmq_sdk.client.namesrv_lookup import address_server_url, fetch_namesrv_addr
 from rocketmq_sdk.exceptions import ClientStateError
 
-from .conftest import unique
+from .conftest import unique, wait_until
 
 
 @pytest.fixture
@@ -65,6 +73,40 @@ def test_http_address_server(cluster, address_server, monkeypatch):
         assert p.send(Message(unique("TopicWs"), b"x")).send_status is SendStatus.SEND_OK
         assert sorted(p.instance.api.namesrv.addrs) == sorted(["127.0.0.1:1", cluster.namesrv_addr])
     assert paths == ["/rocketmq/nsaddr"]
+
+
+def test_consumers_start_with_only_an_address_server(cluster, address_server, monkeypatch):
+    """Push, lite-pull and pull consumers find their name servers through ``namesrv_domain`` as the
+    producer does (they used to refuse to start: "namesrv_addr is not set")."""
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    domain, paths = address_server
+    topic = unique("TopicWsC")
+    got: list = []
+    fast = {"suspend_timeout": 1000, "rebalance_interval": 500, "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
+    with Producer(unique("pg"), cluster.namesrv_addr) as p:
+        p.send(Message(topic, b"via-domain"))
+    consumer = PushConsumer(unique("cg"), namesrv_domain=domain, **fast)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(lambda msgs, ctx: got.extend(msgs) or ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    with consumer:
+        wait_until(lambda: got, timeout_s=20, what="the message through the address server's name servers")
+        assert sorted(consumer.instance.api.namesrv.addrs) == sorted(["127.0.0.1:1", cluster.namesrv_addr])
+    assert [m.body for m in got] == [b"via-domain"]
+    with LitePullConsumer(unique("cgl"), namesrv_domain=domain) as lite, PullConsumer(unique("cgp"),
+                                                                                       namesrv_domain=domain) as pull:
+        assert lite.running and pull.running
+    assert paths and set(paths) == {"/rocketmq/nsaddr"}
+
+
+def test_a_consumer_without_any_name_server_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    monkeypatch.delenv("ROCKETMQ_NAMESRV_DOMAIN", raising=False)
+    consumer = PushConsumer(unique("cg"))
+    consumer.subscribe("TopicNone", "*")
+    consumer.register_message_listener(lambda msgs, ctx: ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    with pytest.raises(ClientStateError, match="NAMESRV_ADDR"):
+        consumer.start()
+    assert consumer.state.name == "CREATE_JUST"
 
 
 def test_address_server_url_and_fetch_failure():
