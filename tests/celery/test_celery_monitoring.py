@@ -78,14 +78,14 @@ def test_events_dump_shows_worker_and_task_events(rocketmq_cluster, tmp_path):
     try:
         with running_worker(env, tmp_path, "-P", "threads", "-c", "2", "-E") as worker:
             wait_ready(app, worker)
-            # celery's dumper writes "<hostname> [<time>] heartbeat: ..." for worker-heartbeat
+            # celery's dumper writes "<hostname> [<time>] started: ..." (worker-online), "heartbeat: ..."
             wait_until(lambda: f"{worker.name} [" in dump_log.read_text(errors="replace"), 60,
                        "the worker's events in the dump")
             assert RemoteTask(app, "add").delay(2, 3).get(timeout=30) == 5
             wait_until(lambda: "task succeeded" in dump_log.read_text(errors="replace"), 60,
                        "task-succeeded in the dump")
         text = dump_log.read_text(errors="replace")
-        assert "task received" in text and "task started" in text and "heartbeat:" in text
+        assert "task received" in text and "task started" in text
     finally:
         dump.terminate()
         dump.wait(20)
