@@ -113,7 +113,9 @@ def run_suite(broker_url: str, redis_port: int, args: list[str], junit: Path,
     root = suite_dir()
     env = dict(os.environ, TEST_BROKER=broker_url, TEST_BACKEND=f"redis://127.0.0.1:{redis_port}/0",
                REDIS_HOST="127.0.0.1", REDIS_PORT=str(redis_port),
-               PYTHONPATH=os.pathsep.join([str(root), str(HERE)]))
+               PYTHONPATH=os.pathsep.join([str(root), str(HERE)]),
+               # tests run the ``celery`` command by name: the venv's, also when it is not activated
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     env.pop("DJANGO_SETTINGS_MODULE", None)
     ini = root / "pytest-rocketmq.ini"
     ini.write_text(INI)
