@@ -178,9 +178,27 @@ class Channel(virtual.Channel):
         found = kind.lookup(registry.table(exchange), exchange, routing_key, None)
         if not found:
             found = kind.lookup(registry.table(exchange, refresh=True), exchange, routing_key, None)
+        if not found:
+            found = self._bind_again(exchange, routing_key)
         if not found and (default or self.deadletter_queue):
             return super()._lookup(exchange, routing_key, default)
         return sorted(found)
+
+    def _bind_again(self, exchange: str, routing_key: str) -> list[str]:
+        """The queues this process bound to ``exchange`` that take ``routing_key`` when the
+        shared table has none of them (a restarted reference name server keeps no KV config):
+        they are bound again on the name servers, so the message is routed instead of dropped."""
+        kind = self.typeof(exchange)
+        table = [kind.prepare_bind(queue, ex, rk, args)
+                 for (queue, ex, rk), args in list(self.state.bindings.items()) if ex == exchange]
+        found = kind.lookup(table, exchange, routing_key, None)
+        if found:
+            log.warning("bindings of exchange %s missing on the name servers (restarted?): binding %s again",
+                        exchange, ", ".join(sorted(found)))
+            for rk, pattern, queue in table:
+                if queue in found:
+                    self.client.registry.bind(exchange, rk, pattern, queue)
+        return found
 
     def _delete(self, queue: str, *args: Any, **kwargs: Any) -> None:
         """Delete ``queue``: its bindings (every exchange), its messages (the group moves to the

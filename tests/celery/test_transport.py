@@ -444,3 +444,20 @@ def test_celery_task_past_its_expires_reaches_the_worker_plain_ttl_message_does_
         while len(got) < 2:
             conn.drain_events(timeout=10)
     assert got == ["task", "live"]
+
+
+def test_a_binding_lost_on_the_name_servers_is_bound_again_by_its_declaring_process(conn):
+    """A restarted reference name server keeps no KV config: the exchange's shared binding
+    table is empty, and a publish routed through it would be dropped (kombu: "no queues bound").
+    The process that declared the binding binds it again and the message is delivered."""
+    q = kombu.Queue("healed", kombu.Exchange("healx", "direct"), routing_key="rk")
+    publish_to = kombu.Producer(conn.default_channel, exchange=q.exchange)
+    publish_to.publish("before", routing_key="rk", declare=[q], serializer="json")
+    registry = conn.transport.broker_client.registry
+    (binding,) = registry.table("healx", refresh=True)
+    registry.unbind("healx", *binding)                       # what a name server restart loses
+    assert registry.table("healx", refresh=True) == []
+    publish_to.publish("after", routing_key="rk", serializer="json")
+    got = consume(conn, q, 2)
+    assert [m.payload for m in got] == ["before", "after"]
+    assert registry.table("healx", refresh=True) == [binding]
