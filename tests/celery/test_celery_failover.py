@@ -29,10 +29,7 @@ class Servers:
 
     def __init__(self, root) -> None:
         self.root = root
-        self.namesrv = subprocess.Popen([sys.executable, "-c",
-                                         "from rocketmq_broker.cli import namesrv_main; namesrv_main()", "-p", "0"],
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.namesrv_addr = read_announcements(self.namesrv, 30)["NAMESRV"]
+        self.namesrv_addr = self._start_namesrv("0")
         self.broker_port = free_broker_port()
         conf = root / "broker.conf"
         conf.write_text(f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\n"
@@ -42,6 +39,19 @@ class Servers:
         self.conf = conf
         self.broker: subprocess.Popen | None = None
         self.start_broker()
+
+    def _start_namesrv(self, port: str) -> str:
+        self.namesrv = subprocess.Popen([sys.executable, "-c",
+                                         "from rocketmq_broker.cli import namesrv_main; namesrv_main()", "-p", port],
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return read_announcements(self.namesrv, 30)["NAMESRV"]
+
+    def restart_namesrv(self) -> None:
+        """Stop the name server and start a new one on the same port (no state: the reference
+        name server keeps routes and KV config in memory)."""
+        self.namesrv.terminate()
+        self.namesrv.wait(20)
+        assert self._start_namesrv(self.namesrv_addr.rsplit(":", 1)[1]) == self.namesrv_addr
 
     def start_broker(self) -> None:
         self.broker = subprocess.Popen([sys.executable, "-c",
@@ -121,3 +131,20 @@ def test_broker_restart_under_a_running_worker(setup, servers):
             channel = conn.default_channel
             wait_until(lambda: channel._size("late") == 0, 30, "the group to commit every offset of 'late'")
         assert started(marks, "restart") == [str(worker.proc.pid)]
+
+
+def test_name_server_restart_under_a_running_worker(setup, servers):
+    """The name server goes away and comes back empty while an acks_late task runs: the task
+    finishes once, new tasks run (the client binds its lost bindings again)."""
+    app, env, marks = setup
+    add, hold = RemoteTask(app, "add"), RemoteTask(app, "hold")
+    with running_worker(env, marks, "-P", "threads", "-c", "2") as worker:
+        wait_ready(app, worker)
+        assert add.delay(1, 1).get(timeout=30) == 2
+        running = hold.delay("ns-restart")
+        wait_until(lambda: started(marks, "ns-restart"), 30, "the acks_late task to start")
+        servers.restart_namesrv()
+        (marks / "ns-restart.release").touch()
+        assert running.get(timeout=90) == worker.proc.pid
+        assert add.delay(2, 3).get(timeout=90) == 5
+    assert started(marks, "ns-restart") == [str(worker.proc.pid)]
