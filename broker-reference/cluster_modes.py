@@ -7,7 +7,12 @@ mode               brokers (``brokerName``, ``brokerId``, ``brokerRole``)
 ``2m``             broker-a 0, broker-b 0, both ASYNC_MASTER
 ``2m-2s-async``    broker-a/broker-b 0 ASYNC_MASTER, each with a SLAVE 1 (asynchronous replication)
 ``2m-2s-sync``     broker-a/broker-b 0 SYNC_MASTER, each with a SLAVE 1 (synchronous double write)
+``dledger``        broker-a n0/n1/n2: one DLedger group of three (automatic failover, issue 27)
+``2x-dledger``     broker-a and broker-b, each a DLedger group of three
 =================  ===========================================================================
+
+In the DLedger modes the second field is the member number (``dLegerSelfId`` ``n<number>``), not
+the broker id: the elected leader registers as brokerId 0, the others as number + 1.
 
 Every mode other than ``1m`` runs the name server and each broker as **separate processes**
 (``python -m rocketmq_broker namesrv`` / ``broker -c <conf>``), so that one broker can be killed
@@ -23,6 +28,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 #: mode → [(brokerName, brokerId, brokerRole)], masters first
@@ -33,7 +39,22 @@ MODES: dict[str, list[tuple[str, int, str]]] = {
                     ("broker-a", 1, "SLAVE"), ("broker-b", 1, "SLAVE")],
     "2m-2s-sync": [("broker-a", 0, "SYNC_MASTER"), ("broker-b", 0, "SYNC_MASTER"),
                    ("broker-a", 1, "SLAVE"), ("broker-b", 1, "SLAVE")],
+    "dledger": [("broker-a", i, "DLEDGER") for i in range(3)],
+    "2x-dledger": [(name, i, "DLEDGER") for name in ("broker-a", "broker-b") for i in range(3)],
 }
+
+
+def dledger_confs(mode: str, free_port: Callable[[], int]) -> dict[tuple[str, int], dict[str, str]]:
+    """broker.conf keys of the DLedger members of ``mode`` (none for other modes): group =
+    brokerName, ids ``n0``…, a DLedger port per member from ``free_port()``."""
+    members = [(name, i) for name, i, role in MODES[mode] if role == "DLEDGER"]
+    ports = {m: free_port() for m in members}
+    out = {}
+    for name, i in members:
+        peers = ";".join(f"n{j}-127.0.0.1:{ports[(n, j)]}" for n, j in members if n == name)
+        out[(name, i)] = {"enableDLegerCommitLog": "true", "dLegerGroup": name, "dLegerPeers": peers,
+                          "dLegerSelfId": f"n{i}", "brokerId": "0", "brokerRole": "ASYNC_MASTER"}
+    return out
 
 
 @dataclass

@@ -8,6 +8,7 @@ import dataclasses
 import os
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from rocketmq_sdk.remoting.loop import new_event_loop, resolve_event_loop
 
 from .broker.config import BrokerConfig
 from .broker.controller import BrokerController
-from .cluster_modes import MODES, DevBroker, pin_ports, spawn, stop_process, write_broker_conf
+from .cluster_modes import MODES, DevBroker, dledger_confs, pin_ports, spawn, stop_process, write_broker_conf
 from .namesrv.server import NameServer, NamesrvConfig
 
 
@@ -38,7 +39,8 @@ class DevCluster:
     Attributes:
         namesrv_addr / broker_addr: the name server and the (first) master broker.
         store_dir: the store root.
-        mode: ``1m``, ``2m``, ``2m-2s-async`` or ``2m-2s-sync`` (see ``rocketmq_broker.cluster_modes``).
+        mode: ``1m``, ``2m``, ``2m-2s-async``, ``2m-2s-sync``, ``dledger`` or ``2x-dledger`` (see
+            ``rocketmq_broker.cluster_modes``).
         brokers: every broker process of a multi-process mode (:class:`DevBroker`: name, id,
             role, addr, ha_addr, pid), masters first; ``[]`` in mode ``1m``.
     """
@@ -132,9 +134,10 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
         in_process: run on a background asyncio thread in this process instead of a child
             process (faster to start; shares this process's GIL).
         broker_config: extra :class:`BrokerConfig` fields (snake_case), in-process mode only,
-            plus ``flush_disk_type``, ``mapped_file_size_commit_log`` and ``busy_poll_us`` in
-            both modes (``busy_poll_us`` is meant for the child process: in-process, polling
-            takes the GIL from this process's threads).
+            plus ``flush_disk_type``, ``mapped_file_size_commit_log``, ``busy_poll_us`` and
+            ``enable_property_filter`` and ``broker_version`` (``"5.3.3"``: POP and timers,
+            docs/rocketmq5.md) in both modes (``busy_poll_us`` is meant for the child process:
+            in-process, polling takes the GIL from this process's threads).
         start_timeout_s: how long to wait for both servers.
         ssl_context: serve TLS only, on both servers, with this server context (in-process
             mode only); the broker registers with the name server over TLS without verifying
@@ -142,7 +145,9 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
         event_loop: the servers' loop, ``"auto"`` (uvloop when installed), ``"asyncio"`` or
             ``"uvloop"``; ``$ROCKETMQ_EVENT_LOOP`` overrides it.
         cluster: deployment mode, ``"1m"`` (default: one name server and one broker, as
-            above), ``"2m"``, ``"2m-2s-async"`` or ``"2m-2s-sync"`` (see
+            above), ``"2m"``, ``"2m-2s-async"``, ``"2m-2s-sync"``, ``"dledger"`` or
+            ``"2x-dledger"`` (DLedger groups of three: a member's ``broker_id`` here is its
+            number ``n<i>``, see
             ``rocketmq_broker.cluster_modes``): a name server process and one process per
             broker; ``broker_config`` then takes broker.conf keys (camelCase or snake_case)
             for every broker; ``in_process`` and ``ssl_context`` are not available.
@@ -175,6 +180,10 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
         cmd += ["--commit-log-file-size", str(extra["mapped_file_size_commit_log"])]
     if extra.get("busy_poll_us"):
         cmd += ["--busy-poll-us", str(int(extra["busy_poll_us"]))]
+    if extra.get("enable_property_filter"):
+        cmd += ["--enable-property-filter"]
+    if extra.get("broker_version"):
+        cmd += ["--broker-version", str(extra["broker_version"])]
     os.makedirs(store_dir, exist_ok=True)
     err_path = os.path.join(store_dir, "dev-cluster.log")
     err = open(err_path, "ab")  # noqa: SIM115 - handed to the child
@@ -207,9 +216,10 @@ def _start_multi(mode: str, store_dir: str | None, extra: dict, timeout_s: float
         cluster._namesrv_proc = spawn(["namesrv", "-p", "0", "--event-loop", event_loop],
                                       os.path.join(store_dir, "namesrv.log"))
         cluster.namesrv_addr = read_announcements(cluster._namesrv_proc, timeout_s)["NAMESRV"]
+        dledger = dledger_confs(mode, _free_port)
         for name, bid, role in MODES[mode]:
             b = DevBroker(name, bid, role, os.path.join(store_dir, f"{name}-{bid}"))
-            write_broker_conf(b, cluster.namesrv_addr, props)
+            write_broker_conf(b, cluster.namesrv_addr, {**props, **dledger.get((name, bid), {})})
             cluster.brokers.append(b)
             _launch_broker(b, timeout_s, event_loop)
             pin_ports(b)
@@ -218,6 +228,27 @@ def _start_multi(mode: str, store_dir: str | None, extra: dict, timeout_s: float
         raise DevClusterError(f"dev cluster {mode} did not start: {exc}") from None
     cluster.broker_addr = cluster.brokers[0].addr
     return cluster
+
+
+def _free_port() -> int:
+    """A free 127.0.0.1 port below the kernel's ephemeral range (so that no process binding
+    port 0 meanwhile takes it before its broker does): a port that must be known before the
+    process starts, as a DLedger member's address in every member's ``dLegerPeers``."""
+    return free_fixed_port()
+
+
+def free_fixed_port(low: int = 20000, high: int = 32000) -> int:
+    """A port of [low, high) that is free now on 127.0.0.1 (random probes)."""
+    import random
+    for _ in range(200):
+        port = random.randrange(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port in [{low}, {high})")
 
 
 def _launch_broker(b: DevBroker, timeout_s: float, event_loop: str) -> None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rocketmq_sdk.protocol import fastjson
+from rocketmq_sdk.protocol.codes import V2_SEND_CODES as _V2_CODES
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.headers import V2Field
 from rocketmq_sdk.protocol.validators import group_problem, topic_problem
 from rocketmq_sdk.remoting import Channel, RemotingCommand, RemotingServer
 from rocketmq_sdk.remoting.channel import bad_input_log
@@ -26,11 +28,9 @@ __all__ = ["install", "name_refusal", "request_name_problem"]
 #: header fields (Java names) holding a topic / a group
 TOPIC_FIELDS = ("topic", "defaultTopic", "originTopic")
 GROUP_FIELDS = ("group", "consumerGroup", "producerGroup", "groupName", "srcGroup", "destGroup", "compareGroup")
-#: SendMessageRequestHeaderV2's one-letter fields: a = producerGroup, b = topic, c = defaultTopic
-_V2_CODES = frozenset({int(RequestCode.SEND_MESSAGE_V2), int(RequestCode.SEND_BATCH_MESSAGE),
-                       int(RequestCode.SEND_REPLY_MESSAGE_V2)})
-_V2_TOPIC_FIELDS = ("b", "c")
-_V2_GROUP_FIELDS = ("a",)
+#: SendMessageRequestHeaderV2's one-letter fields holding a topic / a group
+_V2_TOPIC_FIELDS = (V2Field.TOPIC, V2Field.DEFAULT_TOPIC)
+_V2_GROUP_FIELDS = (V2Field.PRODUCER_GROUP,)
 
 _HEART_BEAT = int(RequestCode.HEART_BEAT)
 _LOCK_CODES = frozenset({int(RequestCode.LOCK_BATCH_MQ), int(RequestCode.UNLOCK_BATCH_MQ)})

@@ -25,11 +25,15 @@ from .consumer import (
     MessageSelector,
     PullConsumer,
     PushConsumer,
+    SimpleConsumer,
 )
 from .exceptions import (
     ClientStateError,
     FrameError,
     IllegalArgumentError,
+    IllegalOperationError,
+    InvalidParameterError,
+    MessageIllegalError,
     MQBrokerError,
     MQClientError,
     MQError,
@@ -38,7 +42,9 @@ from .exceptions import (
     RemotingSendRequestError,
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
+    RequestCodeNotSupportedError,
     RequestTimeoutError,
+    SubscriptionGroupNotExistError,
     TopicNotExistError,
 )
 from .lifecycle import ServiceState
@@ -78,6 +84,7 @@ __all__ = [
     "LitePullConsumer",
     "MessageSelector",
     "PullConsumer",
+    "SimpleConsumer",
     "ConsumeFromWhere",
     "MessageModel",
     "PushConsumer",
@@ -112,6 +119,11 @@ __all__ = [
     "ProducerSettings",
     # errors (rocketmq_sdk.exceptions): every class of the tree
     "FrameError",
+    "IllegalOperationError",
+    "InvalidParameterError",
+    "MessageIllegalError",
+    "RequestCodeNotSupportedError",
+    "SubscriptionGroupNotExistError",
     "RemotingSendRequestError",
     "RemotingTooMuchRequestError",
     # the clients' lifecycle (rocketmq_sdk.lifecycle) and retries (rocketmq_sdk.retry)

@@ -222,6 +222,19 @@ static inline void put_slot(PyObject *obj, Py_ssize_t offset, PyObject *value) {
 
 /* ---- the module ---------------------------------------------------------------------------- */
 
+/* one item of a properties string (docs/protocol.md §4.1) starting at p[i]: returns the item's end (its \x02,
+ * or n); *sep is the item's first \x01, or the end when it has none */
+HELPER Py_ssize_t prop_item(const unsigned char *p, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *sep) {
+    Py_ssize_t j = i;
+    while (j < n && p[j] != 2)
+        j++;
+    Py_ssize_t s = i;
+    while (s < j && p[s] != 1)
+        s++;
+    *sep = s;
+    return j;
+}
+
 /* ``static struct PyModuleDef module`` of a twin whose method table is ``methods`` */
 #define TWIN_MODULE(name, doc)                                                                     \
     static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, name, doc, -1, methods, NULL, NULL, NULL, NULL}

@@ -12,8 +12,9 @@ the twin of the one Python module beside it, named after it (as aiokafka's ``_cr
     store/commit_log.py              store/_ccommit_log.c               one CommitLog record
     store/batch_records.py           store/_cbatch_records.c            batch and plain single-send records
     store/index_file.py              store/_cindex_file.c               IndexFile writes
+    spark/arrow_records.py           spark/_carrow_records.c            pull bodies into Arrow columns
 
-(``store/`` is ``broker-reference/store/``; helpers the twins share are in ``sdk/_chelpers.h`` and
+(``store/`` is ``broker-reference/store/``, ``spark/`` is ``integrations/spark/``; helpers the twins share are in ``sdk/_chelpers.h`` and
 ``broker-reference/store/_crecord.h``.) The Python module loads its twin with :func:`load` into a
 module attribute of the twin's name (``message_codec._cmessage_codec``) and keeps the behaviour in
 Python as the reference and the fallback, used when the extension is missing or when the

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .exceptions import ClientStateError, IllegalArgumentError
+from .protocol.acl import AclClientRPCHook
 from .protocol.bodies import ConsumeFromWhere, MessageModel
 from .protocol.codes import DEFAULT_TOPIC
+from .remoting.loop import resolve_event_loop
 
-__all__ = ["ClientConfig", "ConsumerConfig", "LitePullConsumerConfig", "ProducerConfig", "local_ip",
-           "split_namesrv_addr"]
+__all__ = ["DEFAULT_SUBGROUP", "ClientConfig", "ConsumerConfig", "LitePullConsumerConfig", "ProducerConfig",
+           "address_server_url", "local_ip", "split_namesrv_addr"]
 
 C = TypeVar("C", bound="ClientConfig")
 
@@ -37,6 +39,36 @@ def split_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
         value = os.environ.get("NAMESRV_ADDR", "")
     parts = value.split(";") if isinstance(value, str) else list(value)
     return [p.strip() for p in parts if p and p.strip()]
+
+
+#: the address server path when ``namesrv_domain_subgroup`` is not set (Java ``rocketmq.namesrv.domain.subgroup``)
+DEFAULT_SUBGROUP = "nsaddr"
+
+
+def address_server_url(domain: str, subgroup: str = DEFAULT_SUBGROUP) -> str:
+    """The URL of the address server of ``namesrv_domain`` (Java ``MixAll.getWSAddr``): port 8080
+    unless ``domain`` has one, path ``/rocketmq/<subgroup>``; a full ``http(s)://`` URL is used as
+    given."""
+    if domain.startswith(("http://", "https://")):
+        return domain
+    host = domain if ":" in domain else f"{domain}:8080"
+    return f"http://{host}/rocketmq/{subgroup}"
+
+
+#: the client protocols: Apache RocketMQ's remoting (name servers + brokers) or 5.x gRPC (a proxy)
+PROTOCOLS = ("remoting", "grpc")
+
+
+def wants_grpc(protocol: str, namesrv_addr: str | None) -> bool:
+    """True when a client is asked for RocketMQ 5's gRPC API: ``protocol="grpc"`` or an address
+    ``grpc://...`` / ``grpcs://...``.
+
+    Raises:
+        IllegalArgumentError: ``protocol`` is neither ``"remoting"`` nor ``"grpc"``.
+    """
+    if protocol not in PROTOCOLS:
+        raise IllegalArgumentError(f"protocol must be 'remoting' or 'grpc', got {protocol!r}")
+    return protocol == "grpc" or str(namesrv_addr or "").startswith(("grpc://", "grpcs://"))
 
 
 def local_ip() -> str:
@@ -84,11 +116,16 @@ class ClientConfig:
             (an error when uvloop is missing). The environment variable
             ``ROCKETMQ_EVENT_LOOP`` overrides it. Only the I/O thread is affected (async sends,
             consumers, routes, heartbeats); your own asyncio loop is never replaced.
+        use_heartbeat_v2: RocketMQ 5.x heartbeat v2 (Java ``useHeartbeatV2``, False): a full
+            heartbeat with a ``heartbeatFingerprint`` when the subscriptions changed or the broker
+            asks for it (``IS_SUB_CHANGE``), else a short one without subscriptions
+            (``withoutSub``). Brokers that do not announce ``IS_SUPPORT_HEART_BEAT_V2`` (4.x)
+            always get full heartbeats.
     """
 
     namesrv_addr: str | None = None
     namesrv_domain: str | None = None
-    namesrv_domain_subgroup: str = "nsaddr"
+    namesrv_domain_subgroup: str = DEFAULT_SUBGROUP
     instance_name: str = "DEFAULT"
     client_ip: str | None = None
     unit_name: str | None = None
@@ -104,6 +141,7 @@ class ClientConfig:
     use_tls: bool = False
     ssl_context: ssl.SSLContext | None = None
     event_loop: str = "auto"
+    use_heartbeat_v2: bool = False
 
     @classmethod
     def from_kwargs(cls: type[C], **kwargs: Any) -> C:
@@ -124,8 +162,6 @@ class ClientConfig:
         if "rpc_hooks" in kwargs:
             kwargs["rpc_hooks"] = tuple(kwargs["rpc_hooks"] or ())
         if "event_loop" in kwargs:
-            from .remoting.loop import resolve_event_loop
-
             resolve_event_loop(kwargs["event_loop"])  # an unknown name or a missing uvloop: fail now
         return cls(**kwargs)
 
@@ -135,8 +171,6 @@ class ClientConfig:
         request as the other hooks left it)."""
         hooks = list(self.rpc_hooks)
         if self.access_key:
-            from .protocol.acl import AclClientRPCHook
-
             hooks.append(AclClientRPCHook(self.access_key, self.secret_key or "", self.security_token))
         return hooks
 
@@ -156,8 +190,6 @@ class ClientConfig:
     @property
     def address_server(self) -> str | None:
         """The address server URL, when ``namesrv_domain`` (or ``$ROCKETMQ_NAMESRV_DOMAIN``) is set."""
-        from .client.namesrv_lookup import address_server_url
-
         domain = self.namesrv_domain or os.environ.get("ROCKETMQ_NAMESRV_DOMAIN")
         return address_server_url(domain, self.namesrv_domain_subgroup) if domain else None
 

@@ -38,6 +38,7 @@ class ClientSettings(TypedDict, total=False):
     use_tls: bool
     ssl_context: ssl.SSLContext | None
     event_loop: str
+    use_heartbeat_v2: bool
 
 
 class ProducerSettings(ClientSettings, total=False):

@@ -9,7 +9,12 @@
     │   └── ClientStateError         start()/shutdown() order, use after fork
     ├── MQBrokerError                the broker (or name server) answered with a non-success
     │   │                            response code; ``.code`` and ``.remark`` hold the answer
-    │   └── TopicNotExistError       response code 17 TOPIC_NOT_EXIST (route lookup)
+    │   ├── TopicNotExistError       response code 17 TOPIC_NOT_EXIST (route lookup)
+    │   ├── RequestCodeNotSupportedError  3: the server does not know the request (e.g. POP on 4.x)
+    │   ├── SubscriptionGroupNotExistError  26 (5.x: offset commits of unknown groups)
+    │   ├── InvalidParameterError    29 INVALID_PARAMETER (5.x)
+    │   ├── MessageIllegalError      13 MESSAGE_ILLEGAL (size, properties, timer delay)
+    │   └── IllegalOperationError    604 ILLEGAL_OPERATION (5.x, e.g. a bad recall handle)
     ├── RequestTimeoutError          request-reply: the request was sent but no reply came back
     │                                in time (also a builtin ``TimeoutError``)
     └── RemotingError                the network layer failed
@@ -61,6 +66,36 @@ class MQBrokerError(MQError):
 
 class TopicNotExistError(MQBrokerError):
     """No route for the topic (response code 17 TOPIC_NOT_EXIST)."""
+
+
+class RequestCodeNotSupportedError(MQBrokerError):
+    """Response code 3: the server does not serve this request (e.g. POP_MESSAGE on a 4.x broker)."""
+
+
+class SubscriptionGroupNotExistError(MQBrokerError):
+    """Response code 26 SUBSCRIPTION_GROUP_NOT_EXIST (5.x also answers it to offset commits)."""
+
+
+class InvalidParameterError(MQBrokerError):
+    """Response code 29 INVALID_PARAMETER (RocketMQ 5.x)."""
+
+
+class MessageIllegalError(MQBrokerError):
+    """Response code 13 MESSAGE_ILLEGAL (message too large, bad properties, timer delay too long)."""
+
+
+class IllegalOperationError(MQBrokerError):
+    """Response code 604 ILLEGAL_OPERATION (RocketMQ 5.x, e.g. a recall handle of another topic)."""
+
+
+_BY_CODE: dict[int, type[MQBrokerError]] = {3: RequestCodeNotSupportedError, 13: MessageIllegalError,
+                                            26: SubscriptionGroupNotExistError, 29: InvalidParameterError,
+                                            604: IllegalOperationError}
+
+
+def broker_error(code: int, remark: str | None = None, addr: str | None = None) -> MQBrokerError:
+    """The :class:`MQBrokerError` (subclass where one exists for ``code``) for a refused request."""
+    return _BY_CODE.get(int(code), MQBrokerError)(code, remark, addr)
 
 
 def topic_missing_remark(topic: str, namesrv_addrs: list[str] | None = None) -> str:

@@ -139,27 +139,39 @@ class RetryPolicy:
         retry_on_result: which *results* are failures worth another attempt (default: none),
             e.g. a send status other than ``SEND_OK``. When the retries are used up the last
             result is returned, not raised.
+        refresh_route_on_error: which exceptions mean the route that chose the address is
+            stale (default: none), so the caller refreshes it before the next attempt: the
+            producer's sends, on connection refused/reset or SERVICE_NOT_AVAILABLE (14), as a
+            broker name's master moved (DLedger failover) — not a Java setting (Java waits for
+            its 30 s route poll).
 
     The policy holds no per-call state: ``failures`` is passed in, so one instance serves every
     thread and every send in flight.
     """
 
-    __slots__ = ("retries", "backoff", "retry_on_error", "retry_on_result")
+    __slots__ = ("retries", "backoff", "retry_on_error", "retry_on_result", "refresh_route_on_error")
 
     def __init__(self, retries: int | None, *, backoff: Backoff = NO_BACKOFF,
                  retry_on_error: Callable[[BaseException], bool] = _any_mq_error,
-                 retry_on_result: Callable[[Any], bool] | None = None) -> None:
+                 retry_on_result: Callable[[Any], bool] | None = None,
+                 refresh_route_on_error: Callable[[BaseException], bool] | None = None) -> None:
         if retries is not None and retries < 0:
             raise ValueError(f"retries must be >= 0 or None, got {retries}")
         self.retries = retries
         self.backoff = backoff
         self.retry_on_error = retry_on_error
         self.retry_on_result = retry_on_result
+        self.refresh_route_on_error = refresh_route_on_error
 
     def with_retries(self, retries: int | None) -> RetryPolicy:
         """The same policy with another retry count."""
         return RetryPolicy(retries, backoff=self.backoff, retry_on_error=self.retry_on_error,
-                           retry_on_result=self.retry_on_result)
+                           retry_on_result=self.retry_on_result, refresh_route_on_error=self.refresh_route_on_error)
+
+    def stale_route(self, error: BaseException) -> bool:
+        """Does ``error`` mean the route that chose the failed address is stale?"""
+        check = self.refresh_route_on_error
+        return check is not None and check(error)
 
     def retry_error(self, failures: int, error: BaseException) -> bool:
         """After ``failures`` (≥ 1) failed attempts, the last raising ``error``: try again?"""

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from rocketmq_sdk.protocol.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, verify
 from rocketmq_sdk.protocol.bodies import HeartbeatData
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.headers import V2Field
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 from rocketmq_sdk.remoting.channel import bad_input_log
 
@@ -195,9 +196,9 @@ class PlainAccessValidator:
         try:
             if code == RequestCode.SEND_MESSAGE or code == RequestCode.SEND_MESSAGE_V2:
                 v2 = code == RequestCode.SEND_MESSAGE_V2
-                topic = ext.get("b" if v2 else "topic")
+                topic = ext.get(V2Field.TOPIC if v2 else "topic")
                 if topic is not None and _is_retry(str(topic)):
-                    add_group(ext.get("a" if v2 else "group"))
+                    add_group(ext.get(V2Field.PRODUCER_GROUP if v2 else "group"))
                 else:
                     add(topic, PUB)
             elif code == RequestCode.CONSUMER_SEND_MSG_BACK:

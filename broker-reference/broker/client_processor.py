@@ -18,6 +18,7 @@ from rocketmq_sdk.protocol.headers import (
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
 from .client_manager import ClientChannelInfo
+from .v5_heartbeat import HeartbeatV2
 
 if TYPE_CHECKING:
     from .controller import BrokerController
@@ -28,6 +29,7 @@ log = logging.getLogger("rocketmq_broker")
 class ClientProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self.broker = broker
+        self.v2 = HeartbeatV2()
 
     def register(self, server) -> None:
         server.register_processor(RequestCode.HEART_BEAT, self.heartbeat)
@@ -41,7 +43,10 @@ class ClientProcessor:
         b = self.broker
         hb = HeartbeatData.from_json(cmd.body)
         ch.attributes["client_id"] = hb.client_id
-        for cd in hb.consumers:
+        consumers, ext = hb.consumers, None
+        if b.config.is_v5:  # heartbeat v2 (issue 32)
+            consumers, ext = self.v2.resolve(hb, self._stored_subscriptions)
+        for cd in consumers:
             sg = b.groups.find(cd.group_name)  # auto-creates the group's settings, as Java does
             if sg is not None and cd.message_model == MessageModel.CLUSTERING:
                 _, created = b.topics.create_system(retry_topic(cd.group_name), max(sg.retry_queue_nums, 1))
@@ -52,7 +57,11 @@ class ClientProcessor:
                 b.notify_consumer_ids_changed(cd.group_name)
         for group in hb.producer_groups:
             b.producers.register(group, ClientChannelInfo(ch, hb.client_id, cmd.language, cmd.version))
-        return cmd.response(ResponseCode.SUCCESS)
+        return cmd.response(ResponseCode.SUCCESS, ext_fields=ext)
+
+    def _stored_subscriptions(self, group: str):
+        g = self.broker.consumers.groups.get(group)
+        return None if g is None else list(g.subscriptions.values())
 
     def check_client_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         """CHECK_CLIENT_CONFIG (46): can this broker filter the body's ``subscriptionData``?"""
@@ -93,5 +102,10 @@ class ClientProcessor:
 
     def update_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
+        if self.broker.config.is_v5:  # 5.x validates commits (../shared/docs/rocketmq5-remoting.md §8.1)
+            if h.consumer_group not in self.broker.groups.table:
+                return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.consumer_group} not exist!")
+            if self.broker.topics.get(h.topic or "") is None:
+                return cmd.response(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
         self.broker.offsets.commit(h.consumer_group or "", h.topic or "", h.queue_id or 0, h.commit_offset or 0)
         return cmd.response(ResponseCode.SUCCESS)

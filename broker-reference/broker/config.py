@@ -134,6 +134,22 @@ class BrokerConfig:
             PULL_RETRY_IMMEDIATELY (``offsetCheckInSlave``, false).
         slave_sync_interval: SlaveSynchronize period (10000 ms, first run 3000 ms after start;
             not a Java key: Java hard-codes both).
+
+    RocketMQ 5.x (issue 32, docs/rocketmq5.md; 5.3.3 ``BrokerConfig`` / ``MessageStoreConfig`` keys):
+        broker_version: ``4.9.8`` (default; the environment variable ``ROCKETMQ_BROKER_VERSION``
+            changes the default, e.g. for ``make test-rmq5``) or a 5.x version such as ``5.3.3``
+            (``brokerVersion``, not a Java key): a 5.x broker serves POP (POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE,
+            CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION, POLLING_INFO) and timer messages and answers
+            heartbeats as 5.x does; a 4.9.8 one answers those codes REQUEST_CODE_NOT_SUPPORTED.
+        revive_interval: how often un-acked POP messages past their invisible time are copied to
+            the POP retry topic (``reviveInterval``, 1000 ms).
+        revive_queue_num: range of ``reviveQid`` in POP answers (``reviveQueueNum``, 8).
+        pop_from_retry_probability: % of pops that read the POP retry topic first
+            (``popFromRetryProbability``, 20).
+        pop_polling_size: held POP requests per topic and group before POLLING_FULL
+            (``popPollingSize``, 1024).
+        timer_precision_ms: timer-message granularity (``timerPrecisionMs``, 1000 ms).
+        timer_max_delay_sec: longest timer delay (``timerMaxDelaySec``, 259200 s = 3 days).
     """
 
     broker_cluster_name: str = "DefaultCluster"
@@ -184,6 +200,15 @@ class BrokerConfig:
     offset_check_in_slave: bool = False
     slave_sync_interval: int = 10_000
     # -- end of replication keys ------------------------------------------------------------
+    # -- RocketMQ 5.x (issue 32; docs/rocketmq5.md) -------------------------------------------
+    broker_version: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_BROKER_VERSION") or "4.9.8")
+    revive_interval: int = 1000
+    revive_queue_num: int = 8
+    pop_from_retry_probability: int = 20
+    pop_polling_size: int = 1024
+    timer_precision_ms: int = 1000
+    timer_max_delay_sec: int = 259200
+    # -- end of 5.x keys -------------------------------------------------------------------
     store: StoreConfig = field(default_factory=StoreConfig, metadata=INLINE)
 
     def __init__(self, *, store: StoreConfig | None = None, **settings: Any) -> None:
@@ -208,6 +233,12 @@ class BrokerConfig:
             setattr(self.store, name, value)
         else:
             object.__setattr__(self, name, value)
+
+    @property
+    def is_v5(self) -> bool:
+        """True when ``broker_version`` is 5.x or later (the broker answers as a 5.x broker)."""
+        major = str(self.broker_version).strip().split(".", 1)[0]
+        return major.isdigit() and int(major) >= 5
 
     @property
     def broker_addr(self) -> str:

@@ -8,6 +8,7 @@ import logging
 import os
 import time
 import zlib
+from typing import TYPE_CHECKING
 
 from rocketmq_broker import request_guard
 from rocketmq_broker.filter.consumer_filter import ConsumerFilterManager
@@ -18,7 +19,7 @@ from rocketmq_broker.store.message_store import MessageStore
 from rocketmq_broker.store.results import PutMessageResult
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.bodies import DataVersion, RegisterBrokerBody
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+from rocketmq_sdk.protocol.codes import V5_3_3, RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import (
     BrokerIdentityHeader,
     ConsumerGroupRequestHeader,
@@ -36,6 +37,7 @@ from .controller_util import MaybeAwaitable
 from .group_processor import GroupProcessor
 from .lock_manager import LockProcessor
 from .offset_manager import ConsumerOffsetManager
+from .pop import PopProcessor, install_pop
 from .pull_processor import PullProcessor
 from .replication import MetadataProcessor, SlaveSynchronize, slave_refusal
 from .reply_processor import ReplyProcessor
@@ -43,11 +45,26 @@ from .schedule import ScheduleService
 from .send_processor import SendProcessor
 from .stats_processor import ConsumeTpsMeter, StatsProcessor
 from .subscription_group import SubscriptionGroupManager
+from .timer import TIMER_TOPIC, TimerService
 from .topic_manager import TopicConfigManager
 from .transaction import BrokerTransactions
+from .v5_topic_config import TopicConfigProcessor
+
+if TYPE_CHECKING:
+    from rocketmq_broker.dledger.broker_role import DLedgerBroker
 
 log = logging.getLogger("rocketmq_broker")
 
+
+
+def _dledger_store(config: BrokerConfig) -> MessageStore:
+    from rocketmq_broker.dledger.store import DLedgerMessageStore  # DLedger mode only (issue 27)
+    return DLedgerMessageStore(config.store)
+
+
+def _dledger_broker(broker: BrokerController) -> DLedgerBroker:
+    from rocketmq_broker.dledger.broker_role import DLedgerBroker as _DLedgerBroker
+    return _DLedgerBroker(broker)
 
 
 class BrokerController:
@@ -57,7 +74,7 @@ class BrokerController:
         config.check_role()
         self.config = config
         os.makedirs(config.config_dir, exist_ok=True)
-        self.store = MessageStore(config.store)
+        self.store = MessageStore(config.store) if not config.store.enable_d_leger_commit_log else _dledger_store(config)
         self.topics = TopicConfigManager(config)
         self.offsets = ConsumerOffsetManager(config.config_dir)
         self.groups = SubscriptionGroupManager(config.config_dir, config.auto_create_subscription_group)
@@ -91,6 +108,17 @@ class BrokerController:
         request_guard.install(self.server)  # every topic/group a request names (issue 14)
         request_guard.install(self.vip_server)
         AclAdminProcessor(self).register(self.server)
+        # RocketMQ 5.x POP (issue 32): only a master configured as 5.x answers the POP codes (a
+        # pop commits offsets and writes revive copies: not on a slave)
+        if config.is_v5:
+            self.server.response_version = V5_3_3
+            TopicConfigProcessor(self.topics).register(self.server)
+            # 5.x DefaultLitePullConsumer pulls with LITE_PULL_MESSAGE (361): same header and answer
+            self.server.register_processor(RequestCode.LITE_PULL_MESSAGE, self.pull.pull)
+        self.pop: PopProcessor | None = install_pop(self) if config.is_v5 and not self.is_slave else None
+        self.timer: TimerService | None = TimerService(
+            self.store, lambda inner: self.put_message(inner, schedule=False), config.config_dir,
+            config.timer_precision_ms, config.timer_max_delay_sec) if config.is_v5 else None
         # master/slave replication (issue 20): HA listener on every broker, client + copies on slaves
         MetadataProcessor(self).register(self.server)
         self.ha = HAService(self.store, config.ha_settings())
@@ -101,6 +129,7 @@ class BrokerController:
             self.slave_sync = SlaveSynchronize(self)
             self.server.add_request_hook(slave_refusal)
         self.store.register_arrival_listener(self._on_arrival)
+        self.dledger = _dledger_broker(self) if config.store.enable_d_leger_commit_log else None  # issue 27
         self._tasks: list[asyncio.Task] = []
         self._register_soon: asyncio.Event | None = None
         self.stats_put = 0
@@ -127,6 +156,10 @@ class BrokerController:
         self.groups.load()
         self.consumers.filters.load()
         self.schedule.load()
+        if self.pop is not None:
+            self.pop.service.load()
+        if self.timer is not None:
+            self.timer.load()
         await loop.run_in_executor(None, self.store.start)
         self.pull.start(loop)
         fixed_port = self.config.listen_port != 0
@@ -153,6 +186,12 @@ class BrokerController:
         else:
             self.schedule.start(loop)
             self.transactions.start(loop)
+            if self.pop is not None:
+                self.pop.start(loop)
+            if self.timer is not None:
+                self.timer.start(loop)
+        if self.dledger is not None:  # after the role set-up above: elections change the role
+            await self.dledger.start()
         self._tasks = [loop.create_task(self._register_loop()), loop.create_task(self._persist_loop()),
                        loop.create_task(self._scan_channels_loop())]
         log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.config.broker_addr,
@@ -165,6 +204,10 @@ class BrokerController:
             t.cancel()
         await self.schedule.stop()
         await self.transactions.stop()
+        if self.pop is not None:
+            await self.pop.stop()
+        if self.timer is not None:
+            await self.timer.stop()
         if self.ha_client is not None:
             await self.ha_client.stop()
         if self.slave_sync is not None:
@@ -178,6 +221,8 @@ class BrokerController:
         await self.namesrv_client.close()
         self.offsets.persist(force=True)
         self.consumers.filters.persist()
+        if self.dledger is not None:
+            await self.dledger.stop()
         await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
         log.info("broker %s stopped", self.config.broker_name)
 
@@ -196,6 +241,8 @@ class BrokerController:
 
     def _on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int, props) -> None:
         self.pull.on_arrival(topic, queue_id, max_offset, tags_code, props)
+        if self.pop is not None:
+            self.pop.on_arrival(topic)
         if self.ha.connections:  # data for the slaves now rather than at their 100 ms poll
             loop = self.pull.loop
             if loop is not None:
@@ -209,6 +256,8 @@ class BrokerController:
                     loop.call_soon_threadsafe(self.ha.wake_writers)
         if topic == "SCHEDULE_TOPIC_XXXX" and self.pull.loop is not None:
             self.pull.loop.call_soon_threadsafe(self.schedule.notify, queue_id)
+        if topic == TIMER_TOPIC and self.timer is not None and self.pull.loop is not None:
+            self.pull.loop.call_soon_threadsafe(self.timer.notify)
 
     # -- statistics and settings ----------------------------------------------------------------
     def record_get(self, group: str, count: int) -> None:
@@ -298,7 +347,8 @@ class BrokerController:
         ext = RegisterBrokerRequestHeader(broker_name=c.broker_name, broker_addr=c.broker_addr,
                                           cluster_name=c.broker_cluster_name, ha_server_addr=self.ha_server_addr,
                                           broker_id=c.broker_id, compressed=False,
-                                          body_crc32=zlib.crc32(body) & 0x7FFFFFFF).to_ext_fields()
+                                          body_crc32=zlib.crc32(body) & 0x7FFFFFFF,
+                                          enable_acting_master=False if c.is_v5 else None).to_ext_fields()
         for addr in self._namesrvs():
             cmd = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body, oneway=oneway)
             try:
@@ -340,6 +390,8 @@ class BrokerController:
         while True:
             await asyncio.sleep(self.config.flush_consumer_offset_interval / 1000.0)
             try:
+                if self.pop is not None:  # POP checkpoints before the offsets they cover
+                    self.pop.service.persist()
                 self.offsets.persist()
                 self.schedule.persist()
                 self.consumers.filters.persist()  # Java: every 10 s

@@ -21,6 +21,7 @@ from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.admin_bodies import SubscriptionGroupWrapper
 from rocketmq_sdk.protocol.bodies import TopicConfigSerializeWrapper
+from rocketmq_sdk.protocol.codes import SEND_CODES as _SEND_CODES
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.remoting import Channel, RemotingClient, RemotingCommand
 
@@ -33,8 +34,6 @@ log = logging.getLogger("rocketmq_broker")
 SLAVE_SEND_REMARK = ("service not available now. It may be caused by one of the following reasons: the broker's "
                      "disk is full, messages are put to the slave, message store has been shut down, etc.")
 _SLAVE_ADMIN_REMARK = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
-_SEND_CODES = frozenset((RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
-                         RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2))
 _ADMIN_CODES = frozenset((RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.DELETE_TOPIC_IN_BROKER,
                           RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.DELETE_SUBSCRIPTIONGROUP))
 

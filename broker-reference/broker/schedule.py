@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rocketmq_broker.store.commit_log import parse_delay_levels
-from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
+from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.results import GetMessageStatus, PutMessageStatus
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.codes import SCHEDULE_TOPIC
@@ -161,10 +161,4 @@ class ScheduleService:
         if not 0 <= qid < 1 << 31:
             raise ValueError(f"illegal real queue id {qid}")
         props.pop(MC.DELAY_TIME_LEVEL, None)
-        props[MC.WAIT_STORE_MSG_OK] = "false"
-        inner = InnerMessage(topic=topic, queue_id=qid, body=msg.body, properties_string=encode_properties(props),
-                             flag=msg.flag, tags_code=tags_string_to_tags_code(props.get(MC.TAGS)),
-                             sys_flag=msg.sys_flag, born_timestamp=msg.born_timestamp, born_host=msg.born_host,
-                             store_host=msg.store_host, reconsume_times=msg.reconsume_times, properties=props,
-                             wait_store_msg_ok=False)
-        return self.broker.put_message(inner, schedule=False)
+        return self.broker.put_message(InnerMessage.requeued(msg, topic, qid, props), schedule=False)

@@ -166,6 +166,10 @@ class SendProcessor:
             return self._send_batch(cmd, h, topic, queue_id, sys_flag, born, reconsume, ch)
         props = decode_properties(props_string)
         plain = True
+        if b.timer is not None and (refused := b.timer.check(props)) is not None:  # 5.x timer messages
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, refused)
+        if MC.TIMER_OUT_MS in props or any(p in props for p in MC.TIMER_PROPERTIES):
+            plain = False
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             plain = False
             max_times = h.max_reconsume_times if h.max_reconsume_times is not None else 16
@@ -190,6 +194,8 @@ class SendProcessor:
             if refused is not None:
                 return cmd.response(ResponseCode.NO_PERMISSION, refused)
             inner = b.transactions.prepare(inner)
+        elif b.timer is not None and not plain:
+            inner = b.timer.transform(inner)
         result = b.put_message(inner)
         if isinstance(result, asyncio.Future):  # SYNC_FLUSH: answered after the group commit
             return then(result, lambda result: self._response(cmd, result, queue_id))

@@ -171,7 +171,8 @@ class StatsProcessor:
         except OSError:
             ratio, capacity = "-1", "-1"
         table = {
-            "brokerVersion": str(BROKER_VERSION), "brokerVersionDesc": "V4_9_8",
+            "brokerVersion": "479" if b.config.is_v5 else str(BROKER_VERSION),  # V5_3_3 / V4_9_8
+            "brokerVersionDesc": "V5_3_3" if b.config.is_v5 else "V4_9_8",
             "bootTimestamp": str(self.boot_ms), "runtime": f"[ {d} days, {hrs} hours, {mins} minutes, {secs} seconds ]",
             "msgPutTotalTodayNow": str(b.stats_put), "msgGetTotalTodayNow": str(b.stats_get),
             "msgPutTotalTodayMorning": "0", "msgGetTotalTodayMorning": "0",
@@ -192,6 +193,8 @@ class StatsProcessor:
             table["haConnected"] = "true" if b.ha_client.connected else "false"
         else:
             table.update(b.ha.runtime_info())
+        if b.dledger is not None:  # DLedger mode (issue 27): this member's view of its group
+            table.update(b.dledger.runtime_info())
         for level, off in sorted(dict(b.schedule.offsets).items()):
             table[f"scheduleMessageOffset_{level}"] = f"{off},{off}"
         return cmd.response(ResponseCode.SUCCESS, body=KVTable(table).to_json())

@@ -38,14 +38,18 @@ class RouteInfoManager:
 
     def register_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int,
                         ha_server_addr: str, topic_configs: dict[str, TopicConfig] | None,
-                        data_version: dict | None, channel: object | None = None) -> tuple[str, str] | None:
-        """Record a broker and its topics. For a slave (``broker_id`` != 0) whose master is
+                        data_version: dict | None, channel: object | None = None,
+                        enable_acting_master: bool | None = None) -> tuple[str, str] | None:
+        """Record a broker and its topics. ``enable_acting_master`` comes from a 5.x broker's
+        registration (None from 4.x: the field then stays out of route data, as on 4.9.8). For a slave (``broker_id`` != 0) whose master is
         registered and live, returns the master's ``(broker address, HA address)``; else None."""
         with self._lock:
             self.cluster_addr_table.setdefault(cluster, set()).add(broker_name)
             bd = self.broker_addr_table.get(broker_name)
             if bd is None:
                 bd = self.broker_addr_table[broker_name] = BrokerData(broker_name, cluster, {})
+            if enable_acting_master is not None:
+                bd.enable_acting_master = enable_acting_master
             # an address that moved to another id is replaced (Java does the same)
             for bid, addr in list(bd.broker_addrs.items()):
                 if addr == broker_addr and bid != broker_id:
@@ -121,7 +125,8 @@ class RouteInfoManager:
             for name in sorted(qmap):
                 bd = self.broker_addr_table.get(name)
                 if bd is not None:
-                    broker_datas.append(BrokerData(bd.broker_name, bd.cluster, dict(bd.broker_addrs)))
+                    broker_datas.append(BrokerData(bd.broker_name, bd.cluster, dict(bd.broker_addrs),
+                                                   bd.enable_acting_master, bd.zone_name))
             if not broker_datas:
                 return None
             return TopicRouteData(queue_datas, broker_datas)

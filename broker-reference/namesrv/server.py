@@ -148,7 +148,8 @@ class NameServer:
                 return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
             data_version = wrapper.data_version.to_dict()
         master = self.routes.register_broker(h.cluster_name or "", h.broker_addr or "", h.broker_name or "",
-                                             int(h.broker_id or 0), h.ha_server_addr or "", topics, data_version, ch)
+                                             int(h.broker_id or 0), h.ha_server_addr or "", topics, data_version, ch,
+                                             h.enable_acting_master)
         # a slave learns its master's address and HA address (Java RouteInfoManager.registerBroker)
         resp = RegisterBrokerResponseHeader(ha_server_addr=master[1] if master else None,
                                             master_addr=master[0] if master else None)

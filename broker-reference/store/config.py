@@ -61,6 +61,13 @@ class StoreConfig:
             ``suggest_pulling_from_slave`` (40; the batch limits do not change here).
         message_delay_level: delay levels (units s, m, h, d); used to recompute the deliver
             time of ``SCHEDULE_TOPIC_XXXX`` records re-dispatched at recovery.
+        enable_d_leger_commit_log / d_leger_group / d_leger_peers / d_leger_self_id /
+            store_path_d_ledger_commit_log: DLedger mode (``enableDLegerCommitLog``, false; see
+            :mod:`rocketmq_broker.dledger` and docs/broker.md): the commit log is a Raft group.
+        heart_beat_time_interval_ms / max_heart_beat_leak / min_vote_interval_ms /
+            max_vote_interval_ms / max_wait_ack_time_ms / max_push_time_out_ms: DLedger timers
+            (2000 ms / 3 / 300 ms / 1000 ms / 2500 ms / 1000 ms, DLedgerConfig's names and
+            defaults; 4.9.8 brokers cannot change them, ours can, for tests).
     """
 
     store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
@@ -90,6 +97,18 @@ class StoreConfig:
     access_message_in_memory_max_ratio: int = 40
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     reserve_ahead_bytes: int = 8 * 1024 * 1024
+    # DLedger mode (issue 27; rocketmq_broker.dledger): Java MessageStoreConfig / DLedgerConfig names
+    enable_d_leger_commit_log: bool = False
+    d_leger_group: str = ""
+    d_leger_peers: str = ""
+    d_leger_self_id: str = ""
+    store_path_d_ledger_commit_log: str = ""
+    heart_beat_time_interval_ms: int = 2000
+    max_heart_beat_leak: int = 3
+    min_vote_interval_ms: int = 300
+    max_vote_interval_ms: int = 1000
+    max_wait_ack_time_ms: int = 2500
+    max_push_time_out_ms: int = 1000
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):

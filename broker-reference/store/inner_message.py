@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.javahash import java_string_hash
-from rocketmq_sdk.protocol.message import Message
+from rocketmq_sdk.protocol.message import Message, MessageExt
 from rocketmq_sdk.protocol.message_codec import decode_properties, encode_properties
 
 
@@ -78,6 +78,20 @@ class InnerMessage:
                    born_host=born_host, store_host=store_host, reconsume_times=reconsume_times,
                    wait_store_msg_ok=props.get(MC.WAIT_STORE_MSG_OK, "true") != "false",
                    properties=props)
+
+    @classmethod
+    def requeued(cls, msg: MessageExt, topic: str, queue_id: int, props: dict[str, str], *,
+                 store_host: str | None = None, reconsume_times: int | None = None) -> InnerMessage:
+        """A stored message put again elsewhere by the broker itself (delay levels, timers, POP
+        revive): same body, flag, sys flag, born time and host; ``props`` as given plus
+        ``WAIT=false`` (nobody waits for it)."""
+        props[MC.WAIT_STORE_MSG_OK] = "false"
+        return cls(topic=topic, queue_id=queue_id, body=msg.body, properties_string=encode_properties(props),
+                   flag=msg.flag, tags_code=tags_string_to_tags_code(props.get(MC.TAGS)), sys_flag=msg.sys_flag,
+                   born_timestamp=msg.born_timestamp, born_host=msg.born_host,
+                   store_host=msg.store_host if store_host is None else store_host,
+                   reconsume_times=msg.reconsume_times if reconsume_times is None else reconsume_times,
+                   properties=props, wait_store_msg_ok=False)
 
     def get_properties(self) -> dict[str, str]:
         if self.properties is None:

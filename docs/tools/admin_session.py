@@ -156,6 +156,7 @@ def _session(cluster: embedded.EmbeddedCluster, store_dir: str) -> Session:
                 out.run("queryMsgById", "-i", s.offset_msg_id, "-g", GROUP, "-d", client_id)
                 out.run("resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "0")
                 out.run("updateSubGroup", "-c", "DefaultCluster", "-g", GROUP, "-r", "5")
+                out.run("setConsumeMode", "-c", "DefaultCluster", "-g", GROUP, "-t", TOPIC, "-m", "PULL")
                 out.run("brokerStatus", "-b", addr_a, head=12, note="trimmed here")
                 out.run("getBrokerConfig", "-b", addr_b, head=8, note="trimmed here")
                 out.run("wipeWritePerm", "-b", "broker-b")
@@ -191,7 +192,8 @@ def main(out: TextIO | None = None) -> int:
     brokers = ("broker-a", "broker-b")
     with tempfile.TemporaryDirectory(prefix="rocketmq-admin-session-") as store_dir:
         _write_acl_files(store_dir, brokers)
-        with embedded.start_cluster(brokers, store_dir=store_dir, broker_config={"acl_enable": True}) as cluster:
+        with embedded.start_cluster(brokers, store_dir=store_dir, broker_config={"acl_enable": True,
+                                                                                   "broker_version": "5.3.3"}) as cluster:
             session = _session(cluster, store_dir)
     (out or sys.stdout).write(session.markdown())
     return 0

@@ -21,6 +21,7 @@ _EXPORTS = {
     "publish_on_signal": "publishers",
     "MessageConverter": "converter",
     "capture_messages": "capture",
+    "rocketmq_transaction_check": "transactions",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -9,8 +9,13 @@
 | rocketmq.E005 | error | ``MESSAGE_CONVERTER`` / ``MODEL_SERIALIZER`` cannot be imported |
 | rocketmq.E006 | error | two listeners share a consumer group |
 | rocketmq.E007 | error | a listener's handler has no payload parameter |
+| rocketmq.E008 | error | ``PRODUCER["GROUP"]`` is not set (sends, replies and the outbox need it) |
+| rocketmq.E009 | error | a listener keyword that is neither a ``@rocketmq_listener`` argument nor a ``ConsumerConfig`` field |
+| rocketmq.E010 | error | a listener's payload type hint the message converter cannot produce (e.g. a Django model) |
 | rocketmq.W001 | warning | no name server configured (``NAME_SERVER`` or ``$NAMESRV_ADDR``) |
-| rocketmq.W002 | warning | a name server does not accept connections (builds without a broker pass) |
+| rocketmq.W002 | warning | a name server is not ``host:port`` or does not accept connections (builds without a broker pass) |
+
+A listener's out-of-range consumer option (``pull_batch_size=5000``) is ``rocketmq.E004`` too.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from django.utils.module_loading import import_string
 
 from .conf import INTEGRATION_KEYS, SPRING_ALIASES, _field_types, load
 
-__all__ = ["check_listeners", "check_name_server", "check_settings"]
+__all__ = ["check_listeners", "check_name_server", "check_settings", "listener_problems"]
 
 CONNECT_TIMEOUT_S = 0.5
 
@@ -60,6 +65,11 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             out.append(checks.Error(p.message, id="rocketmq.E003"))
         else:
             out.append(checks.Error(p.message, id="rocketmq.E004"))
+    if s.producer_group is None and not any(p.path.startswith('ROCKETMQ["PRODUCER"]') and "GROUP" in p.path
+                                            or p.path == 'ROCKETMQ["PRODUCER"]' for p in s.problems):
+        out.append(checks.Error('ROCKETMQ["PRODUCER"]["GROUP"] is not set',
+                                hint="every send, reply and the outbox relay need a producer group",
+                                id="rocketmq.E008"))
     for key in ("message_converter", "model_serializer"):
         try:
             import_string(s.options[key])
@@ -75,10 +85,7 @@ def check_listeners(app_configs: Any = None, **kwargs: Any) -> list[checks.Check
     groups: dict[str, list[str]] = defaultdict(list)
     for spec in registry.values():
         groups[spec.consumer_group].append(spec.name)
-        try:
-            spec.signature()
-        except (TypeError, NameError) as exc:
-            out.append(checks.Error(f"listener {spec.name}: {exc}", id="rocketmq.E007"))
+        out.extend(listener_problems(spec))
     for group, names in sorted(groups.items()):
         if len(names) > 1:
             out.append(checks.Error(f"consumer group {group!r} is used by several listeners: {', '.join(names)}",
@@ -86,8 +93,58 @@ def check_listeners(app_configs: Any = None, **kwargs: Any) -> list[checks.Check
     return out
 
 
+def listener_problems(spec: Any, settings_: Any = None) -> list[checks.CheckMessage]:
+    """What is wrong with one listener: no payload parameter (E007), an unknown keyword
+    (E009, with the closest listener keyword or ``ConsumerConfig`` field), an option value the
+    SDK refuses (E004) or a payload type the converter cannot produce (E010).
+
+    Args:
+        spec: a :class:`~.listeners.ListenerSpec`.
+        settings_: resolved settings (default ``settings.ROCKETMQ``; with bad settings only the
+            listener's own keywords and signature are checked).
+    """
+    from rocketmq_sdk.config import ConsumerConfig
+
+    from .conf import named_field, sdk_config_error
+    from .converter import supports_payload_type
+    from .listeners import LISTENER_KEYWORDS
+
+    where = f"listener {spec.name}"
+    out: list[checks.CheckMessage] = []
+    try:
+        hint, _ = spec.signature()
+    except (TypeError, NameError) as exc:
+        out.append(checks.Error(f"{where}: {exc}", id="rocketmq.E007"))
+    else:
+        if not supports_payload_type(hint):
+            out.append(checks.Error(
+                f"{where}: the payload type {getattr(hint, '__qualname__', hint)} cannot be converted from a message",
+                hint="use dict, list, str, bytes, a dataclass, a pydantic model or MessageExt (for a Django "
+                     "model: take a dict and load the instance, e.g. Model.objects.get(pk=payload['pk']))",
+                id="rocketmq.E010"))
+    fields = _field_types()["consumer"].keys() | _field_types()["client"].keys()
+    unknown = [k for k in spec.consumer_options if k not in fields]
+    for key in unknown:
+        close = difflib.get_close_matches(key, [*LISTENER_KEYWORDS, *sorted(fields)], n=1)
+        out.append(checks.Error(f"{where}: unknown keyword {key!r} of @rocketmq_listener",
+                                hint=f'did you mean "{close[0]}"?' if close else None, id="rocketmq.E009"))
+    if not unknown:
+        if settings_ is None:
+            resolved = load(getattr(settings, "ROCKETMQ", None))
+            settings_ = None if resolved.problems else resolved
+        kwargs = settings_.consumer_kwargs(**spec.consumer_kwargs()) if settings_ is not None else \
+            spec.consumer_kwargs()
+        error = sdk_config_error(ConsumerConfig, kwargs)
+        if error is not None:
+            name = named_field(error, spec.consumer_kwargs())
+            out.append(checks.Error(f"{where}: {name + ': ' if name else ''}{error}", id="rocketmq.E004"))
+    return out
+
+
 def _reachable(addr: str) -> str | None:
-    host, _, port = addr.rpartition(":")
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return f"{addr!r} is not host:port (e.g. 127.0.0.1:9876)"
     try:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
             return None
@@ -97,7 +154,9 @@ def _reachable(addr: str) -> str | None:
 
 def check_name_server(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     s = load(getattr(settings, "ROCKETMQ", None))
-    if s.problems or s.options["capture"] or not s.options["check_name_server"]:
+    if s.options["capture"] or not s.options["check_name_server"] or any(
+            p.path.startswith(('ROCKETMQ["NAME_SERVER"]', 'ROCKETMQ["NAMESRV_ADDR"]', 'ROCKETMQ["NAMESRV_DOMAIN"]'))
+            for p in s.problems):
         return []
     from rocketmq_sdk.config import ClientConfig
 

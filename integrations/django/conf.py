@@ -28,8 +28,6 @@ SPRING_ALIASES = {
     "COMPRESS_MESSAGE_BODY_THRESHOLD": "compress_msg_body_over_howmuch",
     "RETRY_NEXT_SERVER": "retry_another_broker_when_not_store_ok",
     "TLS_ENABLE": "use_tls",
-    "ENABLE_MSG_TRACE": None,  # accepted, no effect: tracing is OpenTelemetry (docs/django.md)
-    "CUSTOMIZED_TRACE_TOPIC": None,
 }
 
 #: top-level keys of the integration itself (not SDK settings): name -> (type, default)
@@ -42,6 +40,10 @@ INTEGRATION_KEYS: dict[str, tuple[tuple[type, ...], Any]] = {
     "TRANSACTION_UNKNOWN_TIMEOUT": ((int,), 60_000),
     "CHECK_NAME_SERVER": ((bool,), True),
     "LISTENER_MODULE": ((str,), "listeners"),
+    # Spring's enableMsgTrace / customizedTraceTopic: Apache RocketMQ message traces written by
+    # the template's producers and every listener (docs/message-trace.md)
+    "ENABLE_MSG_TRACE": ((bool,), False),
+    "CUSTOMIZED_TRACE_TOPIC": ((str,), None),
 }
 
 _SECTIONS = ("PRODUCER", "CONSUMER", "TRANSACTION")
@@ -82,6 +84,9 @@ class RocketMQSettings:
     transaction: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     problems: list[SettingProblem] = field(default_factory=list)
+    #: ``"<section>:<sdk field>"`` -> the setting's full path as written (``client``,
+    #: ``producer``, ``consumer``), so SDK errors name the user's key
+    paths: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def namespace(self) -> str | None:
@@ -90,6 +95,13 @@ class RocketMQSettings:
     def producer_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``Producer(group, **kwargs)``."""
         return {**self.client, **self.producer}
+
+    def trace_kwargs(self) -> dict[str, Any]:
+        """``enable_msg_trace`` / ``customized_trace_topic`` of SDK producers and push consumers
+        (``ENABLE_MSG_TRACE``, ``CUSTOMIZED_TRACE_TOPIC``); empty when tracing is off."""
+        if not self.options.get("enable_msg_trace"):
+            return {}
+        return {"enable_msg_trace": True, "customized_trace_topic": self.options.get("customized_trace_topic")}
 
     def consumer_kwargs(self, **overrides: Any) -> dict[str, Any]:
         """Keyword arguments of ``PushConsumer(group, **kwargs)``; ``namespace`` is left out
@@ -125,6 +137,32 @@ def _expected_types(cls: type) -> dict[str, tuple[type, ...]]:
 
 
 @functools.cache
+def _non_negative() -> frozenset[str]:
+    """Numeric SDK settings whose default is >= 0: a negative value is a mistake (the SDK
+    would fail later, e.g. ``RETRY_TIMES_WHEN_SEND_FAILED=-5`` at the first send)."""
+    names = set()
+    for cls in (ClientConfig, ProducerConfig, ConsumerConfig):
+        for f in dataclasses.fields(cls):
+            if isinstance(f.default, int | float) and not isinstance(f.default, bool) and f.default >= 0:
+                names.add(f.name)
+    return frozenset(names)
+
+
+def _check_value(path: str, name: str, value: Any, types: tuple[type, ...], problems: list[SettingProblem]) -> bool:
+    """Values of the right type that the SDK would still refuse: an unknown enum name (the
+    valid ones listed), a negative count or time."""
+    enum_type = next((t for t in types if isinstance(t, type) and issubclass(t, enum.Enum)), None)
+    if enum_type is not None and isinstance(value, str) and value not in enum_type.__members__:
+        problems.append(SettingProblem("value", path, f"{path}: unknown value {value!r}; valid values: "
+                                       f"{', '.join(enum_type.__members__)}"))
+        return False
+    if name in _non_negative() and isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+        problems.append(SettingProblem("value", path, f"{path} must be >= 0, not {value}"))
+        return False
+    return True
+
+
+@functools.cache
 def _field_types() -> dict[str, dict[str, tuple[type, ...]]]:
     client = _expected_types(ClientConfig)
     client["namespace"] = (str,)  # a producer setting in the SDK; the integration applies it to all
@@ -148,8 +186,9 @@ def _check_type(path: str, value: Any, types: tuple[type, ...], problems: list[S
 
 
 def _section(raw: Any, path: str, allowed: dict[str, tuple[type, ...]], extra: dict[str, tuple[type, ...]],
-             problems: list[SettingProblem]) -> dict[str, Any]:
-    """Map one settings dict onto SDK keyword arguments (``extra``: keys kept as they are)."""
+             problems: list[SettingProblem], paths: dict[str, str] | None = None) -> dict[str, Any]:
+    """Map one settings dict onto SDK keyword arguments (``extra``: keys kept as they are);
+    ``paths`` gets each SDK field's full setting path."""
     out: dict[str, Any] = {}
     if not isinstance(raw, dict):
         problems.append(SettingProblem("type", path, f"{path} must be a dict, not {type(raw).__name__}"))
@@ -169,8 +208,11 @@ def _section(raw: Any, path: str, allowed: dict[str, tuple[type, ...]], extra: d
         if name not in allowed or key != key.upper():
             problems.append(SettingProblem("unknown", kpath, f"unknown setting {kpath}"))
             continue
-        if _check_type(kpath, value, allowed[name], problems):
+        if _check_type(kpath, value, allowed[name], problems) and _check_value(kpath, name, value, allowed[name],
+                                                                               problems):
             out[name] = tuple(value) if isinstance(value, list) else value
+            if paths is not None:
+                paths[name] = kpath
     return out
 
 
@@ -182,7 +224,8 @@ def load(raw: Any) -> RocketMQSettings:
     types = _field_types()
     top_extra = {k: v[0] for k, v in INTEGRATION_KEYS.items()}
     top_extra.update(dict.fromkeys(_SECTIONS, (object,)))  # checked by their own _section call
-    top = _section(raw, "ROCKETMQ", types["client"], top_extra, s.problems)
+    client_paths: dict[str, str] = {}
+    top = _section(raw, "ROCKETMQ", types["client"], top_extra, s.problems, client_paths)
     for section in _SECTIONS:
         top.pop(section.lower(), None)
     s.options = {k.lower(): default for k, (_, default) in INTEGRATION_KEYS.items()}
@@ -191,11 +234,16 @@ def load(raw: Any) -> RocketMQSettings:
             s.options[key.lower()] = top.pop(key.lower())
     s.client = top
     raw = raw if isinstance(raw, dict) else {}
+    producer_paths: dict[str, str] = {}
+    consumer_paths: dict[str, str] = {}
     prod = _section(raw.get("PRODUCER", {}), 'ROCKETMQ["PRODUCER"]', types["producer"],
-                    {"GROUP": (str,)}, s.problems)
+                    {"GROUP": (str,)}, s.problems, producer_paths)
     s.producer_group = prod.pop("group", None)
     s.producer = prod
-    s.consumer = _section(raw.get("CONSUMER", {}), 'ROCKETMQ["CONSUMER"]', types["consumer"], {}, s.problems)
+    s.consumer = _section(raw.get("CONSUMER", {}), 'ROCKETMQ["CONSUMER"]', types["consumer"], {}, s.problems,
+                          consumer_paths)
+    for section, found in (("client", client_paths), ("producer", producer_paths), ("consumer", consumer_paths)):
+        s.paths.update({f"{section}:{name}": kpath for name, kpath in found.items()})
     tx = _section(raw.get("TRANSACTION", {}), 'ROCKETMQ["TRANSACTION"]', {},
                   {"GROUP": (str,), "CHECK_THREAD_POOL_SIZE": (int,), "CHECK_REQUEST_HOLD_MAX": (int,)},
                   s.problems)
@@ -206,15 +254,35 @@ def load(raw: Any) -> RocketMQSettings:
 
 
 def _validate_values(s: RocketMQSettings) -> None:
-    """Values the SDK would refuse at first use, reported now (``ClientConfig.from_kwargs``)."""
+    """Values the SDK would refuse at first use, reported now (``ClientConfig.from_kwargs``)
+    under the path of the setting the SDK's message names (else the section's); a section
+    whose keys already have problems is not checked again."""
+    if s.problems:
+        return
+    for section, path, cls, kwargs in (("producer", 'ROCKETMQ["PRODUCER"]', ProducerConfig, s.producer_kwargs()),
+                                       ("consumer", 'ROCKETMQ["CONSUMER"]', ConsumerConfig, s.consumer_kwargs())):
+        error = sdk_config_error(cls, kwargs)
+        if error is not None:
+            name = named_field(error, kwargs)
+            where = s.paths.get(f"{section}:{name}") or s.paths.get(f"client:{name}") or path
+            s.problems.append(SettingProblem("value", where, f"{where}: {error}"))
+
+
+def sdk_config_error(cls: type, kwargs: dict[str, Any]) -> str | None:
+    """The SDK's objection to ``cls.from_kwargs(**kwargs)`` (a config dataclass), else None."""
     from rocketmq_sdk.exceptions import IllegalArgumentError
 
-    for path, cls, kwargs in (('ROCKETMQ["PRODUCER"]', ProducerConfig, s.producer_kwargs()),
-                              ('ROCKETMQ["CONSUMER"]', ConsumerConfig, s.consumer_kwargs())):
-        try:
-            cls.from_kwargs(**kwargs)
-        except (IllegalArgumentError, TypeError, ValueError) as exc:
-            s.problems.append(SettingProblem("value", path, f"{path}: {exc}"))
+    try:
+        cls.from_kwargs(**kwargs)  # type: ignore[attr-defined]
+    except (IllegalArgumentError, TypeError, ValueError) as exc:
+        return str(exc)
+    return None
+
+
+def named_field(error: str, names: Any) -> str | None:
+    """The first of ``names`` the error text mentions (by position in the text)."""
+    hits = [(error.find(n), -len(n), n) for n in names if n in error]
+    return min(hits)[2] if hits else None
 
 
 _current: list[RocketMQSettings] = []  # the resolved settings (one entry) until reset()

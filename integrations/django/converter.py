@@ -53,6 +53,19 @@ def _is_model_instance(payload: Any) -> bool:
     return meta is not None and hasattr(meta, "concrete_fields") and hasattr(payload, "pk")
 
 
+def supports_payload_type(target: Any) -> bool:
+    """Whether the default converter turns a message into ``target`` (a listener's payload
+    type hint): ``bytes``, ``str``, ``dict``, ``list``, JSON scalars, ``Any`` / ``object``,
+    ``Message`` / ``MessageExt``, a dataclass, a pydantic model, or a typing construct over
+    them (``dict[str, int]``, ``X | None``). Any other class, e.g. a Django model, is not
+    (the JSON would silently arrive as a ``dict``)."""
+    origin = typing.get_origin(target) or target
+    if not isinstance(origin, type):
+        return True  # Any, unions, literals...: the decoded JSON
+    return (origin in (bytes, str, dict, list, int, float, bool, object) or issubclass(origin, Message)
+            or dataclasses.is_dataclass(origin) or _is_pydantic_class(origin))
+
+
 def _is_pydantic_class(tp: Any) -> bool:
     return isinstance(tp, type) and hasattr(tp, "model_validate_json") and hasattr(tp, "model_dump")
 
@@ -131,6 +144,11 @@ class MessageConverter:
                        delay_time_level=delay_level)
 
     # ------------------------------------------------------------------ incoming
+
+    @staticmethod
+    def supports(target: Any) -> bool:
+        """Whether :meth:`from_message` can produce ``target`` (see :func:`supports_payload_type`)."""
+        return supports_payload_type(target)
 
     def from_message(self, msg: MessageExt, target: Any) -> Any:
         """Convert a received message to ``target`` (a type hint).

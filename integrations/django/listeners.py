@@ -23,7 +23,9 @@ exception means RECONSUME_LATER (orderly: SUSPEND_CURRENT_QUEUE_A_MOMENT), so Ro
 the message with its back-off and moves it to ``%DLQ%<group>`` after ``max_reconsume_times``.
 A payload that does not convert is logged with the message id and goes the same way. Database
 connections are handled as for a request: ``close_old_connections()`` before and after each
-batch.
+batch. On SQLite the handlers of one process run one at a time (SQLite takes one writer at a
+time; see :func:`.dbretry.write_lock`), so consume threads never fail each other with
+"database is locked".
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, close_old_connections, transaction
+from django.db import DEFAULT_DB_ALIAS, close_old_connections
 from rocketmq_sdk import (
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyStatus,
@@ -45,6 +47,8 @@ from rocketmq_sdk import (
 from rocketmq_sdk.producer.namespace import wrap_namespace
 
 from .converter import ConversionError, MessageConverter
+from .dbretry import write_lock
+from .idempotency import IDEMPOTENCY_KEYS, BatchOutcome, KeyChoice, handle_batch_once, idempotency_key
 
 __all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "registry",
            "rocketmq_listener", "start_listeners"]
@@ -90,7 +94,7 @@ class ListenerSpec:
     consume_thread_number: int | None = None
     consume_timeout: float | None = None
     idempotent: bool = False
-    idempotency_key: str | Callable[[MessageExt], str] = "key"
+    idempotency_key: KeyChoice = "event"
     using: str = DEFAULT_DB_ALIAS
     reply: bool = False
     consumer_options: dict[str, Any] = field(default_factory=dict)
@@ -124,17 +128,16 @@ class ListenerSpec:
         return kw
 
     def message_key(self, msg: MessageExt) -> str:
-        """The idempotency key: ``"key"`` (the first message key, else the message id),
-        ``"msg_id"`` (the client message id, kept across redeliveries) or a callable."""
-        if callable(self.idempotency_key):
-            return str(self.idempotency_key(msg))
-        if self.idempotency_key == "key" and msg.keys:
-            return msg.keys[0]
-        return msg.msg_id
+        """The idempotency key of ``msg`` (see :func:`.idempotency.idempotency_key`)."""
+        return idempotency_key(self.idempotency_key, msg)
 
 
 #: every listener the decorator registered, by name
 registry: dict[str, ListenerSpec] = {}
+
+
+def _listener_keywords() -> tuple[str, ...]:
+    return tuple(n for n, p in inspect.signature(rocketmq_listener).parameters.items() if p.kind is p.KEYWORD_ONLY)
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -147,7 +150,7 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
                       selector_expression: str = "*", consume_mode: str = "CONCURRENTLY",
                       message_model: str = "CLUSTERING", max_reconsume_times: int = -1,
                       consume_thread_number: int | None = None, consume_timeout: float | None = None,
-                      idempotent: bool = False, idempotency_key: str | Callable[[MessageExt], str] = "key",
+                      idempotent: bool = False, idempotency_key: KeyChoice = "event",
                       using: str = DEFAULT_DB_ALIAS, reply: bool | None = None, name: str | None = None,
                       **consumer_options: Any) -> Callable[[Any], Any]:
     """Register a function or a :class:`RocketMQListener` class as a listener.
@@ -166,8 +169,11 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
         idempotent: run the handler in ``atomic(using=using)`` with an insert into the consumed
             message table keyed by (group, ``idempotency_key``); a duplicate is acknowledged
             without running the handler.
-        idempotency_key: ``"key"`` (first message key, else message id), ``"msg_id"`` or
-            ``callable(MessageExt) -> str``.
+        idempotency_key: what identifies one event: ``"event"`` (default: the ``EVENT_ID``
+            property publishers and the outbox stamp, else the unique message id ``UNIQ_KEY``),
+            ``"msg_id"`` (``UNIQ_KEY``), ``"key"`` (the first message key: only when a key names
+            one event, never a business key like ``order-7`` shared by its created / updated /
+            deleted events) or ``callable(MessageExt) -> str``.
         reply: the return value is sent back as the reply (default: the class is a
             :class:`RocketMQReplyListener`).
         name: registry name (default ``module.qualname``).
@@ -183,8 +189,9 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
     _choice("message_model", message_model, MESSAGE_MODELS)
     if not topic or not consumer_group:
         raise ValueError("rocketmq_listener needs a topic and a consumer_group")
-    if not (callable(idempotency_key) or idempotency_key in ("key", "msg_id")):
-        raise ValueError("idempotency_key must be 'key', 'msg_id' or a callable")
+    if not (callable(idempotency_key) or idempotency_key in IDEMPOTENCY_KEYS):
+        raise ValueError(f"idempotency_key must be one of {', '.join(map(repr, IDEMPOTENCY_KEYS))} or a callable, "
+                         f"not {idempotency_key!r}")
 
     def register(target: Any) -> Any:
         if inspect.isclass(target) and not issubclass(target, RocketMQListener):
@@ -204,6 +211,14 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
     return register
 
 
+#: ``consume_message_batch_max_size`` of idempotent listeners unless set: their batch is one
+#: database transaction, so a backlog is not limited to the database's commits per second
+IDEMPOTENT_BATCH_SIZE = 32
+
+#: the keywords of ``@rocketmq_listener`` itself (a misspelt one is reported with the closest)
+LISTENER_KEYWORDS = _listener_keywords()
+
+
 class ListenerContainer:
     """Runs one listener on its own ``PushConsumer`` (``DefaultRocketMQListenerContainer``).
 
@@ -213,18 +228,29 @@ class ListenerContainer:
     """
 
     def __init__(self, spec: ListenerSpec, settings: Any = None) -> None:
+        from django.core.exceptions import ImproperlyConfigured
+
+        from .checks import listener_problems
         from .conf import get_settings
         from .template import rocketmq_template
 
         self.spec = spec
         self.settings = settings or get_settings()
+        errors = [m for m in listener_problems(spec, self.settings) if m.is_serious()]
+        if errors:
+            raise ImproperlyConfigured("; ".join(f"{m.msg} ({m.id}{': ' + m.hint if m.hint else ''})"
+                                                 for m in errors))
         self.template = rocketmq_template()
         self.converter: MessageConverter = self.template.converter
         self.payload_type, self.wants_message = spec.signature()
         ns = self.settings.namespace
         self.group = wrap_namespace(ns, spec.consumer_group)
         self.topic = wrap_namespace(ns, spec.topic)
-        self.consumer = PushConsumer(self.group, **self.settings.consumer_kwargs(**spec.consumer_kwargs()))
+        kwargs = self.settings.consumer_kwargs(**spec.consumer_kwargs())
+        if spec.idempotent and "consume_message_batch_max_size" not in spec.consumer_options \
+                and "consume_message_batch_max_size" not in self.settings.consumer:
+            kwargs["consume_message_batch_max_size"] = IDEMPOTENT_BATCH_SIZE
+        self.consumer = PushConsumer(self.group, **self.settings.trace_kwargs(), **kwargs)
         self.consumer.subscribe(self.topic, spec.selector_expression, spec.selector_type)
         self.consumer.register_message_listener(self._consume, orderly=spec.consume_mode == "ORDERLY")
 
@@ -249,52 +275,63 @@ class ListenerContainer:
         orderly = self.spec.consume_mode == "ORDERLY"
         close_old_connections()
         try:
-            for msg in msgs:
-                self.consume_one(msg)
-        except Exception as exc:
-            log.warning("listener %s failed on message %s (reconsume %d): %s", self.spec.name,
-                        getattr(msgs[0], "msg_id", "?"), getattr(msgs[0], "reconsume_times", 0), exc,
-                        exc_info=not isinstance(exc, ConversionError))
-            return (ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if orderly
-                    else ConsumeConcurrentlyStatus.RECONSUME_LATER)
+            with write_lock(self.spec.using):  # SQLite: this process's handlers write one at a time
+                outcome = self.handle_batch(msgs)
+        except Exception as exc:  # the integration's own queries (e.g. the database is down): all come back
+            outcome = BatchOutcome(0, error=exc)
         finally:
             close_old_connections()
-        return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        if self.spec.reply:
+            for msg, result in outcome.results:  # after the commit
+                self.template.producer.reply(msg, self.converter.to_body(result))
+        if outcome.error is None:
+            return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        failed = msgs[outcome.done]
+        log.warning("listener %s failed on message %s (reconsume %d): %s", self.spec.name, failed.msg_id,
+                    failed.reconsume_times, outcome.error, exc_info=not isinstance(outcome.error, ConversionError))
+        if orderly:
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        if outcome.done == 0:
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        ctx.ack_index = outcome.done - 1  # the ones before the failure are done: only the rest come back
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def handle_batch(self, msgs: list[MessageExt]) -> BatchOutcome:
+        """Convert and handle a batch in order, stopping at the first failure (idempotent
+        listeners: once per key, one database transaction per batch, see
+        :func:`.idempotency.handle_batch_once`); nothing is replied here."""
+        if self.spec.idempotent:
+            return handle_batch_once(listener=self.spec.name, group=self.group, using=self.spec.using, msgs=msgs,
+                                     keys=[self.spec.message_key(m) for m in msgs], run=self._run)
+        outcome = BatchOutcome(0)
+        for i, msg in enumerate(msgs):
+            outcome.done = i
+            try:
+                outcome.results.append((msg, self._run(msg)))
+            except Exception as exc:
+                outcome.error = exc
+                return outcome
+        outcome.done = len(msgs)
+        return outcome
 
     def consume_one(self, msg: MessageExt) -> None:
         """Convert and handle one message (idempotently if so configured); reply if a reply
         listener. Raises what the handler or the conversion raised."""
+        with write_lock(self.spec.using):
+            outcome = self.handle_batch([msg])
+        if outcome.error is not None:
+            raise outcome.error
+        if self.spec.reply and outcome.results:
+            self.template.producer.reply(msg, self.converter.to_body(outcome.results[0][1]))
+
+    def _run(self, msg: MessageExt) -> Any:
         try:
             payload = self.converter.from_message(msg, self.payload_type)
         except ConversionError as exc:
             log.error("listener %s: message %s (topic %s) cannot be converted: %s", self.spec.name,
                       msg.msg_id, msg.topic, exc)
             raise
-        args = (payload, msg) if self.wants_message else (payload,)
-        if self.spec.idempotent:
-            ran, result = self._handle_once(msg, args)
-            if not ran:
-                return  # a duplicate: acknowledged, nothing run, nothing replied
-        else:
-            result = self.spec.handler(*args)
-        if self.spec.reply:
-            self.template.producer.reply(msg, self.converter.to_body(result))
-
-    def _handle_once(self, msg: MessageExt, args: tuple[Any, ...]) -> tuple[bool, Any]:
-        from .models import ConsumedMessage
-
-        key = self.spec.message_key(msg)
-        using = self.spec.using
-        with transaction.atomic(using=using):
-            try:
-                with transaction.atomic(using=using):
-                    ConsumedMessage.objects.using(using).create(
-                        consumer_group=self.group, message_key=key, topic=msg.topic, msg_id=msg.msg_id)
-            except IntegrityError:
-                log.info("listener %s: duplicate %s (group %s) acknowledged without running", self.spec.name,
-                         key, self.group)
-                return False, None
-            return True, self.spec.handler(*args)
+        return self.spec.handler(*((payload, msg) if self.wants_message else (payload,)))
 
 
 def select(names: Iterable[str] | None = None, groups: Iterable[str] | None = None) -> list[ListenerSpec]:
@@ -358,5 +395,6 @@ def prune_consumed_messages(older_than_hours: float | None = None, using: str = 
 
     hours = get_settings().options["idempotency_retention_hours"] if older_than_hours is None else older_than_hours
     cutoff = timezone.now() - dt.timedelta(hours=hours)
-    deleted, _ = ConsumedMessage.objects.using(using).filter(consumed_at__lt=cutoff).delete()
+    with write_lock(using):
+        deleted, _ = ConsumedMessage.objects.using(using).filter(consumed_at__lt=cutoff).delete()
     return deleted

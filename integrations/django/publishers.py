@@ -23,6 +23,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import Signal
 from rocketmq_sdk import Message
 
+from .idempotency import stamp_event_id
 from .template import RocketMQTemplate, rocketmq_template
 
 __all__ = ["MODEL_EVENTS", "publish", "publish_model_events", "publish_on_signal"]
@@ -88,11 +89,14 @@ def publish(msg: Message, *, on_commit: bool = True, using: str = DEFAULT_DB_ALI
             raise_errors: bool | None = None, template: RocketMQTemplate | None = None) -> None:
     """Send ``msg`` when the current transaction of ``using`` commits (at once in autocommit, or
     with ``on_commit=False``). ``mode``: ``"sync"`` (default), ``"async"`` or ``"oneway"``.
+    The message gets an ``EVENT_ID`` property (a new uuid4 hex unless it has one), the default
+    idempotency key of idempotent listeners.
 
     Raises:
         ValueError: an unknown mode.
         the send's error: only with ``raise_errors`` (else it is logged).
     """
+    stamp_event_id(msg)
     send = functools.partial(_send, template or rocketmq_template(), msg, _mode(mode), raise_errors)
     if on_commit:
         transaction.on_commit(send, using=using)

@@ -137,7 +137,7 @@ class RocketMQTemplate:
         s = self.settings
         if not s.producer_group:
             raise ImproperlyConfigured('ROCKETMQ["PRODUCER"]["GROUP"] is required to send messages')
-        producer = Producer(s.producer_group, **s.producer_kwargs())
+        producer = Producer(s.producer_group, **s.trace_kwargs(), **s.producer_kwargs())
         producer.start()
         log.info("RocketMQ producer %s started (pid %d)", s.producer_group, os.getpid())
         return producer
@@ -221,6 +221,35 @@ class RocketMQTemplate:
         if self.capturing:
             return capture.record("orderly", msg, hash_key)
         return self.producer.send(msg, _HASH, str(hash_key), timeout_ms=timeout_ms)
+
+    def send_orderly_async(self, destination: str, payload: Any, hash_key: Any, *,
+                           keys: str | Sequence[str] | None = None, headers: Mapping[str, Any] | None = None,
+                           callback: Callable[[SendResult | None, BaseException | None], None] | None = None,
+                           timeout_ms: float | None = None) -> concurrent.futures.Future[SendResult]:
+        """Ordered asynchronous send (Spring's ``asyncSendOrderly``): the queue chosen by
+        ``hash_key`` as :meth:`send_orderly`; a ``Future[SendResult]``, ``callback(result,
+        error)`` on the SDK's callback threads. Order holds between messages of one key only
+        when each is sent after the previous one's future completed."""
+        msg = self.message(destination, payload, keys=keys, headers=headers)
+        if self.capturing:
+            fut: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
+            result = capture.record("orderly_async", msg, hash_key)
+            fut.set_result(result)
+            if callback is not None:
+                callback(result, None)
+            return fut
+        return self.producer.send_async(msg, callback, _HASH, str(hash_key), timeout_ms=timeout_ms)
+
+    def send_oneway_orderly(self, destination: str, payload: Any, hash_key: Any, *,
+                            keys: str | Sequence[str] | None = None,
+                            headers: Mapping[str, Any] | None = None) -> None:
+        """Ordered fire-and-forget (Spring's ``sendOneWayOrderly``): the queue chosen by
+        ``hash_key`` as :meth:`send_orderly`; no answer, failures only logged by the SDK."""
+        msg = self.message(destination, payload, keys=keys, headers=headers)
+        if self.capturing:
+            capture.record("oneway_orderly", msg, hash_key)
+            return
+        self.producer.send_oneway(msg, _HASH, str(hash_key))
 
     def send_batch(self, destination: str, payloads: Iterable[Any], *,
                    keys: Callable[[Any], str | Sequence[str] | None] | None = None,

@@ -8,6 +8,10 @@ database commit and END_TRANSACTION, or the network failed) is answered from tha
 live producer of the transaction group, so the database and the message always agree:
 
 - record present -> COMMIT (the database committed);
+- record absent and a check registered for the topic with :func:`rocketmq_transaction_check`
+  (a local transaction whose outcome is not a database row, e.g. an external payment API:
+  Spring's ``RocketMQLocalTransactionListener.checkLocalTransaction``) -> its answer, unless it
+  answers None;
 - record absent and the half message younger than ``TRANSACTION_UNKNOWN_TIMEOUT`` ms (60000)
   -> UNKNOW (the local transaction may still be running; the broker asks again later);
 - record absent and older -> ROLLBACK.
@@ -38,14 +42,46 @@ from rocketmq_sdk.protocol.codes import MessageConst as MC
 
 from . import capture
 
-__all__ = ["DatabaseTransactionListener", "local_transaction_committed", "send_in_transaction",
-           "transaction_producer"]
+__all__ = ["DatabaseTransactionListener", "local_transaction_committed", "rocketmq_transaction_check",
+           "send_in_transaction", "transaction_checks", "transaction_producer"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django")
 
 #: sent right after the local transaction's ``atomic()`` block committed and before
 #: END_TRANSACTION goes out (``sender`` the listener, ``message``, ``transaction_id``)
 local_transaction_committed = Signal()
+
+
+TransactionCheck = Callable[[MessageExt], LocalTransactionState | None]
+
+#: topic (without namespace) -> the check registered with :func:`rocketmq_transaction_check`
+transaction_checks: dict[str, TransactionCheck] = {}
+
+
+def rocketmq_transaction_check(*, topic: str) -> Callable[[TransactionCheck], TransactionCheck]:
+    """Register ``fn(msg: MessageExt) -> LocalTransactionState | None`` as the transaction check
+    of ``topic``'s half messages that have no record in the table (put it in a module imported
+    at start, e.g. ``<app>/listeners.py``, so every process answering checks has it).
+
+    ::
+
+        @rocketmq_transaction_check(topic="payments")
+        def payment_settled(msg):
+            state = payments_api.state(msg.msg_id)       # the UNIQ_KEY the local transaction used
+            return {"paid": LocalTransactionState.COMMIT_MESSAGE,
+                    "failed": LocalTransactionState.ROLLBACK_MESSAGE}.get(state)   # None: the table's rules
+
+    Raises:
+        ValueError: an empty topic.
+    """
+    if not topic:
+        raise ValueError("rocketmq_transaction_check needs a topic")
+
+    def register(fn: TransactionCheck) -> TransactionCheck:
+        transaction_checks[topic] = fn
+        return fn
+
+    return register
 
 
 class _Call(threading.local):
@@ -91,8 +127,11 @@ class DatabaseTransactionListener:
         tx_id = msg.get_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or msg.transaction_id or msg.msg_id
         close_old_connections()
         try:
+            hook = transaction_checks.get(_plain_topic(msg.topic))
             if TransactionRecord.objects.filter(transaction_id=tx_id).exists():
                 state = LocalTransactionState.COMMIT_MESSAGE
+            elif hook is not None and (answer := hook(msg)) is not None:
+                state = answer
             elif time.time() * 1000 - msg.born_timestamp > self.unknown_timeout_ms:
                 state = LocalTransactionState.ROLLBACK_MESSAGE
             else:
@@ -101,6 +140,11 @@ class DatabaseTransactionListener:
             close_old_connections()
         log.info("transaction check of %s (%s): %s", tx_id, msg.topic, state.value)
         return state
+
+
+def _plain_topic(topic: str) -> str:
+    """The topic without the ``NAMESPACE%`` prefix the integration adds."""
+    return topic.split("%", 1)[1] if "%" in topic and not topic.startswith("%") else topic
 
 
 def _make_producer() -> TransactionProducer:
@@ -113,7 +157,8 @@ def _make_producer() -> TransactionProducer:
         raise ImproperlyConfigured('transactional messages need ROCKETMQ["PRODUCER"]["GROUP"] '
                                    'or ROCKETMQ["TRANSACTION"]["GROUP"]')
     listener = DatabaseTransactionListener(s.transaction_group, s.options["transaction_unknown_timeout"])
-    producer = TransactionProducer(s.transaction_group, listener=listener, **s.transaction, **s.producer_kwargs())
+    producer = TransactionProducer(s.transaction_group, listener=listener, **s.transaction, **s.trace_kwargs(),
+                                   **s.producer_kwargs())
     producer.start()
     log.info("RocketMQ transaction producer %s started", s.transaction_group)
     return producer

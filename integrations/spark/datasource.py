@@ -28,11 +28,14 @@ Write options (names are case-insensitive):
 ``excludeFromBody`` comma-separated columns left out of the JSON body
 ``sendTimeoutMs``   per-request send timeout in ms (default 3000)
 ``batchSize``       messages per send request, per target queue (default 1; see ``batching``)
+``maxBatchBytes``   a batch request is sent before its bodies exceed this many bytes (default
+                    1048576; the broker refuses requests over its ``maxMessageSize``, 4 MiB)
 ``rowIdKey``        streaming only: add the dedup key of :mod:`.stream_writer` (default true)
 ==================  ========================================================================
 
-Each Spark task sends its partition with the worker's cached producer, exactly as
-:func:`write_dataframe` does; the number of messages each task sent travels back in its
+Each Spark task gets its partition as Arrow record batches (Spark's Arrow writer API, no
+pickled ``Row`` per row; :mod:`.arrow_rows`) and sends it with the worker's cached producer,
+exactly as :func:`write_dataframe` does; the number of messages each task sent travels back in its
 commit message and the total is logged by ``commit()`` on the driver.
 """
 
@@ -43,6 +46,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import datasource as _spark_datasource
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -54,6 +58,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
+from .arrow_rows import needs_row_objects, task_rows
+from .batching import DEFAULT_MAX_BATCH_BYTES
 from .mapping import ColumnValue, FieldTemplate, RowMessageMapper
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerSpec, get_producer
 from .read_options import ReadOptions, lower_keys, name_server
@@ -76,8 +82,26 @@ KAFKA_STYLE_COLUMNS = {"bodycol": "body", "tagcol": "tags", "keyscol": "keys", "
 ``key`` and ``headers``): a DataFrame read from RocketMQ writes back as it was read."""
 
 
-def _options_to_writer_args(options: dict[str, str],
-                            schema: StructType) -> tuple[RowMessageMapper, ProducerSpec, int, int]:
+@dataclass(frozen=True)
+class WriterArgs:
+    """The parsed write options: the recipe, the producer, and how requests are sized."""
+
+    mapper: RowMessageMapper
+    spec: ProducerSpec
+    send_timeout_ms: int = 3000
+    batch_size: int = 1
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+
+    def send(self, batches: Iterator[Any], mapper: Any = None) -> int:
+        """Send the rows of Arrow ``batches`` (one task's partition; rows from a PySpark without
+        the Arrow writers) with the worker's producer."""
+        mapper = mapper or self.mapper
+        rows = task_rows(batches, row_objects=needs_row_objects(self.mapper))
+        return send_rows(rows, mapper, get_producer(self.spec), send_timeout_ms=self.send_timeout_ms,
+                         batch_size=self.batch_size, max_batch_bytes=self.max_batch_bytes)
+
+
+def _options_to_writer_args(options: dict[str, str], schema: StructType) -> WriterArgs:
     opts = lower_keys(options)
     namesrv = name_server(opts)
     if not opts.get("topic"):
@@ -103,19 +127,25 @@ def _options_to_writer_args(options: dict[str, str],
     batch_size = int(opts.get("batchsize", "1"))
     if batch_size < 1:
         raise IllegalArgumentError(f"option batchSize must be at least 1, got {batch_size}")
-    return mapper, spec, int(opts.get("sendtimeoutms", "3000")), batch_size
+    max_batch_bytes = int(opts.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
+    if max_batch_bytes < 1:
+        raise IllegalArgumentError(f"option maxBatchBytes must be at least 1, got {max_batch_bytes}")
+    return WriterArgs(mapper, spec, int(opts.get("sendtimeoutms", "3000")), batch_size, max_batch_bytes)
 
 
-class RocketMQDataSourceWriter(DataSourceWriter):
-    """Sends the rows of one partition per ``write`` call (on the workers)."""
+ArrowWriter: type = getattr(_spark_datasource, "DataSourceArrowWriter", DataSourceWriter)
+"""Spark's Arrow writer base when this PySpark has it (``write`` gets ``pyarrow.RecordBatch``es), else the row one."""
+
+
+class RocketMQDataSourceWriter(ArrowWriter):  # type: ignore[misc,valid-type]
+    """Sends the rows of one partition per ``write`` call (on the workers), from Arrow batches."""
 
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
-        self.mapper, self.spec, self.send_timeout_ms, self.batch_size = _options_to_writer_args(options, schema)
+        self.args = _options_to_writer_args(options, schema)
+        self.mapper = self.args.mapper
 
     def write(self, iterator: Iterator[Any]) -> SentCount:
-        producer = get_producer(self.spec)
-        return SentCount(send_rows(iterator, self.mapper, producer, send_timeout_ms=self.send_timeout_ms,
-                                   batch_size=self.batch_size))
+        return SentCount(self.args.send(iterator))
 
     def commit(self, messages: list[SentCount | None]) -> None:
         total = sum(m.sent for m in messages if m is not None)
@@ -154,9 +184,8 @@ class RocketMQDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
         from .stream_writer import RocketMQStreamWriter
 
-        mapper, spec, send_timeout_ms, batch_size = _options_to_writer_args(dict(self.options), schema)
         row_id_key = lower_keys(self.options).get("rowidkey", "true").lower() != "false"
-        return RocketMQStreamWriter(mapper, spec, send_timeout_ms, batch_size, row_id_key)
+        return RocketMQStreamWriter(_options_to_writer_args(dict(self.options), schema), row_id_key)
 
 
 def register_data_source(spark: Any) -> None:

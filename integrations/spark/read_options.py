@@ -166,6 +166,10 @@ class ReadOptions:
         commit_group: consumer group the processed offsets are committed to (``commitGroup``).
         pull_batch_size: messages asked per PULL_MESSAGE (``pullBatchSize``, 1..1024, default 32).
         pull_timeout_ms: client timeout of each pull (``pullTimeoutMs``, default 10000).
+        pulls_in_flight: PULL_MESSAGE requests a read task keeps in flight for its queue range
+            (``pullsInFlight``, 1..64, default 8): the broker answers at most 32 messages and
+            256 KiB per pull (Java's ``maxTransferCountOnMessageInMemory`` /
+            ``maxTransferBytesOnMessageInMemory``), so a range is read in many pulls.
         fail_on_data_loss: fail when wanted messages are no longer stored (``failOnDataLoss``,
             default true); false logs a warning and skips them.
     """
@@ -185,6 +189,7 @@ class ReadOptions:
     pull_batch_size: int = 32
     pull_timeout_ms: int = 10_000
     fail_on_data_loss: bool = True
+    pulls_in_flight: int = 8
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -235,4 +240,5 @@ class ReadOptions:
             group=group, commit_group=commit_group,
             pull_batch_size=_positive_int(opts, "pullBatchSize", 32, upper=1024),
             pull_timeout_ms=_positive_int(opts, "pullTimeoutMs", 10_000),
+            pulls_in_flight=_positive_int(opts, "pullsInFlight", 8, upper=64),
             fail_on_data_loss=_bool(opts, "failOnDataLoss", True))

@@ -2,10 +2,12 @@
 batch ``DataSourceReader``.
 
 Each partition (:class:`.offsets.QueueRange`) is read by one task with PULL_MESSAGE requests of
-``pullBatchSize`` messages from ``start`` up to ``end`` (exclusive), in queue order, with the
-worker's cached ``PullConsumer`` (:mod:`.consumers`). Bodies arrive decompressed (the SDK's
+``pullBatchSize`` messages from ``start`` up to ``end`` (exclusive), in queue order,
+``pullsInFlight`` of them at once (the offsets are known, so the next pulls are asked before the
+first answer is back; they are spaced by what the broker serves per pull), with the worker's cached ``PullConsumer`` (:mod:`.consumers`). Bodies arrive decompressed (the SDK's
 decoder inflates bodies stored with the COMPRESSED flag). Rows go to Spark as Arrow record
-batches (no per-row Python objects on Spark's side).
+batches filled straight from the pull bodies (:mod:`.arrow_records`, with its C twin): no
+per-row Python objects on either side.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.types import StructType
 from rocketmq_sdk.consumer.selector import MessageSelector
-from rocketmq_sdk.exceptions import MQClientError
-from rocketmq_sdk.protocol.codes import MessageConst as MC
+from rocketmq_sdk.exceptions import MQBrokerError, MQClientError, TopicNotExistError
+from rocketmq_sdk.protocol.bodies import SubscriptionData
 from rocketmq_sdk.protocol.message import PullStatus
 
+from .arrow_records import MAX_BATCH_DATA_BYTES, RecordColumns
 from .consumers import commit_offsets, get_pull_consumer
 from .offsets import QueueOffsets, QueueRange, plan_ranges
 from .read_options import LATEST, ReadOptions
@@ -52,36 +55,31 @@ def _arrow_schema(schema: StructType) -> Any:
         return to_arrow_schema(schema)
 
 
-class _Columns:
-    """Column lists of one Arrow record batch being built."""
+def _exact_tags(options: ReadOptions) -> list[str] | None:
+    """The tags a TAG expression selects exactly (the broker filters by tag hash only), or None
+    for ``*`` and SQL92 (as the SDK's ``SubscriptionData.tags_set``)."""
+    if options.expression_type != "TAG":
+        return None
+    return sorted(SubscriptionData.build("t", options.sub_expression, 0).tags_set) or None
 
-    def __init__(self) -> None:
-        self.cols: list[list[Any]] = [[] for _ in range(12)]
 
-    def __len__(self) -> int:
-        return len(self.cols[0])
+def _finish(cols: RecordColumns, pa_schema: Any, broker_name: str, tags: list[str] | None) -> Any:
+    """The Arrow batch of ``cols``, keeping only the rows with one of ``tags`` (None: all)."""
+    batch = cols.to_batch(pa_schema, broker_name)
+    if tags is None:
+        return batch
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    def add(self, m: Any) -> None:
-        c = self.cols
-        props = m.properties
-        c[0].append(m.body)
-        c[1].append(m.topic)
-        c[2].append(props.get(MC.TAGS))
-        c[3].append(props.get(MC.KEYS))
-        c[4].append([(k, v) for k, v in props.items() if k not in MC.RESERVED])
-        c[5].append(m.broker_name)
-        c[6].append(m.queue_id)
-        c[7].append(m.queue_offset)
-        c[8].append(m.msg_id)
-        c[9].append(m.born_timestamp * 1000)
-        c[10].append(m.store_timestamp * 1000)
-        c[11].append(m.reconsume_times)
+    return batch.filter(pc.fill_null(pc.is_in(batch.column(2), value_set=pa.array(tags, pa.string())), False))
 
-    def batch(self, pa_schema: Any) -> Any:
-        import pyarrow as pa
 
-        arrays = [pa.array(col, type=field.type) for col, field in zip(self.cols, pa_schema, strict=True)]
-        return pa.RecordBatch.from_arrays(arrays, schema=pa_schema)
+def _topic_exists(consumer: Any, topic: str) -> bool:
+    """Whether the name server still routes ``topic`` (a pull failed: deleted, or another error)."""
+    try:
+        return bool(consumer.fetch_subscribe_message_queues(topic))
+    except TopicNotExistError:
+        return False
 
 
 def _selector(options: ReadOptions) -> Any:
@@ -94,46 +92,63 @@ def read_range(part: QueueRange, schema: StructType) -> Iterator[Any]:
     """Arrow record batches of the messages of ``part`` (queue order), on an executor.
 
     Raises:
-        MQClientError: messages of the range are no longer stored and ``failOnDataLoss`` is on,
-            or the broker serves nothing below ``end`` for ``NO_NEW_MESSAGE_WAIT_S`` seconds.
+        MQClientError: messages of the range are no longer stored, or the topic was deleted,
+            and ``failOnDataLoss`` is on (off: the lost offsets are skipped with a warning); or
+            the broker serves nothing below ``end`` for ``NO_NEW_MESSAGE_WAIT_S`` seconds.
         MQBrokerError / RemotingError: a pull failed.
     """
     opts = part.options
     consumer = get_pull_consumer(opts.name_server, opts.group)
     pa_schema = _arrow_schema(schema)
     mq, selector, offset, end = part.queue, _selector(opts), part.start, part.end
-    cols = _Columns()
+    tags = _exact_tags(opts)
+    cols = RecordColumns()
     waiting_since: float | None = None
+    size = stride = opts.pull_batch_size  # stride: what the broker serves per pull (it caps it, at 32 by default)
     while offset < end:
-        result = consumer.pull(mq, selector, offset, min(opts.pull_batch_size, end - offset),
-                               timeout_ms=opts.pull_timeout_ms)
-        status = result.pull_status
-        if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
-            waiting_since = None
-            for m in result.msg_found_list:
-                if m.queue_offset >= end:
-                    break
-                if m.queue_offset >= offset:
-                    cols.add(m)
-            if len(cols) >= ROWS_PER_BATCH:
-                yield cols.batch(pa_schema)
-                cols = _Columns()
-            offset = max(result.next_begin_offset, offset + (1 if not result.msg_found_list else 0))
-        elif status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
-            lost = f"offsets {offset}..{min(result.min_offset, end) - 1} of {mq} are no longer stored"
+        starts = range(offset, min(end, offset + stride * opts.pulls_in_flight), stride)
+        try:
+            answers = consumer.pull_raw_many(mq, selector, starts, size, timeout_ms=opts.pull_timeout_ms)
+        except MQBrokerError as exc:
+            if _topic_exists(consumer, mq.topic):
+                raise
+            lost = f"topic {mq.topic} no longer exists: offsets {offset}..{end - 1} of {mq} cannot be read"
             if opts.fail_on_data_loss:
-                raise MQClientError(lost + " (set failOnDataLoss=false to skip them)")
+                raise MQClientError(lost + " (set failOnDataLoss=false to skip them)") from exc
             logger.warning("%s; skipped", lost)
-            offset = result.min_offset
-        else:  # NO_NEW_MSG (or OFFSET_ILLEGAL above the max) below the planned end
-            now = time.monotonic()
-            waiting_since = waiting_since if waiting_since is not None else now
-            if now - waiting_since > NO_NEW_MESSAGE_WAIT_S:
-                raise MQClientError(f"{mq}: no message served from offset {offset} although the range "
-                                    f"ends at {end} ({status.name}, broker max {result.max_offset})")
-            time.sleep(0.05)  # back-off between pulls of a queue the broker has not caught up on
+            break
+        for start, (result, body) in zip(starts, answers, strict=True):
+            if start != offset:  # an answer before ended short: pull again from where it ended
+                break
+            status = result.pull_status
+            if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
+                waiting_since = None
+                if body:
+                    cols.add_records(body, offset, end)
+                if len(cols) >= ROWS_PER_BATCH or cols.data_bytes >= MAX_BATCH_DATA_BYTES:
+                    yield _finish(cols, pa_schema, mq.broker_name, tags)
+                    cols = RecordColumns()
+                served = result.next_begin_offset - offset
+                if body and 0 < served < stride and result.next_begin_offset < end:
+                    stride = served
+                offset = max(result.next_begin_offset, offset + (0 if body else 1))
+                continue
+            if status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
+                lost = f"offsets {offset}..{min(result.min_offset, end) - 1} of {mq} are no longer stored"
+                if opts.fail_on_data_loss:
+                    raise MQClientError(lost + " (set failOnDataLoss=false to skip them)")
+                logger.warning("%s; skipped", lost)
+                offset = result.min_offset
+            else:  # NO_NEW_MSG (or OFFSET_ILLEGAL above the max) below the planned end
+                now = time.monotonic()
+                waiting_since = waiting_since if waiting_since is not None else now
+                if now - waiting_since > NO_NEW_MESSAGE_WAIT_S:
+                    raise MQClientError(f"{mq}: no message served from offset {offset} although the range "
+                                        f"ends at {end} ({status.name}, broker max {result.max_offset})")
+                time.sleep(0.05)  # back-off between pulls of a queue the broker has not caught up on
+            break
     if len(cols):
-        yield cols.batch(pa_schema)
+        yield _finish(cols, pa_schema, mq.broker_name, tags)
     if opts.commit_group and part.commit_on_read:
         commit_offsets(opts.name_server, opts.commit_group, {mq: end})
 

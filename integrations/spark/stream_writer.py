@@ -19,12 +19,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import datasource as _spark_datasource
 from pyspark.sql.datasource import DataSourceStreamWriter, WriterCommitMessage
 from rocketmq_sdk.protocol.message import Message
 
 from .mapping import RowMessageMapper
-from .producers import get_producer
-from .writer import send_rows
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
 
@@ -59,6 +58,10 @@ class RowIdKeys:
     def uses_selector(self) -> bool:
         return self.mapper.uses_selector
 
+    @property
+    def body(self) -> Any:
+        return self.mapper.body
+
     def selector_arg(self, row: Any) -> str:
         return self.mapper.selector_arg(row)
 
@@ -69,13 +72,21 @@ class RowIdKeys:
         return msg
 
 
-class RocketMQStreamWriter(DataSourceStreamWriter):
-    """Sends each micro-batch's partitions (on the executors); logs the counts on commit."""
+StreamArrowWriter: type = getattr(_spark_datasource, "DataSourceStreamArrowWriter", DataSourceStreamWriter)
+"""Spark's Arrow stream writer base when this PySpark has it, else the row one."""
 
-    def __init__(self, mapper: RowMessageMapper, spec: Any, send_timeout_ms: int, batch_size: int,
-                 row_id_key: bool) -> None:
-        self.mapper, self.spec = mapper, spec
-        self.send_timeout_ms, self.batch_size, self.row_id_key = send_timeout_ms, batch_size, row_id_key
+
+class RocketMQStreamWriter(StreamArrowWriter):  # type: ignore[misc,valid-type]
+    """Sends each micro-batch's partitions (on the executors, from Arrow batches); logs the
+    counts on commit.
+
+    Args:
+        args: the parsed write options (:class:`.datasource.WriterArgs`).
+        row_id_key: add the dedup key described above.
+    """
+
+    def __init__(self, args: Any, row_id_key: bool) -> None:
+        self.args, self.mapper, self.row_id_key = args, args.mapper, row_id_key
 
     def write(self, iterator: Iterator[Any]) -> BatchSentCount:
         from pyspark import TaskContext
@@ -87,9 +98,7 @@ class RocketMQStreamWriter(DataSourceStreamWriter):
             query = (ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None) or "query"
             batch = (ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None) or "0"
             mapper = RowIdKeys(self.mapper, f"spark-{query}-{batch}-{partition}")
-        sent = send_rows(iterator, mapper, get_producer(self.spec), send_timeout_ms=self.send_timeout_ms,
-                         batch_size=self.batch_size)
-        return BatchSentCount(partition, sent)
+        return BatchSentCount(partition, self.args.send(iterator, mapper))
 
     def commit(self, messages: list[BatchSentCount | None], batchId: int) -> None:  # noqa: N803
         total = sum(m.sent for m in messages if m is not None)

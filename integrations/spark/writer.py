@@ -1,4 +1,5 @@
-"""Write a Spark DataFrame to RocketMQ with ``foreachPartition``: one message per row.
+"""Write a Spark DataFrame to RocketMQ: one message per row (``mapInArrow``; :func:`send_rows`
+also serves a ``df.foreachPartition`` of your own, see docs/spark.md).
 
 Each partition is sent in partition order, one synchronous send at a time, by the producer
 cached in its Python worker (:mod:`.producers`). So two rows of one partition that go to the
@@ -14,13 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
-from .batching import send_rows_batched
+from .arrow_rows import arrow_rows, needs_row_objects
+from .batching import DEFAULT_MAX_BATCH_BYTES, send_rows_batched
 from .mapping import RowFn, RowMessageMapper
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerSpec, get_producer
 
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
+
+DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+"""The producer's ``max_message_size`` when it has no config to tell (Java's default, 4 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +66,7 @@ class WriteResult:
 
 
 def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, selector: Any = None,
-              send_timeout_ms: int = 3000, batch_size: int = 1) -> int:
+              send_timeout_ms: int = 3000, batch_size: int = 1, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> int:
     """Send each row as one message, synchronously and in iteration order.
 
     Args:
@@ -74,26 +79,32 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
         batch_size: 1 (default) sends message by message; more packs up to that many
             consecutive messages for the same queue into one batch request (``send_batch``),
             keeping the per-queue order (see :mod:`.batching`).
+        max_batch_bytes: a batch request is sent before its bodies would exceed this many bytes
+            (default 1 MiB; the broker refuses requests over its ``maxMessageSize``, 4 MiB).
 
     Returns:
         The number of messages the broker acknowledged.
 
     Raises:
+        IllegalArgumentError: a row that makes no valid message (a null body column, a tag, key
+            or property with a separator, a body over the producer's ``max_message_size``...),
+            naming the row (its index in ``rows``) and the column; nothing of the batch being
+            filled is sent.
         rocketmq_sdk.exceptions.MQError: a send failed (the rows before it were sent).
     """
     if mapper.uses_selector and selector is None:
         from rocketmq_sdk import SelectMessageQueueByHash
 
         selector = SelectMessageQueueByHash()
+    messages = checked_messages(rows, mapper, _max_message_size(producer))
     if batch_size > 1:
-        sent, not_ok = send_rows_batched(rows, mapper, producer, selector=selector, batch_size=batch_size,
-                                         send_timeout_ms=send_timeout_ms)
+        sent, not_ok = send_rows_batched(messages, mapper, producer, selector=selector, batch_size=batch_size,
+                                         send_timeout_ms=send_timeout_ms, max_batch_bytes=max_batch_bytes)
         _warn_not_ok(not_ok, sent)
         return sent
     sent = 0
     not_ok = 0
-    for row in rows:
-        msg = mapper.to_message(row)
+    for msg, row in messages:
         if mapper.uses_selector:
             result = producer.send(msg, selector, mapper.selector_arg(row), timeout_ms=send_timeout_ms)
         else:
@@ -106,6 +117,32 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
     return sent
 
 
+def _max_message_size(producer: Any) -> int:
+    return int(getattr(getattr(producer, "config", None), "max_message_size", DEFAULT_MAX_MESSAGE_SIZE))
+
+
+def checked_messages(rows: Iterable[Any], mapper: Any, max_message_size: int) -> Iterator[tuple[Any, Any]]:
+    """``(message, row)`` for each row, checked before anything of it is sent.
+
+    Raises:
+        IllegalArgumentError: the row makes no valid message, or its body is empty or over
+            ``max_message_size`` bytes; the message says which row (index in ``rows``) and column.
+    """
+    body_col = mapper.body if isinstance(mapper.body, str) else None
+    what = f"column {body_col!r}" if body_col else "the body"
+    for index, row in enumerate(rows):
+        try:
+            msg = mapper.to_message(row)
+        except (IllegalArgumentError, KeyError, ValueError, TypeError) as exc:
+            raise IllegalArgumentError(f"row {index} of the partition makes no message: {exc}") from exc
+        size = len(msg.body)
+        if not size or size > max_message_size:
+            raise IllegalArgumentError(
+                f"row {index} of the partition: {what} is {'empty' if not size else f'{size} bytes'}; "
+                f"a message body must be 1..{max_message_size} bytes (max_message_size)")
+        yield msg, row
+
+
 def _warn_not_ok(not_ok: int, sent: int) -> None:
     if not_ok:
         logger.warning("%d of %d messages were stored with a non-OK status (e.g. FLUSH_DISK_TIMEOUT)",
@@ -113,16 +150,22 @@ def _warn_not_ok(not_ok: int, sent: int) -> None:
 
 
 def _partition_sender(mapper: RowMessageMapper, spec: ProducerSpec, selector: Any, send_timeout_ms: int,
-                      batch_size: int, accumulator: Any) -> Callable[[Iterable[Any]], None]:
-    def send_partition(rows: Iterable[Any]) -> None:
+                      batch_size: int, max_batch_bytes: int,
+                      accumulator: Any) -> Callable[[Iterable[Any]], Iterator[Any]]:
+    row_objects = needs_row_objects(mapper)
+
+    def send_partition(batches: Iterable[Any]) -> Iterator[Any]:
+        import pyarrow as pa
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx is not None else -1
         producer = get_producer(spec)
-        count = send_rows(rows, mapper, producer, selector=selector, send_timeout_ms=send_timeout_ms,
-                          batch_size=batch_size)
+        count = send_rows(arrow_rows(batches, row_objects=row_objects), mapper, producer, selector=selector,
+                          send_timeout_ms=send_timeout_ms, batch_size=batch_size, max_batch_bytes=max_batch_bytes)
         accumulator.add({partition: count})
+        yield pa.RecordBatch.from_pydict({"partition": pa.array([partition], pa.int32()),
+                                          "sent": pa.array([count], pa.int64())})
 
     return send_partition
 
@@ -148,9 +191,11 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
                     group: str = DEFAULT_PRODUCER_GROUP, producer_config: Mapping[str, Any] | None = None,
                     producer_factory: Callable[[ProducerSpec], Any] | None = None,
                     send_timeout_ms: int = 3000, batch_size: int = 1,
+                    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
                     progress: Callable[[WriteProgress], None] | None = None,
                     progress_interval_s: float = 1.0) -> WriteResult:
-    """Send every row of ``df`` to ``topic`` as one message (``DataFrame.foreachPartition``).
+    """Send every row of ``df`` to ``topic`` as one message (``DataFrame.mapInArrow``: each
+    partition reaches its Python worker as Arrow record batches, see :mod:`.arrow_rows`).
 
     The message recipe is either ``mapper`` or built from the keyword arguments (see
     :class:`RowMessageMapper` for ``body``, ``tag_*``, ``keys_*``, ``properties_fn``,
@@ -173,6 +218,8 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         batch_size: 1 (default): one send request per message. More: up to that many
             consecutive messages bound for the same queue go in one SEND_BATCH_MESSAGE request;
             still one stored message per row, in the same per-queue order (see :mod:`.batching`).
+        max_batch_bytes: a batch request is sent before its bodies would exceed this many bytes
+            (default 1 MiB).
         progress: called on the driver about every ``progress_interval_s`` seconds while the job
             runs, and once at the end, with a :class:`WriteProgress` (counts grow as partitions
             finish).
@@ -181,7 +228,9 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         A :class:`WriteResult` with the total and per-partition counts.
 
     Raises:
-        pyspark.errors.PySparkException (wrapping the worker's ``MQError``): a send failed.
+        pyspark.errors.PySparkException (wrapping the worker's ``MQError``): a send failed, or
+            a row makes no valid message (the worker's ``IllegalArgumentError`` names the row
+            and column: see :func:`send_rows`).
         IllegalArgumentError: an inconsistent recipe (see :class:`RowMessageMapper`).
     """
     if mapper is None:
@@ -190,6 +239,8 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
                                   selector_fn=selector_fn, exclude_from_body=tuple(exclude_from_body))
     if batch_size < 1:
         raise IllegalArgumentError(f"batch_size must be at least 1, got {batch_size}")
+    if max_batch_bytes < 1:
+        raise IllegalArgumentError(f"max_batch_bytes must be at least 1, got {max_batch_bytes}")
     spec = ProducerSpec.create(namesrv_addr, group, producer_config, producer_factory)
     sc = df.sparkSession.sparkContext
     acc = sc.accumulator({}, _DictSum())
@@ -211,7 +262,8 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         watcher = threading.Thread(target=watch, name="rocketmq-spark-progress", daemon=True)
         watcher.start()
     try:
-        df.foreachPartition(_partition_sender(mapper, spec, selector, send_timeout_ms, batch_size, acc))
+        sender = _partition_sender(mapper, spec, selector, send_timeout_ms, batch_size, max_batch_bytes, acc)
+        df.mapInArrow(sender, "partition INT, sent BIGINT").collect()
     finally:
         stop.set()
         if watcher is not None:

@@ -3,7 +3,8 @@ coroutines on the caller's asyncio event loop.
 
 It is the families of admin operations put together over one core (``core.py``): topics
 (``topics.py``), clusters (``cluster.py``), groups and offsets (``groups.py``), messages
-(``messages.py``), name servers (``namesrv.py``) and ACL (``acl.py``). :class:`AdminClient` is
+(``messages.py``), name servers (``namesrv.py``), ACL (``acl.py``) and the brokers' stored
+tables (``broker_tables.py``). :class:`AdminClient` is
 the same API, blocking.
 
 Example::
@@ -16,6 +17,7 @@ Example::
 from __future__ import annotations
 
 from .acl import AclAdmin
+from .broker_tables import BrokerTableAdmin
 from .cluster import ClusterAdmin
 from .groups import GroupAdmin
 from .messages import MessageAdmin
@@ -25,7 +27,8 @@ from .topics import TopicAdmin
 __all__ = ["AsyncAdminClient"]
 
 
-class AsyncAdminClient(TopicAdmin, ClusterAdmin, GroupAdmin, MessageAdmin, NamesrvAdmin, AclAdmin):
+class AsyncAdminClient(TopicAdmin, ClusterAdmin, GroupAdmin, MessageAdmin, NamesrvAdmin, AclAdmin,
+                       BrokerTableAdmin):
     """Administration of a RocketMQ 4.x cluster (topics, groups, messages, name servers, ACL), as
     coroutines: create it and await its methods in one event loop (its connections belong to the
     loop that first uses them); ``async with`` (or ``await close()``) releases them.

@@ -225,12 +225,18 @@ def topic_status(admin: AdminClient, as_json: bool, topic: str) -> None:
 @click.option("-c", "--clusterName", "cluster", help="only this cluster")
 def cluster_list(admin: AdminClient, as_json: bool, cluster: str | None) -> None:
     rows = [b for b in admin.cluster_list() if not cluster or b.cluster == cluster]
-    emit(as_json, rows, lambda: table(
-        ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role", "#Version", "#InTPS", "#OutTPS",
-         "#CommitLog Max", "#HA Lag"],
-        [(b.cluster, b.broker_name, b.broker_id, b.addr, b.role, b.version, b.in_tps, b.out_tps,
-          b.commit_log_max_offset, "-" if b.broker_id == 0 else b.replication_lag) for b in rows],
-        numeric=(2, 6, 7, 8, 9)))
+    headers = ["#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Role", "#Version", "#InTPS", "#OutTPS",
+               "#CommitLog Max", "#HA Lag"]
+    values = [[b.cluster, b.broker_name, b.broker_id, b.addr, b.role, b.version, b.in_tps, b.out_tps,
+               b.commit_log_max_offset, "-" if b.broker_id == 0 else b.replication_lag] for b in rows]
+    if any(b.dledger_role for b in rows):  # DLedger groups: member, role, term, log index, lag
+        lags = {(b.broker_name, p): lag for b in rows if b.dledger_peers for p, (_, lag) in b.dledger_peers.items()}
+        headers += ["#DLedger", "#Term", "#Log Index", "#Lag"]
+        for b, row in zip(rows, values, strict=True):
+            lag = lags.get((b.broker_name, b.dledger_id)) if b.dledger_id else None
+            row += [f"{b.dledger_id} {b.dledger_role}" if b.dledger_role else "-", b.dledger_term, b.dledger_index,
+                    "-" if lag is None else lag]
+    emit(as_json, rows, lambda: table(headers, [tuple(r) for r in values], numeric=(2, 6, 7, 8, 9)))
 
 
 def _broker_targets(admin: AdminClient, broker_addr: str | None, cluster: str | None) -> list[str]:
@@ -384,6 +390,20 @@ def update_sub_group(admin: AdminClient, as_json: bool, group: str, broker_addr:
          lambda: "\n".join(f"create subscription group to {a} success." for a in addrs))
 
 
+@command("setConsumeMode", "Set a group's consume mode on a topic (POP or PULL; RocketMQ 5.x brokers).")
+@click.option("-g", "--groupName", "group", required=True)
+@click.option("-t", "--topicName", "topic", required=True)
+@click.option("-m", "--mode", "mode", type=click.Choice(["POP", "PULL"]), required=True)
+@click.option("-q", "--popShareQueueNum", "share", type=click.IntRange(min=0), default=0, show_default=True)
+@broker_or_cluster
+def set_consume_mode(admin: AdminClient, as_json: bool, group: str, topic: str, mode: str, share: int,
+                     broker_addr: str | None, cluster: str | None) -> None:
+    require_one(b=broker_addr, c=cluster)
+    addrs = admin.set_consume_mode(group, topic, mode, share, cluster=cluster, broker_addr=broker_addr)
+    emit(as_json, {"group": group, "topic": topic, "mode": mode, "popShareQueueNum": share, "brokers": addrs},
+         lambda: "\n".join(f"set consume mode to {a} success." for a in addrs))
+
+
 @command("resetOffsetByTime", "Reset a group's offsets on a topic to a point in time (online clients follow).")
 @click.option("-g", "--group", required=True)
 @click.option("-t", "--topic", required=True)
@@ -393,9 +413,11 @@ def update_sub_group(admin: AdminClient, as_json: bool, group: str, broker_addr:
 def reset_offset_by_time(admin: AdminClient, as_json: bool, group: str, topic: str, when: str, force: bool) -> None:
     ts = parse_time_ms(when)
     rows = admin.reset_offset_by_time(group, topic, ts, force=force)
-    emit(as_json, rows, lambda: f"reset consumer offset of group {group} on {topic} to {fmt_ms(ts)}\n" + table(
-        ["#Broker Name", "#Queue", "#Offset"], [(e.broker_name, e.queue_id, e.offset) for e in rows],
-        numeric=(1, 2)))
+    direct = " (group offline: offsets written on the brokers directly)" if any(e.direct for e in rows) else ""
+    when_text = {0: "the earliest offset", -1: "the latest offset"}.get(ts) or fmt_ms(ts)
+    emit(as_json, rows, lambda: f"reset consumer offset of group {group} on {topic} to {when_text}{direct}\n"
+         + table(["#Broker Name", "#Queue", "#Offset"], [(e.broker_name, e.queue_id, e.offset) for e in rows],
+                 numeric=(1, 2)))
 
 
 # ---------------------------------------------------------------------------------- messages

@@ -8,7 +8,7 @@ from ..properties import parse_properties
 from ..protocol.admin_bodies import KVTable
 from ..protocol.codes import RequestCode
 from .core import MASTER_ID, REQUEST_FAILED, AdminCore, log
-from .models import BrokerInfo
+from .models import BrokerInfo, MasterlessBroker
 
 __all__ = ["ClusterAdmin"]
 
@@ -21,6 +21,23 @@ def _first_tps(value: str | None) -> float | None:
         return float(value.split()[0])
     except (ValueError, IndexError):
         return None
+
+
+def _dledger_fields(b: BrokerInfo, table: dict[str, str]) -> None:
+    """The DLedger keys of a reference broker's runtime info (``dLegerRole`` …) into ``b``."""
+    if "dLegerRole" not in table:
+        return
+    b.dledger_id = table.get("dLegerSelfId") or None
+    b.dledger_role = table.get("dLegerRole")
+    with contextlib.suppress(ValueError):
+        b.dledger_term = int(table.get("dLegerTerm", ""))
+        b.dledger_index = int(table.get("dLegerLedgerEndIndex", ""))
+    peers: dict[str, tuple[int, int | None]] = {}
+    for item in filter(None, table.get("dLegerPeerIndexes", "").split(",")):
+        parts = item.split(":")
+        with contextlib.suppress(ValueError, IndexError):
+            peers[parts[0]] = (int(parts[1]), int(parts[2]) if parts[2] else None)
+    b.dledger_peers = peers or None
 
 
 class ClusterAdmin(AdminCore):
@@ -54,6 +71,7 @@ class ClusterAdmin(AdminCore):
                             b.out_tps = _first_tps(table.get("getTransferedTps"))
                             with contextlib.suppress(ValueError):  # missing ("") or not a number
                                 b.commit_log_max_offset = int(table.get("commitLogMaxOffset", ""))
+                            _dledger_fields(b, table)
                     out.append(b)
         masters = {(b.cluster, b.broker_name): b.commit_log_max_offset for b in out if b.broker_id == MASTER_ID}
         for b in out:  # replication lag of each slave, as two brokerStatus calls would give it
@@ -82,3 +100,12 @@ class ClusterAdmin(AdminCore):
             MQClientError: unknown cluster.
         """
         return await self._master_addrs(cluster)
+
+    async def masterless_brokers(self) -> list[MasterlessBroker]:
+        """The brokers whose master the name server no longer lists (it is down or was
+        unregistered) while a slave is still registered (GET_BROKER_CLUSTER_INFO 106): their
+        data is read from that slave (progress, offsets, stats, messages), writes to them fail.
+        Empty when every broker has its master. A broker with no address left at all is not
+        listed (the name server forgets it).
+        """
+        return self._masterless(await self._cluster())

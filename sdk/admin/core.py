@@ -4,7 +4,9 @@ the families together).
 
 Every request is built with the same ``extFields`` mqadmin 4.9.8 sends (checked against captured
 traffic), to the same server: name-server requests go to the first answering name server, broker
-requests to the master (broker id 0) of each broker concerned.
+requests to the master (broker id 0) of each broker concerned. Reads (progress, offsets, stats,
+messages, connections) go to a slave of a broker whose master is not in the route, as Java's
+``BrokerData.selectBrokerAddr`` does; writes only ever go to masters.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from rocketmq_sdk.remoting.command import RemotingCommand
 from .models import (
     ClientConnection,
     GroupConnections,
+    MasterlessBroker,
     Subscription,
 )
 
@@ -72,6 +75,13 @@ def parse_namesrv_addr(value: str | Iterable[str] | None) -> list[str]:
     if not addrs:
         raise IllegalArgumentError("no name server address: pass -n host:port[;host:port] or set NAMESRV_ADDR")
     return addrs
+
+
+def read_addr(broker_addrs: dict[int, str]) -> str:
+    """The address to read a broker's data from: its master, else its slave with the lowest
+    broker id (Java ``BrokerData.selectBrokerAddr`` picks the master, else any slave; the lowest
+    id keeps the choice stable). ``broker_addrs`` must not be empty."""
+    return broker_addrs.get(MASTER_ID) or broker_addrs[min(broker_addrs)]
 
 
 def _check(resp: RemotingCommand, addr: str, request_code: int | None = None) -> RemotingCommand:
@@ -184,10 +194,24 @@ class AdminCore:
         return sorted(TopicList.from_json(resp.body).topic_list)
 
     @staticmethod
+    def _masterless(info: ClusterInfo) -> list[MasterlessBroker]:
+        """The broker names of ``info`` listed with slaves but no master, each with the slave
+        reads go to (the lowest broker id), sorted by cluster and name."""
+        clusters = {name: cluster for cluster, names in info.cluster_addr_table.items() for name in names}
+        return [MasterlessBroker(clusters.get(name, ""), name, read_addr(bd.broker_addrs))
+                for name, bd in sorted(info.broker_addr_table.items(), key=lambda kv: (clusters.get(kv[0], ""), kv[0]))
+                if bd.broker_addrs and MASTER_ID not in bd.broker_addrs]
+
+    @staticmethod
     def _route_masters(route: TopicRouteData) -> dict[str, str]:
         """broker name → master address, for the brokers of a route that have a master."""
         return {bd.broker_name: bd.broker_addrs[MASTER_ID] for bd in route.broker_datas
                 if MASTER_ID in bd.broker_addrs}
+
+    @staticmethod
+    def _route_readers(route: TopicRouteData) -> dict[str, str]:
+        """broker name → address to read from (:func:`read_addr`), for every broker of a route."""
+        return {bd.broker_name: read_addr(bd.broker_addrs) for bd in route.broker_datas if bd.broker_addrs}
 
     async def _pull_one(self, addr: str, mq: MessageQueue, offset: int) -> MessageExt | None:
         """The message at ``offset`` of ``mq`` (one PULL_MESSAGE as ``TOOLS_CONSUMER``, the
@@ -205,24 +229,28 @@ class AdminCore:
             return []
         return list(result.msg_found_list or [])
 
-    async def _queue_master(self, topic: str, broker_name: str) -> str:
+    async def _queue_addr(self, topic: str, broker_name: str, *, read: bool) -> str:
+        """The master of ``broker_name`` in ``topic``'s route; for a ``read``, a slave while the
+        master is down (see :meth:`_route_readers`)."""
         route = await self._route(topic)
-        addr = self._route_masters(route).get(broker_name)
+        addr = (self._route_readers(route) if read else self._route_masters(route)).get(broker_name)
         if addr is None:
-            raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}")
+            raise MQClientError(f"broker {broker_name!r} is not in the route of topic {topic}"
+                                + ("" if read else " with a master"))
         return addr
 
-    async def _group_masters(self, group: str) -> dict[str, str]:
-        """Brokers that know the group: those of its retry topic's route (as mqadmin)."""
+    async def _group_readers(self, group: str) -> dict[str, str]:
+        """Brokers that know the group: those of its retry topic's route (as mqadmin), each
+        with its master's address, or a slave's while the master is down."""
         try:
             route = await self._route(RETRY_GROUP_TOPIC_PREFIX + group)
         except TopicNotExistError:
             raise MQClientError(f"consumer group {group!r} not found (no route for "
                                 f"{RETRY_GROUP_TOPIC_PREFIX}{group})") from None
-        return self._route_masters(route)
+        return self._route_readers(route)
 
     async def _connections(self, group: str) -> GroupConnections:
-        masters = await self._group_masters(group)
+        masters = await self._group_readers(group)
         last: Exception | None = None
         ext = {"consumerGroup": group}
         for addr in masters.values():

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..exceptions import IllegalArgumentError, MQBrokerError, MQClientError, MQError
+from ..protocol import fastjson
 from ..protocol.admin_bodies import ConsumeStats, ProducerConnection, SubscriptionGroupConfig
 from ..protocol.bodies import ConsumerRunningInfo, ResetOffsetBody
 from ..protocol.codes import RequestCode, ResponseCode
@@ -39,7 +42,7 @@ class GroupAdmin(AdminCore):
         Raises:
             MQClientError: unknown group. MQBrokerError, RemotingError.
         """
-        masters = await self._group_masters(group)
+        masters = await self._group_readers(group)
         tps = 0.0
         queues: list[QueueProgress] = []
         ext = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields()
@@ -65,7 +68,7 @@ class GroupAdmin(AdminCore):
         for group in groups:
             tps, diff = 0.0, 0
             try:
-                for addr in (await self._group_masters(group)).values():
+                for addr in (await self._group_readers(group)).values():
                     r = await self._broker(addr, RequestCode.GET_CONSUME_STATS,
                                            GetConsumeStatsRequestHeader(consumer_group=group).to_ext_fields())
                     stats = ConsumeStats.from_json(r.body)
@@ -128,7 +131,7 @@ class GroupAdmin(AdminCore):
             client id → running info.
         """
         conns = await self._connections(group)
-        masters = await self._group_masters(group)
+        masters = await self._group_readers(group)
         addr = next(iter(masters.values()))
         out = {}
         for c in conns.connections:
@@ -166,6 +169,47 @@ class GroupAdmin(AdminCore):
             await self._broker(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
         return addrs
 
+    async def set_consume_mode(self, group: str, topic: str, mode: str = "POP", pop_share_queue_num: int = 0, *,
+                               cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        """Set how ``group`` consumes ``topic`` on a broker or every master of a cluster
+        (SET_MESSAGE_REQUEST_MODE 401, RocketMQ 5.x), as ``mqadmin setConsumeMode``: ``"POP"``
+        (5.x Java push consumers with client rebalance off pop every queue; with
+        ``pop_share_queue_num`` N > 0 each client pops its own queues and those of the next N
+        clients) or ``"PULL"`` (queues allocated among the clients).
+
+        Returns:
+            the broker addresses updated.
+
+        Raises:
+            IllegalArgumentError: unknown mode, negative share number, bad names (nothing sent).
+            RequestCodeNotSupportedError: a 4.x broker. MQBrokerError, RemotingError.
+        """
+        from ..protocol.codes import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, check_name
+        check_name(group, "consumer group", GROUP_MAX_LENGTH)
+        check_name(topic, "topic", TOPIC_MAX_LENGTH)
+        if mode not in ("POP", "PULL"):
+            raise IllegalArgumentError(f"mode must be POP or PULL, got {mode!r}")
+        if isinstance(pop_share_queue_num, bool) or not isinstance(pop_share_queue_num, int) or pop_share_queue_num < 0:
+            raise IllegalArgumentError(f"pop_share_queue_num must be an int >= 0, got {pop_share_queue_num!r}")
+        body = fastjson.dumps({"consumerGroup": group, "mode": mode, "popShareQueueNum": pop_share_queue_num,
+                               "topic": topic}).encode("utf-8")
+        addrs = await self._master_addrs(cluster, broker_addr)
+        for addr in addrs:
+            await self._broker(addr, RequestCode.SET_MESSAGE_REQUEST_MODE, body=body)
+        return addrs
+
+    async def consume_modes(self, broker_addr: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """The consume modes a 5.x broker stores: ``{topic: {group: {"mode", "popShareQueueNum", ...}}}``
+        (GET_ALL_MESSAGE_REQUEST_MODE 402).
+
+        Raises:
+            RequestCodeNotSupportedError: a 4.x broker. MQBrokerError, RemotingError.
+        """
+        resp = await self._broker(broker_addr, RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+        d = fastjson.loads(resp.body.decode("utf-8")) if resp.body else {}
+        table = d.get("messageRequestModeMap") if isinstance(d, dict) else None
+        return table if isinstance(table, dict) else {}
+
     async def delete_subscription_group(self, group: str, *, cluster: str | None = None,
                                         broker_addr: str | None = None) -> list[str]:
         """Delete a subscription group's config (DELETE_SUBSCRIPTIONGROUP 207, ``groupName``) on
@@ -187,7 +231,7 @@ class GroupAdmin(AdminCore):
         Raises:
             TopicNotExistError, MQClientError (no master), MQBrokerError, RemotingError.
         """
-        addr = await self._queue_master(mq.topic, mq.broker_name)
+        addr = await self._queue_addr(mq.topic, mq.broker_name, read=True)
         try:
             return await self._api.query_consumer_offset(addr, group, mq, self.timeout_ms)
         except MQBrokerError as exc:
@@ -206,14 +250,18 @@ class GroupAdmin(AdminCore):
         """
         if offset < 0:
             raise IllegalArgumentError(f"offset must be >= 0, got {offset}")
-        await self._api.update_consumer_offset(await self._queue_master(mq.topic, mq.broker_name), group, mq, offset,
+        await self._api.update_consumer_offset(await self._queue_addr(mq.topic, mq.broker_name, read=False), group, mq, offset,
                                                self.timeout_ms)
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *,
                              force: bool = True) -> list[ResetOffsetEntry]:
         """Move the group's offsets on ``topic`` to the first message stored at or after
         ``timestamp_ms`` (INVOKE_BROKER_TO_RESET_OFFSET 222 to every master of the topic; the
-        broker tells the online clients), as ``mqadmin resetOffsetByTime``.
+        broker tells the online clients), as ``mqadmin resetOffsetByTime``. A broker that
+        answers 206 CONSUMER_NOT_ONLINE (the group's consumers are stopped) has the group's
+        offsets written directly instead, as mqadmin then does (``resetOffsetByTimestampOld``:
+        GET_CONSUME_STATS 208, SEARCH_OFFSET_BY_TIMESTAMP 29 or GET_MAX_OFFSET 30 per queue,
+        UPDATE_CONSUMER_OFFSET 15); consumers started afterwards begin there.
 
         Args:
             timestamp_ms: epoch ms; 0 means the earliest offset, -1 the latest (as mqadmin's
@@ -221,17 +269,56 @@ class GroupAdmin(AdminCore):
             force: reset even to a larger offset than the current one.
 
         Returns:
-            the new offset of each queue.
+            the new offset of each queue (``direct`` set where it was written directly).
+
+        Raises:
+            TopicNotExistError. MQClientError: a broker of the topic has no master (down).
+            MQBrokerError: e.g. the group never committed an offset on a broker. RemotingError.
         """
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms,
                                        is_force=force).to_ext_fields()
 
         route = await self._route(topic)
+        masters = self._route_masters(route)
+        missing = sorted(set(self._route_readers(route)) - set(masters))
+        if missing:
+            raise MQClientError(f"cannot reset offsets of {group} on {topic}: the master of "
+                                f"{', '.join(missing)} is down (offsets are written on masters only)")
         out = []
-        for addr in self._route_masters(route).values():
-            resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+        for addr in masters.values():
+            try:
+                resp = await self._broker(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+            except MQBrokerError as exc:
+                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    raise
+                log.info("group %s is offline on %s: writing its offsets of %s directly", group, addr, topic)
+                out.extend(await self._reset_offline(addr, group, topic, timestamp_ms, force))
+                continue
             if resp.body:
                 for mq, off in ResetOffsetBody.from_json(resp.body).offset_table.items():
                     out.append(ResetOffsetEntry(mq.topic, mq.broker_name, mq.queue_id, off))
         out.sort(key=lambda e: (e.broker_name, e.queue_id))
+        return out
+
+    async def _reset_offline(self, addr: str, group: str, topic: str, timestamp_ms: int,
+                             force: bool) -> list[ResetOffsetEntry]:
+        """Java ``resetOffsetByTimestampOld`` on one master: each queue the group has an offset
+        for moves to the offset stored at ``timestamp_ms`` (-1: the max offset), only backwards
+        unless ``force``."""
+        resp = await self._broker(addr, RequestCode.GET_CONSUME_STATS,
+                                  GetConsumeStatsRequestHeader(consumer_group=group, topic=topic).to_ext_fields())
+        out = []
+        for mq, wrapper in sorted(ConsumeStats.from_json(resp.body).offset_table.items(),
+                                  key=lambda kv: kv[0].queue_id):
+            if mq.topic != topic:
+                continue
+            if timestamp_ms == -1:
+                target = await self._api.get_max_offset(addr, mq, self.timeout_ms)
+            else:
+                target = await self._api.search_offset(addr, mq, timestamp_ms, self.timeout_ms)
+            if force or target <= wrapper.consumer_offset:
+                await self._api.update_consumer_offset(addr, group, mq, target, self.timeout_ms)
+            else:
+                target = wrapper.consumer_offset
+            out.append(ResetOffsetEntry(mq.topic, mq.broker_name, mq.queue_id, target, direct=True))
         return out

@@ -13,6 +13,7 @@ from ..protocol.headers import (
 from ..protocol.message import MessageExt, MessageQueue
 from ..protocol.message_codec import decode_messages
 from ..protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
+from ..remoting.command import RemotingCommand
 from .core import JAVA_LONG_MAX, UNIQUE_KEY_QUERY, AdminCore
 
 __all__ = ["MessageAdmin"]
@@ -23,11 +24,14 @@ class MessageAdmin(AdminCore):
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
         """The message with this offset message id (VIEW_MESSAGE_BY_ID 33 to the store host
-        encoded in the id), as ``queryMsgById``.
+        encoded in the id), as ``queryMsgById``. When the store host does not answer, the
+        slaves of the brokers whose master is down are asked instead (a slave's CommitLog is a
+        byte-for-byte copy of its master's, so the offset in the id is valid there too).
 
         Raises:
             IllegalArgumentError: not an offset message id.
-            MQBrokerError: no message at that offset. RemotingError.
+            MQBrokerError: no message at that offset. RemotingError: neither the store host nor
+            a slave standing in for a master answered.
         """
         try:
             host, port, offset = decode_offset_msg_id(offset_msg_id)
@@ -35,17 +39,46 @@ class MessageAdmin(AdminCore):
             raise IllegalArgumentError(str(exc)) from None
 
         addr = f"{host}:{port}"
-        resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID,
-                                  ViewMessageRequestHeader(offset=offset).to_ext_fields())
+        ext = ViewMessageRequestHeader(offset=offset).to_ext_fields()
+        try:
+            resp = await self._broker(addr, RequestCode.VIEW_MESSAGE_BY_ID, ext)
+        except RemotingError:
+            found = await self._view_on_slaves(addr, ext)
+            if found is None:
+                raise
+            resp = found[1]
         msgs = decode_messages(resp.body)
         if not msgs:
             raise MQBrokerError(ResponseCode.QUERY_NOT_FOUND, f"no message {offset_msg_id}", addr)
         return msgs[0]
 
+    async def _view_on_slaves(self, addr: str, ext: dict[str, str]) -> tuple[str, RemotingCommand] | None:
+        """VIEW_MESSAGE_BY_ID on the slaves standing in for masters that are down: the first
+        that has a message at the offset whose store host is ``addr``, with its answer (None:
+        no such slave)."""
+        for broker in self._masterless(await self._cluster()):
+            try:
+                resp = await self._broker(broker.read_from, RequestCode.VIEW_MESSAGE_BY_ID, dict(ext))
+            except (MQBrokerError, RemotingError):
+                continue
+            msgs = decode_messages(resp.body)
+            if msgs and msgs[0].store_host == addr:
+                return broker.read_from, resp
+        return None
+
+    async def _stand_in(self, offset_msg_id: str) -> str | None:
+        """The slave standing in for the (down) master that stored ``offset_msg_id``, if any."""
+        try:
+            host, port, offset = decode_offset_msg_id(offset_msg_id)
+        except ValueError:
+            return None
+        found = await self._view_on_slaves(f"{host}:{port}", ViewMessageRequestHeader(offset=offset).to_ext_fields())
+        return found[0] if found else None
+
     async def query_message_by_key(self, topic: str, key: str, *, max_num: int = 64, begin_ms: int = 0,
                              end_ms: int = JAVA_LONG_MAX, unique: bool = False) -> list[MessageExt]:
         """Messages of ``topic`` indexed under ``key`` stored in [begin_ms, end_ms]
-        (QUERY_MESSAGE 12 to every master of the route), as ``queryMsgByKey``.
+        (QUERY_MESSAGE 12 to every broker of the route: its master, or a slave while the master is down), as ``queryMsgByKey``.
 
         Args:
             max_num: at most this many messages per broker (default 64, mqadmin's).
@@ -61,7 +94,7 @@ class MessageAdmin(AdminCore):
 
         route = await self._route(topic)
         out: list[MessageExt] = []
-        for addr in self._route_masters(route).values():
+        for addr in self._route_readers(route).values():
             try:
                 resp = await self._broker(addr, RequestCode.QUERY_MESSAGE, dict(ext))
             except MQBrokerError as exc:
@@ -131,13 +164,13 @@ class MessageAdmin(AdminCore):
 
     async def search_offset(self, topic: str, broker_name: str, queue_id: int, timestamp_ms: int) -> int:
         """The offset of the first message of a queue stored at or after ``timestamp_ms``
-        (SEARCH_OFFSET_BY_TIMESTAMP 29 to the master, as Java ``searchOffset``; the queue's max
+        (SEARCH_OFFSET_BY_TIMESTAMP 29 to the master, or a slave while it is down; as Java ``searchOffset``; the queue's max
         offset when every message is older).
 
         Raises:
             MQClientError: ``broker_name`` is not in the topic's route.
         """
-        addr = await self._queue_master(topic, broker_name)
+        addr = await self._queue_addr(topic, broker_name, read=True)
         return await self._api.search_offset(addr, MessageQueue(topic, broker_name, queue_id), timestamp_ms,
                                              self.timeout_ms)
 
@@ -152,7 +185,7 @@ class MessageAdmin(AdminCore):
         """
         if not 1 <= max_nums <= 1024:
             raise IllegalArgumentError(f"max_nums must be in 1..1024, got {max_nums}")
-        addr = await self._queue_master(topic, broker_name)
+        addr = await self._queue_addr(topic, broker_name, read=True)
         return await self._pull(addr, MessageQueue(topic, broker_name, queue_id), offset, max_nums)
 
     async def query_message_by_offset(self, topic: str, broker_name: str, queue_id: int, offset: int) -> MessageExt:
@@ -162,7 +195,7 @@ class MessageAdmin(AdminCore):
         Raises:
             MQClientError: unknown broker, or no message at that offset.
         """
-        addr = await self._queue_master(topic, broker_name)
+        addr = await self._queue_addr(topic, broker_name, read=True)
         msg = await self._pull_one(addr, MessageQueue(topic, broker_name, queue_id), offset)
         if msg is None:
             raise MQClientError(f"no message at offset {offset} of {topic}/{broker_name}/{queue_id}")
@@ -183,9 +216,12 @@ class MessageAdmin(AdminCore):
         msg = await self.query_message_by_id(msg_id, topic)
 
         conns = await self._connections(group)
-        masters = await self._group_masters(group)
-        # the broker that stores the message, as mqadmin (it serves the group's clients too)
-        addr = msg.store_host or masters.get(msg.broker_name) or next(iter(masters.values()))
+        readers = await self._group_readers(group)
+        # the broker that stores the message, as mqadmin (it serves the group's clients too);
+        # while its master is down, the slave standing in for it (same CommitLog offsets)
+        addr = msg.store_host or readers.get(msg.broker_name) or next(iter(readers.values()))
+        if addr not in readers.values():  # its master is down: the slave holding the message
+            addr = await self._stand_in(msg.offset_msg_id) or addr
         out = {}
         for c in conns.connections:
             if client_id and c.client_id != client_id:

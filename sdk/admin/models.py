@@ -46,6 +46,14 @@ class BrokerInfo:
     out_tps: float | None = None
     commit_log_max_offset: int | None = None
     replication_lag: int | None = None
+    #: DLedger mode (the reference broker's runtime info; None elsewhere): member id, role
+    #: (LEADER / FOLLOWER / CANDIDATE), term, last log index, and on the leader each member's
+    #: ``{id: (index, lag in entries)}``
+    dledger_id: str | None = None
+    dledger_role: str | None = None
+    dledger_term: int | None = None
+    dledger_index: int | None = None
+    dledger_peers: dict[str, tuple[int, int | None]] | None = None
 
 
 @dataclass(slots=True)
@@ -123,12 +131,24 @@ class GroupConnections:
 
 @dataclass(slots=True)
 class ResetOffsetEntry:
-    """One queue moved by ``resetOffsetByTime``."""
+    """One queue moved by ``resetOffsetByTime``; ``direct`` when the group was offline on that
+    broker and its offset was written with UPDATE_CONSUMER_OFFSET (``resetOffsetByTimestampOld``)."""
 
     topic: str
     broker_name: str
     queue_id: int
     offset: int
+    direct: bool = False
+
+
+@dataclass(slots=True)
+class MasterlessBroker:
+    """A broker name whose master the name server no longer lists: reads go to ``read_from``,
+    its slave with the lowest broker id; writes to it fail until the master is back."""
+
+    cluster: str
+    broker_name: str
+    read_from: str
 
 
 def message_to_dict(msg: MessageExt) -> dict[str, Any]:

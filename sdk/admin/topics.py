@@ -169,7 +169,7 @@ class TopicAdmin(AdminCore):
             TopicNotExistError, MQBrokerError, RemotingError.
         """
         route = await self._route(topic)
-        masters = self._route_masters(route)
+        masters = self._route_readers(route)
         out: list[QueueStatus] = []
         for name, addr in masters.items():
             try:

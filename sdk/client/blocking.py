@@ -1,9 +1,8 @@
 """``BlockingConnections``: request/response over plain blocking sockets owned by the calling
 thread (one connection per thread and broker), for sync sends without the I/O-thread hop.
 
-Measured in ``benchmarks/profiling/LOG.md`` (proposal P1): the hop to the event loop thread and back
-costs more than the rest of a sync send; a thread that owns its socket saves ~60 % client CPU.
-Only requests whose answer comes back on the same connection use it (sends); broker → client
+The hop to the event loop thread and back costs more than the rest of a sync send
+(``benchmarks/profiling/LOG.md``), so a thread that owns its socket skips it. Only requests whose answer comes back on the same connection use it (sends); broker → client
 requests never arrive here because these connections never send heartbeats.
 """
 
@@ -18,7 +17,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from ..exceptions import (
@@ -31,6 +30,7 @@ from ..protocol.codes import request_name
 from ..remoting.client import parse_addr, peer_speaks_tls
 from ..remoting.command import FLAG_RESPONSE, RemotingCommand
 from ..remoting.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
+from ..remoting.hooks import HookChain, RPCHook
 
 __all__ = ["BlockingConnections"]
 
@@ -99,18 +99,19 @@ class BlockingConnections:
 
     Args:
         connect_timeout_ms: TCP connect timeout, ms.
-        rpc_hooks: the instance's hooks (ACL signing), run as for the asyncio client.
+        rpc_hooks: the instance's hook chain (ACL signing), shared with its asyncio client (a
+            list is copied into a new chain).
         max_frame_length: largest accepted frame, bytes.
         ssl_context: wrap each connection in TLS with this context (the handshake counts
             against ``connect_timeout_ms``); None for plain TCP.
     """
 
-    def __init__(self, connect_timeout_ms: float, rpc_hooks: Sequence[Any] = (),
+    def __init__(self, connect_timeout_ms: float, rpc_hooks: Iterable[RPCHook] = (),
                  max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH, *,
                  ssl_context: ssl.SSLContext | None = None) -> None:
         self.connect_timeout_ms = connect_timeout_ms
         self.ssl_context = ssl_context
-        self.rpc_hooks = list(rpc_hooks)
+        self.rpc_hooks = HookChain.of(rpc_hooks)
         self.max_frame_length = max_frame_length
         self._local = threading.local()
         self._all: weakref.WeakSet[_Conn] = weakref.WeakSet()
@@ -172,8 +173,7 @@ class BlockingConnections:
         deadline = now + timeout_ms / 1000.0
         hooks = self.rpc_hooks
         if hooks:
-            for hook in hooks:
-                hook.before_request(addr, cmd)
+            hooks.before_request(addr, cmd)
         conns = getattr(self._local, "conns", None)
         conn = conns.get(addr) if conns is not None else None
         if conn is None:
@@ -237,8 +237,7 @@ class BlockingConnections:
         conn.fresh = False
         conn.last_used = now
         if hooks:
-            for hook in hooks:
-                hook.after_response(addr, cmd, resp)
+            hooks.after_response(addr, cmd, resp)
         return resp
 
     def close(self) -> None:

@@ -15,17 +15,32 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
-from ..config import ClientConfig
+from ..config import ClientConfig, ConsumerConfig
 from ..exceptions import ClientStateError, MQError, TopicNotExistError
-from ..protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
-from ..protocol.codes import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, RequestCode, ResponseCode
-from ..protocol.message import MessageQueue
+from ..protocol.bodies import (
+    ConsumeMessageDirectlyResult,
+    ConsumerData,
+    ConsumerRunningInfo,
+    HeartbeatData,
+    ResetOffsetBody,
+    TopicRouteData,
+)
+from ..protocol.codes import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, MessageConst, RequestCode, ResponseCode
+from ..protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
+    ResetOffsetRequestHeader,
+)
+from ..protocol.message import MessageExt, MessageQueue
+from ..protocol.message_codec import decode_message, decode_messages
 from ..remoting.channel import Processor
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
+from ..remoting.hooks import HookChain
 from ..remoting.loop import EventLoopThread
 from ..retry import ExponentialBackoff
 from .blocking import BlockingConnections
+from .broker_heartbeat import BrokerHeartbeats
 from .mq_client_api import MQClientAPI
 from .namesrv_lookup import fetch_namesrv_addr
 from .route import TopicPublishInfo, publish_info_from_route, subscribe_queues_from_route, tbw102_route_for
@@ -45,8 +60,8 @@ MISSING_ROUTE_FIRST_RETRY_MS = 1_000
 class ProducerInner(Protocol):
     """What the instance needs from a producer (Java's ``MQProducerInner``).
 
-    Called by the client instance only (route refresh on its loop); applications never need them,
-    and the API reference leaves them out."""
+    Called by the client instance only (route refresh and broker requests, on its loop);
+    applications never need them, and the API reference leaves them out."""
 
     group: str
 
@@ -54,16 +69,26 @@ class ProducerInner(Protocol):
 
     def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
 
+    def check_transaction_state(self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader) -> None:
+        """CHECK_TRANSACTION_STATE (39) from broker ``addr`` for the half message ``msg``: queue
+        the check (on the loop; must not block). A producer without a transaction listener logs
+        and ignores it (Java ``checkTransactionState``)."""
+        ...
+
 
 class ConsumerInner(Protocol):
     """What the instance needs from a consumer (Java's ``MQConsumerInner``: ``doRebalance``,
-    ``persistConsumerOffset``, ``updateTopicSubscribeInfo``...).
+    ``persistConsumerOffset``, ``updateTopicSubscribeInfo``, ``consumerRunningInfo``..., and the
+    push consumer's ``resetOffset`` / ``consumeMessageDirectly``).
 
     Called by the client instance only (heartbeats, route refresh, the rebalance and offset-persist
-    timers, GET_CONSUMER_RUNNING_INFO), on its I/O loop; applications never need them, and the API
-    reference leaves them out."""
+    timers, broker requests), on its I/O loop unless said otherwise; applications never need
+    them, and the API reference leaves them out."""
 
     group: str
+
+    @property
+    def config(self) -> ConsumerConfig: ...  # rebalance_interval
 
     def consumer_data(self) -> ConsumerData: ...
 
@@ -74,6 +99,21 @@ class ConsumerInner(Protocol):
     async def do_rebalance(self) -> None: ...
 
     async def persist_consumer_offset(self) -> None: ...
+
+    def consumer_running_info(self) -> ConsumerRunningInfo | None:
+        """GET_CONSUMER_RUNNING_INFO (307): settings, subscriptions, owned queues; None when the
+        consumer does not report (answered SYSTEM_ERROR, "not exist in this consumer")."""
+        ...
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (220): consume ``topic``'s queues from ``offsets``."""
+        ...
+
+    def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult | None:
+        """CONSUME_MESSAGE_DIRECTLY (309), in a worker thread (it may block): the listener's
+        outcome on ``msg``; None when the consumer has no listener to run it (answered
+        SYSTEM_ERROR)."""
+        ...
 
 
 class MQClientInstance:
@@ -86,9 +126,12 @@ class MQClientInstance:
 
     def __init__(self, config: ClientConfig, client_id: str) -> None:
         self.config = config
+        #: per broker: version answered, heartbeat v2 state (RocketMQ 5.x)
+        self.broker_heartbeats = BrokerHeartbeats(getattr(config, "use_heartbeat_v2", False))
         self.client_id = client_id
         self.loop_thread = EventLoopThread(name=f"rocketmq-{client_id}", event_loop=config.event_loop)
-        hooks = config.effective_rpc_hooks
+        #: one chain of RPC hooks for every transport (asyncio, caller-thread sockets, callbacks)
+        hooks = HookChain(config.effective_rpc_hooks)
         tls = config.effective_ssl_context  # use_tls / ssl_context (Java useTLS)
         self.remoting = RemotingClient(config.connect_timeout, rpc_hooks=hooks, ssl_context=tls)
         #: per-thread blocking connections for sync sends from caller threads (no I/O-thread hop)
@@ -192,8 +235,7 @@ class MQClientInstance:
     async def _rebalance_loop(self) -> None:
         assert self._rebalance_event is not None
         while True:
-            intervals = [getattr(getattr(c, "config", None), "rebalance_interval", 20_000)
-                         for c in self.consumers.values()]
+            intervals = [c.config.rebalance_interval for c in self.consumers.values()]
             try:
                 await asyncio.wait_for(self._rebalance_event.wait(), min(intervals or [20_000]) / 1000.0)
             except TimeoutError:
@@ -229,12 +271,23 @@ class MQClientInstance:
                                    f"{self.client_id}; use another instance_name")
         self.consumers[consumer.group] = consumer
 
+    def unregister_producer(self, group: str) -> None:
+        """Forget the producer of ``group`` (no request: see :meth:`unregister`); no error when
+        there is none."""
+        self.producers.pop(group, None)
+
+    def unregister_consumer(self, group: str) -> None:
+        """Forget the consumer of ``group`` (no request: see :meth:`unregister`); no error when
+        there is none."""
+        self.consumers.pop(group, None)
+
     async def unregister(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
-        """Remove a group and tell every broker (UNREGISTER_CLIENT); failures are logged."""
+        """Forget a group and tell every broker (UNREGISTER_CLIENT, Java ``unregisterClient``);
+        failures are logged."""
         if producer_group:
-            self.producers.pop(producer_group, None)
+            self.unregister_producer(producer_group)
         if consumer_group:
-            self.consumers.pop(consumer_group, None)
+            self.unregister_consumer(consumer_group)
         addrs = {addr for addrs in self.broker_addrs.values() for addr in addrs.values()}
         for addr in sorted(addrs):
             try:
@@ -427,11 +480,16 @@ class MQClientInstance:
             with_slaves = bool(data.consumers)
             targets = sorted({addr for addrs in self.broker_addrs.values() for bid, addr in addrs.items()
                               if with_slaves or bid == MASTER_ID})
-            results = await asyncio.gather(*(self.api.send_heartbeat(a, data) for a in targets),
-                                           return_exceptions=True)
-            for addr, result in zip(targets, results, strict=True):
-                if isinstance(result, Exception):
-                    log.warning("heartbeat of client %s to %s failed: %s", self.client_id, addr, result)
+            bodies = [self.broker_heartbeats.body_for(a, data) for a in targets]
+            results = await asyncio.gather(*(self.api.heartbeat(a, body) for a, (body, _full) in zip(
+                targets, bodies, strict=True)), return_exceptions=True)
+            for addr, (body, full), result in zip(targets, bodies, results, strict=True):
+                if isinstance(result, BaseException):
+                    self.broker_heartbeats.forget(addr)
+                    if isinstance(result, Exception):
+                        log.warning("heartbeat of client %s to %s failed: %s", self.client_id, addr, result)
+                else:
+                    self.broker_heartbeats.on_answer(addr, body, full, result)
 
     # -------------------------------------------------------------- consumers
 
@@ -456,49 +514,41 @@ class MQClientInstance:
     async def _on_get_running_info(self, channel: Any, cmd: RemotingCommand) -> RemotingCommand:
         group = cmd.ext_fields.get("consumerGroup", "")
         consumer = self.consumers.get(group)
-        info = getattr(consumer, "consumer_running_info", None)
+        info = consumer.consumer_running_info() if consumer is not None else None
         if info is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
-        return cmd.response(ResponseCode.SUCCESS, body=info().to_json())
+        return cmd.response(ResponseCode.SUCCESS, body=info.to_json())
 
     async def _on_reset_offset(self, channel: Any, cmd: RemotingCommand) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (220, oneway): hand the offsets to the group's consumer
-        (``_reset_offset(topic, {mq: offset})``, see ``rocketmq_sdk.consumer``)."""
-        from ..protocol.bodies import ResetOffsetBody
-        from ..protocol.headers import ResetOffsetRequestHeader
-
+        (``ConsumerInner.reset_offset(topic, {mq: offset})``)."""
         h = ResetOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-        reset = getattr(self.consumers.get(h.group or ""), "_reset_offset", None)
-        if reset is None or not cmd.body:
+        consumer = self.consumers.get(h.group or "")
+        if consumer is None or not cmd.body:
             log.warning("reset offset request for unknown group %s or without a body; ignored", h.group)
             return None
         log.info("broker %s resets the offsets of group %s, topic %s", getattr(channel, "remote_addr", "?"),
                  h.group, h.topic)
-        await reset(h.topic or "", ResetOffsetBody.from_json(cmd.body).offset_table)
+        await consumer.reset_offset(h.topic or "", ResetOffsetBody.from_json(cmd.body).offset_table)
         return None
 
     async def _on_consume_message_directly(self, channel: Any, cmd: RemotingCommand) -> RemotingCommand:
         """CONSUME_MESSAGE_DIRECTLY (309): the group's listener consumes the message in the body
         (off the loop); the answer is its ConsumeMessageDirectlyResult."""
-        from ..protocol.headers import ConsumeMessageDirectlyResultRequestHeader
-        from ..protocol.message_codec import decode_message
-
         h = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(cmd.ext_fields)
-        fn = getattr(self.consumers.get(h.consumer_group or ""), "consume_message_directly", None)
-        if fn is None:
+        consumer = self.consumers.get(h.consumer_group or "")
+        result = None
+        if consumer is not None:
+            msg, _ = decode_message(cmd.body)
+            result = await asyncio.to_thread(consumer.consume_message_directly, msg, h.broker_name)
+        if result is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
                                 f"The Consumer Group <{h.consumer_group}> not exist in this consumer")
-        msg, _ = decode_message(cmd.body)
-        result = await asyncio.to_thread(fn, msg, h.broker_name)
         return cmd.response(ResponseCode.SUCCESS, body=result.to_json())
 
     async def _on_check_transaction_state(self, channel: Any, cmd: RemotingCommand) -> None:
         """CHECK_TRANSACTION_STATE (39, oneway): hand the message to the producer of its
-        ``PGROUP`` (``check_transaction_state(addr, msg, header)``, a TransactionProducer)."""
-        from ..protocol.codes import MessageConst
-        from ..protocol.headers import CheckTransactionStateRequestHeader
-        from ..protocol.message_codec import decode_messages
-
+        ``PGROUP`` (``ProducerInner.check_transaction_state``)."""
         header = CheckTransactionStateRequestHeader.from_ext_fields(cmd.ext_fields)
         msgs = decode_messages(cmd.body) if cmd.body else []
         if not msgs:
@@ -507,11 +557,11 @@ class MQClientInstance:
         msg = msgs[0]
         msg.transaction_id = header.transaction_id or msg.get_property(MessageConst.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         group = msg.get_property(MessageConst.PRODUCER_GROUP) or ""
-        check = getattr(self.producers.get(group), "check_transaction_state", None)
-        if check is None:
-            log.warning("transaction check for group %r, which has no transaction producer here; ignored", group)
+        producer = self.producers.get(group)
+        if producer is None:
+            log.warning("transaction check for group %r, which has no producer here; ignored", group)
             return None
-        check(channel.remote_addr, msg, header)
+        producer.check_transaction_state(channel.remote_addr, msg, header)
         return None
 
     async def _on_consumer_ids_changed(self, channel: Any, cmd: RemotingCommand) -> None:

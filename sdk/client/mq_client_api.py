@@ -17,6 +17,7 @@ from ..exceptions import (
     RemotingError,
     RemotingTimeoutError,
     TopicNotExistError,
+    broker_error,
 )
 from ..protocol import fastjson
 from ..protocol.bodies import ConsumerListBody, HeartbeatData, SubscriptionData, TopicRouteData
@@ -91,7 +92,7 @@ def send_result_from_response(resp: RemotingCommand, addr: str, mq: MessageQueue
     """Map a send response as Java does (codes 0, 10, 11, 12 → SendResult; others raise)."""
     status = _SEND_STATUS.get(resp.code)  # SendStatus.from_response_code
     if status is None:
-        raise MQBrokerError(resp.code, resp.remark, addr)
+        raise broker_error(resp.code, resp.remark, addr)
     get = resp.ext_fields.get
     queue_id = get("queueId")
     return SendResult(
@@ -107,7 +108,7 @@ def _queue_header(mq: MessageQueue) -> dict[str, str]:
 
 def _check(resp: RemotingCommand, addr: str) -> RemotingCommand:
     if resp.code != _SUCCESS:
-        raise MQBrokerError(resp.code, resp.remark, addr)
+        raise broker_error(resp.code, resp.remark, addr)
     return resp
 
 
@@ -263,7 +264,16 @@ class MQClientAPI:
         Raises:
             MQBrokerError, RemotingError.
         """
-        return (await self._request(addr, RequestCode.HEART_BEAT, None, data.to_json(), timeout_ms)).version
+        return (await self.heartbeat(addr, data, timeout_ms)).version
+
+    async def heartbeat(self, addr: str, data: HeartbeatData, timeout_ms: float | None = None) -> RemotingCommand:
+        """HEART_BEAT (34); returns the broker's answer (its ``version``, and from a 5.x broker
+        ``IS_SUPPORT_HEART_BEAT_V2`` / ``IS_SUB_CHANGE`` in ``ext_fields``).
+
+        Raises:
+            MQBrokerError, RemotingError.
+        """
+        return await self._request(addr, RequestCode.HEART_BEAT, None, data.to_json(), timeout_ms)
 
     async def check_client_in_broker(self, addr: str, group: str, client_id: str, subscription: SubscriptionData,
                                      timeout_ms: float | None = None) -> None:
@@ -313,15 +323,31 @@ class MQClientAPI:
             MQBrokerError: a code other than 0/19/20/21.
             RemotingError: network failure or timeout.
         """
+        result, body = await self.pull_message_raw(addr, header, timeout_ms)
+        if body:
+            result.msg_found_list = decode_messages(body)
+        return result
+
+    async def pull_message_raw(self, addr: str, header: PullMessageRequestHeader,
+                               timeout_ms: float) -> tuple[PullResult, bytes]:
+        """PULL_MESSAGE (11) with the records left encoded: the result (its ``msg_found_list``
+        empty) and the body, FOUND's back-to-back stored records as the broker sent them
+        (docs/protocol.md §4.5; ``b""`` for the other statuses), for readers that decode them
+        their own way (``message_codec.decode_messages`` gives what :meth:`pull_message` does).
+
+        Raises:
+            MQBrokerError: a code other than 0/19/20/21.
+            RemotingError: network failure or timeout.
+        """
         cmd = _new_request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
         resp = await self.remoting.invoke(addr, cmd, timeout_ms)
         status = PullStatus.from_response_code(resp.code)
         if status is None:
             raise MQBrokerError(resp.code, resp.remark, addr)
         h = PullMessageResponseHeader.from_ext_fields(resp.ext_fields)
-        msgs = decode_messages(resp.body) if status is PullStatus.FOUND and resp.body else []
-        return PullResult(status, h.next_begin_offset or 0, h.min_offset or 0, h.max_offset or 0, msgs,
-                          h.suggest_which_broker_id or 0)
+        body = resp.body if status is PullStatus.FOUND and resp.body else b""
+        return PullResult(status, h.next_begin_offset or 0, h.min_offset or 0, h.max_offset or 0, [],
+                          h.suggest_which_broker_id or 0), bytes(body)
 
     # -------------------------------------------------------------- offsets
 

@@ -11,20 +11,11 @@ from __future__ import annotations
 import logging
 import urllib.request
 
+from ..config import DEFAULT_SUBGROUP, address_server_url  # the URL of ``namesrv_domain``: a setting
+
 __all__ = ["DEFAULT_SUBGROUP", "address_server_url", "fetch_namesrv_addr", "parse_addr_list"]
 
 log = logging.getLogger("rocketmq_sdk.client.namesrv")
-
-DEFAULT_SUBGROUP = "nsaddr"
-
-
-def address_server_url(domain: str, subgroup: str = DEFAULT_SUBGROUP) -> str:
-    """Java ``MixAll.getWSAddr``: port 8080 unless ``domain`` has one; a full ``http(s)://`` URL
-    is used as given."""
-    if domain.startswith(("http://", "https://")):
-        return domain
-    host = domain if ":" in domain else f"{domain}:8080"
-    return f"http://{host}/rocketmq/{subgroup}"
 
 
 def parse_addr_list(text: str | None) -> list[str]:

@@ -26,6 +26,7 @@ from .process_queue import ProcessQueue
 from .pull_consumer import PullConsumer
 from .push_consumer import PushConsumer
 from .selector import MessageSelector
+from .simple_consumer import SimpleConsumer
 
 __all__ = [
     "AllocateMachineRoomNearby",
@@ -47,6 +48,7 @@ __all__ = [
     "MessageListenerOrderly",
     "ProcessQueue",
     "PullConsumer",
+    "SimpleConsumer",
     "PushConsumer",
     "ReadOffsetType",
     "RemoteBrokerOffsetStore",

@@ -7,12 +7,14 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..exceptions import MQError
 from ..protocol.message import MessageQueue
 
 if TYPE_CHECKING:
+    from ..client.instance import MQClientInstance
+    from .offset_store import OffsetTable
     from .process_queue import ProcessQueue
 
 __all__ = ["QueueLag", "collect_lags"]
@@ -39,10 +41,11 @@ class QueueLag:
     lag: int
 
 
-async def collect_lags(consumer: Any, queues: Iterable[tuple[MessageQueue, ProcessQueue | None]]) -> list[QueueLag]:
-    """Ask the brokers for the max offsets of ``queues`` (concurrently) and compare them with
-    ``consumer.offset_store``'s memory (on the client's loop). Lookup failures give -1."""
-    inst = consumer.instance
+async def collect_lags(inst: MQClientInstance, store: OffsetTable,
+                       queues: Iterable[tuple[MessageQueue, ProcessQueue | None]]) -> list[QueueLag]:
+    """Ask the brokers for the max offsets of ``queues`` (concurrently, through ``inst``, on its
+    loop) and compare them with the committed offsets in ``store``'s memory. Lookup failures
+    give -1."""
     items = sorted(queues, key=lambda t: t[0])
 
     async def max_offset(mq: MessageQueue) -> int:
@@ -56,7 +59,7 @@ async def collect_lags(consumer: Any, queues: Iterable[tuple[MessageQueue, Proce
     maxes = await asyncio.gather(*(max_offset(mq) for mq, _ in items))
     out = []
     for (mq, pq), broker in zip(items, maxes, strict=True):
-        committed = consumer.offset_store.read_memory(mq)
+        committed = store.read_memory(mq)
         base = max(committed, 0)
         out.append(QueueLag(mq, broker, committed, pq.msg_count if pq is not None else 0,
                             broker - base if broker >= 0 else -1))

@@ -23,9 +23,9 @@ from ..client.instance import MQClientInstance, get_client_instance, release_cli
 from ..config import ConsumerConfig
 from ..exceptions import ClientStateError, MQError
 from ..lifecycle import Lifecycle, ServiceState
-from ..protocol.bodies import ConsumerData, MessageModel
+from ..protocol.bodies import ConsumeMessageDirectlyResult, ConsumerData, ConsumerRunningInfo, MessageModel
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name
-from ..protocol.message import MessageQueue
+from ..protocol.message import MessageExt, MessageQueue
 from .offset_store import LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore
 from .pull_node import PullFromWhichNode
 
@@ -132,7 +132,7 @@ class ConsumerBase(AsyncLifecycle):
                 try:
                     inst.run(self._start_async(), self._timeout_s() * 3)
                 except BaseException:
-                    inst.consumers.pop(self.group, None)
+                    inst.unregister_consumer(self.group)
                     raise
             except BaseException:
                 self._undo_start()
@@ -188,7 +188,7 @@ class ConsumerBase(AsyncLifecycle):
                 inst.run(self._persist_and_unregister(), self._timeout_s() * 2)
             except MQError:
                 log.warning("consumer %s: final offset persist or unregister failed", self.group, exc_info=True)
-                inst.consumers.pop(self.group, None)
+                inst.unregister_consumer(self.group)
             self._client = None
             release_client_instance(inst)
             self._after_shutdown()
@@ -227,3 +227,18 @@ class ConsumerBase(AsyncLifecycle):
     async def persist_consumer_offset(self) -> None:
         if self.running and self._offset_store is not None:
             await self._offset_store.persist_all(self._offset_queues())
+
+    def consumer_running_info(self) -> ConsumerRunningInfo | None:
+        """GET_CONSUMER_RUNNING_INFO (307): None here (the broker is told the group does not
+        exist in this client); push consumers report theirs."""
+        return None
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (220): ignored with a warning here (Java resets push
+        consumers only; a pull consumer chooses its offsets itself)."""
+        log.warning("%s %s ignores the broker's offset reset of %s", type(self).__name__, self.group, topic)
+
+    def consume_message_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult | None:
+        """CONSUME_MESSAGE_DIRECTLY (309): None here (no listener to run); push consumers run
+        theirs."""
+        return None

@@ -513,7 +513,7 @@ class LitePullConsumer(ActiveConsumerBase):
         the consumer offset is the last committed position."""
         queues = [(mq, st.pq) for mq, st in list(self._states.items())
                   if not st.pq.dropped and (topic is None or mq.topic == topic)]
-        return self.instance.run(collect_lags(self, queues), self._timeout_s() * 2)
+        return self.instance.run(collect_lags(self.instance, self.offset_store, queues), self._timeout_s() * 2)
 
     def __repr__(self) -> str:
         return f"LitePullConsumer(group={self.group!r}, state={self.state.name})"

@@ -25,6 +25,10 @@ __all__ = ["DEFAULT_LOCAL_OFFSET_STORE_DIR", "LocalFileOffsetStore", "OffsetStor
 
 log = logging.getLogger("rocketmq_sdk.consumer.offset")
 
+#: codes a 5.x broker answers offset commits it will never store (unknown group / topic)
+_GROUP_NOT_EXIST, _TOPIC_NOT_EXIST = 26, 17
+_REFUSALS = frozenset({_GROUP_NOT_EXIST, _TOPIC_NOT_EXIST})
+
 
 class ReadOffsetType(enum.Enum):
     READ_FROM_MEMORY = "READ_FROM_MEMORY"
@@ -79,6 +83,7 @@ class RemoteBrokerOffsetStore(OffsetTable):
         super().__init__()
         self.instance = instance
         self.group = group
+        self._refusals_logged: set[tuple[str, int]] = set()
 
     async def read_offset(self, mq: MessageQueue, kind: ReadOffsetType) -> int:
         """Java ``readOffset``: -1 when no offset exists, -2 when the broker lookup failed."""
@@ -122,12 +127,32 @@ class RemoteBrokerOffsetStore(OffsetTable):
             return
         try:
             addr = await self._broker_addr(mq)
-            if oneway:
+            # a 5.x broker refuses commits of unknown groups/topics, silently for a oneway
+            # request: ask for its answer there (4.x and unknown brokers keep Java's oneway)
+            if oneway and not self.instance.broker_heartbeats.is_v5(addr):
                 await self.instance.api.update_consumer_offset_oneway(addr, self.group, mq, off)
             else:
                 await self.instance.api.update_consumer_offset(addr, self.group, mq, off)
+        except MQBrokerError as exc:
+            if exc.code in _REFUSALS:
+                self._log_refusal(mq, off, exc)
+            else:
+                log.warning("persisting offset %d of %s for %s failed: %s", off, mq, self.group, exc)
         except MQError as exc:
             log.warning("persisting offset %d of %s for %s failed: %s", off, mq, self.group, exc)
+
+    def _log_refusal(self, mq: MessageQueue, off: int, exc: MQBrokerError) -> None:
+        """One WARNING per (topic, code): the broker will refuse every later commit alike."""
+        key = (mq.topic, exc.code)
+        if key in self._refusals_logged:
+            log.debug("offset %d of %s for %s refused again: %s", off, mq, self.group, exc)
+            return
+        self._refusals_logged.add(key)
+        what = "consumer group" if exc.code == _GROUP_NOT_EXIST else "topic"
+        log.warning("broker %s refused the offset commits of group %s on %s (code %d, %s: the %s does not exist "
+                    "on that broker); offsets are not stored until it does: %s", exc.addr, self.group, mq.topic,
+                    exc.code, "SUBSCRIPTION_GROUP_NOT_EXIST" if exc.code == _GROUP_NOT_EXIST else "TOPIC_NOT_EXIST",
+                    what, exc.remark)
 
     async def persist_all(self, mqs: set[MessageQueue], *, oneway: bool = True) -> None:
         """Persist the offsets of ``mqs`` (the queues this consumer owns); forget the others."""

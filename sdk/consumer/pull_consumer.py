@@ -12,7 +12,9 @@ and read them back with :meth:`fetch_consume_offset`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any, Unpack
 
 from ..client.route import subscribe_queues_from_route
@@ -202,6 +204,58 @@ class PullConsumer(ActiveConsumerBase):
         Raises:
             IllegalArgumentError: illegal arguments. MQBrokerError, RemotingError.
         """
+        sub, header, timeout = self._pull_request(mq, expression, offset, max_nums, block, timeout_ms)
+        inst = self.instance
+        result = inst.run(pull_once(inst, self._pull_nodes, mq, header, timeout), timeout / 1000.0 + 1.0)
+        process_pull_result(result, mq, sub)
+        return result
+
+    def pull_raw(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int, max_nums: int, *,
+                 timeout_ms: int | None = None) -> tuple[PullResult, bytes]:
+        """:meth:`pull` (not blocking) with the records left encoded, for readers that decode
+        them their own way (the Spark source fills Arrow columns from them).
+
+        Returns:
+            ``(result, body)``: the ``PullResult`` with an empty ``msg_found_list``, and the
+            body: FOUND's back-to-back stored records (docs/protocol.md §4.5) as the broker sent
+            them, ``b""`` for the other statuses. They are not filtered by exact tag (the broker
+            filters by tag hash only) and bodies stored compressed are still compressed
+            (``message_codec.decode_messages`` decodes them as :meth:`pull` does).
+
+        Raises:
+            IllegalArgumentError: illegal arguments. MQBrokerError, RemotingError.
+        """
+        return self.pull_raw_many(mq, expression, [offset], max_nums, timeout_ms=timeout_ms)[0]
+
+    def pull_raw_many(self, mq: MessageQueue, expression: str | MessageSelector | None, offsets: Sequence[int],
+                      max_nums: int, *, timeout_ms: int | None = None) -> list[tuple[PullResult, bytes]]:
+        """:meth:`pull_raw` from each of ``offsets``, all PULL_MESSAGE requests in flight at
+        once (one round trip for a reader that knows the offsets it wants next).
+
+        Returns:
+            One ``(result, body)`` per offset, in the order of ``offsets``.
+
+        Raises:
+            IllegalArgumentError: illegal arguments. MQBrokerError, RemotingError: one of the
+                pulls failed (the others' answers are dropped).
+        """
+        requests = [self._pull_request(mq, expression, offset, max_nums, False, timeout_ms) for offset in offsets]
+        inst, nodes = self.instance, self._pull_nodes
+
+        async def pull_once_raw(header: Any, timeout: int) -> tuple[PullResult, bytes]:
+            addr = await nodes.address(inst, mq, header)
+            result, body = await inst.api.pull_message_raw(addr, header, timeout)
+            nodes.update(mq, result.suggest_which_broker_id)
+            return result, body
+
+        async def pull_all() -> list[tuple[PullResult, bytes]]:
+            return list(await asyncio.gather(*(pull_once_raw(header, timeout) for _, header, timeout in requests)))
+
+        return inst.run(pull_all(), max((t for _, _, t in requests), default=0) / 1000.0 + 1.0)
+
+    def _pull_request(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int, max_nums: int,
+                      block: bool, timeout_ms: int | None) -> tuple[SubscriptionData, Any, int]:
+        """(subscription, PULL_MESSAGE header, client timeout ms) of one pull (see :meth:`pull`)."""
         if offset < 0 or max_nums <= 0:
             raise IllegalArgumentError("offset must be ≥ 0 and max_nums > 0")
         expression, expression_type = resolve_selector(expression)
@@ -211,10 +265,7 @@ class PullConsumer(ActiveConsumerBase):
         timeout = timeout_ms or (self.consumer_timeout_when_suspend if block else self.consumer_pull_timeout)
         header = pull_header(self.group, mq, sub, offset, max_nums, sys_flag=PullSysFlag.build(False, block, True),
                              suspend_timeout_ms=self.broker_suspend_max_time if block else 0, sub_version=0)
-        inst = self.instance
-        result = inst.run(pull_once(inst, self._pull_nodes, mq, header, timeout), timeout / 1000.0 + 1.0)
-        process_pull_result(result, mq, sub)
-        return result
+        return sub, header, timeout
 
     def pull_block_if_not_found(self, mq: MessageQueue, expression: str | MessageSelector | None, offset: int,
                                 max_nums: int) -> PullResult:

@@ -42,6 +42,8 @@ from .consume_service import ConsumeMessageConcurrentlyService
 from .direct_consume import consume_directly
 from .listener import MessageListenerConcurrently, MessageListenerOrderly
 from .listener_adapters import AsyncListenerRunner, TopicDispatcher, is_async_listener
+from .pop_consume import PopSettings
+from .pop_mode import PopMode
 from .process_queue import ProcessQueue
 from .pull_loop import pull_loop
 from .queue_lock import QueueLocker
@@ -75,6 +77,11 @@ class PushConsumer(ConsumerBase):
             records around each listener call, batched asynchronously to the trace topic; Java
             ``enableMsgTrace``, False).
         customized_trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
+        pop: consume through RocketMQ 5.x POP instead of queue rebalancing and pulls (Java:
+            client rebalance off, group in POP mode; see ``rocketmq_sdk.consumer.pop_consume``):
+            needs 5.x brokers and a concurrent listener. False by default.
+        pop_settings: knobs of the POP mode (:class:`~rocketmq_sdk.consumer.pop_consume.PopSettings`;
+            default: from the consumer's settings).
 
     Raises:
         IllegalArgumentError: illegal group name, unknown setting.
@@ -82,8 +89,11 @@ class PushConsumer(ConsumerBase):
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
                  allocate_strategy: AllocateMessageQueueStrategy | None = None, enable_msg_trace: bool = False,
-                 customized_trace_topic: str | None = None, **config: Unpack[ConsumerSettings]) -> None:
+                 customized_trace_topic: str | None = None, pop: bool = False, pop_settings: PopSettings | None = None,
+                 **config: Unpack[ConsumerSettings]) -> None:
         super().__init__(group, ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
+        #: POP mode (issue 32): no rebalance, messages popped from every queue
+        self.pop = PopMode(group, self.config, lambda: self._rebalancer.subscriptions, pop_settings) if pop else None
         #: the message trace dispatcher (``enable_msg_trace``), else None.
         self.msg_trace = TraceDispatcher(group, "CONSUME", customized_trace_topic, self.config) \
             if enable_msg_trace else None
@@ -247,6 +257,9 @@ class PushConsumer(ConsumerBase):
             raise ClientStateError("register a message listener before start()")
         if not self._rebalancer.subscriptions:
             raise ClientStateError("subscribe to a topic before start()")
+        if self.pop is not None:
+            self.pop.check_startable(orderly=self.orderly, clustering=self.clustering)
+            return
         if self.clustering:  # Java subscribes to the retry topic only in clustering mode
             self._rebalancer.subscriptions.setdefault(
                 self.retry_topic, SubscriptionData.build(self.retry_topic, "*", self._sub_version))
@@ -299,6 +312,9 @@ class PushConsumer(ConsumerBase):
         inst = self.instance
         await self._check_client_in_broker()
         await inst.send_heartbeat_to_all()
+        if self.pop is not None:
+            await self.pop.start(inst, cast(MessageListenerConcurrently, self._listener))
+            return
         await self.do_rebalance()
         loop = asyncio.get_running_loop()
         if self._needs_queue_locks:
@@ -355,6 +371,8 @@ class PushConsumer(ConsumerBase):
         super().shutdown()
 
     def _stop_background(self) -> None:
+        if self.pop is not None:
+            self.pop.stop(self.instance, self.config.await_termination_timeout / 1000.0 + self._timeout_s())
         try:
             self.instance.run(self._stop_pulling(), self._timeout_s())
         except MQError:
@@ -408,10 +426,13 @@ class PushConsumer(ConsumerBase):
                                   queues=self.process_queues(), offset_store=self._offset_store)
 
     async def do_rebalance(self) -> None:
-        if self.running:
+        if self.pop is not None:
+            if self.running:
+                await self.pop.refresh()
+        elif self.running:
             await self._rebalancer.do_rebalance()
 
-    async def _reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         """Broker request RESET_CONSUMER_CLIENT_OFFSET (220): restart ``topic``'s queues
         from ``offsets`` (see ``Rebalancer.reset_offsets``)."""
         if self.running:
@@ -464,7 +485,7 @@ class PushConsumer(ConsumerBase):
         """
         queues = [(mq, pq) for mq, pq in self.process_queues().items()
                   if not pq.dropped and (topic is None or mq.topic == topic)]
-        return self.instance.run(collect_lags(self, queues), self._timeout_s() * 2)
+        return self.instance.run(collect_lags(self.instance, self.offset_store, queues), self._timeout_s() * 2)
 
     def __repr__(self) -> str:
         return f"PushConsumer(group={self.group!r}, state={self.state.name})"

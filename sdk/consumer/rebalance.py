@@ -88,14 +88,19 @@ class Rebalancer:
         self.topic_queues: dict[str, list[MessageQueue]] = {}
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self._lock: asyncio.Lock | None = None
+        #: topic -> its queues at the first rebalance after start (empty: the topic did not exist)
+        self._queues_at_start: dict[str, frozenset[MessageQueue]] = {}
 
     async def start_offset(self, mq: MessageQueue) -> int:
         """Where the owner starts ``mq`` (:func:`~rocketmq_sdk.consumer.start_offset.compute_start_offset`);
-        -1: not now."""
+        -1: not now. A broadcasting owner reads a queue that appeared after it started from 0."""
         c = self.consumer
+        at_start = self._queues_at_start.get(mq.topic)
+        created_after_start = not c.clustering and at_start is not None and mq not in at_start
         return await compute_start_offset(mq, c.offset_store, c.instance,
                                           consume_from_where=c.config.consume_from_where,
-                                          consume_timestamp=c.config.consume_timestamp, group=c.group)
+                                          consume_timestamp=c.config.consume_timestamp, group=c.group,
+                                          created_after_start=created_after_start)
 
     async def do_rebalance(self) -> None:
         """Rebalance every subscribed topic; concurrent calls (timer, broker notification,
@@ -151,8 +156,10 @@ class Rebalancer:
             await inst.update_topic_route(topic)
             mqs = self.topic_queues.get(topic)
             if not mqs:
+                self._queues_at_start.setdefault(topic, frozenset())
                 log.debug("group %s: no queues of topic %s yet", self.consumer.group, topic)
                 return
+        self._queues_at_start.setdefault(topic, frozenset(mqs))
         if not self.consumer.clustering:  # broadcasting: every instance owns every queue
             await self._update_process_queues(topic, set(mqs))
             return

@@ -13,6 +13,12 @@ and lite-pull consumers alike.
    - ``CONSUME_FROM_TIMESTAMP``: the offset of the message stored nearest
      ``consume_timestamp`` (``yyyyMMddHHmmss``, local time), but the max offset for a retry
      topic.
+
+   A BROADCASTING consumer's queue that did not exist when the consumer started (its topic
+   created later, or queues added) starts at 0 whatever ``consume_from_where`` says: everything
+   in it was sent after the consumer started, and its max offset when the next route update
+   reveals it would skip those messages for good (the caller passes ``created_after_start``).
+   A difference from the Java client, which loses them.
 """
 
 from __future__ import annotations
@@ -47,10 +53,11 @@ class OffsetReader(Protocol):
 
 async def compute_start_offset(mq: MessageQueue, store: OffsetReader, inst: MQClientInstance, *,
                                consume_from_where: ConsumeFromWhere, consume_timestamp: str,
-                               group: str = "") -> int:
+                               group: str = "", created_after_start: bool = False) -> int:
     """The first offset to pull of the newly owned ``mq`` (see the module text), or -1: skip the
     queue until the next rebalance (the stored offset or the broker's answer is unavailable;
-    errors are logged, never raised). Runs on the client's loop."""
+    errors are logged, never raised). ``created_after_start``: the queue appeared after the
+    consumer started (broadcasting only: it is read from offset 0). Runs on the client's loop."""
     last = await store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)
     if last >= 0:
         return last
@@ -59,7 +66,7 @@ async def compute_start_offset(mq: MessageQueue, store: OffsetReader, inst: MQCl
     assert last == NO_OFFSET
     cfw = consume_from_where
     try:
-        if cfw is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+        if cfw is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or created_after_start:
             return 0
         addr = await inst.find_broker_master_or_refresh(mq.broker_name, mq.topic)
         if addr is None:

@@ -9,9 +9,7 @@ caller's ``concurrent.futures.Future`` directly. Only the uncommon paths use cor
 broker without an open connection, a channel under backpressure or still unproven (TLS probe),
 and the retries after a failed first attempt (``SendDispatcher.send``), so behaviour, errors
 and retries are those of the other transports: the producer's ``SendDispatcher`` chooses the
-queue and decides every retry (``dispatch.py``; ``benchmarks/PROFILE.md``,
-2026-11-24 wave 2: per-message Task, Future and six coroutine frames were ~40 % of the
-async send's CPU).
+queue and decides every retry (``dispatch.py``). Why no Task: ``benchmarks/profiling/LOG.md``.
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ import asyncio
 import collections
 import concurrent.futures
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -29,6 +28,7 @@ from ..client.mq_client_api import send_result_from_response
 from ..exceptions import RemotingTimeoutError
 from ..protocol.message import MessageQueue, SendResult, SendStatus
 from ..remoting.command import RemotingCommand
+from ..remoting.hooks import HookChain
 from ..retry import RetryPolicy
 from .dispatch import SendDispatcher
 from .namespace import unwrap_result
@@ -52,19 +52,39 @@ log = logging.getLogger("rocketmq_sdk.producer")
 _monotonic = time.monotonic
 _SEND_OK = SendStatus.SEND_OK
 
-try:  # the states concurrent.futures.Future keeps in _state (unchanged since Python 3.2)
+#: CPython versions whose ``concurrent.futures.Future`` internals :class:`SendFuture` is tested
+#: against (its ``_state`` values, ``_condition``, ``_waiters``, ``_done_callbacks``,
+#: ``_invoke_callbacks``); any other interpreter or version uses the public methods only.
+FUTURE_INTERNALS_TESTED = ((3, 11), (3, 12), (3, 13))
+
+
+def _future_internals_usable(version: tuple[int, ...] | None = None) -> bool:
+    """True on a tested CPython (``version``: this one's) whose ``Future`` still has the fields
+    and method SendFuture touches (checked on a fresh one), else False: the public-method
+    fallback."""
+    version = tuple(sys.version_info[:2] if version is None else version[:2])
+    if sys.implementation.name != "cpython" or version not in FUTURE_INTERNALS_TESTED:
+        return False
+    probe: concurrent.futures.Future[None] = concurrent.futures.Future()
+    fields = ("_condition", "_state", "_result", "_exception", "_waiters", "_done_callbacks")
+    return all(hasattr(probe, f) for f in fields) and callable(getattr(probe, "_invoke_callbacks", None)) \
+        and all(hasattr(concurrent.futures._base, s) for s in ("PENDING", "CANCELLED", "CANCELLED_AND_NOTIFIED",
+                                                              "FINISHED"))
+
+
+#: SendFuture completes and frees its slot through ``Future``'s internals (one lock round trip)
+#: when True, through ``set_result`` & co. and a done callback when False (tests set it).
+FUTURE_INTERNALS = _future_internals_usable()
+if FUTURE_INTERNALS:  # the states concurrent.futures.Future keeps in _state (read only when it is True)
     from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
-except ImportError:  # pragma: no cover - another implementation: public methods only
-    PENDING = None  # type: ignore[misc, assignment]
 
 
 
-def _frame_for(hooks: list, addr: str, cmd: RemotingCommand, frame: bytes | None) -> bytes:
+def _frame_for(hooks: HookChain, addr: str, cmd: RemotingCommand, frame: bytes | None) -> bytes:
     """The bytes to write for ``cmd``: the frame encoded in the caller's thread, or, when RPC
     hooks (ACL signing) are set, ``cmd`` encoded after they ran (they may change the header)."""
     if hooks:
-        for hook in hooks:
-            hook.before_request(addr, cmd)
+        hooks.before_request(addr, cmd)
         return cmd.encode()
     return cmd.encode() if frame is None else frame
 
@@ -77,9 +97,9 @@ class FutureCondition:
     one plain lock, with the waiter queue made only when someone waits.
 
     A ``threading.Condition`` over an ``RLock`` is eight objects the cyclic garbage collector
-    tracks (its ``__dict__``, the waiter deque, five bound lock methods); with thousands of
-    sends in flight they were most of what each collection walked (PROFILE.md, 2026-11-25
-    async send and the garbage collector). No ``Future`` method takes its condition twice.
+    tracks (its ``__dict__``, the waiter deque, five bound lock methods), per send in flight;
+    this is none. No ``Future`` method takes its condition twice. Used only where
+    :data:`FUTURE_INTERNALS` is True.
     """
 
     __slots__ = ("_lock", "_waiters")
@@ -149,10 +169,12 @@ class SendFuture(concurrent.futures.Future):
 
     def __init__(self, slots: InFlight) -> None:
         self._slots = slots
-        if PENDING is None:  # pragma: no cover - another implementation: its own __init__
+        if not FUTURE_INTERNALS:  # public methods only: the slot is freed by a done callback
+            self._fast = False
             super().__init__()
-            self._condition = FutureCondition()  # type: ignore[assignment]
+            self.add_done_callback(self._free_slot)
             return
+        self._fast = True
         # Future.__init__ with a FutureCondition (the same fields)
         self._condition = FutureCondition()  # type: ignore[assignment]
         self._state = PENDING
@@ -161,15 +183,23 @@ class SendFuture(concurrent.futures.Future):
         self._waiters: list[Any] = []
         self._done_callbacks: list[Any] = []
 
-    def _invoke_callbacks(self) -> None:  # called once: when the future becomes done
+    def _free_slot(self, _: concurrent.futures.Future) -> None:
         self._slots.release()
+
+    def _invoke_callbacks(self) -> None:  # CPython calls it once: when the future becomes done
+        if self._fast:
+            self._slots.release()
         super()._invoke_callbacks()  # type: ignore[misc]  # concurrent.futures.Future's own
 
     def finish(self, result: Any = None, exc: BaseException | None = None) -> None:
         """Complete the future with ``result`` or ``exc``, unless the caller cancelled it."""
-        if PENDING is None:  # pragma: no cover
-            if self.set_running_or_notify_cancel():
-                self.set_result(result) if exc is None else self.set_exception(exc)
+        if not self._fast:
+            try:
+                if not self.set_running_or_notify_cancel():
+                    return  # cancelled by the caller
+            except RuntimeError:  # done already: a second completion is ignored
+                return
+            self.set_result(result) if exc is None else self.set_exception(exc)
             return
         with self._condition:
             state = self._state
@@ -272,7 +302,7 @@ class AsyncSend:
         fut = self.fut
         # cancelled by the caller? (the state read without the future's lock: a cancel racing
         # with this check is seen when the answer completes the future)
-        if (fut._state != PENDING) if PENDING is not None else fut.cancelled():
+        if (fut._state != PENDING) if fut._fast else fut.cancelled():
             fut.finish()  # notifies concurrent.futures.wait()/as_completed() of the cancel
             return
         remoting = self.inst.remoting
@@ -316,8 +346,7 @@ class AsyncSend:
         addr = self.addr
         try:
             if self.cmd is not None:  # sent through the RPC hooks
-                for hook in self.inst.remoting.rpc_hooks:
-                    hook.after_response(addr, self.cmd, resp)
+                self.inst.remoting.rpc_hooks.after_response(addr, self.cmd, resp)
             result = send_result_from_response(resp, addr, self.queue, self.prepared.uniq_id)  # type: ignore[union-attr]
         except Exception as exc:
             self._failed(exc)

@@ -12,6 +12,11 @@ behind ``send``/``send_async`` when nothing is cached, and the callback-driven f
   (``retry_times_when_send_failed`` / ``retry_times_when_send_async_failed`` more attempts, on a
   remoting error or one of :data:`RETRY_RESPONSE_CODES`, and on a status other than SEND_OK
   with ``retry_another_broker_when_not_store_ok``). A retry goes to another broker at once.
+* after an error the policy calls a stale route (:func:`stale_route_error`: connection
+  refused/reset, SERVICE_NOT_AVAILABLE), the topic's route is refreshed first (at most every
+  :data:`ROUTE_REFRESH_MIN_INTERVAL_S` per topic), so the retry — or the next send — goes to
+  the broker name's new master (DLedger failover, a slave taking over) without waiting for the
+  30 s route poll.
 
 The two loops that drive attempts to the end, :meth:`SendDispatcher.send_blocking` and
 :meth:`SendDispatcher.send`, differ only in ``await``; the callback transport runs its first
@@ -26,7 +31,7 @@ from collections.abc import Awaitable, Callable
 
 from ..client.route import TopicPublishInfo
 from ..config import ProducerConfig
-from ..exceptions import MQBrokerError, RemotingError
+from ..exceptions import MQBrokerError, RemotingConnectError, RemotingError, RemotingSendRequestError
 from ..protocol.codes import ResponseCode
 from ..protocol.message import MessageQueue, SendResult, SendStatus
 from ..retry import RetryPolicy
@@ -59,6 +64,24 @@ def retryable_error(exc: BaseException) -> bool:
     return isinstance(exc, RemotingError)
 
 
+ROUTE_REFRESH_MIN_INTERVAL_S = 0.2
+"""Seconds between two route refreshes of one topic triggered by send errors."""
+
+
+def stale_route_error(exc: BaseException) -> bool:
+    """An error after which the route that chose the address is suspect: the connection was
+    refused (Java client code 10001) or reset, or the broker answered SERVICE_NOT_AVAILABLE (14,
+    a demoted master or a DLedger follower) or had no master address."""
+    if isinstance(exc, MQBrokerError):
+        return exc.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    return isinstance(exc, (RemotingConnectError, RemotingSendRequestError))
+
+
+#: ``refresh(topic, timeout_s)``: fetch ``topic``'s route now (blocking; the producer's)
+RouteRefresher = Callable[[str, float], None]
+AsyncRouteRefresher = Callable[[str], Awaitable[None]]
+
+
 def _not_stored_ok(result: SendResult) -> bool:
     return result.send_status is not _SEND_OK
 
@@ -78,7 +101,7 @@ class SendDispatcher:
         policy: the retry policy of sync sends; ``async_policy`` that of ``send_async``.
     """
 
-    __slots__ = ("publish", "fault", "policy", "async_policy")
+    __slots__ = ("publish", "fault", "policy", "async_policy", "refresh_route", "arefresh_route", "_refreshed")
 
     def __init__(self, config: ProducerConfig) -> None:
         self.publish: dict[str, TopicPublishInfo] = {}
@@ -86,8 +109,25 @@ class SendDispatcher:
                                      config.not_available_duration)
         on_result = _not_stored_ok if config.retry_another_broker_when_not_store_ok else None
         self.policy = RetryPolicy(config.retry_times_when_send_failed, retry_on_error=retryable_error,
-                                  retry_on_result=on_result)
+                                  retry_on_result=on_result, refresh_route_on_error=stale_route_error)
         self.async_policy = self.policy.with_retries(config.retry_times_when_send_async_failed)
+        #: set by the producer: refresh a topic's route (blocking / on the loop)
+        self.refresh_route: RouteRefresher | None = None
+        self.arefresh_route: AsyncRouteRefresher | None = None
+        self._refreshed: dict[str, float] = {}  # topic → monotonic time of the last error refresh
+
+    def _refresh_due(self, policy: RetryPolicy, exc: BaseException, topic: str) -> bool:
+        if not policy.stale_route(exc):
+            return False
+        now = _monotonic()
+        if now - self._refreshed.get(topic, -1e9) < ROUTE_REFRESH_MIN_INTERVAL_S:
+            return False
+        self._refreshed[topic] = now
+        return True
+
+    def _after_refresh(self, info: TopicPublishInfo, topic: str) -> TopicPublishInfo:
+        fresh = self.publish.get(topic)
+        return fresh if fresh is not None and fresh.ok else info
 
     def update_route(self, topic: str, info: TopicPublishInfo) -> None:
         """A refreshed route of ``topic``: the queue rotation is kept when the queues did not change."""
@@ -138,7 +178,15 @@ class SendDispatcher:
             try:
                 result = attempt(queue, p, deadline, timeout_ms)
             except Exception as exc:
-                if not self.retry_after_error(policy, attempts, queue, started, exc):
+                retry = self.retry_after_error(policy, attempts, queue, started, exc)
+                refresh = self.refresh_route
+                if refresh is not None and self._refresh_due(policy, exc, p.topic):
+                    try:
+                        refresh(p.topic, max(0.05, deadline - _monotonic()))
+                        info = self._after_refresh(info, p.topic)
+                    except Exception as err:  # noqa: BLE001 - the send's own error is what counts
+                        log.debug("route refresh of %s after a send error failed: %s", p.topic, err)
+                if not retry:
                     raise
             else:
                 if result.send_status is _SEND_OK and not fault.enabled:
@@ -158,7 +206,15 @@ class SendDispatcher:
             try:
                 result = await attempt(queue, p, deadline, timeout_ms)
             except Exception as exc:
-                if not self.retry_after_error(policy, attempts, queue, started, exc):
+                retry = self.retry_after_error(policy, attempts, queue, started, exc)
+                refresh = self.arefresh_route
+                if refresh is not None and self._refresh_due(policy, exc, p.topic):
+                    try:
+                        await refresh(p.topic)
+                        info = self._after_refresh(info, p.topic)
+                    except Exception as err:  # noqa: BLE001
+                        log.debug("route refresh of %s after a send error failed: %s", p.topic, err)
+                if not retry:
                     raise
             else:
                 if not self.retry_after_result(policy, attempts, queue, started, result):

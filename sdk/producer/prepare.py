@@ -19,8 +19,8 @@ construction; a topic whose constant fields contain a marker gets no template (g
 :class:`SendRequest` is a ``RemotingCommand`` that encodes from the template and builds its
 ``ext_fields`` dict only when something reads it (an RPC hook such as ACL signing, a log line,
 a retry): from that moment it is an ordinary command and encodes through the generic path. The
-producer creates one only when no RPC hook is installed (``benchmarks/PROFILE.md``, 2026-11-24
-client send path, wave 3: 4.1 → ~1.5 µs per request header).
+producer creates one only when no RPC hook is installed (a hook may read and change the
+header). Why and by how much: ``benchmarks/profiling/LOG.md``.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from ..protocol.codes import (
 )
 from ..protocol.codes import MessageConst as MC
 from ..protocol.codes import MessageSysFlag as SF
+from ..protocol.headers import V2Field as V2
 from ..protocol.message import Message, MessageQueue
 from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
@@ -123,10 +124,20 @@ class SendHeaderTemplate:
     def ext(self, e: str, f: str, g: str, h: str, i: str, n: str | None = None) -> dict[str, str]:
         """The header as :meth:`MessagePreparer.header` builds it (``e`` the queue id; ``n``, the broker
         name, added last when given), in the same key order."""
-        ext = {"a": self.a, "b": self.b, "c": self.c, "d": self.d, "e": e, "f": f, "g": g, "h": h, "i": i,
-               "j": "0", "k": "false", "m": self.m}
-        if n is not None:
-            ext["n"] = n
+        return self.fields(self.a, self.b, self.c, self.d, self.m == "true", e, f, g, h, i, n)
+
+    @staticmethod
+    def fields(group: str, topic: str, default_topic: str, queue_nums: str, batch: bool, queue_id: str,
+               sys_flag: str, born_timestamp: str, flag: str, properties: str, bname: str | None = None
+               ) -> dict[str, str]:
+        """A producer's ``SendMessageRequestHeaderV2`` fields (all strings, Java's order;
+        ``reconsumeTimes`` 0, ``unitMode`` false, ``bname`` last and only when given)."""
+        ext = {V2.PRODUCER_GROUP: group, V2.TOPIC: topic, V2.DEFAULT_TOPIC: default_topic,
+               V2.DEFAULT_TOPIC_QUEUE_NUMS: queue_nums, V2.QUEUE_ID: queue_id, V2.SYS_FLAG: sys_flag,
+               V2.BORN_TIMESTAMP: born_timestamp, V2.FLAG: flag, V2.PROPERTIES: properties,
+               V2.RECONSUME_TIMES: "0", V2.UNIT_MODE: "false", V2.BATCH: "true" if batch else "false"}
+        if bname is not None:
+            ext[V2.BNAME] = bname
         return ext
 
 
@@ -264,8 +275,8 @@ class Prepared:
     def ext_for(self, mq: MessageQueue) -> dict[str, str]:
         """A copy of :attr:`ext` for ``mq`` (``e`` the queue id, ``n`` the broker name)."""
         ext = dict(self.ext)
-        ext["e"] = str(mq.queue_id)
-        ext["n"] = mq.broker_name
+        ext[V2.QUEUE_ID] = str(mq.queue_id)
+        ext[V2.BNAME] = mq.broker_name
         return ext
 
     def request_for(self, mq: MessageQueue, hooks: Sequence[Any], oneway: bool = False) -> RemotingCommand:
@@ -336,10 +347,9 @@ class MessagePreparer:
     def header(self, topic: str, sys_flag: int, flag: int, properties: str, batch: bool) -> dict[str, str]:
         """The V2 send header fields (``e`` = ``"0"``, no ``n``) without a template."""
         cfg = self.config
-        return {"a": self.group, "b": topic, "c": cfg.create_topic_key, "d": str(cfg.default_topic_queue_nums),
-                "e": "0", "f": str(sys_flag) if sys_flag else "0", "g": str(int(time.time() * 1000)),
-                "h": str(flag) if flag else "0", "i": properties, "j": "0", "k": "false",
-                "m": "true" if batch else "false"}
+        return SendHeaderTemplate.fields(self.group, topic, cfg.create_topic_key, str(cfg.default_topic_queue_nums),
+                                         batch, "0", str(sys_flag) if sys_flag else "0",
+                                         str(int(time.time() * 1000)), str(flag) if flag else "0", properties)
 
     def prepare(self, msg: Message, fifo: bool = False, oneway: bool = False) -> Prepared:
         """Validate, start the publish span (its context goes into the properties), and build
@@ -373,10 +383,10 @@ class MessagePreparer:
                     str(flag) if flag else "0", encode_properties(props)))
         ext = self.header(topic, sys_flag, flag, encode_properties(props), False)
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # is_retry_topic
-            ext["j"] = props.get(MC.RECONSUME_TIME, "0")
+            ext[V2.RECONSUME_TIMES] = props.get(MC.RECONSUME_TIME, "0")
             max_times = props.get(MC.MAX_RECONSUME_TIMES)
             if max_times:
-                ext["l"] = max_times
+                ext[V2.MAX_RECONSUME_TIMES] = max_times
         return Prepared(topic, ext, body, uniq_id, code, span)
 
     def prepare_batch(self, msgs: Sequence[Message]) -> Prepared:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, Unpack
 from ..aio import AsyncLifecycle
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import TopicPublishInfo
-from ..config import ProducerConfig
+from ..config import ProducerConfig, wants_grpc
 from ..config_types import ProducerSettings
 from ..exceptions import (
     ClientStateError,
@@ -31,7 +31,8 @@ from ..exceptions import (
 )
 from ..lifecycle import Lifecycle
 from ..protocol.codes import GROUP_MAX_LENGTH, ResponseCode, check_name
-from ..protocol.message import Message, MessageQueue, SendResult
+from ..protocol.headers import CheckTransactionStateRequestHeader
+from ..protocol.message import Message, MessageExt, MessageQueue, SendResult
 from ..retry import RetryPolicy
 from ..trace.dispatcher import TraceDispatcher, set_trace_producer_factory, start_or_none
 from ..trace.hooks import PubTraceSpan
@@ -83,9 +84,13 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         enable_msg_trace: write Apache RocketMQ message traces (a ``Pub`` record per answered
             send, batched asynchronously to the trace topic; Java ``enableMsgTrace``, False).
         customized_trace_topic: the trace topic (default ``RMQ_SYS_TRACE_TOPIC``).
+        protocol: ``"remoting"`` (default) or ``"grpc"``: RocketMQ 5's gRPC API to a 5.x proxy
+            given as ``endpoints="host:port"`` (a ``grpc://host:port`` address selects it too);
+            the object is then a :class:`~rocketmq_sdk.producer.grpc_producer.GrpcProducer`
+            (needs the ``grpc`` extra; differences in docs/grpc.md).
 
     Raises:
-        IllegalArgumentError: illegal group name or unknown setting.
+        IllegalArgumentError: illegal group name, unknown setting or protocol.
 
     Use as a context manager or call ``start()`` / ``shutdown()``.
 
@@ -96,8 +101,21 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     the callback-driven first attempt of ``send_async`` (``async_send.py``).
     """
 
+    def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
+                **kwargs: Any) -> Any:
+        # protocol="grpc" (or a grpc:// address) makes a GrpcProducer: RocketMQ 5's gRPC API
+        if wants_grpc(protocol, namesrv_addr):
+            if cls is not Producer:
+                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
+                                           "Producer(protocol='grpc'), or GrpcTransactionProducer "
+                                           "(rocketmq_sdk.producer.grpc_transaction) for transactions")
+            from .grpc_producer import GrpcProducer
+            return GrpcProducer(group, namesrv_addr, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, group: str, namesrv_addr: str | None = None, *, enable_msg_trace: bool = False,
-                 customized_trace_topic: str | None = None, **config: Unpack[ProducerSettings]) -> None:
+                 customized_trace_topic: str | None = None, protocol: str = "remoting",
+                 **config: Unpack[ProducerSettings]) -> None:
         self.group = check_name(group, "producer group", GROUP_MAX_LENGTH)
         self.config = ProducerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config)
         self._msg_trace = TraceDispatcher(group, "PRODUCE", customized_trace_topic, self.config) \
@@ -112,6 +130,8 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         self._preparer = MessagePreparer(self.group, cfg)
         self._preparer.start_span = self._start_span
         self._dispatcher = SendDispatcher(cfg)
+        self._dispatcher.refresh_route = self._refresh_route_blocking
+        self._dispatcher.arefresh_route = self._refresh_route
         # unfinished send_async calls (bounded) and queued oneway sends; idle when none
         self._inflight_slots = InFlight(cfg.async_send_max_in_flight, ONEWAY_MAX_QUEUED)
         self._idle = self._inflight_slots.idle
@@ -137,7 +157,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             try:
                 inst.run(inst.start(), self.config.mq_client_api_timeout / 1000.0)
             except BaseException:
-                inst.producers.pop(self.group, None)
+                inst.unregister_producer(self.group)
                 release_client_instance(inst)
                 raise
             self._instance = self._accepting = inst
@@ -177,7 +197,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             inst.run(inst.unregister(producer_group=self.group), self.config.mq_client_api_timeout / 1000.0 + 1)
         except Exception:
             log.warning("producer %s: unregister failed", self.group, exc_info=True)
-            inst.producers.pop(self.group, None)
+            inst.unregister_producer(self.group)
         release_client_instance(inst)
         log.info("producer %s shut down", self.group)
 
@@ -208,6 +228,13 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def update_topic_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
         self._dispatcher.update_route(topic, info)
 
+    def check_transaction_state(self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader) -> None:
+        """CHECK_TRANSACTION_STATE from ``addr``: a plain producer has no transaction listener,
+        so the check is logged and ignored (Java ``checkTransactionState``); see
+        ``TransactionProducer``."""
+        log.warning("transaction check of %s from %s ignored: producer %s has no transaction listener",
+                    header.msg_id, addr, self.group)
+
     # -------------------------------------------------------------- public sends
 
     def send(self, msg: Message, selector: SelectorLike | None = None, arg: Any = None, *,
@@ -235,7 +262,9 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             IllegalArgumentError: illegal topic, empty or oversized body.
             ClientStateError: the producer is not running.
             TopicNotExistError: no route for the topic nor the default topic.
-            MQBrokerError: the broker refused the message (``.code``).
+            MQBrokerError: the broker refused the message (``.code``); also SERVICE_NOT_AVAILABLE
+                (14) when the topic exists but none of its brokers has a master right now (a
+                DLedger election, a master restarting): retriable.
             RemotingError: network failure or timeout (after the retries).
         """
         inst = self._running()
@@ -344,8 +373,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         # never block the client's own I/O thread (asend awaited there): fail fast instead
         in_loop = inst.loop_thread.in_loop_thread
         if not self._inflight_slots.acquire(timeout=0 if in_loop else timeout / 1000.0):
-            if prepared.span is not None:
-                prepared.span.end(None, RemotingTimeoutError("producer", timeout, "send_async"))
+            prepared.end_span(None, RemotingTimeoutError("producer", timeout, "send_async"))
             raise RemotingTimeoutError("producer", timeout, f"send_async ({self.config.async_send_max_in_flight} "
                                                             "sends in flight)")
         try:
@@ -475,8 +503,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         self._inflight_slots.leave()
         if error is not None:
             log.warning("oneway send of %s to %s failed: %s", p.uniq_id, mq, error)
-        if p.span is not None:
-            p.span.end(None, error)
+        p.end_span(None, error)
 
     async def _send_oneway_core(self, p: Prepared, msg: Message, selector: SelectorLike | None, arg: Any,
                                 mq: MessageQueue | None, timeout: float) -> None:
@@ -550,6 +577,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
 
         Raises:
             TopicNotExistError: neither route exists.
+            MQBrokerError: SERVICE_NOT_AVAILABLE (14), the topic's route has no master.
         """
         publish = self._dispatcher.publish
         info = publish.get(topic)
@@ -557,16 +585,35 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
             return info
         inst = self._inst()
         publish.setdefault(topic, TopicPublishInfo(topic, []))
-        await inst.update_topic_route(topic)
+        route = await inst.update_topic_route(topic)
         info = publish[topic]
         if not info.ok:
             await inst.update_topic_route(topic, default_topic=self.config.create_topic_key,
                                           default_queue_nums=self.config.default_topic_queue_nums)
             info = publish[topic]
         if not info.ok:
+            if route is not None and route.queue_datas:
+                # the topic exists, but none of its brokers has a master right now (a DLedger
+                # election, a master restarting): retriable, and the route is refreshed on it
+                names = ", ".join(sorted({q.broker_name for q in route.queue_datas}))
+                raise MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE,
+                                    f"topic {topic} has no master to write to (brokers {names}): a master "
+                                    "election or restart is in progress")
             raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, topic_missing_remark(topic, inst.api.namesrv.addrs))
         return info
 
+
+    async def _refresh_route(self, topic: str) -> None:
+        """Fetch ``topic``'s route now (a send error said the cached one is stale)."""
+        inst = self._instance
+        if inst is not None:
+            await inst.update_topic_route(topic)
+
+    def _refresh_route_blocking(self, topic: str, timeout_s: float) -> None:
+        """:meth:`_refresh_route` from the caller's thread, waiting at most ``timeout_s``."""
+        inst = self._instance
+        if inst is not None and not inst.loop_thread.in_loop_thread:
+            inst.run(inst.update_topic_route(topic), timeout_s)
 
     async def _send_prepared(self, p: Prepared, mq: MessageQueue | None, timeout_ms: float,
                              policy: RetryPolicy | None = None, deadline: float | None = None, attempts: int = 0,
@@ -589,7 +636,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def _send_blocking(self, info: TopicPublishInfo, p: Prepared, mq: MessageQueue | None,
                        timeout_ms: float) -> SendResult:
         """The blocking transport: :meth:`_send_prepared` in the calling thread over its own
-        connection (no I/O-thread hop; ``benchmarks/PROFILE.md`` P1); ``info`` is the cached route."""
+        connection (no I/O-thread hop, ``client/blocking.py``); ``info`` is the cached route."""
         deadline = _monotonic() + timeout_ms / 1000.0
         if mq is not None:
             return self._send_to_blocking(mq, p, deadline, timeout_ms)

@@ -13,6 +13,7 @@ import enum
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, Unpack, runtime_checkable
 
@@ -25,6 +26,7 @@ from ..protocol.msgid import decode_offset_msg_id
 from ..trace.hooks import trace_end_transaction
 from .namespace import unwrap_namespace
 from .producer import Producer
+from .tx_decisions import TransactionDecisions
 
 __all__ = ["LocalTransactionState", "TransactionListener", "TransactionProducer", "TransactionSendResult"]
 
@@ -57,6 +59,16 @@ class TransactionListener(Protocol):
     exception is also reported in END_TRANSACTION's remark (``executeLocalTransactionBranch
     exception: ValueError: text``, ``checkLocalTransactionState Exception: ValueError: text,
     function(file.py:line)``).
+
+    Checks can come for transactions already committed or rolled back: a RocketMQ 5.x broker
+    writes the record ending a transaction in batches (every ``transactionOpBatchInterval``,
+    3 s), and checks half messages older than ``transactionTimeOut`` it has no record for. The
+    producer answers checks of transactions *it* decided (at send or at an earlier check) from
+    its own record of recent decisions without calling ``check_local_transaction``; any other
+    check (another producer instance of the group, a restart) reaches the listener, which must
+    answer from durable state, never "COMMIT by default": a COMMIT for a rolled-back
+    transaction delivers it, and consumers must be idempotent (a COMMIT answered twice is
+    stored twice on 5.x).
     """
 
     def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState: ...
@@ -107,6 +119,27 @@ def _describe_with_frame(exc: BaseException) -> str:
     return f"{_describe(exc)}, {code.co_name}({os.path.basename(code.co_filename)}:{tb.tb_lineno})"
 
 
+def send_half_message(send: Callable[[Message], SendResult], msg: Message, group: str | None) -> SendResult:
+    """Send ``msg`` as the half message of a transaction with ``send`` (remoting or gRPC): no
+    delay level (as Java), ``TRAN_MSG=true``, ``PGROUP`` = ``group`` when given.
+
+    Raises:
+        IllegalArgumentError, ClientStateError: as ``send``.
+        MQClientError: the half message could not be sent (the cause is chained).
+    """
+    if msg.delay_time_level:
+        msg.clear_property(MC.DELAY_TIME_LEVEL)
+    msg.put_property(MC.TRANSACTION_PREPARED, "true")
+    if group is not None:
+        msg.put_property(MC.PRODUCER_GROUP, group)
+    try:
+        return send(msg)
+    except (IllegalArgumentError, ClientStateError):
+        raise
+    except Exception as exc:
+        raise MQClientError(f"sending the half message of a transaction failed: {exc}") from exc
+
+
 class TransactionProducer(Producer):
     """A producer of transactional messages.
 
@@ -118,6 +151,8 @@ class TransactionProducer(Producer):
             ``checkThreadPoolMinSize``/``MaxSize``).
         check_request_hold_max: checks waiting for a thread before new ones are dropped
             (2000; a dropped check is simply asked again by the broker).
+        decision_record_size / decision_record_ttl_s: how many of this producer's own
+            COMMIT/ROLLBACK decisions are kept to answer checks of them (10000, for 600 s).
         **config: any ``ProducerConfig`` setting.
 
     Raises:
@@ -126,6 +161,7 @@ class TransactionProducer(Producer):
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *, listener: TransactionListener,
                  check_thread_pool_size: int = 1, check_request_hold_max: int = 2000,
+                 decision_record_size: int = 10000, decision_record_ttl_s: float = 600.0,
                  **config: Unpack[ProducerSettings]) -> None:
         if listener is None or not isinstance(listener, TransactionListener):
             raise IllegalArgumentError("a TransactionListener (execute_local_transaction, "
@@ -135,6 +171,8 @@ class TransactionProducer(Producer):
         self._check_pool_size = max(1, check_thread_pool_size)
         self._check_slots = threading.BoundedSemaphore(max(1, check_request_hold_max) + self._check_pool_size)
         self._check_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self.decisions: TransactionDecisions[LocalTransactionState] = TransactionDecisions(
+            decision_record_size, decision_record_ttl_s)
 
     def start(self) -> None:
         """Start the producer and its check thread pool (see :meth:`Producer.start`)."""
@@ -170,16 +208,7 @@ class TransactionProducer(Producer):
             IllegalArgumentError, ClientStateError, TopicNotExistError: as ``send``.
             MQClientError: the half message could not be sent (the cause is chained).
         """
-        if msg.delay_time_level:
-            msg.clear_property(MC.DELAY_TIME_LEVEL)
-        msg.put_property(MC.TRANSACTION_PREPARED, "true")
-        msg.put_property(MC.PRODUCER_GROUP, self.group)
-        try:
-            result = self.send(msg, timeout_ms=timeout_ms)
-        except (IllegalArgumentError, ClientStateError):
-            raise
-        except Exception as exc:
-            raise MQClientError(f"sending the half message of a transaction failed: {exc}") from exc
+        result = send_half_message(lambda m: self.send(m, timeout_ms=timeout_ms), msg, self.group)
         error = None
         if result.send_status is SendStatus.SEND_OK:
             msg.transaction_id = msg.get_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
@@ -192,6 +221,7 @@ class TransactionProducer(Producer):
             log.info("transaction %s: local state %s", result.msg_id, state.value)
         # as Java's endTransaction: a raising listener is reported in the request's remark
         remark = None if error is None else f"executeLocalTransactionBranch exception: {_describe(error)}"
+        self.decisions.record(msg.transaction_id, state)
         try:
             self._end_transaction(result, state, remark, msg)
         except Exception:
@@ -247,9 +277,15 @@ class TransactionProducer(Producer):
 
     def _run_check(self, addr: str, msg: MessageExt, header: CheckTransactionStateRequestHeader) -> None:
         try:
-            state, error = _call_listener(self.listener.check_local_transaction, msg)
-            remark = None if error is None else f"checkLocalTransactionState Exception: {_describe_with_frame(error)}"
             uniq = msg.get_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or header.msg_id
+            decided = self.decisions.get(uniq) or self.decisions.get(header.transaction_id)
+            if decided is not None:  # our own decision: the broker has not written its op record yet
+                log.info("transaction check of %s answered %s from this producer's decision", uniq, decided.value)
+                state, remark = decided, None
+            else:
+                state, error = _call_listener(self.listener.check_local_transaction, msg)
+                remark = None if error is None else f"checkLocalTransactionState Exception: {_describe_with_frame(error)}"
+                self.decisions.record(uniq, state)
             end = EndTransactionRequestHeader(
                 producer_group=self.group, tran_state_table_offset=header.tran_state_table_offset,
                 commit_log_offset=header.commit_log_offset, commit_or_rollback=state.end_type,

@@ -68,13 +68,7 @@ static PyObject *decode_props(const unsigned char *p, Py_ssize_t n) {
         return NULL;
     Py_ssize_t i = 0;
     while (i <= n) {
-        Py_ssize_t j = i;
-        while (j < n && p[j] != 2)
-            j++;
-        /* item p[i:j]: key up to the first \x01 */
-        Py_ssize_t sep = i;
-        while (sep < j && p[sep] != 1)
-            sep++;
+        Py_ssize_t sep, j = prop_item(p, n, i, &sep); /* item p[i:j]: key up to the first \x01 */
         int kind_k = 0, kind_v = 0;
         for (Py_ssize_t q = i; q < j; q++)
             if (p[q] >= 0x80) {

@@ -169,13 +169,36 @@ class ConsumerData(_DictJson):
 
 @dataclass
 class HeartbeatData:
+    """HEART_BEAT body. ``heartbeat_fingerprint`` / ``without_sub`` are RocketMQ 5.x's
+    (heartbeat v2: a non-zero fingerprint, and ``withoutSub`` true for a heartbeat that only
+    refreshes the channel); None leaves them out, as 4.x clients do."""
+
     client_id: str
     producer_groups: list[str] = field(default_factory=list)
     consumers: list[ConsumerData] = field(default_factory=list)
+    heartbeat_fingerprint: int | None = None
+    without_sub: bool | None = None
 
     def to_json(self) -> bytes:
-        return _dumps({"clientID": self.client_id, "consumerDataSet": [c.to_dict() for c in self.consumers],
-                       "producerDataSet": [{"groupName": g} for g in self.producer_groups]})
+        d: dict[str, Any] = {"clientID": self.client_id, "consumerDataSet": [c.to_dict() for c in self.consumers]}
+        if self.heartbeat_fingerprint is not None:  # fastjson's alphabetical order
+            d["heartbeatFingerprint"] = self.heartbeat_fingerprint
+        d["producerDataSet"] = [{"groupName": g} for g in self.producer_groups]
+        if self.without_sub is not None:
+            d["withoutSub"] = self.without_sub
+        return _dumps(d)
+
+    def fingerprint(self) -> int:
+        """A stable signed 32-bit hash of what this heartbeat subscribes (client id, sub
+        versions and the v2 fields left out), the broker's only use of it being "did it change".
+        Never 0 (0 means heartbeat v1)."""
+        consumers = [dict(c.to_dict(), subscriptionDataSet=sorted(
+            (dict(s.to_dict(), subVersion=0) for s in c.subscriptions), key=lambda s: str(s.get("topic"))))
+            for c in self.consumers]
+        text = _dumps({"consumerDataSet": consumers, "producerDataSet": [{"groupName": g} for g in self.producer_groups]})
+        h = zlib.crc32(text) & 0xFFFFFFFF
+        h = h - (1 << 32) if h >= 1 << 31 else h
+        return h or 1
 
     @classmethod
     def from_json(cls, body: bytes) -> HeartbeatData:
@@ -183,9 +206,12 @@ class HeartbeatData:
 
     @classmethod
     def _from_dict(cls, d: dict) -> HeartbeatData:
+        fp, without = d.get("heartbeatFingerprint"), d.get("withoutSub")
         return cls(client_id=d.get("clientID", ""),
                    producer_groups=[p["groupName"] for p in d.get("producerDataSet") or []],
-                   consumers=[ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or []])
+                   consumers=[ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or []],
+                   heartbeat_fingerprint=None if fp is None else int(fp),
+                   without_sub=None if without is None else without is True or str(without).lower() == "true")
 
 
 @dataclass
@@ -208,32 +234,56 @@ class QueueData(_DictJson):
 
 @dataclass
 class BrokerData(_DictJson):
+    """A broker (master and slaves) in route and cluster data.
+
+    ``enable_acting_master`` (RocketMQ 5.x, always sent by 5.x name servers; None: absent, as
+    from 4.x) and ``zone_name`` (5.x, only when the broker sets ``zoneName``) are kept as read.
+    """
+
     broker_name: str
     cluster: str
     broker_addrs: dict[int, str] = field(default_factory=dict)
+    enable_acting_master: bool | None = None
+    zone_name: str | None = None
 
     def master_addr(self) -> str | None:
         return self.broker_addrs.get(0)
 
     def to_dict(self) -> dict:
-        return {"brokerAddrs": dict(self.broker_addrs), "brokerName": self.broker_name, "cluster": self.cluster}
+        d: dict[str, Any] = {"brokerAddrs": dict(self.broker_addrs), "brokerName": self.broker_name,
+                             "cluster": self.cluster}
+        if self.enable_acting_master is not None:
+            d["enableActingMaster"] = self.enable_acting_master
+        if self.zone_name is not None:
+            d["zoneName"] = self.zone_name
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> BrokerData:
-        return cls(d["brokerName"], d.get("cluster", ""), {int(k): v for k, v in (d.get("brokerAddrs") or {}).items()})
+        acting = d.get("enableActingMaster")
+        zone = d.get("zoneName")
+        return cls(d["brokerName"], d.get("cluster", ""), {int(k): v for k, v in (d.get("brokerAddrs") or {}).items()},
+                   None if acting is None else acting is True or str(acting).lower() == "true",
+                   None if zone is None else str(zone))
 
 
 @dataclass
 class TopicRouteData:
+    """A topic's route. ``topic_queue_mapping_by_broker`` is RocketMQ 5.x's static-topic
+    mapping (broker name → mapping info, kept as the name server sent it; None when absent)."""
+
     queue_datas: list[QueueData] = field(default_factory=list)
     broker_datas: list[BrokerData] = field(default_factory=list)
     order_topic_conf: str | None = None
+    topic_queue_mapping_by_broker: dict[str, Any] | None = None
 
     def to_json(self, *, standard: bool = True) -> bytes:
         d: dict[str, Any] = {"brokerDatas": [b.to_dict() for b in self.broker_datas], "filterServerTable": {},
                              "queueDatas": [q.to_dict() for q in self.queue_datas]}
         if self.order_topic_conf:
             d["orderTopicConf"] = self.order_topic_conf
+        if self.topic_queue_mapping_by_broker:
+            d["topicQueueMappingByBroker"] = self.topic_queue_mapping_by_broker
         return fastjson.dumps(d, standard=standard).encode("utf-8")
 
     @classmethod
@@ -243,8 +293,10 @@ class TopicRouteData:
 
     @classmethod
     def _from_dict(cls, d: dict) -> TopicRouteData:
+        mapping = d.get("topicQueueMappingByBroker")
         return cls([QueueData.from_dict(q) for q in d.get("queueDatas") or []],
-                   [BrokerData.from_dict(b) for b in d.get("brokerDatas") or []], d.get("orderTopicConf"))
+                   [BrokerData.from_dict(b) for b in d.get("brokerDatas") or []], d.get("orderTopicConf"),
+                   mapping if isinstance(mapping, dict) and mapping else None)
 
 
 @dataclass

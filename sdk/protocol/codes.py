@@ -11,6 +11,10 @@ from enum import IntEnum
 
 #: ``MQVersion.Version.V4_9_8`` ordinal: what a 4.9.8 client, broker and name server send.
 CURRENT_VERSION = 409
+#: ``MQVersion.Version.V5_3_3`` ordinal: what 5.3.3 clients, brokers and name servers send.
+V5_3_3 = 479
+#: First 5.x ordinal (``V5_0_0_SNAPSHOT``): a peer at or above it speaks RocketMQ 5.
+V5_0_0_SNAPSHOT = 412
 #: Versions used in protocol decisions (ordinals of ``MQVersion.Version``).
 V3_4_9 = 121
 V4_9_4 = 401
@@ -142,6 +146,31 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    # RocketMQ 5.x (docs/rocketmq5.md; ../shared/docs/rocketmq5-remoting.md §5.2, §2.7)
+    GET_TOPIC_CONFIG = 351
+    LITE_PULL_MESSAGE = 361
+    RECALL_MESSAGE = 370
+    QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401
+    GET_ALL_MESSAGE_REQUEST_MODE = 402
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    POP_ROLLBACK = 200056
+    BATCH_ACK_MESSAGE = 200151
+
+
+#: requests that store what a producer sends (Java ``SendMessageProcessor``'s codes): a slave
+#: refuses them, the broker's name check reads their topic and group.
+SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+                        RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2})
+#: the send codes whose header is ``SendMessageRequestHeaderV2``'s single-letter form
+#: (:class:`rocketmq_sdk.protocol.headers.V2Field`)
+V2_SEND_CODES = frozenset({RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+                           RequestCode.SEND_REPLY_MESSAGE_V2})
 
 
 def request_name(code: int) -> str:
@@ -190,6 +219,12 @@ class ResponseCode(IntEnum):
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
+    # RocketMQ 5.x: 209/210 mean POLLING_FULL / POLLING_TIMEOUT in POP answers (same numbers as the
+    # 4.x ACL failures above, which only admin requests return)
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
+    INVALID_PARAMETER = 29
+    ILLEGAL_OPERATION = 604
 
 
 class LanguageCode(IntEnum):
@@ -378,6 +413,16 @@ class MessageConst:
     MESSAGE_TYPE = "MSG_TYPE"
     INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
     INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
+    # RocketMQ 5.x timer messages and POP (docs/rocketmq5.md)
+    TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+    TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+    TIMER_DELAY_MS = "TIMER_DELAY_MS"
+    TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
+    TIMER_OUT_MS = "TIMER_OUT_MS"
+    TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+    TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+    POP_CK = "POP_CK"
+    FIRST_POP_TIME = "1ST_POP_TIME"
     KEY_SEPARATOR = " "
     #: Literal property names used by client code; NOT reserved.
     TRANSACTION_ID_LITERAL = "__transactionId__"
@@ -393,7 +438,13 @@ class MessageConst:
         UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MAX_RECONSUME_TIMES, CONSUME_START_TIMESTAMP,
         INSTANCE_ID, CORRELATION_ID, MESSAGE_REPLY_TO_CLIENT, MESSAGE_TTL, REPLY_MESSAGE_ARRIVE_TIME,
         PUSH_REPLY_TIME, CLUSTER, MESSAGE_TYPE, INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET,
+        TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DEL_UNIQKEY, TIMER_OUT_MS, TIMER_ENQUEUE_MS,
+        TIMER_DEQUEUE_MS, POP_CK, FIRST_POP_TIME,
     })
+    #: The timer properties a producer sets (5.x precedence: the first one present wins).
+    TIMER_PROPERTIES = (TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS)
+    #: Longest timer delay of a default 5.x broker (``timerMaxDelaySec`` 259200 s), ms.
+    TIMER_MAX_DELAY_MS = 259_200_000
     #: Java's name for the same set.
     STRING_HASH_SET = RESERVED
 

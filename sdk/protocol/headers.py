@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from .. import _speedups
+from .codes import V2_SEND_CODES
 from .fieldspec import field_spec, type_name
 
 T = TypeVar("T", bound="Header")
@@ -182,12 +183,7 @@ class SendMessageRequestHeader(Header):
     max_reconsume_times: int | None = None
     bname: str | None = None
 
-    _V2: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("a", "producer_group"), ("b", "topic"), ("c", "default_topic"), ("d", "default_topic_queue_nums"),
-        ("e", "queue_id"), ("f", "sys_flag"), ("g", "born_timestamp"), ("h", "flag"), ("i", "properties"),
-        ("j", "reconsume_times"), ("k", "unit_mode"), ("l", "max_reconsume_times"), ("m", "batch"),
-        ("n", "bname"),
-    )
+    _V2: ClassVar[tuple[tuple[str, str], ...]]  # (letter, field) pairs, from V2Field below
     _v2_reader: ClassVar[Callable[[dict[str, Any]], SendMessageRequestHeader]]
 
     def to_v2(self) -> dict[str, str]:
@@ -206,6 +202,33 @@ class SendMessageRequestHeader(Header):
         if reader is None:
             reader = cls._v2_reader = _compile_reader(cls, {attr: key for key, attr in cls._V2})
         return reader(ext)
+
+
+class V2Field:
+    """The single letter of each :class:`SendMessageRequestHeader` field in Java's
+    ``SendMessageRequestHeaderV2`` (the header of :data:`~rocketmq_sdk.protocol.codes.V2_SEND_CODES`),
+    in Java's order. The one place that spells them: the producer's send headers and templates,
+    :meth:`SendMessageRequestHeader.to_v2` / ``from_v2``, and the broker's name check and ACL
+    read them here."""
+
+    PRODUCER_GROUP = "a"
+    TOPIC = "b"
+    DEFAULT_TOPIC = "c"
+    DEFAULT_TOPIC_QUEUE_NUMS = "d"
+    QUEUE_ID = "e"
+    SYS_FLAG = "f"
+    BORN_TIMESTAMP = "g"
+    FLAG = "h"
+    PROPERTIES = "i"
+    RECONSUME_TIMES = "j"
+    UNIT_MODE = "k"
+    MAX_RECONSUME_TIMES = "l"
+    BATCH = "m"
+    BNAME = "n"
+
+
+SendMessageRequestHeader._V2 = tuple((letter, name.lower()) for name, letter in vars(V2Field).items()
+                                     if name.isupper())
 
 
 @dataclass(slots=True)
@@ -348,6 +371,7 @@ class RegisterBrokerRequestHeader(Header):
     broker_id: int | None = None
     compressed: bool | None = None
     body_crc32: int | None = None
+    enable_acting_master: bool | None = None  # RocketMQ 5.x
 
 
 @dataclass(slots=True)
@@ -622,8 +646,6 @@ REQUEST_HEADERS: dict[int, type[Header]] = {
     320: SendMessageRequestHeader, 321: QueryConsumeQueueRequestHeader, 322: BrokerIdentityHeader,
     325: SendMessageRequestHeader, 326: ReplyMessageRequestHeader, 327: BrokerNameRequestHeader,
 }
-#: Codes whose send header uses the single-letter V2 form.
-V2_SEND_CODES = frozenset({310, 320, 325})
 
 #: Request code → header class of a SUCCESS response's ``extFields``.
 RESPONSE_HEADERS: dict[int, type[Header]] = {
@@ -646,6 +668,6 @@ def parse_request_header(code: int, ext: dict[str, Any] | None) -> Header | None
     cls = REQUEST_HEADERS.get(code)
     if cls is None:
         return None
-    if code in V2_SEND_CODES and ext and "b" in ext:
+    if code in V2_SEND_CODES and ext and V2Field.TOPIC in ext:
         return SendMessageRequestHeader.from_v2(ext)
     return cls.from_ext_fields(ext)

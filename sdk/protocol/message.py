@@ -7,6 +7,7 @@ Like the Java client, a message's tags, keys, delay level and unique id live in 
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Self
@@ -59,6 +60,8 @@ class Message:
         flag: user flag (int32), stored untouched.
         properties: user properties (str → str). Reserved RocketMQ names are refused.
         delay_time_level: 0 (none) or 1..18, the broker's ``messageDelayLevel`` index.
+        deliver_time_ms / delay_ms: RocketMQ 5.x timer messages (see the properties of the
+            same names); at most one of them, and not with ``delay_time_level``.
         wait_store_msg_ok: the ``WAIT`` property (default True), as the Java ``Message``.
 
     Raises:
@@ -77,7 +80,8 @@ class Message:
     def __init__(self, topic: str, body: bytes | bytearray | memoryview | str = b"", tags: str | None = None,
                  keys: str | Iterable[str] | None = None, flag: int = 0,
                  properties: dict[str, str] | None = None, delay_time_level: int = 0,
-                 wait_store_msg_ok: bool = True) -> None:
+                 wait_store_msg_ok: bool = True, *, deliver_time_ms: int | None = None,
+                 delay_ms: int | None = None) -> None:
         self.topic = topic
         self._body = _as_body(body)
         self.flag = flag
@@ -89,6 +93,12 @@ class Message:
             self.keys = keys
         if delay_time_level:
             self.delay_time_level = delay_time_level
+        if deliver_time_ms is not None and delay_ms is not None:
+            raise IllegalArgumentError("give deliver_time_ms or delay_ms, not both")
+        if deliver_time_ms is not None:
+            self.deliver_time_ms = deliver_time_ms
+        if delay_ms is not None:
+            self.delay_ms = delay_ms
         self.properties[MC.WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
         if properties:
             for k, v in properties.items():
@@ -138,10 +148,88 @@ class Message:
 
     @delay_time_level.setter
     def delay_time_level(self, level: int) -> None:
+        if level and any(p in self.properties for p in MC.TIMER_PROPERTIES):
+            raise IllegalArgumentError("a message has either a delay level or a timer (deliver_time_ms / delay_ms), "
+                                       "not both (a broker would drop the timer)")
         if level:
             self.properties[MC.DELAY_TIME_LEVEL] = str(int(level))
         else:
             self.properties.pop(MC.DELAY_TIME_LEVEL, None)
+
+    # -- RocketMQ 5.x timer messages ------------------------------------------------------------
+    @property
+    def deliver_time_ms(self) -> int | None:
+        """Epoch ms at which a 5.x broker delivers the message (``TIMER_DELIVER_MS``), or None.
+
+        Set it (an ``int``, epoch ms) to make the message a timer message: stored now, invisible
+        to consumers until then (delivered within about one second after it by a 5.x broker,
+        never before). A time already past is delivered at once. Setting it clears
+        :attr:`delay_ms`; None clears it. A 4.x broker ignores the property (the message is
+        delivered at once); use :attr:`delay_time_level` there.
+
+        Raises:
+            TypeError: not an int.
+            IllegalArgumentError: not positive, more than 3 days ahead (a default 5.x broker's
+                ``timerMaxDelaySec``; the broker answers MESSAGE_ILLEGAL for its own maximum),
+                or the message has a delay level.
+        """
+        v = self.properties.get(MC.TIMER_DELIVER_MS)
+        return int(v) if v else None
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, value: int | None) -> None:
+        if value is None:
+            self.properties.pop(MC.TIMER_DELIVER_MS, None)
+            return
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"deliver_time_ms must be an int (epoch ms), got {type(value).__name__}")
+        if value <= 0:
+            raise IllegalArgumentError(f"deliver_time_ms must be a positive epoch time in ms, got {value}")
+        if value - int(time.time() * 1000) > MC.TIMER_MAX_DELAY_MS:
+            raise IllegalArgumentError(f"deliver_time_ms is more than {MC.TIMER_MAX_DELAY_MS // 1000} s ahead, "
+                                       f"the max delay of a RocketMQ 5.x broker (timerMaxDelaySec)")
+        self._set_timer(MC.TIMER_DELIVER_MS, value)
+
+    @property
+    def delay_ms(self) -> int | None:
+        """Delay in ms before a 5.x broker delivers the message, counted from when the broker
+        stores it (``TIMER_DELAY_MS``; ``TIMER_DELAY_SEC`` when a whole number of seconds, as
+        Java's ``setDelayTimeSec``), or None. Same rules as :attr:`deliver_time_ms`, which
+        setting it clears.
+
+        Raises:
+            TypeError: not an int.
+            IllegalArgumentError: negative, more than 3 days, or the message has a delay level.
+        """
+        v = self.properties.get(MC.TIMER_DELAY_MS)
+        if v:
+            return int(v)
+        v = self.properties.get(MC.TIMER_DELAY_SEC)
+        return int(v) * 1000 if v else None
+
+    @delay_ms.setter
+    def delay_ms(self, value: int | None) -> None:
+        if value is None:
+            self.properties.pop(MC.TIMER_DELAY_MS, None)
+            self.properties.pop(MC.TIMER_DELAY_SEC, None)
+            return
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"delay_ms must be an int (ms), got {type(value).__name__}")
+        if not 0 <= value <= MC.TIMER_MAX_DELAY_MS:
+            raise IllegalArgumentError(f"delay_ms must be in [0, {MC.TIMER_MAX_DELAY_MS}] ms (3 days, the max delay "
+                                       f"of a RocketMQ 5.x broker), got {value}")
+        if value % 1000 == 0:
+            self._set_timer(MC.TIMER_DELAY_SEC, value // 1000)
+        else:
+            self._set_timer(MC.TIMER_DELAY_MS, value)
+
+    def _set_timer(self, name: str, value: int) -> None:
+        if self.delay_time_level:
+            raise IllegalArgumentError("a message has either a delay level or a timer (deliver_time_ms / delay_ms), "
+                                       "not both (a broker would drop the timer)")
+        for p in MC.TIMER_PROPERTIES:
+            self.properties.pop(p, None)
+        self.properties[name] = str(value)
 
     @property
     def wait_store_msg_ok(self) -> bool:
@@ -217,6 +305,12 @@ class MessageExt(Message):
     _oid: str | None
     _oid_prefix: str
     _oid_phys: int
+
+    @property
+    def receipt_handle(self) -> str | None:
+        """RocketMQ 5.x POP: the receipt handle of a message received by a
+        :class:`~rocketmq_sdk.consumer.simple_consumer.SimpleConsumer` (``POP_CK``), else None."""
+        return self.properties.get(MC.POP_CK)
 
     def __init__(self, **fields: object) -> None:
         """All fields default to zero/empty (the decoder fills them); keyword arguments set any

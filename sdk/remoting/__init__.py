@@ -4,9 +4,10 @@ See ``docs/architecture.md`` (``rocketmq_sdk.remoting``) and docs/protocol.md §
 """
 
 from .channel import Channel, Handler, Processor
-from .client import RemotingClient, RPCHook
+from .client import RemotingClient
 from .command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from .frame import FrameDecoder
+from .hooks import HookChain, RPCHook
 from .loop import EventLoopThread
 from .server import RemotingServer
 
@@ -17,6 +18,7 @@ __all__ = [
     "EventLoopThread",
     "FrameDecoder",
     "Handler",
+    "HookChain",
     "Processor",
     "RPCHook",
     "RemotingClient",

@@ -141,10 +141,14 @@ class RequestDispatcher:
                               type(exc).__name__, str(exc)[:200], exc=exc)
         return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
-    @staticmethod
-    def _reply(channel: Channel, request: RemotingCommand, response: RemotingCommand | None) -> None:
+    #: ``version`` written into every response when set (a reference broker answering as 5.x)
+    response_version: int | None = None
+
+    def _reply(self, channel: Channel, request: RemotingCommand, response: RemotingCommand | None) -> None:
         if response is None or request.flag & FLAG_ONEWAY:
             return
+        if self.response_version is not None:
+            response.version = self.response_version
         response.opaque = request.opaque
         response.flag |= FLAG_RESPONSE
         response.serialize_type = request.serialize_type  # C++ clients only read JSON
@@ -177,6 +181,9 @@ class Channel(asyncio.Protocol):
             slower path.
         loop: the event loop the channel lives on (its methods are called on that loop only).
         last_active: ``time.monotonic()`` of the last read or write, in seconds.
+        on_first_read: called (once, then reset to None) when the next bytes arrive, before
+            they are handled; None (default) for nothing. The client watches a new connection's
+            first byte with it (a TLS-only server closes a plaintext one without sending any).
     """
 
     def __init__(self, dispatcher: RequestDispatcher, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
@@ -197,6 +204,7 @@ class Channel(asyncio.Protocol):
         self.local_addr = ""
         self.attributes: dict[str, Any] = {}
         self.last_active = _monotonic()
+        self.on_first_read: Callable[[], object] | None = None
 
     def __repr__(self) -> str:
         return f"Channel({self.local_addr} -> {self.remote_addr}{', closed' if self.closed else ''})"
@@ -240,6 +248,9 @@ class Channel(asyncio.Protocol):
         """Split ``data`` into frames and handle them; what the handlers write meanwhile goes out
         in one socket write at the end (no loop callback for a request answered inline)."""
         self.last_active = _monotonic()
+        if self.on_first_read is not None:
+            first, self.on_first_read = self.on_first_read, None
+            first()
         poller = self._dispatcher.busy_poller
         if poller is not None:
             poller.on_read()
@@ -453,8 +464,8 @@ class BufferedChannel(Channel, asyncio.BufferedProtocol):
 
     uvloop treats a protocol that is also an ``asyncio.Protocol`` (this class is) as a plain one:
     it calls :meth:`data_received` with a ``bytes`` of exactly the bytes read (copied from its own
-    per-loop buffer, so without the 256 KiB allocation), and binds the method once per
-    ``set_protocol`` (see ``rocketmq_sdk.remoting.client._watch_first_byte``).
+    per-loop buffer, so without the 256 KiB allocation); it binds the method once per
+    ``set_protocol``, so nothing may replace it on the instance (``on_first_read`` is the hook).
 
     Args:
         dispatcher: the owning client or server.

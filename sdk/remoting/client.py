@@ -13,7 +13,8 @@ import logging
 import socket
 import ssl
 import time
-from typing import Protocol
+from collections.abc import Iterable
+from functools import partial
 
 from rocketmq_sdk.exceptions import (
     ClientStateError,
@@ -26,18 +27,11 @@ from rocketmq_sdk.protocol.codes import request_name
 from rocketmq_sdk.remoting.channel import BufferedChannel, Channel, RequestDispatcher, close_channels
 from rocketmq_sdk.remoting.command import FLAG_ONEWAY, RemotingCommand
 from rocketmq_sdk.remoting.frame import DEFAULT_MAX_FRAME_LENGTH
+from rocketmq_sdk.remoting.hooks import HookChain, RPCHook
 
 __all__ = ["RPCHook", "RemotingClient", "client_ssl_context", "parse_addr", "peer_speaks_tls"]
 
 log = logging.getLogger("rocketmq_sdk.remoting.client")
-
-
-class RPCHook(Protocol):
-    """Called around every request the client sends (Java ``RPCHook``), e.g. ACL signing."""
-
-    def before_request(self, addr: str, cmd: RemotingCommand) -> None: ...
-
-    def after_response(self, addr: str, cmd: RemotingCommand, resp: RemotingCommand) -> None: ...
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
@@ -117,28 +111,11 @@ async def _apeer_speaks_tls(addr: str, timeout_s: float) -> bool:
 
 
 def _watch_first_byte(channel: Channel) -> None:
-    """Mark ``channel`` until its peer sends a first byte (then the class's ``data_received``
-    takes over again, so the steady state costs nothing): a plaintext client talking to a
-    TLS-only server sees the connection closed without a single byte."""
+    """Mark ``channel`` until its peer sends a first byte (``Channel.on_first_read``: the
+    steady state costs one attribute test per read): a plaintext client talking to a TLS-only
+    server sees the connection closed without a single byte."""
     channel.attributes[_SILENT_PEER] = True
-
-    def first(data: bytes | memoryview) -> None:
-        if channel.__dict__.pop("data_received", None) is not None:
-            channel.attributes.pop(_SILENT_PEER, None)
-            _rebind_protocol(channel)
-        type(channel).data_received(channel, data)
-
-    channel.data_received = first  # type: ignore[method-assign]
-    _rebind_protocol(channel)
-
-
-def _rebind_protocol(channel: Channel) -> None:
-    """Make the transport look ``channel``'s callbacks up again: uvloop binds ``data_received``
-    once per ``set_protocol`` (asyncio's loop looks it up on every read), so a callback swapped on
-    the instance is seen only after this."""
-    transport = channel.transport
-    if transport is not None and not transport.is_closing():
-        transport.set_protocol(channel)
+    channel.on_first_read = partial(channel.attributes.pop, _SILENT_PEER, None)
 
 
 class RemotingClient(RequestDispatcher):
@@ -150,7 +127,9 @@ class RemotingClient(RequestDispatcher):
         max_frame_length: largest accepted incoming frame in bytes, length prefix included
             (default 16 MiB).
         rpc_hooks: objects with ``before_request(addr, cmd)`` / ``after_response(addr, cmd, resp)``;
-            the list stays editable as ``client.rpc_hooks``.
+            a :class:`~rocketmq_sdk.remoting.hooks.HookChain` is shared as given (the client
+            instance gives the same one to its blocking connections), a list is copied into a
+            new chain; editable as ``client.rpc_hooks``.
         ssl_context: connect with TLS using this context (Java ``useTLS``); None (default)
             for plain TCP. The handshake counts against ``connect_timeout_ms``.
     """
@@ -160,14 +139,14 @@ class RemotingClient(RequestDispatcher):
         connect_timeout_ms: float = 3000.0,
         *,
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
-        rpc_hooks: list[RPCHook] | None = None,
+        rpc_hooks: Iterable[RPCHook] | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         super().__init__()
         self.connect_timeout_ms = connect_timeout_ms
         self.ssl_context = ssl_context
         self.max_frame_length = max_frame_length
-        self.rpc_hooks: list[RPCHook] = list(rpc_hooks or [])
+        self.rpc_hooks = HookChain.of(rpc_hooks)
         self._channels: dict[str, Channel] = {}
         self._connect_locks: dict[str, asyncio.Lock] = {}
         self._closed = False
@@ -291,8 +270,9 @@ class RemotingClient(RequestDispatcher):
             ClientStateError: the client is closed.
         """
         start = time.monotonic()
-        for hook in self.rpc_hooks:
-            hook.before_request(addr, cmd)
+        hooks = self.rpc_hooks
+        if hooks:
+            hooks.before_request(addr, cmd)
         channel = await self.get_channel(addr)
         remaining = timeout_ms - (time.monotonic() - start) * 1000.0
         if remaining <= 0:
@@ -303,8 +283,8 @@ class RemotingClient(RequestDispatcher):
             if channel.closed and channel.attributes.get(_SILENT_PEER) and await self._requires_tls(addr, channel):
                 raise RemotingConnectError(addr, _TLS_REQUIRED) from exc
             raise
-        for hook in self.rpc_hooks:
-            hook.after_response(addr, cmd, resp)
+        if hooks:
+            hooks.after_response(addr, cmd, resp)
         return resp
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand, timeout_ms: float = 3000.0) -> None:
@@ -317,8 +297,8 @@ class RemotingClient(RequestDispatcher):
             ClientStateError: the client is closed.
         """
         cmd.flag |= FLAG_ONEWAY
-        for hook in self.rpc_hooks:
-            hook.before_request(addr, cmd)
+        if self.rpc_hooks:
+            self.rpc_hooks.before_request(addr, cmd)
         channel = await self.get_channel(addr)
         await channel.invoke_oneway(cmd, timeout_ms)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..protocol.message import MessageExt
+from ..protocol.msgid import decode_uniq_id
 from .codec import TRACE_TOPIC_DEFAULT, TraceRecord, TraceType, decode_trace_text
 
 
@@ -22,7 +23,11 @@ class MessageQuery(Protocol):
     def query_message_by_key(self, topic: str, key: str, *, max_num: int = ...) -> Sequence[MessageExt]: ...
 
 
-__all__ = ["ConsumeNode", "MessageQuery", "TraceGraph", "build_trace_graph", "query_trace"]
+__all__ = ["ConsumeNode", "MessageQuery", "TraceGraph", "build_trace_graph", "client_host_of_request",
+           "query_trace", "records_in_order"]
+
+#: within one millisecond the records of a message happen in this order
+_TYPE_ORDER = {TraceType.Pub: 0, TraceType.EndTransaction: 1, TraceType.SubBefore: 2, TraceType.SubAfter: 3}
 
 UNKNOWN_GROUP = "%UNKNOWN_GROUP%"
 
@@ -43,10 +48,29 @@ def query_trace(admin: MessageQuery, msg_id: str, trace_topic: str = TRACE_TOPIC
     return out
 
 
+def records_in_order(records: list[TraceRecord]) -> list[TraceRecord]:
+    """``records`` by time; records of the same millisecond in the order they happen (send,
+    transaction end, delivery begin, delivery end), as the dashboard lists them."""
+    return sorted(records, key=lambda r: (r.time_stamp, _TYPE_ORDER.get(r.type, 9)))
+
+
+def client_host_of_request(request_id: str | None) -> str | None:
+    """The IP address of the consumer that handled a delivery: a ``SubBefore``/``SubAfter``
+    ``requestId`` is a unique id made in the consumer's process, whose first bytes are its IP
+    (Java ``MessageClientIDSetter``). None when the id is not such an id."""
+    if not request_id:
+        return None
+    try:
+        return decode_uniq_id(request_id)[0]
+    except ValueError:
+        return None
+
+
 @dataclass
 class ConsumeNode:
     """One delivery to a consumer group: begin/end in ms, ``cost_time`` ms (−1 unknown),
-    ``status`` ``SUCCESS``/``FAILED``/``UNKNOWN``."""
+    ``status`` ``SUCCESS``/``FAILED``/``UNKNOWN``; ``client_host`` the consumer's IP (from the
+    request id, see :func:`client_host_of_request`)."""
 
     group: str
     request_id: str | None
@@ -56,6 +80,7 @@ class ConsumeNode:
     retry_times: int
     status: str
     context_code: int | None = None
+    client_host: str | None = None
 
 
 @dataclass
@@ -109,7 +134,7 @@ def build_trace_graph(msg_id: str, records: list[TraceRecord]) -> TraceGraph:
             end, status = begin, "UNKNOWN"
         graph.consumers.setdefault(group, []).append(ConsumeNode(
             group, rid, begin, end, cost, before.retry_times if before else -1, status,
-            after.context_code if after else None))
+            after.context_code if after else None, client_host_of_request(rid)))
     for nodes in graph.consumers.values():
         nodes.sort(key=lambda n: n.begin)
     return graph

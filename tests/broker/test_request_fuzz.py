@@ -154,3 +154,102 @@ def test_the_store_loads_after_the_fuzz(fuzz_cluster, tmp_path):
         _send(client, again, "T")
     finally:
         again.stop()
+
+
+# -- DLedger frames (issue 27): hostile VOTE / HEART_BEAT / PUSH bodies at a running group ------
+def _dledger_bodies():
+    import base64
+
+    from rocketmq_broker.dledger.protocol import DLedgerRequestCode
+    def mostly(common, rare, n: int = 5):  # ``common`` n times as often as ``rare``
+        return st.integers(0, n).flatmap(lambda k: rare if k == 0 else common)
+
+    ids = mostly(st.sampled_from(["n0", "n1", "n2"]), st.one_of(st.sampled_from(["n9", "", "x" * 300]), HOSTILE))
+    groups = st.one_of(st.just("broker-a"), st.just("broker-b"), HOSTILE)
+    num = st.one_of(st.integers(-2, 300), st.integers(-(2**64), 2**64),
+                    st.sampled_from([2**62, 2**63 - 1, -(2**63)]))
+    absurd = st.one_of(num, num, num, st.floats(allow_nan=True), st.text(max_size=5), st.none())
+    small = st.integers(0, 300)
+    entry = st.fixed_dictionaries(
+        {"index": st.one_of(small, small, num), "term": st.one_of(small, small, num), "pos": st.one_of(small, num),
+         "body": st.binary(max_size=64).map(lambda b: base64.b64encode(b).decode())},
+        optional={"size": absurd, "magic": st.one_of(st.just(1), absurd), "channel": absurd})
+    base = {"group": groups, "remoteId": ids, "localId": ids, "leaderId": ids, "term": num}
+    vote = st.fixed_dictionaries(base, optional={"ledgerEndIndex": num, "ledgerEndTerm": num, "code": absurd})
+    heartbeat = st.fixed_dictionaries(base, optional={"code": absurd})
+    push = st.fixed_dictionaries(
+        {**base, "type": mostly(st.sampled_from(["APPEND", "COMMIT", "COMPARE", "TRUNCATE"]), HOSTILE)},
+        optional={"commitIndex": num, "entry": mostly(entry, st.one_of(st.none(), st.just([]))),
+                  "batchEntry": mostly(st.just([]), st.one_of(st.lists(entry, max_size=3), HOSTILE))})
+
+    return [(int(DLedgerRequestCode.VOTE), vote), (int(DLedgerRequestCode.HEART_BEAT), heartbeat),
+            (int(DLedgerRequestCode.PUSH), push), (int(DLedgerRequestCode.PUSH), push),
+            (int(DLedgerRequestCode.PULL), st.just({})), (int(DLedgerRequestCode.APPEND), st.just({}))]
+
+
+def _dledger_frame_body(data, obj: dict, target_id: str) -> bytes:
+    """Mostly addressed right (so the frame reaches the vote/heartbeat/push logic), sometimes
+    not; then encoded whole, truncated, or replaced by garbage."""
+    if data.draw(st.integers(0, 9)) < 8:
+        obj = {**obj, "remoteId": target_id, "group": "broker-a"}
+    raw = fastjson.dumps(obj).encode()
+    shape = data.draw(st.integers(0, 9))
+    if shape == 8:
+        return raw[:data.draw(st.integers(0, len(raw)))]
+    if shape == 9:
+        return data.draw(st.binary(max_size=40))
+    return raw
+
+
+def test_hostile_dledger_frames_are_refused_and_never_corrupt_the_log(tmp_path):
+    """Wrong group or member, absurd indexes and terms, truncated or garbage bodies, bad entries:
+    each frame is answered (remoting 200 with a DLedger error code in the body, or SYSTEM_ERROR
+    for an unreadable body), no member crashes, the group still elects a master that stores
+    sends, and every member's log stays byte-identical."""
+    from rocketmq_sdk import Message, Producer
+
+    from tests.dledger.brokers import DLedgerBrokers
+    group = DLedgerBrokers(str(tmp_path))
+    group.start()
+    client = SyncClient()
+    try:
+        group.wait_master()
+        with Producer("fuzz_dl_producer", namesrv_addr=group.namesrv_addr) as producer:
+            for i in range(5):
+                producer.send(Message("DLFuzz", f"before-{i}".encode()))
+        members = {b.dledger.node.config.self_id: b.dledger.node.config.self_addr for b in group.brokers.values()}
+        seen: dict[int, set[int]] = {}
+        kinds = _dledger_bodies()
+
+        @FUZZ
+        @given(data=st.data())
+        def one(data):
+            code, bodies = data.draw(st.sampled_from(kinds))
+            target = data.draw(st.sampled_from(sorted(members)))
+            body = _dledger_frame_body(data, data.draw(bodies), target)
+            addr = members[target]
+            try:
+                r = client.invoke(addr, code, {}, body, timeout_ms=5000)
+            except RemotingTimeoutError:
+                pytest.fail(f"no answer to DLedger code {code} {body[:200]!r}")
+            inner = None
+            if r.code == 200 and r.body:
+                inner = fastjson.loads(r.body.decode()).get("code")
+            seen.setdefault(code, set()).add(inner if inner is not None else -int(r.code))
+
+        one()
+        master = group.wait_master(60)
+        with Producer("fuzz_dl_producer2", namesrv_addr=group.namesrv_addr) as producer:
+            result = producer.send(Message("DLFuzz", b"after"))
+        assert result.send_status.name == "SEND_OK"
+        group.wait_for(lambda: len({b.dledger.node.ledger.end_index for b in group.brokers.values()}) == 1
+                       and len({b.dledger.node.ledger.committed_index for b in group.brokers.values()}) == 1,
+                       20, "members in line")
+        logs = {b"".join(mf.read_raw(0, mf.wrote_position) for mf in b.dledger.node.ledger.data.files)
+                for b in group.brokers.values()}
+        assert len(logs) == 1
+        record("dledger frame fuzz", requests=EXAMPLES, master=master.dledger.node.config.self_id,
+               answers={str(c): sorted(v) for c, v in sorted(seen.items())})
+    finally:
+        client.close()
+        group.stop()

@@ -1,6 +1,11 @@
 """The console in a real headless Chromium (Debian's chromium + chromium-driver, driven by
-Selenium; nothing is downloaded): log in, create a topic, send a message, find it by key, see
-its trace, watch lag fall while a consumer runs, reset the group's offset, look at the charts.
+Selenium; nothing is downloaded), on two masters with a slave each: log in (and again after
+logging out: the cluster page, not a 404), create a topic, send a message, find it by key, see
+its trace (also found by key), resend a DLQ message into its own group, watch lag fall while a
+consumer runs (a lag alarm fires, then resolves), reset the group's offset (online, then with the
+consumer stopped), create a group
+that no client uses and see its config, look at the charts, then stop broker-b's master: the
+numbers stay, read from its slave, under a banner naming it.
 
 Run by test_console.py through Django's test runner. With ``CONSOLE_SCREENSHOTS=<dir>`` every
 page is also saved there as PNG (docs/tools/console_screenshots.py uses this for docs/console/).
@@ -17,6 +22,7 @@ import unittest
 from django.test import LiveServerTestCase
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
+from rocketmq_sdk.exceptions import MQBrokerError
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.protocol.message import Message
 
@@ -50,7 +56,7 @@ class Listener:
     keys in ``fail`` go to the DLQ at once."""
 
     def __init__(self, delay_s: float = 0.0, fail: frozenset[str] = frozenset()) -> None:
-        self.delay_s, self.fail, self.count, self.lock = delay_s, fail, 0, threading.Lock()
+        self.delay_s, self.fail, self.count, self.lock = delay_s, set(fail), 0, threading.Lock()
 
     def __call__(self, msgs, ctx):
         if self.delay_s:
@@ -70,7 +76,7 @@ class ConsoleInChromium(LiveServerTestCase):
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.cluster = start_cluster(SAMPLE_INTERVAL_S=0.5)
+        cls.cluster = start_cluster(slaves=1, SAMPLE_INTERVAL_S=0.5)
         cls.profile = tempfile.mkdtemp(prefix="console-chromium-")
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
@@ -168,6 +174,14 @@ class ConsoleInChromium(LiveServerTestCase):
         self.shot("cluster")
         self.go(f"brokers/{self.cluster.addr('broker-a')}/")
         self.shot("broker")
+        # log out, log in again from the login page: the cluster page (was Django's 404 default)
+        self.submit("header .user button")
+        self.assertIn("/rocketmq/login/", d.current_url)
+        self.find("#id_username").send_keys("operator")
+        self.find("#id_password").send_keys("operator-pw")
+        self.submit("#login")
+        self.assertTrue(d.current_url.endswith("/rocketmq/"), d.current_url)
+        self.assertIn("broker-a", self.text("#brokers"))
 
         # create a topic
         self.go("topics/")
@@ -182,6 +196,13 @@ class ConsoleInChromium(LiveServerTestCase):
         self.go("topics/")
         self.assertIn(TOPIC, self.text("#topics"))
         self.shot("topics")
+        # a lag threshold for the group: the backlog below fires an alarm
+        self.go("monitor/")
+        self.find("#id_group").send_keys(GROUP)
+        self.find("#id_max_lag").clear()
+        self.find("#id_max_lag").send_keys("100")
+        self.submit("#threshold-save")
+        self.assertIn(GROUP, self.text("#thresholds"))
 
         # a traced consumer, then send a message from the topic page
         listener = Listener(fail=frozenset({"poison-1"}))
@@ -220,12 +241,30 @@ class ConsoleInChromium(LiveServerTestCase):
             bars = d.find_elements(By.CSS_SELECTOR, "#timeline svg rect.bar.ok")
             self.assertEqual(len(bars), 2)  # the send and the delivery
             self.shot("trace")
+            # the same trace found by the message's key
+            self.go("traces/?mode=key")
+            self.find("#id_topic").send_keys(TOPIC)
+            self.find("#id_key").send_keys("browser-key-1")
+            self.submit("#show-trace")
+            self.assertIn("SubAfter", self.text("#records"))
+            self.assertIn(TOPIC, self.text("#pub-details"))
+            self.assertIn("browser-key-1", self.text("#pub-details"))
+            self.assertNotIn("-", self.text("#deliveries tr:nth-child(2) td:nth-child(2)"))  # the consumer's host
 
             # a poisoned message ends in the group's DLQ
             with Producer("browser_pg", self.cluster.namesrv_addr) as producer:
                 producer.send(Message(TOPIC, b"cannot be processed", tags="TagB", keys="poison-1"))
                 self.reload_until(f"dlq/?group={GROUP}", lambda: "poison-1" in self.now_text("#dlq"), 20, "the DLQ message")
                 self.shot("dlq")
+                # resend: a client of the group consumes it directly (nothing new in the topic)
+                listener.fail.clear()
+                before = listener.count
+                self.find('#dlq input[name="msg_id"]').click()
+                self.submit("#dlq-resend")
+                self.assertIn("CR_SUCCESS", self.text(".msg.success"))
+                self.assertEqual(listener.count, before + 1)
+                with AdminClient(self.cluster.namesrv_addr) as adm:
+                    self.assertEqual(len(adm.query_message_by_key(TOPIC, "poison-1")), 1)
                 self.go(f"producers/?group=browser_pg&topic={TOPIC}")
                 self.assertIn("PYTHON", self.text("#producers"))
                 self.shot("producers")
@@ -237,6 +276,9 @@ class ConsoleInChromium(LiveServerTestCase):
                 for i in range(300):
                     producer.send(Message(TOPIC, f"backlog {i}".encode(), tags="TagC", keys=f"backlog-{i}"))
             self.reload_until(f"groups/{GROUP}/", lambda: self.lag() == 300, 20, "lag 300")
+            self.reload_until("monitor/", lambda: "1 alarm firing" in self.now_text("#firing"), 20, "the alarm")
+            self.assertIn("logged", self.text("#alarms"))  # the default notifier
+            self.shot("monitor")
             self.go("groups/")
             self.assertIn(GROUP, self.text("#groups"))
             self.shot("groups")
@@ -246,6 +288,9 @@ class ConsoleInChromium(LiveServerTestCase):
             self.reload_until(f"groups/{GROUP}/", lambda: (lag := self.lag()) >= 0 and (seen.append(lag) or lag == 0),
                               60, "lag 0")
             self.assertGreaterEqual(slow.count, 300)
+            self.reload_until("monitor/", lambda: not self.driver.find_elements(By.CSS_SELECTOR, "#firing"), 20,
+                              "the alarm resolved")
+            self.go(f"groups/{GROUP}/")
             self.assertEqual(seen, sorted(seen, reverse=True), "lag only falls while the consumer runs")
 
             # reset the offset to the earliest: everything is consumed again and lag falls back to 0
@@ -261,6 +306,41 @@ class ConsoleInChromium(LiveServerTestCase):
             self.assertIn("PYTHON", self.text("#clients"))
             self.assertEqual(self.text("#consistency"), "consistent")
             self.shot("group")
+            # the client's full running info: subscription and the four queues it owns
+            self.submit("#clients a")
+            self.assertIn(TOPIC, self.text("#client-subscriptions"))
+            self.assertEqual(len(d.find_elements(By.CSS_SELECTOR, "#client-queues tr")), 1 + 4 + 2)  # + retry queues
+            self.shot("client")
+
+            # stop the consumers, rewind, (restart): the reset of an offline group works
+            consumer.shutdown()
+            consumer = None
+            with AdminClient(self.cluster.namesrv_addr) as adm:
+                wait_until(lambda: not self.online(adm), 20, "the group offline")
+                stored = sum(q.max_offset - q.min_offset for q in adm.topic_status(TOPIC))
+            self.go(f"groups/{GROUP}/")
+            Select(self.find("#id_topic")).select_by_visible_text(TOPIC)
+            self.find("#id_timestamp").clear()
+            self.find("#id_timestamp").send_keys("earliest")
+            self.submit("#reset")
+            self.assertIn("group offline", self.text(".msg.success"))
+            offsets = [int(td.text) for td in d.find_elements(By.CSS_SELECTOR, "#reset-result td:last-child")]
+            self.assertEqual(offsets, [0, 0, 0, 0])
+            lag = self.lag()
+            self.assertGreaterEqual(lag, stored)  # the topic's messages (plus any retry-topic lag)
+            self.shot("group-offline-reset")
+
+            # a group created here but used by no client: listed, its config shown and editable
+            self.go("groups/")
+            self.find("#id_group").send_keys("browser_cfg_cg")
+            self.find("#id_retry_max_times").clear()
+            self.find("#id_retry_max_times").send_keys("5")
+            self.submit("form.inline button[type=submit]")
+            self.assertIn("browser_cfg_cg", self.text("h1"))
+            self.assertIn("not used by any client yet", self.text("#config-only"))
+            self.assertIn("5", self.text("#group-config"))
+            self.go("groups/")
+            self.assertIn("config only", self.text("#groups"))
 
             # the charts saw the lag rise and fall
             self.reload_until("charts/", lambda: d.find_elements(By.CSS_SELECTOR, f'polyline[data-series="{GROUP}"]'),
@@ -269,9 +349,33 @@ class ConsoleInChromium(LiveServerTestCase):
             ys = [float(p.split(",")[1]) for p in points]
             self.assertGreater(max(ys), min(ys))  # not flat: the lag moved
             self.shot("charts")
+
+            # broker-b's master dies, its slave lives: same numbers, read from the slave, a banner
+            self.assertEqual(d.find_elements(By.CSS_SELECTOR, "#masters-down"), [])
+            master, slave = self.cluster.brokers["broker-b"], self.cluster.slaves["broker-b"][0]
+            wait_until(lambda: slave.store.reput_from_offset == master.store.get_max_phy_offset()
+                       and all(slave.offsets.query(GROUP, TOPIC, q) == master.offsets.query(GROUP, TOPIC, q)
+                               for q in range(2)), 20, "broker-b's slave in sync")
+            self.go(f"topics/{TOPIC}/")
+            total_before = self.text("#queues")
+            self.cluster.stop_broker("broker-b")
+            self.reload_until(f"groups/{GROUP}/", lambda: self.now_text("#masters-down"), 20, "the banner")
+            self.assertIn(f"broker-b (DefaultCluster) is read from its slave {slave.config.broker_addr}",
+                          self.text("#masters-down"))
+            self.assertEqual(self.lag(), lag)
+            self.shot("master-down")
+            self.go(f"topics/{TOPIC}/")
+            self.assertEqual(self.text("#queues"), total_before)
         finally:
             if consumer is not None:
                 consumer.shutdown()
+
+    @staticmethod
+    def online(adm: AdminClient) -> bool:
+        try:
+            return bool(adm.consumer_connection(GROUP).connections)
+        except MQBrokerError:
+            return False
 
     def start_consumer(self, listener) -> PushConsumer:
         c = PushConsumer(GROUP, self.cluster.namesrv_addr, enable_msg_trace=True,

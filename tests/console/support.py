@@ -14,9 +14,12 @@ from rocketmq_sdk.integrations.django.console import service
 _state: dict = {}
 
 
-def start_cluster(**console: object):
-    """Start the embedded cluster (two masters) and point the console at it."""
-    cluster = embedded.start_cluster(("broker-a", "broker-b"))
+def start_cluster(*, slaves: int = 0, **console: object):
+    """Start the embedded cluster (two masters, each with ``slaves`` slaves replicating
+    synchronously and copying offsets every 300 ms) and point the console at it."""
+    extra: dict = {"slaves": slaves, "broker_role": "SYNC_MASTER",
+                   "broker_config": {"slave_sync_interval": 300}} if slaves else {}
+    cluster = embedded.start_cluster(("broker-a", "broker-b"), **extra)
     override = override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr, "SAMPLE_INTERVAL_S": 0.5,
                                                    **console})
     override.enable()

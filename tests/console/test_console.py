@@ -8,11 +8,19 @@ settings, in-memory database and live server, apart from the rest of the suite).
 
 from __future__ import annotations
 
+import http.client
+import http.cookiejar
 import os
+import queue
 import re
 import shutil
+import ssl
 import subprocess
 import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -35,7 +43,7 @@ def run_django_tests(label: str, timeout_s: float, env: dict | None = None) -> t
 
 def test_console_views_with_djangos_runner() -> None:
     ran, out = run_django_tests("tests.console.cases_views", 600)
-    assert ran == 15, out[-4000:]
+    assert ran == 27, out[-4000:]
 
 
 def browser_missing() -> str | None:
@@ -64,8 +72,60 @@ def test_standalone_refuses_a_non_loopback_address_without_allow_remote() -> Non
     assert "not a loopback address; add --allow-remote" in proc.stderr
 
 
+class Browser:
+    """A cookie-keeping HTTP client from the standard library (the test needs nothing beyond
+    Django): ``get``/``post`` follow redirects and return (status, final URL, text)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def cookie(self, name: str) -> str:
+        return next(c.value for c in self.jar if c.name == name)
+
+    def _open(self, req: urllib.request.Request) -> tuple[int, str, str]:
+        try:
+            with self.opener.open(req, timeout=30) as resp:
+                return resp.status, resp.geturl(), resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as err:
+            with err:
+                return err.code, err.geturl(), err.read().decode("utf-8", "replace")
+
+    def get(self, path: str) -> tuple[int, str, str]:
+        return self._open(urllib.request.Request(self.base + path))
+
+    def post(self, path: str, data: dict[str, str]) -> tuple[int, str, str]:
+        body = urllib.parse.urlencode({**data, "csrfmiddlewaretoken": self.cookie("csrftoken")}).encode()
+        return self._open(urllib.request.Request(self.base + path, data=body, headers={"Referer": self.base}))
+
+    def login(self, user: str, password: str, **extra: str) -> tuple[int, str, str]:
+        self.get("login/")
+        return self.post("login/", {"username": user, "password": password, **extra})
+
+
+class AuditLines:
+    """The audit logger's lines on a server's stderr, read by a thread; :meth:`next` waits for
+    the next one up to a deadline (other lines are skipped)."""
+
+    def __init__(self, stream) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream) -> None:
+        for line in iter(stream.readline, ""):
+            if ".console.audit " in line:
+                self.lines.put(line.rstrip("\n"))
+
+    def next(self, timeout_s: float = 30.0) -> str:
+        try:
+            return self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AssertionError(f"no audit line within {timeout_s} s") from None
+
+
 def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> None:
-    requests = pytest.importorskip("requests")
     from rocketmq_broker import embedded
 
     with embedded.start_cluster(("broker-a",)) as cluster:
@@ -74,29 +134,71 @@ def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> Non
                                  cluster.namesrv_addr, "--port", "0", "--read-only-user", "viewer"],
                                 stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                                 text=True, env=env, cwd=REPO)
+        audits: AuditLines | None = None
         try:
             line = proc.stderr.readline()  # blocks until the announcement (or the process ends)
             m = re.search(r"http://(127\.0\.0\.1):(\d+)/", line)
             assert m, f"no announcement: {line!r}"
             base = m.group(0)
-            s = requests.Session()
-            assert s.get(base, timeout=30).url == base + "login/?next=/"
-            s.post(base + "login/", data={"username": "viewer", "password": "ro-secret", "next": "/",
-                                          "csrfmiddlewaretoken": s.cookies["csrftoken"]},
-                   headers={"Referer": base}, timeout=30)
-            page = s.get(base, timeout=30)
-            assert "broker-a" in page.text and "read-only" in page.text
-            denied = s.post(base + "topics/create/", data={"topic": "X", "cluster": "DefaultCluster",
-                                                           "csrfmiddlewaretoken": s.cookies["csrftoken"]},
-                            headers={"Referer": base}, timeout=30)
-            assert denied.status_code == 403
-            s2 = requests.Session()
-            s2.get(base + "login/", timeout=30)
-            s2.post(base + "login/", data={"username": "admin", "password": "op-secret", "next": "/",
-                                           "csrfmiddlewaretoken": s2.cookies["csrftoken"]},
-                    headers={"Referer": base}, timeout=30)
-            assert "operator" in s2.get(base, timeout=30).text
+            audits = AuditLines(proc.stderr)  # reads to the end of stderr from here on
+            viewer = Browser(base)
+            assert viewer.get("")[1] == base + "login/?next=/"
+            status, landed, page = viewer.login("viewer", "ro-secret", next="/")
+            assert (status, landed) == (200, base)
+            assert "broker-a" in page and "read-only" in page
+            denied = viewer.post("topics/create/", {"topic": "X", "cluster": "DefaultCluster"})
+            assert denied[0] == 403
+            # audit lines carry a timestamp, refusals included (written before each answer, so
+            # already there; the server's request lines in between are skipped)
+            audit = audits.next()
+            assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO rocketmq_sdk\.integrations\.django\."
+                            r"console\.audit user=viewer addr=127\.0\.0\.1 action=login .*outcome=ok$", audit), audit
+            audit = audits.next()
+            assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING .*audit user=viewer .*action=create/update "
+                            r"topic .*outcome=refused: no operate_console permission \(403\)$", audit), audit
+            # the operator logs in from the login page itself (no "next"): lands on the cluster page
+            op = Browser(base)
+            status, landed, page = op.login("admin", "op-secret")
+            assert (status, landed) == (200, base) and "operator" in page
         finally:
             proc.terminate()
             proc.wait(30)
+            if audits is not None:
+                audits.thread.join(10)  # stderr at its end: the reader is done with it
             proc.stderr.close()
+
+
+def test_standalone_serves_https_with_certfile_and_keyfile(tmp_path) -> None:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    cert_path, key_path = tmp_path / "console.pem", tmp_path / "console.key"
+    for blob in cert.cert_chain_pems:
+        blob.write_to_path(str(cert_path), append=True)
+    cert.private_key_pem.write_to_path(str(key_path))
+    proc = subprocess.Popen([sys.executable, "-m", "rocketmq_sdk.integrations.django.console", "--namesrv",
+                             "127.0.0.1:1", "--port", "0", "--certfile", str(cert_path), "--keyfile", str(key_path)],
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+                            env={**os.environ, "ROCKETMQ_CONSOLE_PASSWORD": "op-secret"}, cwd=REPO)
+    try:
+        line = proc.stderr.readline()
+        m = re.search(r"https://127\.0\.0\.1:(\d+)/", line)
+        assert m, f"no https announcement: {line!r}"
+        trusted = ssl.create_default_context(cafile=None)
+        ca.configure_trust(trusted)
+        with urllib.request.urlopen(m.group(0) + "login/", timeout=30, context=trusted) as resp:
+            assert resp.status == 200 and "Log in" in resp.read().decode()
+            cookie = resp.headers["Set-Cookie"]
+        assert "csrftoken=" in cookie and "Secure" in cookie
+        # plain HTTP to the TLS port gets no page
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            urllib.request.urlopen(m.group(0).replace("https", "http") + "login/", timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        proc.stderr.close()
+
+
+def test_console_consume_mode_on_5x_brokers_with_djangos_runner() -> None:
+    ran, out = run_django_tests("tests.console.cases_rmq5", 300)
+    assert ran == 1, out[-4000:]

@@ -142,3 +142,30 @@ def test_broadcasting_client_id_keeps_default(model):
     from rocketmq_sdk.config import ConsumerConfig
     cid = ConsumerConfig(message_model=model, client_ip="10.0.0.1").build_client_id()
     assert (cid == "10.0.0.1@DEFAULT") == (model == "BROADCASTING")
+
+
+def test_queue_created_after_start_is_read_from_its_first_offset(cluster, producer, tmp_path):
+    """Issue 25, defect 4: a broadcasting consumer (CONSUME_FROM_LAST_OFFSET) started before its
+    topic exists reads the queues that appear later from their first offset, so the messages
+    sent before its next route update are not lost; a topic that existed at start still
+    starts at its max offset (only new messages)."""
+    new_topic, old_topic, group = unique("TopicBcastLate"), unique("TopicBcastOld"), unique("cg")
+    producer.send(Message(old_topic, b"before-start"))  # exists at start: skipped (LAST_OFFSET)
+    seen = Seen()
+    c = PushConsumer(group, cluster.namesrv_addr, instance_name="late", message_model="BROADCASTING",
+                     local_offset_store_dir=str(tmp_path),
+                     **{**FAST, "consume_from_where": "CONSUME_FROM_LAST_OFFSET", "poll_name_server_interval": 500})
+    c.subscribe(new_topic, "*")
+    c.subscribe(old_topic, "*")
+    c.register_message_listener(seen)
+    c.start()
+    try:
+        wait_until(lambda: len([q for q in c.process_queues() if q.topic == old_topic]) == 4, what="old topic owned")
+        for i in range(8):  # creates the topic; the consumer learns of it at its next route poll
+            producer.send(Message(new_topic, f"n{i}".encode()))
+        producer.send(Message(old_topic, b"after-start"))
+        wait_until(lambda: len(seen.snapshot()) >= 9, what="8 messages of the new topic and 1 of the old")
+        wait_until(lambda: all(pq.msg_count == 0 for pq in c.process_queues().values()), what="drained")
+    finally:
+        c.shutdown()
+    assert sorted(seen.snapshot()) == sorted([b"after-start", *(f"n{i}".encode() for i in range(8))])

@@ -57,3 +57,25 @@ def test_blocking_pull_returns_when_a_message_arrives(cluster, producer):
         assert results and results[0].pull_status is PullStatus.FOUND
         assert [m.body for m in results[0].msg_found_list] == [b"second"]
         assert time.monotonic() - began < 5  # woken by the arrival, not the 20 s hold
+
+
+def test_raw_pulls_give_the_undecoded_bodies_of_pull_in_flight_together(cluster, producer):
+    from rocketmq_sdk.protocol.message_codec import decode_messages
+
+    topic, group = unique("TopicPullRaw"), unique("cg")
+    q0 = lambda mqs, msg, arg: mqs[0]  # noqa: E731
+    for i in range(10):
+        producer.send(Message(topic, f"m{i}", tags="A" if i % 2 == 0 else "B"), q0)
+    with PullConsumer(group, cluster.namesrv_addr, instance_name="pullraw") as pc:
+        mq = pc.fetch_subscribe_message_queues(topic)[0]
+        result, body = pc.pull_raw(mq, "*", 2, 3)
+        assert result.pull_status is PullStatus.FOUND and result.msg_found_list == []
+        assert (result.next_begin_offset, result.max_offset) == (5, 10)
+        decoded = decode_messages(body)
+        assert [(m.body, m.queue_offset) for m in decoded] == [(b"m2", 2), (b"m3", 3), (b"m4", 4)]
+        assert [m.msg_id for m in decoded] == [m.msg_id for m in pc.pull(mq, "*", 2, 3).msg_found_list]
+        answers = pc.pull_raw_many(mq, "*", [0, 4, 8, 10], 4)
+        assert [(r.pull_status, r.next_begin_offset) for r, _ in answers] == [
+            (PullStatus.FOUND, 4), (PullStatus.FOUND, 8), (PullStatus.FOUND, 10), (PullStatus.NO_NEW_MSG, 10)]
+        assert [m.body for _, b in answers for m in decode_messages(b)] == [f"m{i}".encode() for i in range(10)]
+        assert answers[3][1] == b""

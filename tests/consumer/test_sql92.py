@@ -48,3 +48,25 @@ def test_sql92_selector_delivers_only_matching_messages(sql_cluster):
         finally:
             c.shutdown()
     assert sorted(m.body for m in got) == [b"m7", b"m9"]
+
+
+def test_dev_command_flag_enables_sql92():
+    """Issue 25, defect 6: ``python -m rocketmq_broker dev --enable-property-filter`` (the child
+    process start_dev_cluster runs) accepts SQL92 subscriptions."""
+    topic, group = unique("TopicSqlDev"), unique("cg")
+    got: list = []
+    with embedded.start_dev_cluster(broker_config={"enable_property_filter": True}) as c, \
+            Producer(unique("pg"), c.namesrv_addr) as p:
+        p.send(Message(topic, b"create", properties={"a": "0"}))
+        consumer = PushConsumer(group, c.namesrv_addr, instance_name="sqldev", **FAST)
+        consumer.subscribe(topic, "a > 5", "SQL92")
+        consumer.register_message_listener(lambda msgs, ctx: got.extend(msgs) or ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+        consumer.start()
+        try:
+            wait_until(lambda: len(owned(consumer, topic)) == 4, what="queues")
+            for i in range(8):
+                p.send(Message(topic, f"m{i}", properties={"a": str(i)}))
+            wait_until(lambda: len(got) >= 2, what="the matching messages")
+        finally:
+            consumer.shutdown()
+    assert sorted(m.body for m in got) == [b"m6", b"m7"]

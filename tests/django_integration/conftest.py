@@ -16,6 +16,17 @@ pytest.importorskip("pytest_django")
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "django_integration.settings")
 
+# ROCKETMQ_TEST_DATABASE=postgresql (make test's PostgreSQL pass): a private throwaway server for
+# this run, started before Django reads the settings; child processes inherit its port
+if os.environ.get("ROCKETMQ_TEST_DATABASE") == "postgresql" and not os.environ.get("ROCKETMQ_TEST_PG_PORT"):
+    import atexit
+
+    from django_integration import pgserver
+
+    _pg = pgserver.start()
+    atexit.register(_pg.stop)
+    os.environ["ROCKETMQ_TEST_PG_PORT"] = str(_pg.port)
+
 import django  # noqa: E402
 
 django.setup()
@@ -56,7 +67,8 @@ def create_topic(cluster, topic: str, queues: int = 4) -> None:
 
 
 def read_topic(cluster, topic: str, expected: int, timeout_s: float = 20.0, group: str | None = None) -> list:
-    """Pull every message of ``topic`` from offset 0 until ``expected`` arrived (deadline)."""
+    """Pull every message of ``topic`` from offset 0 until ``expected`` arrived and a pass over
+    the queues finds nothing more (deadline)."""
     from rocketmq_sdk.consumer import PullConsumer
     from rocketmq_sdk.protocol.message import PullStatus
 
@@ -69,12 +81,14 @@ def read_topic(cluster, topic: str, expected: int, timeout_s: float = 20.0, grou
                 mqs = pc.fetch_subscribe_message_queues(topic)
             except Exception:
                 mqs = []
+            more = False
             for mq in mqs:
                 r = pc.pull(mq, "*", offsets.get(mq, 0), 32, block=False)
                 if r.pull_status is PullStatus.FOUND:
                     found.extend(r.msg_found_list)
                     offsets[mq] = r.next_begin_offset
-            if len(found) >= expected:
+                    more = True
+            if len(found) >= expected and not more:  # everything stored so far, not the first 32 a queue
                 return found
             if time.monotonic() > deadline:
                 raise AssertionError(f"{len(found)} of {expected} messages in {topic} after {timeout_s} s")
@@ -85,4 +99,7 @@ PY = sys.executable
 
 
 def pytest_report_header(config):
-    return f"django: {django.get_version()} (from {Path(django.__file__).parent})"
+    from django.db import connection
+
+    return (f"django: {django.get_version()} (from {Path(django.__file__).parent}), database: {connection.vendor}"
+            f" {connection.settings_dict.get('PORT') or ''}")

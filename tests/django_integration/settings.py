@@ -1,6 +1,8 @@
 """Django settings of the integration tests (SQLite file database, the integration app and a
 small test app). ``ROCKETMQ_TEST_DB`` names the database file (child processes of the tests
-get the test database's path through it); ``ROCKETMQ_TEST_NAMESRV`` the name server."""
+get the test database's path through it); ``ROCKETMQ_TEST_NAMESRV`` the name server.
+``ROCKETMQ_TEST_DATABASE=postgresql`` runs on a private PostgreSQL server instead (started by
+conftest.py, port in ``ROCKETMQ_TEST_PG_PORT``; ``ROCKETMQ_TEST_DB`` names the database)."""
 
 import os
 import tempfile
@@ -25,6 +27,19 @@ DATABASES = {
         "TEST": {"NAME": _DB if os.environ.get("ROCKETMQ_TEST_DB") else _DB + ".test"},
     }
 }
+if os.environ.get("ROCKETMQ_TEST_DATABASE") == "postgresql":
+    # the private server conftest.py starts (tests/django_integration/pgserver.py)
+    _PG_DB = os.environ.get("ROCKETMQ_TEST_DB")
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": _PG_DB or "rocketmq_tests",
+            "USER": "rocketmq",
+            "HOST": "127.0.0.1",
+            "PORT": os.environ.get("ROCKETMQ_TEST_PG_PORT", "5432"),
+            "TEST": {"NAME": _PG_DB or "test_rocketmq_tests"},
+        }
+    }
 ROCKETMQ = {
     "NAME_SERVER": os.environ.get("ROCKETMQ_TEST_NAMESRV", "127.0.0.1:9"),
     "PRODUCER": {"GROUP": "django_tests", "SEND_MSG_TIMEOUT": 5000},

@@ -86,3 +86,83 @@ def test_consume_command_runs_listeners_and_stops_on_signals_keeping_offsets(roc
         took, out, _ = _stop(proc, signal.SIGINT)
     assert proc.returncode == 0 and took < 15
     assert sorted(_audited(first)) == sorted(first)  # each exactly once
+
+
+def test_database_errors_of_the_prune_do_not_kill_the_command(rocketmq, monkeypatch):
+    """Issue 25, defect 3: the startup prune of the consumed-message table hits "database is
+    locked" (a backlog being consumed): the command logs it, keeps its listeners running and
+    prunes again later; SIGTERM still stops it cleanly."""
+    import os
+    import threading
+
+    from django.db import OperationalError
+    from rocketmq_sdk.integrations.django.management.commands import rocketmq_consume
+
+    attempts: list[float] = []
+
+    def locked(*_a, **_k):
+        attempts.append(time.monotonic())
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(rocketmq_consume, "prune_consumed_messages", locked)
+    done = threading.Event()
+
+    def stop_when_retried() -> None:
+        deadline = time.monotonic() + 60
+        while len(attempts) < 3 and time.monotonic() < deadline and not done.is_set():
+            done.wait(0.02)
+        if not done.is_set():  # the command is still running: stop it as a supervisor would
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = threading.Thread(target=stop_when_retried, daemon=True)
+    killer.start()
+    out = io.StringIO()
+    try:
+        call_command("rocketmq_consume", "--group", "dj_order_audit", "--prune-interval", "0.05", stdout=out)
+    finally:
+        done.set()
+        killer.join(10)
+    assert len(attempts) >= 3
+    assert out.getvalue().rstrip().endswith("rocketmq_consume: stopped")
+
+
+def test_idempotent_handlers_on_sqlite_do_not_contend_for_the_write_lock(rocketmq, monkeypatch, caplog):
+    """Issue 25, defect 3: on SQLite (one writer at a time) the idempotent listener's
+    transactions of one process run one at a time, so 8 consume threads with a backlog never
+    fail with "database is locked", even with a 1 ms lock timeout; every message is handled once."""
+    from django.db import connections
+    from rocketmq_sdk.integrations.django import rocketmq_listener, rocketmq_template
+    from rocketmq_sdk.integrations.django.listeners import registry
+    from rocketmq_sdk.integrations.django.testing import running_listeners
+
+    from django_integration.conftest import create_topic
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: other databases take concurrent writers")
+    caplog.set_level("WARNING", logger="rocketmq_sdk.integrations.django")
+    topic, group = unique("dj_sqlite_threads"), unique("g_sqlite_threads")
+    create_topic(rocketmq, topic, queues=4)
+    template = rocketmq_template()
+    for i in range(60):
+        template.send(topic, {"i": i})
+    seen: set[int] = set()
+
+    def handle(payload: dict) -> None:
+        Handled.objects.filter(listener=group).count()
+        Handled.objects.create(listener=group, key=str(payload["i"]))
+        seen.add(payload["i"])
+
+    name = unique("sqlite_threads")
+    rocketmq_listener(topic=topic, consumer_group=group, idempotent=True, consume_thread_number=8, name=name)(handle)
+    # the listener threads' new connections wait at most 1 ms for SQLite's lock
+    monkeypatch.setitem(connections.settings["default"]["OPTIONS"], "timeout", 0.001)
+    try:
+        with running_listeners([name]):
+            wait_until(lambda: len(seen) == 60, 60, "60 messages")  # no reads here: they would hold the lock
+    finally:
+        registry.pop(name, None)
+        monkeypatch.undo()
+    failures = [r.getMessage() for r in caplog.records if "failed on message" in r.getMessage()]
+    assert failures == []
+    assert sorted(int(k) for k in Handled.objects.filter(listener=group).values_list("key", flat=True)) == list(
+        range(60))

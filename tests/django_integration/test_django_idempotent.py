@@ -37,20 +37,29 @@ def _handled(listener: str) -> list[str]:
     return list(Handled.objects.filter(listener=listener).order_by("id").values_list("key", flat=True))
 
 
-def test_reconsume_later_after_commit_skips_the_committed_message(rocketmq, names):
-    """A batch of two: the first message's handler commits, the second fails, so the whole batch
-    comes back (RECONSUME_LATER); the first is acknowledged without running again."""
-    topic, group = unique("dj_idem_batch"), unique("g_idem_batch")
-    create_topic(rocketmq, topic, queues=1)
-    failures = {"B": 1}
-    runs: list[str] = []
+def _failing_once(group: str, failing: str, runs: list[str]):
+    """A handler recording each run (``runs``) and a Handled row, raising the first two times it
+    gets key ``failing`` (after its write, which must roll back): a batch's fast pass and its
+    careful pass both fail, so the message is sent back."""
+    failures = {failing: 2}
 
     def handle(payload: dict) -> None:
         runs.append(payload["k"])
         Handled.objects.create(listener=group, key=payload["k"])
         if failures.get(payload["k"], 0) > 0:
             failures[payload["k"]] -= 1
-            raise RuntimeError("second message fails once")
+            raise RuntimeError(f"{failing} fails once")
+
+    return handle
+
+
+def test_reconsume_later_after_commit_skips_the_committed_message(rocketmq, names):
+    """A batch of two: the first message's handler commits, the second fails, so the whole batch
+    comes back (RECONSUME_LATER); the first is acknowledged without running again."""
+    topic, group = unique("dj_idem_batch"), unique("g_idem_batch")
+    create_topic(rocketmq, topic, queues=1)
+    runs: list[str] = []
+    handle = _failing_once(group, "B", runs)
 
     template = rocketmq_template()
     # both messages in the queue before the consumer starts, so they come in one batch
@@ -58,10 +67,11 @@ def test_reconsume_later_after_commit_skips_the_committed_message(rocketmq, name
     name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True,
                      consume_message_batch_max_size=2)
     with running_listeners([name]):
-        wait_until(lambda: sorted(_handled(group)) == ["A", "B"] and "B" in runs[2:], 40, "the redelivery")
+        wait_until(lambda: sorted(_handled(group)) == ["A", "B"] and runs.count("B") == 3, 40, "the redelivery")
         wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 2, 10, "two rows")
-    assert runs[:2] == ["A", "B"]  # first delivery: A committed, B raised (its row rolled back)
-    assert runs[2:] == ["B"]  # redelivery of the batch: A acknowledged without running
+    # first delivery: the fast pass (A, B raised: all rolled back), the careful pass (A committed,
+    # B raised: its writes and row rolled back, only B sent back); the redelivery runs B alone
+    assert runs == ["A", "B", "A", "B", "B"]
     assert sorted(_handled(group)) == ["A", "B"]  # B's failed attempt left nothing behind
 
 
@@ -84,7 +94,8 @@ def test_duplicates_offset_reset_and_consumer_restart(rocketmq, names, caplog):
     for k in ("k1", "k2", "k3"):
         template.send(topic, {"k": k}, keys=k)
     template.send(topic, {"k": "k2"}, keys="k2")  # a duplicate, e.g. a producer retry
-    name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True)
+    # a user-chosen business key: messages with the same first key are one event
+    name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True, idempotency_key="key")
     with running_listeners([name]):
         wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 3, 30, "3 keys")
         wait_until(lambda: _duplicates(caplog, group) == 1, 30, "the duplicate k2")
@@ -107,7 +118,8 @@ def test_duplicates_offset_reset_and_consumer_restart(rocketmq, names, caplog):
         Handled.objects.create(listener=group, key=payload["k"] + "-after-restart")
 
     registry.pop(name)
-    restarted = _register(names, handle_after_restart, topic=topic, consumer_group=group, idempotent=True)
+    restarted = _register(names, handle_after_restart, topic=topic, consumer_group=group, idempotent=True,
+                          idempotency_key="key")
     template.send(topic, {"k": "k4"}, keys="k4")
     with running_listeners([restarted]):
         wait_until(lambda: ConsumedMessage.objects.filter(consumer_group=group).count() == 4, 30, "k4")
@@ -122,7 +134,7 @@ def test_rebalance_between_two_consumers_runs_each_key_once(rocketmq, names):
     def handle(payload: dict) -> None:
         Handled.objects.create(listener=group, key=payload["k"])
 
-    a = _register(names, handle, topic=topic, consumer_group=group, idempotent=True)
+    a = _register(names, handle, topic=topic, consumer_group=group, idempotent=True, idempotency_key="key")
     template = rocketmq_template()
     with running_listeners([a]):
         for i in range(20):
@@ -159,8 +171,106 @@ def test_idempotency_key_choices():
     from rocketmq_sdk.integrations.django.listeners import ListenerSpec
 
     msg = MessageExt(topic="t", properties={"UNIQ_KEY": "ID1", "KEYS": "order-1 other"})
-    assert ListenerSpec("n", print, "t", "g").message_key(msg) == "order-1"
-    assert ListenerSpec("n", print, "t", "g", idempotency_key="msg_id").message_key(msg) == "ID1"
+    # the default identifies one event: never the business key order-1 its other events share
+    assert ListenerSpec("n", print, "t", "g").message_key(msg) == "ID1"
+    stamped = MessageExt(topic="t", properties={"UNIQ_KEY": "ID2", "KEYS": "order-1", "EVENT_ID": "ev9"})
+    assert ListenerSpec("n", print, "t", "g").message_key(stamped) == "ev9"
+    assert ListenerSpec("n", print, "t", "g", idempotency_key="key").message_key(msg) == "order-1"
+    assert ListenerSpec("n", print, "t", "g", idempotency_key="msg_id").message_key(stamped) == "ID2"
     assert ListenerSpec("n", print, "t", "g", idempotency_key=lambda m: m.topic).message_key(msg) == "t"
-    assert ListenerSpec("n", print, "t", "g").message_key(MessageExt(topic="t", properties={"UNIQ_KEY": "X"})) == "X"
+    assert ListenerSpec("n", print, "t", "g", idempotency_key="key").message_key(
+        MessageExt(topic="t", properties={"UNIQ_KEY": "X"})) == "X"
+    with pytest.raises(ValueError, match="'event', 'msg_id', 'key'"):
+        rocketmq_listener(topic="t", consumer_group="g", idempotency_key="first_key")
     assert Message  # the SDK message type used by senders
+
+
+def test_default_key_runs_every_event_of_one_entity_once(rocketmq, names, caplog):
+    """Issue 25, defect 1: model events and outbox rows of one order share the business key
+    ``order-<number>``; every event still runs (the default key is the event, not the entity),
+    and only a real re-send of one event (the relay died before marking its row) is a duplicate,
+    logged at WARNING with its key and message id."""
+    from django.db import transaction
+    from rocketmq_sdk.integrations.django.models import OutboxMessage
+    from rocketmq_sdk.integrations.django.outbox import enqueue, relay
+
+    from django_integration.testapp.models import Order
+
+    caplog.set_level("INFO", logger="rocketmq_sdk.integrations.django")
+    group, number = unique("g_idem_events"), unique("N")
+    outbox_topic = unique("dj_idem_outbox")
+    create_topic(rocketmq, outbox_topic)
+    create_topic(rocketmq, "dj_orders")
+
+    def handle(event: dict) -> None:
+        if event.get("number", event.get("data", {}).get("number")) == number:
+            Handled.objects.create(listener=group, key=event["event"])
+
+    def handle_outbox(event: dict) -> None:
+        Handled.objects.create(listener=group, key=event["event"])
+
+    order = Order.objects.create(number=number)  # publish_model_events(Order, "dj_orders", keys="order-{number}")
+    order.status = "paid"
+    order.save()
+    order.delete()
+    with transaction.atomic():
+        enqueue(f"{outbox_topic}:paid", {"event": "outbox-paid", "number": number}, keys=f"order-{number}")
+        enqueue(f"{outbox_topic}:shipped", {"event": "outbox-shipped", "number": number}, keys=f"order-{number}")
+    assert relay() == 2
+    # the relay died after sending the first row and before marking it: it is sent again
+    first = OutboxMessage.objects.order_by("id").first()
+    OutboxMessage.objects.filter(pk=first.pk).update(sent_at=None)
+    assert relay() == 1
+    a = _register(names, handle, topic="dj_orders", consumer_group=group, idempotent=True)
+    b = _register(names, handle_outbox, topic=outbox_topic, consumer_group=group + "_outbox", idempotent=True)
+    with running_listeners([a, b]):
+        wait_until(lambda: len(_handled(group)) >= 5 and _duplicates(caplog, group) >= 1, 40, "5 events, 1 duplicate")
+    assert sorted(_handled(group)) == ["created", "deleted", "outbox-paid", "outbox-shipped", "updated"]
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelname == "WARNING" and "acknowledged without running" in r.getMessage()]
+    assert any(f"order-{number}" not in w and group in w for w in warnings)  # the key is the event id
+    dup = [w for w in warnings if group + "_outbox" in w]
+    assert len(dup) == 1 and first.properties["EVENT_ID"] in dup[0]
+
+
+def test_a_batch_commits_once_stops_at_a_failure_and_runs_each_event_once(rocketmq, names):
+    """Idempotent batches (one transaction each): a duplicate inside the batch is acknowledged,
+    a failing handler sends back only itself and what follows (ack_index), and every event's
+    effect happens once."""
+    topic, group = unique("dj_idem_batch3"), unique("g_idem_batch3")
+    create_topic(rocketmq, topic, queues=1)
+    runs: list[str] = []
+    handle = _failing_once(group, "B", runs)
+
+    template = rocketmq_template()
+    template.send_batch(topic, [{"k": "A"}, {"k": "B"}, {"k": "C"}])
+    template.send(topic, {"k": "A"}, headers={"EVENT_ID": "same"})
+    template.send(topic, {"k": "A"}, headers={"EVENT_ID": "same"})  # a duplicate in the same batch
+    name = _register(names, handle, topic=topic, consumer_group=group, idempotent=True)
+    with running_listeners([name]) as (container,):
+        assert container.consumer.config.consume_message_batch_max_size == 32  # the idempotent default
+        wait_until(lambda: sorted(_handled(group)) == ["A", "A", "B", "C"], 40, "A, B (retried), C and one A")
+    # B: fast pass, careful pass (both failed), redelivery; C ran once: it came back with B,
+    # unrun; A: both passes (the fast one rolled back) and one of the two "same" events
+    assert runs.count("B") == 3 and runs.count("C") == 1 and runs.count("A") == 3
+
+
+def test_a_database_error_outside_the_handlers_sends_the_batch_back(monkeypatch):
+    """The consumed-message query itself fails (the database is down): the listener answers
+    RECONSUME_LATER for the batch instead of raising into the SDK."""
+    from django.db import OperationalError
+    from rocketmq_sdk import ConsumeConcurrentlyStatus, MessageExt
+    from rocketmq_sdk.consumer.listener import ConsumeConcurrentlyContext
+    from rocketmq_sdk.integrations.django import idempotency
+    from rocketmq_sdk.integrations.django.listeners import ListenerContainer, ListenerSpec
+
+    def down(*_a, **_k):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(idempotency, "_run_batch", down)
+    container = ListenerContainer.__new__(ListenerContainer)
+    container.spec = ListenerSpec("down", lambda payload: None, "t", "g", idempotent=True)
+    container.group, container.payload_type, container.wants_message = "g", dict, False
+    msg = MessageExt(topic="t", body=b"{}", properties={"UNIQ_KEY": "U1"})
+    ctx = ConsumeConcurrentlyContext.__new__(ConsumeConcurrentlyContext)
+    assert container._consume([msg], ctx) is ConsumeConcurrentlyStatus.RECONSUME_LATER

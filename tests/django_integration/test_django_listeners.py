@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 
 import pytest
@@ -101,7 +102,7 @@ def test_type_hints_drive_conversion_and_db_is_usable(rocketmq, listener):
     assert json.loads(seen["str"][0]) == {"sku": "S1", "qty": 2}
     assert json.loads(seen["bytes"][0]) == {"sku": "S1", "qty": 2}
     assert Handled.objects.count() == 4  # the handlers wrote through Django's ORM from consume threads
-    assert connection.vendor == "sqlite"
+    assert connection.vendor == ("postgresql" if os.environ.get("ROCKETMQ_TEST_DATABASE") == "postgresql" else "sqlite")
 
 
 def test_exception_means_reconsume_later_then_success(rocketmq, listener):
@@ -268,3 +269,63 @@ def test_broadcasting_listener_reaches_every_instance(rocketmq, listener, tmp_pa
         for c in instances:
             c.shutdown()
     assert got == ["to everyone", "to everyone"]
+
+
+def test_broadcasting_listener_started_before_its_topic_exists_gets_the_first_messages(rocketmq, listener, tmp_path):
+    """Issue 25, defect 4: getting-started's order (listener first, topic created by the first
+    send) loses nothing with the default CONSUME_FROM_LAST_OFFSET."""
+    topic = unique("dj_bcast_late")
+    got: list[str] = []
+
+    def handle(payload: str) -> None:
+        got.append(payload)
+
+    spec = listener(handle, topic=topic, consumer_group=unique("g_bcast_late"), message_model="BROADCASTING",
+                    consume_from_where="CONSUME_FROM_LAST_OFFSET",
+                    local_offset_store_dir=str(tmp_path)).rocketmq_listener
+    with running_listeners([spec.name]):
+        create_topic(rocketmq, topic)
+        for i in range(3):
+            rocketmq_template().send(topic, f"first-{i}")
+        wait_until(lambda: len(got) >= 3, 30, "the first messages")
+    assert sorted(got) == ["first-0", "first-1", "first-2"]
+
+
+def test_enable_msg_trace_writes_pub_and_sub_records(rocketmq, listener):
+    """Issue 25, defect 6: ROCKETMQ["ENABLE_MSG_TRACE"] (Spring's enableMsgTrace) makes the
+    template's producer and the listeners write Apache RocketMQ message traces."""
+    from django.test.utils import override_settings
+    from rocketmq_sdk.admin import AdminClient
+    from rocketmq_sdk.trace import TraceType, query_trace
+
+    topic, trace_topic = unique("dj_traced"), unique("DjTrace")
+    create_topic(rocketmq, topic)
+    create_topic(rocketmq, trace_topic, queues=1)
+    got: list[str] = []
+
+    def handle(payload: str) -> None:
+        got.append(payload)
+
+    spec = listener(handle, topic=topic, consumer_group=unique("g_traced")).rocketmq_listener
+    from django.conf import settings
+
+    traced = {**settings.ROCKETMQ, "NAME_SERVER": rocketmq.namesrv_addr, "ENABLE_MSG_TRACE": True,
+              "CUSTOMIZED_TRACE_TOPIC": trace_topic}
+    with override_settings(ROCKETMQ=traced):
+        rocketmq_template().close()
+        try:
+            with running_listeners([spec.name]):
+                result = rocketmq_template().send(topic, "traced")
+                wait_until(lambda: got == ["traced"], 30, "the traced message")
+
+                def kinds() -> set:
+                    try:
+                        with AdminClient(rocketmq.namesrv_addr) as admin:
+                            return {r.type for r in query_trace(admin, result.msg_id, trace_topic)}
+                    except Exception:  # no trace message yet
+                        return set()
+
+                wait_until(lambda: {TraceType.Pub, TraceType.SubBefore, TraceType.SubAfter} <= kinds(), 30,
+                           "Pub, SubBefore and SubAfter records")
+        finally:
+            rocketmq_template().close()

@@ -15,6 +15,8 @@ from rocketmq_sdk import MQError
 from rocketmq_sdk.integrations.django import conf, rocketmq_template
 from rocketmq_sdk.integrations.django.checks import check_name_server, check_settings
 
+from django_integration.testapp.models import Order
+
 
 def ids(messages) -> list[str]:
     return sorted(m.id for m in messages)
@@ -57,8 +59,11 @@ def test_transaction_group_defaults_to_producer_group_tx():
     ({"USE_TLS": 1}, "type", 'ROCKETMQ["USE_TLS"]'),
     ({"CONSUMER": {"PULL_BATCH_SIZE": True}}, "type", 'ROCKETMQ["CONSUMER"]["PULL_BATCH_SIZE"]'),
     ({"CONSUMER": []}, "type", 'ROCKETMQ["CONSUMER"]'),
-    ({"CONSUMER": {"MESSAGE_MODEL": "EVERYONE"}}, "value", 'ROCKETMQ["CONSUMER"]'),
-    ({"CONSUMER": {"PULL_BATCH_SIZE": 5000}}, "value", 'ROCKETMQ["CONSUMER"]'),
+    ({"CONSUMER": {"MESSAGE_MODEL": "EVERYONE"}}, "value", 'ROCKETMQ["CONSUMER"]["MESSAGE_MODEL"]'),
+    ({"CONSUMER": {"PULL_BATCH_SIZE": 5000}}, "value", 'ROCKETMQ["CONSUMER"]["PULL_BATCH_SIZE"]'),
+    ({"PRODUCER": {"GROUP": "g", "RETRY_TIMES_WHEN_SEND_FAILED": -5}}, "value",
+     'ROCKETMQ["PRODUCER"]["RETRY_TIMES_WHEN_SEND_FAILED"]'),
+    ({"PRODUCER": {"GROUP": "g", "SEND_MESSAGE_TIMEOUT": -1}}, "value", 'ROCKETMQ["PRODUCER"]["SEND_MESSAGE_TIMEOUT"]'),
 ])
 def test_bad_settings_are_problems_not_exceptions(raw, kind, path):
     s = conf.load(raw)
@@ -146,3 +151,58 @@ def test_settings_reload_on_override(caplog):
         assert conf.get_settings().producer_group == "first"
     with override_settings(ROCKETMQ={"PRODUCER": {"GROUP": "second"}}):
         assert conf.get_settings().producer_group == "second"
+
+
+def test_value_errors_name_the_key_and_the_valid_values():
+    """Issue 25, defect 5: E004 names the bad key with its full path and the valid values."""
+    (p,) = conf.load({"CONSUMER": {"CONSUME_FROM_WHERE": "FIRST"}, "PRODUCER": {"GROUP": "g"}}).problems
+    assert p.path == 'ROCKETMQ["CONSUMER"]["CONSUME_FROM_WHERE"]'
+    assert "'FIRST'" in p.message and "CONSUME_FROM_FIRST_OFFSET" in p.message and "CONSUME_FROM_TIMESTAMP" in p.message
+    (p,) = conf.load({"PRODUCER": {"GROUP": "g", "RETRY_TIMES_WHEN_SEND_FAILED": -5}}).problems
+    assert p.message.startswith('ROCKETMQ["PRODUCER"]["RETRY_TIMES_WHEN_SEND_FAILED"]') and "-5" in p.message
+    with override_settings(ROCKETMQ={"NAME_SERVER": "127.0.0.1:9", "PRODUCER": {
+            "GROUP": "g", "RETRY_TIMES_WHEN_SEND_FAILED": -5}}):
+        (m,) = check_settings()
+        assert m.id == "rocketmq.E004" and "RETRY_TIMES_WHEN_SEND_FAILED" in m.msg
+
+
+def test_missing_producer_group_is_a_check_error():
+    with override_settings(ROCKETMQ={"NAME_SERVER": "127.0.0.1:9"}):
+        (m,) = check_settings()
+        assert m.id == "rocketmq.E008" and 'ROCKETMQ["PRODUCER"]["GROUP"]' in m.msg
+
+
+def test_name_server_without_a_port_is_explained():
+    with override_settings(ROCKETMQ={"NAME_SERVER": "localhost", "PRODUCER": {"GROUP": "g"}}):
+        (m,) = check_name_server()
+        assert m.id == "rocketmq.W002" and "localhost" in m.msg and "host:port" in m.msg
+
+
+def test_listener_keywords_values_and_payload_types_are_checked():
+    """Issue 25, defect 5: a misspelt listener keyword, an out-of-range consumer option and a
+    payload type the converter cannot produce (a Django model) are check errors naming the
+    listener and the keyword; starting such a listener raises the same message."""
+    from rocketmq_sdk.integrations.django.checks import check_listeners
+    from rocketmq_sdk.integrations.django.listeners import ListenerContainer, registry, rocketmq_listener
+
+    def takes_order(order: Order) -> None:
+        pass
+
+    try:
+        rocketmq_listener(topic="t1", consumer_group="g_typo", name="typo", consume_thread_numbr=4)(
+            lambda payload: None)
+        rocketmq_listener(topic="t1", consumer_group="g_range", name="range", pull_batch_size=5000)(
+            lambda payload: None)
+        rocketmq_listener(topic="t1", consumer_group="g_model", name="model")(takes_order)
+        messages = {m.id: m for m in check_listeners()}
+        assert sorted(messages) == ["rocketmq.E004", "rocketmq.E009", "rocketmq.E010"]
+        typo = messages["rocketmq.E009"]
+        assert "typo" in typo.msg and "consume_thread_numbr" in typo.msg
+        assert typo.hint == 'did you mean "consume_thread_number"?'
+        assert "range" in messages["rocketmq.E004"].msg and "pull_batch_size" in messages["rocketmq.E004"].msg
+        assert "Order" in messages["rocketmq.E010"].msg
+        with pytest.raises(ImproperlyConfigured, match="consume_thread_numbr.*consume_thread_number"):
+            ListenerContainer(registry["typo"])
+    finally:
+        for name in ("typo", "range", "model"):
+            registry.pop(name, None)

@@ -125,6 +125,20 @@ def test_send_orderly_keeps_a_hash_key_on_one_queue(rocketmq):
     assert all(s == sorted(s) for s in seqs.values())
 
 
+def test_async_and_oneway_orderly_sends_pick_the_hash_key_queue(rocketmq):
+    """Spring's asyncSendOrderly / sendOneWayOrderly: the same queue as send_orderly's for a key."""
+    topic = unique("dj_orderly_async")
+    create_topic(rocketmq, topic, queues=4)
+    template = rocketmq_template()
+    sync = template.send_orderly(topic, {"via": "sync"}, hash_key="customer-7")
+    fut = template.send_orderly_async(topic, {"via": "async"}, hash_key="customer-7")
+    assert fut.result(10).message_queue == sync.message_queue
+    template.send_oneway_orderly(topic, {"via": "oneway"}, hash_key="customer-7")
+    got = read_topic(rocketmq, topic, 3)
+    assert {m.queue_id for m in got} == {sync.message_queue.queue_id}
+    assert sorted(json.loads(m.body)["via"] for m in got) == ["async", "oneway", "sync"]
+
+
 def test_model_instance_payload_is_json(rocketmq, db):
     topic = unique("dj_model")
     order = Order.objects.create(number="M1", amount=Decimal("12.30"))

@@ -170,25 +170,6 @@ def test_outbox_commits_with_the_transaction_and_relay_sends_in_order(rocketmq):
     assert len(_visible(rocketmq, topic, 2)) == 2
 
 
-def test_outbox_relay_keeps_failed_rows_for_later():
-    import socket
-
-    from django.test.utils import override_settings
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"127.0.0.1:{s.getsockname()[1]}"
-    with override_settings(ROCKETMQ={"NAME_SERVER": dead, "PRODUCER": {"GROUP": "g", "SEND_MSG_TIMEOUT": 1000}}):
-        enqueue("t_outbox_down", {"a": 1})
-        enqueue("t_outbox_down", {"a": 2})
-        out = io.StringIO()
-        call_command("rocketmq_outbox_relay", "--once", stdout=out)
-    assert "0 message(s) sent" in out.getvalue()
-    first, second = OutboxMessage.objects.order_by("id")
-    assert (first.attempts, second.attempts) == (1, 0)  # stopped at the first failure: order kept
-    assert first.last_error and first.sent_at is None
-
-
 def test_outbox_relay_command_loops_until_sigterm(rocketmq):
     """The relay as a real process: rows committed while it runs are sent; SIGTERM stops it."""
     from django_integration.conftest import REPO, wait_until
@@ -212,3 +193,32 @@ def test_outbox_relay_command_loops_until_sigterm(rocketmq):
     assert proc.returncode == 0, err
     assert "3 message(s) sent" in out
     assert sorted(json.loads(m.body)["i"] for m in _visible(rocketmq, topic, 3)) == [0, 1, 2]
+
+
+def test_custom_check_hook_answers_when_the_table_has_no_record():
+    """Issue 25, defect 6 (Spring's RocketMQLocalTransactionListener.checkLocalTransaction): a
+    local transaction whose outcome is not a database row (an external payment API) registers
+    its own check for its topic; the table still wins, and a hook answering None falls back."""
+    from rocketmq_sdk.integrations.django.transactions import rocketmq_transaction_check, transaction_checks
+
+    listener = DatabaseTransactionListener("g", unknown_timeout_ms=60_000)
+    now = int(time.time() * 1000)
+    paid = {"ID-PAID"}
+
+    @rocketmq_transaction_check(topic="payments")
+    def payment_check(msg: MessageExt) -> LocalTransactionState | None:
+        return LocalTransactionState.COMMIT_MESSAGE if msg.msg_id in paid else None
+
+    def ext(topic: str, uniq: str, born: int) -> MessageExt:
+        return MessageExt(topic=topic, properties={"UNIQ_KEY": uniq}, born_timestamp=born)
+
+    try:
+        assert listener.check_local_transaction(ext("payments", "ID-PAID", now)) is LocalTransactionState.COMMIT_MESSAGE
+        assert listener.check_local_transaction(ext("payments", "ID-NEW", now)) is LocalTransactionState.UNKNOW
+        assert listener.check_local_transaction(ext("orders", "ID-PAID", now)) is LocalTransactionState.UNKNOW
+        assert listener.check_local_transaction(
+            ext("payments", "ID-NEW", now - 120_000)) is LocalTransactionState.ROLLBACK_MESSAGE
+        with pytest.raises(ValueError, match="topic"):
+            rocketmq_transaction_check(topic="")
+    finally:
+        transaction_checks.pop("payments", None)

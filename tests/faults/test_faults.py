@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 import textwrap
 import threading
@@ -29,7 +28,7 @@ from rocketmq_sdk.exceptions import MQBrokerError
 
 from tests.broker.test_crash_recovery import FILE_SIZE, THREADS, _consume_all, _send_then_kill
 from tests.conftest import wait_until
-from tests.faults.faults_helpers import FULL, record
+from tests.faults.faults_helpers import FULL, kill_consumer_mid_run, record
 from tests.tmpfs import small_tmpfs as mounted_tmpfs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -84,25 +83,14 @@ def test_consumer_sigkill_mid_batch_is_taken_over_at_least_once(tmp_path):
     total = 5000 if FULL else 600
     cluster = start_dev_cluster(str(tmp_path / "store"), in_process=True)
     producer = Producer("pg_faults", cluster.namesrv_addr)
-    child = None
     survivor = None
     try:
         producer.start()
         keys = [f"k{i}" for i in range(total)]
         for k in keys:
             producer.send(Message("TopicFaults", b"x", keys=k))
-        child = subprocess.Popen([sys.executable, "-c", _CONSUMER, cluster.namesrv_addr], stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
-        seen_by_child: list[str] = []
-        reader = threading.Thread(target=lambda: seen_by_child.extend(line.strip() for line in child.stdout),
-                                  daemon=True)
-        reader.start()
-        wait_until(lambda: len(seen_by_child) > total // 4, 60, "the consumer process consuming")
-        child.kill()  # mid-batch: its offsets of the current batch were never committed
-        killed_at = time.monotonic()
-        child.wait(10)
-        reader.join(10)
-        before_kill = {k for k in seen_by_child if k.startswith("k")}
+        # killed mid-batch: its offsets of the current batch were never committed
+        before_kill, killed_at = kill_consumer_mid_run(_CONSUMER, cluster.namesrv_addr, total // 4, ROOT)
 
         seen_by_survivor: list[str] = []
         first: list[float] = []
@@ -132,8 +120,6 @@ def test_consumer_sigkill_mid_batch_is_taken_over_at_least_once(tmp_path):
                consumed_by_survivor=len(seen_by_survivor), redelivered=redelivered, lost=0,
                takeover_s=round(first[0] - killed_at, 2))
     finally:
-        if child is not None and child.poll() is None:
-            child.kill()
         if survivor is not None:
             survivor.shutdown()
         producer.shutdown()

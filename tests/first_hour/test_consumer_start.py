@@ -80,7 +80,7 @@ def test_a_missing_route_is_looked_up_again_after_1_2_4_s_up_to_the_route_poll_p
             return self.topics
 
     sub = Subscriber()
-    inst.consumers["g"] = sub
+    inst.register_consumer(sub)
     slept: list[float] = []
     lookups = 0
 

@@ -27,6 +27,9 @@ def main() -> int:
     assert rocketmq_sdk.__version__ == importlib.metadata.version("rocketmq-python-sdk"), rocketmq_sdk.__version__
     assert importlib.resources.files("rocketmq_sdk").joinpath("py.typed").is_file(), "py.typed missing"
     assert importlib.resources.files("rocketmq_broker").joinpath("py.typed").is_file(), "py.typed missing"
+    console = importlib.resources.files("rocketmq_sdk.integrations.django.console")
+    assert console.joinpath("templates", "rocketmq_console", "base.html").is_file(), "console templates missing"
+    assert console.joinpath("migrations", "0001_initial.py").is_file(), "console migrations missing"
     dist = importlib.metadata.distribution("rocketmq-python-sdk")
     assert any(str(f).endswith("LICENSE") for f in dist.files or []), "LICENSE missing from the wheel"
     assert load("rocketmq_sdk.remoting._ccommand") is None, "a C accelerator is in the pure-Python wheel"

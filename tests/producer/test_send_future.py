@@ -1,14 +1,35 @@
 """``SendFuture`` (the future of a Task-free ``send_async``) behaves as a
 ``concurrent.futures.Future`` completed by ``set_running_or_notify_cancel`` + ``set_result`` /
-``set_exception``, and frees its in-flight slot exactly once, before the done callbacks."""
+``set_exception``, and frees its in-flight slot exactly once, before the done callbacks: with
+``Future``'s CPython internals on the tested versions (3.11-3.13), and with the public methods
+only (the fallback of any other interpreter or version) — every behaviour test runs both."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import sys
 import threading
 
 import pytest
+from rocketmq_sdk.producer import async_send
 from rocketmq_sdk.producer.async_send import InFlight, SendFuture
+
+
+@pytest.fixture(autouse=True, params=["internals", "public"])
+def future_mode(request, monkeypatch):
+    if request.param == "public":
+        monkeypatch.setattr(async_send, "FUTURE_INTERNALS", False)
+    elif not async_send.FUTURE_INTERNALS:
+        pytest.skip(f"Python {sys.version_info[:2]}: the Future internals are not used here")
+    return request.param
+
+
+def test_the_internals_are_used_exactly_on_the_tested_cpython_versions():
+    cpython = sys.implementation.name == "cpython"
+    assert async_send._future_internals_usable() is (cpython and sys.version_info[:2] in ((3, 11), (3, 12), (3, 13)))
+    assert not async_send._future_internals_usable((3, 14))  # untested: the public methods
+    assert not async_send._future_internals_usable((3, 10))
+    assert async_send._future_internals_usable((3, 13)) is cpython
 
 
 def _future() -> tuple[SendFuture, InFlight, list]:
@@ -101,13 +122,14 @@ def test_in_flight_bounds_async_and_queued_oneway_sends_apart():
         slots.leave()
 
 
-def test_result_with_a_timeout_times_out_then_completes():
+def test_result_with_a_timeout_times_out_then_completes(future_mode):
     fut, _slots, _seen = _future()
     with pytest.raises(concurrent.futures.TimeoutError):
         fut.result(0.01)
     with pytest.raises(concurrent.futures.TimeoutError):
         fut.result(0)  # a zero timeout polls
-    assert fut._condition._waiters is not None and not fut._condition._waiters  # timed-out waiters left
+    if future_mode == "internals":
+        assert fut._condition._waiters is not None and not fut._condition._waiters  # timed-out waiters left
     fut.finish("late")
     assert fut.result(0) == "late"
 
@@ -131,8 +153,10 @@ def test_many_threads_waiting_on_one_future_all_wake():
     assert results == ["r"] * 8
 
 
-def test_the_condition_is_light():
+def test_the_condition_is_light(future_mode):
     """A SendFuture holds no threading.Condition (eight GC-tracked objects per future)."""
+    if future_mode == "public":
+        pytest.skip("the public fallback keeps Future's own condition")
     fut, _slots, _seen = _future()
     assert not isinstance(fut._condition, threading.Condition)
     assert not hasattr(fut._condition, "__dict__")

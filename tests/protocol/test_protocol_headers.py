@@ -172,3 +172,20 @@ def test_fixed_order_headers_emit_keys_in_the_java_rocketmq_order():
         assert ours == _rocketmq_ext_keys(base64.b64decode(rec["header_raw_b64"])), (rec["seq"], code, resp)
         checked.add((code, resp))
     assert checked == {(310, False), (310, True), (11, False), (11, True)}
+
+
+def test_v2_letters_cover_every_send_header_field_in_java_order():
+    import dataclasses
+
+    from rocketmq_sdk.producer.prepare import SendHeaderTemplate
+    from rocketmq_sdk.protocol.headers import V2Field
+
+    assert sorted(attr for _, attr in SendMessageRequestHeader._V2) == \
+        sorted(f.name for f in dataclasses.fields(SendMessageRequestHeader))
+    assert "".join(letter for letter, _ in SendMessageRequestHeader._V2) == "abcdefghijklmn"
+    # the producer's own header builder spells the same fields with the same letters
+    built = SendHeaderTemplate.fields("pg", "T", "TBW102", "4", False, "3", "0", "1700000000000", "0", "k\x01v\x02",
+                                      "broker-a")
+    header = SendMessageRequestHeader.from_v2(built)
+    assert header.to_v2() == {**built, V2Field.BATCH: "false"}
+    assert (header.producer_group, header.topic, header.queue_id, header.bname) == ("pg", "T", 3, "broker-a")

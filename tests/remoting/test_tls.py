@@ -128,6 +128,40 @@ def test_plaintext_blocking_connection_to_tls_server_is_a_connect_error(pki):
         t.join(10)
 
 
+@pytest.mark.parametrize("kind", ["asyncio", "uvloop"])
+def test_a_new_connection_is_proven_by_its_first_byte_on_every_loop(pki, kind):
+    """A plaintext connection is not used by the Task-free paths (``ready_channel``) until its
+    peer has sent a byte (a TLS-only server closes it without one: a connect error naming TLS).
+    The watch is ``Channel.on_first_read``, not a method swapped on the instance (uvloop binds
+    ``data_received`` once per ``set_protocol``, so a swap needed a re-bind)."""
+    if kind == "uvloop":
+        pytest.importorskip("uvloop")
+    from rocketmq_sdk.remoting.loop import new_event_loop
+
+    async def main():
+        plain, tls = _echo_server(None), _echo_server(pki["server"])
+        plain_port, tls_port = await plain.start(), await tls.start()
+        client = RemotingClient()
+        try:
+            addr = f"127.0.0.1:{plain_port}"
+            channel = await client.get_channel(addr)
+            assert client.ready_channel(addr) is None and channel.on_first_read is not None
+            resp = await client.invoke(addr, RemotingCommand.request(ECHO, {}, b"hi"), 5000)
+            assert resp.body == b"hi" and client.ready_channel(addr) is channel and channel.on_first_read is None
+            with pytest.raises(RemotingConnectError, match="TLS"):
+                await client.invoke(f"127.0.0.1:{tls_port}", RemotingCommand.request(ECHO, {}, b"hi"), 5000)
+        finally:
+            await client.close()
+            await plain.stop()
+            await tls.stop()
+
+    loop = new_event_loop(kind)
+    try:
+        loop.run_until_complete(asyncio.wait_for(main(), 20))
+    finally:
+        loop.close()
+
+
 def test_tls_client_to_plaintext_server_is_a_connect_error(pki):
     assert _refused_seconds(None, pki["client"]) < 3.5
 

@@ -21,7 +21,7 @@ import pytest
 from rocketmq_sdk import _speedups
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = {"sdk": "rocketmq_sdk", "broker-reference": "rocketmq_broker"}
+PACKAGES = {"sdk": "rocketmq_sdk", "broker-reference": "rocketmq_broker", "integrations": "rocketmq_sdk.integrations"}
 
 # the entry points of each twin, as its Python module (and its callers) use them
 ENTRY_POINTS = {
@@ -34,6 +34,7 @@ ENTRY_POINTS = {
     "rocketmq_broker.store._ccommit_log": {"encode_record"},
     "rocketmq_broker.store._cbatch_records": {"encode_batch", "finish_batch", "encode_single", "place_single"},
     "rocketmq_broker.store._cindex_file": {"key_hash", "put_keys"},
+    "rocketmq_sdk.integrations.spark._carrow_records": {"configure", "decode_into"},
 }
 
 
@@ -59,6 +60,7 @@ USES = [
     ("rocketmq_broker.store.commit_log", "encode_record", "encode_record"),
     ("rocketmq_broker.store.batch_records", "encode_batch", "encode_batch"),
     ("rocketmq_broker.store.index_file", "index_key_hash", "key_hash"),
+    ("rocketmq_sdk.integrations.spark.arrow_records", "_c_decode_into", "decode_into"),
 ]
 
 

@@ -31,14 +31,16 @@ sys.meta_path.insert(0, Deny())
 import rocketmq_sdk
 names = []
 for info in pkgutil.walk_packages(rocketmq_sdk.__path__, "rocketmq_sdk."):
-    if info.name.startswith(("rocketmq_sdk.integrations", "rocketmq_sdk.admin.cli", "rocketmq_sdk.admin.__main__")):
+    if info.name.startswith(("rocketmq_sdk.integrations", "rocketmq_sdk.admin.cli", "rocketmq_sdk.admin.__main__",
+                             "rocketmq_sdk.grpc", "rocketmq_sdk.producer.grpc_", "rocketmq_sdk.consumer.grpc_")):
         continue
     importlib.import_module(info.name)
     names.append(info.name)
 from rocketmq_sdk import Producer, PushConsumer  # noqa
 from rocketmq_sdk.admin import AdminClient  # noqa
 print(len(names))
-for extra, module in (("cli", "rocketmq_sdk.admin.cli"), ("broker", "rocketmq_broker")):
+for extra, module in (("cli", "rocketmq_sdk.admin.cli"), ("broker", "rocketmq_broker"),
+                      ("grpc", "rocketmq_sdk.producer.grpc_producer")):
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -64,3 +66,5 @@ def test_the_sdk_imports_with_only_its_core_dependencies():
     assert "rocketmq_sdk.admin.cli -> rocketmq-admin needs click: pip install 'rocketmq-python-sdk[cli]'" in lines
     assert ("rocketmq_broker -> the reference broker needs click: "
             "pip install 'rocketmq-python-sdk[broker]'") in lines
+    assert any(line.startswith("rocketmq_sdk.producer.grpc_producer -> RocketMQ 5 gRPC needs grpcio and protobuf: "
+                               "pip install 'rocketmq-python-sdk[grpc]'") for line in lines)

@@ -76,3 +76,13 @@ def test_format_rocketmq_registers_itself_from_an_installed_wheel(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "COLUMNS body,topic,tags,keys,properties,broker_name,queue_id,queue_offset,msg_id,born_timestamp," \
            "store_timestamp,reconsume_times" in done.stdout
+
+
+def test_make_install_lists_pyspark_rocketmq_from_any_working_directory(tmp_path):
+    # what Spark's lookup does in its Python worker, from a directory outside the repository:
+    # make install links the module into a folder a .pth file puts on sys.path (Makefile)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    code = "import pkgutil; print('pyspark_rocketmq' in {m.name for m in pkgutil.iter_modules()})"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "True", "pyspark_rocketmq is not on sys.path outside the repository (make install)"

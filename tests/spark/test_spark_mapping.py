@@ -80,3 +80,14 @@ def test_mapper_with_template_pickles_for_shipping_to_workers():
 
 def test_field_template_renders_null_as_empty():
     assert FieldTemplate("{a}-{b}")({"a": 1, "b": None}) == "1-"
+
+
+def test_json_body_writes_valid_json_for_nan_map_keys_and_decimals():
+    import decimal
+
+    row = {"x": float("nan"), "inf": float("inf"), "m": {1: "a"}, "d": decimal.Decimal("1.50"),
+           "t": dt.datetime(2013, 1, 1, 5, 0, 0, 123), "s": "é"}
+    body = row_to_json(row)
+    assert body == ('{"x":null,"inf":null,"m":{"1":"a"},"d":"1.50","t":"2013-01-01T05:00:00.000123","s":"é"}'
+                    .encode())
+    assert json.loads(body)["d"] == "1.50"

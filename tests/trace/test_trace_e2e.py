@@ -137,7 +137,9 @@ def test_transaction_traces_half_pub_and_end_transaction_records() -> None:
                 def ends(arg: str) -> list:
                     return [r for r in _records(adm, results[arg].msg_id) if r.type is TraceType.EndTransaction]
 
-                wait_until(lambda: len(ends("check")) == 2, 30, "the UNKNOW end and the end after the check")
+                # the broker checks again every transaction_check_interval until the check's end is
+                # stored, so a loaded machine may see two or more check answers: wait for at least one
+                wait_until(lambda: len(ends("check")) >= 2, 30, "the UNKNOW end and the end after the check")
                 wait_until(lambda: ends("commit") and ends("rollback"), 15, "the commit and rollback records")
                 pubs = [r for r in _records(adm, results["commit"].msg_id) if r.type is TraceType.Pub]
                 found = {arg: ends(arg) for arg in results}
@@ -149,5 +151,6 @@ def test_transaction_traces_half_pub_and_end_transaction_records() -> None:
     assert commit.transaction_id == commit.msg_id == results["commit"].msg_id
     assert (commit.tags, commit.keys, commit.region_id) == ("TagTx", "tx-commit", "DefaultRegion")
     assert [e.transaction_state for e in found["rollback"]] == ["ROLLBACK_MESSAGE"]
-    assert sorted((e.transaction_state, e.from_transaction_check) for e in found["check"]) == [
-        ("COMMIT_MESSAGE", True), ("UNKNOW", False)]
+    checked = sorted((e.transaction_state, e.from_transaction_check) for e in found["check"])
+    assert checked[-1] == ("UNKNOW", False)
+    assert checked[:-1] and set(checked[:-1]) == {("COMMIT_MESSAGE", True)}

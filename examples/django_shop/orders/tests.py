@@ -5,6 +5,7 @@ import time
 
 from django.db import IntegrityError
 from django.test import TransactionTestCase
+from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.integrations.django import rocketmq_template
 from rocketmq_sdk.integrations.django.models import ConsumedMessage, TransactionRecord
 from rocketmq_sdk.integrations.django.testing import capture_messages, running_listeners
@@ -37,14 +38,19 @@ class ShopFlowTests(TransactionTestCase):
             self.assertEqual(self.stock(), 7)
 
             # the same event delivered again (a producer retry, a redelivery): no second decrement
+            # (the same EVENT_ID, which publishers and the outbox stamp on every message)
+            with AdminClient(rocketmq_template().settings.client["namesrv_addr"]) as admin:
+                (created,) = admin.query_message_by_key("shop_orders", f"order-{order_id}")
+            event_id = created.get_property("EVENT_ID")
             with self.assertLogs("rocketmq_sdk.integrations.django", "INFO") as logs:
                 rocketmq_template().send("shop_orders:created", {"event": "created", "data": {
-                    "id": order_id, "sku": "mug", "quantity": 3}}, keys=f"order-{order_id}")
-                wait_for(lambda: any(f"duplicate order-{order_id}" in line for line in logs.output),
+                    "id": order_id, "sku": "mug", "quantity": 3}}, keys=f"order-{order_id}",
+                    headers={"EVENT_ID": event_id})
+                wait_for(lambda: any(f"duplicate key {event_id}" in line for line in logs.output),
                          what="the duplicate to be acknowledged")
             self.assertEqual(self.stock(), 7)
             self.assertEqual(ConsumedMessage.objects.filter(consumer_group="shop_stock",
-                                                            message_key=f"order-{order_id}").count(), 1)
+                                                            message_key=event_id).count(), 1)
 
             # payment: a transactional message bound to the Payment row
             response = self.client.post(f"/orders/{order_id}/pay/", {"amount_cents": 1299},

@@ -3,8 +3,11 @@
 lag, per normal topic TPS (from the growth of its queues' max offsets).
 
 One daemon thread, started by the first chart or cluster page view, samples every
-``SAMPLE_INTERVAL_S`` seconds and keeps ``SAMPLE_WINDOW_S`` seconds (an hour) in memory; nothing
-is written anywhere. A failed sample is logged and skipped.
+``SAMPLE_INTERVAL_S`` seconds and keeps ``SAMPLE_WINDOW_S`` seconds (an hour) in memory. The
+first sample of each minute is also stored in the console's database (:class:`~.models.ChartPoint`,
+``CHART_HISTORY_S``, a day, kept: the charts survive a restart), and every sample is checked
+against the lag thresholds (:func:`~.monitor.check_thresholds`). A failed sample is logged and
+skipped.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ from dataclasses import dataclass, field
 from . import service
 from .kinds import topic_kind
 
-__all__ = ["Sample", "Sampler", "ensure_sampler", "first_float", "get_sampler", "stop_sampler"]
+__all__ = ["SERIES", "Sample", "Sampler", "ensure_sampler", "first_float", "get_sampler", "stored_series",
+           "stop_sampler"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django.console")
 
 MAX_TOPICS = 50  # topics whose TPS is sampled (the first ones by name)
+SERIES = ("broker_in_tps", "broker_out_tps", "group_tps", "group_lag", "topic_tps")
 
 
 @dataclass
@@ -47,6 +52,7 @@ class Sampler:
         self._offsets_at = 0.0
         self._counters: dict[str, tuple[int, int]] = {}
         self._counters_at = 0.0
+        self._stored_minute = -1
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rocketmq-console-sampler", daemon=True)
 
@@ -59,12 +65,34 @@ class Sampler:
             self._thread.join(timeout_s)
 
     def _run(self) -> None:
+        from django.db import close_old_connections
+
         while not self._stop.is_set():
             try:
-                self.samples.append(self.take())
+                sample = self.take()
+                self.samples.append(sample)
+                self.record(sample)
             except Exception as exc:  # the cluster may be down for a while
                 log.warning("console sample failed: %s", exc)
+            finally:
+                close_old_connections()  # this thread's database connection, as a request's
             self._stop.wait(self.interval_s)
+
+    def record(self, sample: Sample) -> None:
+        """Check ``sample`` against the lag thresholds, and store it as the minute's chart
+        points when it is the first of its minute (older points than ``CHART_HISTORY_S`` go)."""
+        from .models import ChartPoint
+        from .monitor import check_thresholds
+
+        check_thresholds(sample.group_lag, sample.at)
+        minute = int(sample.at // 60)
+        if minute == self._stored_minute:
+            return
+        self._stored_minute = minute
+        ChartPoint.objects.bulk_create([
+            ChartPoint(at=minute * 60, kind=kind, name=name[:255], value=float(value))
+            for kind in SERIES for name, value in getattr(sample, kind).items()])
+        ChartPoint.objects.filter(at__lt=sample.at - float(service.console_setting("CHART_HISTORY_S"))).delete()
 
     def take(self) -> Sample:
         """Take one sample now (also used directly by tests)."""
@@ -115,6 +143,17 @@ class Sampler:
         for s in list(self.samples):
             out.update(getattr(s, kind))
         return sorted(out)
+
+
+def stored_series(kind: str, since: float) -> dict[str, list[tuple[float, float]]]:
+    """The stored one-minute points of ``kind`` since ``since`` (epoch s): name → points."""
+    from .models import ChartPoint
+
+    out: dict[str, list[tuple[float, float]]] = {}
+    for at, name, value in (ChartPoint.objects.filter(kind=kind, at__gte=since).order_by("at")
+                            .values_list("at", "name", "value")):
+        out.setdefault(name, []).append((at, value))
+    return out
 
 
 def _int(value: str | None) -> int | None:

@@ -10,6 +10,12 @@ Settings (``ROCKETMQ_CONSOLE`` dict in the Django settings, all optional):
 * ``MSG_TRACE`` — the console's producer writes message traces (True).
 * ``SAMPLE_INTERVAL_S`` — seconds between chart samples (10); ``SAMPLE_WINDOW_S`` (3600).
 * ``TIMEOUT_MS`` — per-request timeout (5000).
+* ``LOGIN_FAILURE_LIMIT`` (5) failed logins per user name and address in
+  ``LOGIN_FAILURE_WINDOW_S`` (600) before further attempts are refused (``security.py``).
+* ``SESSION_AGE_S`` — how long a login lasts, seconds (28800: 8 h).
+* ``NOTIFIER`` — dotted path of the lag-alarm notifier (``monitor.log_notifier``);
+  ``WEBHOOK_URL`` (none) also POSTs each alarm as JSON, ``WEBHOOK_TIMEOUT_S`` (5).
+* ``CHART_HISTORY_S`` — how long one-minute chart samples stay in the database (86400: a day).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 from django.conf import settings
@@ -24,14 +31,17 @@ from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.trace import TRACE_TOPIC_DEFAULT
 
-__all__ = ["admin", "audit", "console_setting", "producer", "reset_clients"]
+__all__ = ["acl_brokers", "admin", "audit", "console_setting", "producer", "reset_clients"]
 
 audit_log = logging.getLogger("rocketmq_sdk.integrations.django.console.audit")
 
 _DEFAULTS: dict[str, Any] = {
     "NAMESRV_ADDR": None, "ACCESS_KEY": None, "SECRET_KEY": None, "TRACE_TOPIC": TRACE_TOPIC_DEFAULT,
     "PRODUCER_GROUP": "rocketmq_console_producer", "MSG_TRACE": True, "SAMPLE_INTERVAL_S": 10.0,
-    "SAMPLE_WINDOW_S": 3600.0, "TIMEOUT_MS": 5000,
+    "SAMPLE_WINDOW_S": 3600.0, "TIMEOUT_MS": 5000, "LOGIN_FAILURE_LIMIT": 5, "LOGIN_FAILURE_WINDOW_S": 600.0,
+    "SESSION_AGE_S": 8 * 3600,
+    "NOTIFIER": "rocketmq_sdk.integrations.django.console.monitor.log_notifier", "WEBHOOK_URL": None,
+    "WEBHOOK_TIMEOUT_S": 5.0, "CHART_HISTORY_S": 86400.0,
 }
 _lock = threading.Lock()
 _clients: dict[str, Any] = {}
@@ -79,6 +89,30 @@ def producer() -> Producer:
         return prod
 
 
+ACL_CHECK_S = 60.0  # how long the answer of acl_brokers() is reused
+
+
+def acl_brokers() -> list[str]:
+    """The master addresses whose broker config has ``aclEnable=true`` (asked at most once a
+    minute; [] when no broker answers)."""
+    from rocketmq_sdk.exceptions import MQError
+
+    with _lock:
+        cached = _clients.get("acl")
+        if cached is not None and cached[0] > time.monotonic():
+            return list(cached[1])
+    found = []
+    try:
+        for b in admin().cluster_list(runtime=False):
+            if b.role == "MASTER" and admin().broker_config(b.addr).get("aclEnable", "").lower() == "true":
+                found.append(b.addr)
+    except MQError as exc:
+        logging.getLogger("rocketmq_sdk.integrations.django.console").debug("ACL check: %s", exc)
+    with _lock:
+        _clients["acl"] = (time.monotonic() + ACL_CHECK_S, found)
+    return found
+
+
 def reset_clients() -> None:
     """Close the shared clients and stop the sampler (settings changed, tests, shutdown)."""
     from .sampler import stop_sampler
@@ -87,6 +121,7 @@ def reset_clients() -> None:
     with _lock:
         clients = dict(_clients)
         _clients.clear()
+    clients.pop("acl", None)
     if "producer" in clients:
         clients["producer"].shutdown()
     if "admin" in clients:

@@ -5,6 +5,8 @@ console on http://127.0.0.1:8080/ with a SQLite user database (a temporary file 
 unless ``--db`` names one) and one operator account (``--user``, password from
 ``$ROCKETMQ_CONSOLE_PASSWORD`` or generated and shown once). ``--read-only-user NAME`` adds an
 account that may only look (password ``$ROCKETMQ_CONSOLE_READONLY_PASSWORD`` or generated).
+``--certfile``/``--keyfile`` serve HTTPS (the TLS handshake runs in the request's thread; the
+session and CSRF cookies are then marked ``Secure``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 import os
 import secrets
 import shutil
+import ssl
 import sys
 import tempfile
 import zoneinfo
@@ -25,7 +28,7 @@ __all__ = ["build_settings", "main"]
 log = logging.getLogger("rocketmq_sdk.integrations.django.console")
 
 
-def build_settings(namesrv: str, db_path: str, *, secret_key: str, host: str = "127.0.0.1",
+def build_settings(namesrv: str, db_path: str, *, secret_key: str, host: str = "127.0.0.1", tls: bool = False,
                    time_zone: str = "UTC", extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The settings of the one-app project (``settings.configure(**...)``)."""
     return {
@@ -53,8 +56,12 @@ def build_settings(namesrv: str, db_path: str, *, secret_key: str, host: str = "
         "SESSION_COOKIE_HTTPONLY": True,
         "CSRF_COOKIE_SAMESITE": "Strict",
         "LOGIN_URL": "rocketmq_console:login",
+        "SESSION_COOKIE_AGE": 8 * 3600,
+        "SESSION_COOKIE_SECURE": tls,
+        "CSRF_COOKIE_SECURE": tls,
         "LOGGING": {"version": 1, "disable_existing_loggers": False,
-                    "handlers": {"console": {"class": "logging.StreamHandler"}},
+                    "formatters": {"stamped": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+                    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "stamped"}},
                     "loggers": {"rocketmq_sdk.integrations.django.console": {"handlers": ["console"], "level": "INFO"}}},
         "ROCKETMQ_CONSOLE": {"NAMESRV_ADDR": namesrv, **(extra or {})},
     }
@@ -99,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trace-topic", default="RMQ_SYS_TRACE_TOPIC", help="trace topic (RMQ_SYS_TRACE_TOPIC)")
     p.add_argument("--time-zone", default="UTC", help="time zone of the times shown (UTC), e.g. Asia/Shanghai")
     p.add_argument("--sample-interval", type=float, default=10.0, help="seconds between chart samples (10)")
+    p.add_argument("--certfile", help="serve HTTPS with this PEM certificate (chain)")
+    p.add_argument("--keyfile", help="the certificate's PEM private key (default: in --certfile)")
     args = p.parse_args(argv)
     if not args.namesrv:
         p.error("--namesrv (or $NAMESRV_ADDR) is required")
@@ -106,6 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--host {args.host} is not a loopback address; add --allow-remote to listen there")
     if not 0 <= args.port <= 65535:
         p.error("--port must be in 0..65535")
+    if args.keyfile and not args.certfile:
+        p.error("--keyfile needs --certfile")
+    tls = None
+    if args.certfile:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            tls.load_cert_chain(args.certfile, args.keyfile)
+        except (OSError, ssl.SSLError) as exc:
+            p.error(f"cannot load --certfile/--keyfile: {exc}")
+    elif not _is_loopback(args.host):
+        log.warning("serving plain HTTP on %s: passwords and messages cross the network in clear; "
+                    "give --certfile/--keyfile or put a TLS reverse proxy in front", args.host)
     try:
         zoneinfo.ZoneInfo(args.time_zone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -116,20 +137,20 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.mkdtemp(prefix="rocketmq-console-")
         db = os.path.join(tmp, "console.sqlite3")
     try:
-        return _serve(args, db)
+        return _serve(args, db, tls)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _serve(args: argparse.Namespace, db: str) -> int:
+def _serve(args: argparse.Namespace, db: str, tls: ssl.SSLContext | None) -> int:
     import django
     from django.conf import settings
     from django.core.management import call_command
     from django.core.servers.basehttp import WSGIServer, get_internal_wsgi_application
 
     settings.configure(**build_settings(args.namesrv, db, secret_key=secrets.token_urlsafe(40), host=args.host,
-                                        time_zone=args.time_zone,
+                                        time_zone=args.time_zone, tls=tls is not None,
                                         extra={"TRACE_TOPIC": args.trace_topic,
                                                "SAMPLE_INTERVAL_S": args.sample_interval}))
     django.setup()
@@ -144,11 +165,27 @@ def _serve(args: argparse.Namespace, db: str) -> int:
     class Server(ThreadingMixIn, WSGIServer):
         daemon_threads = True
 
+        def finish_request(self, request: Any, client_address: Any) -> None:
+            if tls is not None:  # in the request's own thread: a slow handshake blocks no one else
+                request.settimeout(30)
+                try:
+                    request = tls.wrap_socket(request, server_side=True)
+                except (OSError, ssl.SSLError) as exc:
+                    log.info("TLS handshake with %s failed: %s", client_address[0], exc)
+                    return
+                try:
+                    super().finish_request(request, client_address)
+                finally:
+                    request.close()  # the plain socket was handed over to the TLS one
+                return
+            super().finish_request(request, client_address)
+
     ipv6 = ":" in args.host
     httpd = Server((args.host, args.port), WSGIRequestHandler, ipv6=ipv6)
     httpd.set_app(get_internal_wsgi_application())
     host, port = httpd.server_address[:2]
-    sys.stderr.write(f"RocketMQ console on http://{'[' + host + ']' if ipv6 else host}:{port}/ "
+    scheme = "https" if tls is not None else "http"
+    sys.stderr.write(f"RocketMQ console on {scheme}://{'[' + host + ']' if ipv6 else host}:{port}/ "
                      f"(name server {args.namesrv}); Ctrl-C stops it\n")
     sys.stderr.flush()
     from . import service

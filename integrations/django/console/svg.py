@@ -9,7 +9,7 @@ from html import escape
 from django.utils import timezone
 from rocketmq_sdk.trace import TraceGraph
 
-__all__ = ["line_chart", "local_time", "trace_timeline"]
+__all__ = ["axis_ticks", "line_chart", "local_time", "trace_timeline"]
 
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563")
 
@@ -50,9 +50,9 @@ def line_chart(title: str, series: dict[str, list[tuple[float, float]]], *, widt
         y = top + ph - ph * i / 4
         out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" class="grid"/>')
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="axis">{_fmt(v)}</text>')
-    for t, anchor in ((t0, "start"), (t1, "end")):
+    for t, anchor, fmt in ((t0, "start", "%H:%M:%S"), (t1, "end", "%H:%M:%S %Z")):
         out.append(f'<text x="{xy(t, 0)[0]:.1f}" y="{height - 8}" text-anchor="{anchor}" class="axis">'
-                   f'{local_time(t * 1000, "%H:%M:%S")}</text>')
+                   f'{local_time(t * 1000, fmt)}</text>')
     for i, (name, points) in enumerate(sorted(series.items())):
         color = PALETTE[i % len(PALETTE)]
         coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in (xy(t, v) for t, v in points))
@@ -71,6 +71,13 @@ def line_chart(title: str, series: dict[str, list[tuple[float, float]]], *, widt
     return "".join(out)
 
 
+def axis_ticks(span_ms: int, intervals: int = 4) -> list[int]:
+    """Distinct whole-ms tick values from 0 to ``span_ms``: at most ``intervals`` + 1 of them,
+    fewer when the span is shorter (a 1 ms trace gets +0 and +1, not +0 three times)."""
+    n = max(1, min(intervals, span_ms))
+    return sorted({round(span_ms * i / n) for i in range(n + 1)})
+
+
 def trace_timeline(graph: TraceGraph, *, width: int = 1180) -> str:
     """The trace of one message as a Gantt-like SVG: a row for the send (``Pub``), one per
     transaction end, one per delivery to each consumer group (green success, red failure, grey
@@ -86,7 +93,8 @@ def trace_timeline(graph: TraceGraph, *, width: int = 1180) -> str:
         for n in nodes:
             cls = {"SUCCESS": "ok", "FAILED": "fail"}.get(n.status, "unknown")
             rows.append((f"consume · {group}" + (f" · retry {n.retry_times}" if n.retry_times > 0 else ""),
-                         n.begin, n.end, cls, f"{n.status} · {n.cost_time} ms"))
+                         n.begin, n.end, cls, f"{n.status} · {n.cost_time} ms"
+                         + (f" · {n.client_host}" if n.client_host else "")))
     left, right, row_h, top = 250, 230, 30, 34
     height = top + row_h * max(1, len(rows)) + 30
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="100%" '
@@ -97,10 +105,10 @@ def trace_timeline(graph: TraceGraph, *, width: int = 1180) -> str:
     t0, t1 = graph.span()
     span = max(t1 - t0, 1)
     pw = width - left - right
-    for i in range(5):
-        x = left + pw * i / 4
+    for ms in axis_ticks(span):
+        x = left + pw * ms / span
         out.append(f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{height - 24}" class="grid"/>')
-        out.append(f'<text x="{x:.1f}" y="{top - 12}" text-anchor="middle" class="axis">+{span * i / 4:.0f} ms</text>')
+        out.append(f'<text x="{x:.1f}" y="{top - 12}" text-anchor="middle" class="axis">+{ms} ms</text>')
     for i, (label, b, e, cls, caption) in enumerate(rows):
         y = top + i * row_h
         x0 = left + (b - t0) / span * pw

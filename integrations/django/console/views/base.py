@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse_lazy
@@ -23,6 +24,7 @@ from rocketmq_sdk.exceptions import MQError
 
 from .. import service
 from ..forms import NAME_RE
+from ..security import audit_value
 
 log = logging.getLogger("rocketmq_sdk.integrations.django.console")
 
@@ -37,16 +39,18 @@ def viewer(fn: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 
 def operator(action: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """A change: POST only, ``operate_console`` (403 otherwise); an ``MQError`` or
+    """A change: POST only, ``operate_console`` (403 otherwise, audited); an ``MQError`` or
     ``ValueError`` raised by the view becomes an error message and a redirect back; the outcome
     is audited under ``action``."""
 
     def wrap(fn: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(fn)
         def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            params = {k: v if len(v) <= 200 else f"{v[:200]}... ({len(v)} characters)"
-                      for k, v in request.POST.items() if k != "csrfmiddlewaretoken"}
+            params = {k: audit_value(k, v) for k, v in request.POST.items() if k != "csrfmiddlewaretoken"}
             params.update(kwargs)
+            if not request.user.has_perm(OPERATE_PERM):  # audited, then 403
+                service.audit(request, action, "refused: no operate_console permission (403)", **params)
+                raise PermissionDenied
             try:
                 response = fn(request, *args, **kwargs)
             except (MQError, ValueError) as exc:
@@ -59,8 +63,7 @@ def operator(action: str) -> Callable[[Callable[..., HttpResponse]], Callable[..
             service.audit(request, action, "ok", **params)
             return response
 
-        guarded = permission_required(OPERATE_PERM, raise_exception=True)(require_POST(inner))
-        return login_required(guarded, login_url=LOGIN_URL)
+        return login_required(require_POST(inner), login_url=LOGIN_URL)
 
     return wrap
 

@@ -10,7 +10,8 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from rocketmq_sdk.admin.models import message_to_dict
@@ -20,6 +21,7 @@ from rocketmq_sdk.protocol.message import Message, MessageExt
 
 from .. import service
 from ..forms import NAME_RE, ResendForm
+from ..security import private_page
 from .base import can_operate, cleaned, operator, try_call, viewer
 
 PAGE_SIZE = 20
@@ -89,6 +91,7 @@ def _check_name(value: str, what: str) -> str:
     return value
 
 
+@private_page
 @viewer
 def message_search(request: HttpRequest) -> HttpResponse:
     """``?mode=time|key|id&topic=&begin=&end=&key=&msg_id=&page=``."""
@@ -167,6 +170,7 @@ def consume_status(msg: MessageExt, topic_groups: list[str]) -> list[dict]:
     return out
 
 
+@private_page
 @viewer
 def message_detail(request: HttpRequest, topic: str, msg_id: str) -> HttpResponse:
     msg = _find(topic, msg_id)
@@ -202,6 +206,7 @@ def _resend_copy(msg: MessageExt, topic: str) -> Message:
     return Message(topic, msg.body, tags=msg.tags or None, keys=list(msg.keys) or None, properties=props)
 
 
+@private_page
 @viewer
 def dlq(request: HttpRequest) -> HttpResponse:
     """``?group=&begin=&end=&page=``: messages of ``%DLQ%<group>``."""
@@ -228,6 +233,7 @@ def _dlq_messages(group: str, begin: str, end: str) -> list[MessageExt]:
     return messages_by_time(DLQ_PREFIX + group, _parse_time(begin, 0), _parse_time(end, now))
 
 
+@private_page
 @viewer
 def dlq_export(request: HttpRequest) -> HttpResponse:
     """The DLQ messages of ``?group=`` (time range as :func:`dlq`) as a JSON download."""
@@ -242,22 +248,80 @@ def dlq_export(request: HttpRequest) -> HttpResponse:
     return resp
 
 
-@operator("resend DLQ messages")
-def dlq_resend(request: HttpRequest) -> HttpResponse:
-    """Send the chosen DLQ messages (``msg_id`` values) again to their original topic."""
-    group = _check_name(request.POST.get("group", ""), "group")
-    ids = request.POST.getlist("msg_id")
+def _dlq_ids(data: QueryDict) -> tuple[str, list[str]]:
+    """The group and chosen message ids of a DLQ form (``ValueError`` when not legal)."""
+    group = _check_name(data.get("group", ""), "group")
+    ids = data.getlist("msg_id")
     if not ids:
         raise ValueError("choose at least one message")
-    adm, prod = service.admin(), service.producer()
-    sent = []
     for msg_id in ids:
         if not msg_id.isalnum():
             raise ValueError(f"not a message id: {msg_id!r}")
+    return group, ids
+
+
+def _back_to_dlq(group: str) -> HttpResponse:
+    return redirect(reverse("rocketmq_console:dlq") + "?" + urlencode({"group": group}))
+
+
+@operator("resend DLQ messages")
+def dlq_resend(request: HttpRequest) -> HttpResponse:
+    """Have one online client of the DLQ's own group consume each chosen message again
+    (CONSUME_MESSAGE_DIRECTLY 309), as rocketmq-dashboard's DLQ "resend": no new message is
+    written, no other group sees it."""
+    group, ids = _dlq_ids(request.POST)
+    adm = service.admin()
+    clients = [c.client_id for c in adm.consumer_connection(group).connections]  # 206 when none is online
+    results = []
+    for msg_id in ids:
+        outcome = adm.consume_message_directly(group, msg_id, clients[0], DLQ_PREFIX + group)
+        result = outcome[clients[0]].consume_result
+        results.append(f"{msg_id}: {getattr(result, 'name', result)}")
+    messages.success(request, f"{len(results)} message(s) consumed again by {clients[0]} of {group}: "
+                              + ", ".join(results))
+    return _back_to_dlq(group)
+
+
+def _originals(group: str, ids: list[str]) -> list[tuple[MessageExt, str]]:
+    """Each chosen DLQ message with its original topic."""
+    adm = service.admin()
+    out = []
+    for msg_id in ids:
         msg = adm.query_message_by_id(msg_id, DLQ_PREFIX + group)
         original = msg.properties.get("RETRY_TOPIC") or msg.properties.get("REAL_TOPIC")
         if not original or original.startswith(DLQ_PREFIX):
             raise ValueError(f"message {msg_id} has no original topic")
-        sent.append(prod.send(_resend_copy(msg, original)).msg_id)
-    messages.success(request, f"{len(sent)} message(s) sent again to their original topic: {', '.join(sent)}")
-    return redirect(reverse("rocketmq_console:dlq") + "?" + urlencode({"group": group}))
+        out.append((msg, original))
+    return out
+
+
+@private_page
+@viewer
+def dlq_copy_confirm(request: HttpRequest) -> HttpResponse:
+    """``?group=&msg_id=...``: the confirmation page of "send a copy to the original topic"
+    (no script needed: its button posts to :func:`dlq_send_copy` with ``confirmed=yes``)."""
+    if not can_operate(request):
+        raise PermissionDenied
+    try:
+        group, ids = _dlq_ids(request.GET)
+        chosen = _originals(group, ids)
+    except (MQError, ValueError) as exc:
+        messages.error(request, f"send a copy: {exc}")
+        return _back_to_dlq(request.GET.get("group", "") if NAME_RE.match(request.GET.get("group", "")) else "")
+    return render(request, "rocketmq_console/dlq_confirm.html", {
+        "group": group, "chosen": chosen, "page": "dlq"})
+
+
+@operator("send DLQ messages to their topic")
+def dlq_send_copy(request: HttpRequest) -> HttpResponse:
+    """Send a copy (a new message, new id) of each chosen DLQ message to its original topic:
+    every group subscribed there gets it. Only with ``confirmed=yes`` (posted by the
+    confirmation page, :func:`dlq_copy_confirm`)."""
+    group, ids = _dlq_ids(request.POST)
+    if request.POST.get("confirmed") != "yes":
+        raise ValueError("confirm on the confirmation page first")
+    prod = service.producer()
+    sent = [prod.send(_resend_copy(msg, original)).msg_id for msg, original in _originals(group, ids)]
+    messages.success(request, f"{len(sent)} cop(ies) sent to the original topic, for every group subscribed "
+                              f"there: {', '.join(sent)}")
+    return _back_to_dlq(group)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.message import Message
 
 from .. import service
@@ -25,10 +26,13 @@ def topics(request: HttpRequest) -> HttpResponse:
     rows = [(t, topic_kind(t, system_names)) for t in sorted(names)]
     counts = {k: sum(1 for _, tk in rows if k == "all" or tk == k) for k in KINDS}
     rows = [r for r in rows if kind == "all" or r[1] == kind]
+    search = request.GET.get("q", "").strip()[:255]
+    if search:  # a name search, as the dashboard's filter box: case-insensitive substring
+        rows = [r for r in rows if search.lower() in r[0].lower()]
     clusters = sorted({b.cluster for b in brokers})
     form = TopicForm(initial={"cluster": clusters[0] if clusters else ""})
     return render(request, "rocketmq_console/topics.html", {
-        "rows": rows, "kind": kind, "kinds": KINDS, "counts": counts, "form": form, "clusters": clusters,
+        "rows": rows, "kind": kind, "kinds": KINDS, "counts": counts, "form": form, "clusters": clusters, "q": search,
         "can_operate": can_operate(request), "page": "topics"})
 
 
@@ -44,12 +48,35 @@ def topic_detail(request: HttpRequest, topic: str) -> HttpResponse:
             if t == topic:
                 groups.extend(gs)
     clusters = sorted({bd.cluster for bd in route.broker_datas}) if route else []
+    configs = try_call(request, "topic config", adm.topic_configs, topic, default={}) if route else {}
+    first = configs[min(configs)] if configs else None
+    update_form = TopicForm(initial={
+        "topic": topic, "cluster": clusters[0] if clusters else "",
+        **({"read_queue_nums": first.read_queue_nums, "write_queue_nums": first.write_queue_nums,
+            "perm": first.perm, "order": first.order} if first else {})})
     return render(request, "rocketmq_console/topic_detail.html", {
-        "topic": topic, "route": route, "status": status, "groups": sorted(set(groups)), "clusters": clusters,
+        "topic": topic, "route": route, "status": status, "groups": group_lags(request, sorted(set(groups)), topic),
+        "clusters": clusters, "configs": configs, "update_form": update_form,
         "total": sum(q.max_offset - q.min_offset for q in status), "send_form": SendMessageForm(),
         "perm_form": TopicPermForm(initial={"perm": route.queue_datas[0].perm if route and route.queue_datas else 6}),
         "sent": request.session.pop("rocketmq_console_sent", None),
         "can_operate": can_operate(request), "page": "topics"})
+
+
+def group_lags(request: HttpRequest, groups: list[str], topic: str) -> list[dict]:
+    """Each consumer group of ``topic`` with its lag on it, in total and per queue."""
+    adm = service.admin()
+    out = []
+    for g in groups:
+        try:
+            progress = adm.consumer_progress(g, topic)
+        except MQError as exc:
+            messages.warning(request, f"progress of {g}: {exc}")
+            out.append({"group": g, "total": None, "queues": []})
+            continue
+        queues = [q for q in progress.queues if q.topic == topic]
+        out.append({"group": g, "total": sum(q.lag for q in queues), "queues": queues})
+    return out
 
 
 @operator("create/update topic")

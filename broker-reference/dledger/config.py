@@ -1,0 +1,112 @@
+"""DLedger settings (dledger-protocol.md §11): the broker.conf keys of DLedger mode and the
+timers DLedger 0.3.1.2 fixes (here settable, under DLedgerConfig's Java names, for tests)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["DLedgerConfig", "member_number", "parse_peers"]
+
+_ID = re.compile(r"^[A-Za-z][0-9]{1,6}$")
+_PEER = re.compile(r"^([A-Za-z][0-9]{1,6})-([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):([0-9]{1,5})$")
+
+
+def parse_peers(spec: str) -> dict[str, str]:
+    """``dLegerPeers`` (``n0-127.0.0.1:40911;n1-127.0.0.1:40912;…``) → {id: "host:port"}.
+
+    Raises:
+        ValueError: an empty list, a malformed item, a repeated id or a port outside 1..65535.
+    """
+    peers: dict[str, str] = {}
+    for item in (p.strip() for p in spec.split(";")):
+        if not item:
+            continue
+        m = _PEER.match(item)
+        if m is None or not 0 < int(m.group(3)) < 65536:
+            raise ValueError(f"dLegerPeers item {item!r} is not <id>-<host>:<port> (id: a letter and digits)")
+        if m.group(1) in peers:
+            raise ValueError(f"dLegerPeers repeats id {m.group(1)!r}")
+        peers[m.group(1)] = f"{m.group(2)}:{m.group(3)}"
+    if not peers:
+        raise ValueError("dLegerPeers is empty")
+    return peers
+
+
+def member_number(self_id: str) -> int:
+    """The number of a member id (``n2`` → 2): the broker registers as ``number + 1`` when not
+    leader (DLedgerRoleChangeHandler parses ``dLegerSelfId`` without its first character).
+
+    Raises:
+        ValueError: not a letter followed by digits.
+    """
+    if not _ID.match(self_id):
+        raise ValueError(f"dLegerSelfId must be a letter followed by digits, got {self_id!r}")
+    return int(self_id[1:])
+
+
+@dataclass
+class DLedgerConfig:
+    """Settings of one DLedger member (times in ms; defaults are DLedger 0.3.1.2's).
+
+    Attributes:
+        group: ``dLegerGroup``; self_id: ``dLegerSelfId``; peers: parsed ``dLegerPeers``.
+        heart_beat_time_interval_ms: leader heartbeat period (2000).
+        max_heart_beat_leak: heartbeats missed before a follower campaigns / a leader steps down (3).
+        min_vote_interval_ms / max_vote_interval_ms: random wait between vote rounds (300 / 1000).
+        vote_wait_ms: base wait for vote replies, plus random 0..999 (2000).
+        rpc_timeout_ms: every DLedger RPC (3000).
+        max_wait_ack_time_ms: an append without a quorum fails after this (2500).
+        max_push_timeout_ms: an unanswered APPEND push is resent after this (1000).
+        commit_push_interval_ms: idle COMMIT push period per follower (1000).
+        max_pending_requests_num: pending appends on the leader (10000).
+        max_pending_pushes: outstanding APPEND pushes per follower (1000).
+        max_push_queue: follower queue of COMPARE/TRUNCATE/COMMIT pushes (1024).
+        checkpoint_interval_ms: ``checkpoint`` file write period (3000).
+        error_sleep_ms: dispatcher back-off after an error (500).
+    """
+
+    group: str
+    self_id: str
+    peers: dict[str, str]
+    heart_beat_time_interval_ms: int = 2000
+    max_heart_beat_leak: int = 3
+    min_vote_interval_ms: int = 300
+    max_vote_interval_ms: int = 1000
+    vote_wait_ms: int = 2000
+    rpc_timeout_ms: int = 3000
+    max_wait_ack_time_ms: int = 2500
+    max_push_timeout_ms: int = 1000
+    commit_push_interval_ms: int = 1000
+    max_pending_requests_num: int = 10000
+    max_pending_pushes: int = 1000
+    max_push_queue: int = 1024
+    checkpoint_interval_ms: int = 3000
+    error_sleep_ms: int = 500
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        member_number(self.self_id)
+        if not self.group or len(self.group) > 255:
+            raise ValueError(f"dLegerGroup must be 1..255 characters, got {self.group!r}")
+        if self.self_id not in self.peers:
+            raise ValueError(f"dLegerSelfId {self.self_id!r} is not in dLegerPeers {sorted(self.peers)}")
+
+    @property
+    def quorum(self) -> int:
+        """⌊members / 2⌋ + 1."""
+        return len(self.peers) // 2 + 1
+
+    @property
+    def self_addr(self) -> str:
+        return self.peers[self.self_id]
+
+    def scaled(self, factor: float) -> DLedgerConfig:
+        """A copy with every timer multiplied by ``factor`` (tests run elections in a fraction of the time)."""
+        names = ("heart_beat_time_interval_ms", "min_vote_interval_ms", "max_vote_interval_ms", "vote_wait_ms",
+                 "rpc_timeout_ms", "max_wait_ack_time_ms", "max_push_timeout_ms", "commit_push_interval_ms",
+                 "checkpoint_interval_ms", "error_sleep_ms")
+        values = {n: max(1, int(getattr(self, n) * factor)) for n in names}
+        return DLedgerConfig(self.group, self.self_id, dict(self.peers), max_heart_beat_leak=self.max_heart_beat_leak,
+                             max_pending_requests_num=self.max_pending_requests_num,
+                             max_pending_pushes=self.max_pending_pushes, max_push_queue=self.max_push_queue, **values)

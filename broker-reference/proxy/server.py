@@ -1,0 +1,151 @@
+"""``GrpcProxy``: the 5.x gRPC endpoint of the reference broker (Apache RocketMQ's proxy in
+cluster mode): a grpc.aio server on a loop thread of its own, speaking remoting to the name
+servers and brokers behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from typing import Any
+
+import grpc
+from rocketmq_sdk.client.mq_client_api import MQClientAPI
+from rocketmq_sdk.grpc import v2
+from rocketmq_sdk.remoting import RemotingClient
+from rocketmq_sdk.remoting.loop import EventLoopThread
+
+from .consuming import Consuming
+from .producing import Producing
+from .routes import RouteCache
+from .service import MessagingService
+from .sessions import Sessions
+
+log = logging.getLogger("rocketmq_broker.proxy")
+
+#: room for a message of the largest body plus its properties and the request's framing
+_MESSAGE_OVERHEAD = 64 * 1024
+HEARTBEAT_INTERVAL_S = 10.0
+
+
+def endpoints_of(host: str, port: int) -> Any:
+    """``v2.Endpoints`` of one ``host:port``."""
+    ep = v2.Endpoints()
+    try:
+        socket.inet_pton(socket.AF_INET, host)
+        ep.scheme = v2.IPv4
+    except OSError:
+        try:
+            socket.inet_pton(socket.AF_INET6, host)
+            ep.scheme = v2.IPv6
+        except OSError:
+            ep.scheme = v2.DOMAIN_NAME
+    ep.addresses.add(host=host, port=port)
+    return ep
+
+
+class GrpcProxy:
+    """The gRPC endpoint (``apache.rocketmq.v2.MessagingService``) in front of a name server.
+
+    Args:
+        namesrv_addr: name server address(es), ``host:port[;host:port]``.
+        host: address to bind (default 127.0.0.1).
+        port: port to bind (0: a free one).
+        max_body: largest message body accepted, bytes (default 4 MiB, the broker's
+            ``maxMessageSize``).
+        tls: a ``(private_key_pem, certificate_chain_pem)`` pair to serve TLS only, or None.
+
+    ``start()`` blocks until the server listens and returns its port; ``stop()`` ends every call
+    and stream (clients reconnect to a restarted proxy on the same port).
+    """
+
+    def __init__(self, namesrv_addr: str, host: str = "127.0.0.1", port: int = 0,
+                 max_body: int = 4 * 1024 * 1024, tls: tuple[bytes, bytes] | None = None) -> None:
+        self.namesrv_addr = namesrv_addr
+        self.host = host
+        self.port = port
+        self.max_body = max_body
+        self.tls = tls
+        self._io: EventLoopThread | None = None
+        self._server: grpc.aio.Server | None = None
+        self._remoting: RemotingClient | None = None
+        self._tasks: list[asyncio.Task] = []
+        self.service: MessagingService | None = None
+
+    @property
+    def addr(self) -> str:
+        """``host:port`` the proxy listens on."""
+        return f"{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 10.0) -> int:
+        """Bind and serve; returns the port.
+
+        Raises:
+            OSError: the port cannot be bound.
+        """
+        self._io = EventLoopThread("rocketmq-grpc-proxy", event_loop="asyncio")
+        try:
+            return self._io.run(self._start(), timeout_s)
+        except BaseException:
+            self._io.stop()
+            self._io = None
+            raise
+
+    async def _start(self) -> int:
+        self._remoting = RemotingClient()
+        api = MQClientAPI(self._remoting, [a.strip() for a in self.namesrv_addr.split(";") if a.strip()])
+        routes = RouteCache(api)
+        sessions = Sessions()
+        limit = self.max_body + _MESSAGE_OVERHEAD
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit),
+                                          ("grpc.max_send_message_length", limit),
+                                          ("grpc.so_reuseport", 0)])
+        bind = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        if self.tls is not None:
+            port = server.add_secure_port(bind, grpc.ssl_server_credentials([self.tls]))
+        else:
+            port = server.add_insecure_port(bind)
+        if port == 0:
+            raise OSError(f"cannot bind the gRPC proxy to {bind}")
+        self.port = port
+        producing = Producing(api, routes, sessions, f"grpc-proxy@{self.host}:{port}@{os.getpid()}",
+                              self.max_body)
+        self.service = MessagingService(routes, producing, Consuming(api, routes), sessions,
+                                        endpoints_of(self.host, port))
+        server.add_generic_rpc_handlers((self.service.handler(),))
+        await server.start()
+        self._server = server
+        self._tasks.append(asyncio.get_running_loop().create_task(self._heartbeats(producing, sessions)))
+        log.info("gRPC proxy listening on %s (name server %s)", self.addr, self.namesrv_addr)
+        return port
+
+    async def _heartbeats(self, producing: Producing, sessions: Sessions) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_INTERVAL_S)
+            sessions.expire()
+            try:
+                await producing.heartbeat_all()
+            except Exception:  # noqa: BLE001 - the next round retries
+                log.exception("proxy heartbeat round failed")
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        """Stop serving (idempotent): open streams end, then the remoting connections close."""
+        io, self._io = self._io, None
+        if io is None:
+            return
+        try:
+            io.run(self._stop(grace_s), grace_s + 5.0)
+        finally:
+            io.stop()
+
+    async def _stop(self, grace_s: float) -> None:
+        for t in self._tasks:
+            t.cancel()
+        self._tasks.clear()
+        if self._server is not None:
+            await self._server.stop(grace_s)
+            self._server = None
+        if self._remoting is not None:
+            await self._remoting.close()
+            self._remoting = None

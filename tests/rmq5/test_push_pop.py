@@ -1,0 +1,95 @@
+"""``PushConsumer(..., pop=True)``: the usual listener API, consumption through POP on a 5.x
+broker (no queue ownership): every message once, RECONSUME_LATER redelivered with
+``reconsume_times`` + 1 through the POP retry topic, more consumers than queues."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from rocketmq_sdk import ClientStateError, ConsumeConcurrentlyStatus, Message, PushConsumer
+from rocketmq_sdk.consumer.pop_consume import PopSettings
+
+from tests.conftest import wait_until
+from tests.rmq5.conftest import broker_of
+
+TOPIC = "PushPopTopic"
+FAST = PopSettings(poll_time_ms=1000, invisible_time_ms=5000, init_mode=0, retry_delays_ms=(300,))
+
+
+def test_push_pop_consumes_every_message_once_across_more_consumers_than_queues(v5_cluster, v5_producer):
+    for i in range(30):
+        v5_producer.send(Message(TOPIC, f"p{i}".encode()))
+    seen: list[bytes] = []
+    lock = threading.Lock()
+
+    def listener(msgs, ctx):
+        with lock:
+            seen.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumers = []
+    for _ in range(6):  # the topic has 4 queues
+        c = PushConsumer("push_pop_group", v5_cluster.namesrv_addr, pop=True, pop_settings=FAST)
+        c.subscribe(TOPIC, "*")
+        c.register_message_listener(listener)
+        c.start()
+        consumers.append(c)
+    try:
+        wait_until(lambda: len(seen) >= 30, 15, "30 messages consumed")
+        wait_until(lambda: broker_of(v5_cluster).pop.service.in_flight("push_pop_group") == 0, 15, "acks")
+        assert sorted(seen) == sorted(f"p{i}".encode() for i in range(30))
+    finally:
+        for c in consumers:
+            c.shutdown()
+
+
+def test_reconsume_later_comes_back_with_reconsume_times(v5_cluster, v5_producer):
+    v5_producer.send(Message(TOPIC, b"retry-me"))
+    calls: list[int] = []
+
+    def listener(msgs, ctx):
+        calls.extend(m.reconsume_times for m in msgs)
+        return ConsumeConcurrentlyStatus.RECONSUME_LATER if len(calls) == 1 else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    c = PushConsumer("push_pop_retry", v5_cluster.namesrv_addr, pop=True, pop_settings=FAST)
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(listener)
+    c.start()
+    try:
+        wait_until(lambda: len(calls) >= 2, 15, "redelivery")
+        assert calls[:2] == [0, 1]
+        wait_until(lambda: broker_of(v5_cluster).pop.service.in_flight("push_pop_retry") == 0, 15, "ack")
+    finally:
+        c.shutdown()
+
+
+def test_pop_mode_refuses_orderly_listeners(v5_cluster):
+    c = PushConsumer("push_pop_orderly", v5_cluster.namesrv_addr, pop=True)
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(lambda msgs, ctx: None, orderly=True)
+    with pytest.raises(ClientStateError, match="concurrent listener"):
+        c.start()
+
+
+def test_consumed_batches_are_acknowledged_with_batch_ack(v5_cluster, v5_producer):
+    from rocketmq_sdk.protocol.codes import RequestCode
+    from rocketmq_sdk.protocol.pop import decode_batch_ack_body
+    for i in range(20):
+        v5_producer.send(Message(TOPIC, f"b{i}".encode()))
+    broker = broker_of(v5_cluster)
+    bodies = []
+    orig = broker.server._processors[RequestCode.BATCH_ACK_MESSAGE]
+    broker.server.register_processor(RequestCode.BATCH_ACK_MESSAGE,
+                                     lambda ch, cmd: bodies.append(cmd.body) or orig(ch, cmd))
+    seen = []
+    c = PushConsumer("push_pop_batch", v5_cluster.namesrv_addr, pop=True, pop_settings=FAST)
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(lambda msgs, ctx: seen.extend(msgs) or ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    c.start()
+    try:
+        wait_until(lambda: len(seen) >= 20 and broker.pop.service.in_flight("push_pop_batch") == 0, 15, "batch acks")
+    finally:
+        c.shutdown()
+    acked = sorted((a.queue_id, o) for b in bodies for a in decode_batch_ack_body(b) for o in a.offsets)
+    assert acked == sorted((m.queue_id, m.queue_offset) for m in seen)
