@@ -112,17 +112,25 @@ def test_sigkill_of_acks_late_worker_runs_the_task_again(setup):
     assert str(pid) in started(marks, "killed") and str(pid) != str(first.proc.pid)
 
 
-def test_broker_restart_under_a_running_worker(setup, servers):
+@pytest.mark.parametrize("server", ["broker", "namesrv"])
+def test_restart_under_a_running_worker(setup, servers, server):
+    """The broker restarts (same port and store), or the name server goes away and a new, empty
+    one comes up on its port, while an acks_late task runs: the task finishes once, new tasks
+    run, and the queue's group commits everything."""
     app, env, marks = setup
+    key = f"restart-{server}"
     add, hold = RemoteTask(app, "add"), RemoteTask(app, "hold")
     with running_worker(env, marks, "-P", "threads", "-c", "2") as worker:
         wait_ready(app, worker)
         assert add.delay(1, 2).get(timeout=30) == 3
-        running = hold.delay("restart")
-        wait_until(lambda: started(marks, "restart"), 30, "the acks_late task to start")
-        servers.stop_broker()
-        servers.start_broker()
-        (marks / "restart.release").touch()
+        running = hold.delay(key)
+        wait_until(lambda: started(marks, key), 30, "the acks_late task to start")
+        if server == "broker":
+            servers.stop_broker()
+            servers.start_broker()
+        else:
+            servers.restart_namesrv()
+        (marks / f"{key}.release").touch()
         assert running.get(timeout=90) == worker.proc.pid
         assert add.delay(20, 22).get(timeout=90) == 42
         # the acked-late task was acknowledged after the restart: the queue's group has
@@ -130,21 +138,4 @@ def test_broker_restart_under_a_running_worker(setup, servers):
         with app.connection_for_write() as conn:
             channel = conn.default_channel
             wait_until(lambda: channel._size("late") == 0, 30, "the group to commit every offset of 'late'")
-        assert started(marks, "restart") == [str(worker.proc.pid)]
-
-
-def test_name_server_restart_under_a_running_worker(setup, servers):
-    """The name server goes away and comes back empty while an acks_late task runs: the task
-    finishes once, new tasks run (the client binds its lost bindings again)."""
-    app, env, marks = setup
-    add, hold = RemoteTask(app, "add"), RemoteTask(app, "hold")
-    with running_worker(env, marks, "-P", "threads", "-c", "2") as worker:
-        wait_ready(app, worker)
-        assert add.delay(1, 1).get(timeout=30) == 2
-        running = hold.delay("ns-restart")
-        wait_until(lambda: started(marks, "ns-restart"), 30, "the acks_late task to start")
-        servers.restart_namesrv()
-        (marks / "ns-restart.release").touch()
-        assert running.get(timeout=90) == worker.proc.pid
-        assert add.delay(2, 3).get(timeout=90) == 5
-    assert started(marks, "ns-restart") == [str(worker.proc.pid)]
+        assert started(marks, key) == [str(worker.proc.pid)]
