@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run import _cpu_model, _git_head, git_span  # noqa: E402 - benchmarks/run.py helpers
+from harness import cpu_model, git_head, git_span, proc_cpu_s  # noqa: E402 - benchmarks/harness.py helpers
 
 
 def free_port() -> int:
@@ -91,10 +91,25 @@ def app_for(env: dict):
     return celery_bench_app.app
 
 
-def start_worker(env: dict, log: Path, name: str) -> subprocess.Popen:
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` and of its pool processes (its children), seconds (/proc)."""
+    try:
+        children = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        children = []
+    total = 0.0
+    for p in [pid, *children]:
+        try:
+            total += proc_cpu_s(p)
+        except OSError:
+            continue
+    return total
+
+
+def start_worker(env: dict, log: Path, name: str, concurrency: int = 2) -> subprocess.Popen:
     with open(log, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", "celery", "-A", "celery_bench_app", "worker", "-P", "prefork",
-                                 "-c", "2", "-n", name, "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
+                                 "-c", str(concurrency), "-n", name, "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
                                 cwd=HERE, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
 
@@ -114,12 +129,13 @@ def executed(mark: Path) -> int:
         return 0
 
 
-def one_round(label: str, url: str, options: dict, n: int, workdir: Path) -> dict:
+def one_round(label: str, url: str, options: dict, n: int, workdir: Path, concurrency: int = 2,
+              idle_s: float = 0.0) -> dict:
     mark = workdir / f"{label}-{time.monotonic_ns()}.mark"
     env = make_env(url, mark, options)
     app = app_for(env)
     noop = app.tasks["bench.noop"]
-    rec: dict = {"broker": label, "tasks": n}
+    rec: dict = {"broker": label, "tasks": n, "concurrency": concurrency}
     # enqueue only (no worker): publish rate of apply_async
     with app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=3)
@@ -131,9 +147,14 @@ def one_round(label: str, url: str, options: dict, n: int, workdir: Path) -> dic
             rec["enqueue_per_s"] = n / (time.perf_counter() - t0)
     # drain those with a worker, then measure end to end
     name = f"bench-{label}@localhost"
-    worker = start_worker(env, workdir / f"{label}.log", name)
+    worker = start_worker(env, workdir / f"{label}.log", name, concurrency)
     try:
         wait_for(lambda: executed(mark) >= n + 1, 120, f"the {label} worker to drain the enqueue phase")
+        if idle_s > 0:
+            # an idle worker (nothing queued): CPU it spends waiting, as % of one core
+            c0, t0 = cpu_seconds(worker.pid), time.monotonic()
+            time.sleep(idle_s)
+            rec["idle_cpu_pct"] = 100 * (cpu_seconds(worker.pid) - c0) / (time.monotonic() - t0)
         start_count = executed(mark)
         with app.producer_or_acquire() as producer:
             t0 = time.perf_counter()
@@ -156,14 +177,16 @@ def to_markdown(doc: dict) -> str:
              f"{m['loadavg_before'][0]:.1f}/{m['loadavg_after'][0]:.1f} (shared machine: other work is noise).  ",
              f"Command: `{doc['command']}`; git {git_span(doc['git_commit'])}.  ",
              f"Celery {doc['versions']['celery']}, kombu {doc['versions']['kombu']}, "
-             f"redis-server {doc['versions'].get('redis_server', '-')}; worker `-P prefork -c 2`, "
+             f"redis-server {doc['versions'].get('redis_server', '-')}; worker `-P prefork -c N` (column -c), "
              f"prefetch multiplier {doc['settings']['prefetch']}, no-op task, results ignored; "
              f"{doc['settings']['tasks']} tasks per round.", "",
-             "| broker | round | apply_async enqueue (no worker) tasks/s | end-to-end tasks/s | enqueue while the worker runs tasks/s |",
-             "|---|---:|---:|---:|---:|"]
+             "| broker | -c | round | apply_async enqueue (no worker) tasks/s | end-to-end tasks/s "
+             "| enqueue while the worker runs tasks/s | idle worker CPU % (main + pool processes, one core = 100) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in doc["results"]:
-        lines.append(f"| {r['broker']} | {r['round']} | {r['enqueue_per_s']:,.0f} | {r['end_to_end_per_s']:,.0f} "
-                     f"| {r['enqueue_while_running_per_s']:,.0f} |")
+        idle = f"{r['idle_cpu_pct']:.2f}" if "idle_cpu_pct" in r else "-"
+        lines.append(f"| {r['broker']} | {r.get('concurrency', 2)} | {r['round']} | {r['enqueue_per_s']:,.0f} "
+                     f"| {r['end_to_end_per_s']:,.0f} | {r['enqueue_while_running_per_s']:,.0f} | {idle} |")
     lines += ["", "Totals per broker (all tasks / all time):", ""]
     for label, s in doc["summary"].items():
         lines.append(f"- {label}: enqueue {s['enqueue_per_s']:,.0f} tasks/s, end-to-end {s['end_to_end_per_s']:,.0f} tasks/s")
@@ -176,6 +199,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=None, help="rounds per broker (default 2, --quick 1)")
     ap.add_argument("--brokers", default="rocketmq,redis")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--concurrency", default="2", help="worker -c values, comma-separated (default 2)")
+    ap.add_argument("--idle-s", type=float, default=10.0,
+                    help="seconds the idle worker's CPU is measured each round (0: not measured)")
     ap.add_argument("--out-dir", default=str(HERE / "results"))
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -188,7 +214,7 @@ def main() -> int:
     from rocketmq_broker.embedded import start_dev_cluster
 
     started = dt.datetime.now(dt.UTC)
-    load_before, commit_before = os.getloadavg(), _git_head()
+    load_before, commit_before = os.getloadavg(), git_head()
     versions = {"celery": celery.__version__, "kombu": kombu.__version__}
     results = []
     with tempfile.TemporaryDirectory(prefix="celery-bench-") as tmp:
@@ -206,13 +232,15 @@ def main() -> int:
                 brokers["redis"] = (redis_server.url, {})
             for rnd in range(1, rounds + 1):
                 order = list(brokers) if rnd % 2 else list(reversed(brokers))
-                for label in order:
-                    url, options = brokers[label]
-                    rec = one_round(label, url, options, n, workdir)
-                    rec["round"] = rnd
-                    results.append(rec)
-                    print(f"{label:9} round {rnd}: enqueue {rec['enqueue_per_s']:8,.0f}/s  end-to-end "
-                          f"{rec['end_to_end_per_s']:8,.0f}/s", file=sys.stderr, flush=True)
+                for conc in [int(c) for c in args.concurrency.split(",")]:
+                    for label in order:
+                        url, options = brokers[label]
+                        rec = one_round(label, url, options, n, workdir, conc, args.idle_s)
+                        rec["round"] = rnd
+                        results.append(rec)
+                        print(f"{label:9} -c {conc} round {rnd}: enqueue {rec['enqueue_per_s']:8,.0f}/s  end-to-end "
+                              f"{rec['end_to_end_per_s']:8,.0f}/s  idle CPU {rec.get('idle_cpu_pct', -1):.2f} %",
+                              file=sys.stderr, flush=True)
         finally:
             if cluster is not None:
                 cluster.stop()
@@ -227,8 +255,8 @@ def main() -> int:
     doc = {"started_utc": started.isoformat(timespec="seconds"),
            "finished_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
            "command": " ".join([Path(sys.executable).name, *sys.argv]),
-           "git_commit": {"start": commit_before, "end": _git_head()},
-           "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": _cpu_model(),
+           "git_commit": {"start": commit_before, "end": git_head()},
+           "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "processor": cpu_model(),
                        "platform": platform.platform(), "loadavg_before": load_before,
                        "loadavg_after": os.getloadavg()},
            "versions": versions,

@@ -17,7 +17,9 @@ from rocketmq_sdk.protocol.message import MessageQueue
 
 from .consumer import QueueConsumer
 from .naming import Naming
+from .options import resolve
 from .registry import QueueInfo, Registry
+from .waker import Waker
 
 __all__ = ["BrokerClient", "RocketMQConnectionError"]
 
@@ -60,26 +62,26 @@ class BrokerClient:
     """
 
     def __init__(self, namesrv_addrs: list[str], options: dict[str, Any]) -> None:
-        self.options = options
+        self.options = options = resolve(options)
         self.namesrv_addrs = namesrv_addrs
         self.namesrv_addr = ";".join(namesrv_addrs)
-        self.naming = Naming(options.get("topic_prefix", ""), options.get("group_prefix", "kombu_"),
-                             options.get("namespace"), dict(options.get("queue_topics") or {}))
+        self.naming = Naming(options["topic_prefix"], options["group_prefix"],
+                             options["namespace"], dict(options["queue_topics"] or {}))
         self.instance_name = f"kombu-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.commit_interval = int(options.get("commit_interval", 1000))
-        self.queue_nums = int(options.get("queue_nums", 4))
-        self.cluster: str | None = options.get("cluster")
+        self.commit_interval = int(options["commit_interval"])
+        self.queue_nums = int(options["queue_nums"])
+        self.cluster: str | None = options["cluster"]
         self.sdk_kwargs: dict[str, Any] = {}
         for key in ("access_key", "secret_key", "use_tls", "ssl_context"):
             if options.get(key) is not None:
                 self.sdk_kwargs[key] = options[key]
-        self._arrival = threading.Condition()
-        self._arrivals = 0
+        #: readable when a consumed queue buffered messages or an acknowledgement freed prefetch room
+        self.waker = Waker()
         self._lock = threading.RLock()
         self._consumers: dict[str, QueueConsumer] = {}
         self._topics: set[str] = set()
         admin_kwargs = {k: v for k, v in self.sdk_kwargs.items() if k != "use_tls" or v}
-        timeout_ms = float(options.get("connect_timeout_ms", 5000))
+        timeout_ms = float(options["connect_timeout_ms"])
         # one admin client per name server for the KV config; the first name server decides
         # whether the connection works (kombu then fails over to the next URL)
         self._kv_admins = [AdminClient(addr, timeout_ms=timeout_ms, **admin_kwargs) for addr in namesrv_addrs]
@@ -92,11 +94,11 @@ class BrokerClient:
         self.admin = (self._kv_admins[0] if len(namesrv_addrs) == 1
                       else AdminClient(self.namesrv_addr, timeout_ms=timeout_ms, **admin_kwargs))
         self.registry = Registry(self._kv_admins, self._kv_prefix(options),
-                                 float(options.get("binding_cache_ttl", 1.0)))
-        self.producer = Producer(options.get("producer_group", "kombu_producer"), self.namesrv_addr,
+                                 float(options["binding_cache_ttl"]))
+        self.producer = Producer(options["producer_group"], self.namesrv_addr,
                                  instance_name=self.instance_name,
                                  persist_consumer_offset_interval=self.commit_interval,
-                                 send_msg_timeout=int(options.get("send_timeout", 3000)), **self.sdk_kwargs)
+                                 send_msg_timeout=int(options["send_timeout"]), **self.sdk_kwargs)
         try:
             self.producer.start()
         except MQError as exc:
@@ -148,7 +150,7 @@ class BrokerClient:
 
     @property
     def priority_steps(self) -> tuple[int, ...]:
-        return tuple(self.options.get("priority_steps") or DEFAULT_PRIORITY_STEPS)
+        return tuple(self.options["priority_steps"] or DEFAULT_PRIORITY_STEPS)
 
     def priority_step(self, priority: Any) -> int:
         """The step of a kombu priority (the largest step not above it, as kombu's Redis)."""
@@ -162,19 +164,8 @@ class BrokerClient:
     # ------------------------------------------------------------------ consumers
 
     def notify_arrival(self) -> None:
-        with self._arrival:
-            self._arrivals += 1
-            self._arrival.notify_all()
-
-    @property
-    def arrivals(self) -> int:
-        return self._arrivals
-
-    def wait_arrival(self, seen: int, timeout_s: float) -> None:
-        """Wait up to ``timeout_s`` for an arrival after the count ``seen``."""
-        with self._arrival:
-            if self._arrivals == seen:
-                self._arrival.wait(timeout_s)
+        """Wake the connection's consumer loop (messages buffered, prefetch room freed)."""
+        self.waker.set()
 
     def consumer(self, queue: str) -> QueueConsumer:
         """The queue's consumer, started on first use. One consumer per queue and process:
@@ -210,13 +201,13 @@ class BrokerClient:
             topics[topic] = 0
         opts = self.options
         return QueueConsumer(queue, self.naming.group(queue), topics, self.notify_arrival,
-                             buffer_limit=int(opts.get("buffer_limit", 64)),
+                             buffer_limit=int(opts["buffer_limit"]),
                              namesrv_addr=self.namesrv_addr, instance_name=self.instance_name,
                              consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-                             pull_batch_size=int(opts.get("pull_batch_size", 32)),
-                             pull_threshold_for_queue=int(opts.get("pull_threshold_for_queue", 256)),
-                             pull_threshold_for_all=int(opts.get("pull_threshold_for_all", 1024)),
-                             suspend_timeout=int(opts.get("long_poll_ms", 15000)),
+                             pull_batch_size=int(opts["pull_batch_size"]),
+                             pull_threshold_for_queue=int(opts["pull_threshold_for_queue"]),
+                             pull_threshold_for_all=int(opts["pull_threshold_for_all"]),
+                             suspend_timeout=int(opts["long_poll_ms"]),
                              **self.sdk_kwargs)
 
     def running_consumer(self, queue: str) -> QueueConsumer | None:
@@ -299,5 +290,5 @@ class BrokerClient:
             self.producer.shutdown()
         finally:
             self._close_admins()
-        with self._arrival:
-            self._arrival.notify_all()
+            self.waker.set()
+            self.waker.close()

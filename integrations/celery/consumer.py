@@ -30,6 +30,9 @@ __all__ = ["QueueConsumer"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.celery")
 
+#: longest wait of one ``LitePullConsumer.poll`` of the buffering thread, ms
+_POLL_WAIT_MS = 30_000
+
 
 class QueueConsumer:
     """Consumer of one kombu queue in one connection.
@@ -96,7 +99,9 @@ class QueueConsumer:
                     self._lock.wait(0.2)
                     continue
             try:
-                msgs = self.lite.poll(200)
+                # blocks until the SDK's pull tasks buffer a batch (shutdown wakes it): no
+                # periodic wake-ups while the queue is idle
+                msgs = self.lite.poll(_POLL_WAIT_MS)
             except ClientStateError:
                 return
             except Exception:  # noqa: BLE001 - keep the thread alive, the SDK retries

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from rocketmq_sdk.exceptions import IllegalArgumentError
+from rocketmq_sdk.protocol.codes import is_sys_topic
 
 __all__ = ["Naming", "escape"]
 
@@ -84,11 +85,24 @@ class Naming:
         return _fit(name, max_length)
 
     def queue_topic(self, queue: str, step: int = 0) -> str:
-        """The topic holding ``queue``'s messages of priority step ``step`` (0: the base topic)."""
+        """The topic holding ``queue``'s messages of priority step ``step`` (0: the base topic).
+
+        Raises:
+            IllegalArgumentError: the queue maps to a RocketMQ system topic (``TBW102``,
+                ``SCHEDULE_TOPIC_XXXX``, ``rmq_sys_*``...: a queue named so without a
+                ``topic_prefix``), whose messages the broker uses itself.
+        """
         base = self.queue_topics.get(queue) or self.topic_prefix + escape(queue)
+        self._check_not_system(queue, base)
         suffix = f"-P{step}" if step else ""
         return self._ns(_fit(base, TOPIC_MAX_LENGTH - len(suffix) - (len(self.namespace) + 1 if self.namespace
                                                                         else 0)) + suffix, TOPIC_MAX_LENGTH)
+
+    def _check_not_system(self, name: str, topic: str) -> None:
+        if not self.namespace and is_sys_topic(topic):
+            raise IllegalArgumentError(
+                f"kombu queue {name!r} maps to the RocketMQ system topic {topic!r}: rename the queue, or set "
+                f"the topic_prefix or queue_topics transport option")
 
     def fanout_topic(self, exchange: str) -> str:
         """The topic of fanout exchange ``exchange`` (every bound queue's group reads it)."""

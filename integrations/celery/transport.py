@@ -44,11 +44,20 @@ from rocketmq_sdk.protocol.message import MessageQueue
 
 from .client import DEFAULT_PORT, EXPIRES_PROPERTY, BrokerClient, RocketMQConnectionError, now_ms
 from .consumer import QueueConsumer
+from .options import OPTIONS
 from .registry import QueueInfo
 
 __all__ = ["Channel", "QoS", "Transport"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.celery")
+
+
+def _worker_expires(payload: dict) -> bool:
+    """Whether the message is a Celery task carrying its own ``expires`` (task protocol 2
+    header): the worker must see it past its expiry to record the task REVOKED in the result
+    backend, so its TTL does not drop it here."""
+    headers = payload.get("headers")
+    return isinstance(headers, dict) and bool(headers.get("expires")) and "task" in headers
 
 
 class QoS(virtual.QoS):
@@ -58,6 +67,8 @@ class QoS(virtual.QoS):
     def ack(self, delivery_tag: str) -> None:
         self.channel._settle(delivery_tag)
         super().ack(delivery_tag)
+        # prefetch room: buffered messages may be delivered now, not at the next arrival
+        self.channel.wake()
 
     def reject(self, delivery_tag: str, requeue: bool = False) -> None:
         if requeue:
@@ -66,6 +77,7 @@ class QoS(virtual.QoS):
             self.channel._dead_letter(delivery_tag)
         self.channel._settle(delivery_tag)
         self._quick_ack(delivery_tag)
+        self.channel.wake()
 
 
 class Channel(virtual.Channel):
@@ -78,7 +90,8 @@ class Channel(virtual.Channel):
     min_priority = 0
     max_priority = 9
 
-    from_transport_options = virtual.Channel.from_transport_options + ("catch_up_timeout", "dead_letter_rejected")
+    #: every option of options.OPTIONS (kombu sets the given ones on the channel)
+    from_transport_options = virtual.Channel.from_transport_options + tuple(OPTIONS)
     catch_up_timeout = 1.0
     #: reject(requeue=False) publishes the message to ``%DLQ%<group>`` before settling it
     dead_letter_rejected = False
@@ -95,6 +108,12 @@ class Channel(virtual.Channel):
     @property
     def client(self) -> BrokerClient:
         return self.connection.broker_client
+
+    def wake(self) -> None:
+        """Wake the connection's consumer loop (an acknowledgement freed prefetch room)."""
+        bc = self.connection.broker_client
+        if bc is not None:
+            bc.notify_arrival()
 
     # ------------------------------------------------------------------ declarations
 
@@ -159,9 +178,27 @@ class Channel(virtual.Channel):
         found = kind.lookup(registry.table(exchange), exchange, routing_key, None)
         if not found:
             found = kind.lookup(registry.table(exchange, refresh=True), exchange, routing_key, None)
+        if not found:
+            found = self._bind_again(exchange, routing_key)
         if not found and (default or self.deadletter_queue):
             return super()._lookup(exchange, routing_key, default)
         return sorted(found)
+
+    def _bind_again(self, exchange: str, routing_key: str) -> list[str]:
+        """The queues this process bound to ``exchange`` that take ``routing_key`` when the
+        shared table has none of them (a restarted reference name server keeps no KV config):
+        they are bound again on the name servers, so the message is routed instead of dropped."""
+        kind = self.typeof(exchange)
+        table = [kind.prepare_bind(queue, ex, rk, args)
+                 for (queue, ex, rk), args in list(self.state.bindings.items()) if ex == exchange]
+        found = kind.lookup(table, exchange, routing_key, None)
+        if found:
+            log.warning("bindings of exchange %s missing on the name servers (restarted?): binding %s again",
+                        exchange, ", ".join(sorted(found)))
+            for rk, pattern, queue in table:
+                if queue in found:
+                    self.client.registry.bind(exchange, rk, pattern, queue)
+        return found
 
     def _delete(self, queue: str, *args: Any, **kwargs: Any) -> None:
         """Delete ``queue``: its bindings (every exchange), its messages (the group moves to the
@@ -271,16 +308,14 @@ class Channel(virtual.Channel):
             if item is None:
                 raise Empty()
             mq, m = item
-            expires = m.properties.get(EXPIRES_PROPERTY)
-            if expires and int(expires) <= now_ms():
-                qc.settle(mq, m.queue_offset)
-                continue
             try:
                 payload = json.loads(m.body)
                 payload["properties"]["delivery_tag"]
             except (ValueError, TypeError, KeyError):
-                log.error("dropping a message of %s that is not a kombu message (%s offset %d)",
-                          queue, mq, m.queue_offset)
+                self._reject_foreign(queue, qc, mq, m)
+                continue
+            expires = m.properties.get(EXPIRES_PROPERTY)
+            if expires and int(expires) <= now_ms() and not _worker_expires(payload):
                 qc.settle(mq, m.queue_offset)
                 continue
             tag = uuid.uuid4().hex
@@ -294,6 +329,20 @@ class Channel(virtual.Channel):
                 with self._deliveries_lock:
                     self._deliveries[tag] = (qc, mq, m.queue_offset, queue, payload, m.msg_id)
             return payload
+
+    def _reject_foreign(self, queue: str, qc: QueueConsumer, mq: MessageQueue, m: Any) -> None:
+        """A message that is not a kombu message (another producer wrote it to the queue's
+        topic): published as stored to ``%DLQ%<group>`` (as RocketMQ dead-letters), then
+        settled, with one WARNING; if the publish fails it stays unsettled (redelivered)."""
+        log.warning("message %s of queue %s (%s offset %d) is not a kombu message: moved to %s",
+                    m.msg_id, queue, mq, m.queue_offset, self.client.naming.dlq_topic(queue))
+        try:
+            self.client.send(self.client.naming.dlq_topic(queue), m.body, keys=m.keys or None, queue_nums=1,
+                             system_properties={"ORIGIN_MESSAGE_ID": m.msg_id or "", "RETRY_TOPIC": mq.topic})
+        except MQError as exc:
+            log.warning("dead-lettering message %s of queue %s failed: %s", m.msg_id, queue, exc)
+            return
+        qc.settle(mq, m.queue_offset)
 
     def deliver_ready(self, deliver: Any) -> int:
         """Deliver every buffered message of the consumed queues that prefetch allows; the
@@ -478,7 +527,7 @@ class Transport(virtual.Transport):
     polling_interval = 1.0
 
     implements = virtual.Transport.implements.extend(
-        asynchronous=False,
+        asynchronous=True,
         exchange_type=frozenset(["direct", "topic", "fanout"]),
         heartbeats=False,
     )
@@ -492,6 +541,8 @@ class Transport(virtual.Transport):
         self.broker_client: BrokerClient | None = None
         self.auto_delete_queues: set[str] = set()
         self._next_expiry_check = 0.0
+        # the kombu hub this transport is registered with: (hub, watched fd, expiry timer)
+        self._hub: tuple[Any, int, Any] | None = None
 
     def driver_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -534,7 +585,43 @@ class Transport(virtual.Transport):
             self.broker_client = BrokerClient(self._namesrv_addrs(), self._options())
         return super().establish_connection()
 
+    def register_with_event_loop(self, connection: Any, loop: Any) -> None:
+        """Join a kombu hub (Celery's worker event loop, ``implements.asynchronous``): the hub
+        watches the connection's wake-up descriptor (:class:`~.waker.Waker`, made readable by
+        the SDK's pull threads when messages are buffered and by acknowledgements that free
+        prefetch room) and delivers on readability, as kombu's Redis transport watches its
+        sockets; no polling while idle. The queue-expiry check runs on the hub's timer."""
+        bc = self.broker_client
+        if bc is None:
+            raise RocketMQConnectionError("connection is closed")
+        self._unregister_from_event_loop()
+        fd = bc.waker.fileno()
+        loop.add_reader(fd, self.on_readable, connection)
+        interval = self._expiry_check_interval()
+        timer = loop.call_repeatedly(interval, self._maybe_expire_queues) if interval > 0 else None
+        self._hub = (loop, fd, timer)
+        # messages buffered before the registration
+        bc.waker.set()
+
+    def on_readable(self, connection: Any) -> None:
+        """The hub's callback: deliver every buffered message that prefetch allows."""
+        bc = self.broker_client
+        if bc is None:
+            return
+        bc.waker.clear()
+        self._deliver_ready()
+
+    def _unregister_from_event_loop(self) -> None:
+        if self._hub is None:
+            return
+        loop, fd, timer = self._hub
+        self._hub = None
+        loop.remove_reader(fd)
+        if timer is not None:
+            timer.cancel()
+
     def close_connection(self, connection: Any) -> None:
+        self._unregister_from_event_loop()
         try:
             super().close_connection(connection)
         finally:
@@ -555,12 +642,9 @@ class Transport(virtual.Transport):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self._maybe_expire_queues()
-            seen = bc.arrivals
-            delivered = 0
-            for channel in list(self.channels):
-                if not channel.closed:
-                    delivered += channel.deliver_ready(self._deliver)
-            if delivered:
+            # clear first, then look: a wake-up after the clear is never lost
+            bc.waker.clear()
+            if self._deliver_ready():
                 return
             if self.broker_client is None:
                 raise RocketMQConnectionError("connection is closed")
@@ -570,10 +654,22 @@ class Transport(virtual.Transport):
                 if remaining <= 0:
                     raise TimeoutError()
                 wait = min(wait, remaining)
-            bc.wait_arrival(seen, wait)
+            bc.waker.wait(wait)
+
+    def _deliver_ready(self) -> int:
+        """Deliver every buffered message that prefetch allows, on every open channel."""
+        delivered = 0
+        for channel in list(self.channels):
+            if not channel.closed:
+                delivered += channel.deliver_ready(self._deliver)
+        return delivered
+
+    def _expiry_check_interval(self) -> float:
+        bc = self.broker_client
+        return float(bc.options["expiry_check_interval"] if bc is not None else OPTIONS["expiry_check_interval"])
 
     def _maybe_expire_queues(self) -> None:
-        interval = float((self.client.transport_options or {}).get("expiry_check_interval", 5.0))
+        interval = self._expiry_check_interval()
         now = time.monotonic()
         if interval <= 0 or now < self._next_expiry_check:
             return

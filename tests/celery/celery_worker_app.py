@@ -23,6 +23,10 @@ def make_app(broker: str, backend: str, marks: str, transport_options: dict | No
         worker_hijack_root_logger=False,
         result_extended=True,
     )
+    beat_every = os.environ.get("CELERY_TEST_BEAT_EVERY")
+    if beat_every:   # celery beat: worker_app.add(1, 2) every that many seconds
+        app.conf.beat_schedule = {"add-every": {"task": "worker_app.add", "schedule": float(beat_every),
+                                                "args": (1, 2)}}
     if not define_tasks:   # the test process only sends by name
         return app
     marks_dir = Path(marks)

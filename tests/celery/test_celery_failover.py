@@ -29,10 +29,7 @@ class Servers:
 
     def __init__(self, root) -> None:
         self.root = root
-        self.namesrv = subprocess.Popen([sys.executable, "-c",
-                                         "from rocketmq_broker.cli import namesrv_main; namesrv_main()", "-p", "0"],
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.namesrv_addr = read_announcements(self.namesrv, 30)["NAMESRV"]
+        self.namesrv_addr = self._start_namesrv("0")
         self.broker_port = free_broker_port()
         conf = root / "broker.conf"
         conf.write_text(f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\n"
@@ -42,6 +39,19 @@ class Servers:
         self.conf = conf
         self.broker: subprocess.Popen | None = None
         self.start_broker()
+
+    def _start_namesrv(self, port: str) -> str:
+        self.namesrv = subprocess.Popen([sys.executable, "-c",
+                                         "from rocketmq_broker.cli import namesrv_main; namesrv_main()", "-p", port],
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        return read_announcements(self.namesrv, 30)["NAMESRV"]
+
+    def restart_namesrv(self) -> None:
+        """Stop the name server and start a new one on the same port (no state: the reference
+        name server keeps routes and KV config in memory)."""
+        self.namesrv.terminate()
+        self.namesrv.wait(20)
+        assert self._start_namesrv(self.namesrv_addr.rsplit(":", 1)[1]) == self.namesrv_addr
 
     def start_broker(self) -> None:
         self.broker = subprocess.Popen([sys.executable, "-c",
@@ -102,17 +112,25 @@ def test_sigkill_of_acks_late_worker_runs_the_task_again(setup):
     assert str(pid) in started(marks, "killed") and str(pid) != str(first.proc.pid)
 
 
-def test_broker_restart_under_a_running_worker(setup, servers):
+@pytest.mark.parametrize("server", ["broker", "namesrv"])
+def test_restart_under_a_running_worker(setup, servers, server):
+    """The broker restarts (same port and store), or the name server goes away and a new, empty
+    one comes up on its port, while an acks_late task runs: the task finishes once, new tasks
+    run, and the queue's group commits everything."""
     app, env, marks = setup
+    key = f"restart-{server}"
     add, hold = RemoteTask(app, "add"), RemoteTask(app, "hold")
     with running_worker(env, marks, "-P", "threads", "-c", "2") as worker:
         wait_ready(app, worker)
         assert add.delay(1, 2).get(timeout=30) == 3
-        running = hold.delay("restart")
-        wait_until(lambda: started(marks, "restart"), 30, "the acks_late task to start")
-        servers.stop_broker()
-        servers.start_broker()
-        (marks / "restart.release").touch()
+        running = hold.delay(key)
+        wait_until(lambda: started(marks, key), 30, "the acks_late task to start")
+        if server == "broker":
+            servers.stop_broker()
+            servers.start_broker()
+        else:
+            servers.restart_namesrv()
+        (marks / f"{key}.release").touch()
         assert running.get(timeout=90) == worker.proc.pid
         assert add.delay(20, 22).get(timeout=90) == 42
         # the acked-late task was acknowledged after the restart: the queue's group has
@@ -120,4 +138,4 @@ def test_broker_restart_under_a_running_worker(setup, servers):
         with app.connection_for_write() as conn:
             channel = conn.default_channel
             wait_until(lambda: channel._size("late") == 0, 30, "the group to commit every offset of 'late'")
-        assert started(marks, "restart") == [str(worker.proc.pid)]
+        assert started(marks, key) == [str(worker.proc.pid)]

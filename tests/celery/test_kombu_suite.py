@@ -36,3 +36,8 @@ class TestRocketMQTimeToLive(common.BaseTimeToLive):
 class TestRocketMQPriority(common.BasePriority):
     # as kombu's Redis transport: priority steps, the lower number served first
     PRIORITY_ORDER = "desc"
+
+
+class TestRocketMQEventLoop(common.BaseEventLoop):
+    # the transport joins kombu's hub (implements.asynchronous): acks from the hub's callbacks
+    pass

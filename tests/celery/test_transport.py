@@ -8,6 +8,7 @@ import base64
 import json
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -360,3 +361,103 @@ def test_expiry_is_the_smallest_of_message_and_queue_ttl():
     assert before + 500 <= at <= int(time.time() * 1000) + 500
     at = Channel._expires_at({"expiration": "100"}, QueueInfo(message_ttl=500))
     assert before + 100 <= at <= int(time.time() * 1000) + 100
+
+
+def test_a_message_that_is_not_a_kombu_message_goes_to_the_dlq_with_one_warning(conn, rocketmq_cluster, caplog):
+    q = kombu.Queue("foreign")
+    publish(conn, q, ["before"])
+    bc = conn.transport.broker_client
+    from rocketmq_sdk import Message
+    bc.producer.send(Message(bc.naming.queue_topic("foreign"), b"not json {", keys="k1"))
+    publish(conn, q, ["after"])
+    with caplog.at_level("WARNING", logger="rocketmq_sdk.integrations.celery"):
+        got = consume(conn, q, 2)
+    assert [m.payload for m in got] == ["before", "after"]
+    for m in got:
+        m.ack()
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "not a kombu message" in warnings[0].getMessage()
+    (dead,) = read_topic(rocketmq_cluster.namesrv_addr, bc.naming.dlq_topic("foreign"), 1)
+    assert dead.body == b"not json {" and dead.keys == ["k1"]
+    assert dead.properties["RETRY_TOPIC"] == bc.naming.queue_topic("foreign")
+    assert committed(conn, "foreign") == 3
+
+
+@pytest.mark.parametrize("name", ["TBW102", "SCHEDULE_TOPIC_XXXX", "rmq_sys_trace"])
+def test_a_queue_mapping_to_a_system_topic_is_refused_at_declaration(rocketmq_cluster, name):
+    conn = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}")     # no topic prefix
+    with conn:
+        with pytest.raises(IllegalArgumentError, match="system topic"):
+            kombu.Queue(name)(conn.default_channel).declare()
+        with pytest.raises(IllegalArgumentError, match="system topic"):
+            kombu.Producer(conn.default_channel).publish("x", routing_key=name)
+    assert Naming(topic_prefix="app_").queue_topic(name) == "app_" + name
+
+
+def test_ack_freeing_prefetch_room_wakes_a_waiting_drain(rocketmq_cluster):
+    """An acknowledgement that frees prefetch room wakes a waiting ``drain_events`` at once: a
+    polling slice far longer than the drain timeout, so only the wake-up delivers in time."""
+    with kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}",
+                          transport_options=isolated_options(queue_nums=1, polling_interval=60.0)) as conn:
+        _ack_wakes_drain(conn)
+
+
+def _ack_wakes_drain(conn) -> None:
+    q = kombu.Queue("wake")
+    producer = kombu.Producer(conn.default_channel)
+    for body in (1, 2):
+        producer.publish(body, routing_key=q.name, declare=[q], serializer="json")
+    got = []
+    with kombu.Consumer(conn, [q], callbacks=[lambda body, msg: got.append(msg)], prefetch_count=1):
+        conn.drain_events(timeout=10)
+        assert [m.payload for m in got] == [1]
+        transport = conn.transport
+        waiting = threading.Event()
+        real_wait = transport.broker_client.waker.wait
+
+        def wait(timeout_s):
+            waiting.set()           # the drain below is blocked with message 2 buffered
+            return real_wait(timeout_s)
+
+        transport.broker_client.waker.wait = wait
+        acker = threading.Thread(target=lambda: waiting.wait(10) and got[0].ack())
+        acker.start()
+        began = time.monotonic()
+        conn.drain_events(timeout=10)
+        acker.join(10)
+        assert [m.payload for m in got] == [1, 2]
+        assert time.monotonic() - began < 5, "the ack did not wake drain_events"
+
+
+def test_celery_task_past_its_expires_reaches_the_worker_plain_ttl_message_does_not(conn):
+    """A task sent with ``expires`` also gets that TTL (Celery sets ``expiration``); dropping it
+    here would leave its result PENDING forever (issue 26's hanging ``test_expired``): the
+    worker must see it to record REVOKED. A kombu message without Celery's header is dropped."""
+    q = kombu.Queue("expired")
+    producer = kombu.Producer(conn.default_channel)
+    producer.publish("plain", routing_key=q.name, declare=[q], serializer="json", expiration=0.001)
+    producer.publish("task", routing_key=q.name, declare=[q], serializer="json", expiration=0.001,
+                     headers={"task": "t.add", "id": "1", "expires": "2000-01-01T00:00:00+00:00"})
+    producer.publish("live", routing_key=q.name, declare=[q], serializer="json")
+    got = []
+    with kombu.Consumer(conn, [q], callbacks=[lambda body, msg: (got.append(body), msg.ack())]):
+        while len(got) < 2:
+            conn.drain_events(timeout=10)
+    assert got == ["task", "live"]
+
+
+def test_a_binding_lost_on_the_name_servers_is_bound_again_by_its_declaring_process(conn):
+    """A restarted reference name server keeps no KV config: the exchange's shared binding
+    table is empty, and a publish routed through it would be dropped (kombu: "no queues bound").
+    The process that declared the binding binds it again and the message is delivered."""
+    q = kombu.Queue("healed", kombu.Exchange("healx", "direct"), routing_key="rk")
+    publish_to = kombu.Producer(conn.default_channel, exchange=q.exchange)
+    publish_to.publish("before", routing_key="rk", declare=[q], serializer="json")
+    registry = conn.transport.broker_client.registry
+    (binding,) = registry.table("healx", refresh=True)
+    registry.unbind("healx", *binding)                       # what a name server restart loses
+    assert registry.table("healx", refresh=True) == []
+    publish_to.publish("after", routing_key="rk", serializer="json")
+    got = consume(conn, q, 2)
+    assert [m.payload for m in got] == ["before", "after"]
+    assert registry.table("healx", refresh=True) == [binding]

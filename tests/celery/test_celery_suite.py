@@ -1,0 +1,41 @@
+"""Celery's own integration suite (``t/integration`` of the installed celery's sdist, see
+celery_suite.py) against ``rocketmq://`` on a broker of its own, with a private redis-server as
+the result backend: a fixed subset here (revocation, expiry, retry, inspect, canvas: the parts
+that depend on the broker's delivery and broadcast timing); the whole suite, side by side with
+Redis as the broker, is ``make celery-suite``."""
+
+from __future__ import annotations
+
+import pytest
+from celery_suite import outcomes, redis_server, redis_server_path, run_suite, suite_dir
+from rocketmq_broker.embedded import start_dev_cluster
+
+SUBSET = [
+    "t/integration/test_tasks.py::test_tasks::test_expired",
+    "t/integration/test_tasks.py::test_tasks::test_revoked",
+    "t/integration/test_tasks.py::test_tasks::test_revoked_by_headers_simple_canvas",
+    "t/integration/test_tasks.py::test_tasks::test_revoke_by_stamped_headers_no_match",
+    "t/integration/test_tasks.py::test_tasks::test_wrong_arguments",
+    "t/integration/test_tasks.py::test_tasks::test_retry",
+    "t/integration/test_tasks.py::test_tasks::test_retry_switches_from_kwargs_to_args",
+    "t/integration/test_inspect.py",
+    "t/integration/test_canvas.py::test_chain::test_simple_chain",
+    "t/integration/test_canvas.py::test_group::test_parent_ids",
+    "t/integration/test_canvas.py::test_chord::test_group_chain",
+]
+
+
+def test_celery_integration_suite_subset(tmp_path):
+    if redis_server_path() is None:
+        pytest.skip("redis-server is not installed (make test installs it when root with apt-get)")
+    try:
+        suite_dir()
+    except RuntimeError as exc:  # no package index reachable
+        pytest.skip(f"Celery's integration suite is not available: {exc}")
+    junit = tmp_path / "suite.xml"
+    with redis_server() as port, start_dev_cluster() as cluster:
+        proc = run_suite(f"rocketmq://{cluster.namesrv_addr}", port, SUBSET, junit, timeout_s=900)
+    results = outcomes(junit)
+    assert len(results) >= len(SUBSET), proc.stdout[-3000:]
+    bad = {name: outcome for name, outcome in results.items() if outcome != "passed"}
+    assert not bad, f"{bad}\n{proc.stdout[-6000:]}"
