@@ -10,12 +10,13 @@ imports ``push_consumer.py``, and a test can build a context without a consumer.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ..exceptions import MQBrokerError
 from ..protocol.bodies import MessageModel
 from ..protocol.message import MessageExt, MessageQueue
+from .stats import ConsumerStats
 
 if TYPE_CHECKING:
     from ..client.instance import MQClientInstance
@@ -49,6 +50,8 @@ class ConsumeContext:
         msg_trace: the message trace dispatcher (``enable_msg_trace``), else None.
         is_running: True while the consumer is started.
         is_suspended: True between ``suspend()`` and ``resume()``.
+        stats: per-topic pull/consume statistics (Java ``ConsumerStatsManager``), the
+            ``statusTable`` of the running info.
     """
 
     group: str
@@ -60,6 +63,7 @@ class ConsumeContext:
     msg_trace: TraceDispatcher | None
     is_running: Callable[[], bool]
     is_suspended: Callable[[], bool]
+    stats: ConsumerStats = field(default_factory=ConsumerStats)
 
     @property
     def client_id(self) -> str:

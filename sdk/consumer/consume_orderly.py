@@ -162,7 +162,11 @@ class ConsumeMessageOrderlyService:
             with pq.consume_lock:
                 if pq.dropped:
                     return None
+                t0 = time.perf_counter()
                 status = self._call_listener(msgs, ctx, mq)
+                # Java: SUCCESS counts the batch OK, SUSPEND_CURRENT_QUEUE_A_MOMENT failed
+                ok = len(msgs) if status is _SUCCESS else 0
+                self.ctx.stats.topic(mq.topic).record_consume((time.perf_counter() - t0) * 1000.0, ok, len(msgs) - ok)
                 if status is _SUSPEND and self._check_reconsume_times(msgs, mq):
                     pq.make_messages_to_consume_again(msgs)
                     ms = ctx.suspend_current_queue_time_millis

@@ -146,11 +146,15 @@ class ConsumeMessageConcurrentlyService:
             log.warning("listener of group %s raised on %d messages of %s; they will be redelivered",
                         ctx.group, len(msgs), mq, exc_info=True)
             status = _LATER
+        took = time.perf_counter() - t0
         # moving average of the listener's duration (unlocked: a lost update is harmless)
-        self._listener_avg_s = 0.9 * self._listener_avg_s + 0.1 * (time.perf_counter() - t0)
+        self._listener_avg_s = 0.9 * self._listener_avg_s + 0.1 * took
         if status is not _SUCCESS and status is not _LATER:
             log.warning("listener of group %s returned %r; treating it as RECONSUME_LATER", ctx.group, status)
             status = _LATER
+        # Java processConsumeResult: OK = acknowledged (ack_index + 1), the rest failed
+        ok = min(max(cctx.ack_index + 1, 0), len(msgs)) if status is _SUCCESS else 0
+        ctx.stats.topic(mq.topic).record_consume(took * 1000.0, ok, len(msgs) - ok)
         if pq.dropped:
             log.info("%s was dropped while consuming; results of %d messages discarded", mq, len(msgs))
             return None

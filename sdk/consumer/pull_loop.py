@@ -81,7 +81,7 @@ async def pull_loop(ctx: ConsumeContext, rebalancer: Rebalancer, service: Consum
             sys_flag=PullSysFlag.build(commit_offset > 0 and ctx.clustering, True, post_sub),
             commit_offset=max(commit_offset, 0), suspend_timeout_ms=cfg.suspend_timeout,
             post_subscription=post_sub)
-        pq.last_pull_timestamp = time.monotonic()
+        pq.last_pull_timestamp = began = time.monotonic()
         # to the suggested broker (slave reads, docs/protocol.md §8.7), no commit bit on a slave
         result = await puller.pull(header, lambda: pq.dropped or not ctx.running)
         if result is None or pq.dropped:
@@ -90,6 +90,7 @@ async def pull_loop(ctx: ConsumeContext, rebalancer: Rebalancer, service: Consum
         if status is PullStatus.FOUND:
             next_offset = result.next_begin_offset
             msgs = process_pull_result(result, mq, sub)
+            ctx.stats.topic(mq.topic).record_pull((time.monotonic() - began) * 1000.0, len(msgs))
             if msgs:
                 record_receive_span(msgs, mq.topic, ctx.group, inst.client_id)
                 pq.put_messages(msgs)

@@ -50,6 +50,7 @@ from .queue_lock import QueueLocker
 from .rebalance import Rebalancer
 from .running_info import build_running_info
 from .selector import MessageSelector, resolve_selector
+from .stats import ConsumerStats
 
 __all__ = ["PushConsumer"]
 
@@ -107,6 +108,7 @@ class PushConsumer(ConsumerBase):
         self._consume_service: ConsumeMessageConcurrentlyService | ConsumeMessageOrderlyService | None = None
         #: what the pull loops and the consume service see of this consumer (built at start)
         self._context: ConsumeContext | None = None
+        self._stats = ConsumerStats()  # Java ConsumerStatsManager: the running info's statusTable
         self._queue_locker: QueueLocker | None = None
         self._async_runner = AsyncListenerRunner(f"rocketmq-listener-{group}",
                                                  event_loop=self.config.event_loop)
@@ -276,7 +278,7 @@ class PushConsumer(ConsumerBase):
         ctx = self._context = ConsumeContext(
             group=self.group, config=self.config, instance=inst, offset_store=self.offset_store,
             retry_topic=self.retry_topic, orderly=self.orderly, msg_trace=self.msg_trace,
-            is_running=lambda: self.running, is_suspended=lambda: self._suspended)
+            is_running=lambda: self.running, is_suspended=lambda: self._suspended, stats=self._stats)
         if self.orderly:
             self._consume_service = ConsumeMessageOrderlyService(
                 ctx, cast(MessageListenerOrderly, listener), self._queue_locker)
@@ -420,10 +422,11 @@ class PushConsumer(ConsumerBase):
         self._rebalancer.topic_queues[topic] = mqs
 
     def consumer_running_info(self) -> ConsumerRunningInfo:
-        """GET_CONSUMER_RUNNING_INFO answer (settings, subscriptions, owned queues)."""
+        """GET_CONSUMER_RUNNING_INFO answer (settings, subscriptions, owned queues, per-topic
+        pull/consume statistics as ``statusTable``)."""
         return build_running_info(self.config, orderly=self.orderly, start_timestamp_ms=self.start_timestamp_ms,
                                   subscriptions=list(self._rebalancer.subscriptions.values()),
-                                  queues=self.process_queues(), offset_store=self._offset_store)
+                                  queues=self.process_queues(), offset_store=self._offset_store, stats=self._stats)
 
     async def do_rebalance(self) -> None:
         if self.pop is not None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..config import ConsumerConfig
     from .offset_store import OffsetStore
     from .process_queue import ProcessQueue
+    from .stats import ConsumerStats
 
 __all__ = ["build_running_info"]
 
@@ -25,10 +26,12 @@ _NOT_SHOWN = frozenset({"rpc_hooks", "secret_key", "security_token", "ssl_contex
 
 def build_running_info(cfg: ConsumerConfig, *, orderly: bool, start_timestamp_ms: int,
                        subscriptions: Sequence[SubscriptionData], queues: Mapping[MessageQueue, ProcessQueue],
-                       offset_store: OffsetStore | None) -> ConsumerRunningInfo:
-    """Settings (Java property names; never credentials), ``subscriptions`` and the state of
+                       offset_store: OffsetStore | None, stats: ConsumerStats | None = None) -> ConsumerRunningInfo:
+    """Settings (Java property names; never credentials), ``subscriptions``, the state of
     every owned queue in ``queues`` (committed offsets from ``offset_store``, None before
-    start). ``start_timestamp_ms``: when the consumer started, epoch ms (0: not yet)."""
+    start) and the per-topic ``statusTable`` of ``stats`` (Java ``ConsumeStatus``: RT in ms,
+    TPS per second over the last minute, failed messages of the last hour; empty if None).
+    ``start_timestamp_ms``: when the consumer started, epoch ms (0: not yet)."""
     props = {}
     for f in dataclasses.fields(cfg):
         if f.name in _NOT_SHOWN:
@@ -57,5 +60,5 @@ def build_running_info(cfg: ConsumerConfig, *, orderly: bool, start_timestamp_ms
             "lastConsumeTimestamp": wall(pq.last_consume_timestamp), "lastLockTimestamp": wall(pq.last_lock_timestamp) if pq.locked else 0,
             "lastPullTimestamp": wall(pq.last_pull_timestamp), "locked": pq.locked, "transactionMsgCount": 0,
             "transactionMsgMaxOffset": 0, "transactionMsgMinOffset": 0, "tryUnlockTimes": 0}
-    return ConsumerRunningInfo(mq_table=table, properties=props,
-                               subscription_set=list(subscriptions))
+    return ConsumerRunningInfo(mq_table=table, properties=props, subscription_set=list(subscriptions),
+                               status_table=stats.status_table() if stats is not None else {})
