@@ -315,6 +315,40 @@ class OperatorTests(TestCase):
             c1.shutdown()
             Producer_.shutdown()
 
+    def test_client_page_shows_consume_statistics_of_our_consumer(self) -> None:
+        """Our SDK consumer's statusTable (Java ConsumerStatsManager): 3 messages consumed, 2 failed
+        (RECONSUME_LATER) in the last minute show as 3/60 OK TPS and 2 failed messages."""
+        topic = "ConsoleStats"
+        with AdminClient(CLUSTER.namesrv_addr) as adm:
+            adm.create_topic(topic, cluster="DefaultCluster", read_queue_nums=1, write_queue_nums=1)
+        first: list[bytes] = []
+
+        def listener(msgs, ctx):
+            first.extend(m.body for m in msgs if not m.reconsume_times)
+            if any(m.body.startswith(b"fail") for m in msgs):
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        c = consumer("views_stats_cg", listener, topic=topic)
+        try:
+            with Producer("views_stats_pg", CLUSTER.namesrv_addr) as prod:
+                for body in (b"ok-0", b"fail-1", b"ok-2", b"fail-3", b"ok-4"):
+                    prod.send(Message(topic, body))
+            wait_until(lambda: len(first) >= 5, 20, "5 first deliveries")
+            client_id = c.instance.client_id
+            page = wait_until(lambda: (p := self.client.get(url("group_client", "views_stats_cg", client_id)))
+                              and dict(p.context["status"]).get(topic, [0] * 6)[5] == 2 and p, 20, "the stats")
+        finally:
+            c.shutdown()
+        row = dict(zip(page.context["status_columns"], dict(page.context["status"])[topic], strict=True))
+        self.assertAlmostEqual(row["consumeOKTPS"] * 60, 3)
+        self.assertAlmostEqual(row["consumeFailedTPS"] * 60, 2)
+        self.assertAlmostEqual(row["pullTPS"] * 60, 5)
+        self.assertGreater(row["pullRT"], 0)
+        self.assertContains(page, f'<tr><td>{topic}</td><td class="num">{row["pullRT"]}</td>', html=False)
+        self.assertContains(page, '<td class="num">0.05</td><td class="num">0.03333333333333333</td>'
+                                  '<td class="num">2</td></tr>', html=False)
+
     def test_reset_offset_of_a_group_whose_consumers_are_stopped(self) -> None:
         listener = Counting()
         c = consumer("offline_view_cg", listener)

@@ -13,6 +13,7 @@ from rocketmq_sdk.consumer.consume_service import ConsumeMessageConcurrentlyServ
 from rocketmq_sdk.consumer.listener import ConsumeConcurrentlyStatus
 from rocketmq_sdk.consumer.offset_store import OffsetTable
 from rocketmq_sdk.consumer.process_queue import ProcessQueue
+from rocketmq_sdk.consumer.stats import ConsumerStats
 from rocketmq_sdk.protocol.message import MessageExt, MessageQueue
 
 MQ = MessageQueue("T", "broker-a", 0)
@@ -29,7 +30,7 @@ def fake_context(sent_back: list) -> SimpleNamespace:
         config=SimpleNamespace(consume_message_batch_max_size=1, consume_thread_max=8, consume_timeout=15),
         group="g", retry_topic="%RETRY%g", clustering=True, offset_store=OffsetTable(), msg_trace=None,
         client_id="127.0.0.1@test", timeout_s=4.0, send_message_back=send_message_back,
-        instance=SimpleNamespace(run=lambda result, timeout: result))
+        instance=SimpleNamespace(run=lambda result, timeout: result), stats=ConsumerStats())
 
 
 def pulled(start: int, n: int) -> list[MessageExt]:
