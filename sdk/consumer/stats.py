@@ -17,69 +17,92 @@ __all__ = ["ConsumerStats", "TopicStats"]
 MINUTE_S = 60
 HOUR_S = 3600
 
-# bucket layout: [start, pull_rt_sum, pulls, pulled_msgs, consume_rt_sum, consume_batches, ok_msgs, failed_msgs]
+# row layout: [start, pull_rt_sum, pulls, pulled_msgs, consume_rt_sum, consume_batches, ok_msgs, failed_msgs]
 _PULL_RT, _PULLS, _PULLED, _CONSUME_RT, _BATCHES, _OK, _FAILED = range(1, 8)
+_monotonic = time.monotonic
 
 
-def _add(buckets: deque[list[float]], start: int, keep_after: int, values: tuple[tuple[int, float], ...]) -> None:
-    """Adds each (field, value) of ``values`` to the bucket starting at ``start``; buckets
-    starting at or before ``keep_after`` are dropped."""
-    if buckets and buckets[-1][0] == start:
-        row = buckets[-1]
-    else:
-        row = [start, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
-        buckets.append(row)
-        while buckets[0][0] <= keep_after:
-            buckets.popleft()
-    for idx, v in values:
-        row[idx] += v
+def _new_row(start: int) -> list[float]:
+    return [start, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
 class TopicStats:
-    """Pull and consume counters of one topic of one consumer group (thread-safe)."""
+    """Pull and consume counters of one topic of one consumer group (thread-safe).
 
-    __slots__ = ("_hour", "_lock", "_minute")
+    Recording adds to the current second's row; when the second changes, the finished row is
+    folded into its minute's row (one-minute buckets, last hour) and a new row starts (one-second
+    buckets, last minute)."""
+
+    __slots__ = ("_cur", "_hour", "_lock", "_minute")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._minute: deque[list[float]] = deque()  # one-second buckets
-        self._hour: deque[list[float]] = deque()  # one-minute buckets
+        self._cur = _new_row(-1)  # the current second's row (also the last of _minute)
+        self._minute: deque[list[float]] = deque()  # one-second rows
+        self._hour: deque[list[float]] = deque()  # one-minute rows, without _cur
 
     def record_pull(self, rt_ms: float, found: int, now: float | None = None) -> None:
         """One pull that found ``found`` messages after ``rt_ms`` milliseconds (Java
-        ``incPullRT`` + ``incPullTPS``, on FOUND)."""
-        self._record(((_PULL_RT, rt_ms), (_PULLS, 1), (_PULLED, found)), now)
+        ``incPullRT`` + ``incPullTPS``, on FOUND). ``now``: ``time.monotonic()`` (tests)."""
+        t = int(_monotonic() if now is None else now)
+        with self._lock:
+            c = self._cur if self._cur[0] == t else self._roll(t)
+            c[1] += rt_ms
+            c[2] += 1
+            c[3] += found
 
     def record_consume(self, rt_ms: float, ok: int, failed: int, now: float | None = None) -> None:
         """One listener call of ``rt_ms`` milliseconds that acknowledged ``ok`` messages and
         failed ``failed`` (RECONSUME_LATER / SUSPEND_CURRENT_QUEUE_A_MOMENT; Java ``incConsumeRT``
-        + ``incConsumeOKTPS`` + ``incConsumeFailedTPS``)."""
-        self._record(((_CONSUME_RT, rt_ms), (_BATCHES, 1), (_OK, ok), (_FAILED, failed)), now)
-
-    def _record(self, values: tuple[tuple[int, float], ...], now: float | None) -> None:
-        t = int(time.monotonic() if now is None else now)
+        + ``incConsumeOKTPS`` + ``incConsumeFailedTPS``). ``now``: ``time.monotonic()`` (tests)."""
+        t = int(_monotonic() if now is None else now)
         with self._lock:
-            _add(self._minute, t, t - MINUTE_S, values)
-            m = t // MINUTE_S
-            _add(self._hour, m, m - HOUR_S // MINUTE_S, values)
+            c = self._cur if self._cur[0] == t else self._roll(t)
+            c[4] += rt_ms
+            c[5] += 1
+            c[6] += ok
+            c[7] += failed
 
-    def _sums(self, buckets: deque[list[float]], after: int) -> list[float]:
-        total = [0.0] * 8
+    def _roll(self, t: int) -> list[float]:
+        """(under the lock) folds the finished second into its minute, starts second ``t``."""
+        done = self._cur
+        if done[0] >= 0:
+            m = int(done[0]) // MINUTE_S
+            hour = self._hour
+            if not hour or hour[-1][0] != m:
+                hour.append(_new_row(m))
+                while hour[0][0] <= m - HOUR_S // MINUTE_S:
+                    hour.popleft()
+            row = hour[-1]
+            for i in range(1, 8):
+                row[i] += done[i]
+        self._cur = cur = _new_row(t)
+        minute = self._minute
+        minute.append(cur)
+        while minute[0][0] <= t - MINUTE_S:
+            minute.popleft()
+        return cur
+
+    def _sums(self, t: int) -> tuple[list[float], list[float]]:
+        """(last minute, last hour) sums at second ``t``."""
+        mn, hr = [0.0] * 8, [0.0] * 8
+        m = t // MINUTE_S
         with self._lock:
-            rows = [r for r in buckets if r[0] > after]
-        for r in rows:
+            rows = [(r, mn) for r in self._minute if r[0] > t - MINUTE_S]
+            rows += [(r, hr) for r in self._hour if r[0] > m - HOUR_S // MINUTE_S]
+            if self._cur[0] >= 0 and self._cur[0] // MINUTE_S > m - HOUR_S // MINUTE_S:
+                rows.append((list(self._cur), hr))
+        for r, total in rows:
             for i in range(1, 8):
                 total[i] += r[i]
-        return total
+        return mn, hr
 
     def consume_status(self, now: float | None = None) -> dict[str, float | int]:
         """Java ``ConsumeStatus`` as JSON fields: ``pullRT`` and ``consumeRT`` average ms per
         pull / listener call over the last minute (``consumeRT`` over the last hour when the
         minute had none), ``pullTPS``, ``consumeOKTPS`` and ``consumeFailedTPS`` messages per
         second over the last 60 s, ``consumeFailedMsgs`` failed messages in the last hour."""
-        t = int(time.monotonic() if now is None else now)
-        mn = self._sums(self._minute, t - MINUTE_S)
-        hr = self._sums(self._hour, t // MINUTE_S - HOUR_S // MINUTE_S)
+        mn, hr = self._sums(int(time.monotonic() if now is None else now))
         consume_rt = (mn[_CONSUME_RT] / mn[_BATCHES] if mn[_BATCHES]
                       else hr[_CONSUME_RT] / hr[_BATCHES] if hr[_BATCHES] else 0.0)
         return {
