@@ -95,6 +95,7 @@ class ConsumeMessageConcurrentlyService:
         """Consume ``chunks`` one after the other; the messages they settled leave the process
         queue (and move the offset) once, at the end."""
         settled: list[MessageExt] = []
+        tally = [0.0, 0, 0, 0]  # listener ms, calls, OK, failed: recorded once per task
         try:
             for i, chunk in enumerate(chunks):
                 if i and (self._stopped or self._listener_avg_s > self.fan_out_threshold_s):
@@ -103,19 +104,23 @@ class ConsumeMessageConcurrentlyService:
                         if not self._submit_task([rest], pq, mq):
                             return
                     return
-                done = self._consume(chunk, pq, mq)
+                done = self._consume(chunk, pq, mq, tally)
                 if done is None:
                     return
                 settled += done
         finally:
+            if tally[1]:
+                self.ctx.stats.topic(mq.topic).record_consume(tally[0], tally[2], tally[3], calls=int(tally[1]))
             if settled:
                 offset = pq.remove_messages(settled)
                 if offset >= 0 and not pq.dropped:
                     self.ctx.offset_store.update_offset(mq, offset, increase_only=True)
 
-    def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> list[MessageExt] | None:
+    def _consume(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+                 tally: list[float]) -> list[MessageExt] | None:
         """Run the listener on ``msgs`` and settle the result: returns the messages acknowledged
-        or sent back (the caller removes them from ``pq``), None when ``pq`` was dropped."""
+        or sent back (the caller removes them from ``pq``), None when ``pq`` was dropped. Adds
+        the call's ms, 1 call, OK and failed messages to ``tally`` (Java ``ConsumerStatsManager``)."""
         if pq.dropped:
             log.debug("%s was dropped; not consuming %d messages", mq, len(msgs))
             return None
@@ -154,7 +159,10 @@ class ConsumeMessageConcurrentlyService:
             status = _LATER
         # Java processConsumeResult: OK = acknowledged (ack_index + 1), the rest failed
         ok = min(max(cctx.ack_index + 1, 0), len(msgs)) if status is _SUCCESS else 0
-        ctx.stats.topic(mq.topic).record_consume(took * 1000.0, ok, len(msgs) - ok)
+        tally[0] += took * 1000.0
+        tally[1] += 1
+        tally[2] += ok
+        tally[3] += len(msgs) - ok
         if pq.dropped:
             log.info("%s was dropped while consuming; results of %d messages discarded", mq, len(msgs))
             return None

@@ -41,7 +41,7 @@ class TopicStats:
         self._minute: deque[list[float]] = deque()  # one-second rows
         self._hour: deque[list[float]] = deque()  # one-minute rows, without _cur
 
-    def record_pull(self, rt_ms: float, found: int, now: float | None = None) -> None:
+    def record_pull(self, rt_ms: float, found: int, *, now: float | None = None) -> None:
         """One pull that found ``found`` messages after ``rt_ms`` milliseconds (Java
         ``incPullRT`` + ``incPullTPS``, on FOUND). ``now``: ``time.monotonic()`` (tests)."""
         t = int(_monotonic() if now is None else now)
@@ -51,15 +51,16 @@ class TopicStats:
             c[2] += 1
             c[3] += found
 
-    def record_consume(self, rt_ms: float, ok: int, failed: int, now: float | None = None) -> None:
-        """One listener call of ``rt_ms`` milliseconds that acknowledged ``ok`` messages and
-        failed ``failed`` (RECONSUME_LATER / SUSPEND_CURRENT_QUEUE_A_MOMENT; Java ``incConsumeRT``
-        + ``incConsumeOKTPS`` + ``incConsumeFailedTPS``). ``now``: ``time.monotonic()`` (tests)."""
+    def record_consume(self, rt_ms: float, ok: int, failed: int, *, calls: int = 1, now: float | None = None) -> None:
+        """``calls`` listener calls (default 1) that took ``rt_ms`` milliseconds in all,
+        acknowledged ``ok`` messages and failed ``failed`` (RECONSUME_LATER /
+        SUSPEND_CURRENT_QUEUE_A_MOMENT; Java ``incConsumeRT`` per call + ``incConsumeOKTPS`` +
+        ``incConsumeFailedTPS``). ``now``: ``time.monotonic()`` (tests)."""
         t = int(_monotonic() if now is None else now)
         with self._lock:
             c = self._cur if self._cur[0] == t else self._roll(t)
             c[4] += rt_ms
-            c[5] += 1
+            c[5] += calls
             c[6] += ok
             c[7] += failed
 

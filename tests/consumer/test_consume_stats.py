@@ -24,6 +24,7 @@ def test_minute_rates_and_the_hour_of_failures() -> None:
     ts.record_pull(30.0, 7, now=1001.5)
     ts.record_consume(2.0, 3, 0, now=1002.0)
     ts.record_consume(4.0, 0, 2, now=1010.0)
+    ts.record_consume(9.0, 0, 0, calls=3, now=1010.2)  # three calls of 3 ms in one record
     s = ts.consume_status(now=1030.0)
     assert set(s) == FIELDS
     assert s["pullRT"] == 20.0 and s["pullTPS"] == pytest.approx(12 / 60)
