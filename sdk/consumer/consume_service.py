@@ -110,7 +110,8 @@ class ConsumeMessageConcurrentlyService:
                 settled += done
         finally:
             if tally[1]:
-                self.ctx.stats.topic(mq.topic).record_consume(tally[0], tally[2], tally[3], calls=int(tally[1]))
+                self.ctx.stats.topic(mq.topic).record_consume(tally[0], int(tally[2]), int(tally[3]),
+                                                          calls=int(tally[1]))
             if settled:
                 offset = pq.remove_messages(settled)
                 if offset >= 0 and not pq.dropped:
