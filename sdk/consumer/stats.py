@@ -106,13 +106,13 @@ class TopicStats:
         mn, hr = self._sums(int(time.monotonic() if now is None else now))
         consume_rt = (mn[_CONSUME_RT] / mn[_BATCHES] if mn[_BATCHES]
                       else hr[_CONSUME_RT] / hr[_BATCHES] if hr[_BATCHES] else 0.0)
-        return {
+        return {  # in the order Java's fastjson writes them (by name)
+            "consumeFailedMsgs": int(hr[_FAILED]),
+            "consumeFailedTPS": mn[_FAILED] / MINUTE_S,
+            "consumeOKTPS": mn[_OK] / MINUTE_S,
+            "consumeRT": consume_rt,
             "pullRT": mn[_PULL_RT] / mn[_PULLS] if mn[_PULLS] else 0.0,
             "pullTPS": mn[_PULLED] / MINUTE_S,
-            "consumeRT": consume_rt,
-            "consumeOKTPS": mn[_OK] / MINUTE_S,
-            "consumeFailedTPS": mn[_FAILED] / MINUTE_S,
-            "consumeFailedMsgs": int(hr[_FAILED]),
         }
 
 

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import threading
+from pathlib import Path
 
 import pytest
 from rocketmq_sdk import Message, PushConsumer
@@ -35,6 +38,18 @@ def test_minute_rates_and_the_hour_of_failures() -> None:
     assert later["consumeRT"] == 3.0 and later["consumeFailedMsgs"] == 2  # Java: the hour's RT if none this minute
     gone = ts.consume_status(now=1000.0 + 3600 + 120)
     assert gone["consumeFailedMsgs"] == 0 and gone["consumeRT"] == 0.0
+
+
+def test_fields_and_types_as_a_java_consumer_sends_them() -> None:
+    """The statusTable entry of a Java 4.9 consumer (tests/data/captures/admin.jsonl): same
+    names, same order on the wire, consumeFailedMsgs an integer and the others floats."""
+    capture = Path(__file__).parents[1] / "data" / "captures" / "admin.jsonl"
+    body = next(json.loads(line)["body_text"] for line in capture.open() if "statusTable" in line)
+    java = json.loads(re.search(r'"statusTable":(\{.*?\}\})', body).group(1))
+    ours = TopicStats().consume_status()
+    for entry in java.values():
+        assert list(entry) == list(ours)
+        assert {k: type(v) for k, v in entry.items()} == {k: type(v) for k, v in ours.items()}
 
 
 def running_status(cluster, group: str, client_id: str) -> dict:
