@@ -83,9 +83,13 @@ def test_status_table_counts_consumed_and_failed_messages(cluster, producer):
         wait_until(lambda: len(first) == 10 and len(retried) == 3, timeout_s=30, what="10 deliveries + 3 retries")
         client_id = c.instance.client_id
         table: dict = {}
-        # the retries' own batches are recorded right after the listener returns
+
+        def settled(topic: str) -> float:  # listener results recorded (after their pool task ends)
+            s = table.get(topic, {})
+            return (s.get("consumeOKTPS", 0) + s.get("consumeFailedTPS", 0)) * 60
+
         wait_until(lambda: table.update(running_status(cluster, group, client_id)) or
-                   table.get(f"%RETRY%{group}", {}).get("consumeOKTPS", 0) * 60 >= 2.5, what="retry stats")
+                   (round(settled(topic)), round(settled(f"%RETRY%{group}"))) == (10, 3), what="all results recorded")
     finally:
         c.shutdown()
     main, retry = table[topic], table[f"%RETRY%{group}"]
@@ -117,7 +121,11 @@ def test_orderly_suspend_counts_as_failed(cluster, producer):
         for i in range(4):
             producer.send(Message(topic, b"x", keys=f"o-{i}"))
         wait_until(lambda: len(calls) == 5, timeout_s=30, what="4 messages + 1 suspended call")
-        status = c.consumer_running_info().status_table[topic]
+        # recorded right after each listener call returns
+        status: dict = {}
+        wait_until(lambda: status.update(c.consumer_running_info().status_table.get(topic, {})) or
+                   round((status.get("consumeOKTPS", 0) + status.get("consumeFailedTPS", 0)) * 60) == 5,
+                   what="5 calls recorded")
     finally:
         c.shutdown()
     assert status["consumeOKTPS"] * 60 == pytest.approx(4)
