@@ -255,6 +255,8 @@ def main() -> int:
     ap.add_argument("--latency-tasks", type=int, default=None,
                     help="tasks of the latency phase per round (default 1000, --quick 400; 0: no latency phase)")
     ap.add_argument("--out-dir", default=str(HERE / "results"))
+    ap.add_argument("--name", default=None,
+                    help="result file name after the date (default celery, --quick celery-quick)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     n = args.tasks or (300 if args.quick else 2000)
@@ -322,7 +324,7 @@ def main() -> int:
     if not args.no_write:
         out = Path(args.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        stem = started.strftime("%Y-%m-%d") + ("-celery-quick" if args.quick else "-celery")
+        stem = started.strftime("%Y-%m-%d") + "-" + (args.name or ("celery-quick" if args.quick else "celery"))
         (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
         (out / f"{stem}.md").write_text(md)
         print(f"wrote {out / stem}.json and .md", file=sys.stderr)

@@ -12,7 +12,15 @@ import urllib.request
 
 import pytest
 from celery_worker_app import make_app
-from celery_workers import HERE, RemoteTask, close_app, isolated_options, running_worker, wait_ready, worker_env
+from celery_workers import (
+    HERE,
+    RemoteTask,
+    close_app,
+    isolated_options,
+    running_worker,
+    wait_ready,
+    worker_env,
+)
 
 from tests.conftest import wait_until
 
