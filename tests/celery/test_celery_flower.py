@@ -24,7 +24,7 @@ from celery_workers import (
 
 from tests.conftest import wait_until
 
-pytest.importorskip("flower", reason="flower is not installed (the dev extra installs it)")
+pytest.importorskip("flower", reason="flower cannot be imported (the dev extra installs it)", exc_type=ImportError)
 
 
 def free_port() -> int:
