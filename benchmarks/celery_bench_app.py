@@ -1,10 +1,13 @@
-"""The Celery app of ``celery_tasks.py`` (``celery -A celery_bench_app worker``): one no-op task
-that appends one byte to ``$CELERY_BENCH_MARK`` (so the benchmark counts executed tasks)."""
+"""The Celery app of ``celery_tasks.py`` (``celery -A celery_bench_app worker``): a no-op task
+that appends one byte to ``$CELERY_BENCH_MARK`` (so the benchmark counts executed tasks), and a
+latency task that appends, on start, how long ago the producer stamped it (``time.monotonic()``,
+one clock for all processes of the machine on Linux) to ``$CELERY_BENCH_MARK.latency``."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 
 from celery import Celery
 
@@ -25,5 +28,16 @@ def noop() -> None:
     fd = os.open(_MARK, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         os.write(fd, b".")
+    finally:
+        os.close(fd)
+
+
+@app.task(name="bench.latency")
+def latency(enqueued_monotonic_s: float) -> None:
+    """Records ``now - enqueued_monotonic_s`` (seconds, one line) when the task starts."""
+    line = f"{time.monotonic() - enqueued_monotonic_s:.6f}\n".encode()
+    fd = os.open(_MARK + ".latency", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
     finally:
         os.close(fd)

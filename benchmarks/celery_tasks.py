@@ -7,13 +7,18 @@ kombu's ``redis://`` transport on a local ``redis-server``) a real ``celery work
 - ``enqueue``: ``apply_async`` of N tasks from this process with no worker running (publish
   only), tasks/s;
 - ``end-to-end``: the worker running, N tasks enqueued as fast as possible; tasks/s from the
-  first ``apply_async`` until the worker has executed all N (enqueue -> worker -> ack).
+  first ``apply_async`` until the worker has executed all N (enqueue -> worker -> ack);
+- ``latency``: the worker running, ``--latency-tasks`` tasks sent at a fixed ``--rate`` (default
+  200 tasks/s, each ``apply_async`` on its own schedule slot); each task carries the producer's
+  ``time.monotonic()`` taken just before its ``apply_async`` and records, when it starts in a pool
+  process, how long ago that was: p50/p99/max of enqueue -> task started, ms.
 
 The two brokers run alternately, ``--rounds`` times each. Needs ``redis-server`` on PATH
 (Debian ``apt-get install redis-server``) and the ``redis`` package (``pip install redis``);
 ``--brokers rocketmq`` runs without them. Writes ``results/<date>-celery.json`` and ``.md``.
 
     .venv/bin/python benchmarks/celery_tasks.py [--tasks 2000] [--rounds 2] [--quick]
+        [--concurrency 2,4] [--rate 200] [--latency-tasks 1000]
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import shutil
@@ -129,8 +135,40 @@ def executed(mark: Path) -> int:
         return 0
 
 
+def percentile(sorted_values: list[float], p: float) -> float:
+    """Nearest-rank percentile ``p`` (0-100] of an ascending list."""
+    return sorted_values[min(len(sorted_values) - 1, max(0, math.ceil(p / 100 * len(sorted_values)) - 1))]
+
+
+def recorded_latencies(path: Path) -> list[float]:
+    try:
+        return [float(x) for x in path.read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def fixed_rate_latency(app, mark: Path, n: int, rate: float, label: str) -> dict:
+    """Sends ``n`` ``bench.latency`` tasks at ``rate`` tasks/s to the running worker and returns
+    the enqueue -> started latencies (ms) the tasks recorded."""
+    task = app.tasks["bench.latency"]
+    path = Path(f"{mark}.latency")
+    with app.producer_or_acquire() as producer:
+        start = time.monotonic() + 0.05
+        for i in range(n):
+            pause = start + i / rate - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            task.apply_async((time.monotonic(),), producer=producer)
+        send_s = time.monotonic() - start
+    wait_for(lambda: len(recorded_latencies(path)) >= n, 120,
+             f"{n} latency tasks on {label}")
+    ms = sorted(1000 * v for v in recorded_latencies(path))
+    return {"latency_tasks": n, "latency_rate_per_s": rate, "latency_sent_per_s": n / send_s,
+            "latency_p50_ms": percentile(ms, 50), "latency_p99_ms": percentile(ms, 99), "latency_max_ms": ms[-1]}
+
+
 def one_round(label: str, url: str, options: dict, n: int, workdir: Path, concurrency: int = 2,
-              idle_s: float = 0.0) -> dict:
+              idle_s: float = 0.0, rate: float = 200.0, latency_tasks: int = 0) -> dict:
     mark = workdir / f"{label}-{time.monotonic_ns()}.mark"
     env = make_env(url, mark, options)
     app = app_for(env)
@@ -164,6 +202,8 @@ def one_round(label: str, url: str, options: dict, n: int, workdir: Path, concur
             wait_for(lambda: executed(mark) >= start_count + n, 300, f"{n} tasks on {label}")
             elapsed = time.perf_counter() - t0
         rec.update(end_to_end_per_s=n / elapsed, end_to_end_s=elapsed, enqueue_while_running_per_s=n / t_enq)
+        if latency_tasks > 0:
+            rec.update(fixed_rate_latency(app, mark, latency_tasks, rate, label))
     finally:
         stop_worker(worker)
         app.close()
@@ -181,12 +221,21 @@ def to_markdown(doc: dict) -> str:
              f"prefetch multiplier {doc['settings']['prefetch']}, no-op task, results ignored; "
              f"{doc['settings']['tasks']} tasks per round.", "",
              "| broker | -c | round | apply_async enqueue (no worker) tasks/s | end-to-end tasks/s "
-             "| enqueue while the worker runs tasks/s | idle worker CPU % (main + pool processes, one core = 100) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| enqueue while the worker runs tasks/s | idle worker CPU % (main + pool processes, one core = 100) "
+             "| latency p50 ms | p99 ms | max ms (enqueue -> started at the fixed rate) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in doc["results"]:
         idle = f"{r['idle_cpu_pct']:.2f}" if "idle_cpu_pct" in r else "-"
+        lat = (f"{r['latency_p50_ms']:.1f} | {r['latency_p99_ms']:.1f} | {r['latency_max_ms']:.1f}"
+               if "latency_p50_ms" in r else "- | - | -")
         lines.append(f"| {r['broker']} | {r.get('concurrency', 2)} | {r['round']} | {r['enqueue_per_s']:,.0f} "
-                     f"| {r['end_to_end_per_s']:,.0f} | {r['enqueue_while_running_per_s']:,.0f} | {idle} |")
+                     f"| {r['end_to_end_per_s']:,.0f} | {r['enqueue_while_running_per_s']:,.0f} | {idle} | {lat} |")
+    settings = doc["settings"]
+    if settings.get("latency_tasks"):
+        lines += ["", f"Latency: {settings['latency_tasks']} tasks per round sent at {settings['rate']:g} tasks/s "
+                  "(one `apply_async` per schedule slot), each stamped with the producer's `time.monotonic()` "
+                  "just before its `apply_async` and recording the difference when it starts in a pool process; "
+                  "nearest-rank percentiles."]
     lines += ["", "Totals per broker (all tasks / all time):", ""]
     for label, s in doc["summary"].items():
         lines.append(f"- {label}: enqueue {s['enqueue_per_s']:,.0f} tasks/s, end-to-end {s['end_to_end_per_s']:,.0f} tasks/s")
@@ -202,11 +251,17 @@ def main() -> int:
     ap.add_argument("--concurrency", default="2", help="worker -c values, comma-separated (default 2)")
     ap.add_argument("--idle-s", type=float, default=10.0,
                     help="seconds the idle worker's CPU is measured each round (0: not measured)")
+    ap.add_argument("--rate", type=float, default=200.0, help="tasks/s of the latency phase (default 200)")
+    ap.add_argument("--latency-tasks", type=int, default=None,
+                    help="tasks of the latency phase per round (default 1000, --quick 400; 0: no latency phase)")
     ap.add_argument("--out-dir", default=str(HERE / "results"))
+    ap.add_argument("--name", default=None,
+                    help="result file name after the date (default celery, --quick celery-quick)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     n = args.tasks or (300 if args.quick else 2000)
     rounds = args.rounds or (1 if args.quick else 2)
+    latency_tasks = args.latency_tasks if args.latency_tasks is not None else (400 if args.quick else 1000)
 
     import celery
     import kombu
@@ -235,11 +290,12 @@ def main() -> int:
                 for conc in [int(c) for c in args.concurrency.split(",")]:
                     for label in order:
                         url, options = brokers[label]
-                        rec = one_round(label, url, options, n, workdir, conc, args.idle_s)
+                        rec = one_round(label, url, options, n, workdir, conc, args.idle_s, args.rate, latency_tasks)
                         rec["round"] = rnd
                         results.append(rec)
                         print(f"{label:9} -c {conc} round {rnd}: enqueue {rec['enqueue_per_s']:8,.0f}/s  end-to-end "
-                              f"{rec['end_to_end_per_s']:8,.0f}/s  idle CPU {rec.get('idle_cpu_pct', -1):.2f} %",
+                              f"{rec['end_to_end_per_s']:8,.0f}/s  idle CPU {rec.get('idle_cpu_pct', -1):.2f} %  "
+                              f"latency p50/p99 {rec.get('latency_p50_ms', -1):.1f}/{rec.get('latency_p99_ms', -1):.1f} ms",
                               file=sys.stderr, flush=True)
         finally:
             if cluster is not None:
@@ -260,14 +316,15 @@ def main() -> int:
                        "platform": platform.platform(), "loadavg_before": load_before,
                        "loadavg_after": os.getloadavg()},
            "versions": versions,
-           "settings": {"tasks": n, "rounds": rounds, "prefetch": int(os.environ.get("CELERY_BENCH_PREFETCH", "64"))},
+           "settings": {"tasks": n, "rounds": rounds, "prefetch": int(os.environ.get("CELERY_BENCH_PREFETCH", "64")),
+                        "rate": args.rate, "latency_tasks": latency_tasks},
            "results": results, "summary": summary}
     md = to_markdown(doc)
     print(md)
     if not args.no_write:
         out = Path(args.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        stem = started.strftime("%Y-%m-%d") + ("-celery-quick" if args.quick else "-celery")
+        stem = started.strftime("%Y-%m-%d") + "-" + (args.name or ("celery-quick" if args.quick else "celery"))
         (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
         (out / f"{stem}.md").write_text(md)
         print(f"wrote {out / stem}.json and .md", file=sys.stderr)
