@@ -153,10 +153,9 @@ def test_many_threads_waiting_on_one_future_all_wake():
     assert results == ["r"] * 8
 
 
+@pytest.mark.parametrize("future_mode", ["internals"], indirect=True)  # the fallback keeps Future's condition
 def test_the_condition_is_light(future_mode):
     """A SendFuture holds no threading.Condition (eight GC-tracked objects per future)."""
-    if future_mode == "public":
-        pytest.skip("the public fallback keeps Future's own condition")
     fut, _slots, _seen = _future()
     assert not isinstance(fut._condition, threading.Condition)
     assert not hasattr(fut._condition, "__dict__")
