@@ -27,13 +27,15 @@ class DLedgerBrokers:
         self.root = root
         self.ids = ids
         self.group = group
-        ports = free_ports(len(ids))
-        self.peers = ";".join(f"{i}-127.0.0.1:{p}" for i, p in zip(ids, ports, strict=True))
+        ports = free_ports(2 * len(ids))
+        self.peers = ";".join(f"{i}-127.0.0.1:{p}" for i, p in zip(ids, ports[:len(ids)], strict=True))
+        # fixed listen ports below the ephemeral range and the HA port left to the kernel: a
+        # restarted member never needs a port (``listen_port + 1``) an outgoing socket may hold
+        self.listen_ports: dict[str, int] = dict(zip(ids, ports[len(ids):], strict=True))
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.brokers: dict[str, BrokerController] = {}
-        self.listen_ports: dict[str, int] = {}
         self.ns: NameServer | None = None
 
     def run(self, coro, timeout: float = 30):
@@ -53,7 +55,7 @@ class DLedgerBrokers:
             self.start_broker(i)
 
     def start_broker(self, node_id: str) -> BrokerController:
-        cfg = BrokerConfig(listen_port=self.listen_ports.get(node_id, 0), namesrv_addr=self.namesrv_addr,
+        cfg = BrokerConfig(listen_port=self.listen_ports[node_id], ha_listen_port=0, namesrv_addr=self.namesrv_addr,
                            broker_name=self.group, store_path_root_dir=f"{self.root}/{node_id}",
                            mapped_file_size_commit_log=1024 * 1024, enable_d_leger_commit_log=True,
                            d_leger_group=self.group, d_leger_peers=self.peers, d_leger_self_id=node_id,

@@ -21,11 +21,14 @@ LEAK = 5  # heartbeats missed before a campaign or a step-down (DLedger: 3): 1 s
 
 
 def free_ports(n: int) -> list[int]:
-    """``n`` distinct free ports below the ephemeral range (servers binding port 0 meanwhile
-    cannot take them before the member that owns them starts)."""
+    """``n`` free ports below the ephemeral range, at least 3 apart (a broker on a fixed port also
+    binds ``port - 2``, its VIP channel), so servers binding port 0 meanwhile, or a restarted member,
+    cannot take them before the member that owns them starts."""
     ports: set[int] = set()
     while len(ports) < n:
-        ports.add(free_fixed_port())
+        port = free_fixed_port()
+        if all(abs(port - p) > 2 for p in ports):
+            ports.add(port)
     return sorted(ports)
 
 
