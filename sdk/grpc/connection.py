@@ -180,8 +180,18 @@ class GrpcConnection:
         Raises:
             as :meth:`call`.
         """
+        return list(self.iterate(self.start_stream(name, request, timeout_s), name, timeout_s))
+
+    def start_stream(self, name: str, request: Any, timeout_s: float) -> Any:
+        """Start a server-streaming RPC: the grpc call (an iterator of responses with
+        ``cancel()``; read it through :meth:`iterate`)."""
+        return self._unary[name](request, timeout=timeout_s, metadata=self.metadata())
+
+    def iterate(self, call: Any, name: str, timeout_s: float) -> Iterator[Any]:
+        """The responses of a :meth:`start_stream` call, gRPC errors raised as :meth:`call` does
+        (a cancelled call: RemotingError)."""
         try:
-            return list(self._unary[name](request, timeout=timeout_s, metadata=self.metadata()))
+            yield from call
         except grpc.RpcError as exc:
             raise self._rpc_error(exc, name, timeout_s) from None
 
