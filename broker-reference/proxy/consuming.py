@@ -50,6 +50,23 @@ DEFAULT_POLLING_MS = 20_000
 INIT_MODE_MAX = 1  # a group's first POP of a queue starts at its end (at 0 while it starts at 0)
 
 
+#: Apache RocketMQ 5's default group retry policy (``CustomizedRetryPolicy``: the delay levels 1 s
+#: ... 2 h) and attempts (``retryMaxTimes`` 16, + 1), given to push consumers in their settings
+CONSUMER_BACKOFF_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+CONSUMER_MAX_ATTEMPTS = 17
+
+
+def consumer_retry_policy(policy: Any) -> None:
+    """Fill the ``v2.RetryPolicy`` of a consumer's Settings answer as Apache's proxy does for a
+    group with the default retry policy: customized backoff, ``retryMaxTimes`` + 1 attempts (a
+    push consumer makes a failed message invisible for the step of its attempt, and forwards it
+    to the DLQ after the last one)."""
+    policy.Clear()
+    policy.max_attempts = CONSUMER_MAX_ATTEMPTS
+    for seconds in CONSUMER_BACKOFF_S:
+        policy.customized_backoff.next.add(seconds=seconds)
+
+
 @dataclass(frozen=True, slots=True)
 class Handle:
     """A 5.x client's receipt handle: the broker's handle and the message's CommitLog offset."""

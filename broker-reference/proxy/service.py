@@ -22,7 +22,7 @@ from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.service import CLIENT_ID, RPCS, SERVICE
 
 from .checks import group_name, topic_name
-from .consuming import Consuming
+from .consuming import Consuming, consumer_retry_policy
 from .producing import Producing
 from .routes import RouteCache
 from .sessions import Session, Sessions
@@ -202,6 +202,7 @@ class MessagingService:
             out.publishing.max_body_size = self.producing.max_body
             out.publishing.validate_message_type = True
         elif settings.WhichOneof("pub_sub") == "subscription":
+            consumer_retry_policy(out.backoff_policy)
             sub = out.subscription
             if not sub.HasField("fifo"):
                 sub.fifo = False

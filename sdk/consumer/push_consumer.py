@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, Unpack, cast
 
 from ..client.instance import MQClientInstance
-from ..config import ConsumerConfig
+from ..config import ConsumerConfig, wants_grpc
 from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQError
 from ..lifecycle import ServiceState
@@ -83,15 +83,29 @@ class PushConsumer(ConsumerBase):
             needs 5.x brokers and a concurrent listener. False by default.
         pop_settings: knobs of the POP mode (:class:`~rocketmq_sdk.consumer.pop_consume.PopSettings`;
             default: from the consumer's settings).
+        protocol: ``"remoting"`` (default) or ``"grpc"``: the same listener API over RocketMQ 5's
+            gRPC API to a proxy given as ``endpoints="host:port"`` (or a ``grpc://`` address); the
+            object is then a :class:`~rocketmq_sdk.consumer.grpc_push_consumer.GrpcPushConsumer`.
 
     Raises:
         IllegalArgumentError: illegal group name, unknown setting.
     """
 
+    def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
+                **kwargs: Any) -> Any:
+        # protocol="grpc" (or a grpc:// address): the same API over RocketMQ 5's gRPC API
+        if wants_grpc(protocol, namesrv_addr):
+            if cls is not PushConsumer:
+                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
+                                           "PushConsumer(protocol='grpc')")
+            from .grpc_push_consumer import GrpcPushConsumer
+            return GrpcPushConsumer(group, namesrv_addr, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
                  allocate_strategy: AllocateMessageQueueStrategy | None = None, enable_msg_trace: bool = False,
                  customized_trace_topic: str | None = None, pop: bool = False, pop_settings: PopSettings | None = None,
-                 **config: Unpack[ConsumerSettings]) -> None:
+                 protocol: str = "remoting", **config: Unpack[ConsumerSettings]) -> None:
         super().__init__(group, ConsumerConfig.from_kwargs(namesrv_addr=namesrv_addr, **config))
         #: POP mode (issue 32): no rebalance, messages popped from every queue
         self.pop = PopMode(group, self.config, lambda: self._rebalancer.subscriptions, pop_settings) if pop else None
