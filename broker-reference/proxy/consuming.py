@@ -10,6 +10,7 @@ one of the topic's route.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.exceptions import FrameError, RemotingError
 from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.convert import set_timestamp_ms, to_v2
+from rocketmq_sdk.protocol.admin_bodies import SubscriptionGroupWrapper
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import ConsumerSendMsgBackRequestHeader
 from rocketmq_sdk.protocol.message_codec import decode_messages
@@ -38,6 +40,8 @@ from .checks import group_name, topic_name
 from .routes import Route, RouteCache
 from .status import ProxyError, from_remoting, status
 
+log = logging.getLogger("rocketmq_broker.proxy")
+
 POP_CK = "POP_CK"
 #: invisible time of a received message, ms (Apache's proxy allows 10 s .. 12 h; 1 s here, for tests)
 MIN_INVISIBLE_MS = 1_000
@@ -56,13 +60,25 @@ CONSUMER_BACKOFF_S = (1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 
 CONSUMER_MAX_ATTEMPTS = 17
 
 
-def consumer_retry_policy(policy: Any) -> None:
+#: how long the proxy uses a broker's subscription-group table before asking again, s
+GROUP_CONFIG_TTL_S = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """What the proxy tells a group's consumers of its broker-side settings."""
+
+    orderly: bool = False  # 5.x consumeMessageOrderly: a FIFO group
+    retry_max_times: int = CONSUMER_MAX_ATTEMPTS - 1
+
+
+def consumer_retry_policy(policy: Any, group: GroupSettings) -> None:
     """Fill the ``v2.RetryPolicy`` of a consumer's Settings answer as Apache's proxy does for a
     group with the default retry policy: customized backoff, ``retryMaxTimes`` + 1 attempts (a
     push consumer makes a failed message invisible for the step of its attempt, and forwards it
     to the DLQ after the last one)."""
     policy.Clear()
-    policy.max_attempts = CONSUMER_MAX_ATTEMPTS
+    policy.max_attempts = max(1, group.retry_max_times + 1)
     for seconds in CONSUMER_BACKOFF_S:
         policy.customized_backoff.next.add(seconds=seconds)
 
@@ -98,6 +114,35 @@ class Consuming:
         self.api = api
         self.routes = routes
         self.timeout_ms = timeout_ms
+        self._groups: dict[tuple[str, str], tuple[float, GroupSettings]] = {}
+
+    async def group_settings(self, group: str, topic: str) -> GroupSettings:
+        """The group's settings on the first master of ``topic``'s route
+        (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, cached ``GROUP_CONFIG_TTL_S``); the defaults when the
+        broker does not know the group yet (it is auto-created with them).
+
+        Raises:
+            ProxyError: the topic has no route; PROXY_TIMEOUT when the broker does not answer.
+        """
+        route = await self.routes.get(topic)
+        addr = next(iter(route.masters.values()), None)
+        if addr is None:
+            return GroupSettings()
+        cached = self._groups.get((addr, group))
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < GROUP_CONFIG_TTL_S:
+            return cached[1]
+        resp = await self._invoke(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, {}, self.timeout_ms)
+        if resp.code != ResponseCode.SUCCESS:
+            raise ProxyError(from_remoting(resp.code), resp.remark or "reading the group's settings failed")
+        try:
+            table = SubscriptionGroupWrapper.from_json(resp.body).subscription_group_table
+        except ValueError as exc:
+            raise ProxyError(v2.INTERNAL_SERVER_ERROR, f"unreadable subscription groups of {addr}: {exc}") from None
+        for name, cfg in table.items():
+            self._groups[(addr, name)] = (now, GroupSettings(bool(cfg.consume_message_orderly), cfg.retry_max_times))
+        settings = self._groups.setdefault((addr, group), (now, GroupSettings()))[1]
+        return settings
 
     def _broker_addr(self, route: Route, broker_name: str) -> str:
         addr = route.masters.get(broker_name)
@@ -111,6 +156,19 @@ class Consuming:
             return await self.api.remoting.invoke(addr, RemotingCommand.request(code, ext), timeout_ms)
         except RemotingError as exc:
             raise ProxyError(v2.PROXY_TIMEOUT, f"broker {addr} did not answer: {exc}") from None
+
+    async def subscription_group(self, settings: Any) -> GroupSettings | None:
+        """The group settings of a consumer's Telemetry ``Settings`` (its group on the broker of
+        its first subscribed topic); None for a producer, or when they cannot be read now (the
+        client then gets the defaults and the next settings sync corrects them)."""
+        if settings.WhichOneof("pub_sub") != "subscription" or not settings.subscription.subscriptions:
+            return None
+        try:
+            return await self.group_settings(group_name(settings.subscription.group),
+                                             topic_name(settings.subscription.subscriptions[0].topic))
+        except ProxyError as exc:
+            log.info("settings of group %s not read: %s", settings.subscription.group.name[:100], exc.message)
+            return None
 
     # -- ReceiveMessage ---------------------------------------------------------------------
     async def receive(self, req: Any, context: Any) -> AsyncIterator[Any]:
@@ -138,10 +196,11 @@ class Consuming:
         route = await self.routes.get(topic)
         broker = req.message_queue.broker.name or next(iter(route.masters), "")
         addr = self._broker_addr(route, broker)
+        fifo = (await self.group_settings(group, topic)).orderly  # as Apache's proxy: the group decides
         header = PopMessageRequestHeader(
             consumer_group=group, topic=topic, queue_id=-1, max_msg_nums=batch, invisible_time=invisible,
             poll_time=polling, born_time=int(time.time() * 1000), init_mode=INIT_MODE_MAX, exp_type=exp_type,
-            exp=exp, order=False, attempt_id=req.attempt_id or None, bname=broker)
+            exp=exp, order=fifo, attempt_id=req.attempt_id or None, bname=broker)
         resp = await self._invoke(addr, RequestCode.POP_MESSAGE, header.to_ext_fields(), polling + self.timeout_ms)
         if resp.code in (ResponseCode.POLLING_TIMEOUT, ResponseCode.NO_MESSAGE, ResponseCode.PULL_NOT_FOUND):
             yield v2.ReceiveMessageResponse(status=status(v2.MESSAGE_NOT_FOUND, "no new message"))

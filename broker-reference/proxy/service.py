@@ -22,7 +22,7 @@ from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.service import CLIENT_ID, RPCS, SERVICE
 
 from .checks import group_name, topic_name
-from .consuming import Consuming, consumer_retry_policy
+from .consuming import Consuming, GroupSettings, consumer_retry_policy
 from .producing import Producing
 from .routes import RouteCache
 from .sessions import Session, Sessions
@@ -188,8 +188,9 @@ class MessagingService:
         return await self.producing.end_transaction(req)
 
     # -- Telemetry --------------------------------------------------------------------------
-    def settings_answer(self, session: Session, settings: Any) -> Any:
-        """The proxy's Settings for a client that sent ``settings`` (retry policy, limits)."""
+    def settings_answer(self, session: Session, settings: Any, group: GroupSettings | None = None) -> Any:
+        """The proxy's Settings for a client that sent ``settings`` (retry policy, limits; for a
+        consumer its ``group``'s retry policy and FIFO flag)."""
         out = v2.Settings()
         out.CopyFrom(settings)
         out.backoff_policy.max_attempts = SEND_MAX_ATTEMPTS
@@ -202,10 +203,10 @@ class MessagingService:
             out.publishing.max_body_size = self.producing.max_body
             out.publishing.validate_message_type = True
         elif settings.WhichOneof("pub_sub") == "subscription":
-            consumer_retry_policy(out.backoff_policy)
+            group = group or GroupSettings()
+            consumer_retry_policy(out.backoff_policy, group)
             sub = out.subscription
-            if not sub.HasField("fifo"):
-                sub.fifo = False
+            sub.fifo = group.orderly
             if not sub.HasField("receive_batch_size"):
                 sub.receive_batch_size = 32
             if not sub.HasField("long_polling_timeout"):
@@ -262,7 +263,8 @@ class MessagingService:
                             await outbox.put(v2.TelemetryCommand(status=status(exc.code, exc.message)))
                             continue
                         answer = v2.TelemetryCommand(status=status())
-                        answer.settings.CopyFrom(self.settings_answer(session, cmd.settings))
+                        group = await self.consuming.subscription_group(cmd.settings)
+                        answer.settings.CopyFrom(self.settings_answer(session, cmd.settings, group))
                         await outbox.put(answer)
                     elif kind in ("thread_stack_trace", "verify_message_result"):
                         log.info("client %s reported %s", client_id, kind)

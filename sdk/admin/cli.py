@@ -377,15 +377,18 @@ def consumer_status(admin: AdminClient, as_json: bool, group: str, client_id: st
 @click.option("-i", "--brokerId", "broker_id", type=int, default=0, show_default=True)
 @click.option("-w", "--whichBrokerWhenConsumeSlowly", "slow_broker", type=int, default=1, show_default=True)
 @click.option("-a", "--notifyConsumerIdsChanged", "notify", type=BOOL, default=True, show_default=True)
+@click.option("-o", "--consumeMessageOrderly", "orderly", type=BOOL, default=None,
+              help="5.x: a FIFO group (left out when not given)")
 def update_sub_group(admin: AdminClient, as_json: bool, group: str, broker_addr: str | None, cluster: str | None,
                      consume_enable: bool, consume_from_min: bool, broadcast: bool, retry_queue_nums: int,
-                     retry_max_times: int, broker_id: int, slow_broker: int, notify: bool) -> None:
+                     retry_max_times: int, broker_id: int, slow_broker: int, notify: bool, orderly: bool | None) -> None:
     require_one(b=broker_addr, c=cluster)
     addrs = admin.update_subscription_group(
         group, cluster=cluster, broker_addr=broker_addr, consume_enable=consume_enable,
         consume_from_min_enable=consume_from_min, consume_broadcast_enable=broadcast,
         retry_queue_nums=retry_queue_nums, retry_max_times=retry_max_times, broker_id=broker_id,
-        which_broker_when_consume_slowly=slow_broker, notify_consumer_ids_changed_enable=notify)
+        which_broker_when_consume_slowly=slow_broker, notify_consumer_ids_changed_enable=notify,
+        consume_message_orderly=orderly)
     emit(as_json, {"group": group, "brokers": addrs},
          lambda: "\n".join(f"create subscription group to {a} success." for a in addrs))
 

@@ -150,9 +150,12 @@ class GroupAdmin(AdminCore):
                                   consume_broadcast_enable: bool = False, retry_queue_nums: int = 1,
                                   retry_max_times: int = 16, broker_id: int = 0,
                                   which_broker_when_consume_slowly: int = 1,
-                                  notify_consumer_ids_changed_enable: bool = True) -> list[str]:
+                                  notify_consumer_ids_changed_enable: bool = True,
+                                  consume_message_orderly: bool | None = None) -> list[str]:
         """Create or update a subscription group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP 200) on a
         broker or every master of a cluster, as ``mqadmin updateSubGroup`` (same defaults).
+        ``consume_message_orderly`` (5.x ``-o``): a FIFO group for 5.x proxies (their push
+        consumers get its messages in message-group order); None leaves the field out (4.x).
 
         Returns:
             the broker addresses updated.
@@ -162,7 +165,8 @@ class GroupAdmin(AdminCore):
             consume_enable=consume_enable, consume_from_min_enable=consume_from_min_enable,
             notify_consumer_ids_changed_enable=notify_consumer_ids_changed_enable,
             retry_max_times=retry_max_times, retry_queue_nums=retry_queue_nums,
-            which_broker_when_consume_slowly=which_broker_when_consume_slowly).to_json()
+            which_broker_when_consume_slowly=which_broker_when_consume_slowly,
+            consume_message_orderly=consume_message_orderly).to_json()
 
         addrs = await self._master_addrs(cluster, broker_addr)
         for addr in addrs:

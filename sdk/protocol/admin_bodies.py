@@ -133,6 +133,9 @@ class SubscriptionGroupConfig(JsonBean):
     retry_max_times: int = 16
     retry_queue_nums: int = 1
     which_broker_when_consume_slowly: int = 1
+    #: 5.x ``consumeMessageOrderly``: a FIFO group (5.x proxies hand its messages out in message
+    #: group order); None (4.9.8: no such field) is left out of the JSON
+    consume_message_orderly: bool | None = None
 
 
 @dataclass(slots=True)

@@ -224,3 +224,42 @@ def test_backoff_policies_from_the_proxy():
     tiny.exponential_backoff.max.seconds = 1
     tiny.exponential_backoff.multiplier = 2
     assert ConsumeBackoff.from_policy(tiny).delay_ms(1) == 1000  # never below the proxies' 1 s
+
+
+def test_fifo_group_is_consumed_in_message_group_order_with_local_retries(grpc_cluster):
+    """A group the broker marks ``consumeMessageOrderly`` (5.x): the proxy says FIFO in the
+    settings and pops in order; the consumer runs each message group's messages one after
+    another, retrying a failure in place (after the policy's 1 s) before the next one."""
+    from rocketmq_sdk.admin import AdminClient
+    from rocketmq_sdk.producer.selector import SelectMessageQueueByHash
+
+    cluster, proxy = grpc_cluster
+    topic, group = unique("ff"), unique("gff")
+    with AdminClient(cluster.namesrv_addr) as admin:
+        admin.update_subscription_group(group, broker_addr=cluster.broker_addr, consume_message_orderly=True,
+                                        retry_max_times=3)
+    failed_once: set[bytes] = set()
+
+    def fail_b3_once(m) -> bool:
+        if m.body == b"B-3" and m.body not in failed_once:
+            failed_once.add(m.body)
+            return True
+        return False
+
+    listener = Deliveries(fail=fail_b3_once)
+    with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p:
+        for i in range(8):
+            for key in ("A", "B"):
+                p.send(Message(topic, f"{key}-{i}".encode()), SelectMessageQueueByHash(), key)  # group = key
+    with push_consumer(proxy, group, listener, topic, consume_from_where="CONSUME_FROM_FIRST_OFFSET") as c:
+        wait_until(lambda: len(listener.seen) >= 17, 40, "16 messages and one retry")
+        assert c.fifo is True and c._backoff.max_attempts == 4  # retryMaxTimes 3 + 1
+    seen = listener.seen
+    for key in ("A", "B"):
+        order = [m.body.decode() for _, m in seen if m.get_property("__SHARDINGKEY") == key]
+        want = [f"{key}-{i}" for i in range(8)]
+        if key == "B":
+            want.insert(4, "B-3")  # consumed again in place, before B-4
+        assert order == want
+    b3 = [t for t, m in seen if m.body == b"B-3"]
+    assert b3[1] - b3[0] >= 0.9  # the policy's first step (1 s)
