@@ -9,8 +9,9 @@ consumers do (Java ``ConsumeService`` / ``ProcessQueueImpl``, the official Pytho
   again after it; a message failing its last attempt (``max_attempts``, 17 by default: the
   group's ``retryMaxTimes`` + 1) goes to ``%DLQ%<group>`` by ForwardMessageToDeadLetterQueue;
 - FIFO groups (the proxy's settings say ``fifo``): the messages of one message group run one
-  after another, in order, each retried in place (waiting the policy's delay between attempts)
-  up to ``max_attempts``, then acknowledged or forwarded to the DLQ before the next one runs.
+  after another, in order, each retried in place (waiting the policy's delay between attempts,
+  the message kept invisible meanwhile by ChangeInvisibleDuration) up to ``max_attempts``, then
+  acknowledged or forwarded to the DLQ before the next one runs.
 
 An ack/change/forward that fails on the network is retried every second while the consumer
 runs; INVALID_RECEIPT_HANDLE (the message's invisibility ran out, it was delivered again) is
@@ -116,16 +117,18 @@ class GrpcConsumeService:
         orderly: the listener takes ``ConsumeOrderlyContext`` and returns ``ConsumeOrderlyStatus``.
         batch_max: messages per listener call (standard groups).
         stopped: set when the consumer shuts down (waits end early).
+        invisible_ms: the receive's invisible duration, ms (renewed around FIFO in-place retries).
     """
 
     def __init__(self, group: str, client: Settler, listener: Callable[[list[MessageExt], Any], Any], *,
-                 orderly: bool, batch_max: int, stopped: threading.Event) -> None:
+                 orderly: bool, batch_max: int, stopped: threading.Event, invisible_ms: int = 60_000) -> None:
         self.group = group
         self.client = client
         self.listener = listener
         self.orderly = orderly
         self.batch_max = max(1, batch_max)
         self.stopped = stopped
+        self.invisible_ms = invisible_ms
         self.backoff = ConsumeBackoff()
         self.consumed = 0
 
@@ -174,13 +177,24 @@ class GrpcConsumeService:
             attempt = 1
             ok = self._call([m], mq)
             while not ok and attempt < self.backoff.max_attempts and not self.stopped.is_set():
-                if self.stopped.wait(self.backoff.delay_ms(attempt) / 1000.0):
+                delay = self.backoff.delay_ms(attempt)
+                self._keep_invisible(m, delay)
+                if self.stopped.wait(delay / 1000.0):
                     break
                 attempt += 1
                 ok = self._call([m], mq)
             if not ok and self.stopped.is_set():
                 return  # not settled: delivered again after its invisible duration
             self._settle_retrying(m, self.client.ack if ok else self._to_dlq)
+
+    def _keep_invisible(self, m: MessageExt, delay_ms: int) -> None:
+        """Before an in-place retry: the message (and its FIFO queue) stays invisible for the
+        wait plus a fresh ``invisible_ms``, so it is not handed out again meanwhile."""
+        try:
+            self.client.change_invisible_duration(m, delay_ms + self.invisible_ms)
+        except MQError as exc:
+            log.warning("group %s: keeping FIFO message %s invisible failed (it may be delivered again): %s",
+                        self.group, m.msg_id, exc)
 
     # -- settling ----------------------------------------------------------------------------------
     def settle(self, m: MessageExt, ok: bool) -> None:

@@ -280,7 +280,8 @@ class GrpcPushConsumer(AsyncLifecycle):
             self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, cfg.consume_thread_max),
                                                                thread_name_prefix=f"rocketmq-grpc-{self.group}")
             self._service = GrpcConsumeService(self.group, client, self._listener, orderly=self.orderly,
-                                               batch_max=cfg.consume_message_batch_max_size, stopped=self._stopped)
+                                               batch_max=cfg.consume_message_batch_max_size, stopped=self._stopped,
+                                               invisible_ms=self.invisible_ms)
             self._service.backoff = self._backoff
             self._scanner = threading.Thread(target=self._scan_loop, name=f"rocketmq-grpc-assign-{self.group}",
                                              daemon=True)

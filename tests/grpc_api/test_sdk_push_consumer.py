@@ -263,3 +263,37 @@ def test_fifo_group_is_consumed_in_message_group_order_with_local_retries(grpc_c
         assert order == want
     b3 = [t for t, m in seen if m.body == b"B-3"]
     assert b3[1] - b3[0] >= 0.9  # the policy's first step (1 s)
+
+
+def test_fifo_retries_in_place_keep_the_message_invisible_past_its_invisible_duration(grpc_cluster):
+    """Local retries of a FIFO message (1 s, then 5 s) outlast an invisible duration of 2 s: the
+    consumer extends the invisibility before each wait, so the message is not delivered again
+    meanwhile (no second copy, order kept)."""
+    from rocketmq_sdk.admin import AdminClient
+    from rocketmq_sdk.producer.selector import SelectMessageQueueByHash
+
+    cluster, proxy = grpc_cluster
+    topic, group = unique("fr"), unique("gfr")
+    with AdminClient(cluster.namesrv_addr) as admin:
+        admin.update_subscription_group(group, broker_addr=cluster.broker_addr, consume_message_orderly=True)
+    failures = {"n": 0}
+
+    def fail_first_twice(m) -> bool:
+        if m.body == b"F-0" and failures["n"] < 2:
+            failures["n"] += 1
+            return True
+        return False
+
+    listener = Deliveries(fail=fail_first_twice)
+    with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p:
+        for i in range(3):
+            p.send(Message(topic, f"F-{i}".encode()), SelectMessageQueueByHash(), "F")
+    with push_consumer(proxy, group, listener, topic, invisible_duration=2,
+                       consume_from_where="CONSUME_FROM_FIRST_OFFSET"):
+        wait_until(lambda: b"F-2" in listener.bodies(), 40, "the last message")
+        # past every invisible duration: a copy not acked would have come back by now
+        extra_deadline = time.monotonic() + 3
+        wait_until(lambda: time.monotonic() > extra_deadline, 5, "3 s more")
+    assert listener.bodies() == [b"F-0", b"F-0", b"F-0", b"F-1", b"F-2"], listener.bodies()
+    times = [t for t, m in listener.seen]
+    assert times[1] - times[0] >= 0.9 and times[2] - times[1] >= 4.9  # in place, by the policy (1 s, 5 s)
