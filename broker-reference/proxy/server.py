@@ -17,6 +17,7 @@ from rocketmq_sdk.remoting import RemotingClient
 from rocketmq_sdk.remoting.loop import EventLoopThread
 
 from .consuming import Consuming
+from .offsets import Offsets
 from .producing import Producing
 from .routes import RouteCache
 from .service import MessagingService
@@ -112,7 +113,7 @@ class GrpcProxy:
         producing = Producing(api, routes, sessions, f"grpc-proxy@{self.host}:{port}@{os.getpid()}",
                               self.max_body)
         self.service = MessagingService(routes, producing, Consuming(api, routes), sessions,
-                                        endpoints_of(self.host, port))
+                                        endpoints_of(self.host, port), Offsets(api, routes))
         server.add_generic_rpc_handlers((self.service.handler(),))
         await server.start()
         self._server = server

@@ -23,6 +23,7 @@ from rocketmq_sdk.grpc.service import CLIENT_ID, RPCS, SERVICE
 
 from .checks import group_name, topic_name
 from .consuming import Consuming, GroupSettings, consumer_retry_policy
+from .offsets import Offsets
 from .producing import Producing
 from .routes import RouteCache
 from .sessions import Session, Sessions
@@ -68,15 +69,17 @@ class MessagingService:
         routes: route cache (name-server lookups).
         producing: SendMessage / EndTransaction / transaction checks.
         consuming: ReceiveMessage / AckMessage / ChangeInvisibleDuration / DLQ / QueryAssignment.
+        offsets: PullMessage / UpdateOffset / GetOffset / QueryOffset (None: NOT_IMPLEMENTED).
         sessions: the known clients.
         endpoints: the proxy's own ``v2.Endpoints`` (given in routes when a request names none).
     """
 
     def __init__(self, routes: RouteCache, producing: Producing, consuming: Consuming, sessions: Sessions,
-                 endpoints: Any) -> None:
+                 endpoints: Any, offsets: Offsets | None = None) -> None:
         self.routes = routes
         self.producing = producing
         self.consuming = consuming
+        self.offsets = offsets
         self.sessions = sessions
         self.endpoints = endpoints
         self.extra: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {}
@@ -95,6 +98,10 @@ class MessagingService:
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
     def _method(self, name: str) -> Callable[[Any, Any], Awaitable[Any]] | None:
+        offsets = self.offsets
+        if offsets is not None and name in ("PullMessage", "UpdateOffset", "GetOffset", "QueryOffset"):
+            return {"PullMessage": offsets.pull, "UpdateOffset": offsets.update_offset,  # type: ignore[dict-item]
+                    "GetOffset": offsets.get_offset, "QueryOffset": offsets.query_offset}[name]
         return self.extra.get(name) or {
             "QueryRoute": self.query_route, "Heartbeat": self.heartbeat, "SendMessage": self.send_message,
             "EndTransaction": self.end_transaction, "NotifyClientTermination": self.notify_client_termination,

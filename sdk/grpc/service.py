@@ -37,10 +37,15 @@ RPCS: dict[str, Rpc] = {r.name: r for r in (
     Rpc("AckMessage", v2.AckMessageRequest, v2.AckMessageResponse),
     Rpc("ForwardMessageToDeadLetterQueue", v2.ForwardMessageToDeadLetterQueueRequest,
         v2.ForwardMessageToDeadLetterQueueResponse),
+    Rpc("PullMessage", v2.PullMessageRequest, v2.PullMessageResponse, response_stream=True),
+    Rpc("UpdateOffset", v2.UpdateOffsetRequest, v2.UpdateOffsetResponse),
+    Rpc("GetOffset", v2.GetOffsetRequest, v2.GetOffsetResponse),
+    Rpc("QueryOffset", v2.QueryOffsetRequest, v2.QueryOffsetResponse),
     Rpc("EndTransaction", v2.EndTransactionRequest, v2.EndTransactionResponse),
     Rpc("Telemetry", v2.TelemetryCommand, v2.TelemetryCommand, request_stream=True, response_stream=True),
     Rpc("NotifyClientTermination", v2.NotifyClientTerminationRequest, v2.NotifyClientTerminationResponse),
     Rpc("ChangeInvisibleDuration", v2.ChangeInvisibleDurationRequest, v2.ChangeInvisibleDurationResponse),
+    Rpc("RecallMessage", v2.RecallMessageRequest, v2.RecallMessageResponse),
 )}
 
 #: gRPC metadata keys of the 5.x clients

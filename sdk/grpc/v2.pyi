@@ -98,6 +98,7 @@ class Code(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MESSAGE_CORRUPTED: _ClassVar[Code]
     CLIENT_ID_REQUIRED: _ClassVar[Code]
     ILLEGAL_POLLING_TIME: _ClassVar[Code]
+    ILLEGAL_OFFSET: _ClassVar[Code]
     UNAUTHORIZED: _ClassVar[Code]
     PAYMENT_REQUIRED: _ClassVar[Code]
     FORBIDDEN: _ClassVar[Code]
@@ -105,6 +106,7 @@ class Code(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MESSAGE_NOT_FOUND: _ClassVar[Code]
     TOPIC_NOT_FOUND: _ClassVar[Code]
     CONSUMER_GROUP_NOT_FOUND: _ClassVar[Code]
+    OFFSET_NOT_FOUND: _ClassVar[Code]
     REQUEST_TIMEOUT: _ClassVar[Code]
     PAYLOAD_TOO_LARGE: _ClassVar[Code]
     MESSAGE_BODY_TOO_LARGE: _ClassVar[Code]
@@ -124,6 +126,12 @@ class Code(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     VERSION_UNSUPPORTED: _ClassVar[Code]
     VERIFY_FIFO_MESSAGE_UNSUPPORTED: _ClassVar[Code]
     FAILED_TO_CONSUME_MESSAGE: _ClassVar[Code]
+
+class QueryOffsetPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BEGINNING: _ClassVar[QueryOffsetPolicy]
+    END: _ClassVar[QueryOffsetPolicy]
+    TIMESTAMP: _ClassVar[QueryOffsetPolicy]
 
 class Language(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -193,6 +201,7 @@ UNRECOGNIZED_CLIENT_TYPE: Code
 MESSAGE_CORRUPTED: Code
 CLIENT_ID_REQUIRED: Code
 ILLEGAL_POLLING_TIME: Code
+ILLEGAL_OFFSET: Code
 UNAUTHORIZED: Code
 PAYMENT_REQUIRED: Code
 FORBIDDEN: Code
@@ -200,6 +209,7 @@ NOT_FOUND: Code
 MESSAGE_NOT_FOUND: Code
 TOPIC_NOT_FOUND: Code
 CONSUMER_GROUP_NOT_FOUND: Code
+OFFSET_NOT_FOUND: Code
 REQUEST_TIMEOUT: Code
 PAYLOAD_TOO_LARGE: Code
 MESSAGE_BODY_TOO_LARGE: Code
@@ -219,6 +229,9 @@ UNSUPPORTED: Code
 VERSION_UNSUPPORTED: Code
 VERIFY_FIFO_MESSAGE_UNSUPPORTED: Code
 FAILED_TO_CONSUME_MESSAGE: Code
+BEGINNING: QueryOffsetPolicy
+END: QueryOffsetPolicy
+TIMESTAMP: QueryOffsetPolicy
 LANGUAGE_UNSPECIFIED: Language
 JAVA: Language
 CPP: Language
@@ -489,16 +502,18 @@ class SendMessageRequest(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ...) -> None: ...
 
 class SendResultEntry(_message.Message):
-    __slots__ = ("status", "message_id", "transaction_id", "offset")
+    __slots__ = ("status", "message_id", "transaction_id", "offset", "recall_handle")
     STATUS_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     TRANSACTION_ID_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
+    RECALL_HANDLE_FIELD_NUMBER: _ClassVar[int]
     status: Status
     message_id: str
     transaction_id: str
     offset: int
-    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., message_id: _Optional[str] = ..., transaction_id: _Optional[str] = ..., offset: _Optional[int] = ...) -> None: ...
+    recall_handle: str
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., message_id: _Optional[str] = ..., transaction_id: _Optional[str] = ..., offset: _Optional[int] = ..., recall_handle: _Optional[str] = ...) -> None: ...
 
 class SendMessageResponse(_message.Message):
     __slots__ = ("status", "entries")
@@ -745,3 +760,95 @@ class ChangeInvisibleDurationResponse(_message.Message):
     status: Status
     receipt_handle: str
     def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., receipt_handle: _Optional[str] = ...) -> None: ...
+
+class PullMessageRequest(_message.Message):
+    __slots__ = ("group", "message_queue", "offset", "batch_size", "filter_expression", "long_polling_timeout")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    FILTER_EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    LONG_POLLING_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    group: Resource
+    message_queue: MessageQueue
+    offset: int
+    batch_size: int
+    filter_expression: FilterExpression
+    long_polling_timeout: _duration_pb2.Duration
+    def __init__(self, group: _Optional[_Union[Resource, _Mapping]] = ..., message_queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., offset: _Optional[int] = ..., batch_size: _Optional[int] = ..., filter_expression: _Optional[_Union[FilterExpression, _Mapping]] = ..., long_polling_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class PullMessageResponse(_message.Message):
+    __slots__ = ("status", "message", "next_offset")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    status: Status
+    message: Message
+    next_offset: int
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., message: _Optional[_Union[Message, _Mapping]] = ..., next_offset: _Optional[int] = ...) -> None: ...
+
+class UpdateOffsetRequest(_message.Message):
+    __slots__ = ("group", "message_queue", "offset")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    group: Resource
+    message_queue: MessageQueue
+    offset: int
+    def __init__(self, group: _Optional[_Union[Resource, _Mapping]] = ..., message_queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class UpdateOffsetResponse(_message.Message):
+    __slots__ = ("status",)
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    status: Status
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ...) -> None: ...
+
+class GetOffsetRequest(_message.Message):
+    __slots__ = ("group", "message_queue")
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    group: Resource
+    message_queue: MessageQueue
+    def __init__(self, group: _Optional[_Union[Resource, _Mapping]] = ..., message_queue: _Optional[_Union[MessageQueue, _Mapping]] = ...) -> None: ...
+
+class GetOffsetResponse(_message.Message):
+    __slots__ = ("status", "offset")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    status: Status
+    offset: int
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class QueryOffsetRequest(_message.Message):
+    __slots__ = ("message_queue", "query_offset_policy", "timestamp")
+    MESSAGE_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    QUERY_OFFSET_POLICY_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    message_queue: MessageQueue
+    query_offset_policy: QueryOffsetPolicy
+    timestamp: _timestamp_pb2.Timestamp
+    def __init__(self, message_queue: _Optional[_Union[MessageQueue, _Mapping]] = ..., query_offset_policy: _Optional[_Union[QueryOffsetPolicy, str]] = ..., timestamp: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class QueryOffsetResponse(_message.Message):
+    __slots__ = ("status", "offset")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    status: Status
+    offset: int
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class RecallMessageRequest(_message.Message):
+    __slots__ = ("topic", "recall_handle")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    RECALL_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    topic: Resource
+    recall_handle: str
+    def __init__(self, topic: _Optional[_Union[Resource, _Mapping]] = ..., recall_handle: _Optional[str] = ...) -> None: ...
+
+class RecallMessageResponse(_message.Message):
+    __slots__ = ("status", "message_id")
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    status: Status
+    message_id: str
+    def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., message_id: _Optional[str] = ...) -> None: ...
