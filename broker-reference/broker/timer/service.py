@@ -36,7 +36,7 @@ from typing import Any
 from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.results import GetMessageStatus, PutMessageStatus
 from rocketmq_sdk.protocol import fastjson
-from rocketmq_sdk.protocol.codes import RETRY_GROUP_TOPIC_PREFIX
+from rocketmq_sdk.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, MessageSysFlag
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.message_codec import decode_message, encode_properties
 from rocketmq_sdk.protocol.recall import RecallHandle
@@ -151,9 +151,12 @@ class TimerService:
         return RecallHandle(real, broker_name, str(int(out) + 1), uniq).encode()
 
     def transform(self, inner: InnerMessage) -> InnerMessage:
-        """Redirect a timer message whose time is ahead into the wheel's topic (after :meth:`check`)."""
+        """Redirect a timer message whose time is ahead into the wheel's topic (after :meth:`check`).
+        A half message is not timed; its commit is (as 5.x: the time counts from the commit)."""
+        if inner.transaction_type == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
+            return inner
         props = inner.get_properties()
-        if not any(p in props for p in MC.TIMER_PROPERTIES) or MC.TRANSACTION_PREPARED in props:
+        if not any(p in props for p in MC.TIMER_PROPERTIES):
             return inner
         now = self.clock()
         deliver = deliver_time_of(props, now, self.max_delay_ms)
