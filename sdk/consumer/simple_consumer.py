@@ -36,6 +36,7 @@ from .durations import as_seconds as _seconds
 from .durations import invisible_ms as _invisible_ms
 from .pop_client import PopClient
 from .pull_consumer import ActiveConsumerBase
+from .selector import MessageSelector, resolve_selector
 
 __all__ = ["MAX_INVISIBLE_DURATION_S", "SimpleConsumer"]
 
@@ -91,17 +92,23 @@ class SimpleConsumer(ActiveConsumerBase):
 
     # -------------------------------------------------------------- subscriptions
 
-    def subscribe(self, topic: str, filter_expression: str = "*") -> None:
+    def subscribe(self, topic: str, filter_expression: str | MessageSelector = "*") -> None:
         """Receive messages of ``topic`` whose tag matches ``filter_expression`` (``"*"`` or
-        ``"TagA || TagB"``). May be called before or after :meth:`start`.
+        ``"TagA || TagB"``), or that a SQL92 selector over their properties selects
+        (``MessageSelector.by_sql("a > 5 AND TAGS = 'x'")``, Java 5.x ``FilterExpression`` of type
+        SQL92: the broker evaluates it, and must have ``enablePropertyFilter=true``, else
+        :meth:`receive` raises ``MQBrokerError`` "The broker does not support consumer to filter
+        message by SQL92"; an expression that does not compile: code 23
+        SUBSCRIPTION_PARSE_FAILED). May be called before or after :meth:`start`.
 
         Raises:
-            IllegalArgumentError: bad topic name or expression.
+            IllegalArgumentError: bad topic name or tag expression.
         """
         from ..protocol.codes import TOPIC_MAX_LENGTH, check_name
         check_name(topic, "topic", TOPIC_MAX_LENGTH)
+        expression, expression_type = resolve_selector(filter_expression)
         try:
-            sub = SubscriptionData.build(topic, filter_expression or "*", int(time.time() * 1000))
+            sub = SubscriptionData.build(topic, expression or "*", int(time.time() * 1000), expression_type)
         except ValueError as exc:
             raise IllegalArgumentError(f"bad filter expression {filter_expression!r}: {exc}") from None
         self.subscriptions[topic] = sub
