@@ -195,27 +195,56 @@ class SimpleConsumer(ActiveConsumerBase):
         while len(self._acked) > 65536:
             self._acked.popitem(last=False)
 
-    def ack(self, message: MessageExt) -> None:
-        """Acknowledge a received message: it will not be delivered again. Acknowledging after
-        the invisible duration passed is accepted by the broker but may be too late: the
-        message may already have been delivered again.
+    def ack(self, message: MessageExt | list[MessageExt] | tuple[MessageExt, ...]) -> None:
+        """Acknowledge a received message, or several: they will not be delivered again.
+        Acknowledging after the invisible duration passed is accepted by the broker but may be
+        too late: the message may already have been delivered again.
+
+        One message: ACK_MESSAGE, whose refusal is raised. Several (a list or tuple): one
+        BATCH_ACK_MESSAGE per broker (5.x ``BatchAckMessageRequestBody``, as the 5.x proxy and
+        ``PushConsumer(pop=True)`` acknowledge), one ACK_MESSAGE per message on a broker without
+        it (before 5.1.4); a 5.x broker answers a batch as a whole, so an offset that is no
+        longer in its queue is not reported then.
 
         Raises:
-            IllegalArgumentError: not a received message, or already acknowledged here.
+            IllegalArgumentError: not a received message, already acknowledged here, twice in
+                the list, or an empty list (nothing is sent then).
             ClientStateError: not started. MQBrokerError (e.g. NO_MESSAGE 208: the offset is no
             longer in its queue), RemotingError.
         """
-        handle = self._handle(message)
-        self._check_not_acked(handle)
-        self.instance.run(self._pop_client().ack(message, handle), self._timeout_s())
-        self._remember_acked(handle)
+        pairs = self._ack_pairs(message)
+        self.instance.run(self._ack(pairs), self._timeout_s())
+        for _m, handle in pairs:
+            self._remember_acked(handle)
 
-    async def ack_async(self, message: MessageExt) -> None:
+    async def ack_async(self, message: MessageExt | list[MessageExt] | tuple[MessageExt, ...]) -> None:
         """:meth:`ack` for asyncio code."""
-        handle = self._handle(message)
-        self._check_not_acked(handle)
-        await self._on_loop(self._pop_client().ack(message, handle))
-        self._remember_acked(handle)
+        pairs = self._ack_pairs(message)
+        await self._on_loop(self._ack(pairs))
+        for _m, handle in pairs:
+            self._remember_acked(handle)
+
+    def _ack_pairs(self, message: MessageExt | list[MessageExt] | tuple[MessageExt, ...]
+                   ) -> list[tuple[MessageExt, ReceiptHandle]]:
+        msgs = list(message) if isinstance(message, (list, tuple)) else [message]
+        if not msgs:
+            raise IllegalArgumentError("nothing to acknowledge: the list of messages is empty")
+        pairs, seen = [], set()
+        for m in msgs:
+            handle = self._handle(m)
+            self._check_not_acked(handle)
+            if str(handle) in seen:
+                raise IllegalArgumentError(f"message at {handle.queue_id}:{handle.queue_offset} is twice in the list")
+            seen.add(str(handle))
+            pairs.append((m, handle))
+        return pairs
+
+    async def _ack(self, pairs: list[tuple[MessageExt, ReceiptHandle]]) -> None:
+        pc = self._pop_client()
+        if len(pairs) == 1:
+            await pc.ack(*pairs[0])
+        else:
+            await pc.batch_ack(pairs)
 
     def change_invisible_duration(self, message: MessageExt, invisible_duration: float | datetime.timedelta) -> None:
         """Make ``message`` invisible for ``invisible_duration`` from now (longer or shorter;
