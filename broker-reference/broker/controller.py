@@ -46,6 +46,7 @@ from .send_processor import SendProcessor
 from .stats_processor import ConsumeTpsMeter, StatsProcessor
 from .subscription_group import SubscriptionGroupManager
 from .timer import TIMER_TOPIC, TimerService
+from .timer.recall import RecallProcessor
 from .topic_manager import TopicConfigManager
 from .transaction import BrokerTransactions
 from .v5_topic_config import TopicConfigProcessor
@@ -119,6 +120,11 @@ class BrokerController:
         self.timer: TimerService | None = TimerService(
             self.store, lambda inner: self.put_message(inner, schedule=False), config.config_dir,
             config.timer_precision_ms, config.timer_max_delay_sec) if config.is_v5 else None
+        if self.timer is not None:  # RECALL_MESSAGE (5.3): cancel a timer message by its handle
+            RecallProcessor(self.timer, lambda inner: self.put_message(inner, schedule=False),
+                            lambda topic: self.topics.get(topic) is not None, config.broker_name,
+                            config.broker_addr, enabled=config.recall_message_enable,
+                            is_slave=self.is_slave).register(self.server)
         # master/slave replication (issue 20): HA listener on every broker, client + copies on slaves
         MetadataProcessor(self).register(self.server)
         self.ha = HAService(self.store, config.ha_settings())
