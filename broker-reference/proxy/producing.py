@@ -110,11 +110,11 @@ class Producing:
         return resp
 
     @staticmethod
-    def _entry(entry: Any, result: tuple[str, str, int]) -> None:
+    def _entry(entry: Any, result: tuple[str, str, int, str]) -> None:
         entry.status.CopyFrom(status())
-        entry.message_id, entry.transaction_id, entry.offset = result
+        entry.message_id, entry.transaction_id, entry.offset, entry.recall_handle = result
 
-    async def _send_one(self, topic: str, route, m: Any, body: bytes, now: int) -> tuple[str, str, int]:
+    async def _send_one(self, topic: str, route, m: Any, body: bytes, now: int) -> tuple[str, str, int, str]:
         sp = m.system_properties
         wq = self.routes.select(route, sp.message_group if sp.HasField("message_group") else None)
         timers = False
@@ -156,7 +156,7 @@ class Producing:
         if route.auto_create:
             self.routes.forget(topic)  # created by this send: its own route from now on
         tx_id = transaction_id(result.offset_msg_id, result.queue_offset) if transactional else ""
-        return sp.message_id, tx_id, result.queue_offset
+        return sp.message_id, tx_id, result.queue_offset, result.recall_handle or ""  # a timer message's
 
     async def heartbeat(self, addr: str) -> None:
         """Announce the transaction producer groups to the broker at ``addr`` (HEART_BEAT), so

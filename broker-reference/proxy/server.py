@@ -19,6 +19,7 @@ from rocketmq_sdk.remoting.loop import EventLoopThread
 from .consuming import Consuming
 from .offsets import Offsets
 from .producing import Producing
+from .recall import Recall
 from .routes import RouteCache
 from .service import MessagingService
 from .sessions import Sessions
@@ -113,7 +114,8 @@ class GrpcProxy:
         producing = Producing(api, routes, sessions, f"grpc-proxy@{self.host}:{port}@{os.getpid()}",
                               self.max_body)
         self.service = MessagingService(routes, producing, Consuming(api, routes), sessions,
-                                        endpoints_of(self.host, port), Offsets(api, routes))
+                                        endpoints_of(self.host, port), Offsets(api, routes),
+                                        Recall(api, routes))
         server.add_generic_rpc_handlers((self.service.handler(),))
         await server.start()
         self._server = server

@@ -25,6 +25,7 @@ from .checks import group_name, topic_name
 from .consuming import Consuming, GroupSettings, consumer_retry_policy
 from .offsets import Offsets
 from .producing import Producing
+from .recall import Recall
 from .routes import RouteCache
 from .sessions import Session, Sessions
 from .status import ProxyError, status
@@ -70,16 +71,18 @@ class MessagingService:
         producing: SendMessage / EndTransaction / transaction checks.
         consuming: ReceiveMessage / AckMessage / ChangeInvisibleDuration / DLQ / QueryAssignment.
         offsets: PullMessage / UpdateOffset / GetOffset / QueryOffset (None: NOT_IMPLEMENTED).
+        recall: RecallMessage (None: NOT_IMPLEMENTED).
         sessions: the known clients.
         endpoints: the proxy's own ``v2.Endpoints`` (given in routes when a request names none).
     """
 
     def __init__(self, routes: RouteCache, producing: Producing, consuming: Consuming, sessions: Sessions,
-                 endpoints: Any, offsets: Offsets | None = None) -> None:
+                 endpoints: Any, offsets: Offsets | None = None, recall: Recall | None = None) -> None:
         self.routes = routes
         self.producing = producing
         self.consuming = consuming
         self.offsets = offsets
+        self.recall = recall
         self.sessions = sessions
         self.endpoints = endpoints
         self.extra: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {}
@@ -98,6 +101,8 @@ class MessagingService:
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
     def _method(self, name: str) -> Callable[[Any, Any], Awaitable[Any]] | None:
+        if name == "RecallMessage" and self.recall is not None:
+            return self.recall.recall
         offsets = self.offsets
         if offsets is not None and name in ("PullMessage", "UpdateOffset", "GetOffset", "QueryOffset"):
             return {"PullMessage": offsets.pull, "UpdateOffset": offsets.update_offset,  # type: ignore[dict-item]

@@ -31,9 +31,10 @@ def unique(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def grpc_cluster():
-    """(cluster, proxy): a 5.x broker (POP) checking transactions every second for half messages
-    older than 1 s."""
-    config = {"transaction_check_interval": 1000, "transaction_time_out": 1000, "broker_version": "5.3.3"}
+    """(cluster, proxy): a 5.x broker (POP, RECALL_MESSAGE enabled) checking transactions every
+    second for half messages older than 1 s."""
+    config = {"transaction_check_interval": 1000, "transaction_time_out": 1000, "broker_version": "5.3.3",
+              "recall_message_enable": True}
     with embedded.start_dev_cluster(in_process=True, broker_config=config) as c:
         proxy = GrpcProxy(c.namesrv_addr)
         proxy.start()
