@@ -21,6 +21,7 @@ from rocketmq_sdk.exceptions import FrameError, RemotingError
 from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.convert import set_timestamp_ms, to_v2
 from rocketmq_sdk.protocol.admin_bodies import SubscriptionGroupWrapper
+from rocketmq_sdk.protocol.bodies import SubscriptionData
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.headers import ConsumerSendMsgBackRequestHeader
 from rocketmq_sdk.protocol.message_codec import decode_messages
@@ -209,7 +210,8 @@ class Consuming:
             code = v2.BAD_REQUEST if resp.code == ResponseCode.INVALID_PARAMETER else from_remoting(resp.code)
             yield v2.ReceiveMessageResponse(status=status(code, resp.remark or "pop failed"))
             return
-        messages = self._popped(req.message_queue.topic, broker, resp)
+        messages = await self._deliverable(route, group, topic, exp_type, exp,
+                                           self._popped(req.message_queue.topic, broker, resp))
         if not messages:
             yield v2.ReceiveMessageResponse(status=status(v2.MESSAGE_NOT_FOUND, "no new message"))
             return
@@ -219,6 +221,30 @@ class Consuming:
         yield now
         for m in messages:
             yield v2.ReceiveMessageResponse(message=m)
+
+    async def _deliverable(self, route: Route, group: str, topic: str, exp_type: str, exp: str,
+                           messages: list[Any]) -> list[Any]:
+        """Apache's proxy's filter of popped messages: a tag that only shares its hash code with
+        a subscribed one is acknowledged unseen; a message whose reconsume times reached the
+        group's max attempts (``retryMaxTimes`` + 1) goes to the DLQ instead of the client."""
+        tags = SubscriptionData.build(topic, exp, 0).tags_set if exp_type == "TAG" else set()
+        max_attempts = (await self.group_settings(group, topic)).retry_max_times + 1
+        out = []
+        for m in messages:
+            sp = m.system_properties
+            handle = Handle.parse(sp.receipt_handle)
+            try:
+                if tags and sp.tag not in tags:
+                    await self._ack_one(route, group, topic, handle.pop)
+                elif sp.delivery_attempt - 1 >= max_attempts:
+                    await self._to_dlq(route, group, topic, handle, sp.message_id, max_attempts)
+                    log.info("group %s: message %s reached %d attempts; forwarded to the dead letter queue",
+                             group, sp.message_id, max_attempts)
+                else:
+                    out.append(m)
+            except ProxyError as exc:  # not settled: it comes back after its invisible time
+                log.warning("group %s: settling filtered message %s failed: %s", group, sp.message_id, exc.message)
+        return out
 
     @staticmethod
     def _popped(topic_resource: Any, broker: str, resp: RemotingCommand) -> list[Any]:
@@ -321,16 +347,20 @@ class Consuming:
         topic = topic_name(req.topic)
         handle = Handle.parse(req.receipt_handle)
         route = await self.routes.get(topic)
+        await self._to_dlq(route, group, topic, handle, req.message_id, req.max_delivery_attempts)
+        return v2.ForwardMessageToDeadLetterQueueResponse(status=status())
+
+    async def _to_dlq(self, route: Route, group: str, topic: str, handle: Handle, message_id: str,
+                      max_attempts: int) -> None:
+        """CONSUMER_SEND_MSG_BACK to ``%DLQ%<group>`` (delay level -1), then ACK the pop."""
         addr = self._broker_addr(route, handle.pop.broker_name)
         header = ConsumerSendMsgBackRequestHeader(
-            offset=handle.commit_log_offset, group=group, delay_level=-1, origin_msg_id=req.message_id or None,
-            origin_topic=topic, max_reconsume_times=req.max_delivery_attempts or None,
-            bname=handle.pop.broker_name)
+            offset=handle.commit_log_offset, group=group, delay_level=-1, origin_msg_id=message_id or None,
+            origin_topic=topic, max_reconsume_times=max_attempts or None, bname=handle.pop.broker_name)
         answer = await self._invoke(addr, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext_fields(), self.timeout_ms)
         if answer.code != ResponseCode.SUCCESS:
             raise ProxyError(from_remoting(answer.code), answer.remark or "forward to DLQ failed")
         await self._ack_one(route, group, topic, handle.pop)
-        return v2.ForwardMessageToDeadLetterQueueResponse(status=status())
 
     # -- QueryAssignment ----------------------------------------------------------------------
     async def query_assignment(self, req: Any, context: Any, endpoints: Any) -> Any:

@@ -104,3 +104,35 @@ def test_a_subclass_refuses_protocol_grpc_instead_of_speaking_remoting():
         Mine("g", endpoints="127.0.0.1:8081", protocol="grpc")
     with pytest.raises(IllegalArgumentError, match="protocol"):
         SimpleConsumer("g", "127.0.0.1:9876", protocol="http")
+
+
+def test_the_proxy_sends_a_message_past_its_last_attempt_to_the_dlq_on_receive(grpc_cluster):
+    """As Apache's proxy (PopMessageResultFilter): a message popped with reconsume times >= the
+    group's max attempts (retryMaxTimes + 1) goes to %DLQ% and is acknowledged instead of being
+    delivered again, so a 5.x client that only ever changes its invisibility still ends."""
+    from rocketmq_sdk import LitePullConsumer
+    from rocketmq_sdk.admin import AdminClient
+
+    cluster, proxy = grpc_cluster
+    topic, group = unique("pd"), unique("gpd")
+    with AdminClient(cluster.namesrv_addr) as admin:
+        admin.update_subscription_group(group, broker_addr=cluster.broker_addr, retry_max_times=1)  # 2 attempts
+    with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p:
+        sent = p.send(Message(topic, b"never-acked")).msg_id
+    consumer = SimpleConsumer(group, endpoints=proxy.addr, protocol="grpc", await_duration=1,
+                              consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    consumer.subscribe(topic)
+    attempts: list[int] = []
+    with consumer:
+        deadline = time.monotonic() + 12
+        while time.monotonic() < deadline:  # never acked: back after 1 s each time
+            attempts.extend(m.reconsume_times for m in consumer.receive(16, 1))
+    assert attempts == [0, 1]
+    dlq = LitePullConsumer(unique("cg"), cluster.namesrv_addr, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    dlq.subscribe(f"%DLQ%{group}", "*")
+    with dlq:
+        dead: list = []
+        deadline = time.monotonic() + 20
+        while not dead and time.monotonic() < deadline:
+            dead = dlq.poll(500)
+    assert [m.msg_id for m in dead] == [sent]
