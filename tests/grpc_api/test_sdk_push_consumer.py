@@ -297,3 +297,49 @@ def test_fifo_retries_in_place_keep_the_message_invisible_past_its_invisible_dur
     assert listener.bodies() == [b"F-0", b"F-0", b"F-0", b"F-1", b"F-2"], listener.bodies()
     times = [t for t, m in listener.seen]
     assert times[1] - times[0] >= 0.9 and times[2] - times[1] >= 4.9  # in place, by the policy (1 s, 5 s)
+
+
+def test_on_message_async_handlers_and_an_orderly_listener(grpc_cluster):
+    """The remoting listener styles work over gRPC: ``on_message`` with an ``async def`` handler
+    per topic, and an orderly listener (SUSPEND_CURRENT_QUEUE_A_MOMENT = consume again later)."""
+    from rocketmq_sdk.consumer.listener import ConsumeOrderlyContext, ConsumeOrderlyStatus
+
+    _, proxy = grpc_cluster
+    t1, t2 = unique("oa"), unique("ob")
+    seen: dict[str, list[bytes]] = {t1: [], t2: []}
+    c = PushConsumer(unique("gon"), endpoints=proxy.addr, protocol="grpc", await_duration=1,
+                     consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+
+    @c.on_message(t1)
+    async def first(msgs, ctx):
+        seen[t1].extend(m.body for m in msgs)
+        return OK
+
+    @c.on_message(t2)
+    def second(msgs, ctx):
+        seen[t2].extend(m.body for m in msgs)
+        return OK
+
+    with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p, c:
+        p.send(Message(t1, b"to-async"))
+        p.send(Message(t2, b"to-sync"))
+        wait_until(lambda: seen[t1] and seen[t2], 20, "both handlers")
+    assert seen == {t1: [b"to-async"], t2: [b"to-sync"]}
+
+    topic = unique("oo")
+    calls: list[tuple[bytes, int, object]] = []
+
+    def orderly(msgs, ctx):
+        assert isinstance(ctx, ConsumeOrderlyContext)
+        calls.append((msgs[0].body, msgs[0].reconsume_times, ctx.message_queue.topic))
+        first_call = len(calls) == 1
+        return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if first_call else ConsumeOrderlyStatus.SUCCESS
+
+    o = PushConsumer(unique("gor"), endpoints=proxy.addr, protocol="grpc", await_duration=1,
+                     consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    o.subscribe(topic)
+    o.register_message_listener(orderly, orderly=True)
+    with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p, o:
+        p.send(Message(topic, b"ordered"))
+        wait_until(lambda: len(calls) >= 2, 20, "the message again after SUSPEND")
+    assert calls == [(b"ordered", 0, topic), (b"ordered", 1, topic)]
