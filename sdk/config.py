@@ -71,6 +71,22 @@ def wants_grpc(protocol: str, namesrv_addr: str | None) -> bool:
     return protocol == "grpc" or str(namesrv_addr or "").startswith(("grpc://", "grpcs://"))
 
 
+def grpc_twin_wanted(cls: type, base: type, protocol: str, namesrv_addr: str | None, hint: str = "") -> bool:
+    """True when ``base(...)`` is asked for RocketMQ 5's gRPC API (:func:`wants_grpc`): its
+    ``__new__`` then returns the gRPC twin instead.
+
+    Raises:
+        IllegalArgumentError: a subclass of ``base`` asked for gRPC (subclasses speak remoting
+            only; ``hint`` names an alternative), or an unknown ``protocol``.
+    """
+    if not wants_grpc(protocol, namesrv_addr):
+        return False
+    if cls is not base:
+        raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
+                                   f"{base.__name__}(protocol='grpc'){hint}")
+    return True
+
+
 def local_ip() -> str:
     """The IPv4 address of the outbound interface (no packet is sent), or 127.0.0.1."""
     try:

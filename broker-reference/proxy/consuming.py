@@ -108,6 +108,23 @@ def _ms(duration: Any) -> int:
     return int(duration.seconds) * 1000 + int(duration.nanos) // 1_000_000
 
 
+def long_polling_ms(req: Any, context: Any) -> int:
+    """The long polling of a ReceiveMessage / PullMessage request, ms (``DEFAULT_POLLING_MS`` when
+    not given), shortened so that the answer beats the call's deadline by 1 s.
+
+    Raises:
+        ProxyError: ILLEGAL_POLLING_TIME outside 0 .. ``MAX_POLLING_MS``.
+    """
+    polling = _ms(req.long_polling_timeout) if req.HasField("long_polling_timeout") else DEFAULT_POLLING_MS
+    if not 0 <= polling <= MAX_POLLING_MS:
+        raise ProxyError(v2.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is not within "
+                                                  f"0..{MAX_POLLING_MS}")
+    remaining = context.time_remaining()
+    if remaining is not None:  # answer before the client's deadline
+        polling = max(0, min(polling, int(remaining * 1000) - 1000))
+    return polling
+
+
 class Consuming:
     """The receive-side handlers (run on the proxy's loop)."""
 
@@ -183,13 +200,7 @@ class Consuming:
         if not MIN_INVISIBLE_MS <= invisible <= MAX_INVISIBLE_MS:
             raise ProxyError(v2.ILLEGAL_INVISIBLE_TIME,
                              f"invisible duration {invisible} ms is not within {MIN_INVISIBLE_MS}..{MAX_INVISIBLE_MS}")
-        polling = _ms(req.long_polling_timeout) if req.HasField("long_polling_timeout") else DEFAULT_POLLING_MS
-        if not 0 <= polling <= MAX_POLLING_MS:
-            raise ProxyError(v2.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is not within "
-                                                      f"0..{MAX_POLLING_MS}")
-        remaining = context.time_remaining()
-        if remaining is not None:  # answer before the client's deadline
-            polling = max(0, min(polling, int(remaining * 1000) - 1000))
+        polling = long_polling_ms(req, context)
         exp_type, exp = "TAG", "*"
         if req.filter_expression.expression:
             exp = req.filter_expression.expression

@@ -25,18 +25,12 @@ from rocketmq_sdk.protocol.codes import PullSysFlag, ResponseCode
 from rocketmq_sdk.protocol.message import MessageExt, MessageQueue, PullStatus
 
 from .checks import group_name, topic_name
+from .consuming import long_polling_ms
 from .routes import RouteCache
 from .status import ProxyError, from_remoting, status
 
 #: the most messages one PullMessage returns
 MAX_PULL_BATCH = 32
-#: longest long polling of one PullMessage, ms (and the default)
-MAX_PULL_POLLING_MS = 30_000
-DEFAULT_PULL_POLLING_MS = 20_000
-
-
-def _ms(duration: Any) -> int:
-    return int(duration.seconds) * 1000 + int(duration.nanos) // 1_000_000
 
 
 def message_of(topic_resource: Any, msg: MessageExt) -> Any:
@@ -90,13 +84,7 @@ class Offsets:
             raise ProxyError(v2.BAD_REQUEST, f"batch size {batch} is not within 1..{MAX_PULL_BATCH}")
         if req.offset < 0:
             raise ProxyError(v2.ILLEGAL_OFFSET, f"offset {req.offset} is negative")
-        polling = _ms(req.long_polling_timeout) if req.HasField("long_polling_timeout") else DEFAULT_PULL_POLLING_MS
-        if not 0 <= polling <= MAX_PULL_POLLING_MS:
-            raise ProxyError(v2.ILLEGAL_POLLING_TIME, f"long polling timeout {polling} ms is not within "
-                                                      f"0..{MAX_PULL_POLLING_MS}")
-        remaining = context.time_remaining()
-        if remaining is not None:  # answer before the client's deadline
-            polling = max(0, min(polling, int(remaining * 1000) - 1000))
+        polling = long_polling_ms(req, context)  # as ReceiveMessage's: 0 .. 30 s, default 20 s
         expression = req.filter_expression.expression or "*"
         kind = "SQL92" if req.filter_expression.type == v2.SQL else "TAG"
         try:

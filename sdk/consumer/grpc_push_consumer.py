@@ -34,14 +34,14 @@ from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQError
 from ..grpc import v2
 from ..grpc.connection import proxy_endpoints
-from ..lifecycle import Lifecycle
+from ..lifecycle import Lifecycle, ServiceState
 from ..protocol.codes import GROUP_MAX_LENGTH, TOPIC_MAX_LENGTH, check_name
 from ..protocol.message import MessageExt, MessageQueue
 from .durations import as_seconds as _seconds
 from .durations import invisible_ms as _invisible_ms
 from .grpc_consume import ConsumeBackoff, GrpcConsumeService
 from .grpc_consumer_client import GrpcConsumerClient, check_namespace, grpc_client
-from .listener_adapters import AsyncListenerRunner, TopicDispatcher, is_async_listener
+from .listener_adapters import AsyncListenerRunner, ListenerRegistry, TopicDispatcher
 
 __all__ = ["GrpcPushConsumer"]
 
@@ -86,7 +86,7 @@ class _Receiver:
             self.cond.notify_all()
 
 
-class GrpcPushConsumer(AsyncLifecycle):
+class GrpcPushConsumer(AsyncLifecycle, ListenerRegistry):
     """A push consumer on a 5.x proxy; ``PushConsumer(group, endpoints="host:port",
     protocol="grpc")`` (or ``PushConsumer(group, "grpc://host:port")``) returns one.
 
@@ -155,6 +155,11 @@ class GrpcPushConsumer(AsyncLifecycle):
     def running(self) -> bool:
         return self._lifecycle.running
 
+    @property
+    def state(self) -> ServiceState:
+        """CREATE_JUST, RUNNING, SHUTTING_DOWN or SHUTDOWN_ALREADY (Java ``ServiceState``)."""
+        return self._lifecycle.state
+
     # -- configuration ----------------------------------------------------------------------------
     def subscribe(self, topic: str, expression: str | None = "*") -> None:
         """Consume ``topic``'s messages whose tag matches ``expression`` (``*``, ``TagA || TagB``;
@@ -174,53 +179,6 @@ class GrpcPushConsumer(AsyncLifecycle):
             for key in [k for k in self._receivers if k[0] == topic]:
                 self._receivers.pop(key).cancel()
         self._announce()
-
-    def register_message_listener(self, listener: Any, *, orderly: bool | None = None) -> None:
-        """Set the listener: ``fn(msgs, context) -> status`` or an object with
-        ``consume_message(msgs, context)`` (sync or ``async``), as for the remoting
-        ``PushConsumer``: ``ConsumeConcurrentlyStatus`` (an exception or None means
-        RECONSUME_LATER), or with ``orderly=True`` ``ConsumeOrderlyContext`` /
-        ``ConsumeOrderlyStatus`` (SUSPEND_CURRENT_QUEUE_A_MOMENT means "again later").
-
-        Raises:
-            IllegalArgumentError: not callable, or ``on_message`` handlers are registered.
-            ClientStateError: already started.
-        """
-        if self._lifecycle.state.name != "CREATE_JUST":
-            raise ClientStateError("register the listener before start()")
-        if self._dispatcher is not None and listener is not self._dispatcher:
-            raise IllegalArgumentError("handlers are registered with on_message(); use one style")
-        fn = getattr(listener, "consume_message", listener)
-        if not callable(fn):
-            raise IllegalArgumentError("the listener must be callable or have consume_message()")
-        self._listener = self._async_runner.wrap(fn) if is_async_listener(fn) else fn
-        self.orderly = bool(getattr(listener, "orderly", False)) if orderly is None else orderly
-
-    def listener(self, fn: Any = None, *, orderly: bool = False) -> Any:
-        """Decorator form of :meth:`register_message_listener` (returns the function)."""
-        def register(f: Any) -> Any:
-            self.register_message_listener(f, orderly=orderly)
-            return f
-        return register(fn) if fn is not None else register
-
-    def on_message(self, topic: str, expression: str | None = "*", *, orderly: bool = False) -> Callable[[Any], Any]:
-        """Decorator: subscribe to ``topic`` and consume its messages with the decorated function
-        (as the remoting ``PushConsumer.on_message``).
-
-        Raises:
-            IllegalArgumentError: the topic already has a handler, or a listener was registered.
-        """
-        def register(f: Any) -> Any:
-            if self._dispatcher is None:
-                if self._listener is not None:
-                    raise IllegalArgumentError("a listener is already registered; use one style")
-                self._dispatcher = TopicDispatcher()
-                self.register_message_listener(self._dispatcher, orderly=orderly)
-            fn = getattr(f, "consume_message", f)
-            self._dispatcher.add(topic, self._async_runner.wrap(fn) if is_async_listener(fn) else fn)
-            self.subscribe(topic, expression)
-            return f
-        return register
 
     # -- settings (Telemetry) -------------------------------------------------------------------------
     def _settings(self) -> Any:

@@ -7,6 +7,8 @@
   thread waits for its result.
 - :class:`TopicDispatcher`: the listener behind ``@consumer.on_message(topic, tags)``: each
   batch (always from one queue, so one topic) goes to the handler registered for its topic.
+- :class:`ListenerRegistry`: ``register_message_listener`` / ``listener`` / ``on_message``, the
+  same for the remoting and the gRPC push consumer.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..exceptions import IllegalArgumentError, RemotingTimeoutError
+from ..exceptions import ClientStateError, IllegalArgumentError, RemotingTimeoutError
+from ..lifecycle import ServiceState
 from ..protocol.message import MessageExt
 from ..remoting.loop import EventLoopThread
 
-__all__ = ["AsyncListenerRunner", "TopicDispatcher", "is_async_listener"]
+__all__ = ["AsyncListenerRunner", "ListenerRegistry", "TopicDispatcher", "is_async_listener"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.listener")
 
@@ -118,3 +121,81 @@ class TopicDispatcher:
             log.warning("no handler for topic %s; %d messages not consumed", msgs[0].topic, len(msgs))
             return None
         return fn(msgs, context)
+
+
+class ListenerRegistry:
+    """How a push consumer is given its listener (mixed into the remoting ``PushConsumer`` and
+    the gRPC ``GrpcPushConsumer``; they set the attributes below in ``__init__``)."""
+
+    _listener: Callable[[list[MessageExt], Any], Any] | None
+    _dispatcher: TopicDispatcher | None
+    _async_runner: AsyncListenerRunner
+    #: the listener is orderly (``register_message_listener(..., orderly=True)``).
+    orderly: bool
+
+    @property
+    def state(self) -> ServiceState:  # pragma: no cover - provided by the consumer class
+        raise NotImplementedError
+
+    def subscribe(self, topic: str, expression: Any = "*") -> None:  # pragma: no cover - the consumer's
+        raise NotImplementedError
+
+    def register_message_listener(self, listener: Any, *, orderly: bool | None = None) -> None:
+        """Set the listener: ``fn(msgs: list[MessageExt], context) -> status`` or an object with
+        ``consume_message(msgs, context)``. It runs on the consume thread pool.
+
+        Concurrent (default): returns ``ConsumeConcurrentlyStatus``; an exception or a None
+        result means RECONSUME_LATER. Orderly (``orderly=True``, or an object whose ``orderly``
+        attribute is True; Java ``MessageListenerOrderly``): called with
+        ``ConsumeOrderlyContext``, one batch at a time per queue in queue order, returns
+        ``ConsumeOrderlyStatus``; an exception or None means SUSPEND_CURRENT_QUEUE_A_MOMENT.
+
+        Raises:
+            IllegalArgumentError: not callable, or ``on_message`` handlers are registered.
+            ClientStateError: the consumer is already started.
+        """
+        if self.state is not ServiceState.CREATE_JUST:
+            raise ClientStateError("register the listener before start()")
+        if self._dispatcher is not None and listener is not self._dispatcher:
+            raise IllegalArgumentError("handlers are registered with on_message(); use one style")
+        fn = getattr(listener, "consume_message", listener)
+        if not callable(fn):
+            raise IllegalArgumentError("the listener must be callable or have consume_message()")
+        self._listener = self._async_runner.wrap(fn) if is_async_listener(fn) else fn
+        self.orderly = bool(getattr(listener, "orderly", False)) if orderly is None else orderly
+
+    def listener(self, fn: Any = None, *, orderly: bool = False) -> Any:
+        """Decorator form of :meth:`register_message_listener`::
+
+            @consumer.listener
+            def handle(msgs, ctx): ...
+
+            @consumer.listener(orderly=True)
+            async def handle(msgs, ctx): ...   # coroutines run on a dedicated loop thread
+
+        Returns the function unchanged."""
+        def register(f: Any) -> Any:
+            self.register_message_listener(f, orderly=orderly)
+            return f
+        return register(fn) if fn is not None else register
+
+    def on_message(self, topic: str, expression: str | None = "*", *, orderly: bool = False) -> Callable[[Any], Any]:
+        """Decorator: subscribe to ``topic`` with ``expression`` and consume its messages with
+        the decorated function (sync or ``async``; same signature and results as a listener).
+        Several topics may each have their own handler; all are orderly or none.
+
+        Raises:
+            IllegalArgumentError: the topic already has a handler, or a listener was registered
+                with :meth:`register_message_listener`.
+        """
+        def register(f: Any) -> Any:
+            if self._dispatcher is None:
+                if self._listener is not None:
+                    raise IllegalArgumentError("a listener is already registered; use one style")
+                self._dispatcher = TopicDispatcher()
+                self.register_message_listener(self._dispatcher, orderly=orderly)
+            fn = getattr(f, "consume_message", f)
+            self._dispatcher.add(topic, self._async_runner.wrap(fn) if is_async_listener(fn) else fn)
+            self.subscribe(topic, expression)
+            return f
+        return register

@@ -13,15 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from functools import partial
 from typing import Any, Unpack, cast
 
 from ..client.instance import MQClientInstance
-from ..config import ConsumerConfig, wants_grpc
+from ..config import ConsumerConfig, grpc_twin_wanted
 from ..config_types import ConsumerSettings
-from ..exceptions import ClientStateError, IllegalArgumentError, MQError
-from ..lifecycle import ServiceState
+from ..exceptions import ClientStateError, MQError
 from ..protocol.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerData,
@@ -41,7 +39,7 @@ from .consume_orderly import ConsumeMessageOrderlyService
 from .consume_service import ConsumeMessageConcurrentlyService
 from .direct_consume import consume_directly
 from .listener import MessageListenerConcurrently, MessageListenerOrderly
-from .listener_adapters import AsyncListenerRunner, TopicDispatcher, is_async_listener
+from .listener_adapters import AsyncListenerRunner, ListenerRegistry, TopicDispatcher
 from .pop_consume import PopSettings
 from .pop_mode import PopMode
 from .process_queue import ProcessQueue
@@ -64,7 +62,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-class PushConsumer(ConsumerBase):
+class PushConsumer(ConsumerBase, ListenerRegistry):
     """A push consumer (clustering, concurrent listener).
 
     Args:
@@ -94,10 +92,7 @@ class PushConsumer(ConsumerBase):
     def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
                 **kwargs: Any) -> Any:
         # protocol="grpc" (or a grpc:// address): the same API over RocketMQ 5's gRPC API
-        if wants_grpc(protocol, namesrv_addr):
-            if cls is not PushConsumer:
-                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
-                                           "PushConsumer(protocol='grpc')")
+        if grpc_twin_wanted(cls, PushConsumer, protocol, namesrv_addr):
             from .grpc_push_consumer import GrpcPushConsumer
             return GrpcPushConsumer(group, namesrv_addr, *args, **kwargs)
         return super().__new__(cls)
@@ -170,67 +165,6 @@ class PushConsumer(ConsumerBase):
         not yet consumed: ``msg_count``, ``dropped``, ``locked``...). A copy of Java's
         ``processQueueTable``: queues come and go with each rebalance."""
         return dict(self._rebalancer.process_queues)
-
-    def register_message_listener(self, listener: MessageListenerConcurrently | MessageListenerOrderly | Any,
-                                  *, orderly: bool | None = None) -> None:
-        """Set the listener: ``fn(msgs: list[MessageExt], context) -> status`` or an object with
-        ``consume_message(msgs, context)``. It runs on the consume thread pool.
-
-        Concurrent (default): returns ``ConsumeConcurrentlyStatus``; an exception or a None
-        result means RECONSUME_LATER. Orderly (``orderly=True``, or an object whose ``orderly``
-        attribute is True; Java ``MessageListenerOrderly``): called with
-        ``ConsumeOrderlyContext``, one batch at a time per queue in queue order, returns
-        ``ConsumeOrderlyStatus``; an exception or None means SUSPEND_CURRENT_QUEUE_A_MOMENT.
-
-        Raises:
-            IllegalArgumentError: not callable, or ``on_message`` handlers are registered.
-            ClientStateError: the consumer is already started.
-        """
-        if self.state is not ServiceState.CREATE_JUST:
-            raise ClientStateError("register the listener before start()")
-        if self._dispatcher is not None and listener is not self._dispatcher:
-            raise IllegalArgumentError("handlers are registered with on_message(); use one style")
-        fn = getattr(listener, "consume_message", listener)
-        if not callable(fn):
-            raise IllegalArgumentError("the listener must be callable or have consume_message()")
-        self._listener = self._async_runner.wrap(fn) if is_async_listener(fn) else fn
-        self.orderly = bool(getattr(listener, "orderly", False)) if orderly is None else orderly
-
-    def listener(self, fn: Any = None, *, orderly: bool = False) -> Any:
-        """Decorator form of :meth:`register_message_listener`::
-
-            @consumer.listener
-            def handle(msgs, ctx): ...
-
-            @consumer.listener(orderly=True)
-            async def handle(msgs, ctx): ...   # coroutines run on a dedicated loop thread
-
-        Returns the function unchanged."""
-        def register(f: Any) -> Any:
-            self.register_message_listener(f, orderly=orderly)
-            return f
-        return register(fn) if fn is not None else register
-
-    def on_message(self, topic: str, expression: str | None = "*", *, orderly: bool = False) -> Callable[[Any], Any]:
-        """Decorator: subscribe to ``topic`` with ``expression`` and consume its messages with
-        the decorated function (sync or ``async``; same signature and results as a listener).
-        Several topics may each have their own handler; all are orderly or none.
-
-        Raises:
-            IllegalArgumentError: the topic already has a handler, or a listener was registered
-                with :meth:`register_message_listener`.
-        """
-        def register(f: Any) -> Any:
-            if self._dispatcher is None:
-                if self._listener is not None:
-                    raise IllegalArgumentError("a listener is already registered; use one style")
-                self._dispatcher = TopicDispatcher()
-                self.register_message_listener(self._dispatcher, orderly=orderly)
-            fn = getattr(f, "consume_message", f)
-            self._dispatcher.add(topic, self._async_runner.wrap(fn) if is_async_listener(fn) else fn)
-            self.subscribe(topic, expression)
-            return f
-        return register
 
     # -------------------------------------------------------------- lifecycle
 

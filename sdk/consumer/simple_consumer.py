@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Unpack
 
-from ..config import ConsumerConfig, wants_grpc
+from ..config import ConsumerConfig, grpc_twin_wanted
 from ..config_types import ConsumerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError
 from ..protocol.bodies import SubscriptionData
@@ -69,10 +69,7 @@ class SimpleConsumer(ActiveConsumerBase):
     def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
                 **kwargs: Any) -> Any:
         # protocol="grpc" (or a grpc:// address): the same API over RocketMQ 5's gRPC API
-        if wants_grpc(protocol, namesrv_addr):
-            if cls is not SimpleConsumer:
-                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
-                                           "SimpleConsumer(protocol='grpc')")
+        if grpc_twin_wanted(cls, SimpleConsumer, protocol, namesrv_addr):
             from .grpc_simple_consumer import GrpcSimpleConsumer
             return GrpcSimpleConsumer(group, namesrv_addr, *args, **kwargs)
         return super().__new__(cls)

@@ -19,7 +19,7 @@ from typing import Any, TypeVar, Unpack
 from ..aio import AsyncLifecycle
 from ..client.instance import MQClientInstance, get_client_instance, release_client_instance
 from ..client.route import TopicPublishInfo
-from ..config import ProducerConfig, wants_grpc
+from ..config import ProducerConfig, grpc_twin_wanted
 from ..config_types import ProducerSettings
 from ..exceptions import (
     ClientStateError,
@@ -105,11 +105,8 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
     def __new__(cls, group: str = "", namesrv_addr: str | None = None, *args: Any, protocol: str = "remoting",
                 **kwargs: Any) -> Any:
         # protocol="grpc" (or a grpc:// address) makes a GrpcProducer: RocketMQ 5's gRPC API
-        if wants_grpc(protocol, namesrv_addr):
-            if cls is not Producer:
-                raise IllegalArgumentError(f"{cls.__name__} speaks remoting only: for RocketMQ 5 gRPC use "
-                                           "Producer(protocol='grpc'), or GrpcTransactionProducer "
-                                           "(rocketmq_sdk.producer.grpc_transaction) for transactions")
+        if grpc_twin_wanted(cls, Producer, protocol, namesrv_addr, ", or GrpcTransactionProducer "
+                            "(rocketmq_sdk.producer.grpc_transaction) for transactions"):
             from .grpc_producer import GrpcProducer
             return GrpcProducer(group, namesrv_addr, *args, **kwargs)
         return super().__new__(cls)
