@@ -110,3 +110,23 @@ def test_push_consumer_receives_with_assignment_ack_and_redelivery(grpc_cluster,
     assert succeeded == set(ids)
     fail_once = [line["attempt"] for line in lines if line["body"] == "fail-once"]
     assert fail_once[:2] == [1, 2]  # FAILURE: delivered again as the next attempt
+
+
+def test_official_push_consumer_on_a_fifo_group_consumes_in_message_group_order(grpc_cluster, official):
+    """A group the broker marks ``consumeMessageOrderly``: the proxy's settings say FIFO, so the
+    official client consumes each message group in order, from the proxy's orderly POP."""
+    from rocketmq_sdk import Message, Producer
+    from rocketmq_sdk.admin import AdminClient
+    from rocketmq_sdk.producer.selector import SelectMessageQueueByHash
+
+    cluster, proxy = grpc_cluster
+    topic, group = unique("pf"), unique("gpf")
+    with AdminClient(cluster.namesrv_addr) as admin:
+        admin.update_subscription_group(group, broker_addr=cluster.broker_addr, consume_message_orderly=True)
+    with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as producer:
+        for i in range(6):
+            for key in ("x", "y"):
+                producer.send(Message(topic, f"{key}-{i}".encode(), tags="TagP"), SelectMessageQueueByHash(), key)
+    lines = finish(official("push_consume.py", proxy.addr, topic, group, "12"), timeout_s=120)
+    for key in ("x", "y"):
+        assert [line["body"] for line in lines if line["body"].startswith(key)] == [f"{key}-{i}" for i in range(6)]
