@@ -1,10 +1,11 @@
 """RocketMQ 5 gRPC: the official Python 5.x client (rocketmq-python-client 5.1.2) vs this SDK over
 gRPC vs this SDK over remoting, against one reference broker (``python -m rocketmq_broker dev
 --grpc-port 0``, its own process): sync sends (msgs/s, client CPU µs/msg) and receive + ack
-(msgs/s). Each client runs in its own worker process, one after the other; the sends alternate
+(msgs/s), and with ``--push`` push consumers (first to last message consumed, msgs/s and CPU).
+Each client runs in its own worker process, one after the other; the sends alternate
 (official, sdk-grpc, sdk-remoting, then the reverse order) and totals are reported.
 
-    .venv/bin/python benchmarks/grpc_clients.py [--quick] [-n 3000]
+    .venv/bin/python benchmarks/grpc_clients.py [--quick] [-n 3000] [--push]
 
 Writes ``benchmarks/results/<date>-<HHMM>-grpc.json`` / ``.md`` (``-grpc-quick``) with the command,
 machine load and git commit. Needs .venv/rmq5 (``make test`` installs it).
@@ -105,6 +106,65 @@ def worker_receive(kind: str, endpoint: str, namesrv: str, topic: str, n: int) -
     return {"kind": kind, "op": "receive+ack", "n": got, "wall_s": wall, "cpu_s": cpu}
 
 
+class _Counter:
+    """Counts consumed messages: the window runs from the first to the ``n``-th (CPU over it)."""
+
+    def __init__(self, n: int) -> None:
+        import threading
+
+        self.n, self.got, self.lock, self.done = n, 0, threading.Lock(), threading.Event()
+        self.t0 = self.c0 = self.t1 = self.c1 = 0.0
+
+    def add(self, k: int) -> None:
+        with self.lock:
+            if self.got == 0:
+                self.t0, self.c0 = time.perf_counter(), _cpu()
+            self.got += k
+            if self.got >= self.n and not self.done.is_set():
+                self.t1, self.c1 = time.perf_counter(), _cpu()
+                self.done.set()
+
+
+def worker_push(kind: str, endpoint: str, namesrv: str, topic: str, n: int) -> dict:
+    """A push consumer of each kind consumes the ``n`` messages of ``topic`` (listener: success)."""
+    group = f"bench_push_{kind.replace('-', '_')}_{os.getpid()}"
+    count = _Counter(n)
+    if kind == "official":
+        from rocketmq import (
+            ClientConfiguration,
+            ConsumeResult,
+            Credentials,
+            FilterExpression,
+            MessageListener,
+            PushConsumer,
+        )
+
+        class Listener(MessageListener):
+            def consume(self, message):
+                count.add(1)
+                return ConsumeResult.SUCCESS
+
+        c = PushConsumer(ClientConfiguration(endpoint, Credentials()), group, Listener(), {topic: FilterExpression()})
+        c.startup()
+    else:
+        from rocketmq_sdk import PushConsumer
+        from rocketmq_sdk.consumer.listener import ConsumeConcurrentlyStatus
+
+        c = PushConsumer(group, endpoints=endpoint, protocol="grpc") if kind == "sdk-grpc" \
+            else PushConsumer(group, namesrv, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        c.subscribe(topic)
+
+        @c.listener
+        def handle(msgs, ctx):
+            count.add(len(msgs))
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        c.start()
+    count.done.wait(300)
+    c.shutdown()
+    return {"kind": kind, "op": "push", "n": count.got, "wall_s": count.t1 - count.t0, "cpu_s": count.c1 - count.c0}
+
+
 # -- driver -------------------------------------------------------------------------------------
 def run_worker(op: str, kind: str, endpoint: str, namesrv: str, topic: str, n: int) -> dict:
     env = dict(os.environ)
@@ -138,6 +198,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("-n", type=int, default=None, help="messages per client and operation")
+    ap.add_argument("--push", action="store_true", help="also push consumers (official, SDK over gRPC, remoting)")
     args = ap.parse_args()
     n = args.n or (1000 if args.quick else 5000)
     load_before = os.getloadavg()
@@ -151,13 +212,19 @@ def main() -> int:
                 results.append(run_worker("send", kind, lines["GRPC"], lines["NAMESRV"], topic, n))
                 results.append(run_worker("receive", kind, lines["GRPC"], lines["NAMESRV"], topic, n))
                 print(json.dumps(results[-2]), json.dumps(results[-1]), flush=True)
+                if args.push:  # the same number again, consumed by a push consumer of the kind
+                    results.append(run_worker("send", kind, lines["GRPC"], lines["NAMESRV"], topic + "_p", n))
+                    results.append(run_worker("push", kind, lines["GRPC"], lines["NAMESRV"], topic + "_p", n))
+                    print(json.dumps(results[-1]), flush=True)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
     summary = {}
-    for op in ("send", "receive+ack"):
+    for op in ("send", "receive+ack", "push"):
         for kind in ("official", "sdk-grpc", "sdk-remoting"):
             rs = [r for r in results if r["op"] == op and r["kind"] == kind]
+            if not rs:
+                continue
             total_n = sum(r["n"] for r in rs)
             wall = sum(r["wall_s"] for r in rs)
             cpu = sum(r["cpu_s"] for r in rs)
@@ -192,7 +259,7 @@ def main() -> int:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--worker":
         op, kind, endpoint, namesrv, topic, n = sys.argv[2:8]
-        fn = worker_send if op == "send" else worker_receive
+        fn = {"send": worker_send, "receive": worker_receive, "push": worker_push}[op]
         print(json.dumps(fn(kind, endpoint, namesrv, topic, int(n))))
         sys.exit(0)
     sys.exit(main())
