@@ -166,6 +166,8 @@ class MessagingService:
         endpoints = req.endpoints if req.endpoints.addresses else self.endpoints
         resp = v2.QueryRouteResponse(status=status())
         resp.message_queues.extend(self.routes.message_queues(route, endpoints))
+        for mq in resp.message_queues:  # the client's own name and namespace, not the broker's ns%name
+            mq.topic.CopyFrom(req.topic)
         return resp
 
     def _session(self, context: Any) -> Session:

@@ -136,3 +136,32 @@ def test_the_proxy_sends_a_message_past_its_last_attempt_to_the_dlq_on_receive(g
         while not dead and time.monotonic() < deadline:
             dead = dlq.poll(500)
     assert [m.msg_id for m in dead] == [sent]
+
+
+def test_namespaces_as_the_official_client_sends_them(grpc_cluster, official):
+    """The official client's messages in namespace ``ns`` reach this SDK's SimpleConsumer in the
+    same namespace (x-mq-namespace and every resource_namespace), under the application's topic
+    name; the brokers hold them as ``ns%topic``; a consumer without the namespace sees another
+    topic."""
+    cluster, proxy = grpc_cluster
+    topic, group, ns = unique("nso"), unique("gns"), unique("ns")
+    sent = finish(official("produce.py", proxy.addr, topic, ns))
+    consumer = SimpleConsumer(group, endpoints=proxy.addr, protocol="grpc", await_duration=1, namespace=ns)
+    consumer.subscribe(topic)
+    with consumer:
+        md = dict(consumer._connection().metadata())
+        assert md["x-mq-namespace"] == ns
+        got = {m.msg_id: m for m in receive_all(consumer, 5)}
+        for m in got.values():
+            consumer.ack(m)
+    assert set(got) == {s["id"] for s in sent}
+    assert {m.topic for m in got.values()} == {topic}
+    assert got[sent[0]["id"]].tags == "TagN" and got[sent[0]["id"]].get_property("color") == "red"
+    from rocketmq_sdk.admin import AdminClient
+    with AdminClient(cluster.namesrv_addr) as admin:
+        assert admin.topic_route(f"{ns}%{topic}").queue_datas  # stored under ns%topic
+    plain = SimpleConsumer(group, endpoints=proxy.addr, protocol="grpc", await_duration=1)
+    plain.subscribe(topic)
+    with plain, pytest.raises(MQBrokerError) as e:
+        plain.receive(16, 5)
+    assert e.value.code == v2.TOPIC_NOT_FOUND

@@ -1,5 +1,6 @@
 """Sends with the official 5.x Producer: a normal message (tag, two keys, a property), three FIFO
-messages of one message group, and a message delayed by 2-3 s; prints one JSON line per send."""
+messages of one message group, and a message delayed by 2-3 s; prints one JSON line per send.
+Arguments: endpoints, topic [, namespace]."""
 
 import json
 import sys
@@ -8,7 +9,8 @@ import time
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
 
 endpoints, topic = sys.argv[1], sys.argv[2]
-producer = Producer(ClientConfiguration(endpoints, Credentials()), (topic,))
+namespace = sys.argv[3] if len(sys.argv) > 3 else ""  # the 5.x resource namespace, if any
+producer = Producer(ClientConfiguration(endpoints, Credentials(), namespace=namespace), (topic,))
 producer.startup()
 try:
     m = Message()
