@@ -148,8 +148,8 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         announce(f"BROKER.{cfg.broker_name}.{cfg.broker_id}",
                  f"{cfg.broker_role} {cfg.broker_addr} ha={broker.ha_server_addr} pid={os.getpid()}")
         announce("STORE", store_dir)
-        if grpc_port is not None:
-            holder["grpc"] = start_grpc_proxy(ns.addr, grpc_port)
+        if grpc_port is not None:  # local mode: on this loop, sends to the broker skip the connection
+            holder["grpc"] = await serve_grpc_proxy(ns.addr, grpc_port, local_broker=(broker.server, cfg.broker_addr))
         if namesrv_port is None and ns.port != DEFAULT_NAMESRV_PORT:
             click.echo(f"port {DEFAULT_NAMESRV_PORT} is in use, so the name server took {ns.addr}: use it "
                        f"instead of 127.0.0.1:{DEFAULT_NAMESRV_PORT} in the examples, or paste\n"
@@ -160,7 +160,7 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
 
     async def stop() -> None:
         if "grpc" in holder:
-            holder["grpc"].stop()
+            await holder["grpc"].aclose()
         if "b" in holder:
             await holder["b"].stop()
         await ns.stop()
@@ -172,16 +172,30 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
 GRPC_BROKER_VERSION = "5.3.3"
 
 
-def start_grpc_proxy(namesrv_addr: str, port: int, host: str = "127.0.0.1"):
-    """Start the gRPC proxy (``rocketmq_broker.proxy``) in front of ``namesrv_addr`` and print
-    ``GRPC <addr>``. Raises click.ClickException without the grpc extra."""
+def _grpc_proxy_class():
     try:
         from .proxy import GrpcProxy
     except ImportError as exc:
         raise click.ClickException(f"--grpc-port needs the grpc extra (pip install "
                                    f"'rocketmq-python-sdk[grpc]'): {exc}") from None
-    grpc_proxy = GrpcProxy(namesrv_addr, host=host, port=port)
+    return GrpcProxy
+
+
+def start_grpc_proxy(namesrv_addr: str, port: int, host: str = "127.0.0.1"):
+    """Start the gRPC proxy (``rocketmq_broker.proxy``, cluster mode: a loop thread of its own)
+    in front of ``namesrv_addr`` and print ``GRPC <addr>``. Raises click.ClickException without
+    the grpc extra."""
+    grpc_proxy = _grpc_proxy_class()(namesrv_addr, host=host, port=port)
     grpc_proxy.start()
+    announce("GRPC", grpc_proxy.addr)
+    return grpc_proxy
+
+
+async def serve_grpc_proxy(namesrv_addr: str, port: int, *, local_broker, host: str = "127.0.0.1"):
+    """The gRPC proxy in local mode, on the running loop (the broker's, ``local_broker`` =
+    ``(broker.server, broker address)``); prints ``GRPC <addr>``."""
+    grpc_proxy = _grpc_proxy_class()(namesrv_addr, host=host, port=port, local_broker=local_broker)
+    await grpc_proxy.serve()
     announce("GRPC", grpc_proxy.addr)
     return grpc_proxy
 
