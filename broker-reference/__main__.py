@@ -23,6 +23,7 @@ import signal
 import socket
 import tempfile
 import threading
+from typing import Any
 
 import click
 
@@ -85,11 +86,15 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
               help="Also serve RocketMQ 5's gRPC API (the proxy, for 5.x clients) on this port (0: a free "
                    "one; needs the grpc extra); prints GRPC <addr>. A 4.x --broker-version becomes 5.3.3 "
                    "(5.x clients receive by POP). Mode 1m only.")
+@click.option("--grpc-mode", type=click.Choice(["local", "cluster"]), default="local", show_default=True,
+              help="How the gRPC proxy reaches the broker (Apache's proxyMode): local = on the broker's event "
+                   "loop, sends handed to it without a connection; cluster = a thread of its own speaking "
+                   "remoting, as `rocketmq_broker proxy`.")
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
         cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
-        enable_property_filter: bool, broker_version: str, grpc_port: int | None, log_level: str,
+        enable_property_filter: bool, broker_version: str, grpc_port: int | None, grpc_mode: str, log_level: str,
         event_loop: str) -> None:
     """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
@@ -109,7 +114,7 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
         else:
             _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster_name, flush_disk_type,
                      commit_log_file_size, busy_poll_us, event_loop, enable_property_filter, broker_version,
-                     grpc_port)
+                     grpc_port, grpc_mode)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
@@ -118,10 +123,10 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
 def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, broker_name: str, cluster: str,
              flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str,
              enable_property_filter: bool = False, broker_version: str = "4.9.8",
-             grpc_port: int | None = None) -> None:
+             grpc_port: int | None = None, grpc_mode: str = "local") -> None:
     os.makedirs(store_dir, exist_ok=True)
     ns = NameServer(NamesrvConfig(listen_port=DEFAULT_NAMESRV_PORT if namesrv_port is None else namesrv_port))
-    holder: dict[str, BrokerController] = {}
+    holder: dict[str, Any] = {}
 
     async def start() -> None:
         try:
@@ -148,7 +153,9 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         announce(f"BROKER.{cfg.broker_name}.{cfg.broker_id}",
                  f"{cfg.broker_role} {cfg.broker_addr} ha={broker.ha_server_addr} pid={os.getpid()}")
         announce("STORE", store_dir)
-        if grpc_port is not None:  # local mode: on this loop, sends to the broker skip the connection
+        if grpc_port is not None and grpc_mode == "cluster":
+            holder["grpc_thread"] = start_grpc_proxy(ns.addr, grpc_port)
+        elif grpc_port is not None:  # local mode: on this loop, sends to the broker skip the connection
             holder["grpc"] = await serve_grpc_proxy(ns.addr, grpc_port, local_broker=(broker.server, cfg.broker_addr))
         if namesrv_port is None and ns.port != DEFAULT_NAMESRV_PORT:
             click.echo(f"port {DEFAULT_NAMESRV_PORT} is in use, so the name server took {ns.addr}: use it "
@@ -159,6 +166,8 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
             click.echo(f"port {DEFAULT_BROKER_PORT} is in use, so the broker took {cfg.broker_addr}", err=True)
 
     async def stop() -> None:
+        if "grpc_thread" in holder:
+            holder["grpc_thread"].stop()
         if "grpc" in holder:
             await holder["grpc"].aclose()
         if "b" in holder:
