@@ -14,9 +14,11 @@ from typing import Any
 import grpc
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.grpc import v2
+from rocketmq_sdk.protocol.acl import AclClientRPCHook
 from rocketmq_sdk.remoting import RemotingClient
 from rocketmq_sdk.remoting.loop import EventLoopThread
 
+from .auth import ProxyAcl
 from .consuming import Consuming
 from .local import LocalBrokerClient
 from .producing import Producing
@@ -60,6 +62,12 @@ class GrpcProxy:
         local_broker: local mode: ``(dispatcher, address)`` of the broker in this process (its
             ``BrokerController.server`` and ``config.broker_addr``); sends to it skip the
             connection. Needs :meth:`serve` on that broker's event loop.
+        acl: check 5.x request signatures and permissions (``proxy/auth.py``) against this
+            ``plain_acl.yml`` (a path, or a broker's ``PlainAccessValidator`` to share); None
+            (default): no checks.
+        credentials: ``(access_key, secret_key)`` the proxy signs its own remoting requests with,
+            for brokers with ``aclEnable`` (an account allowed what the proxy forwards); None:
+            unsigned.
 
     ``start()`` (cluster mode) blocks until the server listens on a loop thread of its own and
     returns its port; ``await serve()`` does the same on the running loop. ``stop()`` /
@@ -69,13 +77,18 @@ class GrpcProxy:
 
     def __init__(self, namesrv_addr: str, host: str = "127.0.0.1", port: int = 0,
                  max_body: int = 4 * 1024 * 1024, tls: tuple[bytes, bytes] | None = None,
-                 local_broker: tuple[Any, str] | None = None) -> None:
+                 local_broker: tuple[Any, str] | None = None, acl: Any = None,
+                 credentials: tuple[str, str] | None = None) -> None:
         self.namesrv_addr = namesrv_addr
         self.host = host
         self.port = port
         self.max_body = max_body
         self.tls = tls
         self.local_broker = local_broker
+        self.acl: ProxyAcl | None = None
+        if acl is not None:  # a bad file fails here, before anything listens
+            self.acl = ProxyAcl.from_file(acl) if isinstance(acl, str) else ProxyAcl(acl)
+        self.credentials = credentials
         self._io: EventLoopThread | None = None
         self._server: grpc.aio.Server | None = None
         self._remoting: RemotingClient | None = None
@@ -123,10 +136,11 @@ class GrpcProxy:
         await self._stop(grace_s)
 
     def _remoting_client(self) -> RemotingClient:
+        hooks = [AclClientRPCHook(*self.credentials)] if self.credentials else None
         if self.local_broker is None:
-            return RemotingClient()
+            return RemotingClient(rpc_hooks=hooks)
         dispatcher, broker_addr = self.local_broker
-        return LocalBrokerClient(dispatcher, broker_addr, f"{self.host}:{self.port}")
+        return LocalBrokerClient(dispatcher, broker_addr, f"{self.host}:{self.port}", rpc_hooks=hooks)
 
     async def _start(self) -> int:
         self._remoting = self._remoting_client()
@@ -151,6 +165,7 @@ class GrpcProxy:
                               self.max_body)
         self.service = MessagingService(routes, producing, Consuming(api, routes), sessions,
                                         endpoints_of(self.host, port))
+        self.service.acl = self.acl
         server.add_generic_rpc_handlers((self.service.handler(),))
         await server.start()
         self._server = server
