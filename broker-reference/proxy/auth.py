@@ -33,13 +33,15 @@ from typing import Any, NoReturn
 from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.service import AUTHORIZATION, DATE_TIME
 from rocketmq_sdk.producer.namespace import wrap_namespace
-from rocketmq_sdk.remoting.channel import bad_input_log
+from rocketmq_sdk.remoting.log_limit import RateLimitedLog
 
 from ..broker.acl import AccessResource, AclError, PlainAccessValidator
 from ..broker.acl_config import ANY, PUB, SUB, retry_topic
 from .status import ProxyError
 
 log = logging.getLogger("rocketmq_broker.proxy")
+#: refusals are logged, at most a few a second (a client retrying with a bad key must not flood)
+_refusal_log = RateLimitedLog(log)
 
 #: the only signing algorithm of the 5.x clients
 ALGORITHM = "MQv2-HMAC-SHA1"
@@ -179,5 +181,5 @@ class ProxyAcl:
 
     def _refuse(self, code: int, rpc: str, ip: str, message: str) -> NoReturn:
         self.refused[code] += 1
-        bad_input_log.warning("ACL refused %s from %s: %s", rpc, ip or "?", message)
+        _refusal_log.warning("ACL refused %s from %s: %s", rpc, ip or "?", message)
         raise ProxyError(code, message)
