@@ -5,13 +5,12 @@ records (``RMQ_SYS_TRACE_TOPIC``) for gRPC clients, nor does Apache's."""
 
 from __future__ import annotations
 
-import time
-
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.consumer.simple_consumer import SimpleConsumer
 
 from .conftest import unique
 from .test_official_client import consume
+from .test_sdk_simple_consumer import receive_all
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -30,9 +29,6 @@ def test_trace_context_reaches_remoting_and_grpc_consumers(grpc_cluster):
     consumer = SimpleConsumer(unique("gtr"), endpoints=proxy.addr, protocol="grpc", await_duration=1)
     consumer.subscribe(topic)
     with consumer:
-        got: list = []
-        deadline = time.monotonic() + 20
-        while not got and time.monotonic() < deadline:
-            got = consumer.receive(1, 10)
-        assert got and got[0].get_property("TRACE_CONTEXT") == TRACEPARENT
+        got = receive_all(consumer, 1)
+        assert got[0].get_property("TRACE_CONTEXT") == TRACEPARENT
         consumer.ack(got[0])
