@@ -4,9 +4,10 @@ of the proxy's own process skip the remoting connection.
 A request goes to the broker's request dispatch as if it had arrived on a connection (its request
 hooks — ACL, the request guard, slave refusal — then its processor), and the answer comes back
 through :class:`LocalChannel` instead of a socket: no TCP write and read, no framing on either
-side. Only the codes in :data:`LOCAL_CODES` take this path (the hot one, SEND_MESSAGE_V2); the
-others (heartbeats whose channel the broker calls back for transaction checks, POP long polling)
-keep the connection, so the broker sees the proxy as the remoting client it is in cluster mode.
+side. Only the codes in :data:`LOCAL_CODES` take this path: sends, transaction ends and the POP
+requests (a held POP is answered later on the same local channel). The others — heartbeats, whose
+connection the broker calls back on for transaction checks, DLQ forwards — keep the connection,
+as in cluster mode.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 from rocketmq_sdk.remoting.channel import RequestDispatcher
 
 #: request codes a local broker is asked without a connection
-LOCAL_CODES = frozenset({int(RequestCode.SEND_MESSAGE_V2)})
+LOCAL_CODES = frozenset(int(c) for c in (RequestCode.SEND_MESSAGE_V2, RequestCode.END_TRANSACTION,
+                                          RequestCode.POP_MESSAGE, RequestCode.ACK_MESSAGE,
+                                          RequestCode.CHANGE_MESSAGE_INVISIBLETIME))
 
 
 class LocalChannel:

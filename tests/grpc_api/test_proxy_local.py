@@ -74,3 +74,52 @@ def test_official_client_sends_through_the_local_path(local_proxy, official):
     got = {m.msg_id: m for m in consume(cluster.namesrv_addr, topic, 5)}
     assert set(got) == {s["id"] for s in sent}
     assert got[sent[0]["id"]].get_property("color") == "red"
+
+
+def test_receive_ack_and_invisible_time_through_the_local_path(local_proxy):
+    from rocketmq_sdk.consumer.simple_consumer import SimpleConsumer
+
+    from .test_sdk_simple_consumer import receive_all
+
+    cluster, _, proxy = local_proxy
+    topic, group = unique("lr"), unique("glr")
+    with Producer(unique("pg"), cluster.namesrv_addr) as p:  # remoting in, gRPC out
+        ids = {p.send(Message(topic, f"m{i}".encode())).msg_id for i in range(3)}
+    consumer = SimpleConsumer(group, endpoints=proxy.addr, protocol="grpc", await_duration=1)
+    consumer.subscribe(topic)
+    with consumer:
+        got = receive_all(consumer, 3, invisible_s=30)
+        assert {m.msg_id for m in got} == ids
+        before = proxy.local_requests
+        consumer.change_invisible_duration(got[0], 1)  # back in about 1 s
+        for m in got[1:]:
+            consumer.ack(m)
+        assert proxy.local_requests - before == 3  # CHANGE_MESSAGE_INVISIBLETIME + 2 ACK_MESSAGE
+        again = receive_all(consumer, 1, invisible_s=30)  # held POPs answered on the local channel
+        assert [m.msg_id for m in again] == [got[0].msg_id]
+        consumer.ack(again[0])
+    assert proxy.local_requests - before >= 5  # and the POPs, and the last ACK
+
+
+def test_official_simple_consumer_through_the_local_path(local_proxy, official):
+    cluster, _, proxy = local_proxy
+    topic, group = unique("lo5"), unique("glo5")
+    with Producer(unique("pg"), cluster.namesrv_addr) as producer:
+        ids = {producer.send(Message(topic, body)).msg_id for body in (b"plain", b"redeliver")}
+    before = proxy.local_requests
+    lines = finish(official("simple_consume.py", proxy.addr, topic, group, "2"))
+    assert {line["id"] for line in lines} == ids
+    assert [line["attempt"] for line in lines if line["body"] == "redeliver"] == [1, 2]
+    assert proxy.local_requests - before >= 3  # POPs and the two ACKs
+
+
+def test_official_transactions_through_the_local_path(local_proxy, official):
+    """The official client's transaction scenario (commit, rollback, the broker's check answered
+    over Telemetry) with the half messages and END_TRANSACTION on the local path, while the
+    broker's check still reaches the proxy over its heartbeat connection."""
+    from . import test_official_client
+
+    cluster, _, proxy = local_proxy
+    before = proxy.local_requests
+    test_official_client.test_transactions_commit_rollback_and_server_check((cluster, proxy), official)
+    assert proxy.local_requests - before >= 6  # 3 half messages, commit, rollback, the check's commit
