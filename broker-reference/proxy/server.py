@@ -183,9 +183,15 @@ class GrpcProxy:
                 log.exception("proxy heartbeat round failed")
 
     def stop(self, grace_s: float = 1.0) -> None:
-        """Stop serving (idempotent): open streams end, then the remoting connections close."""
+        """Stop serving (idempotent): open streams end, then the remoting connections close.
+
+        Raises:
+            RuntimeError: a proxy started by :meth:`serve` (stop it with ``await aclose()`` on its loop).
+        """
         io, self._io = self._io, None
         if io is None:
+            if self._server is not None:
+                raise RuntimeError("this proxy serves on its broker's event loop: await aclose() there")
             return
         try:
             io.run(self._stop(grace_s), grace_s + 5.0)
