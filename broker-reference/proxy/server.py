@@ -69,6 +69,9 @@ class GrpcProxy:
             for brokers with ``aclEnable`` (an account allowed what the proxy forwards); None:
             unsigned.
 
+    Raises:
+        AclConfigError: ``acl`` names an invalid ACL file. OSError: it cannot be read.
+
     ``start()`` (cluster mode) blocks until the server listens on a loop thread of its own and
     returns its port; ``await serve()`` does the same on the running loop. ``stop()`` /
     ``await aclose()`` end every call and stream (clients reconnect to a restarted proxy on the
