@@ -54,15 +54,24 @@ def end_offset(conn, topic: str, qid: int = 0) -> int:
     return conn.call("QueryOffset", q, 5).offset
 
 
-def test_pull_from_an_offset_filters_by_tag_and_gives_the_next_offset(grpc_cluster, conn):
-    cluster, _ = grpc_cluster
-    topic, group = unique("pl"), unique("gpl")
-    with Producer(unique("pg"), cluster.namesrv_addr) as p:
+def fill_queue0(conn, namesrv: str, topic: str, messages: list[Message]) -> tuple[int, int]:
+    """Create ``topic`` and put ``messages`` into its queue 0 on broker-a: (their first offset,
+    the time in ms just before they were sent)."""
+    with Producer(unique("pg"), namesrv) as p:
         p.send(Message(topic, b"create"))
         q0 = next(q for q in p.fetch_publish_queues(topic) if q.queue_id == 0)
         first = end_offset(conn, topic)
-        for i in range(6):
-            p.send(Message(topic, f"m-{i}".encode(), tags="A" if i % 2 == 0 else "B", keys=[f"k{i}"]), mq=q0)
+        before = int(time.time() * 1000)
+        for m in messages:
+            p.send(m, mq=q0)
+    return first, before
+
+
+def test_pull_from_an_offset_filters_by_tag_and_gives_the_next_offset(grpc_cluster, conn):
+    cluster, _ = grpc_cluster
+    topic, group = unique("pl"), unique("gpl")
+    first, _ = fill_queue0(conn, cluster.namesrv_addr, topic, [
+        Message(topic, f"m-{i}".encode(), tags="A" if i % 2 == 0 else "B", keys=[f"k{i}"]) for i in range(6)])
     code, msgs, nxt = pull(conn, group, queue(topic), first, batch=32, expression="A")
     assert code == v2.OK and nxt == first + 6
     assert [m.body for m in msgs] == [b"m-0", b"m-2", b"m-4"]
@@ -82,13 +91,8 @@ def test_pull_from_an_offset_filters_by_tag_and_gives_the_next_offset(grpc_clust
 def test_offsets_update_get_and_query(grpc_cluster, conn):
     cluster, _ = grpc_cluster
     topic, group = unique("of"), unique("gof")
-    with Producer(unique("pg"), cluster.namesrv_addr) as p:
-        p.send(Message(topic, b"create"))
-        q0 = next(q for q in p.fetch_publish_queues(topic) if q.queue_id == 0)
-        first = end_offset(conn, topic)
-        before = int(time.time() * 1000)
-        for i in range(4):
-            p.send(Message(topic, f"m-{i}".encode()), mq=q0)
+    first, before = fill_queue0(conn, cluster.namesrv_addr, topic,
+                                [Message(topic, f"m-{i}".encode()) for i in range(4)])
     get = v2.GetOffsetRequest(group=v2.Resource(name=group))
     get.message_queue.CopyFrom(queue(topic))
     fresh = conn.call("GetOffset", get, 5)  # nothing committed: the broker's rule for a queue starting at 0
