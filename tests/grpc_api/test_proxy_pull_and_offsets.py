@@ -115,7 +115,9 @@ def test_offsets_update_get_and_query(grpc_cluster, conn):
     assert conn.call("QueryOffset", q, 5).status.code == v2.BAD_REQUEST  # no timestamp
     q.timestamp.seconds, q.timestamp.nanos = divmod(before, 1000)[0], before % 1000 * 1_000_000
     at = conn.call("QueryOffset", q, 5)
-    assert at.status.code == v2.OK and at.offset == first  # the first message stored at or after the time
+    # the first message stored at or after the time: m-0, or the topic-creating message just before
+    # it when that one went to queue 0 within the same millisecond
+    assert at.status.code == v2.OK and at.offset in (first - 1, first)
 
 
 def test_namespaced_pull_and_offsets(grpc_cluster, conn):
