@@ -5,6 +5,7 @@ client's): each script runs in a subprocess with that directory on PYTHONPATH.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 pytest.importorskip("grpc", reason="the grpc extra (grpcio, protobuf) is not installed")
 
 from rocketmq_broker import embedded  # noqa: E402
+from rocketmq_broker.broker.controller import BrokerController  # noqa: E402
 from rocketmq_broker.proxy import GrpcProxy  # noqa: E402
 
 from tests.broker.conftest import server_process  # noqa: E402,F401 - the dev command's test
@@ -42,6 +44,19 @@ def grpc_cluster():
             yield c, proxy
         finally:
             proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def local_proxy(grpc_cluster):
+    """(cluster, broker, proxy): a local-mode proxy on the in-process broker's loop."""
+    cluster, _ = grpc_cluster
+    broker = next(s for s in cluster._servers if isinstance(s, BrokerController))
+    proxy = GrpcProxy(cluster.namesrv_addr, local_broker=(broker.server, broker.config.broker_addr))
+    asyncio.run_coroutine_threadsafe(proxy.serve(), cluster._loop).result(20)
+    try:
+        yield cluster, broker, proxy
+    finally:
+        asyncio.run_coroutine_threadsafe(proxy.aclose(), cluster._loop).result(20)
 
 
 def official_client_available() -> bool:

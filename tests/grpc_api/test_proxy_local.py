@@ -4,30 +4,13 @@ pass the broker's request hooks and processors."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from rocketmq_broker.broker.controller import BrokerController
-from rocketmq_broker.proxy import GrpcProxy
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.exceptions import MQBrokerError
 from rocketmq_sdk.grpc import v2
 
 from .conftest import finish, unique
 from .test_official_client import consume
-
-
-@pytest.fixture(scope="module")
-def local_proxy(grpc_cluster):
-    """(cluster, broker, proxy): a local-mode proxy on the in-process broker's loop."""
-    cluster, _ = grpc_cluster
-    broker = next(s for s in cluster._servers if isinstance(s, BrokerController))
-    proxy = GrpcProxy(cluster.namesrv_addr, local_broker=(broker.server, broker.config.broker_addr))
-    asyncio.run_coroutine_threadsafe(proxy.serve(), cluster._loop).result(20)
-    try:
-        yield cluster, broker, proxy
-    finally:
-        asyncio.run_coroutine_threadsafe(proxy.aclose(), cluster._loop).result(20)
 
 
 def test_local_sends_skip_the_connection_and_arrive_intact(local_proxy):

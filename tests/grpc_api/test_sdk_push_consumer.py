@@ -343,3 +343,24 @@ def test_on_message_async_handlers_and_an_orderly_listener(grpc_cluster):
         p.send(Message(topic, b"ordered"))
         wait_until(lambda: len(calls) >= 2, 20, "the message again after SUSPEND")
     assert calls == [(b"ordered", 0, topic), (b"ordered", 1, topic)]
+
+
+def test_push_consumer_and_pull_through_a_local_mode_proxy(local_proxy):
+    """The proxy's local mode (``dev --grpc-port``: POP, ACK and CHANGE_INVISIBLETIME skip the
+    connection; PULL_MESSAGE and the group settings keep it) serves the push consumer's whole
+    cycle, a RECONSUME_LATER included, and PullMessage."""
+    from .test_proxy_pull_and_offsets import pull, queue
+
+    cluster, _, proxy = local_proxy
+    topic, group = unique("lp"), unique("glp")
+    listener = Deliveries(fail=lambda m: m.body == b"later" and m.reconsume_times == 0)
+    with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p:
+        for body in (b"now", b"later"):
+            p.send(Message(topic, body))
+    with push_consumer(proxy, group, listener, topic, consume_from_where="CONSUME_FROM_FIRST_OFFSET") as c:
+        wait_until(lambda: listener.bodies().count(b"later") >= 2, 30, "the redelivery of 'later'")
+        pulled = []
+        for qid in range(4):
+            pulled += pull(c._connected().conn, unique("gpull"), queue(topic, qid), 0)[1]
+    assert sorted(listener.bodies()) == [b"later", b"later", b"now"]
+    assert sorted(m.body for m in pulled) == [b"later", b"now"]
