@@ -364,3 +364,40 @@ def test_push_consumer_and_pull_through_a_local_mode_proxy(local_proxy):
             pulled += pull(c._connected().conn, unique("gpull"), queue(topic, qid), 0)[1]
     assert sorted(listener.bodies()) == [b"later", b"later", b"now"]
     assert sorted(m.body for m in pulled) == [b"later", b"now"]
+
+
+def test_a_consumer_killed_mid_batch_loses_nothing(grpc_cluster, tmp_path):
+    """SIGKILL of a process whose gRPC push consumer holds messages in its listener: another
+    consumer of the group gets every message not acknowledged, after the invisible duration
+    (at-least-once: none lost, duplicates allowed)."""
+    import os
+    import subprocess
+    import sys
+
+    cluster, proxy = grpc_cluster
+    topic, group = unique("kl"), unique("gkl")
+    want = {f"k-{i}".encode() for i in range(40)}
+    with Producer(unique("pg"), cluster.namesrv_addr) as p:
+        for body in sorted(want):
+            p.send(Message(topic, body))
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "push_consumer_process.py")
+    errors = open(tmp_path / "child.err", "w")  # noqa: SIM115 - closed below
+    child = subprocess.Popen([sys.executable, script, proxy.addr, topic, group, "3", "0.2"],
+                             stdout=subprocess.PIPE, stderr=errors, text=True)
+    first: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(first) < 5 and time.monotonic() < deadline:  # some consumed, more held in the listener
+            line = child.stdout.readline()
+            if not line:
+                break
+            first.append(line.strip().encode())
+    finally:
+        child.kill()
+        child.wait(10)
+        errors.close()
+    assert len(first) >= 5, f"the child consumed {len(first)}: {(tmp_path / 'child.err').read_text()[-3000:]}"
+    listener = Deliveries()
+    with push_consumer(proxy, group, listener, topic, consume_from_where="CONSUME_FROM_FIRST_OFFSET"):
+        wait_until(lambda: want <= set(first) | set(listener.bodies()), 60, "every message after the kill")
+    assert len(want - set(first)) > 0  # the kill left work for the second consumer
