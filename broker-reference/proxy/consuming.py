@@ -20,6 +20,7 @@ from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.exceptions import FrameError, RemotingError
 from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.convert import set_timestamp_ms, to_v2
+from rocketmq_sdk.grpc.service import CLIENT_ID
 from rocketmq_sdk.protocol.admin_bodies import SubscriptionGroupWrapper
 from rocketmq_sdk.protocol.bodies import SubscriptionData
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
@@ -38,6 +39,7 @@ from rocketmq_sdk.protocol.pop import (
 from rocketmq_sdk.remoting import RemotingCommand
 
 from .checks import group_name, topic_name
+from .renew import Held, Renewals
 from .routes import Route, RouteCache
 from .status import ProxyError, from_remoting, status
 
@@ -47,8 +49,10 @@ POP_CK = "POP_CK"
 #: invisible time of a received message, ms (Apache's proxy allows 10 s .. 12 h; 1 s here, for tests)
 MIN_INVISIBLE_MS = 1_000
 MAX_INVISIBLE_MS = 12 * 3_600_000
-#: invisible time of a push consumer's messages (auto_renew, no duration given), ms
+#: invisible time of a push consumer's messages (auto_renew, no duration given), ms, renewed this
+#: long before it ends while the client holds them (Apache's proxy: 60 s, 10 s)
 DEFAULT_INVISIBLE_MS = 60_000
+RENEW_AHEAD_MS = 10_000
 #: longest long polling of one ReceiveMessage, ms, and the default
 MAX_POLLING_MS = 30_000
 DEFAULT_POLLING_MS = 20_000
@@ -128,11 +132,18 @@ def long_polling_ms(req: Any, context: Any) -> int:
 class Consuming:
     """The receive-side handlers (run on the proxy's loop)."""
 
-    def __init__(self, api: MQClientAPI, routes: RouteCache, timeout_ms: float = 3000.0) -> None:
+    def __init__(self, api: MQClientAPI, routes: RouteCache, timeout_ms: float = 3000.0,
+                 auto_renew_ms: tuple[int, int] = (DEFAULT_INVISIBLE_MS, RENEW_AHEAD_MS)) -> None:
         self.api = api
         self.routes = routes
         self.timeout_ms = timeout_ms
         self._groups: dict[tuple[str, str], tuple[float, GroupSettings]] = {}
+        #: the messages of ``auto_renew`` receives kept invisible while their clients hold them
+        self.renewals = Renewals(self._renew, *auto_renew_ms)
+
+    async def _renew(self, held: Held, invisible_ms: int) -> str:
+        route = await self.routes.get(held.topic)
+        return str(await self._change(route, held.group, held.topic, Handle.parse(held.handle), invisible_ms))
 
     async def group_settings(self, group: str, topic: str) -> GroupSettings:
         """The group's settings on the first master of ``topic``'s route
@@ -195,8 +206,9 @@ class Consuming:
         batch = req.batch_size or 1
         if not 1 <= batch <= MAX_POP_MESSAGES:
             raise ProxyError(v2.BAD_REQUEST, f"batch size {batch} is not within 1..{MAX_POP_MESSAGES}")
+        renew = req.auto_renew and not req.HasField("invisible_duration")
         invisible = _ms(req.invisible_duration) if req.HasField("invisible_duration") else (
-            DEFAULT_INVISIBLE_MS if req.auto_renew else 0)
+            self.renewals.invisible_ms if req.auto_renew else 0)
         if not MIN_INVISIBLE_MS <= invisible <= MAX_INVISIBLE_MS:
             raise ProxyError(v2.ILLEGAL_INVISIBLE_TIME,
                              f"invisible duration {invisible} ms is not within {MIN_INVISIBLE_MS}..{MAX_INVISIBLE_MS}")
@@ -226,6 +238,10 @@ class Consuming:
         if not messages:
             yield v2.ReceiveMessageResponse(status=status(v2.MESSAGE_NOT_FOUND, "no new message"))
             return
+        if renew:
+            client_id = next((v for k, v in context.invocation_metadata() or () if k == CLIENT_ID), "")
+            for m in messages:
+                self.renewals.track(m.system_properties.receipt_handle, group, topic, client_id, invisible)
         yield v2.ReceiveMessageResponse(status=status())
         now = v2.ReceiveMessageResponse()
         set_timestamp_ms(now.delivery_timestamp, int(time.time() * 1000))
@@ -303,7 +319,8 @@ class Consuming:
         for e in req.entries:
             out = resp.entries.add(message_id=e.message_id, receipt_handle=e.receipt_handle)
             try:
-                await self._ack_one(route, group, topic, Handle.parse(e.receipt_handle).pop)
+                await self._ack_one(route, group, topic, Handle.parse(self.renewals.latest(e.receipt_handle)).pop)
+                self.renewals.forget(e.receipt_handle)
                 out.status.CopyFrom(status())
             except ProxyError as exc:
                 out.status.CopyFrom(status(exc.code, exc.message))
@@ -329,13 +346,19 @@ class Consuming:
     async def change_invisible_duration(self, req: Any, context: Any) -> Any:
         group = group_name(req.group)
         topic = topic_name(req.topic)
-        handle = Handle.parse(req.receipt_handle)
-        h = handle.pop
+        handle = Handle.parse(self.renewals.latest(req.receipt_handle))
         invisible = _ms(req.invisible_duration)
         if not MIN_INVISIBLE_MS <= invisible <= MAX_INVISIBLE_MS:
             raise ProxyError(v2.ILLEGAL_INVISIBLE_TIME,
                              f"invisible duration {invisible} ms is not within {MIN_INVISIBLE_MS}..{MAX_INVISIBLE_MS}")
         route = await self.routes.get(topic)
+        new = await self._change(route, group, topic, handle, invisible)
+        self.renewals.forget(req.receipt_handle)  # the client decides its invisibility from now on
+        return v2.ChangeInvisibleDurationResponse(status=status(), receipt_handle=str(new))
+
+    async def _change(self, route: Route, group: str, topic: str, handle: Handle, invisible: int) -> Handle:
+        """CHANGE_MESSAGE_INVISIBLETIME of ``handle``: the message's new handle."""
+        h = handle.pop
         addr = self._broker_addr(route, h.broker_name)
         header = ChangeInvisibleTimeRequestHeader(
             consumer_group=group, topic=h.topic_for_ack(group, topic), queue_id=h.queue_id, extra_info=str(h),
@@ -350,15 +373,15 @@ class Consuming:
         new = h.replace(ck_offset=h.queue_offset, pop_time=int(ext.get("popTime", h.pop_time)),
                         invisible_time=int(ext.get("invisibleTime", invisible)),
                         revive_qid=int(ext.get("reviveQid", h.revive_qid)))
-        return v2.ChangeInvisibleDurationResponse(status=status(),
-                                                  receipt_handle=str(Handle(new, handle.commit_log_offset)))
+        return Handle(new, handle.commit_log_offset)
 
     async def forward_to_dlq(self, req: Any, context: Any) -> Any:
         group = group_name(req.group)
         topic = topic_name(req.topic)
-        handle = Handle.parse(req.receipt_handle)
+        handle = Handle.parse(self.renewals.latest(req.receipt_handle))
         route = await self.routes.get(topic)
         await self._to_dlq(route, group, topic, handle, req.message_id, req.max_delivery_attempts)
+        self.renewals.forget(req.receipt_handle)
         return v2.ForwardMessageToDeadLetterQueueResponse(status=status())
 
     async def _to_dlq(self, route: Route, group: str, topic: str, handle: Handle, message_id: str,

@@ -70,6 +70,9 @@ class GrpcProxy:
         credentials: ``(access_key, secret_key)`` the proxy signs its own remoting requests with,
             for brokers with ``aclEnable`` (an account allowed what the proxy forwards); None:
             unsigned.
+        auto_renew_ms: ``(invisible, ahead)`` ms of ``auto_renew`` receives (the 5.x push
+            consumers'): their messages are invisible for ``invisible`` and renewed ``ahead``
+            before it ends while the client holds them (``proxy/renew.py``; Apache's 60 s, 10 s).
 
     Raises:
         AclConfigError: ``acl`` names an invalid ACL file. OSError: it cannot be read.
@@ -83,7 +86,8 @@ class GrpcProxy:
     def __init__(self, namesrv_addr: str, host: str = "127.0.0.1", port: int = 0,
                  max_body: int = 4 * 1024 * 1024, tls: tuple[bytes, bytes] | None = None,
                  local_broker: tuple[Any, str] | None = None, acl: Any = None,
-                 credentials: tuple[str, str] | None = None) -> None:
+                 credentials: tuple[str, str] | None = None,
+                 auto_renew_ms: tuple[int, int] = (60_000, 10_000)) -> None:
         self.namesrv_addr = namesrv_addr
         self.host = host
         self.port = port
@@ -94,6 +98,7 @@ class GrpcProxy:
         if acl is not None:  # a bad file fails here, before anything listens
             self.acl = ProxyAcl.from_file(acl) if isinstance(acl, str) else ProxyAcl(acl)
         self.credentials = credentials
+        self.auto_renew_ms = auto_renew_ms
         self._io: EventLoopThread | None = None
         self._server: grpc.aio.Server | None = None
         self._remoting: RemotingClient | None = None
@@ -168,7 +173,8 @@ class GrpcProxy:
             self._remoting.peer_addr = self.addr
         producing = Producing(api, routes, sessions, f"grpc-proxy@{self.host}:{port}@{os.getpid()}",
                               self.max_body)
-        self.service = MessagingService(routes, producing, Consuming(api, routes), sessions,
+        consuming = Consuming(api, routes, auto_renew_ms=self.auto_renew_ms)
+        self.service = MessagingService(routes, producing, consuming, sessions,
                                         endpoints_of(self.host, port), Offsets(api, routes),
                                         Recall(api, routes))
         self.service.acl = self.acl
@@ -176,6 +182,7 @@ class GrpcProxy:
         await server.start()
         self._server = server
         self._tasks.append(asyncio.get_running_loop().create_task(self._heartbeats(producing, sessions)))
+        self._tasks.append(asyncio.get_running_loop().create_task(consuming.renewals.run()))
         log.info("gRPC proxy listening on %s (name server %s)", self.addr, self.namesrv_addr)
         return port
 

@@ -199,6 +199,7 @@ class MessagingService:
         if client_id is None:
             raise ProxyError(v2.CLIENT_ID_REQUIRED, f"the {CLIENT_ID} header is missing")
         self.sessions.remove(client_id)
+        self.consuming.renewals.drop_client(client_id)  # its held messages come back after their invisibility
         return v2.NotifyClientTerminationResponse(status=status())
 
     async def query_assignment(self, req: Any, context: Any) -> Any:

@@ -1,0 +1,61 @@
+"""``auto_renew`` receives (what the 5.x push consumers send, without an invisible duration): the
+proxy keeps the messages invisible while the client holds them, as Apache's proxy renews them,
+and an ack with the receipt handle the client got still settles the renewed message."""
+
+from __future__ import annotations
+
+import time
+
+from rocketmq_broker.proxy import GrpcProxy
+from rocketmq_sdk import Message, Producer
+from rocketmq_sdk.consumer.simple_consumer import SimpleConsumer
+from rocketmq_sdk.grpc import v2
+from rocketmq_sdk.grpc.connection import GrpcConnection
+
+from .conftest import unique
+
+
+def auto_renew_receive(conn: GrpcConnection, group: str, topic: str) -> list:
+    req = v2.ReceiveMessageRequest(group=v2.Resource(name=group), batch_size=8, auto_renew=True)
+    req.message_queue.topic.name = topic
+    req.message_queue.id = -1
+    req.message_queue.broker.name = "broker-a"
+    req.long_polling_timeout.seconds = 2
+    out: list = []
+    deadline = time.monotonic() + 20
+    while not out and time.monotonic() < deadline:
+        out = [r.message for r in conn.stream("ReceiveMessage", req, 10) if r.WhichOneof("content") == "message"]
+    return out
+
+
+def test_auto_renew_keeps_held_messages_invisible_and_the_first_handle_acks(grpc_cluster):
+    cluster, _ = grpc_cluster
+    proxy = GrpcProxy(cluster.namesrv_addr, auto_renew_ms=(2_000, 1_000))  # invisible 2 s, renewed 1 s ahead
+    proxy.start()
+    topic, group = unique("ar"), unique("gar")
+    conn = GrpcConnection(proxy.addr, unique("client"))
+    other = SimpleConsumer(group, endpoints=proxy.addr, protocol="grpc", await_duration=1)
+    other.subscribe(topic)
+    try:
+        with Producer(unique("pg"), cluster.namesrv_addr) as p:
+            p.send(Message(topic, b"held"))
+        held = auto_renew_receive(conn, group, topic)
+        assert [m.body for m in held] == [b"held"]
+        with other:
+            stolen: list = []
+            until = time.monotonic() + 6  # three invisible durations: renewed, never handed out again
+            while time.monotonic() < until:
+                stolen += other.receive(16, 10)
+            assert stolen == []
+            ack = v2.AckMessageRequest(group=v2.Resource(name=group), topic=v2.Resource(name=topic))
+            ack.entries.add(message_id=held[0].system_properties.message_id,
+                            receipt_handle=held[0].system_properties.receipt_handle)  # the first handle
+            assert conn.call("AckMessage", ack, 5).status.code == v2.OK
+            until = time.monotonic() + 4
+            while time.monotonic() < until:  # acked: no renewal left, nothing comes back
+                stolen += other.receive(16, 10)
+            assert stolen == []
+            assert proxy.service.consuming.renewals.tracked() == 0
+    finally:
+        conn.close()
+        proxy.stop()
