@@ -4,8 +4,9 @@ the client holds them: each delivered message is tracked under the receipt handl
 got; shortly before its invisibility ends (``ahead_ms``) the proxy changes it by another
 ``invisible_ms`` (CHANGE_MESSAGE_INVISIBLETIME), for at most ``MAX_RENEW_MS``. The client's later
 ack / change / DLQ forward names its first handle; the proxy sends the latest one and stops
-renewing. A client's NotifyClientTermination stops the renewal of its messages (they come back
-after their invisibility, at-least-once).
+renewing. A client's NotifyClientTermination, or its session expiring (no request or Telemetry
+for 2 min), stops the renewal of its messages (they come back after their invisibility,
+at-least-once).
 """
 
 from __future__ import annotations
@@ -42,15 +43,18 @@ class Renewals:
             refusal, which ends the renewal of that message).
         invisible_ms: invisible duration given and renewed each time, ms (Apache: 60 s).
         ahead_ms: how long before the end of the invisibility it is renewed, ms (Apache: 10 s).
+        alive: ``(client id) -> bool``: is the client still known (None: always)? Messages of a
+            gone client are no longer renewed.
     """
 
     def __init__(self, change: Callable[[Held, int], Awaitable[str]], invisible_ms: int = 60_000,
-                 ahead_ms: int = 10_000) -> None:
+                 ahead_ms: int = 10_000, alive: Callable[[str], bool] | None = None) -> None:
         if not 0 < ahead_ms < invisible_ms:
             raise ValueError(f"renewal ahead time {ahead_ms} ms must be within (0, {invisible_ms}) ms")
         self.change = change
         self.invisible_ms = invisible_ms
         self.ahead_ms = ahead_ms
+        self.alive = alive
         self._held: dict[str, Held] = {}
 
     def track(self, first_handle: str, group: str, topic: str, client_id: str, invisible_ms: int) -> None:
@@ -87,6 +91,9 @@ class Renewals:
                 self._held.pop(key, None)
                 continue
             if held.expires_ms - now > self.ahead_ms:
+                continue
+            if self.alive is not None and not self.alive(held.client_id):
+                self._held.pop(key, None)  # the client is gone: the message comes back after its invisibility
                 continue
             try:
                 held.handle = await self.change(held, self.invisible_ms)

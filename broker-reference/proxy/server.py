@@ -174,6 +174,7 @@ class GrpcProxy:
         producing = Producing(api, routes, sessions, f"grpc-proxy@{self.host}:{port}@{os.getpid()}",
                               self.max_body)
         consuming = Consuming(api, routes, auto_renew_ms=self.auto_renew_ms)
+        consuming.renewals.alive = lambda client_id: sessions.get(client_id) is not None
         self.service = MessagingService(routes, producing, consuming, sessions,
                                         endpoints_of(self.host, port), Offsets(api, routes),
                                         Recall(api, routes))

@@ -39,6 +39,8 @@ def test_auto_renew_keeps_held_messages_invisible_and_the_first_handle_acks(grpc
     try:
         with Producer(unique("pg"), cluster.namesrv_addr) as p:
             p.send(Message(topic, b"held"))
+        hb = v2.HeartbeatRequest(group=v2.Resource(name=group), client_type=v2.PUSH_CONSUMER)
+        assert conn.call("Heartbeat", hb, 5).status.code == v2.OK  # a known client (its messages are renewed)
         held = auto_renew_receive(conn, group, topic)
         assert [m.body for m in held] == [b"held"]
         with other:
@@ -59,3 +61,28 @@ def test_auto_renew_keeps_held_messages_invisible_and_the_first_handle_acks(grpc
     finally:
         conn.close()
         proxy.stop()
+
+
+def test_renewals_end_when_the_client_is_gone():
+    """NotifyClientTermination, or a session the proxy no longer knows, ends the renewals."""
+    import asyncio
+
+    from rocketmq_broker.proxy.renew import Renewals
+
+    changed: list[str] = []
+
+    async def change(held, invisible_ms):
+        changed.append(held.handle)
+        return held.handle + "'"
+
+    alive = {"c1", "c2"}
+    r = Renewals(change, 2_000, 1_000, alive=alive.__contains__)
+    r.track("h1", "g", "t", "c1", 2_000)
+    r.track("h2", "g", "t", "c2", 2_000)
+    r.track("h3", "g", "t", "c3", 2_000)  # a client the proxy does not know
+    r.drop_client("c2")
+    now = __import__("time").time() * 1000
+    assert asyncio.run(r.renew_due(int(now) + 1_500)) == 1
+    assert changed == ["h1"] and r.latest("h1") == "h1'" and r.tracked() == 1
+    r.forget("h1")
+    assert r.tracked() == 0 and r.latest("h1") == "h1"
