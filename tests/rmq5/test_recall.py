@@ -75,9 +75,13 @@ def test_handle_codec_is_5_3_3s():
     assert RecallHandle.decode(handle.rstrip("=")) == h  # padding optional, as Java's decoder
     # the handle of capture 152 decodes (to another topic: the broker answers "topic not match")
     assert RecallHandle.decode(frame("timer", 152)["header"]["extFields"]["recallHandle"]).topic == "not"
-    for bad in ("", "v1 a b c d", "djIgYSBiIGMgZA==", "djEgYSBi", "dj+gYSBi", "@@"):  # v2 ...; v1 a b
+    for bad in ("", "v1 a b c d", "djIgYSBiIGMgZA==", "djEgYSBi", "dj+gYSBi", "@@", "dj€"):  # v2 ...; v1 a b
         with pytest.raises(ValueError, match="recall handle is invalid"):
             RecallHandle.decode(bad)
+    # stricter than 5.3.3: the fields become properties of the delete entry
+    for fields in (("T", "b", "1", "id\x02REAL_TOPIC\x01Evil"), ("T", "b", "1", "x" * 256), ("T", "", "1", "id")):
+        with pytest.raises(ValueError, match="recall handle is invalid"):
+            RecallHandle.decode(RecallHandle(*fields).encode())
 
 
 def test_recall_request_header_is_java_s():
@@ -143,6 +147,13 @@ def test_recall_answers_as_5_3_3_on_the_wire(recall_cluster, producer, v5_client
     assert (resp.code, resp.remark, resp.ext_fields) == (want["code"], want["remark"], want["extFields"])
     resp = v5_client.invoke(addr, RequestCode.RECALL_MESSAGE, dict(ext, recallHandle="not base64!"))
     assert (resp.code, resp.remark) == (ResponseCode.ILLEGAL_OPERATION, "recall handle is invalid")
+    # a hostile handle trying to inject properties into the delete entry is refused, nothing stored
+    store = broker_of(recall_cluster).store
+    before = store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0)
+    evil = RecallHandle(TOPIC, "broker-a", str(_now_ms() + 60_000), "id\x02REAL_TOPIC\x01Evil").encode()
+    resp = v5_client.invoke(addr, RequestCode.RECALL_MESSAGE, dict(ext, recallHandle=evil))
+    assert (resp.code, resp.remark) == (ResponseCode.ILLEGAL_OPERATION, "recall handle is invalid")
+    assert store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0) == before
     resp = v5_client.invoke(addr, RequestCode.RECALL_MESSAGE, dict(ext, topic="NoSuchTopic"))
     assert (resp.code, resp.remark) == (ResponseCode.TOPIC_NOT_EXIST, "recall failed, the topic[NoSuchTopic] not exist")
 
