@@ -263,3 +263,11 @@ def test_delete_entry_with_a_past_time_is_illegal_as_5_3_3(recall_cluster, produ
     m.put_property(MC.TIMER_DEL_UNIQKEY, f"{TOPIC}+0000")
     with pytest.raises(MessageIllegalError):
         producer.send(m)
+
+
+def test_recall_with_a_namespace(recall_cluster):
+    with Producer("recall_ns_producer", recall_cluster.namesrv_addr, namespace="ns1") as p:
+        p.send(Message(TOPIC, b"warm-up"))
+        r = p.send(Message(TOPIC, b"x", delay_ms=60_000))
+        assert RecallHandle.decode(r.recall_handle).topic == "ns1%" + TOPIC
+        assert p.recall_message(TOPIC, r.recall_handle) == r.msg_id  # the caller's own topic name
