@@ -102,3 +102,24 @@ def test_sql92_needs_enable_property_filter(v5_cluster, v5_producer):
             c.receive(1, 30)
     finally:
         c.shutdown()
+
+
+def test_orderly_pop_with_sql92(sql_cluster):
+    _send_numbered(sql_cluster)
+    c = SimpleConsumer("pop_sql_orderly", sql_cluster.namesrv_addr, await_duration=0.3, orderly=True,
+                       consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    c.subscribe(TOPIC, MessageSelector.by_sql("a >= 8"))
+    c.start()
+    try:
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2:
+            assert time.monotonic() < deadline, got
+            msgs = c.receive(32, 30)
+            got += [m.body for m in msgs]
+            if msgs:
+                c.ack(msgs)
+        assert sorted(got) == [b"m8", b"m9"]
+        assert broker_of(sql_cluster).pop.service.in_flight("pop_sql_orderly") == 0  # batch ack released them
+    finally:
+        c.shutdown()
