@@ -249,10 +249,16 @@ def test_delete_entry_cancels_the_message_of_its_slot(recall_cluster, producer):
     other_slot = producer.send(Message(TOPIC, b"other-slot", deliver_time_ms=at))
     producer.send(_delete_entry(cancelled.msg_id, at))  # same deliver time: same slot (timer:60-63)
     producer.send(_delete_entry(other_slot.msg_id, at + 1000))  # another slot: cancels nothing (5.x)
-    got = _drain(recall_cluster, {b"warm-up", b"other-slot"}, "delete_group")
-    assert b"cancelled" not in got and b"delete marker" not in got
+    # the delete entry first, then the message (5.x keeps the key for the rest of the slot)
+    producer.send(_delete_entry("C0FFEE00000000000000000000000001", at))
+    late = Message(TOPIC, b"deleted-before-sent", deliver_time_ms=at)
+    late.put_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "C0FFEE00000000000000000000000001")
+    producer.send(late)
+    producer.send(Message(TOPIC, b"next-slot", deliver_time_ms=at + 1000))  # comes after slot `at` is done
+    got = _drain(recall_cluster, {b"warm-up", b"other-slot", b"next-slot"}, "delete_group")
+    assert b"cancelled" not in got and b"delete marker" not in got and b"deleted-before-sent" not in got
     timer = broker_of(recall_cluster).timer
-    assert timer.cancelled_count == 1
+    assert timer.cancelled_count == 2 and timer.pending == 0
 
 
 def test_delete_entry_with_a_past_time_is_illegal_as_5_3_3(recall_cluster, producer):
