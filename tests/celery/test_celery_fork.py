@@ -4,18 +4,14 @@ inherited after the fork; the transport's consumers are held in the SDK's per-pr
 
 from __future__ import annotations
 
-import json
-import os
-import select
-import signal
-import traceback
 import uuid
 
 import kombu
-import pytest
 from celery_workers import isolated_options
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+from tests.forking import in_child, needs_fork
+
+pytestmark = needs_fork
 
 
 def drain(conn: kombu.Connection, queue: kombu.Queue, want: int) -> list:
@@ -24,33 +20,6 @@ def drain(conn: kombu.Connection, queue: kombu.Queue, want: int) -> list:
         while len(got) < want:
             conn.drain_events(timeout=10)
     return got
-
-
-def run_child(fn) -> dict:
-    """``fn()`` in an ``os.fork()`` child, its JSON answer; a child that does not answer in 60 s is
-    killed."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(r)
-            try:
-                answer = fn()
-            except BaseException:  # noqa: BLE001 - reported to the parent
-                answer = {"error": traceback.format_exc()}
-            os.write(w, json.dumps(answer).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as fh:
-        if not select.select([fh], [], [], 60)[0]:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child did not answer in 60 s")
-        answer = fh.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, answer
-    return json.loads(answer)
 
 
 def test_a_forked_child_makes_its_own_queue_consumer_and_never_closes_the_parents(rocketmq_cluster):
@@ -77,9 +46,7 @@ def test_a_forked_child_makes_its_own_queue_consumer_and_never_closes_the_parent
             finally:
                 conn.release()
 
-        answer = run_child(child)
-        assert "error" not in answer, answer["error"]
-        assert answer == {"inherited_closed": False, "own": True, "made_here": True}
+        assert in_child(child) == {"inherited_closed": False, "own": True, "made_here": True}
         # the parent's consumer still works: it was neither closed nor unregistered by the child
         assert not parent_qc.closed
         producer.publish({"n": 3}, routing_key=queue.name, serializer="json")

@@ -5,10 +5,7 @@ closed at exit in the process that made it."""
 
 from __future__ import annotations
 
-import json
 import os
-import select
-import signal
 import subprocess
 import sys
 import textwrap
@@ -17,7 +14,7 @@ import threading
 import pytest
 from rocketmq_sdk.client.process_local import ProcessLocalCache, ProcessLocalClient
 
-needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+from tests.forking import in_child, needs_fork
 
 
 class Fake:
@@ -28,30 +25,6 @@ class Fake:
 
     def shutdown(self) -> None:
         self.closed += 1
-
-
-def in_child(fn) -> object:
-    """Run ``fn()`` in an ``os.fork()`` child; its JSON answer (the child never returns)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.close(r)
-            os.write(w, json.dumps(fn()).encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    with os.fdopen(r) as fh:
-        if not select.select([fh], [], [], 30)[0]:  # a deadlocked child is killed, not waited for
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child did not answer in 30 s")
-        answer = fh.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, answer
-    return json.loads(answer)
 
 
 def test_one_client_per_key_made_once_and_closed_once():
@@ -175,6 +148,8 @@ def test_a_lock_held_by_another_thread_at_fork_does_not_block_the_child():
 SCRIPT = """
 import ctypes, json, os, sys
 from rocketmq_sdk.client.process_local import ProcessLocalCache, ProcessLocalClient
+
+from tests.forking import in_child, needs_fork
 
 class Fake:
     def __init__(self, key=None):
