@@ -20,7 +20,7 @@ from django.utils.module_loading import import_string
 from rocketmq_sdk import Message, MessageExt, Producer, SelectMessageQueueByHash, SendResult, split_batches
 from rocketmq_sdk.client.process_local import ProcessLocalClient
 
-from . import capture
+from . import capture, transactions
 from .conf import RocketMQSettings, get_settings
 from .converter import MessageConverter
 
@@ -99,10 +99,9 @@ class RocketMQTemplate:
                                          delay_level=delay_level)
 
     def close(self) -> None:
-        """Shut this process's producers down (``AppConfig`` does it at interpreter exit)."""
+        """Shut this process's producers down now, template and transactional (interpreter exit does it
+        too); the next send makes new ones."""
         self._producer.close()
-        from . import transactions
-
         transactions.close()
 
     # ------------------------------------------------------------------ sends
@@ -238,10 +237,8 @@ class RocketMQTemplate:
                             timeout_ms: float | None = None) -> Any:
         """Transactional message bound to the database (``sendMessageInTransaction``): see
         :func:`rocketmq_sdk.integrations.django.transactions.send_in_transaction`."""
-        from .transactions import send_in_transaction
-
         msg = self.message(destination, payload, keys=keys, headers=headers)
-        return send_in_transaction(msg, local_transaction, arg, template=self, timeout_ms=timeout_ms)
+        return transactions.send_in_transaction(msg, local_transaction, arg, template=self, timeout_ms=timeout_ms)
 
 
 _default: RocketMQTemplate | None = None
