@@ -55,8 +55,8 @@ from .converter import ConversionError, MessageConverter, supports_payload_type
 from .dbretry import write_lock
 from .idempotency import IDEMPOTENCY_KEYS, BatchOutcome, KeyChoice, handle_batch_once, idempotency_key
 
-__all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "registry",
-           "rocketmq_listener", "start_listeners"]
+__all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "listener_problems",
+           "registry", "rocketmq_listener", "start_listeners"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django")
 
@@ -224,14 +224,14 @@ IDEMPOTENT_BATCH_SIZE = 32
 LISTENER_KEYWORDS = _listener_keywords()
 
 
-def listener_problems(spec: Any, settings_: Any = None) -> list[checks.CheckMessage]:
+def listener_problems(spec: ListenerSpec, settings_: Any = None) -> list[checks.CheckMessage]:
     """What is wrong with one listener (the system checks' ``rocketmq`` listener ids, also
     raised by :class:`ListenerContainer`): no payload parameter (E007), an unknown keyword
     (E009, with the closest listener keyword or ``ConsumerConfig`` field), an option value the
     SDK refuses (E004) or a payload type the converter cannot produce (E010).
 
     Args:
-        spec: a :class:`~.listeners.ListenerSpec`.
+        spec: the listener.
         settings_: resolved settings (default ``settings.ROCKETMQ``; with bad settings only the
             listener's own keywords and signature are checked).
     """
