@@ -150,6 +150,10 @@ class ProcessLocalCache(Generic[K, C]):
 
     def _lookup(self, key: K, factory: Callable[[], C] | None, user: Hashable | None) -> C:
         self._check_pid()
+        if user is None:  # the common case, a hit, takes no lock
+            entry = self._entries.get(key)
+            if entry is not None and (self._usable is None or self._usable(entry.client)):
+                return entry.client
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and self._usable is not None and not self._usable(entry.client):
