@@ -122,7 +122,8 @@ def read_grpc_tls(cert: str | None, key: str | None) -> tuple[bytes, bytes] | No
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
         cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
         enable_property_filter: bool, broker_version: str, recall_message_enable: bool, grpc_port: int | None,
-        grpc_mode: str, grpc_tls_cert: str | None, grpc_tls_key: str | None, log_level: str, event_loop: str) -> None:
+        grpc_mode: str, grpc_tls_cert: str | None, grpc_tls_key: str | None, log_level: str,
+        event_loop: str) -> None:
     """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
     grpc_tls = read_grpc_tls(grpc_tls_cert, grpc_tls_key)

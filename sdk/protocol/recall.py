@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 
 from .headers import Header
@@ -22,6 +23,8 @@ __all__ = ["RecallHandle", "RecallMessageRequestHeader", "RecallMessageResponseH
 _VERSION_1 = "v1"
 #: 5.3.3's message for a handle that does not decode (client and broker alike)
 INVALID_HANDLE = "recall handle is invalid"
+_MAX_FIELD = 255
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +55,8 @@ class RecallHandle:
 
         Raises:
             ValueError: empty, not URL-safe base64 (``=`` padding optional), not UTF-8, not version 1 or fewer than five
-                fields (message :data:`INVALID_HANDLE`).
+                fields, or (stricter than 5.3.3) an empty field, one over 255 characters or with a
+                control character (message :data:`INVALID_HANDLE`).
         """
         if not handle:
             raise ValueError(INVALID_HANDLE)
@@ -66,7 +70,12 @@ class RecallHandle:
         items = raw.split(" ")
         if items[0] != _VERSION_1 or len(items) < 5:
             raise ValueError(INVALID_HANDLE)
-        return cls(items[1], items[2], items[3], items[4])
+        fields = items[1:5]
+        # stricter than 5.3.3: the fields become message properties on the broker, so no control
+        # characters (the property separators \x01 \x02 among them) and no runaway lengths
+        if any(not f or len(f) > _MAX_FIELD or _CONTROL.search(f) for f in fields):
+            raise ValueError(INVALID_HANDLE)
+        return cls(*fields)
 
 
 @dataclass(slots=True)

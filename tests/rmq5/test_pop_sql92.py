@@ -4,13 +4,11 @@ and PushConsumer(pop=True) subscribe with ``MessageSelector.by_sql``."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk import (
-    ConsumeConcurrentlyStatus,
     Message,
     MessageSelector,
     MQBrokerError,
@@ -22,7 +20,7 @@ from rocketmq_sdk.consumer.pop_consume import PopSettings
 from rocketmq_sdk.protocol.codes import ResponseCode
 
 from tests.conftest import wait_until
-from tests.rmq5.conftest import broker_of
+from tests.rmq5.conftest import broker_of, recording_listener
 
 TOPIC = "PopSqlTopic"
 V5_SQL = {"broker_version": "5.3.3", "revive_interval": 100, "pop_from_retry_probability": 0,
@@ -67,14 +65,7 @@ def test_simple_consumer_receives_only_what_the_sql92_expression_selects(sql_clu
 
 def test_push_consumer_pop_mode_with_sql92(sql_cluster):
     _send_numbered(sql_cluster)
-    seen: list[bytes] = []
-    lock = threading.Lock()
-
-    def listener(msgs, ctx):
-        with lock:
-            seen.extend(m.body for m in msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+    seen, listener = recording_listener()
     c = PushConsumer("push_pop_sql_group", sql_cluster.namesrv_addr, pop=True,
                      pop_settings=PopSettings(poll_time_ms=1000, invisible_time_ms=5000, init_mode=0))
     c.subscribe(TOPIC, MessageSelector.by_sql("a < 3"))
@@ -109,5 +100,26 @@ def test_sql92_needs_enable_property_filter(v5_cluster, v5_producer):
     try:
         with pytest.raises(MQBrokerError, match="does not support consumer to filter message by SQL92"):
             c.receive(1, 30)
+    finally:
+        c.shutdown()
+
+
+def test_orderly_pop_with_sql92(sql_cluster):
+    _send_numbered(sql_cluster)
+    c = SimpleConsumer("pop_sql_orderly", sql_cluster.namesrv_addr, await_duration=0.3, orderly=True,
+                       consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    c.subscribe(TOPIC, MessageSelector.by_sql("a >= 8"))
+    c.start()
+    try:
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < 2:
+            assert time.monotonic() < deadline, got
+            msgs = c.receive(32, 30)
+            got += [m.body for m in msgs]
+            if msgs:
+                c.ack(msgs)
+        assert sorted(got) == [b"m8", b"m9"]
+        assert broker_of(sql_cluster).pop.service.in_flight("pop_sql_orderly") == 0  # batch ack released them
     finally:
         c.shutdown()

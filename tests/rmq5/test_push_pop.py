@@ -11,7 +11,7 @@ from rocketmq_sdk import ClientStateError, ConsumeConcurrentlyStatus, Message, P
 from rocketmq_sdk.consumer.pop_consume import PopSettings
 
 from tests.conftest import wait_until
-from tests.rmq5.conftest import broker_of
+from tests.rmq5.conftest import broker_of, recording_listener
 
 TOPIC = "PushPopTopic"
 FAST = PopSettings(poll_time_ms=1000, invisible_time_ms=5000, init_mode=0, retry_delays_ms=(300,))
@@ -20,14 +20,7 @@ FAST = PopSettings(poll_time_ms=1000, invisible_time_ms=5000, init_mode=0, retry
 def test_push_pop_consumes_every_message_once_across_more_consumers_than_queues(v5_cluster, v5_producer):
     for i in range(30):
         v5_producer.send(Message(TOPIC, f"p{i}".encode()))
-    seen: list[bytes] = []
-    lock = threading.Lock()
-
-    def listener(msgs, ctx):
-        with lock:
-            seen.extend(m.body for m in msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+    seen, listener = recording_listener()
     consumers = []
     for _ in range(6):  # the topic has 4 queues
         c = PushConsumer("push_pop_group", v5_cluster.namesrv_addr, pop=True, pop_settings=FAST)

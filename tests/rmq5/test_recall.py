@@ -75,9 +75,13 @@ def test_handle_codec_is_5_3_3s():
     assert RecallHandle.decode(handle.rstrip("=")) == h  # padding optional, as Java's decoder
     # the handle of capture 152 decodes (to another topic: the broker answers "topic not match")
     assert RecallHandle.decode(frame("timer", 152)["header"]["extFields"]["recallHandle"]).topic == "not"
-    for bad in ("", "v1 a b c d", "djIgYSBiIGMgZA==", "djEgYSBi", "dj+gYSBi", "@@"):  # v2 ...; v1 a b
+    for bad in ("", "v1 a b c d", "djIgYSBiIGMgZA==", "djEgYSBi", "dj+gYSBi", "@@", "dj€"):  # v2 ...; v1 a b
         with pytest.raises(ValueError, match="recall handle is invalid"):
             RecallHandle.decode(bad)
+    # stricter than 5.3.3: the fields become properties of the delete entry
+    for fields in (("T", "b", "1", "id\x02REAL_TOPIC\x01Evil"), ("T", "b", "1", "x" * 256), ("T", "", "1", "id")):
+        with pytest.raises(ValueError, match="recall handle is invalid"):
+            RecallHandle.decode(RecallHandle(*fields).encode())
 
 
 def test_recall_request_header_is_java_s():
@@ -143,6 +147,13 @@ def test_recall_answers_as_5_3_3_on_the_wire(recall_cluster, producer, v5_client
     assert (resp.code, resp.remark, resp.ext_fields) == (want["code"], want["remark"], want["extFields"])
     resp = v5_client.invoke(addr, RequestCode.RECALL_MESSAGE, dict(ext, recallHandle="not base64!"))
     assert (resp.code, resp.remark) == (ResponseCode.ILLEGAL_OPERATION, "recall handle is invalid")
+    # a hostile handle trying to inject properties into the delete entry is refused, nothing stored
+    store = broker_of(recall_cluster).store
+    before = store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0)
+    evil = RecallHandle(TOPIC, "broker-a", str(_now_ms() + 60_000), "id\x02REAL_TOPIC\x01Evil").encode()
+    resp = v5_client.invoke(addr, RequestCode.RECALL_MESSAGE, dict(ext, recallHandle=evil))
+    assert (resp.code, resp.remark) == (ResponseCode.ILLEGAL_OPERATION, "recall handle is invalid")
+    assert store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0) == before
     resp = v5_client.invoke(addr, RequestCode.RECALL_MESSAGE, dict(ext, topic="NoSuchTopic"))
     assert (resp.code, resp.remark) == (ResponseCode.TOPIC_NOT_EXIST, "recall failed, the topic[NoSuchTopic] not exist")
 
@@ -238,10 +249,16 @@ def test_delete_entry_cancels_the_message_of_its_slot(recall_cluster, producer):
     other_slot = producer.send(Message(TOPIC, b"other-slot", deliver_time_ms=at))
     producer.send(_delete_entry(cancelled.msg_id, at))  # same deliver time: same slot (timer:60-63)
     producer.send(_delete_entry(other_slot.msg_id, at + 1000))  # another slot: cancels nothing (5.x)
-    got = _drain(recall_cluster, {b"warm-up", b"other-slot"}, "delete_group")
-    assert b"cancelled" not in got and b"delete marker" not in got
+    # the delete entry first, then the message (5.x keeps the key for the rest of the slot)
+    producer.send(_delete_entry("C0FFEE00000000000000000000000001", at))
+    late = Message(TOPIC, b"deleted-before-sent", deliver_time_ms=at)
+    late.put_property(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "C0FFEE00000000000000000000000001")
+    producer.send(late)
+    producer.send(Message(TOPIC, b"next-slot", deliver_time_ms=at + 1000))  # comes after slot `at` is done
+    got = _drain(recall_cluster, {b"warm-up", b"other-slot", b"next-slot"}, "delete_group")
+    assert b"cancelled" not in got and b"delete marker" not in got and b"deleted-before-sent" not in got
     timer = broker_of(recall_cluster).timer
-    assert timer.cancelled_count == 1
+    assert timer.cancelled_count == 2 and timer.pending == 0
 
 
 def test_delete_entry_with_a_past_time_is_illegal_as_5_3_3(recall_cluster, producer):
@@ -252,3 +269,11 @@ def test_delete_entry_with_a_past_time_is_illegal_as_5_3_3(recall_cluster, produ
     m.put_property(MC.TIMER_DEL_UNIQKEY, f"{TOPIC}+0000")
     with pytest.raises(MessageIllegalError):
         producer.send(m)
+
+
+def test_recall_with_a_namespace(recall_cluster):
+    with Producer("recall_ns_producer", recall_cluster.namesrv_addr, namespace="ns1") as p:
+        p.send(Message(TOPIC, b"warm-up"))
+        r = p.send(Message(TOPIC, b"x", delay_ms=60_000))
+        assert RecallHandle.decode(r.recall_handle).topic == "ns1%" + TOPIC
+        assert p.recall_message(TOPIC, r.recall_handle) == r.msg_id  # the caller's own topic name

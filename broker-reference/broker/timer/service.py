@@ -13,7 +13,7 @@ Cancelling (5.x ``TIMER_DEL_UNIQKEY``): a delete entry is a message with
 ``TIMER_DEL_UNIQKEY=<topic>+<UNIQ_KEY>`` and a deliver time in the future (else MESSAGE_ILLEGAL,
 as 5.3.3); it goes into the wheel like a timer message and cancels the message of that topic and
 ``UNIQ_KEY`` whose ``TIMER_OUT_MS`` is the same (the same wheel slot, as 5.x: a delete for another
-time cancels nothing). Neither is delivered. RECALL_MESSAGE (:mod:`.recall`) writes such an
+time cancels nothing), stored before or after it. Neither is delivered. RECALL_MESSAGE (:mod:`.recall`) writes such an
 entry from a recall handle.
 
 Durability: the timer messages are in the CommitLog; ``config/timerCheckpoint.json`` records the
@@ -245,14 +245,18 @@ class TimerService:
         self._load_new()
         now = self.clock()
         done = 0
+        complete = True
         while self._heap and self._heap[0][0] <= now:
             at, qoff = self._heap[0]
             ok = await self._deliver(qoff)
             if not ok:
+                complete = False
                 break  # the store refuses writes for now: retry later
             heapq.heappop(self._heap)
             self._delivered.add(qoff)
             done += 1
+        if complete and self._cancels:  # the slots up to now are done: their delete keys too
+            self._cancels = {(k, out) for k, out in self._cancels if out + self.precision_ms > now}
         if done:
             self.delivered_count += done
             low = min((o for _at, o in self._heap), default=self._scan)
@@ -301,15 +305,14 @@ class TimerService:
         return True
 
     def _cancelled(self, qoff: int, props: dict[str, str], topic: str) -> bool:
-        """True for a delete entry (its slot has come: it cancels nothing more) and for a timer
-        message a delete entry of its slot cancels; neither is delivered."""
+        """True for a delete entry and for a timer message a delete entry of its slot cancels
+        (stored before or after it, as 5.x's ``avoidDeleteLose``); neither is delivered. The
+        delete keys of a slot are dropped when the slot is done (:meth:`deliver_due`)."""
         try:
             out = int(props.get(MC.TIMER_OUT_MS, ""))
         except ValueError:
             return False  # _deliver's checks log it
-        key = props.get(MC.TIMER_DEL_UNIQKEY)
-        if key is not None:
-            self._cancels.discard((key, out))
+        if MC.TIMER_DEL_UNIQKEY in props:
             return True
         uniq = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
         if uniq is not None and (delete_key(topic, uniq), out) in self._cancels:

@@ -87,7 +87,7 @@ class EndTransactionProcessor:
             return cmd.response(ResponseCode.SUCCESS)
         committed = self._end_message_transaction(half, h.commit_log_offset or 0)
         timer = self.broker.timer
-        if timer is not None and timer.check(committed.get_properties()) is None:
+        if timer is not None and timer.check(dict(committed.get_properties())) is None:
             committed = timer.transform(committed)  # 5.x: a timer message is scheduled at its commit
         result = await self.bridge.put(committed)
         if result is None:
