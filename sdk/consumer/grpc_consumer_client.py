@@ -120,14 +120,19 @@ class GrpcConsumerClient:
         return [a.message_queue for a in resp.assignments]
 
     # -- receive ------------------------------------------------------------------------------------
-    def receive_request(self, queue: Any, expression: str, batch: int, invisible_ms: int, polling_ms: int,
+    def receive_request(self, queue: Any, expression: str, batch: int, invisible_ms: int | None, polling_ms: int,
                         attempt_id: str | None = None) -> Any:
-        """A ``v2.ReceiveMessageRequest`` for ``queue`` (its topic keeps its namespace)."""
+        """A ``v2.ReceiveMessageRequest`` for ``queue`` (its topic keeps its namespace);
+        ``invisible_ms`` None asks for ``auto_renew`` (the proxy's invisible duration, renewed
+        while the message is held, as the 5.x push consumers receive)."""
         req = v2.ReceiveMessageRequest(group=self.resource(self.group), batch_size=batch)
         req.message_queue.CopyFrom(queue)
         req.filter_expression.type = v2.TAG
         req.filter_expression.expression = expression
-        set_duration_ms(req.invisible_duration, invisible_ms)
+        if invisible_ms is None:
+            req.auto_renew = True
+        else:
+            set_duration_ms(req.invisible_duration, invisible_ms)
         set_duration_ms(req.long_polling_timeout, polling_ms)
         if attempt_id:
             req.attempt_id = attempt_id

@@ -5,8 +5,9 @@ SimpleConsumer semantics as the 5.x Java and Python clients build it:
   the proxy's settings: the group's retry policy, whether the group is FIFO, the receive batch
   size and the long polling timeout (re-announced whenever the stream is re-opened);
 - every ``ASSIGNMENT_SCAN_S`` (5 s, at once at start) QueryAssignment per subscribed topic; each
-  assigned queue gets a receive thread long-polling ReceiveMessage (``invisible_duration``, by
-  default 60 s), paused while ``pull_threshold_for_queue`` of its messages wait for the listener;
+  assigned queue gets a receive thread long-polling ReceiveMessage (with ``auto_renew``: the
+  proxy keeps a held message invisible, or for ``invisible_duration`` when one is given), paused
+  while ``pull_threshold_for_queue`` of its messages wait for the listener;
 - the listener (same function, statuses and contexts as the remoting ``PushConsumer``) runs on
   the consume threads; results are settled as :mod:`.grpc_consume` says (ack, change invisible
   duration with the 5.x backoff, ForwardMessageToDeadLetterQueue after the last attempt; FIFO
@@ -55,6 +56,9 @@ RECEIVE_RETRY_S = 1.0
 DEFAULT_LONG_POLLING_MS = 20_000
 #: the most messages one ReceiveMessage asks for
 MAX_RECEIVE_BATCH = 32
+#: what an ``auto_renew`` message is assumed invisible for (the proxies' default), ms: a FIFO
+#: in-place retry keeps the message invisible for its wait plus this
+AUTO_RENEW_INVISIBLE_MS = 60_000
 
 
 class _Receiver:
@@ -96,8 +100,10 @@ class GrpcPushConsumer(AsyncLifecycle, ListenerRegistry):
         namespace: resource namespace (5.x ``x-mq-namespace``; the brokers see
             ``<namespace>%<group>`` and ``<namespace>%<topic>``), default none.
         invisible_duration: how long received messages stay invisible to the rest of the group
-            while this consumer holds them, seconds or ``timedelta`` (default 60 s, ≤ 12 h): a
-            listener call running longer may see its messages delivered again elsewhere.
+            while this consumer holds them, seconds or ``timedelta`` (≤ 12 h): a listener call
+            running longer may see its messages delivered again elsewhere. Default None: receive
+            with ``auto_renew`` as the 5.x push consumers do (the proxy's invisible duration, 60 s
+            on Apache's and the reference proxy, renewed by the proxy while the message is held).
         await_duration: long polling of one ReceiveMessage, seconds (default: the proxy's
             settings, 20 s until they arrive).
         tls_root_certificates: PEM bytes verifying the proxy (``use_tls``).
@@ -115,14 +121,15 @@ class GrpcPushConsumer(AsyncLifecycle, ListenerRegistry):
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *, endpoints: str | None = None,
                  protocol: str = "grpc", namespace: str | None = None,
-                 invisible_duration: float | datetime.timedelta = 60.0,
+                 invisible_duration: float | datetime.timedelta | None = None,
                  await_duration: float | datetime.timedelta | None = None,
                  tls_root_certificates: bytes | None = None, **config: Unpack[ConsumerSettings]) -> None:
         self.endpoints, grpcs = proxy_endpoints(endpoints, namesrv_addr, "consumer")
         self.group = check_name(group, "consumer group", GROUP_MAX_LENGTH)
         self.namespace = check_namespace(namespace)
         self.config = ConsumerConfig.from_kwargs(**config)
-        self.invisible_ms = _invisible_ms(invisible_duration)
+        #: the receives' invisible duration, ms; None: ``auto_renew`` (the proxy's, renewed)
+        self.invisible_ms = None if invisible_duration is None else _invisible_ms(invisible_duration)
         self._polling_override = None if await_duration is None else int(
             _seconds(await_duration, "await_duration") * 1000)
         if self._polling_override is not None and self._polling_override < 0:
@@ -239,7 +246,7 @@ class GrpcPushConsumer(AsyncLifecycle, ListenerRegistry):
                                                                thread_name_prefix=f"rocketmq-grpc-{self.group}")
             self._service = GrpcConsumeService(self.group, client, self._listener, orderly=self.orderly,
                                                batch_max=cfg.consume_message_batch_max_size, stopped=self._stopped,
-                                               invisible_ms=self.invisible_ms)
+                                               invisible_ms=self.invisible_ms or AUTO_RENEW_INVISIBLE_MS)
             self._service.backoff = self._backoff
             self._scanner = threading.Thread(target=self._scan_loop, name=f"rocketmq-grpc-assign-{self.group}",
                                              daemon=True)

@@ -86,3 +86,57 @@ def test_renewals_end_when_the_client_is_gone():
     assert changed == ["h1"] and r.latest("h1") == "h1'" and r.tracked() == 1
     r.forget("h1")
     assert r.tracked() == 0 and r.latest("h1") == "h1"
+
+
+def test_the_sdk_push_consumer_asks_for_renewal_like_the_5x_clients(grpc_cluster):
+    """``PushConsumer(protocol="grpc")`` without ``invisible_duration`` receives with
+    ``auto_renew`` (as the Java/Python 5.x push consumers): a listener busy for longer than the
+    proxy's invisible duration keeps its message; nobody else gets it, and its ack settles it."""
+    import threading
+
+    from rocketmq_sdk import PushConsumer
+    from rocketmq_sdk.consumer.listener import ConsumeConcurrentlyStatus
+
+    cluster, _ = grpc_cluster
+    proxy = GrpcProxy(cluster.namesrv_addr, auto_renew_ms=(2_000, 1_000))
+    proxy.start()
+    topic, group = unique("sr"), unique("gsr")
+    release = threading.Event()
+    seen: list[bytes] = []
+
+    def slow(msgs, ctx):
+        seen.extend(m.body for m in msgs)
+        release.wait(30)  # busy for longer than the invisible duration
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    push = PushConsumer(group, endpoints=proxy.addr, protocol="grpc", await_duration=1)
+    push.subscribe(topic)
+    push.register_message_listener(slow)
+    other = SimpleConsumer(group, endpoints=proxy.addr, protocol="grpc", await_duration=1)
+    other.subscribe(topic)
+    try:
+        with Producer(unique("pg"), cluster.namesrv_addr) as p:
+            p.send(Message(topic, b"slow"))
+        with push, other:
+            deadline = time.monotonic() + 20
+            while not seen and time.monotonic() < deadline:
+                other.receive(16, 10)  # the group's pops go on meanwhile
+            stolen: list = []
+            until = time.monotonic() + 5
+            while time.monotonic() < until:
+                stolen += other.receive(16, 10)
+            busy_tracked = proxy.service.consuming.renewals.tracked()
+            release.set()
+            assert seen == [b"slow"] and stolen == []
+            assert busy_tracked == 1  # received with auto_renew: the proxy kept it invisible (2 s, renewed)
+            deadline = time.monotonic() + 10
+            while proxy.service.consuming.renewals.tracked() and time.monotonic() < deadline:
+                other.receive(16, 1)  # the ack ends the renewal
+            assert proxy.service.consuming.renewals.tracked() == 0
+            until = time.monotonic() + 4
+            while time.monotonic() < until:
+                stolen += other.receive(16, 10)
+            assert stolen == [] and seen == [b"slow"]
+    finally:
+        release.set()
+        proxy.stop()
