@@ -182,6 +182,19 @@ def test_update_sub_group_on_the_cluster(env):
     assert sorted(j["brokers"]) == sorted([env["addr_a"], env["addr_b"]])
 
 
+def test_update_sub_group_marks_a_fifo_group(env):
+    """``-o true`` (5.x consumeMessageOrderly) reaches every broker's group table; without ``-o``
+    the field stays out (4.9.8's body, see test_admin_capture)."""
+    run(env, "updateSubGroup", "-c", "DefaultCluster", "-g", "admin_fifo", "-o", "true", "--json")
+    run(env, "updateSubGroup", "-c", "DefaultCluster", "-g", "admin_plain", "--json")
+    with AdminClient(env["ns"]) as admin:
+        fifo = admin.subscription_group_config("admin_fifo")
+        plain = admin.subscription_group_config("admin_plain")
+    assert sorted(fifo.brokers) == ["broker-a", "broker-b"]
+    assert all(cfg.consume_message_orderly is True for cfg in fifo.brokers.values())
+    assert all(cfg.consume_message_orderly is None for cfg in plain.brokers.values())
+
+
 def test_broker_status_and_config(env):
     j = json.loads(run(env, "brokerStatus", "-b", env["addr_a"], "--json").output)
     assert j[env["addr_a"]]
