@@ -64,6 +64,10 @@ class DLedgerConfig:
         max_push_queue: follower queue of COMPARE/TRUNCATE/COMMIT pushes (1024).
         checkpoint_interval_ms: ``checkpoint`` file write period (3000).
         error_sleep_ms: dispatcher back-off after an error (500).
+        max_leadership_transfer_wait_index: a transfer is refused (FALL_BEHIND_TOO_MUCH) when the
+            transferee is this many entries or more behind the leader (1000).
+        leadership_transfer_wait_timeout_ms: how long the transferee waits to catch up with the
+            leader's log before it refuses to take leadership (TAKE_LEADERSHIP_FAILED) (1000).
     """
 
     group: str
@@ -83,6 +87,8 @@ class DLedgerConfig:
     max_push_queue: int = 1024
     checkpoint_interval_ms: int = 3000
     error_sleep_ms: int = 500
+    max_leadership_transfer_wait_index: int = 1000
+    leadership_transfer_wait_timeout_ms: int = 1000
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -109,4 +115,6 @@ class DLedgerConfig:
         values = {n: max(1, int(getattr(self, n) * factor)) for n in names}
         return DLedgerConfig(self.group, self.self_id, dict(self.peers), max_heart_beat_leak=self.max_heart_beat_leak,
                              max_pending_requests_num=self.max_pending_requests_num,
+                             max_leadership_transfer_wait_index=self.max_leadership_transfer_wait_index,
+                             leadership_transfer_wait_timeout_ms=self.leadership_transfer_wait_timeout_ms,
                              max_pending_pushes=self.max_pending_pushes, max_push_queue=self.max_push_queue, **values)

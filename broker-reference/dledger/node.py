@@ -49,6 +49,7 @@ from .protocol import (
     VoteResponse,
     VoteResult,
 )
+from .transfer import LeadershipTransfer
 
 __all__ = ["AppendError", "DLedgerNode", "Role"]
 
@@ -130,6 +131,9 @@ class DLedgerNode:
         self.server.register_processor(DLedgerRequestCode.VOTE, self._on_vote)
         self.server.register_processor(DLedgerRequestCode.HEART_BEAT, self._on_heartbeat)
         self.server.register_processor(DLedgerRequestCode.PUSH, self._on_push)
+        self.transfer = LeadershipTransfer(self)
+        self.server.register_processor(DLedgerRequestCode.METADATA, self.transfer.on_metadata)
+        self.server.register_processor(DLedgerRequestCode.LEADERSHIP_TRANSFER, self.transfer.on_transfer)
         self.client = RemotingClient(connect_timeout_ms=config.rpc_timeout_ms)
         self.others = [p for p in config.peers if p != config.self_id]
         self.port = 0
@@ -190,6 +194,7 @@ class DLedgerNode:
     async def stop(self) -> None:
         """Stop the loops and the server, write the checkpoint; the ledger stays open."""
         self._running = False
+        self.transfer.cancel()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
@@ -220,8 +225,10 @@ class DLedgerNode:
         self.state.known_max_term = max(self.state.known_max_term, term)
         was = self.state.role
         self.state.to_candidate()
+        self.transfer.transferee = None
         if was is not Role.CANDIDATE:
             self._notify_role()
+        self.transfer.on_role(Role.CANDIDATE, term)
         self._wake.set()
 
     def _change_to_leader(self, term: int) -> None:
@@ -235,6 +242,7 @@ class DLedgerNode:
             if p.term != term:
                 self._complete(index, DLedgerCode.TERM_CHANGED)
         self._notify_role()
+        self.transfer.on_role(Role.LEADER, term)
         for d in self.dispatchers.values():
             d.wake.set()
         self._wake.set()
@@ -243,13 +251,15 @@ class DLedgerNode:
         if term < self.state.curr_term:
             return
         self.state.to_follower(term, leader_id)
+        self.transfer.transferee = None
         self.last_leader_heartbeat = _now()
         self._notify_role()
+        self.transfer.on_role(Role.FOLLOWER, term)
         self._follower_wake.set()
 
-    async def _invoke(self, peer: str, code: int, body: bytes) -> bytes:
+    async def _invoke(self, peer: str, code: int, body: bytes, timeout_ms: float | None = None) -> bytes:
         cmd = RemotingCommand.request(code, body=body)
-        resp = await self.client.invoke(self.config.peers[peer], cmd, self.config.rpc_timeout_ms)
+        resp = await self.client.invoke(self.config.peers[peer], cmd, timeout_ms or self.config.rpc_timeout_ms)
         if resp.code != 200:
             raise AppendError(DLedgerCode.INTERNAL_ERROR, f"remoting code {resp.code} from {peer}: {resp.remark}")
         return resp.body
@@ -508,10 +518,13 @@ class DLedgerNode:
         ``max_wait_ack_time_ms``, TERM_CHANGED).
 
         Raises:
-            AppendError: NOT_LEADER, LEADER_PENDING_FULL, or DISK_ERROR (nothing appended).
+            AppendError: NOT_LEADER, LEADER_TRANSFERRING (a leadership transfer is under way),
+                LEADER_PENDING_FULL, or DISK_ERROR (nothing appended).
         """
         if self.state.role is not Role.LEADER:
             raise AppendError(DLedgerCode.NOT_LEADER)
+        if self.transfer.transferee is not None:
+            raise AppendError(DLedgerCode.LEADER_TRANSFERRING, f"to {self.transfer.transferee}")
         if len(self.pending) >= self.config.max_pending_requests_num:
             raise AppendError(DLedgerCode.LEADER_PENDING_FULL)
         pos = self.ledger.next_pos(body_size)
