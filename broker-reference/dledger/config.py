@@ -6,31 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rocketmq_sdk.protocol.dledger import parse_peers
+
 __all__ = ["DLedgerConfig", "member_number", "parse_peers"]
 
 _ID = re.compile(r"^[A-Za-z][0-9]{1,6}$")
-_PEER = re.compile(r"^([A-Za-z][0-9]{1,6})-([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):([0-9]{1,5})$")
-
-
-def parse_peers(spec: str) -> dict[str, str]:
-    """``dLegerPeers`` (``n0-127.0.0.1:40911;n1-127.0.0.1:40912;…``) → {id: "host:port"}.
-
-    Raises:
-        ValueError: an empty list, a malformed item, a repeated id or a port outside 1..65535.
-    """
-    peers: dict[str, str] = {}
-    for item in (p.strip() for p in spec.split(";")):
-        if not item:
-            continue
-        m = _PEER.match(item)
-        if m is None or not 0 < int(m.group(3)) < 65536:
-            raise ValueError(f"dLegerPeers item {item!r} is not <id>-<host>:<port> (id: a letter and digits)")
-        if m.group(1) in peers:
-            raise ValueError(f"dLegerPeers repeats id {m.group(1)!r}")
-        peers[m.group(1)] = f"{m.group(2)}:{m.group(3)}"
-    if not peers:
-        raise ValueError("dLegerPeers is empty")
-    return peers
 
 
 def member_number(self_id: str) -> int:

@@ -356,6 +356,8 @@ class DLedgerNode:
         if self.need_increase_term:
             self.need_increase_term = False
             self.next_vote_time = _now() + self._rand_vote_wait()
+            if term == self.transfer.handed_over_term:  # let the transferee win this term
+                self.next_vote_time += cfg.heart_beat_time_interval_ms * cfg.max_heart_beat_leak
             return
         end_index, end_term = self.ledger.end_index, self.ledger.end_term
         reqs = {p: VoteRequest(group=cfg.group, remote_id=p, local_id=cfg.self_id, leader_id=cfg.self_id,

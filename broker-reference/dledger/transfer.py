@@ -60,6 +60,11 @@ class LeadershipTransfer:
         self.transferee: str | None = None
         #: transferee: the term it campaigns in to take leadership (-1: none)
         self.term_to_take = -1
+        #: old leader: the term its transferee campaigns in (-1: none); in that term it waits a
+        #: leader timeout longer before campaigning itself, so that its own candidacy (a vote for
+        #: itself) does not split the transferee's election (not in DLedger 0.3.1.2, whose longer
+        #: vote intervals make that race rarer)
+        self.handed_over_term = -1
         self._answer: asyncio.Future[LeadershipTransferResponse] | None = None
 
     # -- wire handlers --------------------------------------------------------------------
@@ -140,6 +145,7 @@ class LeadershipTransfer:
                                          take_leadership_ledger_index=node.ledger.end_index)
         for d in node.dispatchers.values():
             d.wake.set()
+        self.handed_over_term = term + 1
         try:
             body = await node._invoke(req.transferee_id, DLedgerRequestCode.LEADERSHIP_TRANSFER, take.encode(),
                                       timeout_ms=cfg.leadership_transfer_wait_timeout_ms + 2 * cfg.rpc_timeout_ms)
@@ -147,6 +153,8 @@ class LeadershipTransfer:
         except Exception as exc:  # noqa: BLE001 - unreachable, timed out, refused (AppendError) or garbled
             log.warning("dledger %s: leadership transfer to %s failed: %s", cfg.self_id, req.transferee_id, exc)
             resp = LeadershipTransferResponse(term=node.term, code=DLedgerCode.NETWORK_ERROR)
+        if resp.code != DLedgerCode.SUCCESS:
+            self.handed_over_term = -1
         if resp.code != DLedgerCode.SUCCESS or (node.term == term and self.transferee is not None):
             self.transferee = None  # appends accepted again
         log.info("dledger %s: leadership transfer to %s: %s (term %d)", cfg.self_id, req.transferee_id,
