@@ -9,7 +9,7 @@ One request code, two legs:
    (``407 INCONSISTENT_TERM``), that it leads (``404 NOT_LEADER``), that no transfer is under way
    (``506 LEADER_TRANSFERRING``) and that the transferee's water mark is less than
    ``max_leadership_transfer_wait_index`` entries behind (``417 FALL_BEHIND_TOO_MUCH``). It then
-   refuses appends (``LEADER_TRANSFERRING``; the broker answers a send with SYSTEM_BUSY), keeps
+   refuses appends (``LEADER_TRANSFERRING``; the broker answers a send with SYSTEM_ERROR), keeps
    pushing its log, and sends leg 2 with its ledger end index.
 2. **leader → transferee** (``transfereeId`` = ``remoteId``): the transferee waits up to
    ``leadership_transfer_wait_timeout_ms`` until its log reaches that index
