@@ -72,8 +72,8 @@ class DLedgerAdmin(AdminCore):
                                           wait_ms: float = 10_000.0) -> LeadershipTransferResult:
         """Hand the leadership (and so the master role) of DLedger group ``broker_name`` to member
         ``transferee_id`` (``n1``...), as DLedger 0.3.1.2's ``leadershipTransfer`` command: the
-        leader stops accepting writes (sends are answered SYSTEM_ERROR, code 1, which producers retry), brings the
-        transferee's log up to date, the transferee campaigns in the next term and wins; the
+        leader stops accepting writes (sends are answered SYSTEM_ERROR, code 1, which producers
+        retry), brings the transferee's log up to date, the transferee campaigns in the next term and wins; the
         call returns once the name server lists the new master.
 
         Args:
