@@ -161,3 +161,19 @@ def test_metadata_names_group_leader_and_peers(tmp_path):
         resp = MetadataResponse.decode(await ask(g.peers[follower], DLedgerRequestCode.METADATA, req.encode()))
         assert resp.code == DLedgerCode.UNKNOWN_MEMBER
     in_group(tmp_path, scenario)
+
+
+def test_a_member_that_lost_an_earlier_round_takes_leadership_in_exactly_the_next_term(tmp_path):
+    """DLedger resets the last vote outcome when it moves to the next term: a member whose
+    previous round ended "vote in the next term" must not skip a term when it takes over
+    (it did: the transfer ended EXPIRED_TERM in term + 2)."""
+    from rocketmq_broker.dledger.election import _Parse
+
+    async def scenario(g: Group, leader: DLedgerNode) -> None:
+        target = next(n for n in g.nodes.values() if n is not leader)
+        target.last_parse = _Parse.WAIT_TO_VOTE_NEXT  # as after a lost cold-start round
+        old = leader.term
+        resp = await transfer(g, leader, target.config.self_id)
+        assert resp.code == DLedgerCode.SUCCESS, resp
+        assert resp.term == old + 1 and target.term == old + 1 and target.role is Role.LEADER
+    in_group(tmp_path, scenario)
