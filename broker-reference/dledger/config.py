@@ -48,6 +48,9 @@ class DLedgerConfig:
             transferee is this many entries or more behind the leader (1000).
         leadership_transfer_wait_timeout_ms: how long the transferee waits to catch up with the
             leader's log before it refuses to take leadership (TAKE_LEADERSHIP_FAILED) (1000).
+        enable_batch_push: ``enableBatchPush``: the leader sends APPEND pushes with a
+            ``batchEntry`` list, closed once it holds ``max_batch_push_size`` bytes (4096) or the
+            log's end is reached (False: one entry a push). Members accept both either way.
     """
 
     group: str
@@ -69,6 +72,8 @@ class DLedgerConfig:
     error_sleep_ms: int = 500
     max_leadership_transfer_wait_index: int = 1000
     leadership_transfer_wait_timeout_ms: int = 1000
+    enable_batch_push: bool = False
+    max_batch_push_size: int = 4096
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -97,4 +102,5 @@ class DLedgerConfig:
                              max_pending_requests_num=self.max_pending_requests_num,
                              max_leadership_transfer_wait_index=self.max_leadership_transfer_wait_index,
                              leadership_transfer_wait_timeout_ms=self.leadership_transfer_wait_timeout_ms,
+                             enable_batch_push=self.enable_batch_push, max_batch_push_size=self.max_batch_push_size,
                              max_pending_pushes=self.max_pending_pushes, max_push_queue=self.max_push_queue, **values)

@@ -36,8 +36,9 @@ class FollowerReplication:
     def _on_push(self, channel: Channel, cmd: RemotingCommand) -> RemotingCommand | asyncio.Future:
         req = PushRequest.decode(cmd.body)
         bad = self._check_base(req.group, req.remote_id, req.term)
-        if bad is None and req.batch_entry:
-            bad = DLedgerCode.UNSUPPORTED  # enableBatchPush is off in 4.9.8
+        if bad is None and req.batch_entry and (req.type is not PushType.APPEND or any(
+                e.index != req.batch_entry[0].index + i for i, e in enumerate(req.batch_entry))):
+            bad = DLedgerCode.UNEXPECTED_ARGUMENT  # a batch only of APPENDs, indexes in a row
         if bad is None and req.type is PushType.APPEND and req.first_entry_index > self.ledger.end_index + MAX_QUEUED_APPENDS:
             bad = DLedgerCode.UNEXPECTED_ARGUMENT  # absurd index: would never be applied
         if bad is not None:
@@ -126,10 +127,26 @@ class FollowerReplication:
         return st.role is Role.FOLLOWER and req.term == st.curr_term and req.leader_id == st.leader_id
 
     def _handle_append(self, req: PushRequest) -> PushResponse:
+        if req.batch_entry:
+            return self._handle_batch_append(req)
         entry = req.entry
         if entry is None or not self._valid_from_leader(req) or entry.index != self.ledger.end_index + 1:
             return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
         return self._apply(req, "APPEND", self.ledger.append)
+
+    def _handle_batch_append(self, req: PushRequest) -> PushResponse:
+        """A batch push (``enableBatchPush`` on the leader): the entries in order, as DLedger's
+        handleDoBatchAppend (a refused entry ends it with 406; the leader compares again)."""
+        if not self._valid_from_leader(req) or req.first_entry_index != self.ledger.end_index + 1:
+            return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
+        for entry in req.batch_entry:
+            try:
+                self.ledger.append(DLedgerEntry(entry.index, entry.term, entry.pos, entry.body))
+            except (LedgerError, OSError) as exc:
+                log.warning("dledger %s: batch APPEND at %d refused: %s", self.config.self_id, entry.index, exc)
+                return self._push_response(req, DLedgerCode.INCONSISTENT_STATE)
+        self._follow_commit(req)
+        return self._push_response(req, DLedgerCode.SUCCESS)
 
     def _apply(self, req: PushRequest, what: str, op: Callable[[DLedgerEntry], object]) -> PushResponse:
         """``op`` (the ledger's append or truncate) on the pushed entry, then the commit index:
@@ -185,10 +202,11 @@ class FollowerReplication:
         end = self.ledger.end_index
         for index in sorted(self.append_queue):
             req, fut, t = self.append_queue[index]
-            if index <= end:
+            if req.last_entry_index <= end:
                 del self.append_queue[index]
+                entries = req.batch_entry or ([req.entry] if req.entry is not None else [])
                 try:
-                    same = req.entry is not None and self.ledger.get(index).same_as(req.entry)
+                    same = bool(entries) and all(self.ledger.get(e.index).same_as(e) for e in entries)
                 except LedgerError:
                     same = False
                 if not fut.done():

@@ -39,7 +39,7 @@ class _Dispatcher:
     state: _PushState = _PushState.COMPARE
     compare_index: int = -1
     write_index: int = 0
-    pending: dict[int, float] = field(default_factory=dict)  # index → send time (ms)
+    pending: dict[int, tuple[float, int]] = field(default_factory=dict)  # first index → (send time ms, count)
     last_commit_push: float = 0.0
     wake: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -207,16 +207,22 @@ class LeaderReplication:
         cfg, ledger = self.config, self.ledger
         now = _now()
         mark = self.water_marks.get(d.peer, -1) if self.water_mark_term == d.term else -1
-        for i in [i for i in d.pending if i <= mark]:
+        for i in [i for i, (_, n) in d.pending.items() if i + n - 1 <= mark]:
             del d.pending[i]
         sent = False
         resend = d.pending.get(mark + 1)
-        if resend is not None and now - resend > cfg.max_push_timeout_ms:
-            self._append_push(d, mark + 1)
+        if resend is not None and now - resend[0] > cfg.max_push_timeout_ms:
+            self._append_push(d, mark + 1, resend[1])
             sent = True
         while d.write_index <= ledger.end_index and len(d.pending) < cfg.max_pending_pushes:
-            self._append_push(d, d.write_index)
-            d.write_index += 1
+            count, size = 1, 0
+            if cfg.enable_batch_push:  # DLedger: entries until maxBatchPushSize bytes or the end
+                count, size = 0, 0
+                while d.write_index + count <= ledger.end_index and size < cfg.max_batch_push_size:
+                    size += ledger.get(d.write_index + count).size
+                    count += 1
+            self._append_push(d, d.write_index, count)
+            d.write_index += count
             sent = True
         if not sent and d.write_index > ledger.end_index and now - d.last_commit_push > cfg.commit_push_interval_ms:
             d.last_commit_push = now
@@ -240,9 +246,13 @@ class LeaderReplication:
             d.pending.clear()
             d.wake.set()
 
-    def _append_push(self, d: _Dispatcher, index: int) -> None:
-        d.pending[index] = _now()
-        req = self._push(d, PushType.APPEND, self.ledger.get(index))
+    def _append_push(self, d: _Dispatcher, index: int, count: int = 1) -> None:
+        d.pending[index] = (_now(), count)
+        if self.config.enable_batch_push:
+            req = self._push(d, PushType.APPEND, None)
+            req.batch_entry = [self.ledger.get(i) for i in range(index, index + count)]
+        else:
+            req = self._push(d, PushType.APPEND, self.ledger.get(index))
         task = asyncio.ensure_future(self._send_push(d, req))
         task.add_done_callback(lambda f: self._on_append_answer(d, req, f))
 

@@ -63,7 +63,8 @@ def dledger_config(cfg: StoreConfig) -> DLedgerConfig:
                          max_push_timeout_ms=cfg.max_push_time_out_ms,
                          vote_wait_ms=cfg.heart_beat_time_interval_ms,
                          commit_push_interval_ms=cfg.max_push_time_out_ms,
-                         error_sleep_ms=max(1, cfg.heart_beat_time_interval_ms // 4))
+                         error_sleep_ms=max(1, cfg.heart_beat_time_interval_ms // 4),
+                         enable_batch_push=cfg.enable_batch_push)
 
 
 class DLedgerCommitLog(CommitLog):
