@@ -9,6 +9,7 @@ import os
 import time
 
 import pytest
+from rocketmq_broker.store.disk_space import CommitLogCleaner
 from rocketmq_sdk import Message, Producer
 
 pytestmark = pytest.mark.timeout(180)
@@ -55,10 +56,12 @@ def test_retention_keeps_unreplicated_files_and_the_lagging_member_catches_up(gr
     not_now = next(h for h in range(24) if str(h).zfill(2) not in store.config.delete_when.split(";"))
     now_ms = int(time.mktime(time.localtime()[:3] + (not_now, 30, 0, 0, 0, -1)) * 1000)
     assert on_loop(group, lambda: store.delete_expired_files(now_ms)) == 0
-    # expired and forced (disk over the ratio): only the files the stopped member already holds
+    # expired and the disk over diskMaxUsedSpaceRatio (the store's periodic cleaner, its disk
+    # measure replaced): only the files the stopped member already holds
     mark = leader.peer_status()[lagging]
     limit = ledger.pos_after(mark)
-    deleted = on_loop(group, lambda: store.delete_expired_files(force=True))
+    cleaner = CommitLogCleaner(store, used_ratio=lambda path: store.config.disk_max_used_space_ratio / 100 + 0.01)
+    deleted = on_loop(group, cleaner.run_once)
     expected = [f for f in files_before[:-1] if f + ledger.data_file_size <= limit]
     assert deleted == len(expected) >= 1, (deleted, expected, limit, files_before)
     assert [mf.file_from_offset for mf in ledger.data.files] == files_before[len(expected):]
