@@ -24,7 +24,7 @@ from rocketmq_broker import embedded
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.exceptions import MQBrokerError
-from rocketmq_sdk.integrations.django.console import service
+from rocketmq_sdk.integrations.django.console import lifecycle
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.protocol.message import Message
 
@@ -420,11 +420,11 @@ class DLedgerGroupInChromium(ChromiumCase):
         cls.cluster = embedded.start_dev_cluster(in_process=True, cluster="dledger")
         cls.override = override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cls.cluster.namesrv_addr})
         cls.override.enable()
-        service.reset_clients()
+        lifecycle.reset_clients()
 
     @classmethod
     def stop_console_cluster(cls) -> None:
-        service.reset_clients()
+        lifecycle.reset_clients()
         cls.override.disable()
         cls.cluster.stop()
 

@@ -637,7 +637,7 @@ class DLedgerClusterTests(TestCase):
     def test_cluster_page_shows_leader_term_and_member_lag(self) -> None:
         with embedded.start_dev_cluster(in_process=True, cluster="dledger") as cluster, \
                 override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr}):
-            service.reset_clients()
+            lifecycle.reset_clients()
             try:
                 self.client.login(username="op3", password="op3-pw")
                 with Producer("dl_console_pg", cluster.namesrv_addr) as prod:
@@ -662,7 +662,7 @@ class DLedgerClusterTests(TestCase):
                 self.assertContains(resp, f'<span class="dledger-leader">{node.config.self_id}</span>')
                 self.assertContains(resp, f'<span class="dledger-term">{node.term}</span>')
             finally:
-                service.reset_clients()
+                lifecycle.reset_clients()
 
 
 class TraceTimelineTests(SimpleTestCase):
