@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import os
 import shutil
 import signal
@@ -352,14 +353,41 @@ DLEDGER_DEV_TIMERS = {"heart_beat_time_interval_ms": 300, "max_heart_beat_leak":
                       "max_vote_interval_ms": 100, "max_push_time_out_ms": 200, "slave_sync_interval": 300}
 
 
+def _spaced_free_ports(n: int) -> list[int]:
+    """``n`` free ports of :func:`free_fixed_port`, at least 3 apart (a broker on a fixed port
+    also binds ``port - 2``, its VIP channel)."""
+    ports: set[int] = set()
+    while len(ports) < n:
+        port = free_fixed_port()
+        if all(abs(port - p) > 2 for p in ports):
+            ports.add(port)
+    return sorted(ports)
+
+
 def _start_in_process_dledger(store_dir: str, owns: bool, extra: dict, timeout_s: float,
-                              event_loop: str) -> DevCluster:
+                              event_loop: str, attempts: int = 3) -> DevCluster:
+    """The in-process ``dledger`` cluster; its ports are chosen before anything binds them (every
+    member's ``dLegerPeers`` names them), so a port taken meanwhile by another process
+    (EADDRINUSE) starts the whole group again on fresh ports, up to ``attempts`` times."""
+    for attempt in range(attempts):
+        try:
+            return _start_dledger_group(store_dir if attempt == 0 else os.path.join(store_dir, f"retry-{attempt}"),
+                                        owns, extra, timeout_s, event_loop)
+        except DevClusterError as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, OSError) and cause.errno == errno.EADDRINUSE) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_dledger_group(store_dir: str, owns: bool, extra: dict, timeout_s: float, event_loop: str) -> DevCluster:
     loop = new_event_loop(event_loop)
     cluster = DevCluster(store_dir=store_dir, mode="dledger", _loop=loop, _owns_store=owns)
     t = threading.Thread(target=loop.run_forever, name="rocketmq-dev-dledger", daemon=True)
     cluster._thread = t
     t.start()
-    confs = dledger_confs("dledger", _free_port)
+    ports = iter(_spaced_free_ports(6))
+    confs = dledger_confs("dledger", lambda: next(ports))
 
     async def start() -> None:
         ns = NameServer(NamesrvConfig(listen_port=0))
@@ -368,15 +396,20 @@ def _start_in_process_dledger(store_dir: str, owns: bool, extra: dict, timeout_s
         cluster.namesrv_addr = ns.addr
         members: list[BrokerController] = []
         for (name, i), conf in sorted(confs.items()):
-            cfg = BrokerConfig(listen_port=_free_port(), ha_listen_port=0, namesrv_addr=ns.addr, broker_name=name,
+            cfg = BrokerConfig(listen_port=next(ports), ha_listen_port=0, namesrv_addr=ns.addr, broker_name=name,
                                store_path_root_dir=os.path.join(store_dir, f"{name}-n{i}"),
                                enable_d_leger_commit_log=True, d_leger_group=conf["dLegerGroup"],
                                d_leger_peers=conf["dLegerPeers"], d_leger_self_id=conf["dLegerSelfId"],
                                **{"mapped_file_size_commit_log": 64 * 1024 * 1024, **DLEDGER_DEV_TIMERS, **extra})
             broker = BrokerController(cfg)
-            await broker.start()
+            try:
+                await broker.start()
+            except Exception:
+                with contextlib.suppress(Exception):
+                    await broker.stop()
+                raise
             members.append(broker)
-        cluster._servers.extend(members)
+            cluster._servers.append(broker)  # stopped by cluster.stop() if a later one fails
         while True:  # a master registered, both others following it in its term
             masters = [b for b in members if b.dledger is not None and b.dledger.is_master]
             bd = ns.routes.broker_addr_table.get(members[0].config.broker_name)

@@ -48,6 +48,11 @@ class DLedgerConfig:
             transferee is this many entries or more behind the leader (1000).
         leadership_transfer_wait_timeout_ms: how long the transferee waits to catch up with the
             leader's log before it refuses to take leadership (TAKE_LEADERSHIP_FAILED) (1000).
+        preferred_leader_ids: ``preferredLeaderId`` (member ids separated by ``;``, "" for none):
+            a leader that is not one of them hands its leadership (a leadership transfer, checked
+            every second) to the one least behind, once it is online and less than
+            ``max_leadership_transfer_wait_index`` entries behind; a preferred member taking
+            leadership votes 30–100 ms apart and is not out-voted by an equally up-to-date one.
         enable_batch_push: ``enableBatchPush``: the leader sends APPEND pushes with a
             ``batchEntry`` list, closed once it holds ``max_batch_push_size`` bytes (4096) or the
             log's end is reached (False: one entry a push). Members accept both either way.
@@ -72,6 +77,9 @@ class DLedgerConfig:
     error_sleep_ms: int = 500
     max_leadership_transfer_wait_index: int = 1000
     leadership_transfer_wait_timeout_ms: int = 1000
+    preferred_leader_ids: str = ""
+    min_take_leadership_vote_interval_ms: int = 30
+    max_take_leadership_vote_interval_ms: int = 100
     enable_batch_push: bool = False
     max_batch_push_size: int = 4096
     extra: dict[str, str] = field(default_factory=dict)
@@ -82,6 +90,11 @@ class DLedgerConfig:
             raise ValueError(f"dLegerGroup must be 1..255 characters, got {self.group!r}")
         if self.self_id not in self.peers:
             raise ValueError(f"dLegerSelfId {self.self_id!r} is not in dLegerPeers {sorted(self.peers)}")
+
+    @property
+    def preferred_leaders(self) -> list[str]:
+        """The members of ``preferred_leader_ids`` (unknown ids left out)."""
+        return [i for i in (p.strip() for p in self.preferred_leader_ids.split(";")) if i in self.peers]
 
     @property
     def quorum(self) -> int:
@@ -103,4 +116,5 @@ class DLedgerConfig:
                              max_leadership_transfer_wait_index=self.max_leadership_transfer_wait_index,
                              leadership_transfer_wait_timeout_ms=self.leadership_transfer_wait_timeout_ms,
                              enable_batch_push=self.enable_batch_push, max_batch_push_size=self.max_batch_push_size,
+                             preferred_leader_ids=self.preferred_leader_ids,
                              max_pending_pushes=self.max_pending_pushes, max_push_queue=self.max_push_queue, **values)

@@ -95,7 +95,9 @@ class Election:
                 try:
                     resp = HeartBeatResponse.decode(t.result())
                 except Exception:
+                    self.peers_live[tasks[t]] = False
                     continue
+                self.peers_live[tasks[t]] = resp.code == DLedgerCode.SUCCESS  # DLedger's peersLiveTable
                 if resp.code == DLedgerCode.SUCCESS:
                     succ += 1
                 elif resp.code == DLedgerCode.EXPIRED_TERM:
@@ -105,6 +107,7 @@ class Election:
                 elif resp.code == DLedgerCode.TERM_NOT_READY:
                     not_ready += 1
         for t in pending:  # let late answers finish in the background, ignored
+            self.peers_live[tasks[t]] = False
             t.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
         if self.state.role is not Role.LEADER or self.term != term:
             return
@@ -262,6 +265,9 @@ class Election:
             return answer(VoteResult.REJECT_TERM_NOT_READY, old)
         if req.term < self.ledger.end_term:
             return answer(VoteResult.REJECT_TERM_SMALL_THAN_LEDGER, self.ledger.end_term)
+        if not own and self.transfer.is_taking_leadership() and req.ledger_end_term == self.ledger.end_term \
+                and self.ledger.end_index >= req.ledger_end_index:
+            return answer(VoteResult.REJECT_TAKING_LEADERSHIP)  # a preferred member taking over
         st.set_vote(req.leader_id)  # type: ignore[arg-type]  # checked: a member
         return answer(VoteResult.ACCEPT)
 

@@ -86,6 +86,7 @@ class DLedgerNode(Election, LeaderReplication, FollowerReplication):
         self.last_leader_heartbeat = 0.0
         self.last_send_heartbeat = -1.0
         self.last_succ_heartbeat = 0.0
+        self.peers_live: dict[str, bool] = {}  # leader: did the member's last heartbeat succeed
         # leader
         self.water_marks: dict[str, int] = {}
         self.water_mark_term = -1
@@ -145,7 +146,10 @@ class DLedgerNode(Election, LeaderReplication, FollowerReplication):
             self.ledger.write_checkpoint()
 
     def _rand_vote_wait(self) -> float:
-        return random.randint(self.config.min_vote_interval_ms, self.config.max_vote_interval_ms)
+        cfg = self.config
+        if self.transfer.is_taking_leadership():
+            return random.randint(cfg.min_take_leadership_vote_interval_ms, cfg.max_take_leadership_vote_interval_ms)
+        return random.randint(cfg.min_vote_interval_ms, cfg.max_vote_interval_ms)
 
     def _notify_role(self) -> None:
         log.info("dledger %s: %s in term %d (leader %s)", self.config.self_id, self.state.role.value, self.term,
@@ -208,7 +212,7 @@ class DLedgerNode(Election, LeaderReplication, FollowerReplication):
 
     async def _housekeeping_loop(self) -> None:
         cfg = self.config
-        last_checkpoint = _now()
+        last_checkpoint = last_preferred_check = _now()
         while self._running:
             await asyncio.sleep(min(cfg.max_wait_ack_time_ms, 100) / 1000.0)
             now = _now()
@@ -217,6 +221,9 @@ class DLedgerNode(Election, LeaderReplication, FollowerReplication):
                     self._complete(index, DLedgerCode.WAIT_QUORUM_ACK_TIMEOUT)
             if self.state.role is Role.LEADER:
                 self._check_quorum()
+                if cfg.preferred_leader_ids and now - last_preferred_check > 1000:  # DLedger: every second
+                    last_preferred_check = now
+                    self.transfer.check_preferred_leader()
             if now - last_checkpoint > cfg.checkpoint_interval_ms:
                 last_checkpoint = now
                 try:

@@ -64,7 +64,7 @@ def dledger_config(cfg: StoreConfig) -> DLedgerConfig:
                          vote_wait_ms=cfg.heart_beat_time_interval_ms,
                          commit_push_interval_ms=cfg.max_push_time_out_ms,
                          error_sleep_ms=max(1, cfg.heart_beat_time_interval_ms // 4),
-                         enable_batch_push=cfg.enable_batch_push)
+                         enable_batch_push=cfg.enable_batch_push, preferred_leader_ids=cfg.preferred_leader_id)
 
 
 class DLedgerCommitLog(CommitLog):

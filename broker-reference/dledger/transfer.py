@@ -66,6 +66,7 @@ class LeadershipTransfer:
         #: vote intervals make that race rarer)
         self.handed_over_term = -1
         self._answer: asyncio.Future[LeadershipTransferResponse] | None = None
+        self._preferred_task: asyncio.Future[LeadershipTransferResponse] | None = None
 
     # -- wire handlers --------------------------------------------------------------------
     def on_metadata(self, channel: Channel, cmd: RemotingCommand) -> RemotingCommand:
@@ -161,6 +162,36 @@ class LeadershipTransfer:
                  _name(resp.code), resp.term)
         return resp
 
+    # -- preferred leaders (preferredLeaderId) ---------------------------------------------
+    def is_taking_leadership(self) -> bool:
+        """A preferred member campaigning in the term it was handed (DLedger's isTakingLeadership)."""
+        node = self.node
+        return (self.term_to_take == node.term and node.config.self_id in node.config.preferred_leaders)
+
+    def check_preferred_leader(self) -> None:
+        """Leader, every second (DLedger's checkPreferredLeader): when this member is not a
+        preferred one, hand leadership to the online preferred member least behind, if it is less
+        than ``max_leadership_transfer_wait_index`` entries behind ("online": its last heartbeat
+        succeeded; an unknown water mark counts as everything behind)."""
+        node = self.node
+        preferred = node.config.preferred_leaders
+        if not node.is_leader or self.transferee is not None or not preferred or node.config.self_id in preferred:
+            return
+        if self._preferred_task is not None and not self._preferred_task.done():
+            return
+        marks = node.peer_status()
+        behind = {p: node.ledger.end_index - marks.get(p, -1) for p in preferred if node.peers_live.get(p)}
+        if not behind:
+            return
+        target = min(behind, key=lambda p: behind[p])
+        if behind[target] >= node.config.max_leadership_transfer_wait_index:
+            return
+        log.info("dledger %s: handing leadership to preferred member %s (%d entries behind)", node.config.self_id,
+                 target, behind[target])
+        req = LeadershipTransferRequest(group=node.config.group, remote_id=node.config.self_id,
+                                        transfer_id=node.config.self_id, transferee_id=target, term=node.term)
+        self._preferred_task = asyncio.ensure_future(self.handle(req))
+
     # -- transferee side ------------------------------------------------------------------
     async def _take_leadership(self, req: LeadershipTransferRequest) -> LeadershipTransferResponse:
         node = self.node
@@ -213,7 +244,9 @@ class LeadershipTransfer:
         """Stop: a pending take-leadership answer fails with INTERNAL_ERROR."""
         if self._answer is not None and not self._answer.done():
             self._answer.set_result(LeadershipTransferResponse(term=self.node.term, code=DLedgerCode.INTERNAL_ERROR))
-        self.term_to_take, self._answer, self.transferee = -1, None, None
+        if self._preferred_task is not None:
+            self._preferred_task.cancel()
+        self.term_to_take, self._answer, self.transferee, self._preferred_task = -1, None, None, None
 
 
 def _name(code: int) -> str:

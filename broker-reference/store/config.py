@@ -70,6 +70,8 @@ class StoreConfig:
             defaults; 4.9.8 brokers cannot change them, ours can, for tests).
         enable_batch_push: ``enableBatchPush`` (false): the DLedger leader pushes several entries
             (up to 4 KiB) per APPEND request.
+        preferred_leader_id: ``preferredLeaderId`` ("": none): DLedger member id(s), ``;``-separated,
+            that leadership is handed to when they are online and caught up.
     """
 
     store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
@@ -112,6 +114,7 @@ class StoreConfig:
     max_wait_ack_time_ms: int = 2500
     max_push_time_out_ms: int = 1000
     enable_batch_push: bool = False
+    preferred_leader_id: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):

@@ -177,3 +177,34 @@ def test_a_member_that_lost_an_earlier_round_takes_leadership_in_exactly_the_nex
         assert resp.code == DLedgerCode.SUCCESS, resp
         assert resp.term == old + 1 and target.term == old + 1 and target.role is Role.LEADER
     in_group(tmp_path, scenario)
+
+
+def test_preferred_leader_takes_over_and_keeps_leading(tmp_path):
+    """preferredLeaderId=n2: whoever wins the first election hands its leadership to n2 as soon
+    as n2 answers in its term (DLedger's checkPreferredLeader, every second); n2 then leads, and
+    appends replicate as before. The broker key ``preferredLeaderId`` reaches the member."""
+    from rocketmq_broker.dledger.store import dledger_config
+    from rocketmq_broker.store.config import StoreConfig
+
+    cfg = StoreConfig(enable_d_leger_commit_log=True, d_leger_group="g", d_leger_peers="n0-127.0.0.1:1;n1-127.0.0.1:2",
+                      d_leger_self_id="n0", preferred_leader_id="n1")
+    assert dledger_config(cfg).preferred_leaders == ["n1"]
+
+    async def main() -> None:
+        g = Group(str(tmp_path))
+        try:
+            for i in g.peers:
+                g.make(i).config.preferred_leader_ids = "n2"
+                await g.nodes[i].start()
+            await g.wait_for(lambda: [n.config.self_id for n in g.leaders()] == ["n2"], 30, "n2 leading")
+            leader = await g.wait_leader()
+            assert leader.config.self_id == "n2"
+            assert all(r == 200 for r in await send(leader, templates()[:10]))
+            end = leader.ledger.end_index
+            await g.wait_for(lambda: all(n.ledger.committed_index == end for n in g.nodes.values()), 10,
+                             "every member committed")
+            assert len({log_bytes(n) for n in g.nodes.values()}) == 1
+            assert g.leaders() == [leader]
+        finally:
+            await g.stop_all()
+    asyncio.run(main())
