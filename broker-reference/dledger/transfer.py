@@ -220,6 +220,8 @@ class LeadershipTransfer:
 
     def on_role(self, role: Role, term: int) -> None:
         """Every role change: end a pending take-leadership once the election of its term ended."""
+        if role is not Role.CANDIDATE and term >= self.handed_over_term:
+            self.handed_over_term = -1  # that election is over: no more waiting in it
         answer = self._answer
         if self.term_to_take == -1 or answer is None:
             return
