@@ -353,9 +353,10 @@ DLEDGER_DEV_TIMERS = {"heart_beat_time_interval_ms": 300, "max_heart_beat_leak":
                       "max_vote_interval_ms": 100, "max_push_time_out_ms": 200, "slave_sync_interval": 300}
 
 
-def _spaced_free_ports(n: int) -> list[int]:
+def spaced_free_ports(n: int) -> list[int]:
     """``n`` free ports of :func:`free_fixed_port`, at least 3 apart (a broker on a fixed port
-    also binds ``port - 2``, its VIP channel)."""
+    also binds ``port - 2``, its VIP channel), so servers binding port 0 meanwhile, or a restarted
+    member, cannot take them before the server that owns them starts."""
     ports: set[int] = set()
     while len(ports) < n:
         port = free_fixed_port()
@@ -386,7 +387,7 @@ def _start_dledger_group(store_dir: str, owns: bool, extra: dict, timeout_s: flo
     t = threading.Thread(target=loop.run_forever, name="rocketmq-dev-dledger", daemon=True)
     cluster._thread = t
     t.start()
-    ports = iter(_spaced_free_ports(6))
+    ports = iter(spaced_free_ports(6))
     confs = dledger_confs("dledger", lambda: next(ports))
 
     async def start() -> None:

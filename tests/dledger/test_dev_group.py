@@ -17,7 +17,7 @@ def test_a_port_taken_before_the_group_binds_it_starts_the_group_again(tmp_path,
     squatter.bind(("127.0.0.1", 0))
     squatter.listen()
     taken = squatter.getsockname()[1]
-    real = embedded._spaced_free_ports
+    real = embedded.spaced_free_ports
     calls: list[list[int]] = []
 
     def ports(n: int) -> list[int]:
@@ -27,7 +27,7 @@ def test_a_port_taken_before_the_group_binds_it_starts_the_group_again(tmp_path,
         calls.append(out)
         return out
 
-    monkeypatch.setattr(embedded, "_spaced_free_ports", ports)
+    monkeypatch.setattr(embedded, "spaced_free_ports", ports)
     try:
         with embedded.start_dev_cluster(str(tmp_path), in_process=True, cluster="dledger") as c:
             assert len(calls) == 2 and taken not in calls[1]
