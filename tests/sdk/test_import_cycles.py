@@ -1,4 +1,4 @@
-"""No two modules of ``sdk/`` import each other, directly or through others (docs/architecture.md).
+"""No two modules of ``sdk/`` (nor of ``broker-reference/``) import each other, directly or through others (docs/architecture.md).
 Every import counts, also those under ``if TYPE_CHECKING:`` and inside functions: a cycle that only
 type hints close still ties the modules together (the consumer core took the whole
 ``PushConsumer`` that way). ``from package import module`` is an edge to that module, not to the
@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 SDK = Path(__file__).resolve().parents[2] / "sdk"
+BROKER = Path(__file__).resolve().parents[2] / "broker-reference"
 
 
 def _modules(root: Path, package: str) -> dict[str, tuple[Path, bool]]:
@@ -89,6 +90,12 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycles_between_modules_of_sdk():
     assert cycles(import_graph(SDK, "rocketmq_sdk")) == []
+
+
+def test_no_import_cycles_between_modules_of_the_broker():
+    """The request processors get a ``BrokerContext``, not the controller; the disk-space guard
+    a ``CleanableStore``, not the message store (both were cycles)."""
+    assert cycles(import_graph(BROKER, "rocketmq_broker")) == []
 
 
 def test_the_checker_sees_a_cycle_closed_by_a_type_hint(tmp_path):
