@@ -121,7 +121,8 @@ class AclAdminProcessor:
             self.acl.reload_if_changed()
 
     # -- requests ---------------------------------------------------------------------------------
-    @handles(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header=PlainAccessConfigRequestHeader, writes=True, acl=ACL_ADMIN, on_slave=SlaveRule.SERVE)
+    @handles(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header=PlainAccessConfigRequestHeader, writes=True,
+             acl=ACL_ADMIN, on_slave=SlaveRule.SERVE)
     def update_access_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = PlainAccessConfigRequestHeader.from_ext_fields(cmd.ext_fields)
         if self.acl is None:
@@ -164,7 +165,8 @@ class AclAdminProcessor:
         log.info("ACL account %s created or updated by %s", ak, ch.remote_addr)
         return cmd.response(ResponseCode.SUCCESS)
 
-    @handles(RequestCode.DELETE_ACL_CONFIG, header=PlainAccessConfigRequestHeader, writes=True, acl=ACL_ADMIN, on_slave=SlaveRule.SERVE)
+    @handles(RequestCode.DELETE_ACL_CONFIG, header=PlainAccessConfigRequestHeader, writes=True, acl=ACL_ADMIN,
+             on_slave=SlaveRule.SERVE)
     def delete_access_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         ak = PlainAccessConfigRequestHeader.from_ext_fields(cmd.ext_fields).access_key
         if self.acl is None:
@@ -184,7 +186,8 @@ class AclAdminProcessor:
         log.info("ACL account %s deleted by %s", ak, ch.remote_addr)
         return cmd.response(ResponseCode.SUCCESS)
 
-    @handles(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header=UpdateGlobalWhiteAddrsConfigRequestHeader, writes=True, acl=ACL_ADMIN, on_slave=SlaveRule.SERVE)
+    @handles(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header=UpdateGlobalWhiteAddrsConfigRequestHeader,
+             writes=True, acl=ACL_ADMIN, on_slave=SlaveRule.SERVE)
     def update_global_white_addrs(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         text = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(cmd.ext_fields).global_white_addrs
         if self.acl is None:

@@ -46,7 +46,8 @@ class AdminProcessor:
         ts = self.broker.store.get_earliest_message_time(h.topic or "", h.queue_id or 0)
         return cmd.response(ResponseCode.SUCCESS, ext_fields={"timestamp": str(ts)})
 
-    @handles(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header=SearchOffsetRequestHeader, writes=False, acl=ACL_NONE)
+    @handles(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header=SearchOffsetRequestHeader, writes=False,
+             acl=ACL_NONE)
     def search_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = SearchOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
         off = self.broker.store.get_offset_in_queue_by_time(h.topic or "", h.queue_id or 0, h.timestamp or 0)
@@ -60,7 +61,8 @@ class AdminProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
         return cmd.response(ResponseCode.SUCCESS, body=bytes(raw))
 
-    @handles(RequestCode.UPDATE_AND_CREATE_TOPIC, header=CreateTopicRequestHeader, writes=True, acl=ACL_ADMIN, on_slave=SLAVE_REFUSES_ADMIN)
+    @handles(RequestCode.UPDATE_AND_CREATE_TOPIC, header=CreateTopicRequestHeader, writes=True, acl=ACL_ADMIN,
+             on_slave=SLAVE_REFUSES_ADMIN)
     def create_topic(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = CreateTopicRequestHeader.from_ext_fields(cmd.ext_fields)
         topic = h.topic or ""
@@ -75,7 +77,8 @@ class AdminProcessor:
         self.broker.register_to_namesrv_soon()
         return cmd.response(ResponseCode.SUCCESS)
 
-    @handles(RequestCode.DELETE_TOPIC_IN_BROKER, header=TopicRequestHeader, writes=True, acl=ACL_ADMIN, on_slave=SLAVE_REFUSES_ADMIN)
+    @handles(RequestCode.DELETE_TOPIC_IN_BROKER, header=TopicRequestHeader, writes=True, acl=ACL_ADMIN,
+             on_slave=SLAVE_REFUSES_ADMIN)
     def delete_topic(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext_fields(cmd.ext_fields).topic or ""
         self.broker.topics.delete(topic)

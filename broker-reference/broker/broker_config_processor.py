@@ -66,7 +66,8 @@ class BrokerConfigProcessor:
                             body=config_to_properties(self.ctx.config).encode())
 
     # a 4.9.8 slave changes its own settings too (they are not replicated)
-    @handles(RequestCode.UPDATE_BROKER_CONFIG, header=None, writes=True, acl=ACL_ADMIN, on_slave=SlaveRule.SERVE)
+    @handles(RequestCode.UPDATE_BROKER_CONFIG, header=None, writes=True, acl=ACL_ADMIN,
+             on_slave=SlaveRule.SERVE)
     def update_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         props = read_properties_text((cmd.body or b"").decode("utf-8", "replace"))
         try:

@@ -32,7 +32,8 @@ class ClientProcessor:
         self.broker = broker
         self.v2 = HeartbeatV2()
 
-    @handles(RequestCode.HEART_BEAT, header=None, writes=True, acl=Acl(HeartbeatRes()), on_slave=SlaveRule.SERVE, body=Body.HEARTBEAT)
+    @handles(RequestCode.HEART_BEAT, header=None, writes=True, acl=Acl(HeartbeatRes()),
+             on_slave=SlaveRule.SERVE, body=Body.HEARTBEAT)
     def heartbeat(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         b = self.broker
         hb = HeartbeatData.from_json(cmd.body)
@@ -63,7 +64,8 @@ class ClientProcessor:
         code, remark = check_subscription(cmd.body, self.broker.config.enable_property_filter)
         return cmd.response(code, remark)
 
-    @handles(RequestCode.UNREGISTER_CLIENT, header=UnregisterClientRequestHeader, writes=False, acl=Acl(GroupRes("consumerGroup")))
+    @handles(RequestCode.UNREGISTER_CLIENT, header=UnregisterClientRequestHeader, writes=False,
+             acl=Acl(GroupRes("consumerGroup")))
     def unregister(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = UnregisterClientRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker
@@ -74,7 +76,8 @@ class ClientProcessor:
                 b.notify_consumer_ids_changed(g)
         return cmd.response(ResponseCode.SUCCESS)
 
-    @handles(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header=ConsumerGroupRequestHeader, writes=False, acl=Acl(GroupRes("consumerGroup")))
+    @handles(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header=ConsumerGroupRequestHeader, writes=False,
+             acl=Acl(GroupRes("consumerGroup")))
     def consumer_list(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = ConsumerGroupRequestHeader.from_ext_fields(cmd.ext_fields)
         g = self.broker.consumers.groups.get(h.consumer_group or "")
@@ -83,7 +86,8 @@ class ClientProcessor:
                                 f"no consumer for this group, {h.consumer_group}")
         return cmd.response(ResponseCode.SUCCESS, body=consumer_list_to_json(g.client_ids()))
 
-    @handles(RequestCode.QUERY_CONSUMER_OFFSET, header=QueryConsumerOffsetRequestHeader, writes=False, acl=ACL_NONE)
+    @handles(RequestCode.QUERY_CONSUMER_OFFSET, header=QueryConsumerOffsetRequestHeader, writes=False,
+             acl=ACL_NONE)
     def query_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker
@@ -98,7 +102,8 @@ class ClientProcessor:
             return cmd.response(ResponseCode.SUCCESS, ext_fields={"offset": "0"})
         return cmd.response(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
-    @handles(RequestCode.UPDATE_CONSUMER_OFFSET, header=UpdateConsumerOffsetRequestHeader, writes=True, acl=Acl(GroupRes("consumerGroup"), TopicRes("topic", SUB)), on_slave=SlaveRule.SERVE)
+    @handles(RequestCode.UPDATE_CONSUMER_OFFSET, header=UpdateConsumerOffsetRequestHeader, writes=True,
+             acl=Acl(GroupRes("consumerGroup"), TopicRes("topic", SUB)), on_slave=SlaveRule.SERVE)
     def update_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
         if self.broker.config.is_v5:  # 5.x validates commits (../shared/docs/rocketmq5-remoting.md §8.1)

@@ -41,7 +41,8 @@ class GroupProcessor:
         self.broker = broker
 
     # -- subscription groups -----------------------------------------------------------------
-    @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, header=None, writes=True, acl=ACL_ADMIN, on_slave=SLAVE_REFUSES_ADMIN, body=Body.SUBSCRIPTION_GROUP)
+    @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, header=None, writes=True, acl=ACL_ADMIN,
+             on_slave=SLAVE_REFUSES_ADMIN, body=Body.SUBSCRIPTION_GROUP)
     def update_group(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         sg = SubscriptionGroupConfig.from_json(cmd.body or b"{}")
         if not sg.group_name:
@@ -53,7 +54,8 @@ class GroupProcessor:
     def all_groups(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, body=self.broker.groups.wrapper().to_json())
 
-    @handles(RequestCode.DELETE_SUBSCRIPTIONGROUP, header=DeleteSubscriptionGroupRequestHeader, writes=True, acl=ACL_ADMIN, on_slave=SLAVE_REFUSES_ADMIN)
+    @handles(RequestCode.DELETE_SUBSCRIPTIONGROUP, header=DeleteSubscriptionGroupRequestHeader, writes=True,
+             acl=ACL_ADMIN, on_slave=SLAVE_REFUSES_ADMIN)
     def delete_group(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = DeleteSubscriptionGroupRequestHeader.from_ext_fields(cmd.ext_fields)
         group = h.group_name or ""
@@ -63,7 +65,8 @@ class GroupProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     # -- offsets reset --------------------------------------------------------------------------
-    @handles(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header=ResetOffsetRequestHeader, writes=False, acl=ACL_NONE)
+    @handles(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header=ResetOffsetRequestHeader, writes=False,
+             acl=ACL_NONE)
     def reset_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         """Java ``Broker2Client.resetOffset``: per write queue, the offset stored at
         ``timestamp`` (-1: the max offset); without ``isForce`` an offset only moves back. The
@@ -123,13 +126,15 @@ class GroupProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {exc}")
         return cmd.response(answer.code, answer.remark, answer.ext_fields, answer.body)
 
-    @handles(RequestCode.GET_CONSUMER_RUNNING_INFO, header=GetConsumerRunningInfoRequestHeader, writes=False, acl=ACL_NONE)
+    @handles(RequestCode.GET_CONSUMER_RUNNING_INFO, header=GetConsumerRunningInfoRequestHeader, writes=False,
+             acl=ACL_NONE)
     async def running_info(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
         return await self._forward_to_client(cmd, h.consumer_group or "", h.client_id or "", cmd.body,
                                              RUNNING_INFO_TIMEOUT_MS)
 
-    @handles(RequestCode.CONSUME_MESSAGE_DIRECTLY, header=ConsumeMessageDirectlyResultRequestHeader, writes=False, acl=ACL_NONE)
+    @handles(RequestCode.CONSUME_MESSAGE_DIRECTLY, header=ConsumeMessageDirectlyResultRequestHeader,
+             writes=False, acl=ACL_NONE)
     async def consume_directly(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         """The message named by ``msgId`` (an offset message id) is read from the commit log and
         sent, as the body, to the client, which runs its listener on it and answers a

@@ -88,8 +88,10 @@ class PullProcessor:
             self._checker = None
         self.release_all()
 
-    @handles(RequestCode.PULL_MESSAGE, header=PullMessageRequestHeader, writes=True, acl=Acl(TopicRes("topic", SUB), GroupRes("consumerGroup")), on_slave=SlaveRule.SERVE)
-    @handles(RequestCode.LITE_PULL_MESSAGE, header=PullMessageRequestHeader, writes=True, acl=ACL_NONE, on_slave=SlaveRule.SERVE, v5_only=True)
+    @handles(RequestCode.PULL_MESSAGE, header=PullMessageRequestHeader, writes=True,
+             acl=Acl(TopicRes("topic", SUB), GroupRes("consumerGroup")), on_slave=SlaveRule.SERVE)
+    @handles(RequestCode.LITE_PULL_MESSAGE, header=PullMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.SERVE, v5_only=True)
     def pull(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
         return self._process(ch, cmd, allow_suspend=True)
 

@@ -72,8 +72,10 @@ class ReplyProcessor:
         return None
 
     # -- processing -----------------------------------------------------------------------------
-    @handles(RequestCode.SEND_REPLY_MESSAGE, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE, on_slave=SLAVE_REFUSES_SEND)
-    @handles(RequestCode.SEND_REPLY_MESSAGE_V2, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE, on_slave=SLAVE_REFUSES_SEND, topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
+    @handles(RequestCode.SEND_REPLY_MESSAGE, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SLAVE_REFUSES_SEND)
+    @handles(RequestCode.SEND_REPLY_MESSAGE_V2, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SLAVE_REFUSES_SEND, topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
     async def process(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         if cmd.code == RequestCode.SEND_REPLY_MESSAGE_V2:
             h = SendMessageRequestHeader.from_v2(cmd.ext_fields)

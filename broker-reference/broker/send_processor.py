@@ -121,9 +121,13 @@ class SendProcessor:
         self.fast_put = True
 
     # -- send ------------------------------------------------------------------------------
-    @handles(RequestCode.SEND_MESSAGE, header=SendMessageRequestHeader, writes=True, acl=Acl(SendRes("topic", "group")), on_slave=SLAVE_REFUSES_SEND)
-    @handles(RequestCode.SEND_MESSAGE_V2, header=SendMessageRequestHeader, writes=True, acl=Acl(SendRes(V2Field.TOPIC, V2Field.PRODUCER_GROUP)), on_slave=SLAVE_REFUSES_SEND, topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
-    @handles(RequestCode.SEND_BATCH_MESSAGE, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE, on_slave=SLAVE_REFUSES_SEND, topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
+    @handles(RequestCode.SEND_MESSAGE, header=SendMessageRequestHeader, writes=True,
+             acl=Acl(SendRes("topic", "group")), on_slave=SLAVE_REFUSES_SEND)
+    @handles(RequestCode.SEND_MESSAGE_V2, header=SendMessageRequestHeader, writes=True,
+             acl=Acl(SendRes(V2Field.TOPIC, V2Field.PRODUCER_GROUP)), on_slave=SLAVE_REFUSES_SEND,
+             topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
+    @handles(RequestCode.SEND_BATCH_MESSAGE, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SLAVE_REFUSES_SEND, topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
     def send(self, ch: Channel, cmd: RemotingCommand):
         if cmd.code == _SEND_MESSAGE:
             h = SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
@@ -282,7 +286,9 @@ class SendProcessor:
         return resp
 
     # -- consumer send-back ---------------------------------------------------------------------
-    @handles(RequestCode.CONSUMER_SEND_MSG_BACK, header=ConsumerSendMsgBackRequestHeader, writes=True, acl=Acl(GroupRes("group")), on_slave=SlaveRule.refuse(ResponseCode.SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE"))
+    @handles(RequestCode.CONSUMER_SEND_MSG_BACK, header=ConsumerSendMsgBackRequestHeader, writes=True,
+             acl=Acl(GroupRes("group")),
+             on_slave=SlaveRule.refuse(ResponseCode.SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE"))
     def send_back(self, ch: Channel, cmd: RemotingCommand):
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker

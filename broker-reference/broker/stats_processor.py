@@ -104,7 +104,8 @@ class StatsProcessor:
         stats.consume_tps = b.consume_tps(group)
         return cmd.response(ResponseCode.SUCCESS, body=stats.to_json())
 
-    @handles(RequestCode.GET_CONSUMER_CONNECTION_LIST, header=GetConsumeStatsRequestHeader, writes=False, acl=ACL_NONE)
+    @handles(RequestCode.GET_CONSUMER_CONNECTION_LIST, header=GetConsumeStatsRequestHeader, writes=False,
+             acl=ACL_NONE)
     def consumer_connections(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         group = GetConsumeStatsRequestHeader.from_ext_fields(cmd.ext_fields).consumer_group or ""
         g = self.broker.consumers.groups.get(group)
@@ -114,7 +115,8 @@ class StatsProcessor:
                                   g.consume_type, g.message_model, dict(g.subscriptions))
         return cmd.response(ResponseCode.SUCCESS, body=body.to_json())
 
-    @handles(RequestCode.GET_PRODUCER_CONNECTION_LIST, header=ProducerGroupRequestHeader, writes=False, acl=ACL_NONE)
+    @handles(RequestCode.GET_PRODUCER_CONNECTION_LIST, header=ProducerGroupRequestHeader, writes=False,
+             acl=ACL_NONE)
     def producer_connections(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         group = ProducerGroupRequestHeader.from_ext_fields(cmd.ext_fields).producer_group or ""
         chans = self.broker.producers.groups.get(group)
@@ -179,7 +181,8 @@ class StatsProcessor:
         topics = set(SYSTEM_TOPICS) | {c.broker_cluster_name, c.broker_name, f"{c.broker_cluster_name}_REPLY_TOPIC"}
         return cmd.response(ResponseCode.SUCCESS, body=TopicList(sorted(topics)).to_json())
 
-    @handles(RequestCode.QUERY_MESSAGE, header=QueryMessageRequestHeader, writes=False, acl=Acl(TopicRes("topic", SUB)))
+    @handles(RequestCode.QUERY_MESSAGE, header=QueryMessageRequestHeader, writes=False,
+             acl=Acl(TopicRes("topic", SUB)))
     def query_message(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = QueryMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         max_num = h.max_num or DEFAULT_QUERY_MAX_NUM

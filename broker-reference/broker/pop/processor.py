@@ -76,7 +76,8 @@ class PopProcessor:
         self.service.persist(force=True)
 
     # -- POP_MESSAGE --------------------------------------------------------------------------------
-    @handles(RequestCode.POP_MESSAGE, header=PopMessageRequestHeader, writes=True, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.POP_MESSAGE, header=PopMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def pop_message(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
         h = PopMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         group, topic = h.consumer_group or "", h.topic or ""
@@ -206,7 +207,8 @@ class PopProcessor:
                 log.exception("POP revive failed")
 
     # -- ACK / CHANGE_INVISIBLETIME -----------------------------------------------------------------
-    @handles(RequestCode.ACK_MESSAGE, header=AckMessageRequestHeader, writes=True, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.ACK_MESSAGE, header=AckMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def ack_message(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = AckMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         if not h.extra_info or h.offset is None:
@@ -217,7 +219,8 @@ class PopProcessor:
             return cmd.response(exc.code, exc.remark)
         return cmd.response(ResponseCode.SUCCESS)
 
-    @handles(RequestCode.BATCH_ACK_MESSAGE, header=None, writes=True, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.BATCH_ACK_MESSAGE, header=None, writes=True, acl=ACL_NONE, on_slave=SlaveRule.ABSENT,
+             v5_only=True)
     def batch_ack_message(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         if not cmd.body:
             return cmd.response(ResponseCode.NO_MESSAGE, "empty batch ack body")
@@ -228,7 +231,8 @@ class PopProcessor:
         self.service.batch_ack(acks)
         return cmd.response(ResponseCode.SUCCESS)
 
-    @handles(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header=ChangeInvisibleTimeRequestHeader, writes=True, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header=ChangeInvisibleTimeRequestHeader, writes=True,
+             acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
     def change_invisible_time(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = ChangeInvisibleTimeRequestHeader.from_ext_fields(cmd.ext_fields)
         if not h.extra_info or h.offset is None or h.invisible_time is None:
@@ -243,7 +247,8 @@ class PopProcessor:
                                         "reviveQid": str(new.revive_qid)})
 
     # -- NOTIFICATION / POLLING_INFO ------------------------------------------------------------------
-    @handles(RequestCode.NOTIFICATION, header=NotificationRequestHeader, writes=False, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.NOTIFICATION, header=NotificationRequestHeader, writes=False, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def notification(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
         h = NotificationRequestHeader.from_ext_fields(cmd.ext_fields)
         group, topic = h.consumer_group or "", h.topic or ""
@@ -254,7 +259,8 @@ class PopProcessor:
             return cmd.response(ResponseCode.SUCCESS, _NOT_SET, ext_fields={"hasMsg": str(has).lower()})
         return self._hold(ch, cmd, topic, group, h.poll_time, notification=True)
 
-    @handles(RequestCode.POLLING_INFO, header=PollingInfoRequestHeader, writes=False, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.POLLING_INFO, header=PollingInfoRequestHeader, writes=False, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def polling_info(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = PollingInfoRequestHeader.from_ext_fields(cmd.ext_fields)
         n = len(self._held.get((h.topic or "", h.consumer_group or ""), ()))

@@ -67,7 +67,8 @@ class RequestModeProcessor:
             return None
         return d if isinstance(d, dict) else None
 
-    @handles(RequestCode.SET_MESSAGE_REQUEST_MODE, header=None, writes=True, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.SET_MESSAGE_REQUEST_MODE, header=None, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def set_mode(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         from rocketmq_sdk.protocol.validators import group_problem, topic_problem
         d = self._body(cmd)
@@ -88,12 +89,14 @@ class RequestModeProcessor:
         self.modes.set(topic, group, mode, share)
         return cmd.response(ResponseCode.SUCCESS)
 
-    @handles(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, header=None, writes=False, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, header=None, writes=False, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def get_all(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, body=fastjson.dumps({"messageRequestModeMap": self.modes.table}
                                                                       ).encode("utf-8"))
 
-    @handles(RequestCode.QUERY_ASSIGNMENT, header=None, writes=False, acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
+    @handles(RequestCode.QUERY_ASSIGNMENT, header=None, writes=False, acl=ACL_NONE, on_slave=SlaveRule.ABSENT,
+             v5_only=True)
     def query_assignment(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         d = self._body(cmd)
         if d is None:

@@ -49,7 +49,8 @@ class EndTransactionProcessor:
         self.broker = broker
         self.bridge = bridge
 
-    @handles(RequestCode.END_TRANSACTION, header=EndTransactionRequestHeader, writes=True, acl=ACL_NONE, on_slave=SlaveRule.refuse(ResponseCode.SLAVE_NOT_AVAILABLE, "Can't commit or rollback a transaction from a slave"))
+    @handles(RequestCode.END_TRANSACTION, header=EndTransactionRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.refuse(ResponseCode.SLAVE_NOT_AVAILABLE, "Can't commit or rollback a transaction from a slave"))
     def process(self, ch: Channel, cmd: RemotingCommand):
         h = EndTransactionRequestHeader.from_ext_fields(cmd.ext_fields)
         if not self.broker.is_master:
