@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketmq_broker")
 
 
-
 def _dledger_store(config: BrokerConfig) -> MessageStore:
     from rocketmq_broker.dledger.store import DLedgerMessageStore  # DLedger mode only
     return DLedgerMessageStore(config.store)
@@ -151,7 +150,7 @@ class BrokerController:
     @property
     def is_slave(self) -> bool:
         """``brokerRole=SLAVE``: replicates its master, refuses writes (docs/protocol.md §8.8)."""
-        return self.config.broker_role == "SLAVE"
+        return self.ctx.is_slave
 
     # the counters and version live in the context the processors share
     @property
