@@ -6,6 +6,7 @@ lagging member fail with a clear error and leave the master in place."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -46,6 +47,7 @@ def test_transfer_under_load_loses_nothing_and_registers_at_once(group):
     old = master.dledger.node.config.self_id
     target = next(i for i in group.brokers if i != old)
     acked: list[bytes] = []
+    ok_times: list[float] = []
     errors: list[str] = []
     stop = threading.Event()
 
@@ -58,6 +60,7 @@ def test_transfer_under_load_loses_nothing_and_registers_at_once(group):
                 try:
                     if producer.send(Message(TOPIC, body)).send_status.name == "SEND_OK":
                         acked.append(body)
+                        ok_times.append(time.monotonic())
                 except MQError as exc:
                     errors.append(type(exc).__name__)
     threads = [threading.Thread(target=sender, args=(n,)) for n in range(2)]
@@ -66,6 +69,7 @@ def test_transfer_under_load_loses_nothing_and_registers_at_once(group):
     try:
         group.wait_for(lambda: len(acked) >= 40, 30, "40 acked sends before the transfer")
         with AdminClient(group.namesrv_addr) as admin:
+            t0 = time.monotonic()
             r = admin.dledger_leadership_transfer("broker-a", target)
         new = group.brokers[target]
         # the call returns once the name server lists the new master: it does, right now
@@ -85,9 +89,11 @@ def test_transfer_under_load_loses_nothing_and_registers_at_once(group):
         assert len(stored) == len(set(stored)), f"{b.dledger.node.config.self_id} stored a message twice"
         missing = set(acked) - set(stored)
         assert not missing, f"{len(missing)} acknowledged messages lost on {b.dledger.node.config.self_id}"
+    times = sorted(ok_times)
+    gap = max((b - a for a, b in zip(times, times[1:], strict=False) if b >= t0), default=0.0)
     print(f"transfer {old} -> {target} (term {r.term}) under 2 senders: {len(acked)} acked, 0 lost, 0 stored "
-          f"twice; master registered {r.registered_ms:.0f} ms after the request; send errors meanwhile: "
-          f"{len(errors)}")
+          f"twice; master registered {r.registered_ms:.0f} ms after the request; longest gap between "
+          f"acknowledged sends {gap * 1000:.0f} ms; failed sends meanwhile: {len(errors)}")
 
 
 def test_transfer_to_unknown_or_lagging_member_fails_clearly(group):
