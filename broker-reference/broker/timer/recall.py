@@ -3,9 +3,10 @@
 Answers as 5.3.3's ``RecallMessageProcessor`` (../shared/docs/rocketmq5-remoting.md §6.5, captures
 ``rmq5_timer.jsonl`` 122-159), checks in this order:
 
+* a slave → SLAVE_NOT_AVAILABLE "recall failed, broker service not available" (the request
+  table's slave rule, so before the next check; 5.3.3 checks ``recallMessageEnable`` first);
 * ``recall_message_enable`` false (5.x's default) → NO_PERMISSION "recall failed, operation is
   forbidden" (and the message is delivered);
-* a slave → SLAVE_NOT_AVAILABLE "recall failed, broker service not available";
 * the request's topic unknown → TOPIC_NOT_EXIST "recall failed, the topic[X] not exist";
 * a handle that does not decode → ILLEGAL_OPERATION "recall handle is invalid";
 * the handle's topic is not the request's → ILLEGAL_OPERATION "recall failed, topic not match";
@@ -16,15 +17,14 @@ Answers as 5.3.3's ``RecallMessageProcessor`` (../shared/docs/rocketmq5-remoting
 Otherwise a delete entry (``TIMER_DEL_UNIQKEY``, the handle's deliver time, tag ``_RECALL_TAG_``)
 goes into the wheel and the answer is SUCCESS with ``msgId`` = the message's ``UNIQ_KEY`` - also
 for a second recall of the same handle and for a well-formed handle of no message (nothing to
-cancel), as 5.3.3.
+cancel), as 5.3.3. The ACL check asks PUB on the topic (5.x ACL 2.0's action for RECALL_MESSAGE).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
 from rocketmq_sdk.protocol.codes import MessageConst as MC
@@ -34,7 +34,11 @@ from rocketmq_sdk.protocol.recall import RecallHandle, RecallMessageRequestHeade
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
 from ..controller_util import then
-from .service import TimerService, delete_key
+from ..requests import PUB, Acl, SlaveRule, TopicRes, handles
+from .service import delete_key
+
+if TYPE_CHECKING:
+    from ..context import BrokerContext
 
 __all__ = ["RECALL_TAG", "RecallProcessor"]
 
@@ -47,41 +51,22 @@ _REGION = {"MSG_REGION": "DefaultRegion"}
 
 
 class RecallProcessor:
-    """Serves RECALL_MESSAGE on a 5.x broker.
+    """Serves RECALL_MESSAGE on a 5.x broker (``broker.timer`` set; ``recall_message_enable``,
+    ``broker_name`` and ``broker_addr`` read from ``broker.config`` at each request)."""
 
-    Args:
-        timer: the broker's timer wheel (validation clock, max delay, transform into the wheel).
-        put_message: store an ``InnerMessage`` without the delay-level redirect (may return a
-            future).
-        topic_exists: whether a topic is configured on this broker.
-        broker_name: this broker's name (a handle names the broker it came from).
-        broker_addr: ``ip:port`` written as the delete entry's store host.
-        enabled: ``recallMessageEnable`` (5.x default false).
-        is_slave: a slave refuses recalls.
-    """
+    def __init__(self, broker: BrokerContext) -> None:
+        self.broker = broker
 
-    def __init__(self, timer: TimerService, put_message: Callable[[InnerMessage], Any],
-                 topic_exists: Callable[[str], bool], broker_name: str, broker_addr: str, *, enabled: bool,
-                 is_slave: bool) -> None:
-        self.timer = timer
-        self.put_message = put_message
-        self.topic_exists = topic_exists
-        self.broker_name = broker_name
-        self.broker_addr = broker_addr
-        self.enabled = enabled
-        self.is_slave = is_slave
-
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.RECALL_MESSAGE, self.recall)
-
+    @handles(RequestCode.RECALL_MESSAGE, header=RecallMessageRequestHeader, writes=True, acl=Acl(TopicRes("topic", PUB)),
+             on_slave=SlaveRule.refuse(ResponseCode.SLAVE_NOT_AVAILABLE, _UNAVAILABLE), v5_only=True)
     def recall(self, ch: Channel, cmd: RemotingCommand):
         h = RecallMessageRequestHeader.from_ext_fields(cmd.ext_fields)
-        if not self.enabled:
+        b = self.broker
+        config, timer = b.config, b.timer
+        if not config.recall_message_enable or timer is None:
             return self._refuse(cmd, ResponseCode.NO_PERMISSION, "recall failed, operation is forbidden")
-        if self.is_slave:
-            return self._refuse(cmd, ResponseCode.SLAVE_NOT_AVAILABLE, _UNAVAILABLE)
         topic = h.topic or ""
-        if not topic or not self.topic_exists(topic):
+        if not topic or b.topics.get(topic) is None:
             return self._refuse(cmd, ResponseCode.TOPIC_NOT_EXIST, f"recall failed, the topic[{topic}] not exist")
         try:
             handle = RecallHandle.decode(h.recall_handle)
@@ -89,16 +74,16 @@ class RecallProcessor:
             return self._refuse(cmd, ResponseCode.ILLEGAL_OPERATION, str(exc))
         if handle.topic != topic:
             return self._refuse(cmd, ResponseCode.ILLEGAL_OPERATION, "recall failed, topic not match")
-        if handle.broker_name != self.broker_name:
+        if handle.broker_name != config.broker_name:
             return self._refuse(cmd, ResponseCode.ILLEGAL_OPERATION, _UNAVAILABLE)
         try:
             at = int(handle.timestamp)
         except ValueError:
             at = -1
-        left = at - self.timer.clock()
-        if left <= 0 or left >= self.timer.max_delay_ms:
+        left = at - timer.clock()
+        if left <= 0 or left >= timer.max_delay_ms:
             return self._refuse(cmd, ResponseCode.ILLEGAL_OPERATION, "recall failed, timestamp invalid")
-        inner = self.timer.transform(self._delete_entry(ch, h, handle))
+        inner = timer.transform(self._delete_entry(ch, h, handle))
 
         def answer(result) -> RemotingCommand:
             if result is None or not result.is_ok():
@@ -108,7 +93,7 @@ class RecallProcessor:
             return cmd.response(ResponseCode.SUCCESS, "not set any response code",
                                 {"msgId": handle.message_id, **_REGION})
 
-        return then(self.put_message(inner), answer)
+        return then(b.put_message(inner, schedule=False), answer)
 
     def _delete_entry(self, ch: Channel, h: RecallMessageRequestHeader, handle: RecallHandle) -> InnerMessage:
         """The delete entry of ``handle`` (5.x ``RecallMessageProcessor.buildMessage``)."""
@@ -118,7 +103,7 @@ class RecallProcessor:
                  MC.TAGS: RECALL_TAG, MC.PRODUCER_GROUP: h.producer_group or ""}
         return InnerMessage(topic=handle.topic, queue_id=0, body=b"0", properties_string=encode_properties(props),
                             tags_code=tags_string_to_tags_code(RECALL_TAG), born_timestamp=now,
-                            born_host=ch.remote_addr, store_host=self.broker_addr, properties=props)
+                            born_host=ch.remote_addr, store_host=self.broker.config.broker_addr, properties=props)
 
     @staticmethod
     def _refuse(cmd: RemotingCommand, code: int, remark: str) -> RemotingCommand:
