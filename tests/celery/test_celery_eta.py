@@ -8,14 +8,19 @@ until due (Celery's own ETA handling), and it runs once, not before its ETA."""
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 import time
+import uuid
 
+import kombu
 import pytest
 from celery.exceptions import TaskRevokedError
 from celery_worker_app import make_app
 from celery_workers import RemoteTask, close_app, isolated_options, running_worker, wait_ready, worker_env
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.integrations.celery.eta import task_eta_ms
 
 pytest.importorskip("sqlalchemy")
 
@@ -97,3 +102,55 @@ def test_eta_task_revoked_while_waiting_never_runs(app):
     with pytest.raises(TaskRevokedError):
         r.get(timeout=COUNTDOWN_S + 30)
     assert _runs(app, key) == []
+
+
+def _task_message(eta: str | None) -> dict:
+    return {"headers": {"task": "worker_app.stamp", "id": str(uuid.uuid4()), "eta": eta}}
+
+
+def test_task_eta_ms_reads_aware_task_etas_only():
+    at = dt.datetime(2026, 11, 28, 12, 0, 0, 250000, tzinfo=dt.UTC)
+    assert task_eta_ms(_task_message(at.isoformat())) == int(at.timestamp() * 1000)
+    assert task_eta_ms(_task_message(at.astimezone(dt.timezone(dt.timedelta(hours=8))).isoformat())) == \
+        int(at.timestamp() * 1000)
+    assert task_eta_ms(_task_message(at.replace(tzinfo=None).isoformat())) is None   # naive: the worker's zone
+    assert task_eta_ms(_task_message(None)) is None
+    assert task_eta_ms(_task_message("not a time")) is None
+    assert task_eta_ms({"headers": {"eta": at.isoformat()}}) is None                 # not a Celery task
+    assert task_eta_ms({"body": "x"}) is None
+
+
+def test_eta_beyond_the_brokers_timer_maximum_or_naive_is_sent_at_once(caplog):
+    """A broker with a smaller ``timerMaxDelaySec`` refuses such timers (MESSAGE_ILLEGAL): the
+    task is sent at once (the worker keeps it, as on 4.x), with one WARNING per topic; a task
+    within the maximum is a timer; a naive ETA is sent at once."""
+    config = {"broker_version": "5.3.3", "timer_max_delay_sec": 10}
+    with start_dev_cluster(in_process=True, broker_config=config) as cluster, \
+            kombu.Connection(f"rocketmq://{cluster.namesrv_addr}", transport_options=isolated_options()) as conn, \
+            AdminClient(cluster.namesrv_addr) as admin:
+        queue = kombu.Queue("eta")
+        producer = kombu.Producer(conn.default_channel)
+        now = dt.datetime.now(dt.UTC)
+
+        def send(eta: dt.datetime) -> None:
+            producer.publish({"eta": eta.isoformat()}, routing_key="eta", declare=[queue], serializer="json",
+                             headers=_task_message(eta.isoformat())["headers"])
+
+        with caplog.at_level(logging.WARNING, "rocketmq_sdk.integrations.celery"):
+            send(now + dt.timedelta(seconds=3))             # within the maximum: waits in the broker
+            send(now + dt.timedelta(seconds=30))            # refused as a timer: sent at once
+            send(now + dt.timedelta(seconds=60))            # at once, without asking the broker again
+            send((now + dt.timedelta(seconds=3)).replace(tzinfo=None))   # naive: at once
+        topic = conn.transport.broker_client.naming.queue_topic("eta")
+
+        def stored() -> int:
+            return sum(q.max_offset for q in admin.topic_status(topic))
+
+        assert stored() == 3
+        refused = [r for r in caplog.records if "refused an ETA task" in r.getMessage()]
+        assert len(refused) == 1, caplog.text
+        deadline = time.monotonic() + 15
+        while stored() < 4:
+            assert time.monotonic() < deadline, "the timer task was never delivered"
+            time.sleep(0.1)
+        assert time.time() >= now.timestamp() + 3
