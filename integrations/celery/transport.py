@@ -1,4 +1,4 @@
-"""kombu transport for RocketMQ 4.x (``rocketmq://namesrv:9876``), a kombu *virtual* transport.
+"""kombu transport for RocketMQ 4.x and 5.x (``rocketmq://namesrv:9876``), a kombu *virtual* transport.
 
 Mapping (details in docs/celery.md):
 
