@@ -10,6 +10,8 @@ import pytest
 from celery_suite import outcomes, redis_server, redis_server_path, run_suite, suite_dir
 from rocketmq_broker.embedded import start_dev_cluster
 
+from tests.conftest import env_broker_config
+
 SUBSET = [
     "t/integration/test_tasks.py::test_tasks::test_expired",
     "t/integration/test_tasks.py::test_tasks::test_revoked",
@@ -33,7 +35,7 @@ def test_celery_integration_suite_subset(tmp_path):
     except RuntimeError as exc:  # no package index reachable
         pytest.skip(f"Celery's integration suite is not available: {exc}")
     junit = tmp_path / "suite.xml"
-    with redis_server() as port, start_dev_cluster() as cluster:
+    with redis_server() as port, start_dev_cluster(broker_config=env_broker_config() or None) as cluster:
         proc = run_suite(f"rocketmq://{cluster.namesrv_addr}", port, SUBSET, junit, timeout_s=900)
     results = outcomes(junit)
     assert len(results) >= len(SUBSET), proc.stdout[-3000:]
