@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   - the main job (Spark -> embedded reference broker -> consumer group); ROWS=20000 for a subset
+#   make demo   - the main job (Spark -> embedded reference broker -> consumer group); ROWS=20000 for a subset;
+#                 make demo FAILOVER=1 runs the DLedger failover demo instead (DEMO_SECONDS=20 DEMO_THREADS=4)
 #   make test   - the whole test suite
 # Both create (or reuse) the virtual environment in .venv first.
 
@@ -8,9 +9,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 ROWS   ?=
+FAILOVER ?=
+DEMO_SECONDS ?=
+DEMO_THREADS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint clean ext browser postgres redis docs wheel-check spark-discovery celery-suite
+.PHONY: install demo demo-failover test lint clean ext browser postgres redis docs wheel-check spark-discovery celery-suite
 
 install: $(STAMP)
 
@@ -39,8 +43,16 @@ spark-discovery:
 ext:
 	flock /tmp/rocketmq-sdk-build.lock $(PY) -m pip install --quiet --no-deps -e . 2>&1 | grep -v "^WARNING: Location" || true
 
+# make's own options cannot carry --failover: FAILOVER=1 (or `make demo-failover`) selects it
 demo: install
+ifneq ($(FAILOVER),)
+	$(PY) examples/dledger_failover_demo.py $(if $(DEMO_SECONDS),--seconds $(DEMO_SECONDS),) $(if $(DEMO_THREADS),--threads $(DEMO_THREADS),)
+else
 	$(PY) examples/flights_demo.py $(if $(ROWS),--rows $(ROWS),)
+endif
+
+demo-failover:
+	$(MAKE) demo FAILOVER=1
 
 # make test also runs the codec, store, producer and Spark record-decoder tests a second time on the pure-Python twins of
 # the C accelerators (ROCKETMQ_PURE_PYTHON=1), so both implementations stay tested (~20 s);

@@ -178,8 +178,7 @@ def test_queue_expires_deletes_an_unused_queue_only(rocketmq_cluster):
         unused = kombu.Queue("expiring", expires=1.0)
         busy = kombu.Queue("busy", expires=1.0)
         plain = kombu.Queue("plain")
-        # the expiry counts from the declaration, which publish() makes: the clock starts before it
-        declared = time.monotonic()
+        declared = time.monotonic()  # before the publish that declares it: the queue's clock starts there
         publish(conn, unused, ["x"])
         publish(conn, plain, ["y"])
         assert channel.client.registry.queue("expiring").expires == 1000
