@@ -114,7 +114,9 @@ static inline int32_t le32(const char *p) {
     return v; /* little-endian host (the C twins' build targets) */
 }
 
-/* row i: 1 with *p/*n set, 0 null, FALLBACK (an item Python must handle), FAILED (malformed: error set) */
+#define TEXT_OK 2 /* col_get: a value (FALLBACK is 1, FAILED -1, a null 0) */
+
+/* row i: TEXT_OK with *p/*n set, 0 null, FALLBACK (an item Python must handle), FAILED (malformed: error set) */
 static int col_get(TextCol *c, Py_ssize_t i, const char **p, Py_ssize_t *n) {
     if (c->list) {
         PyObject *v = PyList_GET_ITEM(c->list, i);
@@ -123,7 +125,7 @@ static int col_get(TextCol *c, Py_ssize_t i, const char **p, Py_ssize_t *n) {
         if (PyBytes_CheckExact(v)) {
             *p = PyBytes_AS_STRING(v);
             *n = PyBytes_GET_SIZE(v);
-            return 1;
+            return TEXT_OK;
         }
         if (PyUnicode_CheckExact(v)) {
             *p = PyUnicode_AsUTF8AndSize(v, n);
@@ -131,7 +133,7 @@ static int col_get(TextCol *c, Py_ssize_t i, const char **p, Py_ssize_t *n) {
                 PyErr_Clear();
                 return FALLBACK;
             }
-            return 1;
+            return TEXT_OK;
         }
         return FALLBACK;
     }
@@ -145,7 +147,7 @@ static int col_get(TextCol *c, Py_ssize_t i, const char **p, Py_ssize_t *n) {
     }
     *p = (const char *)c->data.buf + lo;
     *n = hi - lo;
-    return 1;
+    return TEXT_OK;
 }
 
 static inline int has_sep(const char *p, Py_ssize_t n) {
