@@ -5,7 +5,7 @@ With ``batch_size > 1`` and a recipe whose parts are columns (or the row as JSON
 ``Message`` per row:
 
 1. the recipe's parts become columns: the body column (``string``/``binary``) or the rows as
-   JSON (``orjson``, one ``bytes`` per row: the only per-row Python step), the tag and keys
+   JSON (:mod:`.arrow_json`, column by column), the tag and keys
    columns (``string`` or integers) or a template filled by Arrow compute kernels, the user
    properties' ``map<string,string>`` column;
 2. the target queue of each row: ``SelectMessageQueueByHash`` of the selector column, hashed
@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from .arrow_json import json_rows
 from .batch_bodies import CODE_NAMES, encode_rows
 from .batching import QueueBatcher
 from .mapping import ColumnValue, FieldTemplate, RowMessageMapper, _json_default
@@ -224,12 +225,15 @@ class ArrowSender:
             return
         m = self.mapper
         plain = _plain_batch(batch)
-        rows: list[dict[str, Any]] | None = None
-        if m.body is None:
+        json = json_rows(plain, m.exclude_from_body) if m.body is None else None
+        if json is not None:
+            body: Any = _text_col(json)
+            body_len = np.diff(body[1]).astype(np.int64)
+        elif m.body is None:
             rows = self._dict_rows(plain)
             dumps, default, opt, exclude = orjson.dumps, _json_default, orjson.OPT_NON_STR_KEYS, m.exclude_from_body
             if exclude:
-                body: Any = [dumps({k: v for k, v in r.items() if k not in exclude}, default=default, option=opt)
+                body = [dumps({k: v for k, v in r.items() if k not in exclude}, default=default, option=opt)
                              for r in rows]
             else:
                 body = [dumps(r, default=default, option=opt) for r in rows]
