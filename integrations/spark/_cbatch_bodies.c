@@ -10,44 +10,12 @@
  * appended; (row, code) goes to ``bad``, as in the twin (same codes, same order of the checks).
  */
 #include "../../sdk/_chelpers.h"
+#include "_cspark.h"
 
 #define MAX_PROPS 64
-#define MAX_RESERVED 128
 enum { TAG_BAR = 1, BODY_NULL, TAG_SEPARATOR, KEYS_SEPARATOR, PROPERTY_SEPARATOR, PROPERTY_EMPTY, PROPERTY_RESERVED,
        BODY_EMPTY, BODY_TOO_LARGE, PROPERTIES_TOO_LONG };
 
-static struct {
-    const char *name;
-    Py_ssize_t len;
-} reserved[MAX_RESERVED];
-static int reserved_count = 0;
-static PyObject *reserved_keep = NULL;
-
-static PyObject *configure(PyObject *self, PyObject *arg) {
-    if (!PyList_Check(arg) || PyList_GET_SIZE(arg) > MAX_RESERVED) {
-        PyErr_SetString(PyExc_TypeError, "configure() takes a list of at most 128 bytes names");
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(arg); i++)
-        if (!PyBytes_CheckExact(PyList_GET_ITEM(arg, i))) {
-            PyErr_SetString(PyExc_TypeError, "configure() takes bytes names");
-            return NULL;
-        }
-    Py_XSETREF(reserved_keep, Py_NewRef(arg));
-    reserved_count = (int)PyList_GET_SIZE(arg);
-    for (int i = 0; i < reserved_count; i++) {
-        reserved[i].name = PyBytes_AS_STRING(PyList_GET_ITEM(arg, i));
-        reserved[i].len = PyBytes_GET_SIZE(PyList_GET_ITEM(arg, i));
-    }
-    Py_RETURN_NONE;
-}
-
-static int is_reserved(const char *k, Py_ssize_t n) {
-    for (int i = 0; i < reserved_count; i++)
-        if (reserved[i].len == n && memcmp(reserved[i].name, k, (size_t)n) == 0)
-            return 1;
-    return 0;
-}
 
 /* A text column: Arrow buffers (valid may be absent) or a list. */
 typedef struct {
@@ -150,6 +118,20 @@ static int col_get(TextCol *c, Py_ssize_t i, const char **p, Py_ssize_t *n) {
     return TEXT_OK;
 }
 
+/* row i of a column that may be absent (``have`` 0): TEXT_OK (*n 0 for a null, an empty value or no
+ * column), FALLBACK or FAILED */
+static inline int opt_get(TextCol *c, int have, Py_ssize_t i, const char **p, Py_ssize_t *n) {
+    *n = 0;
+    if (!have)
+        return TEXT_OK;
+    int r = col_get(c, i, p, n);
+    if (r == 0) {
+        *n = 0;
+        return TEXT_OK;
+    }
+    return r;
+}
+
 static inline int has_sep(const char *p, Py_ssize_t n) {
     return memchr(p, 1, (size_t)n) != NULL || memchr(p, 2, (size_t)n) != NULL;
 }
@@ -170,15 +152,6 @@ static int bad_row(PyObject *bad, Py_ssize_t row, int code) {
     return r;
 }
 
-/* append n bytes to a bytearray; -1 with MemoryError */
-static inline int put(PyObject *ba, const void *p, Py_ssize_t n) {
-    Py_ssize_t old = PyByteArray_GET_SIZE(ba);
-    if (PyByteArray_Resize(ba, old + n) < 0)
-        return -1;
-    if (n)
-        memcpy(PyByteArray_AS_STRING(ba) + old, p, (size_t)n);
-    return 0;
-}
 
 typedef struct {
     const char *k, *v;
@@ -280,49 +253,34 @@ static PyObject *encode_rows(PyObject *self, PyObject *args) {
         const char *tag = NULL, *key = NULL, *bp = NULL;
         Py_ssize_t tag_n = 0, key_n = 0, bn = 0;
         int r;
-        if (have_tags) {
-            r = col_get(&tags, i, &tag, &tag_n);
+#define BAD(code)                                                                                          \
+    {                                                                                                      \
+        if (bad_row(bad, i, code) < 0)                                                                     \
+            goto done;                                                                                     \
+        continue;                                                                                          \
+    }
+        if ((r = opt_get(&tags, have_tags, i, &tag, &tag_n)) != TEXT_OK) {
             if (r == FAILED)
                 goto done;
-            if (r == FALLBACK)
-                break;
-            if (r == 0)
-                tag_n = 0;
-            if (tag_n && has_bar(tag, tag_n)) {
-                if (bad_row(bad, i, TAG_BAR) < 0)
-                    goto done;
-                continue;
-            }
+            break;
         }
-        r = col_get(&body, i, &bp, &bn);
-        if (r == FAILED)
+        if (tag_n && has_bar(tag, tag_n))
+            BAD(TAG_BAR)
+        if ((r = col_get(&body, i, &bp, &bn)) == FAILED)
             goto done;
         if (r == FALLBACK)
             break;
-        if (r == 0) {
-            if (bad_row(bad, i, BODY_NULL) < 0)
-                goto done;
-            continue;
-        }
-        if (tag_n && has_sep(tag, tag_n)) {
-            if (bad_row(bad, i, TAG_SEPARATOR) < 0)
-                goto done;
-            continue;
-        }
-        if (have_keys) {
-            r = col_get(&keys, i, &key, &key_n);
+        if (r == 0)
+            BAD(BODY_NULL)
+        if (tag_n && has_sep(tag, tag_n))
+            BAD(TAG_SEPARATOR)
+        if ((r = opt_get(&keys, have_keys, i, &key, &key_n)) != TEXT_OK) {
             if (r == FAILED)
                 goto done;
-            if (r == FALLBACK)
-                break;
-            if (r == 0)
-                key_n = 0;
-            if (key_n && has_sep(key, key_n)) {
-                if (bad_row(bad, i, KEYS_SEPARATOR) < 0)
-                    goto done;
-                continue;
-            }
+            break;
         }
+        if (key_n && has_sep(key, key_n))
+            BAD(KEYS_SEPARATOR)
         int np = 0, code = 0, fallback = 0;
         Py_ssize_t props_bytes = 0;
         if (have_props && (!have_pvalid || ((const char *)pvalid.buf)[i])) {
@@ -398,11 +356,9 @@ static PyObject *encode_rows(PyObject *self, PyObject *args) {
                             9 + uid_n;
         if (!code && text_n > 32767)
             code = PROPERTIES_TOO_LONG;
-        if (code) {
-            if (bad_row(bad, i, code) < 0)
-                goto done;
-            continue;
-        }
+        if (code)
+            BAD(code)
+#undef BAD
         Py_ssize_t g = 0;
         if (have_groups) {
             g = le32((const char *)groups.buf + 4 * i);
