@@ -84,7 +84,7 @@ static inline int32_t le32(const char *p) {
 
 #define TEXT_OK 2 /* col_get: a value (FALLBACK is 1, FAILED -1, a null 0) */
 
-/* row i: TEXT_OK with *p/*n set, 0 null, FALLBACK (an item Python must handle), FAILED (malformed: error set) */
+/* row i: TEXT_OK with *p and *n set, 0 null, FALLBACK (an item Python must handle), FAILED (malformed: error set) */
 static int col_get(TextCol *c, Py_ssize_t i, const char **p, Py_ssize_t *n) {
     if (c->list) {
         PyObject *v = PyList_GET_ITEM(c->list, i);
