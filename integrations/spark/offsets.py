@@ -4,7 +4,8 @@ Spark partitions (on the driver).
 :class:`QueueOffsets` asks the brokers through a started ``PullConsumer`` (public SDK API):
 the topics' readable queues from the name server, GET_MIN_OFFSET / GET_MAX_OFFSET per queue,
 SEARCH_OFFSET_BY_TIMESTAMP for timestamps. :func:`plan_ranges` cuts ``[start, end)`` per queue
-into :class:`QueueRange` partitions, one per queue, more for big queues when ``minPartitions``
+into :class:`QueueRange` partitions, one per queue (small ones packed into a :class:`RangeGroup`,
+``minRowsPerPartition``), more for big queues when ``minPartitions``
 asks for it (split like Spark's Kafka source: in proportion to each queue's share).
 """
 
