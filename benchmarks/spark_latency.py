@@ -61,7 +61,7 @@ def percentile(sorted_ms: list[float], p: float) -> float:
 
 
 def trigger_breakdown(progress: list) -> dict:
-    """Median of each ``durationMs`` entry and of the rows over the triggers in ``progress``."""
+    """Median and max of each ``durationMs`` entry and of the rows over the triggers in ``progress``."""
     import statistics
 
     if not progress:
@@ -69,7 +69,9 @@ def trigger_breakdown(progress: list) -> dict:
     keys = sorted({k for p in progress for k in (p.durationMs or {})})
     return {"count": len(progress),
             "median_ms": {k: statistics.median((p.durationMs or {}).get(k, 0) for p in progress) for k in keys},
-            "rows_median": statistics.median(p.numInputRows for p in progress)}
+            "max_ms": {k: max((p.durationMs or {}).get(k, 0) for p in progress) for k in keys},
+            "rows_median": statistics.median(p.numInputRows for p in progress),
+            "rows_max": max(p.numInputRows for p in progress)}
 
 
 def main() -> int:
@@ -143,7 +145,9 @@ def main() -> int:
         "| " + " | ".join(triggers.get("median_ms", {})) + " | rows per trigger |",
         "|" + "---:|" * (len(triggers.get("median_ms", {})) + 1),
         "| " + " | ".join(f"{v:.0f}" for v in triggers.get("median_ms", {}).values())
-        + f" | {triggers.get('rows_median', 0):,.0f} |", ""])
+        + f" | {triggers.get('rows_median', 0):,.0f} |",
+        "| " + " | ".join(f"max {v:.0f}" for v in triggers.get("max_ms", {}).values())
+        + f" | max {triggers.get('rows_max', 0):,.0f} |", ""])
     print(md)
     if not args.no_write:
         out = Path(args.out_dir)
