@@ -4,7 +4,11 @@ gRPC vs this SDK over remoting, against one reference broker (``python -m rocket
 (msgs/s). Each client runs in its own worker process, one after the other; the sends alternate
 (official, sdk-grpc, sdk-remoting, then the reverse order) and totals are reported.
 
-    .venv/bin/python benchmarks/grpc_clients.py [--quick] [-n 3000]
+    .venv/bin/python benchmarks/grpc_clients.py [--quick] [-n 3000] [--proxy-mode local|cluster|both]
+
+``--proxy-mode`` is the broker's ``dev --grpc-mode`` (default local: the proxy on the broker's
+loop, sends handed over without a connection; cluster: a proxy thread speaking remoting); ``both``
+runs the whole comparison once per mode (cluster first) and reports each (an A/B of the proxy).
 
 Writes ``benchmarks/results/<date>-<HHMM>-grpc.json`` / ``.md`` (``-grpc-quick``) with the command,
 machine load and git commit. Needs .venv/rmq5 (``make test`` installs it).
@@ -117,9 +121,10 @@ def run_worker(op: str, kind: str, endpoint: str, namesrv: str, topic: str, n: i
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def start_broker() -> tuple[subprocess.Popen, dict[str, str]]:
+def start_broker(mode: str = "local") -> tuple[subprocess.Popen, dict[str, str]]:
     p = subprocess.Popen([sys.executable, "-m", "rocketmq_broker", "dev", "--namesrv-port", "0", "--broker-port",
-                          "0", "--grpc-port", "0", "--log-level", "WARNING"], stdout=subprocess.PIPE, text=True)
+                          "0", "--grpc-port", "0", "--grpc-mode", mode, "--log-level", "WARNING"],
+                         stdout=subprocess.PIPE, text=True)
     lines: dict[str, str] = {}
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -138,31 +143,38 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("-n", type=int, default=None, help="messages per client and operation")
+    ap.add_argument("--proxy-mode", choices=("local", "cluster", "both"), default="local",
+                    help="the proxy's mode (dev --grpc-mode); both: one comparison per mode")
     args = ap.parse_args()
     n = args.n or (1000 if args.quick else 5000)
     load_before = os.getloadavg()
-    proc, lines = start_broker()
+    modes = ["cluster", "local"] if args.proxy_mode == "both" else [args.proxy_mode]
     results = []
-    try:
-        kinds = ["official", "sdk-grpc", "sdk-remoting"]
-        for order in (kinds, kinds[::-1]):
-            for kind in order:
-                topic = f"bench_{kind.replace('-', '_')}_{len(results)}"
-                results.append(run_worker("send", kind, lines["GRPC"], lines["NAMESRV"], topic, n))
-                results.append(run_worker("receive", kind, lines["GRPC"], lines["NAMESRV"], topic, n))
-                print(json.dumps(results[-2]), json.dumps(results[-1]), flush=True)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+    for mode in modes:
+        proc, lines = start_broker(mode)
+        try:
+            kinds = ["official", "sdk-grpc", "sdk-remoting"]
+            for order in (kinds, kinds[::-1]):
+                for kind in order:
+                    topic = f"bench_{kind.replace('-', '_')}_{len(results)}"
+                    for op in ("send", "receive"):
+                        results.append({**run_worker(op, kind, lines["GRPC"], lines["NAMESRV"], topic, n),
+                                        "proxy_mode": mode})
+                    print(json.dumps(results[-2]), json.dumps(results[-1]), flush=True)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
     summary = {}
-    for op in ("send", "receive+ack"):
-        for kind in ("official", "sdk-grpc", "sdk-remoting"):
-            rs = [r for r in results if r["op"] == op and r["kind"] == kind]
-            total_n = sum(r["n"] for r in rs)
-            wall = sum(r["wall_s"] for r in rs)
-            cpu = sum(r["cpu_s"] for r in rs)
-            summary[f"{op} {kind}"] = {"msgs_per_s": total_n / wall if wall else 0.0,
-                                       "cpu_us_per_msg": cpu / total_n * 1e6 if total_n else 0.0, "n": total_n}
+    for mode in modes:
+        for op in ("send", "receive+ack"):
+            for kind in ("official", "sdk-grpc", "sdk-remoting"):
+                rs = [r for r in results if r["op"] == op and r["kind"] == kind and r["proxy_mode"] == mode]
+                total_n = sum(r["n"] for r in rs)
+                wall = sum(r["wall_s"] for r in rs)
+                cpu = sum(r["cpu_s"] for r in rs)
+                summary[f"{mode} {op} {kind}"] = {"msgs_per_s": total_n / wall if wall else 0.0,
+                                                  "cpu_us_per_msg": cpu / total_n * 1e6 if total_n else 0.0,
+                                                  "n": total_n}
     now = datetime.datetime.now()
     date = now.date().isoformat()
     name = f"{date}-{now:%H%M}-grpc{'-quick' if args.quick else ''}"  # runs of one day side by side
@@ -170,19 +182,22 @@ def main() -> int:
                             text=True).stdout.strip()
     meta = {"command": " ".join([os.path.relpath(sys.executable, ROOT), *sys.argv]), "commit": commit,
             "cores": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg(),
-            "python": sys.version.split()[0], "body_bytes": len(BODY), "n": n}
+            "python": sys.version.split()[0], "body_bytes": len(BODY), "n": n, "proxy_modes": modes}
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", name + ".json"), "w") as f:
         json.dump({"meta": meta, "summary": summary, "runs": results}, f, indent=1)
-    rows = ["| operation | client | msgs/s | client CPU µs/msg |", "|---|---|---:|---:|"]
+    rows = ["| proxy mode | operation | client | msgs/s | client CPU µs/msg |", "|---|---|---|---:|---:|"]
     for key, v in summary.items():
-        op, kind = key.split(" ")
-        rows.append(f"| {op} | {kind} | {v['msgs_per_s']:.0f} | {v['cpu_us_per_msg']:.0f} |")
-    sg, so = summary["send sdk-grpc"]["msgs_per_s"], summary["send official"]["msgs_per_s"]
+        mode, op, kind = key.split(" ")
+        rows.append(f"| {mode} | {op} | {kind} | {v['msgs_per_s']:.0f} | {v['cpu_us_per_msg']:.0f} |")
+    ratios = []
+    for mode in modes:
+        sg, so = summary[f"{mode} send sdk-grpc"]["msgs_per_s"], summary[f"{mode} send official"]["msgs_per_s"]
+        ratios.append(f"SDK over gRPC / official 5.x client, sync send, proxy mode {mode}: **{sg / so:.2f}×**.")
     text = (f"# gRPC clients, {date}\n\n`{meta['command']}` at {commit}; {meta['cores']} cores, load "
             f"{load_before[0]:.2f} before / {meta['load_after'][0]:.2f} after; {n} messages of {len(BODY)} B per "
-            f"client and operation, twice (orders official→sdk-grpc→sdk-remoting and back), totals.\n\n"
-            + "\n".join(rows) + f"\n\nSDK over gRPC / official 5.x client, sync send: **{sg / so:.2f}×**.\n")
+            f"client and operation, twice per proxy mode (orders official→sdk-grpc→sdk-remoting and back), "
+            f"totals.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(ratios) + "\n")
     with open(os.path.join(HERE, "results", name + ".md"), "w") as f:
         f.write(text)
     print(text)

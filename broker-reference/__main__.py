@@ -23,6 +23,7 @@ import signal
 import socket
 import tempfile
 import threading
+from typing import Any
 
 import click
 
@@ -56,6 +57,29 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+def grpc_tls_options(fn):
+    """``--grpc-tls-cert`` / ``--grpc-tls-key``: the gRPC proxy serves TLS only."""
+    fn = click.option("--grpc-tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
+                      help="PEM private key of --grpc-tls-cert.")(fn)
+    return click.option("--grpc-tls-cert", type=click.Path(exists=True, dir_okay=False), default=None,
+                        help="PEM certificate chain: the gRPC port serves TLS only (5.x clients with TLS "
+                             "enabled; this SDK: use_tls=True / grpcs://). Needs --grpc-tls-key.")(fn)
+
+
+def read_grpc_tls(cert: str | None, key: str | None) -> tuple[bytes, bytes] | None:
+    """``(key PEM, certificate chain PEM)`` of the TLS options, None without them.
+
+    Raises:
+        click.UsageError: only one of the two given.
+    """
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise click.UsageError("--grpc-tls-cert and --grpc-tls-key go together")
+    with open(key, "rb") as k, open(cert, "rb") as c:
+        return k.read(), c.read()
+
+
 @main.command()
 @click.option("--store", "--store-dir", "store_dir", type=click.Path(file_okay=False), default=None,
               help="Store root directory, kept on exit (default: a new temporary directory, deleted on exit).")
@@ -85,14 +109,20 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
               help="Also serve RocketMQ 5's gRPC API (the proxy, for 5.x clients) on this port (0: a free "
                    "one; needs the grpc extra); prints GRPC <addr>. A 4.x --broker-version becomes 5.3.3 "
                    "(5.x clients receive by POP). Mode 1m only.")
+@click.option("--grpc-mode", type=click.Choice(["local", "cluster"]), default="local", show_default=True,
+              help="How the gRPC proxy reaches the broker (Apache's proxyMode): local = on the broker's event "
+                   "loop, sends handed to it without a connection; cluster = a thread of its own speaking "
+                   "remoting, as `rocketmq_broker proxy`.")
+@grpc_tls_options
 @click.option("--log-level", default="INFO", show_default=True)
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
         cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
-        enable_property_filter: bool, broker_version: str, grpc_port: int | None, log_level: str,
-        event_loop: str) -> None:
+        enable_property_filter: bool, broker_version: str, grpc_port: int | None, grpc_mode: str,
+        grpc_tls_cert: str | None, grpc_tls_key: str | None, log_level: str, event_loop: str) -> None:
     """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
+    grpc_tls = read_grpc_tls(grpc_tls_cert, grpc_tls_key)
     if cluster not in MODES:
         click.echo(f"warning: --cluster {cluster} is not a mode ({', '.join(MODES)}); "
                    "taken as --cluster-name", err=True)
@@ -109,7 +139,7 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
         else:
             _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster_name, flush_disk_type,
                      commit_log_file_size, busy_poll_us, event_loop, enable_property_filter, broker_version,
-                     grpc_port)
+                     grpc_port, grpc_mode, grpc_tls)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
@@ -118,10 +148,11 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
 def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, broker_name: str, cluster: str,
              flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str,
              enable_property_filter: bool = False, broker_version: str = "4.9.8",
-             grpc_port: int | None = None) -> None:
+             grpc_port: int | None = None, grpc_mode: str = "local",
+             grpc_tls: tuple[bytes, bytes] | None = None) -> None:
     os.makedirs(store_dir, exist_ok=True)
     ns = NameServer(NamesrvConfig(listen_port=DEFAULT_NAMESRV_PORT if namesrv_port is None else namesrv_port))
-    holder: dict[str, BrokerController] = {}
+    holder: dict[str, Any] = {}
 
     async def start() -> None:
         try:
@@ -148,8 +179,11 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         announce(f"BROKER.{cfg.broker_name}.{cfg.broker_id}",
                  f"{cfg.broker_role} {cfg.broker_addr} ha={broker.ha_server_addr} pid={os.getpid()}")
         announce("STORE", store_dir)
-        if grpc_port is not None:
-            holder["grpc"] = start_grpc_proxy(ns.addr, grpc_port)
+        if grpc_port is not None and grpc_mode == "cluster":
+            holder["grpc_thread"] = start_grpc_proxy(ns.addr, grpc_port, tls=grpc_tls)
+        elif grpc_port is not None:  # local mode: on this loop, sends to the broker skip the connection
+            holder["grpc"] = await serve_grpc_proxy(ns.addr, grpc_port, local_broker=(broker.server, cfg.broker_addr),
+                                                    tls=grpc_tls)
         if namesrv_port is None and ns.port != DEFAULT_NAMESRV_PORT:
             click.echo(f"port {DEFAULT_NAMESRV_PORT} is in use, so the name server took {ns.addr}: use it "
                        f"instead of 127.0.0.1:{DEFAULT_NAMESRV_PORT} in the examples, or paste\n"
@@ -159,8 +193,10 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
             click.echo(f"port {DEFAULT_BROKER_PORT} is in use, so the broker took {cfg.broker_addr}", err=True)
 
     async def stop() -> None:
+        if "grpc_thread" in holder:
+            holder["grpc_thread"].stop()
         if "grpc" in holder:
-            holder["grpc"].stop()
+            await holder["grpc"].aclose()
         if "b" in holder:
             await holder["b"].stop()
         await ns.stop()
@@ -172,16 +208,30 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
 GRPC_BROKER_VERSION = "5.3.3"
 
 
-def start_grpc_proxy(namesrv_addr: str, port: int, host: str = "127.0.0.1"):
-    """Start the gRPC proxy (``rocketmq_broker.proxy``) in front of ``namesrv_addr`` and print
-    ``GRPC <addr>``. Raises click.ClickException without the grpc extra."""
+def _grpc_proxy_class():
     try:
         from .proxy import GrpcProxy
     except ImportError as exc:
         raise click.ClickException(f"--grpc-port needs the grpc extra (pip install "
                                    f"'rocketmq-python-sdk[grpc]'): {exc}") from None
-    grpc_proxy = GrpcProxy(namesrv_addr, host=host, port=port)
+    return GrpcProxy
+
+
+def start_grpc_proxy(namesrv_addr: str, port: int, host: str = "127.0.0.1", **options: Any):
+    """Start the gRPC proxy (``rocketmq_broker.proxy``, cluster mode: a loop thread of its own)
+    in front of ``namesrv_addr`` and print ``GRPC <addr>``; ``options`` are ``GrpcProxy``'s
+    (``tls``, ``acl``, ``credentials``). Raises click.ClickException without the grpc extra."""
+    grpc_proxy = _grpc_proxy_class()(namesrv_addr, host=host, port=port, **options)
     grpc_proxy.start()
+    announce("GRPC", grpc_proxy.addr)
+    return grpc_proxy
+
+
+async def serve_grpc_proxy(namesrv_addr: str, port: int, *, local_broker, host: str = "127.0.0.1", **options: Any):
+    """The gRPC proxy in local mode, on the running loop (the broker's, ``local_broker`` =
+    ``(broker.server, broker address)``); prints ``GRPC <addr>``."""
+    grpc_proxy = _grpc_proxy_class()(namesrv_addr, host=host, port=port, local_broker=local_broker, **options)
+    await grpc_proxy.serve()
     announce("GRPC", grpc_proxy.addr)
     return grpc_proxy
 
@@ -217,15 +267,27 @@ def _dev_multi(mode: str, store_dir: str, cluster_name: str, flush_disk_type: st
 @click.option("--grpc-port", type=click.IntRange(min=0), default=8081, show_default=True,
               help="Port of the gRPC endpoint (0: a free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@grpc_tls_options
+@click.option("--acl-file", type=click.Path(dir_okay=False), default=None,
+              help="Check 5.x request signatures and permissions against this plain_acl.yml (the brokers' "
+                   "ACL file; re-read when it changes).")
+@click.option("--access-key", default=None, envvar="ROCKETMQ_PROXY_ACCESS_KEY",
+              help="Account the proxy signs its requests to brokers with (brokers with aclEnable).")
+@click.option("--secret-key", default=None, envvar="ROCKETMQ_PROXY_SECRET_KEY", help="Secret key of --access-key.")
 @click.option("--log-level", default="INFO", show_default=True)
-def proxy(namesrv_addr: str, grpc_port: int, host: str, log_level: str) -> None:
+def proxy(namesrv_addr: str, grpc_port: int, host: str, grpc_tls_cert: str | None, grpc_tls_key: str | None,
+          acl_file: str | None, access_key: str | None, secret_key: str | None, log_level: str) -> None:
     """Run the gRPC proxy alone in front of a cluster's name servers (5.x clients; its brokers
     need brokerVersion 5.x for receiving). Prints GRPC <addr> and READY."""
     setup_logging(log_level)
+    if (access_key is None) != (secret_key is None):
+        raise click.UsageError("--access-key and --secret-key go together")
+    options = {"tls": read_grpc_tls(grpc_tls_cert, grpc_tls_key), "acl": acl_file,
+               "credentials": (access_key, secret_key) if access_key and secret_key else None}
     holder = {}
 
     async def start() -> None:
-        holder["p"] = start_grpc_proxy(namesrv_addr, grpc_port, host)
+        holder["p"] = start_grpc_proxy(namesrv_addr, grpc_port, host, **options)
 
     async def stop() -> None:
         if "p" in holder:

@@ -13,7 +13,8 @@ import inspect
 import logging
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_broker.store.commit_log import parse_delay_levels
 from rocketmq_broker.store.inner_message import InnerMessage
@@ -27,18 +28,31 @@ from rocketmq_sdk.protocol.validators import topic_problem
 from .config_file import read_json, write_atomically
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from rocketmq_broker.store.message_store import MessageStore
+
+    from .config import BrokerConfig
 
 log = logging.getLogger("rocketmq_broker.schedule")
 
 
 class ScheduleService:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
-        self.levels = parse_delay_levels(broker.config.store.message_delay_level)  # level -> ms
+    """Delay levels: ``transform`` parks a delayed message in ``SCHEDULE_TOPIC_XXXX`` (queue
+    level - 1), one task per level puts it back to its real topic when due.
+
+    Args:
+        config: the broker's settings (``messageDelayLevel``, ``config_dir``).
+        store: the message store the levels are read from.
+        put_message: stores a message (without this transform); may return an awaitable.
+    """
+
+    def __init__(self, config: BrokerConfig, store: MessageStore,
+                 put_message: Callable[[InnerMessage], Any]) -> None:
+        self.store = store
+        self._put = put_message
+        self.levels = parse_delay_levels(config.store.message_delay_level)  # level -> ms
         self.max_level = max(self.levels) if self.levels else 0
         self.offsets: dict[int, int] = {}
-        self.path = os.path.join(broker.config.config_dir, "delayOffset.json")
+        self.path = os.path.join(config.config_dir, "delayOffset.json")
         self._tasks: list[asyncio.Task] = []
         self._wakeups: dict[int, asyncio.Event] = {}
 
@@ -87,7 +101,7 @@ class ScheduleService:
 
     async def _run_level(self, level: int) -> None:
         qid = level - 1
-        store = self.broker.store
+        store = self.store
         ev = self._wakeups[level]
         while True:
             wait_s = 1.0
@@ -161,4 +175,4 @@ class ScheduleService:
         if not 0 <= qid < 1 << 31:
             raise ValueError(f"illegal real queue id {qid}")
         props.pop(MC.DELAY_TIME_LEVEL, None)
-        return self.broker.put_message(InnerMessage.requeued(msg, topic, qid, props), schedule=False)
+        return self._put(InnerMessage.requeued(msg, topic, qid, props))

@@ -33,7 +33,7 @@ from rocketmq_sdk.protocol.codes import (
     retry_topic,
 )
 from rocketmq_sdk.protocol.codes import MessageConst as MC
-from rocketmq_sdk.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
+from rocketmq_sdk.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, V2Field
 from rocketmq_sdk.protocol.message_codec import (
     decode_batch,
     decode_message,
@@ -45,9 +45,20 @@ from rocketmq_sdk.remoting import Channel, RemotingCommand
 from rocketmq_sdk.remoting.command import FLAG_RESPONSE
 
 from .controller_util import then
+from .requests import (
+    ACL_NONE,
+    SLAVE_REFUSES_SEND,
+    V2_GROUP_FIELDS,
+    V2_TOPIC_FIELDS,
+    Acl,
+    GroupRes,
+    SendRes,
+    SlaveRule,
+    handles,
+)
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 _STATUS_CODES = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -103,18 +114,20 @@ SendResponse._c_encodable = True
 
 
 class SendProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self._valid_topics: set[str] = set()  # names topic_refusal let through (regex, system topics), bounded
         #: plain single sends take ``store.put_plain`` (False: every send goes through ``broker.put_message``)
         self.fast_put = True
 
-    def register(self, server) -> None:
-        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            server.register_processor(code, self.send)
-        server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.send_back)
-
     # -- send ------------------------------------------------------------------------------
+    @handles(RequestCode.SEND_MESSAGE, header=SendMessageRequestHeader, writes=True,
+             acl=Acl(SendRes("topic", "group")), on_slave=SLAVE_REFUSES_SEND)
+    @handles(RequestCode.SEND_MESSAGE_V2, header=SendMessageRequestHeader, writes=True,
+             acl=Acl(SendRes(V2Field.TOPIC, V2Field.PRODUCER_GROUP)), on_slave=SLAVE_REFUSES_SEND,
+             topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
+    @handles(RequestCode.SEND_BATCH_MESSAGE, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SLAVE_REFUSES_SEND, topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
     def send(self, ch: Channel, cmd: RemotingCommand):
         if cmd.code == _SEND_MESSAGE:
             h = SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
@@ -273,6 +286,9 @@ class SendProcessor:
         return resp
 
     # -- consumer send-back ---------------------------------------------------------------------
+    @handles(RequestCode.CONSUMER_SEND_MSG_BACK, header=ConsumerSendMsgBackRequestHeader, writes=True,
+             acl=Acl(GroupRes("group")),
+             on_slave=SlaveRule.refuse(ResponseCode.SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE"))
     def send_back(self, ch: Channel, cmd: RemotingCommand):
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker

@@ -1,6 +1,7 @@
-"""``GrpcProxy``: the 5.x gRPC endpoint of the reference broker (Apache RocketMQ's proxy in
-cluster mode): a grpc.aio server on a loop thread of its own, speaking remoting to the name
-servers and brokers behind it."""
+"""``GrpcProxy``: the 5.x gRPC endpoint of the reference broker (Apache RocketMQ's proxy): in
+cluster mode a grpc.aio server on a loop thread of its own, speaking remoting to the name servers
+and brokers behind it; in local mode (``dev --grpc-port``) on the loop of the broker it is
+embedded in, whose sends skip the connection (``proxy/local.py``)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from typing import Any
 import grpc
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.grpc import v2
+from rocketmq_sdk.protocol.acl import AclClientRPCHook
 from rocketmq_sdk.remoting import RemotingClient
 from rocketmq_sdk.remoting.loop import EventLoopThread
 
+from .auth import ProxyAcl
 from .consuming import Consuming
+from .local import LocalBrokerClient
 from .producing import Producing
 from .routes import RouteCache
 from .service import MessagingService
@@ -55,23 +59,50 @@ class GrpcProxy:
         max_body: largest message body accepted, bytes (default 4 MiB, the broker's
             ``maxMessageSize``).
         tls: a ``(private_key_pem, certificate_chain_pem)`` pair to serve TLS only, or None.
+        local_broker: local mode: ``(dispatcher, address)`` of the broker in this process (its
+            ``BrokerController.server`` and ``config.broker_addr``); sends to it skip the
+            connection. Needs :meth:`serve` on that broker's event loop.
+        acl: check 5.x request signatures and permissions (``proxy/auth.py``) against this
+            ``plain_acl.yml`` (a path, or a broker's ``PlainAccessValidator`` to share); None
+            (default): no checks.
+        credentials: ``(access_key, secret_key)`` the proxy signs its own remoting requests with,
+            for brokers with ``aclEnable`` (an account allowed what the proxy forwards); None:
+            unsigned.
 
-    ``start()`` blocks until the server listens and returns its port; ``stop()`` ends every call
-    and stream (clients reconnect to a restarted proxy on the same port).
+    Raises:
+        AclConfigError: ``acl`` names an invalid ACL file. OSError: it cannot be read.
+
+    ``start()`` (cluster mode) blocks until the server listens on a loop thread of its own and
+    returns its port; ``await serve()`` does the same on the running loop. ``stop()`` /
+    ``await aclose()`` end every call and stream (clients reconnect to a restarted proxy on the
+    same port).
     """
 
     def __init__(self, namesrv_addr: str, host: str = "127.0.0.1", port: int = 0,
-                 max_body: int = 4 * 1024 * 1024, tls: tuple[bytes, bytes] | None = None) -> None:
+                 max_body: int = 4 * 1024 * 1024, tls: tuple[bytes, bytes] | None = None,
+                 local_broker: tuple[Any, str] | None = None, acl: Any = None,
+                 credentials: tuple[str, str] | None = None) -> None:
         self.namesrv_addr = namesrv_addr
         self.host = host
         self.port = port
         self.max_body = max_body
         self.tls = tls
+        self.local_broker = local_broker
+        self.acl: ProxyAcl | None = None
+        if acl is not None:  # a bad file fails here, before anything listens
+            self.acl = ProxyAcl.from_file(acl) if isinstance(acl, str) else ProxyAcl(acl)
+        self.credentials = credentials
         self._io: EventLoopThread | None = None
         self._server: grpc.aio.Server | None = None
         self._remoting: RemotingClient | None = None
         self._tasks: list[asyncio.Task] = []
         self.service: MessagingService | None = None
+
+    @property
+    def local_requests(self) -> int:
+        """Requests answered by the local broker without a connection (0 in cluster mode)."""
+        remoting = self._remoting
+        return remoting.local_requests if isinstance(remoting, LocalBrokerClient) else 0
 
     @property
     def addr(self) -> str:
@@ -83,7 +114,10 @@ class GrpcProxy:
 
         Raises:
             OSError: the port cannot be bound.
+            RuntimeError: local mode (use :meth:`serve` on the broker's loop).
         """
+        if self.local_broker is not None:
+            raise RuntimeError("a local-mode proxy serves on its broker's event loop: await serve()")
         self._io = EventLoopThread("rocketmq-grpc-proxy", event_loop="asyncio")
         try:
             return self._io.run(self._start(), timeout_s)
@@ -92,8 +126,27 @@ class GrpcProxy:
             self._io = None
             raise
 
+    async def serve(self) -> int:
+        """:meth:`start` on the running event loop (local mode: the broker's); returns the port.
+
+        Raises:
+            OSError: the port cannot be bound.
+        """
+        return await self._start()
+
+    async def aclose(self, grace_s: float = 1.0) -> None:
+        """:meth:`stop` of a proxy started by :meth:`serve` (idempotent)."""
+        await self._stop(grace_s)
+
+    def _remoting_client(self) -> RemotingClient:
+        hooks = [AclClientRPCHook(*self.credentials)] if self.credentials else None
+        if self.local_broker is None:
+            return RemotingClient(rpc_hooks=hooks)
+        dispatcher, broker_addr = self.local_broker
+        return LocalBrokerClient(dispatcher, broker_addr, f"{self.host}:{self.port}", rpc_hooks=hooks)
+
     async def _start(self) -> int:
-        self._remoting = RemotingClient()
+        self._remoting = self._remoting_client()
         api = MQClientAPI(self._remoting, [a.strip() for a in self.namesrv_addr.split(";") if a.strip()])
         routes = RouteCache(api)
         sessions = Sessions()
@@ -109,10 +162,13 @@ class GrpcProxy:
         if port == 0:
             raise OSError(f"cannot bind the gRPC proxy to {bind}")
         self.port = port
+        if isinstance(self._remoting, LocalBrokerClient):
+            self._remoting.peer_addr = self.addr
         producing = Producing(api, routes, sessions, f"grpc-proxy@{self.host}:{port}@{os.getpid()}",
                               self.max_body)
         self.service = MessagingService(routes, producing, Consuming(api, routes), sessions,
                                         endpoints_of(self.host, port))
+        self.service.acl = self.acl
         server.add_generic_rpc_handlers((self.service.handler(),))
         await server.start()
         self._server = server
@@ -130,9 +186,15 @@ class GrpcProxy:
                 log.exception("proxy heartbeat round failed")
 
     def stop(self, grace_s: float = 1.0) -> None:
-        """Stop serving (idempotent): open streams end, then the remoting connections close."""
+        """Stop serving (idempotent): open streams end, then the remoting connections close.
+
+        Raises:
+            RuntimeError: a proxy started by :meth:`serve` (stop it with ``await aclose()`` on its loop).
+        """
         io, self._io = self._io, None
         if io is None:
+            if self._server is not None:
+                raise RuntimeError("this proxy serves on its broker's event loop: await aclose() there")
             return
         try:
             io.run(self._stop(grace_s), grace_s + 5.0)

@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.service import CLIENT_ID, RPCS, SERVICE
 
+from .auth import ProxyAcl, resources_of, settings_resources
 from .checks import group_name, topic_name
 from .consuming import Consuming
 from .producing import Producing
@@ -80,6 +81,8 @@ class MessagingService:
         self.sessions = sessions
         self.endpoints = endpoints
         self.extra: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {}
+        #: the ACL check of every request (None: no ACL), ``proxy/auth.py``
+        self.acl: ProxyAcl | None = None
 
     # -- registration -----------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
@@ -121,6 +124,7 @@ class MessagingService:
             if method is None:
                 return _not_served(name).SerializeToString()
             try:
+                self._authorize(name, req, context)
                 resp = await method(req, context)
             except ProxyError as exc:
                 resp = response_class(status=status(exc.code, exc.message))
@@ -140,12 +144,18 @@ class MessagingService:
                 yield _not_served(name).SerializeToString()
                 return
             try:
+                self._authorize(name, req, context)
                 async for resp in method(req, context):  # type: ignore[attr-defined]
                     yield resp.SerializeToString()
             except ProxyError as exc:
                 yield response_class(status=status(exc.code, exc.message)).SerializeToString()
 
         return call
+
+    def _authorize(self, name: str, req: Any, context: Any) -> None:
+        """The ACL check of a request (ProxyError UNAUTHORIZED / FORBIDDEN)."""
+        if self.acl is not None:
+            self.acl.check(context.invocation_metadata() or (), context.peer(), name, resources_of(name, req))
 
     # -- routes and clients -----------------------------------------------------------------
     async def query_route(self, req: Any, context: Any) -> Any:
@@ -256,6 +266,9 @@ class MessagingService:
                     kind = cmd.WhichOneof("command")
                     if kind == "settings":
                         try:
+                            if self.acl is not None:
+                                self.acl.check(context.invocation_metadata() or (), context.peer(), "Telemetry",
+                                               settings_resources(cmd.settings))
                             self._apply_settings(session, cmd.settings)
                         except ProxyError as exc:
                             await outbox.put(v2.TelemetryCommand(status=status(exc.code, exc.message)))

@@ -12,6 +12,7 @@ from typing import Any
 
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.client.process_local import ProcessLocalCache
 from rocketmq_sdk.exceptions import MQBrokerError, MQClientError, MQError, TopicNotExistError
 from rocketmq_sdk.protocol.message import MessageQueue
 
@@ -32,17 +33,10 @@ EXPIRES_PROPERTY = "KOMBU_EXPIRES_AT"
 DEFAULT_PRIORITY_STEPS = (0, 3, 6, 9)
 
 
-#: the queue consumers of this process, by (name servers, group): (consumer, connections using it)
-_SHARED: dict[tuple[str, str], tuple[QueueConsumer, set[int]]] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def _forget_shared_after_fork() -> None:
-    # a forked child (a prefork pool process) cannot use its parent's consumers
-    _SHARED.clear()
-
-
-os.register_at_fork(after_in_child=_forget_shared_after_fork)
+#: the queue consumers of this process, by (name servers, group), each with the connections using
+#: it: a consumer made before a fork (a prefork pool process) is never used nor closed in the child
+_SHARED: ProcessLocalCache[tuple[str, str], QueueConsumer] = ProcessLocalCache(
+    close=QueueConsumer.close, usable=lambda qc: not qc.closed, name="kombu queue consumer")
 
 
 class RocketMQConnectionError(ConnectionError):
@@ -176,16 +170,9 @@ class BrokerClient:
             qc = self._consumers.get(queue)
             if qc is not None and not qc.closed:
                 return qc
-            key = (self.namesrv_addr, self.naming.group(queue))
-            with _SHARED_LOCK:
-                shared = _SHARED.get(key)
-                if shared is not None and not shared[0].closed:
-                    qc, users = shared
-                    users.add(id(self))
-                    qc.add_listener(self.notify_arrival)
-                else:
-                    qc = self._start_consumer(queue)
-                    _SHARED[key] = (qc, {id(self)})
+            qc = _SHARED.acquire((self.namesrv_addr, self.naming.group(queue)), id(self),
+                                 lambda: self._start_consumer(queue))
+            qc.add_listener(self.notify_arrival)
             self._consumers[queue] = qc
             return qc
 
@@ -222,17 +209,7 @@ class BrokerClient:
         if qc is None:
             return
         qc.remove_listener(self.notify_arrival)
-        key = (self.namesrv_addr, qc.group)
-        with _SHARED_LOCK:
-            shared = _SHARED.get(key)
-            last = shared is None or shared[0] is not qc
-            if shared is not None and shared[0] is qc:
-                shared[1].discard(id(self))
-                if not shared[1]:
-                    del _SHARED[key]
-                    last = True
-        if last:
-            qc.close()
+        _SHARED.release((self.namesrv_addr, qc.group), id(self), qc)
 
     # ------------------------------------------------------------------ sending
 

@@ -1,9 +1,9 @@
 """``RocketMQTemplate``: the sending facade (rocketmq-spring's ``RocketMQTemplate``).
 
 One template per process (:func:`rocketmq_template`); its SDK producer is created on first
-use and is fork safe: a producer made before ``fork()`` (gunicorn ``--preload``, uWSGI, Celery
-prefork) is never used in the child, which makes its own (``os.register_at_fork`` plus a pid
-check on every call).
+use, held in the SDK's per-process client cache (:mod:`rocketmq_sdk.client.process_local`) and
+so fork safe: a producer made before ``fork()`` (gunicorn ``--preload``, uWSGI, Celery prefork)
+is never used in the child, which makes its own; it is shut down at interpreter exit.
 """
 
 from __future__ import annotations
@@ -13,77 +13,22 @@ import concurrent.futures
 import logging
 import os
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from django.utils.module_loading import import_string
 from rocketmq_sdk import Message, MessageExt, Producer, SelectMessageQueueByHash, SendResult, split_batches
+from rocketmq_sdk.client.process_local import ProcessLocalClient
 
-from . import capture
+from . import capture, transactions
 from .conf import RocketMQSettings, get_settings
 from .converter import MessageConverter
 
-__all__ = ["ProcessLocalClient", "RocketMQTemplate", "rocketmq_template"]
+__all__ = ["RocketMQTemplate", "rocketmq_template"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django")
 
-C = TypeVar("C")
 _HASH = SelectMessageQueueByHash()
-
-
-class ProcessLocalClient(Generic[C]):
-    """A started SDK client made on first use, at most one per process.
-
-    ``factory()`` builds and starts it. After ``fork()`` the child never touches the parent's
-    client (its I/O thread did not survive the fork): :meth:`get` sees the changed pid and
-    builds a new one; the inherited one is dropped without a shutdown call.
-    """
-
-    def __init__(self, factory: Callable[[], C]) -> None:
-        self._factory = factory
-        self._client: C | None = None
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        _holders.add(self)
-
-    def get(self) -> C:
-        if self._pid != os.getpid():
-            self._after_fork()
-        client = self._client
-        if client is None:
-            with self._lock:
-                client = self._client
-                if client is None:
-                    client = self._client = self._factory()
-        return client
-
-    @property
-    def created(self) -> bool:
-        return self._client is not None and self._pid == os.getpid()
-
-    def close(self) -> None:
-        """Shut the client down (if this process made one)."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None and self._pid == os.getpid():
-            client.shutdown()  # type: ignore[attr-defined]
-
-    def _after_fork(self) -> None:
-        self._lock = threading.Lock()  # a parent thread may have held it at the fork
-        self._client = None
-        self._pid = os.getpid()
-
-
-_holders: weakref.WeakSet[ProcessLocalClient[Any]] = weakref.WeakSet()
-
-
-def _reset_in_child() -> None:
-    for holder in list(_holders):
-        holder._after_fork()
-
-
-os.register_at_fork(after_in_child=_reset_in_child)
 
 
 class RocketMQTemplate:
@@ -108,7 +53,7 @@ class RocketMQTemplate:
 
     def __init__(self, settings: RocketMQSettings | None = None) -> None:
         self._settings = settings
-        self._producer: ProcessLocalClient[Producer] = ProcessLocalClient(self._make_producer)
+        self._producer: ProcessLocalClient[Producer] = ProcessLocalClient(self._make_producer, name="Django producer")
         self._converter: MessageConverter | None = None
 
     # ------------------------------------------------------------------ plumbing
@@ -154,10 +99,9 @@ class RocketMQTemplate:
                                          delay_level=delay_level)
 
     def close(self) -> None:
-        """Shut this process's producers down (``AppConfig`` does it at interpreter exit)."""
+        """Shut this process's producers down now, template and transactional (interpreter exit does it
+        too); the next send makes new ones."""
         self._producer.close()
-        from . import transactions
-
         transactions.close()
 
     # ------------------------------------------------------------------ sends
@@ -293,10 +237,8 @@ class RocketMQTemplate:
                             timeout_ms: float | None = None) -> Any:
         """Transactional message bound to the database (``sendMessageInTransaction``): see
         :func:`rocketmq_sdk.integrations.django.transactions.send_in_transaction`."""
-        from .transactions import send_in_transaction
-
         msg = self.message(destination, payload, keys=keys, headers=headers)
-        return send_in_transaction(msg, local_transaction, arg, template=self, timeout_ms=timeout_ms)
+        return transactions.send_in_transaction(msg, local_transaction, arg, template=self, timeout_ms=timeout_ms)
 
 
 _default: RocketMQTemplate | None = None

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import logging
 import platform
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -122,6 +124,9 @@ class GrpcConnection:
         self.client_id = client_id
         self.namespace = namespace or ""
         self._ak, self._sk, self._token = access_key, secret_key, security_token
+        self._headers: tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = (-1, (), ())
+        self._request_ids = itertools.count()
+        self._request_ids_prefix = f"{uuid.uuid4()}-"
         # a proxy that went away is tried again after 0.2 s, doubling up to 2 s (gRPC's default
         # grows to 120 s): calls fail fast (RemotingConnectError) until it is back
         options = [("grpc.enable_retries", 0), ("grpc.max_receive_message_length", -1),
@@ -146,16 +151,28 @@ class GrpcConnection:
 
     # -- metadata -----------------------------------------------------------------------------
     def metadata(self) -> tuple[tuple[str, str], ...]:
-        """The 5.x headers of one request (a fresh date and request id each time)."""
-        now = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        md = [(LANGUAGE, "PYTHON"), (PROTOCOL, "GRPC_V2"), (CLIENT_VERSION, __version__), (DATE_TIME, now),
-              (REQUEST_ID, str(uuid.uuid4())), (CLIENT_ID, self.client_id), (NAMESPACE, self.namespace)]
+        """The 5.x headers of one request: the date (UTC, to the second) and its signature, a
+        request id unique to this request (this connection's random prefix and a counter)."""
+        second = int(time.time())
+        cached = self._headers
+        if cached[0] != second:
+            cached = self._headers_of(second)
+        _, head, tail = cached
+        return (*head, (REQUEST_ID, f"{self._request_ids_prefix}{next(self._request_ids):08x}"), *tail)
+
+    def _headers_of(self, second: int) -> tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+        """The headers of requests made during ``second`` (cached: the date and the signature change
+        once a second)."""
+        now = datetime.fromtimestamp(second, UTC).strftime("%Y%m%dT%H%M%SZ")
+        head = ((LANGUAGE, "PYTHON"), (PROTOCOL, "GRPC_V2"), (CLIENT_VERSION, __version__), (DATE_TIME, now))
+        tail = [(CLIENT_ID, self.client_id), (NAMESPACE, self.namespace)]
         if self._ak and self._sk:
-            md.append((AUTHORIZATION, f"MQv2-HMAC-SHA1 Credential={self._ak}, SignedHeaders={DATE_TIME}, "
-                                      f"Signature={signature(self._sk, now)}"))
+            tail.append((AUTHORIZATION, f"MQv2-HMAC-SHA1 Credential={self._ak}, SignedHeaders={DATE_TIME}, "
+                                        f"Signature={signature(self._sk, now)}"))
             if self._token:
-                md.append(("x-mq-session-token", self._token))
-        return tuple(md)
+                tail.append(("x-mq-session-token", self._token))
+        self._headers = (second, head, tuple(tail))
+        return self._headers
 
     # -- calls ----------------------------------------------------------------------------------
     def call(self, name: str, request: Any, timeout_s: float) -> Any:

@@ -21,6 +21,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rocketmq_broker.broker.request_table import BROKER_REQUESTS
+from rocketmq_broker.broker.requests import Body
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk.exceptions import RemotingTimeoutError
 from rocketmq_sdk.protocol import fastjson, headers
@@ -69,11 +71,20 @@ def _bodies():
                      NAME, NAME, st.integers(-(2**40), 2**40))
     group = st.builds(lambda g, n: {"groupName": g, "retryQueueNums": n, "retryMaxTimes": n}, NAME,
                       st.integers(-(2**40), 2**40))
-    return {int(RequestCode.HEART_BEAT): heartbeat, int(RequestCode.LOCK_BATCH_MQ): lock,
-            int(RequestCode.UNLOCK_BATCH_MQ): lock, int(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP): group}
+    return {Body.HEARTBEAT: heartbeat, Body.LOCK_BATCH: lock, Body.SUBSCRIPTION_GROUP: group}
 
 
+#: the JSON body of each kind the broker's request table declares (``RequestSpec.body``)
 BODIES = _bodies()
+
+
+def _own_header_keys(code: int) -> list[str]:
+    """The fields of the header class the broker's request table declares for ``code`` (none
+    for a code without one)."""
+    spec = BROKER_REQUESTS.get(code)
+    if spec is None or spec.header is None:
+        return []
+    return [key for _attr, key, _parser in spec.header._get_spec()]
 # requests that would stop the servers being useful for the next examples (their hostile fields
 # are still covered through the other codes sharing their header fields)
 SKIP = {int(RequestCode.UPDATE_BROKER_CONFIG), int(RequestCode.UPDATE_NAMESRV_CONFIG),
@@ -102,13 +113,16 @@ def _codes(server) -> list[int]:
 def requests(draw, broker_codes, namesrv_codes):
     to_broker = draw(st.booleans())
     code = draw(st.sampled_from(broker_codes if to_broker else namesrv_codes))
-    keys = draw(st.sampled_from(HEADER_SPECS))
+    own = _own_header_keys(code) if to_broker else []
+    # half the time the handler's own header (from the request table), else any header's fields
+    keys = own if own and draw(st.booleans()) else draw(st.sampled_from(HEADER_SPECS))
     ext = {k: draw(VALUE) for k in keys if draw(st.booleans())}
     if code == int(RequestCode.PULL_MESSAGE):  # no long-poll hold: an answer at once is the rule here
         ext["sysFlag"] = "0"
     body = b""
-    if code in BODIES:
-        body = fastjson.dumps(draw(BODIES[code])).encode()
+    spec = BROKER_REQUESTS.get(code) if to_broker else None
+    if spec is not None and spec.body is not None:
+        body = fastjson.dumps(draw(BODIES[spec.body])).encode()
     return to_broker, code, ext, body
 
 

@@ -20,7 +20,7 @@ from django.urls import reverse
 from rocketmq_broker import embedded
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
-from rocketmq_sdk.integrations.django.console import service
+from rocketmq_sdk.integrations.django.console import lifecycle, service
 from rocketmq_sdk.integrations.django.console.models import ChartPoint, LagAlarm, LagThreshold
 from rocketmq_sdk.integrations.django.console.monitor import check_thresholds
 from rocketmq_sdk.integrations.django.console.sampler import Sample, Sampler
@@ -599,7 +599,7 @@ class MasterDownTests(TestCase):
         with embedded.start_cluster(("broker-s",), slaves=1, broker_role="SYNC_MASTER",
                                     broker_config={"slave_sync_interval": 300}) as cluster, \
                 override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr}):
-            service.reset_clients()
+            lifecycle.reset_clients()
             try:
                 self.client.login(username="op2", password="op2-pw")
                 adm = service.admin()
@@ -623,7 +623,7 @@ class MasterDownTests(TestCase):
                 self.assertEqual(len(resp.context["results"]), 1)
                 self.assertContains(resp, "down-3")
             finally:
-                service.reset_clients()
+                lifecycle.reset_clients()
 
 
 class TraceTimelineTests(SimpleTestCase):
@@ -670,7 +670,7 @@ class AclTests(TestCase):
     def test_accounts_and_white_list_managed_and_secrets_never_audited(self) -> None:
         # ACL off on the shared cluster: no ACL link, no page
         self.client.login(username="aclop", password="aclop-pw")
-        service.reset_clients()
+        lifecycle.reset_clients()
         self.assertNotContains(self.client.get(url("cluster")), 'id="nav-acl"')
         self.assertEqual(self.client.get(url("acl")).status_code, 404)
         with tempfile.TemporaryDirectory() as tmp:
@@ -681,7 +681,7 @@ class AclTests(TestCase):
                     as cluster, override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr,
                                                                     "ACCESS_KEY": "ConsoleAdmin",
                                                                     "SECRET_KEY": "console-admin-1"}):
-                service.reset_clients()
+                lifecycle.reset_clients()
                 try:
                     resp = self.client.get(url("acl"))
                     self.assertContains(resp, 'id="nav-acl"')
@@ -711,7 +711,7 @@ class AclTests(TestCase):
                     data = yaml.safe_load(open(path, encoding="utf-8"))
                     self.assertNotIn("ConsoleUser1", [a["accessKey"] for a in data["accounts"]])
                 finally:
-                    service.reset_clients()
+                    lifecycle.reset_clients()
 
 
 class BodyPreviewTests(SimpleTestCase):
