@@ -293,24 +293,13 @@ static PyObject *encode_rows(PyObject *self, PyObject *args) {
                 const char *v, *k;
                 Py_ssize_t vn, kn;
                 r = col_get(&pvals, j, &v, &vn);
-                if (r == FAILED)
-                    goto done;
-                if (r == FALLBACK) {
-                    fallback = 1;
-                    break;
-                }
-                if (r == 0)
+                if (r == 0) /* a null value: left out */
                     continue;
-                r = col_get(&pkeys, j, &k, &kn);
+                if (r == TEXT_OK && (r = col_get(&pkeys, j, &k, &kn)) == 0)
+                    kn = 0, k = "", r = TEXT_OK;
                 if (r == FAILED)
                     goto done;
-                if (r == FALLBACK) {
-                    fallback = 1;
-                    break;
-                }
-                if (r == 0)
-                    kn = 0, k = "";
-                if (np == MAX_PROPS) {
+                if (r == FALLBACK || np == MAX_PROPS) {
                     fallback = 1;
                     break;
                 }
