@@ -83,8 +83,13 @@ def plan_for(mapper: Any, producer: Any, selector: Any, batch_size: int) -> tupl
     """The fast-path plan for this recipe and producer, or ``(None, why not)``."""
     from rocketmq_sdk import Producer, SelectMessageQueueByHash
 
-    prefix = getattr(mapper, "prefix", None) if type(mapper).__name__ == "RowIdKeys" else None
-    inner = mapper.mapper if prefix is not None else mapper
+    try:
+        from .stream_writer import RowIdKeys
+    except ImportError:  # no PySpark data source API: no streaming writer either
+        RowIdKeys = None  # noqa: N806
+    row_ids = RowIdKeys is not None and isinstance(mapper, RowIdKeys)
+    prefix = mapper.prefix if row_ids else None
+    inner = mapper.mapper if row_ids else mapper
     if batch_size < 2:
         return None, "batch_size 1"
     if type(inner) is not RowMessageMapper:
