@@ -160,9 +160,11 @@ def _groups(batch: Any, column: str, queue_count: int) -> Any:
     from rocketmq_sdk.producer.selector import java_hash_code
 
     col = batch.column(column)
-    if not _is_text(col.type):
-        raise TypeError(f"selector column {column!r} of type {col.type}")
-    enc = pc.fill_null(col.cast(pa.string()), "").dictionary_encode()
+    if _is_text(col.type):
+        text = pc.fill_null(col.cast(pa.string()), "")
+    else:  # as RowMessageMapper.selector_arg: str() of the row's value
+        text = pa.array(["" if v is None else str(v) for v in col.to_pylist()], pa.string())
+    enc = text.dictionary_encode()
     table = np.fromiter((abs(java_hash_code(v)) % queue_count for v in enc.dictionary.to_pylist()),
                         dtype=np.int32, count=len(enc.dictionary))
     return np.ascontiguousarray(table[enc.indices.to_numpy(zero_copy_only=False)], dtype="<i4")

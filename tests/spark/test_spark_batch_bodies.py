@@ -189,6 +189,8 @@ RECIPES = {
     "columns (binary body, keys column, properties map)": dict(
         body="payload", tag_col="carrier", keys_col="k", properties_fn=ColumnValue("props")),
     "JSON body without some columns, no selector": dict(keys_col="k", exclude_from_body=("payload", "props")),
+    "selector and tag of other types (float, timestamp)": dict(body="payload", tag_col="time_hour", keys_col="k",
+                                                              selector_col="dep_delay"),
 }
 
 
