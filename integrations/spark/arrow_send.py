@@ -79,8 +79,10 @@ def _plain_template(template: str) -> list[tuple[str, str | None]] | None:
     return out
 
 
-def plan_for(mapper: Any, producer: Any, selector: Any, batch_size: int) -> tuple[ArrowPlan | None, str]:
-    """The fast-path plan for this recipe and producer, or ``(None, why not)``."""
+def plan_for(mapper: Any, producer: Any, selector: Any, batch_size: int,
+             schema: Any = None) -> tuple[ArrowPlan | None, str]:
+    """The fast-path plan for this recipe and producer (and the batches' Arrow ``schema`` when
+    given), or ``(None, why not)``."""
     from rocketmq_sdk import Producer, SelectMessageQueueByHash
 
     try:
@@ -110,7 +112,37 @@ def plan_for(mapper: Any, producer: Any, selector: Any, batch_size: int) -> tupl
         return None, "a selector function"
     if inner.selector_col is not None and selector is not None and type(selector) is not SelectMessageQueueByHash:
         return None, f"a {type(selector).__name__} selector"
+    if schema is not None:
+        why = _schema_mismatch(inner, schema)
+        if why:
+            return None, why
     return ArrowPlan(inner, prefix), ""
+
+
+def _schema_mismatch(m: RowMessageMapper, schema: Any) -> str:
+    """Why the columns of ``schema`` do not suit the fast path ("" when they do): a named column
+    missing (the Message path says which), keys that are not strings (the Message path takes
+    other values as iterables of keys), properties that are not a ``map<string,string>``."""
+    import pyarrow as pa
+
+    names = set(schema.names)
+    wanted = [c for c in (m.body if isinstance(m.body, str) else None, m.tag_col, m.keys_col, m.selector_col,
+                          m.properties_fn.column if m.properties_fn is not None else None) if c is not None]
+    for fn in (m.tag_fn, m.keys_fn):
+        if fn is not None:
+            wanted += [f for _, f in _plain_template(fn.template) or [] if f is not None]
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        return f"no column {missing[0]!r}"
+    if m.keys_col is not None:
+        t = schema.field(m.keys_col).type
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
+            return f"a keys column of type {t}"
+    if m.properties_fn is not None:
+        t = schema.field(m.properties_fn.column).type
+        if not (pa.types.is_null(t) or (pa.types.is_map(t) and _is_text(t.key_type) and _is_text(t.item_type))):
+            return f"a properties column of type {t}"
+    return ""
 
 
 def _text_col(col: Any) -> tuple[Any, Any, Any]:

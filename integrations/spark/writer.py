@@ -12,6 +12,7 @@ Delivery is at-least-once: a send that fails fails the Spark task; if Spark retr
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -171,7 +172,12 @@ def send_batches(batches: Iterable[Any], mapper: Any, producer: Any, *, selector
     Raises:
         IllegalArgumentError, rocketmq_sdk.exceptions.MQError: as :func:`send_rows`.
     """
-    plan, why = plan_for(mapper, producer, selector, batch_size)
+    it = iter(batches)
+    first = next(it, None)
+    if first is None:
+        return 0
+    batches = itertools.chain([first], it)
+    plan, why = plan_for(mapper, producer, selector, batch_size, first.schema)
     if plan is None:
         logger.debug("writing through Message objects: %s", why)
         rows = arrow_rows(batches, row_objects=needs_row_objects(getattr(mapper, "mapper", mapper)))

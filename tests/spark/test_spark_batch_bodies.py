@@ -337,3 +337,19 @@ def test_json_rows_are_the_bytes_row_to_json_writes(table):
     exclude = tuple(sorted(exclude))
     got = json_rows(_plain_batch(batch), exclude).to_pylist()
     assert got == [row_to_json(r, exclude) for r in arrow_rows([batch])]
+
+
+def test_columns_the_fast_path_would_read_otherwise_take_the_message_path():
+    schema = flights_like(5).schema
+    producer = RecordingProducer()
+
+    def why(**kw):
+        return arrow_send.plan_for(RowMessageMapper("T", **kw), producer, None, 32, schema)[1]
+
+    assert why(keys_col="k", tag_col="carrier") == ""
+    assert why(keys_col="flight") == "a keys column of type int64"  # the Message path iterates such keys
+    assert why(properties_fn=ColumnValue("carrier")) == "a properties column of type string"
+    assert why(tag_col="nope") == "no column 'nope'"
+    assert why(keys_fn=FieldTemplate("{k}-{nope}")) == "no column 'nope'"
+    with pytest.raises(IllegalArgumentError, match=r"row 0 of the partition makes no message"):
+        send_batches(iter([flights_like(3)]), RowMessageMapper("T", keys_col="flight"), producer, batch_size=4)
