@@ -204,7 +204,7 @@ class BrokerController:
                 self.ha_client.update_master_address(fixed)
             self.ha_client.start()
             self.slave_sync.start()
-        else:
+        elif self.dledger is None:  # a DLedger member starts them when it becomes master
             self.schedule.start(loop)
             self.transactions.start(loop)
             if self.pop is not None:

@@ -79,7 +79,13 @@ class ScheduleService:
         inner.properties_string = encode_properties(props)
         return inner
 
+    @property
+    def running(self) -> bool:
+        return bool(self._tasks)
+
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._tasks:
+            return
         for level in sorted(self.levels):
             self._wakeups[level] = asyncio.Event()
             self._tasks.append(loop.create_task(self._run_level(level)))
@@ -90,9 +96,10 @@ class ScheduleService:
             ev.set()
 
     async def stop(self) -> None:
-        for t in self._tasks:
+        tasks, self._tasks = self._tasks, []
+        for t in tasks:
             t.cancel()
-        for t in self._tasks:
+        for t in tasks:
             try:
                 await t
             except (asyncio.CancelledError, Exception):  # noqa: BLE001
@@ -143,7 +150,8 @@ class ScheduleService:
 
     async def _deliver(self, msg, level: int, queue_offset: int) -> bool:
         """Re-put a due message to its real topic. Returns False only when the store refuses
-        writes for now (SERVICE_NOT_AVAILABLE: disk full, shutting down), so the level retries
+        writes for now (SERVICE_NOT_AVAILABLE: disk full, shutting down, no longer the DLedger
+        leader; OS_PAGECACHE_BUSY: busy, a DLedger leadership transfer), so the level retries
         the same message later; a message that can never be delivered (illegal real topic or
         queue, refused by the store as illegal, failing put) is logged at ERROR and skipped, as
         Java's ``ScheduleMessageService`` skips it, so one message never blocks its level."""
@@ -158,7 +166,8 @@ class ScheduleService:
         else:
             if result is not None and result.is_ok():
                 return True
-            if result is not None and result.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+            if result is not None and result.put_message_status in (PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                                                                    PutMessageStatus.OS_PAGECACHE_BUSY):
                 return False
             problem = result.put_message_status.value if result is not None else "store not running"
         log.error("schedule level %d: skipping undeliverable message %s at queue offset %d (real topic %r): %s",

@@ -143,9 +143,17 @@ class DLedgerBroker:
                     continue
                 self.store.become_master()
                 cfg.broker_id, cfg.broker_role = 0, "SYNC_MASTER"
+                # Java changeToMaster → startProcessorByHa: delayed delivery and transaction checks
+                self.broker.schedule.load()  # the delay offsets copied from the old master
+                loop = asyncio.get_running_loop()
+                self.broker.schedule.start(loop)
+                self.broker.transactions.start(loop)
             else:
                 was_master = self.is_master or cfg.broker_id == 0
                 self.store.become_slave()
+                # Java changeToSlave → shutdownProcessorByHa
+                await self.broker.schedule.stop()
+                await self.broker.transactions.stop()
                 if not was_master and cfg.broker_id == self.slave_id and cfg.broker_role == "SLAVE":
                     continue  # already a slave: nothing to register
                 cfg.broker_id, cfg.broker_role = self.slave_id, "SLAVE"

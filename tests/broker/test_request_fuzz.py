@@ -170,7 +170,8 @@ def test_the_store_loads_after_the_fuzz(fuzz_cluster, tmp_path):
         again.stop()
 
 
-# -- DLedger frames (issue 27): hostile VOTE / HEART_BEAT / PUSH bodies at a running group ------
+# -- DLedger frames (issue 27): hostile VOTE / HEART_BEAT / PUSH / METADATA / LEADERSHIP_TRANSFER
+# bodies at a running group ---------------------------------------------------------------------
 def _dledger_bodies():
     import base64
 
@@ -196,8 +197,13 @@ def _dledger_bodies():
         optional={"commitIndex": num, "entry": mostly(entry, st.one_of(st.none(), st.just([]))),
                   "batchEntry": mostly(st.just([]), st.one_of(st.lists(entry, max_size=3), HOSTILE))})
 
+    metadata = st.fixed_dictionaries(base, optional={"code": absurd})
+    transfer = st.fixed_dictionaries({**base, "transferId": ids, "transfereeId": ids},
+                                     optional={"takeLeadershipLedgerIndex": absurd, "code": absurd})
     return [(int(DLedgerRequestCode.VOTE), vote), (int(DLedgerRequestCode.HEART_BEAT), heartbeat),
             (int(DLedgerRequestCode.PUSH), push), (int(DLedgerRequestCode.PUSH), push),
+            (int(DLedgerRequestCode.METADATA), metadata),
+            (int(DLedgerRequestCode.LEADERSHIP_TRANSFER), transfer),
             (int(DLedgerRequestCode.PULL), st.just({})), (int(DLedgerRequestCode.APPEND), st.just({}))]
 
 

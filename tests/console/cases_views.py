@@ -626,6 +626,45 @@ class MasterDownTests(TestCase):
                 lifecycle.reset_clients()
 
 
+class DLedgerClusterTests(TestCase):
+    """A DLedger group of its own (three reference brokers in one process): the cluster page shows
+    its leader, term and each member's log index and lag."""
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        make_user("op3", "view_console")
+
+    def test_cluster_page_shows_leader_term_and_member_lag(self) -> None:
+        with embedded.start_dev_cluster(in_process=True, cluster="dledger") as cluster, \
+                override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr}):
+            lifecycle.reset_clients()
+            try:
+                self.client.login(username="op3", password="op3-pw")
+                with Producer("dl_console_pg", cluster.namesrv_addr) as prod:
+                    for i in range(5):
+                        prod.send(Message("DLConsole", f"m{i}".encode()))
+                master = cluster.broker
+                node = master.dledger.node
+                end = node.ledger.end_index
+                wait_until(lambda: all(b.dledger.node.ledger.end_index == end for b in cluster._servers[1:]), 20,
+                           "every member holding the whole log")
+                wait_until(lambda: set(node.peer_status().values()) == {end}, 20, "the leader's water marks")
+                resp = self.client.get(url("cluster"))
+                self.assertContains(resp, 'id="dledger-broker-a"')
+                group = resp.context["clusters"][0][2][0]
+                self.assertEqual((group["name"], group["leader"], group["term"]),
+                                 ("broker-a", node.config.self_id, node.term))
+                self.assertEqual([(m["id"], m["index"], m["lag"]) for m in group["members"]],
+                                 [(f"n{i}", end, 0) for i in range(3)])
+                roles = {m["id"]: m["role"] for m in group["members"]}
+                self.assertEqual(roles.pop(node.config.self_id), "LEADER")
+                self.assertEqual(set(roles.values()), {"FOLLOWER"})
+                self.assertContains(resp, f'<span class="dledger-leader">{node.config.self_id}</span>')
+                self.assertContains(resp, f'<span class="dledger-term">{node.term}</span>')
+            finally:
+                lifecycle.reset_clients()
+
+
 class TraceTimelineTests(SimpleTestCase):
     def test_axis_labels_are_distinct_and_records_of_one_ms_in_the_order_they_happen(self) -> None:
         self.assertEqual(axis_ticks(1), [0, 1])
