@@ -7,7 +7,7 @@ import pytest
 from rocketmq_sdk import Message, Producer, PushConsumer
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
-from tests.conftest import Received
+from tests.conftest import Received, env_broker_config
 
 from .helpers import FAST, owned, unique, wait_until
 
@@ -47,7 +47,7 @@ def test_dev_command_flag_enables_sql92():
     process start_dev_cluster runs) accepts SQL92 subscriptions."""
     topic, group = unique("TopicSqlDev"), unique("cg")
     got = Received()
-    with embedded.start_dev_cluster(broker_config={"enable_property_filter": True}) as c, \
+    with embedded.start_dev_cluster(broker_config={"enable_property_filter": True, **env_broker_config()}) as c, \
             Producer(unique("pg"), c.namesrv_addr) as p:
         p.send(Message(topic, b"create", properties={"a": "0"}))
         consumer = PushConsumer(group, c.namesrv_addr, instance_name="sqldev", **FAST)
