@@ -51,16 +51,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harness import (  # noqa: E402
-    git_head,
-    git_span,
-    machine_info,
-    proc_cpu_s,
-    runtime_info,
-    runtime_line,
-    settle,
-    write_results,
-)
+import harness  # noqa: E402
+from harness import git_head, git_span, machine_info, proc_cpu_s, runtime_info, runtime_line, settle  # noqa: E402
 
 WORKER = HERE / "_worker.py"
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
@@ -469,7 +461,7 @@ def main() -> int:
     print(md)
     if not args.no_write:
         stem = started.strftime("%Y-%m-%d") + ("-quick" if args.quick else "")
-        prog.line(f"wrote {write_results(args.out_dir, stem, doc, md)}.json and .md")
+        prog.line(f"wrote {harness.write_results(args.out_dir, stem, doc, md)}.json and .md")
     return 0
 
 
