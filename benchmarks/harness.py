@@ -1,7 +1,8 @@
 """Helpers shared by the benchmark scripts (``run.py``, ``broker_send.py``, ``spark_writer.py``,
 ``backlog.py`` and the tools in ``profiling/``): CPU of processes, the git commit and machine a
 result was measured on, the run-time line of a results header (C accelerators, event loop, zlib),
-and the pipelined load generator of pre-encoded SDK send frames.
+writing a result's ``.json`` and ``.md``, and the pipelined load generator of pre-encoded SDK send
+frames.
 """
 
 from __future__ import annotations
