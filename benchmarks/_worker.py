@@ -223,25 +223,32 @@ def run_sdk_lite_consume(a: dict) -> dict:
     return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
 
 
+class Consumed:
+    """A consume scenario's count (listeners add from any thread); ``done`` is set once it
+    reaches ``target``."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.count = 0
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.count += n
+            if self.count >= self.target:
+                self.done.set()
+
+
 def run_sdk_consume(a: dict) -> dict:
     if a.get("consumer") == "lite":
         return run_sdk_lite_consume(a)
-    target, max_s = a["max_count"], a["max_seconds"]
-    lock = threading.Lock()
-    got = [0]
-    done = threading.Event()
-
-    def on_msgs(msgs: list) -> None:
-        with lock:
-            got[0] += len(msgs)
-            if got[0] >= target:
-                done.set()
-
-    c = sdk_consumer(a, on_msgs)
+    got = Consumed(a["max_count"])
+    c = sdk_consumer(a, lambda msgs: got.add(len(msgs)))
     with Measure() as m:  # start-up (route, rebalance, offsets) is part of draining a backlog
         c.start()
-        done.wait(max_s)
-    count = got[0]
+        got.done.wait(a["max_seconds"])
+    count = got.count
     c.shutdown()
     return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
 
@@ -405,22 +412,12 @@ def cpp_consumer(a: dict, on_body: Any) -> tuple[Any, Any]:
 
 
 def run_cpp_consume(a: dict) -> dict:
-    target, max_s = a["max_count"], a["max_seconds"]
-    lock = threading.Lock()
-    got = [0]
-    done = threading.Event()
-
-    def on_body(_body: bytes) -> None:
-        with lock:
-            got[0] += 1
-            if got[0] >= target:
-                done.set()
-
-    c, cb = cpp_consumer(a, on_body)
+    got = Consumed(a["max_count"])
+    c, cb = cpp_consumer(a, lambda _body: got.add(1))
     with Measure() as m:
         cpp_start(c)
-        done.wait(max_s)
-    count = got[0]
+        got.done.wait(a["max_seconds"])
+    count = got.count
     cpp_shutdown(c)
     del cb
     return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
