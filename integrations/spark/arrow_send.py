@@ -20,7 +20,7 @@ With ``batch_size > 1`` and a recipe whose parts are columns (or the row as JSON
 
 Bad rows (a null body, a tag with ``||`` ...) are found before anything of their Arrow batch is
 sent; the error names the row and column with the same words as the ``Message`` path (the row
-is checked again by :func:`.writer.checked_messages` to say it), or, with a bad-rows topic, the
+is checked again by :func:`.row_checks.checked_messages` to say it), or, with a bad-rows topic, the
 row goes there as JSON with the reason in its properties (:data:`BAD_ROW_REASON`).
 
 Any other recipe (a user function, a delay column, another selector, a producer that is not
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from .arrow_json import json_rows
 from .batch_bodies import CODE_NAMES, encode_rows
 from .batching import QueueBatcher
 from .mapping import ColumnValue, FieldTemplate, RowMessageMapper, _json_default
+from .row_checks import BadRowHandler, checked_messages, max_message_size_of
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
 
@@ -50,9 +51,6 @@ BAD_ROW_TOPIC = "BAD_ROW_TOPIC"
 """Property of a row sent to the bad-rows topic: the topic it was meant for."""
 BAD_ROW_INDEX = "BAD_ROW_INDEX"
 """Property of a row sent to the bad-rows topic: its index in the Spark partition."""
-
-BadRowHandler = Callable[[Any, int, str], None]
-"""``handler(row, index, reason)``: a bad row (a dict) and why; raising stops the write."""
 
 
 @dataclass(frozen=True)
@@ -226,11 +224,10 @@ class ArrowSender:
 
     def __init__(self, plan: ArrowPlan, producer: Any, *, batch_size: int, max_batch_bytes: int,
                  send_timeout_ms: int, on_bad: BadRowHandler | None = None) -> None:
-        from .writer import _max_message_size
 
         self.plan, self.mapper, self.producer = plan, plan.mapper, producer
         self.batch_size, self.max_batch_bytes = batch_size, max_batch_bytes
-        self.max_body = _max_message_size(producer)
+        self.max_body = max_message_size_of(producer)
         self.on_bad = on_bad
         self.batcher = QueueBatcher(producer, batch_size, send_timeout_ms, max_batch_bytes)
         self.queues = producer.fetch_publish_queues(self.mapper.topic) if self.mapper.uses_selector else None
@@ -361,7 +358,6 @@ class ArrowSender:
         from rocketmq_sdk.exceptions import IllegalArgumentError
 
         from .arrow_rows import arrow_rows
-        from .writer import checked_messages
 
         for i, code in sorted(bad):
             index = self.rows + i

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
 from .arrow_rows import arrow_rows, needs_row_objects
-from .arrow_send import ArrowSender, BadRowHandler, bad_rows_sender, plan_for
+from .arrow_send import ArrowSender, bad_rows_sender, plan_for
 from .batching import DEFAULT_MAX_BATCH_BYTES, send_rows_batched
 from .mapping import RowFn, RowMessageMapper
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerSpec, get_producer
+from .row_checks import checked_messages, max_message_size_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
 
-DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 """The producer's ``max_message_size`` when it has no config to tell (Java's default, 4 MiB)."""
 
 
@@ -103,7 +103,7 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
 
         selector = SelectMessageQueueByHash()
     on_bad = bad_rows_sender(producer, bad_rows_topic, mapper.topic, send_timeout_ms) if bad_rows_topic else None
-    messages = checked_messages(rows, mapper, _max_message_size(producer), on_bad=on_bad)
+    messages = checked_messages(rows, mapper, max_message_size_of(producer), on_bad=on_bad)
     if batch_size > 1:
         sent, not_ok = send_rows_batched(messages, mapper, producer, selector=selector, batch_size=batch_size,
                                          send_timeout_ms=send_timeout_ms, max_batch_bytes=max_batch_bytes)
@@ -122,44 +122,6 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
             not_ok += 1
     _warn_not_ok(not_ok, sent)
     return sent
-
-
-def _max_message_size(producer: Any) -> int:
-    return int(getattr(getattr(producer, "config", None), "max_message_size", DEFAULT_MAX_MESSAGE_SIZE))
-
-
-def checked_messages(rows: Iterable[Any], mapper: Any, max_message_size: int, *, first_index: int = 0,
-                     on_bad: BadRowHandler | None = None) -> Iterator[tuple[Any, Any]]:
-    """``(message, row)`` for each row, checked before anything of it is sent.
-
-    Args:
-        first_index: the index of the first row in its partition (error messages count from it).
-        on_bad: ``handler(row, index, reason)`` called for each bad row (then skipped); without
-            one the first bad row raises.
-
-    Raises:
-        IllegalArgumentError: the row makes no valid message, or its body is empty or over
-            ``max_message_size`` bytes; the message says which row (index in the partition) and column.
-    """
-    body_col = mapper.body if isinstance(mapper.body, str) else None
-    what = f"column {body_col!r}" if body_col else "the body"
-    for index, row in enumerate(rows, first_index):
-        try:
-            try:
-                msg = mapper.to_message(row)
-            except (IllegalArgumentError, KeyError, ValueError, TypeError) as exc:
-                raise IllegalArgumentError(f"row {index} of the partition makes no message: {exc}") from exc
-            size = len(msg.body)
-            if not size or size > max_message_size:
-                raise IllegalArgumentError(
-                    f"row {index} of the partition: {what} is {'empty' if not size else f'{size} bytes'}; "
-                    f"a message body must be 1..{max_message_size} bytes (max_message_size)")
-        except IllegalArgumentError as exc:
-            if on_bad is None:
-                raise
-            on_bad(row, index, str(exc))
-            continue
-        yield msg, row
 
 
 def send_batches(batches: Iterable[Any], mapper: Any, producer: Any, *, selector: Any = None,
