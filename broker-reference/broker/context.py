@@ -89,6 +89,8 @@ class BrokerContext:
         self.dledger: RuntimeInfoSource | None = None  # DLedger mode
         #: set by the controller while it runs: wakes its name-server registration loop
         self.register_soon: asyncio.Event | None = None
+        #: futures resolved when the registration round started after they were added has been sent
+        self.registration_waiters: list[asyncio.Future] = []
 
     @property
     def is_master(self) -> bool:
@@ -129,6 +131,18 @@ class BrokerContext:
         """Register with the name servers now rather than at the next period (a topic changed)."""
         if self.register_soon is not None:
             self.register_soon.set()
+
+    def register_to_namesrv_before_answering(self) -> asyncio.Future | None:
+        """Register now, and a future resolved once the registration has been written to every
+        name server (None when no registration loop runs): a send that auto-created its topic is
+        answered after it, as Java's ``createTopicInSendMessageMethod`` calls ``registerBrokerAll``
+        before the send is answered — a client that routes the topic right after SEND_OK finds it."""
+        if self.register_soon is None:
+            return None
+        fut = asyncio.get_running_loop().create_future()
+        self.registration_waiters.append(fut)
+        self.register_soon.set()
+        return fut
 
     def notify_consumer_ids_changed(self, group: str) -> None:
         """Send NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every connection of ``group``."""

@@ -328,7 +328,13 @@ class BrokerController:
                 assert soon is not None
                 await asyncio.wait_for(soon.wait(), period)
                 soon.clear()
-                await self.register_all(oneway=True)
+                waiters, self.ctx.registration_waiters = self.ctx.registration_waiters, []
+                try:
+                    await self.register_all(oneway=True)
+                finally:
+                    for fut in waiters:
+                        if not fut.done():
+                            fut.set_result(None)
             except TimeoutError:
                 await self.register_all(oneway=False)
             except asyncio.CancelledError:

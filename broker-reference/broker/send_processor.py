@@ -10,6 +10,8 @@ request is a batch is decided by the header's ``batch`` flag (the C++ client sen
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import random
 import time
 from typing import TYPE_CHECKING
@@ -58,6 +60,8 @@ from .requests import (
 )
 
 if TYPE_CHECKING:
+    from rocketmq_sdk.protocol.bodies import TopicConfig
+
     from .context import BrokerContext
 
 _STATUS_CODES = {
@@ -76,6 +80,16 @@ _PYTHON = int(LanguageCode.PYTHON)
 _new_command = object.__new__
 _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _PERM_WRITE = int(PermName.WRITE)
+#: longest wait for the registration of an auto-created topic before its first send is answered (s)
+_REGISTRATION_WAIT_S = 3.0
+
+
+async def _answer_after(registered: asyncio.Future, answer):
+    """``answer`` (a response or a future of one) once ``registered`` is done, or after
+    :data:`_REGISTRATION_WAIT_S` at the most (an unreachable name server delays, never fails, a send)."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(registered), _REGISTRATION_WAIT_S)
+    return await answer if inspect.isawaitable(answer) else answer
 
 
 def topic_refusal(cmd: RemotingCommand, topic: str) -> RemotingCommand | None:
@@ -154,7 +168,14 @@ class SendProcessor:
                 if tc is None:
                     return cmd.response(ResponseCode.TOPIC_NOT_EXIST,
                                         f"topic[{topic}] not exist, apply first please!")
-                b.register_to_namesrv_soon()
+                registered = b.register_to_namesrv_before_answering()
+                if registered is not None:
+                    return _answer_after(registered, self._send_to(ch, cmd, h, topic, tc))
+        return self._send_to(ch, cmd, h, topic, tc)
+
+    def _send_to(self, ch: Channel, cmd: RemotingCommand, h: SendMessageRequestHeader, topic: str,
+                 tc: TopicConfig):
+        b = self.broker
         if not tc.perm & _PERM_WRITE:  # PermName.is_writeable
             return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         queue_id = h.queue_id if h.queue_id is not None else -1

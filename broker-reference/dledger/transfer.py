@@ -26,12 +26,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rocketmq_sdk.remoting.channel import Channel
 from rocketmq_sdk.remoting.command import RemotingCommand
 
-from .member_state import Role
+from .config import DLedgerConfig
+from .ledger import DLedgerLedger
+from .member_state import MemberState, Role
 from .protocol import (
     DLedgerCode,
     DLedgerProtocolError,
@@ -42,19 +44,39 @@ from .protocol import (
     MetadataResponse,
 )
 
-if TYPE_CHECKING:
-    from .node import DLedgerNode
-
-__all__ = ["LeadershipTransfer"]
+__all__ = ["LeadershipTransfer", "TransferHost"]
 
 log = logging.getLogger("rocketmq_broker.dledger")
+
+
+class TransferHost(Protocol):
+    """What a transfer reads and drives on its member (:class:`~.node.DLedgerNode` is one)."""
+
+    config: DLedgerConfig
+    ledger: DLedgerLedger
+    state: MemberState
+    dispatchers: dict[str, Any]
+    peers_live: dict[str, bool]
+    need_increase_term: bool
+    _wake: asyncio.Event
+
+    @property
+    def term(self) -> int: ...
+    @property
+    def leader_id(self) -> str | None: ...
+    @property
+    def is_leader(self) -> bool: ...
+    def peer_status(self) -> dict[str, int]: ...
+    def _check_base(self, group: str | None, remote_id: str | None, term: int = 0) -> DLedgerCode | None: ...
+    def _change_to_candidate(self, term: int) -> None: ...
+    async def _invoke(self, peer: str, code: int, body: bytes, timeout_ms: float | None = None) -> bytes: ...
 
 
 class LeadershipTransfer:
     """The transfer state of one member: ``transferee`` (leader side, appends refused while set)
     and the pending take-leadership answer (transferee side)."""
 
-    def __init__(self, node: DLedgerNode) -> None:
+    def __init__(self, node: TransferHost) -> None:
         self.node = node
         #: leader: the member leadership is being handed to (None: no transfer under way)
         self.transferee: str | None = None

@@ -28,6 +28,7 @@ from rocketmq_sdk.protocol.dledger import (
     MetadataResponse,
     parse_peers,
 )
+from rocketmq_sdk.remoting.command import RemotingCommand
 
 from .core import MASTER_ID, REQUEST_FAILED, AdminCore, log
 
@@ -105,7 +106,7 @@ class DLedgerAdmin(AdminCore):
                                         transferee_id=transferee_id, term=term)
         addr = members[leader].dledger_addr
         self.check_open()
-        resp = await self._remoting.invoke(addr, req.to_command(DLedgerRequestCode.LEADERSHIP_TRANSFER), wait_ms)
+        resp = await self._remoting.invoke(addr, RemotingCommand.request(DLedgerRequestCode.LEADERSHIP_TRANSFER, body=req.encode()), wait_ms)
         if resp.code != 200:
             raise MQBrokerError(resp.code, f"LEADERSHIP_TRANSFER answered remoting code {resp.code}: {resp.remark}",
                                 addr)
@@ -163,7 +164,7 @@ class DLedgerAdmin(AdminCore):
         for mid, m in sorted(members.items()):
             req = MetadataRequest(group=group, remote_id=mid)
             try:
-                resp = await self._remoting.invoke(m.dledger_addr, req.to_command(DLedgerRequestCode.METADATA),
+                resp = await self._remoting.invoke(m.dledger_addr, RemotingCommand.request(DLedgerRequestCode.METADATA, body=req.encode()),
                                                    self.timeout_ms)
                 meta = MetadataResponse.decode(resp.body) if resp.code == 200 else None
             except (*REQUEST_FAILED, DLedgerProtocolError) as exc:

@@ -16,8 +16,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..remoting.command import RemotingCommand
-
 __all__ = [
     "MAX_ID_LENGTH",
     "MAX_INDEX",
@@ -169,10 +167,6 @@ class DLedgerBase:
     def _base(self) -> dict[str, Any]:
         return {"code": self.code, "group": self.group, "leaderId": self.leader_id, "localId": self.local_id,
                 "remoteId": self.remote_id, "term": self.term}
-
-    def to_command(self, code: int) -> RemotingCommand:
-        """This request as a remoting request frame (fresh opaque)."""
-        return RemotingCommand.request(code, body=self.encode())
 
     def encode(self) -> bytes:
         return encode_body(self._base())
