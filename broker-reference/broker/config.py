@@ -150,6 +150,9 @@ class BrokerConfig:
             (``popPollingSize``, 1024).
         timer_precision_ms: timer-message granularity (``timerPrecisionMs``, 1000 ms).
         timer_max_delay_sec: longest timer delay (``timerMaxDelaySec``, 259200 s = 3 days).
+        recall_message_enable: whether RECALL_MESSAGE may cancel a timer message by the
+            ``recallHandle`` of its send answer (``recallMessageEnable``, false as 5.3.3: every
+            recall is then answered NO_PERMISSION).
     """
 
     broker_cluster_name: str = "DefaultCluster"
@@ -209,6 +212,7 @@ class BrokerConfig:
     pop_polling_size: int = 1024
     timer_precision_ms: int = 1000
     timer_max_delay_sec: int = 259200
+    recall_message_enable: bool = False
     # -- end of 5.x keys -------------------------------------------------------------------
     store: StoreConfig = field(default_factory=StoreConfig, metadata=INLINE)
 
