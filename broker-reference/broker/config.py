@@ -193,11 +193,12 @@ class BrokerConfig:
     ha_listen_port: int | None = None
     broker_ip2: str | None = None
     ha_master_address: str | None = None
-    ha_send_heartbeat_interval: int = 5000
-    ha_housekeeping_interval: int = 20000
-    ha_transfer_batch_size: int = 32768
-    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
-    slave_timeout: int = 3000
+    # the replication defaults are HASettings' own (one source; ha_settings() maps them back)
+    ha_send_heartbeat_interval: int = HASettings.heartbeat_interval
+    ha_housekeeping_interval: int = HASettings.housekeeping_interval
+    ha_transfer_batch_size: int = HASettings.transfer_batch_size
+    ha_slave_fallbehind_max: int = HASettings.slave_fallbehind_max
+    slave_timeout: int = HASettings.slave_timeout
     slave_read_enable: bool = False
     # access_message_in_memory_max_ratio: a store setting (StoreConfig), reached through .store
     offset_check_in_slave: bool = False

@@ -38,6 +38,7 @@ from ..trace.dispatcher import TraceDispatcher, set_trace_producer_factory, star
 from ..trace.hooks import PubTraceSpan
 from ..trace.otel import PublishSpan, publish_span_is_no_op, start_publish_span
 from .async_send import AsyncSend, AsyncSendContext, InFlight, OnewaySend
+from .batch import EncodedBatch
 from .callbacks import run_callback
 from .dispatch import RETRY_RESPONSE_CODES, SendDispatcher
 from .fault import MQFaultStrategy
@@ -297,10 +298,11 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         """``send(msg, selector, arg)``: one attempt on the queue the selector picks."""
         return self.send(msg, selector, arg, timeout_ms=timeout_ms)
 
-    def send_batch(self, msgs: Sequence[Message], *, mq: MessageQueue | None = None,
+    def send_batch(self, msgs: Sequence[Message] | EncodedBatch, *, mq: MessageQueue | None = None,
                    timeout_ms: float | None = None) -> SendResult:
         """Send messages of one topic as one SEND_BATCH_MESSAGE (320) request, retried like
-        :meth:`send`; the broker stores them contiguously in one queue.
+        :meth:`send`; the broker stores them contiguously in one queue. ``msgs`` may be an
+        :class:`~rocketmq_sdk.producer.EncodedBatch` (its body sent as it is).
 
         Returns:
             ``SendResult`` whose ``msg_id`` is the messages' ``UNIQ_KEY`` ids joined with commas
@@ -313,7 +315,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         """
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
-        prepared = self._preparer.prepare_batch(msgs)
+        prepared = self._prepare_batch(msgs)
         mq = self._wrap_mq(mq)
         info = self._blocking_route(inst, prepared, None)
         if info is not None:
@@ -331,7 +333,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         p.end_span(result if isinstance(result, SendResult) else None)
         return result
 
-    def send_async(self, msg: Message | Sequence[Message], callback: SendCallback | None = None,
+    def send_async(self, msg: Message | Sequence[Message] | EncodedBatch, callback: SendCallback | None = None,
                    selector: SelectorLike | None = None, arg: Any = None, *, mq: MessageQueue | None = None,
                    timeout_ms: float | None = None) -> concurrent.futures.Future[SendResult]:
         """Start sending ``msg`` and return at once; usable from any thread.
@@ -343,7 +345,8 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         (one attempt with ``selector`` or ``mq``). A list of messages is sent as one batch.
 
         Args:
-            msg: a message, or a list of messages of one topic (a batch).
+            msg: a message, or a list of messages of one topic (a batch), or an
+                :class:`~rocketmq_sdk.producer.EncodedBatch`.
             callback: ``callback(result, error)`` called once with the ``SendResult`` and None, or
                 None and the exception; it runs on a small callback thread pool, never on the I/O
                 thread, so it may block or send again. An exception it raises is logged.
@@ -364,7 +367,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         if isinstance(msg, Message):
             prepared = self._preparer.prepare(msg, selector is not None)
         else:
-            prepared = self._preparer.prepare_batch(msg)
+            prepared = self._prepare_batch(msg)
             selector = None
         if mq is not None:
             mq = self._wrap_mq(mq)
@@ -543,6 +546,15 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         return self._running()
 
     # -------------------------------------------------------------- preparation (caller thread)
+
+    def _prepare_batch(self, msgs: Sequence[Message] | EncodedBatch) -> Prepared:
+        """``prepare_batch`` of a list, ``prepare_encoded_batch`` of an :class:`EncodedBatch`
+        (decoded back into messages when sends are traced: the trace context goes into each)."""
+        if type(msgs) is EncodedBatch:
+            if self._msg_trace is None and publish_span_is_no_op():
+                return self._preparer.prepare_encoded_batch(msgs)
+            msgs = msgs.messages()
+        return self._preparer.prepare_batch(msgs)  # type: ignore[arg-type]
 
     @staticmethod
     def _select(selector: SelectorLike, mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
