@@ -256,8 +256,11 @@ class DLedgerNode:
 
     async def _sleep(self, event: asyncio.Event, ms: float) -> None:
         event.clear()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(event.wait(), max(0.001, ms / 1000.0))
+        # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel (stop()) that comes
+        # as the event is set, and the loop went on (gh-86296)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.001, ms / 1000.0)):
+                await event.wait()
 
     # -- the state loop ---------------------------------------------------------------------
     async def _state_loop(self) -> None:
