@@ -8,9 +8,13 @@ sender thread sends every 20 ms (3 retries, the SDK's route refresh on errors); 
 SIGKILLed; measured: kill → new master registered with the name server, registered → first
 SEND_OK, and the client-visible outage (first failed send → next SEND_OK); the killed member is
 restarted and must catch up before the next kill. DLedger's own timers (2 s heartbeats).
-Results: ``benchmarks/results/<date>-dledger.{json,md}``.
+Results: ``benchmarks/results/<date>-dledger.{json,md}``. Part 3 — ``--transfers`` times (0 by
+default): the same sender; ``rocketmq-admin leadershipTransfer``'s API hands the leadership to the
+next member; measured: request → new master registered, the longest gap between two SEND_OKs
+around it, failed sends; results ``<date>-dledger-transfer.{json,md}`` (parts 1 and 2 are skipped
+with ``--seconds 0 --kills 0``).
 
-    .venv/bin/python benchmarks/dledger_failover.py [--seconds 3] [--threads 8] [--kills 10]
+    .venv/bin/python benchmarks/dledger_failover.py [--seconds 3] [--threads 8] [--kills 10] [--transfers 10]
 """
 
 from __future__ import annotations
@@ -68,6 +72,57 @@ def send_rates(mode: str, seconds: float, threads: int) -> list[dict]:
             producer.shutdown()
 
 
+def _start_sender(producer: Producer, log: list[tuple[float, bool]], stop: threading.Event) -> threading.Thread:
+    """A thread sending every 20 ms until ``stop``, logging (time, SEND_OK?) of each send."""
+    def sender() -> None:
+        while not stop.is_set():
+            try:
+                ok = producer.send(Message(TOPIC, BODY)).send_status.name == "SEND_OK"
+            except MQError:
+                ok = False
+            log.append((time.monotonic(), ok))
+            time.sleep(0.02)
+    t = threading.Thread(target=sender, daemon=True)
+    t.start()
+    return t
+
+
+def transfers(n: int) -> list[dict]:
+    out = []
+    with tempfile.TemporaryDirectory(prefix="rocketmq-dl-transfer-") as tmp, \
+            start_dev_cluster(tmp, cluster="dledger", start_timeout_s=60) as c, \
+            AdminClient(c.namesrv_addr) as admin:
+        _wait(lambda: _master(admin) is not None, 60, "a master")
+        producer = Producer("dl_transfer_pg", c.namesrv_addr, send_msg_timeout=1000)
+        producer.start()
+        log: list[tuple[float, bool]] = []
+        stop = threading.Event()
+        t = _start_sender(producer, log, stop)
+        try:
+            for k in range(n):
+                _wait(lambda: sum(ok for _, ok in log[-5:]) == 5, 60, "sends succeed before the transfer")
+                leader = next(b.dledger_id for b in admin.cluster_list() if b.broker_id == 0 and b.dledger_id)
+                target = f"n{(int(leader[1:]) + 1) % 3}"
+                start = time.monotonic()
+                r = admin.dledger_leadership_transfer("broker-a", target)
+                reg = start + r.registered_ms / 1000
+                _wait(lambda reg=reg: any(ok and ts > reg for ts, ok in log[-50:]), 30,
+                      "a send through the new master")
+                oks = [ts for ts, ok in log if ok]
+                gap = max(b - a for a, b in zip(oks, oks[1:], strict=False) if b >= start)
+                row = {"transfer": k + 1, "from": leader, "to": target, "term": r.term,
+                       "request_to_registered_ms": round(r.registered_ms), "longest_ack_gap_ms": round(gap * 1000),
+                       "failed_sends": sum(1 for ts, ok in log if ts >= start and not ok)}
+                out.append(row)
+                print(json.dumps(row), flush=True)
+                time.sleep(1)  # every member follows the new leader (heartbeats every 2 s)
+        finally:
+            stop.set()
+            t.join(10)
+            producer.shutdown()
+    return out
+
+
 def failovers(kills: int) -> list[dict]:
     out = []
     with tempfile.TemporaryDirectory(prefix="rocketmq-dl-kill-") as tmp, \
@@ -78,17 +133,7 @@ def failovers(kills: int) -> list[dict]:
         producer.start()
         log: list[tuple[float, bool]] = []
         stop = threading.Event()
-
-        def sender() -> None:
-            while not stop.is_set():
-                try:
-                    ok = producer.send(Message(TOPIC, BODY)).send_status.name == "SEND_OK"
-                except MQError:
-                    ok = False
-                log.append((time.monotonic(), ok))
-                time.sleep(0.02)
-        t = threading.Thread(target=sender, daemon=True)
-        t.start()
+        t = _start_sender(producer, log, stop)
         try:
             for k in range(kills):
                 _wait(lambda: any(ok for _, ok in log[-5:]), 60, "sends succeed before the kill")
@@ -122,8 +167,33 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--threads", type=int, default=8)
     p.add_argument("--kills", type=int, default=10)
+    p.add_argument("--transfers", type=int, default=0)
     args = p.parse_args()
     load_before = os.getloadavg()
+    out = Path(__file__).parent / "results"
+    if args.transfers:
+        moves = transfers(args.transfers)
+        meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "commit": git_head(),
+                "date": dt.datetime.now(dt.UTC).isoformat(), **machine_info(load_before)}
+        stem = dt.date.today().isoformat() + "-dledger-transfer"
+        (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "transfers": moves}, indent=1) + "\n")
+        xs = sorted(r["request_to_registered_ms"] for r in moves)
+        gaps = sorted(r["longest_ack_gap_ms"] for r in moves)
+        lines = [f"# DLedger leadership transfer ({meta['date'][:16]}Z, commit {meta['commit']})", "",
+                 f"`{meta['command']}`; {meta['cores']} cores ({meta['processor']}), Python {meta['python']}, load "
+                 f"before {', '.join(f'{x:.2f}' for x in load_before)}, after "
+                 f"{', '.join(f'{x:.2f}' for x in meta['loadavg_after'])}; `dev --cluster dledger` (one process "
+                 "per member, DLedger's own timers), a sender every 20 ms (3 retries)", "",
+                 "| transfer | from → to | term | request → registered ms | longest gap between SEND_OKs ms | "
+                 "failed sends |", "|---:|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['transfer']} | {r['from']} → {r['to']} | {r['term']} | {r['request_to_registered_ms']} | "
+                  f"{r['longest_ack_gap_ms']} | {r['failed_sends']} |" for r in moves]
+        lines += ["", f"request → registered: median {statistics.median(xs)} ms (min {xs[0]}, max {xs[-1]}); "
+                  f"longest gap between SEND_OKs: median {statistics.median(gaps)} ms (max {gaps[-1]})."]
+        (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        if not args.seconds and not args.kills:
+            return
     rates = []
     for mode in ("2m", "2m-2s-sync", "dledger"):
         rates += send_rates(mode, args.seconds, args.threads)
@@ -132,7 +202,6 @@ def main() -> None:
     commit = git_head()
     meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "commit": commit,
             "date": dt.datetime.now(dt.UTC).isoformat(), **machine_info(load_before)}
-    out = Path(__file__).parent / "results"
     stem = dt.date.today().isoformat() + "-dledger"
     (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rates": rates, "failovers": kills}, indent=1) + "\n")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import os
 import shutil
 import signal
@@ -150,7 +151,11 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
             number ``n<i>``, see
             ``rocketmq_broker.cluster_modes``): a name server process and one process per
             broker; ``broker_config`` then takes broker.conf keys (camelCase or snake_case)
-            for every broker; ``in_process`` and ``ssl_context`` are not available.
+            for every broker; ``in_process`` and ``ssl_context`` are not available, except
+            ``"dledger"`` with ``in_process``: a name server and three DLedger members on one
+            background thread, DLedger timers shortened (:data:`DLEDGER_DEV_TIMERS`, a failover
+            in about 2.5 s) unless ``broker_config`` sets them; the call returns once a master is
+            registered and both others follow it; ``broker_addr``/``broker`` are that master.
 
     Raises:
         DevClusterError: the servers did not come up in time.
@@ -160,6 +165,11 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
     """
     if cluster not in MODES:
         raise ValueError(f"unknown cluster mode {cluster!r}; one of {', '.join(MODES)}")
+    if cluster == "dledger" and in_process and ssl_context is None:
+        resolve_event_loop(event_loop)
+        owns = store_dir is None
+        return _start_in_process_dledger(store_dir or tempfile.mkdtemp(prefix="rocketmq-dledger-"), owns,
+                                         dict(broker_config or {}), start_timeout_s, event_loop)
     if cluster != "1m":
         if in_process or ssl_context is not None:
             raise ValueError(f"cluster={cluster!r} runs one process per broker: no in_process/ssl_context")
@@ -368,6 +378,92 @@ def _start_in_process(store_dir: str, owns: bool, extra: dict, timeout_s: float,
     except Exception as exc:
         cluster.stop()
         raise DevClusterError(f"dev cluster did not start: {exc}") from exc
+    return cluster
+
+
+#: DLedger timers of the in-process ``dledger`` dev cluster: heartbeats every 300 ms, a leader
+#: missed after 6 of them (all members share one process and one GIL), votes 30–100 ms apart
+DLEDGER_DEV_TIMERS = {"heart_beat_time_interval_ms": 300, "max_heart_beat_leak": 6, "min_vote_interval_ms": 30,
+                      "max_vote_interval_ms": 100, "max_push_time_out_ms": 200, "slave_sync_interval": 300}
+
+
+def spaced_free_ports(n: int) -> list[int]:
+    """``n`` free ports of :func:`free_fixed_port`, at least 3 apart (a broker on a fixed port
+    also binds ``port - 2``, its VIP channel), so servers binding port 0 meanwhile, or a restarted
+    member, cannot take them before the server that owns them starts."""
+    ports: set[int] = set()
+    while len(ports) < n:
+        port = free_fixed_port()
+        if all(abs(port - p) > 2 for p in ports):
+            ports.add(port)
+    return sorted(ports)
+
+
+def _start_in_process_dledger(store_dir: str, owns: bool, extra: dict, timeout_s: float,
+                              event_loop: str, attempts: int = 3) -> DevCluster:
+    """The in-process ``dledger`` cluster; its ports are chosen before anything binds them (every
+    member's ``dLegerPeers`` names them), so a port taken meanwhile by another process
+    (EADDRINUSE) starts the whole group again on fresh ports, up to ``attempts`` times."""
+    for attempt in range(attempts):
+        try:
+            return _start_dledger_group(store_dir if attempt == 0 else os.path.join(store_dir, f"retry-{attempt}"),
+                                        owns, extra, timeout_s, event_loop)
+        except DevClusterError as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, OSError) and cause.errno == errno.EADDRINUSE) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_dledger_group(store_dir: str, owns: bool, extra: dict, timeout_s: float, event_loop: str) -> DevCluster:
+    loop = new_event_loop(event_loop)
+    cluster = DevCluster(store_dir=store_dir, mode="dledger", _loop=loop, _owns_store=owns)
+    t = threading.Thread(target=loop.run_forever, name="rocketmq-dev-dledger", daemon=True)
+    cluster._thread = t
+    t.start()
+    ports = iter(spaced_free_ports(6))
+    confs = dledger_confs("dledger", lambda: next(ports))
+
+    async def start() -> None:
+        ns = NameServer(NamesrvConfig(listen_port=0))
+        await ns.start()
+        cluster._servers.append(ns)
+        cluster.namesrv_addr = ns.addr
+        members: list[BrokerController] = []
+        for (name, i), conf in sorted(confs.items()):
+            cfg = BrokerConfig(listen_port=next(ports), ha_listen_port=0, namesrv_addr=ns.addr, broker_name=name,
+                               store_path_root_dir=os.path.join(store_dir, f"{name}-n{i}"),
+                               enable_d_leger_commit_log=True, d_leger_group=conf["dLegerGroup"],
+                               d_leger_peers=conf["dLegerPeers"], d_leger_self_id=conf["dLegerSelfId"],
+                               **{"mapped_file_size_commit_log": 64 * 1024 * 1024, **DLEDGER_DEV_TIMERS, **extra})
+            broker = BrokerController(cfg)
+            try:
+                await broker.start()
+            except Exception:
+                with contextlib.suppress(Exception):
+                    await broker.stop()
+                raise
+            members.append(broker)
+            cluster._servers.append(broker)  # stopped by cluster.stop() if a later one fails
+        while True:  # a master registered, both others following it in its term
+            masters = [b for b in members if b.dledger is not None and b.dledger.is_master]
+            bd = ns.routes.broker_addr_table.get(members[0].config.broker_name)
+            if len(masters) == 1 and bd is not None and bd.broker_addrs.get(0) == masters[0].config.broker_addr:
+                node = masters[0].dledger.node  # type: ignore[union-attr]
+                if all(b.dledger is not None and b.dledger.node.leader_id == node.config.self_id
+                       and b.dledger.node.term == node.term for b in members):
+                    break
+            await asyncio.sleep(0.02)
+        master = masters[0]
+        cluster._servers = [ns, *[b for b in members if b is not master], master]  # the master last
+        cluster.broker_addr = master.config.broker_addr
+        cluster.broker = master  # type: ignore[attr-defined]
+
+    try:
+        asyncio.run_coroutine_threadsafe(asyncio.wait_for(start(), timeout_s), loop).result(timeout_s + 5)
+    except Exception as exc:
+        cluster.stop()
+        raise DevClusterError(f"dledger dev cluster did not start: {exc!r}") from exc
     return cluster
 
 

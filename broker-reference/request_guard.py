@@ -8,33 +8,27 @@ turns into a path. The refusal is Java's for a bad name: ``SYSTEM_ERROR`` with
 ``TopicValidator``'s / ``Validators``' remark. Each refusal is logged as one WARNING line (peer,
 request code), rate-limited.
 
+Which header fields and which body a request names topics and groups in is the broker's request
+table (:class:`~rocketmq_broker.broker.requests.RequestSpec` ``topic_fields``, ``group_fields``,
+``body``); a server without a table (the name server) has every request's usual fields checked
+(:data:`~rocketmq_broker.broker.requests.TOPIC_FIELDS`, ``GROUP_FIELDS``).
+
 Blank fields are left to the processors (which answer them as Java does, e.g. "topic is blank").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from rocketmq_sdk.protocol import fastjson
-from rocketmq_sdk.protocol.codes import V2_SEND_CODES as _V2_CODES
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
-from rocketmq_sdk.protocol.headers import V2Field
+from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.protocol.validators import group_problem, topic_problem
 from rocketmq_sdk.remoting import Channel, RemotingCommand, RemotingServer
 from rocketmq_sdk.remoting.channel import bad_input_log
 
-__all__ = ["install", "name_refusal", "request_name_problem"]
+from .broker.requests import GROUP_FIELDS, TOPIC_FIELDS, Body, RequestSpec
 
-#: header fields (Java names) holding a topic / a group
-TOPIC_FIELDS = ("topic", "defaultTopic", "originTopic")
-GROUP_FIELDS = ("group", "consumerGroup", "producerGroup", "groupName", "srcGroup", "destGroup", "compareGroup")
-#: SendMessageRequestHeaderV2's one-letter fields holding a topic / a group
-_V2_TOPIC_FIELDS = (V2Field.TOPIC, V2Field.DEFAULT_TOPIC)
-_V2_GROUP_FIELDS = (V2Field.PRODUCER_GROUP,)
-
-_HEART_BEAT = int(RequestCode.HEART_BEAT)
-_LOCK_CODES = frozenset({int(RequestCode.LOCK_BATCH_MQ), int(RequestCode.UNLOCK_BATCH_MQ)})
-_CREATE_GROUP = int(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+__all__ = ["GROUP_FIELDS", "TOPIC_FIELDS", "install", "name_refusal", "request_name_problem"]
 
 _CACHE_MAX = 8192
 _valid_topics: set[str] = set()
@@ -73,7 +67,7 @@ def _items(value: object) -> list:
     return value if isinstance(value, list) else []
 
 
-def _body_problem(code: int, body: bytes) -> str | None:
+def _body_problem(kind: Body, body: bytes) -> str | None:
     """The name problem of a heartbeat, lock or subscription-group body (unparsable bodies are
     left to the processor, which answers them)."""
     if not body:
@@ -84,52 +78,54 @@ def _body_problem(code: int, body: bytes) -> str | None:
         return None
     if not isinstance(d, dict):
         return None
-    if code == _HEART_BEAT:
+    if kind is Body.HEARTBEAT:
         producers = (_group(p.get("groupName")) for p in _items(d.get("producerDataSet")) if isinstance(p, dict))
         consumers = [c for c in _items(d.get("consumerDataSet")) if isinstance(c, dict)]
         return _first(producers) or _first(_group(c.get("groupName")) for c in consumers) or _first(
             _topic(s.get("topic")) for c in consumers for s in _items(c.get("subscriptionDataSet"))
             if isinstance(s, dict))
-    if code in _LOCK_CODES:
+    if kind is Body.LOCK_BATCH:
         return _group(d.get("consumerGroup")) or _first(
             _topic(mq.get("topic")) for mq in _items(d.get("mqSet")) if isinstance(mq, dict))
-    if code == _CREATE_GROUP:
+    if kind is Body.SUBSCRIPTION_GROUP:
         return _group(d.get("groupName"))
     return None
 
 
-def request_name_problem(cmd: RemotingCommand) -> str | None:
-    """Why ``cmd`` names an illegal topic or group (the Java remark), or None."""
+def request_name_problem(cmd: RemotingCommand, spec: RequestSpec | None = None) -> str | None:
+    """Why ``cmd`` names an illegal topic or group (the Java remark), or None. ``spec`` (its
+    request table entry) says which fields and body name them; None: the usual header fields."""
     ext = cmd.ext_fields or {}
-    code = cmd.code
-    if code in _V2_CODES:
-        topic_fields, group_fields = _V2_TOPIC_FIELDS, _V2_GROUP_FIELDS
+    if spec is None:
+        topic_fields, group_fields, body = TOPIC_FIELDS, GROUP_FIELDS, None
     else:
-        topic_fields, group_fields = TOPIC_FIELDS, GROUP_FIELDS
+        topic_fields, group_fields, body = spec.topic_fields, spec.group_fields, spec.body
     problem = _first(_topic(ext.get(f)) for f in topic_fields) or _first(_group(ext.get(f)) for f in group_fields)
     if problem is not None:
         return problem
-    if code == _HEART_BEAT or code in _LOCK_CODES or code == _CREATE_GROUP:
-        return _body_problem(code, cmd.body)
+    if body is not None:
+        return _body_problem(body, cmd.body)
     return None
 
 
-def name_refusal(channel: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
+def name_refusal(channel: Channel, cmd: RemotingCommand, spec: RequestSpec | None = None) -> RemotingCommand | None:
     """Request hook (``RemotingServer.add_request_hook``): SYSTEM_ERROR for a request naming an
-    illegal topic or group, None otherwise."""
-    problem = request_name_problem(cmd)
+    illegal topic or group, None otherwise (``spec``: as :func:`request_name_problem`)."""
+    problem = request_name_problem(cmd, spec)
     if problem is None:
         return None
     bad_input_log.warning("refused request code %d from %s: %s", cmd.code, channel.remote_addr, problem[:300])
     return cmd.response(ResponseCode.SYSTEM_ERROR, problem)
 
 
-def install(server: RemotingServer) -> None:
+def install(server: RemotingServer, table: Mapping[int, RequestSpec] | None = None) -> None:
     """Run :func:`name_refusal` before every request ``server`` has a processor for (requests
-    with unknown codes keep their usual answer: REQUEST_CODE_NOT_SUPPORTED, or none)."""
+    with unknown codes keep their usual answer: REQUEST_CODE_NOT_SUPPORTED, or none), with the
+    request's entry of ``table`` (the broker's request table; None: the name server)."""
     processors = server._processors
+    specs = table if table is not None else {}
 
     def hook(channel: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
-        return name_refusal(channel, cmd) if cmd.code in processors else None
+        return name_refusal(channel, cmd, specs.get(cmd.code)) if cmd.code in processors else None
 
     server.add_request_hook(hook)

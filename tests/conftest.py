@@ -42,6 +42,15 @@ def load_capture(name: str) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+def env_broker_config() -> dict:
+    """``{"broker_version": $ROCKETMQ_BROKER_VERSION}`` when the variable is set (make test's 5.x
+    pass, make test-rmq5), else ``{}``: for brokers started as a child process
+    (``start_dev_cluster()`` without ``in_process``), whose ``dev --broker-version`` defaults to
+    4.9.8 whatever the environment says (in-process brokers read the variable themselves)."""
+    version = os.environ.get("ROCKETMQ_BROKER_VERSION")
+    return {"broker_version": version} if version else {}
+
+
 def wait_until(cond: Callable[[], object], timeout_s: float = 20.0, what: str = "condition") -> None:
     """Poll ``cond`` every 20 ms until it is truthy; AssertionError naming ``what`` after
     ``timeout_s`` seconds (the suite's one way to wait: never a bare sleep)."""

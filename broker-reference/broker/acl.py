@@ -10,13 +10,14 @@ With ``aclEnable=true`` every request reaching a processor first goes through
 4. ``Signature`` must be ``base64(HmacSHA1(secretKey, values of the sorted ext fields except
    Signature and _UNIQUE_KEY_QUERY + body))`` (:mod:`rocketmq_sdk.protocol.acl`), else
    ``Check signature failed for accessKey=<key>``.
-5. Admin-only codes (:data:`~.acl_config.ADMIN_CODES`, and here also the ACL administration codes
+5. Admin-only codes (``acl=ACL_ADMIN`` in the request table, :mod:`.request_table`: Java's
+   :data:`~.acl_config.ADMIN_CODES`, and here also the ACL administration codes
    :data:`ACL_ADMIN_CODES`, which 4.9.8 leaves open) need ``admin: true``; then every resource
    the request names needs its permission (below), from ``topicPerms``/``groupPerms`` or the
    account's default (``No default permission for topic:<t>`` / ``group:<g>``). An admin with
    no topic or group perms may do anything. A PUB on ``RMQ_SYS_TRACE_TOPIC`` is never checked.
 
-Resources per request code, as Java 4.9.8 parses them (other codes name no resource, so a
+Resources per request code (the ``acl`` of its request table entry), as Java 4.9.8 parses them (other codes name no resource, so a
 signed request of a known account passes): SEND_MESSAGE / SEND_MESSAGE_V2 → PUB on the topic,
 or SUB on the group for a ``%RETRY%`` topic; CONSUMER_SEND_MSG_BACK → SUB on the group;
 PULL_MESSAGE → SUB on topic and group; QUERY_MESSAGE → SUB on the topic; HEART_BEAT → SUB on
@@ -44,13 +45,11 @@ from dataclasses import dataclass, field
 
 from rocketmq_sdk.protocol.acl import ACCESS_KEY, SECURITY_TOKEN, SIGNATURE, verify
 from rocketmq_sdk.protocol.bodies import HeartbeatData
-from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
-from rocketmq_sdk.protocol.headers import V2Field
+from rocketmq_sdk.protocol.codes import ResponseCode
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 from rocketmq_sdk.remoting.channel import bad_input_log
 
 from .acl_config import (
-    ADMIN_CODES,
     PUB,
     SUB,
     AclConfigError,
@@ -59,6 +58,8 @@ from .acl_config import (
     check_permission,
     retry_topic,
 )
+from .request_table import BROKER_REQUESTS
+from .requests import GroupRes, SendRes, TopicRes
 
 __all__ = ["ACL_ADMIN_CODES", "ACL_EXCEPTION", "AccessResource", "AclError", "PlainAccessValidator"]
 
@@ -69,9 +70,10 @@ ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException"
 
 RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 
-ACL_ADMIN_CODES = frozenset({50, 51, 53})
-"""UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: admin-only here;
-4.9.8 lets any signed account change the ACL file with them (not mirrored on purpose)."""
+ACL_ADMIN_CODES = frozenset(code for code in (50, 51, 53) if BROKER_REQUESTS[code].acl.admin)
+"""UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: admin-only here
+(``ACL_ADMIN`` in the request table); 4.9.8 lets any signed account change the ACL file with them
+(not mirrored on purpose)."""
 
 
 class AclError(Exception):
@@ -170,7 +172,8 @@ class PlainAccessValidator:
     # -- checking ------------------------------------------------------------------------------
     @staticmethod
     def parse(cmd: RemotingCommand, remote_addr: str) -> AccessResource:
-        """The resources ``cmd`` needs (Java ``PlainAccessValidator.parse``).
+        """The resources ``cmd`` needs (Java ``PlainAccessValidator.parse``), as its entry of the
+        broker's request table declares them (``acl``).
 
         Raises:
             AclError: the header or heartbeat body cannot be read.
@@ -193,31 +196,24 @@ class PlainAccessValidator:
             if group is not None:
                 need[retry_topic(str(group))] = SUB
 
+        spec = BROKER_REQUESTS.get(code)
         try:
-            if code == RequestCode.SEND_MESSAGE or code == RequestCode.SEND_MESSAGE_V2:
-                v2 = code == RequestCode.SEND_MESSAGE_V2
-                topic = ext.get(V2Field.TOPIC if v2 else "topic")
-                if topic is not None and _is_retry(str(topic)):
-                    add_group(ext.get(V2Field.PRODUCER_GROUP if v2 else "group"))
-                else:
-                    add(topic, PUB)
-            elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
-                add_group(ext.get("group"))
-            elif code == RequestCode.PULL_MESSAGE:
-                add(ext.get("topic"), SUB)
-                add_group(ext.get("consumerGroup"))
-            elif code == RequestCode.QUERY_MESSAGE:
-                add(ext.get("topic"), SUB)
-            elif code == RequestCode.HEART_BEAT:
-                for consumer in HeartbeatData.from_json(cmd.body).consumers:
-                    add_group(consumer.group_name)
-                    for sub in consumer.subscriptions:
-                        add(sub.topic, SUB)
-            elif code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
-                add_group(ext.get("consumerGroup"))
-            elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
-                add_group(ext.get("consumerGroup"))
-                add(ext.get("topic"), SUB)
+            for r in spec.acl.resources if spec is not None else ():
+                if type(r) is TopicRes:
+                    add(ext.get(r.field), r.perm)
+                elif type(r) is GroupRes:
+                    add_group(ext.get(r.field))
+                elif type(r) is SendRes:
+                    topic = ext.get(r.topic_field)
+                    if topic is not None and _is_retry(str(topic)):
+                        add_group(ext.get(r.group_field))
+                    else:
+                        add(topic, PUB)
+                else:  # HeartbeatRes
+                    for consumer in HeartbeatData.from_json(cmd.body).consumers:
+                        add_group(consumer.group_name)
+                        for sub in consumer.subscriptions:
+                            add(sub.topic, SUB)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise AclError(str(exc)) from exc
         return res
@@ -246,7 +242,8 @@ class PlainAccessValidator:
 
     @staticmethod
     def _check_perm(res: AccessResource, owned: PlainAccessAccount) -> None:
-        if (res.request_code in ADMIN_CODES or res.request_code in ACL_ADMIN_CODES) and not owned.admin:
+        spec = BROKER_REQUESTS.get(res.request_code)
+        if spec is not None and spec.acl.admin and not owned.admin:
             raise AclError(f"Need admin permission for request code={res.request_code}, "
                            f"but accessKey={owned.access_key} is not")
         if not res.resources or (owned.admin and not owned.resource_perms):

@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 from rocketmq_sdk.protocol.bodies import DataVersion
@@ -36,9 +36,10 @@ from rocketmq_sdk.protocol.headers import (
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
 from .acl_config import AclConfigError, PlainAccessAccount
+from .requests import ACL_ADMIN, ACL_NONE, SlaveRule, handles
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 __all__ = ["AclAdminProcessor"]
 
@@ -71,21 +72,19 @@ def _check_resource_perms(entries: list[str] | None) -> None:
                                  "The expected permissions are 'SUB' or 'PUB' or 'SUB|PUB' or 'PUB|SUB'.")
 
 
+class AclFileWatcher(Protocol):
+    """The broker's ACL validator, as far as this processor uses it."""
+
+    def reload_if_changed(self) -> None: ...
+
+
 class AclAdminProcessor:
-    """Answers codes 50-53 for ``broker`` (its ``acl`` validator is None when ACL is off)."""
+    """Answers codes 50-53 for a broker (``acl``: its validator, None when ACL is off)."""
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext, acl: AclFileWatcher | None) -> None:
         self.broker = broker
+        self.acl = acl
         self._lock = threading.Lock()
-
-    def register(self, server) -> None:
-        for code, fn in {RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: self.update_access_config,
-                         RequestCode.DELETE_ACL_CONFIG: self.delete_access_config,
-                         RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.update_global_white_addrs,
-                         RequestCode.GET_BROKER_CLUSTER_ACL_INFO: self.acl_config_version}.items():
-            server.register_processor(code, fn)
-        if server.default_processor is None:
-            server.default_processor = self.not_supported
 
     @staticmethod
     def not_supported(_ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
@@ -118,13 +117,15 @@ class AclAdminProcessor:
         with open(tmp, "w", encoding="utf-8") as fh:
             yaml.safe_dump(data, fh, sort_keys=False, allow_unicode=True)
         os.replace(tmp, self.path)
-        if self.broker.acl is not None:
-            self.broker.acl.reload_if_changed()
+        if self.acl is not None:
+            self.acl.reload_if_changed()
 
     # -- requests ---------------------------------------------------------------------------------
+    @handles(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, header=PlainAccessConfigRequestHeader, writes=True,
+             acl=ACL_ADMIN, on_slave=SlaveRule.SERVE)
     def update_access_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = PlainAccessConfigRequestHeader.from_ext_fields(cmd.ext_fields)
-        if self.broker.acl is None:
+        if self.acl is None:
             return cmd.response(ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED, _NO_VALIDATOR.format(_UPDATE_SIG))
         topic_perms, group_perms = _split(h.topic_perms), _split(h.group_perms)
         try:
@@ -164,9 +165,11 @@ class AclAdminProcessor:
         log.info("ACL account %s created or updated by %s", ak, ch.remote_addr)
         return cmd.response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.DELETE_ACL_CONFIG, header=PlainAccessConfigRequestHeader, writes=True, acl=ACL_ADMIN,
+             on_slave=SlaveRule.SERVE)
     def delete_access_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         ak = PlainAccessConfigRequestHeader.from_ext_fields(cmd.ext_fields).access_key
-        if self.broker.acl is None:
+        if self.acl is None:
             return cmd.response(ResponseCode.DELETE_ACL_CONFIG_FAILED, _NO_VALIDATOR.format(_DELETE_SIG))
         failed = f"The accesskey[{ak}] corresponding to accessConfig has been deleted failed."
         try:
@@ -183,9 +186,11 @@ class AclAdminProcessor:
         log.info("ACL account %s deleted by %s", ak, ch.remote_addr)
         return cmd.response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, header=UpdateGlobalWhiteAddrsConfigRequestHeader,
+             writes=True, acl=ACL_ADMIN, on_slave=SlaveRule.SERVE)
     def update_global_white_addrs(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         text = UpdateGlobalWhiteAddrsConfigRequestHeader.from_ext_fields(cmd.ext_fields).global_white_addrs
-        if self.broker.acl is None:
+        if self.acl is None:
             return cmd.response(ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED, _NO_VALIDATOR.format(_WHITE_SIG))
         addrs = _split(text)
         if addrs is None:
@@ -201,8 +206,9 @@ class AclAdminProcessor:
         log.info("ACL global white addresses set to %s by %s", addrs, ch.remote_addr)
         return cmd.response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.GET_BROKER_CLUSTER_ACL_INFO, header=None, writes=False, acl=ACL_NONE)
     def acl_config_version(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
-        if self.broker.acl is None:
+        if self.acl is None:
             return None  # 4.9.8 logs the NullPointerException and answers nothing
         versions = self._read().get("dataVersion")
         version = DataVersion.from_dict(versions[0] if isinstance(versions, list) and versions else None)

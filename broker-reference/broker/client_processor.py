@@ -18,27 +18,22 @@ from rocketmq_sdk.protocol.headers import (
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
 from .client_manager import ClientChannelInfo
+from .requests import ACL_NONE, SUB, Acl, Body, GroupRes, HeartbeatRes, SlaveRule, TopicRes, handles
 from .v5_heartbeat import HeartbeatV2
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger("rocketmq_broker")
 
 
 class ClientProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.v2 = HeartbeatV2()
 
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.HEART_BEAT, self.heartbeat)
-        server.register_processor(RequestCode.UNREGISTER_CLIENT, self.unregister)
-        server.register_processor(RequestCode.GET_CONSUMER_LIST_BY_GROUP, self.consumer_list)
-        server.register_processor(RequestCode.QUERY_CONSUMER_OFFSET, self.query_offset)
-        server.register_processor(RequestCode.UPDATE_CONSUMER_OFFSET, self.update_offset)
-        server.register_processor(RequestCode.CHECK_CLIENT_CONFIG, self.check_client_config)
-
+    @handles(RequestCode.HEART_BEAT, header=None, writes=True, acl=Acl(HeartbeatRes()),
+             on_slave=SlaveRule.SERVE, body=Body.HEARTBEAT)
     def heartbeat(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         b = self.broker
         hb = HeartbeatData.from_json(cmd.body)
@@ -63,11 +58,14 @@ class ClientProcessor:
         g = self.broker.consumers.groups.get(group)
         return None if g is None else list(g.subscriptions.values())
 
+    @handles(RequestCode.CHECK_CLIENT_CONFIG, header=None, writes=False, acl=ACL_NONE)
     def check_client_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         """CHECK_CLIENT_CONFIG (46): can this broker filter the body's ``subscriptionData``?"""
         code, remark = check_subscription(cmd.body, self.broker.config.enable_property_filter)
         return cmd.response(code, remark)
 
+    @handles(RequestCode.UNREGISTER_CLIENT, header=UnregisterClientRequestHeader, writes=False,
+             acl=Acl(GroupRes("consumerGroup")))
     def unregister(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = UnregisterClientRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker
@@ -78,6 +76,8 @@ class ClientProcessor:
                 b.notify_consumer_ids_changed(g)
         return cmd.response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header=ConsumerGroupRequestHeader, writes=False,
+             acl=Acl(GroupRes("consumerGroup")))
     def consumer_list(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = ConsumerGroupRequestHeader.from_ext_fields(cmd.ext_fields)
         g = self.broker.consumers.groups.get(h.consumer_group or "")
@@ -86,6 +86,8 @@ class ClientProcessor:
                                 f"no consumer for this group, {h.consumer_group}")
         return cmd.response(ResponseCode.SUCCESS, body=consumer_list_to_json(g.client_ids()))
 
+    @handles(RequestCode.QUERY_CONSUMER_OFFSET, header=QueryConsumerOffsetRequestHeader, writes=False,
+             acl=ACL_NONE)
     def query_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = QueryConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker
@@ -100,6 +102,8 @@ class ClientProcessor:
             return cmd.response(ResponseCode.SUCCESS, ext_fields={"offset": "0"})
         return cmd.response(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
+    @handles(RequestCode.UPDATE_CONSUMER_OFFSET, header=UpdateConsumerOffsetRequestHeader, writes=True,
+             acl=Acl(GroupRes("consumerGroup"), TopicRes("topic", SUB)), on_slave=SlaveRule.SERVE)
     def update_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
         if self.broker.config.is_v5:  # 5.x validates commits (../shared/docs/rocketmq5-remoting.md §8.1)

@@ -1,12 +1,13 @@
-"""``BrokerController``: wires the store, the managers and the request processors to one
-remoting server, and keeps the broker registered with its name servers."""
+"""``BrokerController``: builds a broker's store, managers and :class:`~.context.BrokerContext`,
+registers the request processors of the request table on its remoting servers (the main port and
+the VIP port), installs the request hooks, and keeps the broker registered with its name
+servers."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
-import time
 import zlib
 from typing import TYPE_CHECKING
 
@@ -20,30 +21,31 @@ from rocketmq_broker.store.results import PutMessageResult
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.bodies import DataVersion, RegisterBrokerBody
 from rocketmq_sdk.protocol.codes import V5_3_3, RequestCode, ResponseCode
-from rocketmq_sdk.protocol.headers import (
-    BrokerIdentityHeader,
-    ConsumerGroupRequestHeader,
-    RegisterBrokerRequestHeader,
-)
+from rocketmq_sdk.protocol.headers import BrokerIdentityHeader, RegisterBrokerRequestHeader
 from rocketmq_sdk.remoting import Channel, RemotingClient, RemotingCommand, RemotingServer
 
 from .acl import PlainAccessValidator
 from .acl_admin import AclAdminProcessor
 from .admin_processor import AdminProcessor
+from .broker_config_processor import BrokerConfigProcessor, update_broker_config
 from .client_manager import ConsumerManager, ProducerManager
 from .client_processor import ClientProcessor
-from .config import BrokerConfig, RestartRequiredError, apply_properties, restart_only
+from .config import BrokerConfig
+from .context import BrokerContext
 from .controller_util import MaybeAwaitable
 from .group_processor import GroupProcessor
 from .lock_manager import LockProcessor
+from .metadata_processor import MetadataProcessor
 from .offset_manager import ConsumerOffsetManager
 from .pop import PopProcessor, install_pop
 from .pull_processor import PullProcessor
-from .replication import MetadataProcessor, SlaveSynchronize, slave_refusal
+from .replication import SlaveSynchronize, slave_refusal
 from .reply_processor import ReplyProcessor
+from .request_table import BROKER_REQUESTS
+from .requests import register_requests
 from .schedule import ScheduleService
 from .send_processor import SendProcessor
-from .stats_processor import ConsumeTpsMeter, StatsProcessor
+from .stats_processor import StatsProcessor
 from .subscription_group import SubscriptionGroupManager
 from .timer import TIMER_TOPIC, TimerService
 from .topic_manager import TopicConfigManager
@@ -56,9 +58,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("rocketmq_broker")
 
 
-
 def _dledger_store(config: BrokerConfig) -> MessageStore:
-    from rocketmq_broker.dledger.store import DLedgerMessageStore  # DLedger mode only (issue 27)
+    from rocketmq_broker.dledger.store import DLedgerMessageStore  # DLedger mode only
     return DLedgerMessageStore(config.store)
 
 
@@ -68,7 +69,14 @@ def _dledger_broker(broker: BrokerController) -> DLedgerBroker:
 
 
 class BrokerController:
-    """A broker: ``await start()`` binds, recovers the store and registers with the name servers."""
+    """A broker: ``await start()`` binds, recovers the store and registers with the name servers.
+
+    It builds the store, the managers and the :class:`~.context.BrokerContext` the request
+    processors get (never the controller), registers every processor's handlers from the
+    request table (:mod:`.request_table`), installs the request hooks that read that table (name
+    check, ACL, a slave's refusal of writes) and runs the periodic tasks: name-server
+    registration, offset persistence, idle-channel scan.
+    """
 
     def __init__(self, config: BrokerConfig) -> None:
         config.check_role()
@@ -78,71 +86,84 @@ class BrokerController:
         self.topics = TopicConfigManager(config)
         self.offsets = ConsumerOffsetManager(config.config_dir)
         self.groups = SubscriptionGroupManager(config.config_dir, config.auto_create_subscription_group)
-        self.config_version = DataVersion(int(time.time() * 1000), 0)
-        self.get_meter = ConsumeTpsMeter()
         self.consumers = ConsumerManager(ConsumerFilterManager(os.path.join(config.config_dir, "consumerFilter.json"),
                                                                config.filter_data_clean_time_span))
         self.producers = ProducerManager()
-        self.schedule = ScheduleService(self)
+        ctx = self.ctx = BrokerContext(config, self.store, self.topics, self.offsets, self.groups, self.consumers,
+                                       self.producers)
+        self.schedule = ctx.schedule = ScheduleService(config, self.store,
+                                                       lambda inner: ctx.put_message(inner, schedule=False))
         self.server = RemotingServer(ssl_context=config.tls_server_context(),  # tlsEnable
                                      busy_poll_us=config.busy_poll_us)
         self.namesrv_client = RemotingClient(ssl_context=config.tls_client_context())
-        self.pull = PullProcessor(self)
-        self.send = SendProcessor(self)
-        self.lock = LockProcessor(self)
-        self.transactions = BrokerTransactions(self)
-        admin = AdminProcessor(self)
-        # the "VIP" port (listenPort - 2), where a Java slave asks GET_ALL_TOPIC_CONFIG (issue 20)
-        self.vip_server = RemotingServer(ssl_context=config.tls_server_context(), name="vip-server")
-        self.vip_server.register_processor(RequestCode.GET_ALL_TOPIC_CONFIG, admin.all_topic_config)
-        for p in (self.send, self.pull, ClientProcessor(self), admin, self.lock,
-                  GroupProcessor(self), StatsProcessor(self), self.transactions):
-            p.register(self.server)
-        ReplyProcessor(self).register(self.server)  # request-reply: SEND_REPLY_MESSAGE(_V2)
-        self.server.on_channel_close(self._channel_closed)
+        self.transactions = ctx.transactions = BrokerTransactions(ctx)
+        if config.is_v5:
+            self.server.response_version = V5_3_3
+        self.timer: TimerService | None = TimerService(
+            self.store, lambda inner: ctx.put_message(inner, schedule=False), config.config_dir,
+            config.timer_precision_ms, config.timer_max_delay_sec) if config.is_v5 else None
+        ctx.timer = self.timer
         self.acl = (PlainAccessValidator(config.acl_file_path, denied_code=config.acl_denied_response_code)
                     if config.acl_enable else None)  # aclEnable
+        self.pull = PullProcessor(ctx)
+        self.send = SendProcessor(ctx)
+        self.lock = LockProcessor(ctx)
+        admin = AdminProcessor(ctx)
+        acl_admin = AclAdminProcessor(ctx, self.acl)
+        v5, slave = config.is_v5, self.is_slave
+        for p in (self.send, self.pull, ClientProcessor(ctx), admin, self.lock, GroupProcessor(ctx),
+                  BrokerConfigProcessor(ctx), StatsProcessor(ctx), self.transactions.end_transaction,
+                  ReplyProcessor(ctx), acl_admin, TopicConfigProcessor(self.topics), MetadataProcessor(ctx)):
+            register_requests(self.server, p, v5=v5, slave=slave)
+        if self.server.default_processor is None:  # codes nobody serves: Java's AdminBrokerProcessor answer
+            self.server.default_processor = acl_admin.not_supported
+        # the "VIP" port (listenPort - 2), where a Java slave asks GET_ALL_TOPIC_CONFIG
+        self.vip_server = RemotingServer(ssl_context=config.tls_server_context(), name="vip-server")
+        register_requests(self.vip_server, admin, only=frozenset({RequestCode.GET_ALL_TOPIC_CONFIG}))
+        self.server.on_channel_close(self._channel_closed)
         if self.acl is not None:
             self.server.add_request_hook(self.acl.before_request)
             self.vip_server.add_request_hook(self.acl.before_request)
-        request_guard.install(self.server)  # every topic/group a request names (issue 14)
-        request_guard.install(self.vip_server)
-        AclAdminProcessor(self).register(self.server)
-        # RocketMQ 5.x POP (issue 32): only a master configured as 5.x answers the POP codes (a
-        # pop commits offsets and writes revive copies: not on a slave)
-        if config.is_v5:
-            self.server.response_version = V5_3_3
-            TopicConfigProcessor(self.topics).register(self.server)
-            # 5.x DefaultLitePullConsumer pulls with LITE_PULL_MESSAGE (361): same header and answer
-            self.server.register_processor(RequestCode.LITE_PULL_MESSAGE, self.pull.pull)
-        self.pop: PopProcessor | None = install_pop(self) if config.is_v5 and not self.is_slave else None
-        self.timer: TimerService | None = TimerService(
-            self.store, lambda inner: self.put_message(inner, schedule=False), config.config_dir,
-            config.timer_precision_ms, config.timer_max_delay_sec) if config.is_v5 else None
-        # master/slave replication (issue 20): HA listener on every broker, client + copies on slaves
-        MetadataProcessor(self).register(self.server)
-        self.ha = HAService(self.store, config.ha_settings())
+        request_guard.install(self.server, BROKER_REQUESTS)  # every topic/group a request names
+        request_guard.install(self.vip_server, BROKER_REQUESTS)
+        # RocketMQ 5.x POP: only a master configured as 5.x answers the POP codes (a pop commits
+        # offsets and writes revive copies: not on a slave)
+        self.pop: PopProcessor | None = install_pop(ctx, self.server) if v5 and not slave else None
+        # master/slave replication: HA listener on every broker, client + copies on slaves
+        self.ha = ctx.ha = HAService(self.store, config.ha_settings())
         self.ha_client: HAClient | None = None
         self.slave_sync: SlaveSynchronize | None = None
-        if self.is_slave:
-            self.ha_client = HAClient(self.store, config.ha_send_heartbeat_interval)
-            self.slave_sync = SlaveSynchronize(self)
+        if slave:
+            self.ha_client = ctx.ha_client = HAClient(self.store, config.ha_send_heartbeat_interval)
+            self.slave_sync = SlaveSynchronize(ctx)
             self.server.add_request_hook(slave_refusal)
         self.store.register_arrival_listener(self._on_arrival)
-        self.dledger = _dledger_broker(self) if config.store.enable_d_leger_commit_log else None  # issue 27
+        self.dledger = _dledger_broker(self) if config.store.enable_d_leger_commit_log else None
+        ctx.dledger = self.dledger
         self._tasks: list[asyncio.Task] = []
-        self._register_soon: asyncio.Event | None = None
-        self.stats_put = 0
-        self.stats_get = 0
 
     @property
     def is_master(self) -> bool:
-        return self.config.broker_id == 0
+        """``brokerId=0``."""
+        return self.ctx.is_master
 
     @property
     def is_slave(self) -> bool:
         """``brokerRole=SLAVE``: replicates its master, refuses writes (docs/protocol.md §8.8)."""
-        return self.config.broker_role == "SLAVE"
+        return self.ctx.is_slave
+
+    # the counters and version live in the context the processors share
+    @property
+    def config_version(self) -> DataVersion:
+        return self.ctx.config_version
+
+    @property
+    def stats_put(self) -> int:
+        return self.ctx.stats_put
+
+    @property
+    def stats_get(self) -> int:
+        return self.ctx.stats_get
 
     @property
     def ha_server_addr(self) -> str:
@@ -175,7 +196,7 @@ class BrokerController:
             except OSError as exc:
                 log.warning("VIP port %d not available (%s): Java slaves will not get the topic config",
                             self.config.listen_port - 2, exc)
-        self._register_soon = asyncio.Event()
+        self.ctx.register_soon = asyncio.Event()
         if self.is_slave:  # Java: no schedule service nor transaction checks on a slave
             assert self.ha_client is not None and self.slave_sync is not None
             fixed = self.config.ha_master_address
@@ -183,7 +204,7 @@ class BrokerController:
                 self.ha_client.update_master_address(fixed)
             self.ha_client.start()
             self.slave_sync.start()
-        else:
+        elif self.dledger is None:  # a DLedger member starts them when it becomes master
             self.schedule.start(loop)
             self.transactions.start(loop)
             if self.pop is not None:
@@ -228,16 +249,12 @@ class BrokerController:
 
     # -- storing --------------------------------------------------------------------------------
     def put_message(self, inner: InnerMessage, schedule: bool = True) -> MaybeAwaitable[PutMessageResult | None]:
-        """Store a message on the loop thread (one writer, as the store recommends). Returns the
-        result, or under SYNC_FLUSH with ``WAIT=true`` an ``asyncio.Future`` of it that the
-        store's group commit completes after the fsync covering the record (no thread hop)."""
-        if schedule:
-            inner = self.schedule.transform(inner)
-        return self.store.put_message_async(inner)
+        """:meth:`BrokerContext.put_message <.context.BrokerContext.put_message>`."""
+        return self.ctx.put_message(inner, schedule)
 
     def put_messages(self, batch: list[InnerMessage]) -> MaybeAwaitable[PutMessageResult | None]:
-        """Store a batch; same contract as :meth:`put_message`."""
-        return self.store.put_messages_async(batch)
+        """:meth:`BrokerContext.put_messages <.context.BrokerContext.put_messages>`."""
+        return self.ctx.put_messages(batch)
 
     def _on_arrival(self, topic: str, queue_id: int, max_offset: int, tags_code: int, props) -> None:
         self.pull.on_arrival(topic, queue_id, max_offset, tags_code, props)
@@ -262,48 +279,25 @@ class BrokerController:
     # -- statistics and settings ----------------------------------------------------------------
     def record_get(self, group: str, count: int) -> None:
         """Count ``count`` messages pulled by ``group`` (runtime info and consume TPS)."""
-        self.stats_get += count
-        self.get_meter.add(group, count)
+        self.ctx.record_get(group, count)
 
     def consume_tps(self, group: str) -> float:
         """Messages/s pulled by ``group`` over the last minute (ConsumeStats.consumeTps)."""
-        return self.get_meter.tps(group)
+        return self.ctx.consume_tps(group)
 
     def update_config(self, props: dict[str, str]) -> dict[str, object]:
-        """UPDATE_BROKER_CONFIG: set the known keys of ``props`` on the running broker's
-        config and bump its data version; returns what was set. Store keys land in the
-        ``StoreConfig`` the running store reads, so the disk-space guard, file expiry, flush
-        intervals and size limits change at once, as in Java. Like Java, broker settings read
-        only at start (ports, names) take effect after a restart.
+        """UPDATE_BROKER_CONFIG on the running broker: :func:`.broker_config_processor.update_broker_config`.
 
         Raises:
-            RestartRequiredError: ``props`` holds store keys the store reads only at start
-                (``RESTART_ONLY_KEYS``: paths, file sizes, flush mode...; nothing changes).
+            RestartRequiredError: ``props`` holds store keys read only at start (nothing changes).
             ValueError: a value does not parse as its setting's type (nothing changes).
         """
-        refused = restart_only(props)
-        if refused:
-            raise RestartRequiredError(
-                f"{', '.join(refused)} can only be set at start: put them in broker.conf and restart the broker")
-        changed = apply_properties(self.config, props)
-        if "auto_create_subscription_group" in changed:
-            self.groups.auto_create = self.config.auto_create_subscription_group
-        self.config_version = DataVersion(int(time.time() * 1000), self.config_version.counter + 1)
-        return changed
+        return update_broker_config(self.ctx, props)
 
     # -- clients ----------------------------------------------------------------------------------
     def notify_consumer_ids_changed(self, group: str) -> None:
-        g = self.consumers.groups.get(group)
-        if g is None:
-            return
-        for ch in list(g.channels):
-            cmd = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                          ConsumerGroupRequestHeader(consumer_group=group).to_ext_fields(),
-                                          oneway=True)
-            try:
-                ch.send(cmd)
-            except MQError:
-                pass
+        """Send NOTIFY_CONSUMER_IDS_CHANGED to every connection of ``group``."""
+        self.ctx.notify_consumer_ids_changed(group)
 
     def _channel_closed(self, ch: Channel) -> None:
         self.producers.unregister_channel(ch)
@@ -321,16 +315,24 @@ class BrokerController:
 
     # -- name server registration -------------------------------------------------------------------
     def register_to_namesrv_soon(self) -> None:
-        if self._register_soon is not None:
-            self._register_soon.set()
+        """Register with the name servers now rather than at the next period."""
+        self.ctx.register_to_namesrv_soon()
 
     async def _register_loop(self) -> None:
         period = self.config.register_name_server_period / 1000.0
         while True:
             try:
-                await asyncio.wait_for(self._register_soon.wait(), period)
-                self._register_soon.clear()
-                await self.register_all(oneway=True)
+                soon = self.ctx.register_soon
+                assert soon is not None
+                await asyncio.wait_for(soon.wait(), period)
+                soon.clear()
+                waiters, self.ctx.registration_waiters = self.ctx.registration_waiters, []
+                try:
+                    await self.register_all(oneway=True)
+                finally:
+                    for fut in waiters:
+                        if not fut.done():
+                            fut.set_result(None)
             except TimeoutError:
                 await self.register_all(oneway=False)
             except asyncio.CancelledError:

@@ -2,8 +2,7 @@
 GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201), DELETE_SUBSCRIPTIONGROUP (207),
 INVOKE_BROKER_TO_RESET_OFFSET (222, pushing RESET_CONSUMER_CLIENT_OFFSET 220 to the group's
 clients), GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309, with the stored
-message as body), both forwarded to the client's connection, and the
-broker's own settings: GET_BROKER_CONFIG (26) / UPDATE_BROKER_CONFIG (25)."""
+message as body), both forwarded to the client's connection."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from rocketmq_sdk.exceptions import MQError
-from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.admin_bodies import SubscriptionGroupConfig
 from rocketmq_sdk.protocol.bodies import ResetOffsetBody, ResetOffsetBodyForC
 from rocketmq_sdk.protocol.codes import LanguageCode, RequestCode, ResponseCode
@@ -25,10 +23,10 @@ from rocketmq_sdk.protocol.message import MessageQueue
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
-from .config import RestartRequiredError, config_to_properties, read_properties_text
+from .requests import ACL_ADMIN, ACL_NONE, SLAVE_REFUSES_ADMIN, Body, handles
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger("rocketmq_broker")
 
@@ -39,21 +37,12 @@ CONSUME_DIRECTLY_TIMEOUT_MS = 10000
 
 
 class GroupProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
-    def register(self, server) -> None:
-        for code, fn in {RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_group,
-                         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_groups,
-                         RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
-                         RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
-                         RequestCode.GET_CONSUMER_RUNNING_INFO: self.running_info,
-                         RequestCode.CONSUME_MESSAGE_DIRECTLY: self.consume_directly,
-                         RequestCode.GET_BROKER_CONFIG: self.get_config,
-                         RequestCode.UPDATE_BROKER_CONFIG: self.update_config}.items():
-            server.register_processor(code, fn)
-
     # -- subscription groups -----------------------------------------------------------------
+    @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, header=None, writes=True, acl=ACL_ADMIN,
+             on_slave=SLAVE_REFUSES_ADMIN, body=Body.SUBSCRIPTION_GROUP)
     def update_group(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         sg = SubscriptionGroupConfig.from_json(cmd.body or b"{}")
         if not sg.group_name:
@@ -61,9 +50,12 @@ class GroupProcessor:
         self.broker.groups.update(sg)
         return cmd.response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, header=None, writes=False, acl=ACL_NONE)
     def all_groups(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, body=self.broker.groups.wrapper().to_json())
 
+    @handles(RequestCode.DELETE_SUBSCRIPTIONGROUP, header=DeleteSubscriptionGroupRequestHeader, writes=True,
+             acl=ACL_ADMIN, on_slave=SLAVE_REFUSES_ADMIN)
     def delete_group(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = DeleteSubscriptionGroupRequestHeader.from_ext_fields(cmd.ext_fields)
         group = h.group_name or ""
@@ -73,6 +65,8 @@ class GroupProcessor:
         return cmd.response(ResponseCode.SUCCESS)
 
     # -- offsets reset --------------------------------------------------------------------------
+    @handles(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header=ResetOffsetRequestHeader, writes=False,
+             acl=ACL_NONE)
     def reset_offset(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         """Java ``Broker2Client.resetOffset``: per write queue, the offset stored at
         ``timestamp`` (-1: the max offset); without ``isForce`` an offset only moves back. The
@@ -132,11 +126,15 @@ class GroupProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"invoke consumer <{group}> <{client_id}> Exception: {exc}")
         return cmd.response(answer.code, answer.remark, answer.ext_fields, answer.body)
 
+    @handles(RequestCode.GET_CONSUMER_RUNNING_INFO, header=GetConsumerRunningInfoRequestHeader, writes=False,
+             acl=ACL_NONE)
     async def running_info(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = GetConsumerRunningInfoRequestHeader.from_ext_fields(cmd.ext_fields)
         return await self._forward_to_client(cmd, h.consumer_group or "", h.client_id or "", cmd.body,
                                              RUNNING_INFO_TIMEOUT_MS)
 
+    @handles(RequestCode.CONSUME_MESSAGE_DIRECTLY, header=ConsumeMessageDirectlyResultRequestHeader,
+             writes=False, acl=ACL_NONE)
     async def consume_directly(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         """The message named by ``msgId`` (an offset message id) is read from the commit log and
         sent, as the body, to the client, which runs its listener on it and answers a
@@ -152,21 +150,3 @@ class GroupProcessor:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}")
         return await self._forward_to_client(cmd, h.consumer_group or "", h.client_id or "", bytes(raw),
                                              CONSUME_DIRECTLY_TIMEOUT_MS)
-
-    # -- broker config ----------------------------------------------------------------------------
-    def get_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
-        b = self.broker
-        version = fastjson.dumps(b.config_version.to_dict())
-        return cmd.response(ResponseCode.SUCCESS, ext_fields={"version": version},
-                            body=config_to_properties(b.config).encode())
-
-    def update_config(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
-        props = read_properties_text((cmd.body or b"").decode("utf-8", "replace"))
-        try:
-            changed = self.broker.update_config(props)
-        except RestartRequiredError as exc:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
-        except ValueError as exc:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
-        log.info("broker config updated: %s", changed)
-        return cmd.response(ResponseCode.SUCCESS)

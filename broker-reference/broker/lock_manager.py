@@ -16,8 +16,10 @@ from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.protocol.message import MessageQueue
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
+from .requests import ACL_NONE, Body, handles
+
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 
 class RebalanceLockManager:
@@ -49,19 +51,17 @@ class RebalanceLockManager:
 
 
 class LockProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.locks = RebalanceLockManager()
 
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.LOCK_BATCH_MQ, self.lock)
-        server.register_processor(RequestCode.UNLOCK_BATCH_MQ, self.unlock)
-
+    @handles(RequestCode.LOCK_BATCH_MQ, header=None, writes=False, acl=ACL_NONE, body=Body.LOCK_BATCH)
     def lock(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         req = LockBatchRequestBody.from_json(cmd.body)
         granted = self.locks.try_lock_batch(req.consumer_group or "", req.mq_set, req.client_id or "")
         return cmd.response(ResponseCode.SUCCESS, body=LockBatchResponseBody(granted).to_json(standard=True))
 
+    @handles(RequestCode.UNLOCK_BATCH_MQ, header=None, writes=False, acl=ACL_NONE, body=Body.LOCK_BATCH)
     def unlock(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         req = LockBatchRequestBody.from_json(cmd.body)
         self.locks.unlock_batch(req.consumer_group or "", req.mq_set, req.client_id or "")

@@ -31,8 +31,10 @@ from rocketmq_sdk.protocol.headers import PullMessageRequestHeader
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 from rocketmq_sdk.remoting.channel import bad_input_log
 
+from .requests import ACL_NONE, SUB, Acl, GroupRes, SlaveRule, TopicRes, handles
+
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger("rocketmq_broker")
 
@@ -67,7 +69,7 @@ def _arrival_matcher(tag_filter, fd):
 
 
 class PullProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         # (topic, queue_id) -> held pulls: (offset, channel, request, header, subscription, timer)
         self._held: dict[tuple[str, int], list] = {}
@@ -86,9 +88,10 @@ class PullProcessor:
             self._checker = None
         self.release_all()
 
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.PULL_MESSAGE, self.pull)
-
+    @handles(RequestCode.PULL_MESSAGE, header=PullMessageRequestHeader, writes=True,
+             acl=Acl(TopicRes("topic", SUB), GroupRes("consumerGroup")), on_slave=SlaveRule.SERVE)
+    @handles(RequestCode.LITE_PULL_MESSAGE, header=PullMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.SERVE, v5_only=True)
     def pull(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
         return self._process(ch, cmd, allow_suspend=True)
 

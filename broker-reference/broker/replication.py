@@ -1,10 +1,8 @@
 """Broker roles around master/slave replication (docs/protocol.md §8.2, §8.8, §8.9).
 
-* :class:`MetadataProcessor` answers GET_ALL_CONSUMER_OFFSET (43) and GET_ALL_DELAY_OFFSET (45)
-  on every broker (what a slave's SlaveSynchronize asks a master for);
 * :func:`slave_refusal` is the request hook of a SLAVE: the writes a 4.9.8 slave refuses get
-  its answers (SEND → 14 SERVICE_NOT_AVAILABLE, END_TRANSACTION → 11, send-back and
-  topic/group changes → 1 SYSTEM_ERROR);
+  its answers, as the request table declares them (``on_slave``: SEND → 14 SERVICE_NOT_AVAILABLE,
+  END_TRANSACTION → 11, send-back and topic/group changes → 1 SYSTEM_ERROR);
 * :class:`SlaveSynchronize` copies the master's topic config, consumer offsets, delay offsets
   and subscription groups to a SLAVE, 3 s after start and then every 10 s.
 """
@@ -21,56 +19,31 @@ from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.admin_bodies import SubscriptionGroupWrapper
 from rocketmq_sdk.protocol.bodies import TopicConfigSerializeWrapper
-from rocketmq_sdk.protocol.codes import SEND_CODES as _SEND_CODES
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.remoting import Channel, RemotingClient, RemotingCommand
 
+from .request_table import BROKER_REQUESTS
+from .requests import SLAVE_SEND_REMARK
+
+__all__ = ["SLAVE_REFUSALS", "SLAVE_SEND_REMARK", "SlaveSynchronize", "slave_refusal"]
+
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger("rocketmq_broker")
 
-#: Java ``DefaultMessageStore`` remark of a put refused by a slave (code 14)
-SLAVE_SEND_REMARK = ("service not available now. It may be caused by one of the following reasons: the broker's "
-                     "disk is full, messages are put to the slave, message store has been shut down, etc.")
-_SLAVE_ADMIN_REMARK = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
-_ADMIN_CODES = frozenset((RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.DELETE_TOPIC_IN_BROKER,
-                          RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.DELETE_SUBSCRIPTIONGROUP))
+#: code -> (response code, remark) of every request a slave refuses (``on_slave`` of the table)
+SLAVE_REFUSALS: dict[int, tuple[int, str]] = {code: spec.on_slave.refusal for code, spec in BROKER_REQUESTS.items()
+                                              if spec.on_slave.refusal is not None}
 
 
 def slave_refusal(ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
-    """Server request hook of a SLAVE: the answer of a 4.9.8 slave to a write, None otherwise."""
-    code = cmd.code
-    if code in _SEND_CODES:
-        return cmd.response(ResponseCode.SERVICE_NOT_AVAILABLE, SLAVE_SEND_REMARK)
-    if code == RequestCode.END_TRANSACTION:
-        return cmd.response(ResponseCode.SLAVE_NOT_AVAILABLE, "Can't commit or rollback a transaction from a slave")
-    if code == RequestCode.CONSUMER_SEND_MSG_BACK:
-        return cmd.response(ResponseCode.SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE")
-    if code in _ADMIN_CODES:
-        return cmd.response(ResponseCode.SYSTEM_ERROR, _SLAVE_ADMIN_REMARK)
-    return None
-
-
-class MetadataProcessor:
-    """GET_ALL_CONSUMER_OFFSET (43) and GET_ALL_DELAY_OFFSET (45), as Java's AdminBrokerProcessor."""
-
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
-
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.GET_ALL_CONSUMER_OFFSET, self.all_consumer_offsets)
-        server.register_processor(RequestCode.GET_ALL_DELAY_OFFSET, self.all_delay_offsets)
-
-    def all_consumer_offsets(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
-        offsets = self.broker.offsets
-        snapshot = {k: dict(v) for k, v in list(offsets.table.items())}
-        # fastjson's form with bare integer queue ids, as the 4.9.8 master sends it
-        return cmd.response(ResponseCode.SUCCESS, body=fastjson.dumps({"offsetTable": snapshot}, standard=False).encode())
-
-    def all_delay_offsets(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
-        offsets = dict(self.broker.schedule.offsets)
-        return cmd.response(ResponseCode.SUCCESS, body=fastjson.dumps({"offsetTable": offsets}, standard=False).encode())
+    """Server request hook of a SLAVE (and of a DLedger follower): the answer of a 4.9.8 slave
+    to a write its request table entry refuses (``on_slave``), None otherwise."""
+    refusal = SLAVE_REFUSALS.get(cmd.code)
+    if refusal is None:
+        return None
+    return cmd.response(refusal[0], refusal[1])
 
 
 class SlaveSynchronize:
@@ -88,7 +61,7 @@ class SlaveSynchronize:
 
     TIMEOUT_MS = 3000
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.master_addr: str | None = None
         self.client = RemotingClient()

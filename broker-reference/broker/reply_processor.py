@@ -36,10 +36,11 @@ from rocketmq_sdk.protocol.message_codec import decode_properties, encode_proper
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 from rocketmq_sdk.remoting.channel import bad_input_log
 
+from .requests import ACL_NONE, SLAVE_REFUSES_SEND, V2_GROUP_FIELDS, V2_TOPIC_FIELDS, handles
 from .send_processor import topic_refusal
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 log = logging.getLogger("rocketmq_broker.reply")
 
@@ -52,12 +53,8 @@ _STORED_OK = (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutM
 class ReplyProcessor:
     """Handles codes 324 and 325 for a :class:`BrokerController`."""
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
-
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.SEND_REPLY_MESSAGE, self.process)
-        server.register_processor(RequestCode.SEND_REPLY_MESSAGE_V2, self.process)
 
     # -- lookup -------------------------------------------------------------------------------
     def find_client_channel(self, client_id: str) -> Channel | None:
@@ -75,6 +72,10 @@ class ReplyProcessor:
         return None
 
     # -- processing -----------------------------------------------------------------------------
+    @handles(RequestCode.SEND_REPLY_MESSAGE, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SLAVE_REFUSES_SEND)
+    @handles(RequestCode.SEND_REPLY_MESSAGE_V2, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SLAVE_REFUSES_SEND, topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
     async def process(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         if cmd.code == RequestCode.SEND_REPLY_MESSAGE_V2:
             h = SendMessageRequestHeader.from_v2(cmd.ext_fields)

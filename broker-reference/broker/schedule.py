@@ -13,7 +13,8 @@ import inspect
 import logging
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_broker.store.commit_log import parse_delay_levels
 from rocketmq_broker.store.inner_message import InnerMessage
@@ -27,18 +28,31 @@ from rocketmq_sdk.protocol.validators import topic_problem
 from .config_file import read_json, write_atomically
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from rocketmq_broker.store.message_store import MessageStore
+
+    from .config import BrokerConfig
 
 log = logging.getLogger("rocketmq_broker.schedule")
 
 
 class ScheduleService:
-    def __init__(self, broker: BrokerController) -> None:
-        self.broker = broker
-        self.levels = parse_delay_levels(broker.config.store.message_delay_level)  # level -> ms
+    """Delay levels: ``transform`` parks a delayed message in ``SCHEDULE_TOPIC_XXXX`` (queue
+    level - 1), one task per level puts it back to its real topic when due.
+
+    Args:
+        config: the broker's settings (``messageDelayLevel``, ``config_dir``).
+        store: the message store the levels are read from.
+        put_message: stores a message (without this transform); may return an awaitable.
+    """
+
+    def __init__(self, config: BrokerConfig, store: MessageStore,
+                 put_message: Callable[[InnerMessage], Any]) -> None:
+        self.store = store
+        self._put = put_message
+        self.levels = parse_delay_levels(config.store.message_delay_level)  # level -> ms
         self.max_level = max(self.levels) if self.levels else 0
         self.offsets: dict[int, int] = {}
-        self.path = os.path.join(broker.config.config_dir, "delayOffset.json")
+        self.path = os.path.join(config.config_dir, "delayOffset.json")
         self._tasks: list[asyncio.Task] = []
         self._wakeups: dict[int, asyncio.Event] = {}
 
@@ -65,7 +79,13 @@ class ScheduleService:
         inner.properties_string = encode_properties(props)
         return inner
 
+    @property
+    def running(self) -> bool:
+        return bool(self._tasks)
+
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._tasks:
+            return
         for level in sorted(self.levels):
             self._wakeups[level] = asyncio.Event()
             self._tasks.append(loop.create_task(self._run_level(level)))
@@ -76,9 +96,10 @@ class ScheduleService:
             ev.set()
 
     async def stop(self) -> None:
-        for t in self._tasks:
+        tasks, self._tasks = self._tasks, []
+        for t in tasks:
             t.cancel()
-        for t in self._tasks:
+        for t in tasks:
             try:
                 await t
             except (asyncio.CancelledError, Exception):  # noqa: BLE001
@@ -87,7 +108,7 @@ class ScheduleService:
 
     async def _run_level(self, level: int) -> None:
         qid = level - 1
-        store = self.broker.store
+        store = self.store
         ev = self._wakeups[level]
         while True:
             wait_s = 1.0
@@ -129,7 +150,8 @@ class ScheduleService:
 
     async def _deliver(self, msg, level: int, queue_offset: int) -> bool:
         """Re-put a due message to its real topic. Returns False only when the store refuses
-        writes for now (SERVICE_NOT_AVAILABLE: disk full, shutting down), so the level retries
+        writes for now (SERVICE_NOT_AVAILABLE: disk full, shutting down, no longer the DLedger
+        leader; OS_PAGECACHE_BUSY: busy, a DLedger leadership transfer), so the level retries
         the same message later; a message that can never be delivered (illegal real topic or
         queue, refused by the store as illegal, failing put) is logged at ERROR and skipped, as
         Java's ``ScheduleMessageService`` skips it, so one message never blocks its level."""
@@ -144,7 +166,8 @@ class ScheduleService:
         else:
             if result is not None and result.is_ok():
                 return True
-            if result is not None and result.put_message_status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+            if result is not None and result.put_message_status in (PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                                                                    PutMessageStatus.OS_PAGECACHE_BUSY):
                 return False
             problem = result.put_message_status.value if result is not None else "store not running"
         log.error("schedule level %d: skipping undeliverable message %s at queue offset %d (real topic %r): %s",
@@ -161,4 +184,4 @@ class ScheduleService:
         if not 0 <= qid < 1 << 31:
             raise ValueError(f"illegal real queue id {qid}")
         props.pop(MC.DELAY_TIME_LEVEL, None)
-        return self.broker.put_message(InnerMessage.requeued(msg, topic, qid, props), schedule=False)
+        return self._put(InnerMessage.requeued(msg, topic, qid, props))

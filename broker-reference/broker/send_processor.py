@@ -10,6 +10,8 @@ request is a batch is decided by the header's ``batch`` flag (the C++ client sen
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import random
 import time
 from typing import TYPE_CHECKING
@@ -33,7 +35,7 @@ from rocketmq_sdk.protocol.codes import (
     retry_topic,
 )
 from rocketmq_sdk.protocol.codes import MessageConst as MC
-from rocketmq_sdk.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader
+from rocketmq_sdk.protocol.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, V2Field
 from rocketmq_sdk.protocol.message_codec import (
     decode_batch,
     decode_message,
@@ -45,9 +47,22 @@ from rocketmq_sdk.remoting import Channel, RemotingCommand
 from rocketmq_sdk.remoting.command import FLAG_RESPONSE
 
 from .controller_util import then
+from .requests import (
+    ACL_NONE,
+    SLAVE_REFUSES_SEND,
+    V2_GROUP_FIELDS,
+    V2_TOPIC_FIELDS,
+    Acl,
+    GroupRes,
+    SendRes,
+    SlaveRule,
+    handles,
+)
 
 if TYPE_CHECKING:
-    from .controller import BrokerController
+    from rocketmq_sdk.protocol.bodies import TopicConfig
+
+    from .context import BrokerContext
 
 _STATUS_CODES = {
     PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -65,6 +80,16 @@ _PYTHON = int(LanguageCode.PYTHON)
 _new_command = object.__new__
 _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _PERM_WRITE = int(PermName.WRITE)
+#: longest wait for the registration of an auto-created topic before its first send is answered (s)
+_REGISTRATION_WAIT_S = 3.0
+
+
+async def _answer_after(registered: asyncio.Future, answer):
+    """``answer`` (a response or a future of one) once ``registered`` is done, or after
+    :data:`_REGISTRATION_WAIT_S` at the most (an unreachable name server delays, never fails, a send)."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(registered), _REGISTRATION_WAIT_S)
+    return await answer if inspect.isawaitable(answer) else answer
 
 
 def topic_refusal(cmd: RemotingCommand, topic: str) -> RemotingCommand | None:
@@ -103,18 +128,20 @@ SendResponse._c_encodable = True
 
 
 class SendProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self._valid_topics: set[str] = set()  # names topic_refusal let through (regex, system topics), bounded
         #: plain single sends take ``store.put_plain`` (False: every send goes through ``broker.put_message``)
         self.fast_put = True
 
-    def register(self, server) -> None:
-        for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            server.register_processor(code, self.send)
-        server.register_processor(RequestCode.CONSUMER_SEND_MSG_BACK, self.send_back)
-
     # -- send ------------------------------------------------------------------------------
+    @handles(RequestCode.SEND_MESSAGE, header=SendMessageRequestHeader, writes=True,
+             acl=Acl(SendRes("topic", "group")), on_slave=SLAVE_REFUSES_SEND)
+    @handles(RequestCode.SEND_MESSAGE_V2, header=SendMessageRequestHeader, writes=True,
+             acl=Acl(SendRes(V2Field.TOPIC, V2Field.PRODUCER_GROUP)), on_slave=SLAVE_REFUSES_SEND,
+             topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
+    @handles(RequestCode.SEND_BATCH_MESSAGE, header=SendMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SLAVE_REFUSES_SEND, topic_fields=V2_TOPIC_FIELDS, group_fields=V2_GROUP_FIELDS)
     def send(self, ch: Channel, cmd: RemotingCommand):
         if cmd.code == _SEND_MESSAGE:
             h = SendMessageRequestHeader.from_ext_fields(cmd.ext_fields)
@@ -141,7 +168,14 @@ class SendProcessor:
                 if tc is None:
                     return cmd.response(ResponseCode.TOPIC_NOT_EXIST,
                                         f"topic[{topic}] not exist, apply first please!")
-                b.register_to_namesrv_soon()
+                registered = b.register_to_namesrv_before_answering()
+                if registered is not None:
+                    return _answer_after(registered, self._send_to(ch, cmd, h, topic, tc))
+        return self._send_to(ch, cmd, h, topic, tc)
+
+    def _send_to(self, ch: Channel, cmd: RemotingCommand, h: SendMessageRequestHeader, topic: str,
+                 tc: TopicConfig):
+        b = self.broker
         if not tc.perm & _PERM_WRITE:  # PermName.is_writeable
             return cmd.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         queue_id = h.queue_id if h.queue_id is not None else -1
@@ -273,6 +307,9 @@ class SendProcessor:
         return resp
 
     # -- consumer send-back ---------------------------------------------------------------------
+    @handles(RequestCode.CONSUMER_SEND_MSG_BACK, header=ConsumerSendMsgBackRequestHeader, writes=True,
+             acl=Acl(GroupRes("group")),
+             on_slave=SlaveRule.refuse(ResponseCode.SYSTEM_ERROR, "SERVICE_NOT_AVAILABLE"))
     def send_back(self, ch: Channel, cmd: RemotingCommand):
         h = ConsumerSendMsgBackRequestHeader.from_ext_fields(cmd.ext_fields)
         b = self.broker

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections import defaultdict, deque
 from typing import TYPE_CHECKING
 
 from rocketmq_sdk.protocol.admin_bodies import (
@@ -34,9 +33,11 @@ from rocketmq_sdk.protocol.headers import (
 from rocketmq_sdk.protocol.message import MessageQueue
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
+from .requests import ACL_NONE, SUB, Acl, TopicRes, handles
+
 if TYPE_CHECKING:
     from .client_manager import ClientChannelInfo
-    from .controller import BrokerController
+    from .context import BrokerContext
 
 #: ``MixAll.UNIQUE_MSG_QUERY_FLAG``: the key is a UNIQ_KEY (message id) rather than a KEYS item
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
@@ -55,50 +56,10 @@ def connection_of(info: ClientChannelInfo) -> Connection:
     return Connection(info.channel.remote_addr, info.client_id, language_name(info.language), info.version)
 
 
-class ConsumeTpsMeter:
-    """Messages pulled per consumer group, per second, over a sliding window.
-
-    Args:
-        window_s: the window in seconds (Java's ``consumeTps`` is a one-minute figure).
-    """
-
-    def __init__(self, window_s: int = 60) -> None:
-        self.window_s = window_s
-        self._counts: dict[str, deque[list[int]]] = defaultdict(deque)
-
-    def add(self, group: str, count: int, now: float | None = None) -> None:
-        sec = int(time.monotonic() if now is None else now)
-        q = self._counts[group]
-        if q and q[-1][0] == sec:
-            q[-1][1] += count
-        else:
-            q.append([sec, count])
-        while q and q[0][0] <= sec - self.window_s:
-            q.popleft()
-
-    def tps(self, group: str, now: float | None = None) -> float:
-        sec = int(time.monotonic() if now is None else now)
-        q = self._counts.get(group)
-        if not q:
-            return 0.0
-        return sum(c for s, c in q if s > sec - self.window_s) / float(self.window_s)
-
-
 class StatsProcessor:
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.boot_ms = int(time.time() * 1000)
-
-    def register(self, server) -> None:
-        for code, fn in {RequestCode.GET_TOPIC_STATS_INFO: self.topic_stats,
-                         RequestCode.GET_CONSUME_STATS: self.consume_stats,
-                         RequestCode.GET_CONSUMER_CONNECTION_LIST: self.consumer_connections,
-                         RequestCode.GET_PRODUCER_CONNECTION_LIST: self.producer_connections,
-                         RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
-                         RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.consume_by_who,
-                         RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.system_topics,
-                         RequestCode.QUERY_MESSAGE: self.query_message}.items():
-            server.register_processor(code, fn)
 
     def _last_store_time(self, topic: str, queue_id: int, next_offset: int) -> int:
         """Store time of the message before ``next_offset`` (0 when there is none)."""
@@ -107,6 +68,7 @@ class StatsProcessor:
         ts = self.broker.store.get_message_store_timestamp(topic, queue_id, next_offset - 1)
         return max(ts, 0)
 
+    @handles(RequestCode.GET_TOPIC_STATS_INFO, header=TopicRequestHeader, writes=False, acl=ACL_NONE)
     def topic_stats(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext_fields(cmd.ext_fields).topic or ""
         tc = self.broker.topics.get(topic)
@@ -121,6 +83,7 @@ class StatsProcessor:
                 self._last_store_time(topic, qid, hi), hi, lo)
         return cmd.response(ResponseCode.SUCCESS, body=table.to_json())
 
+    @handles(RequestCode.GET_CONSUME_STATS, header=GetConsumeStatsRequestHeader, writes=False, acl=ACL_NONE)
     def consume_stats(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = GetConsumeStatsRequestHeader.from_ext_fields(cmd.ext_fields)
         b, group = self.broker, h.consumer_group or ""
@@ -141,6 +104,8 @@ class StatsProcessor:
         stats.consume_tps = b.consume_tps(group)
         return cmd.response(ResponseCode.SUCCESS, body=stats.to_json())
 
+    @handles(RequestCode.GET_CONSUMER_CONNECTION_LIST, header=GetConsumeStatsRequestHeader, writes=False,
+             acl=ACL_NONE)
     def consumer_connections(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         group = GetConsumeStatsRequestHeader.from_ext_fields(cmd.ext_fields).consumer_group or ""
         g = self.broker.consumers.groups.get(group)
@@ -150,6 +115,8 @@ class StatsProcessor:
                                   g.consume_type, g.message_model, dict(g.subscriptions))
         return cmd.response(ResponseCode.SUCCESS, body=body.to_json())
 
+    @handles(RequestCode.GET_PRODUCER_CONNECTION_LIST, header=ProducerGroupRequestHeader, writes=False,
+             acl=ACL_NONE)
     def producer_connections(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         group = ProducerGroupRequestHeader.from_ext_fields(cmd.ext_fields).producer_group or ""
         chans = self.broker.producers.groups.get(group)
@@ -158,6 +125,7 @@ class StatsProcessor:
         body = ProducerConnection([connection_of(i) for i in chans.values()])
         return cmd.response(ResponseCode.SUCCESS, body=body.to_json())
 
+    @handles(RequestCode.GET_BROKER_RUNTIME_INFO, header=None, writes=False, acl=ACL_NONE)
     def runtime_info(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         b, store = self.broker, self.broker.store
         up = int(time.time() * 1000) - self.boot_ms
@@ -199,6 +167,7 @@ class StatsProcessor:
             table[f"scheduleMessageOffset_{level}"] = f"{off},{off}"
         return cmd.response(ResponseCode.SUCCESS, body=KVTable(table).to_json())
 
+    @handles(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, header=TopicRequestHeader, writes=False, acl=ACL_NONE)
     def consume_by_who(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext_fields(cmd.ext_fields).topic or ""
         b = self.broker
@@ -206,11 +175,14 @@ class StatsProcessor:
         groups.update(b.offsets.groups_of_topic(topic))
         return cmd.response(ResponseCode.SUCCESS, body=GroupList(sorted(groups)).to_json())
 
+    @handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER, header=None, writes=False, acl=ACL_NONE)
     def system_topics(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         c = self.broker.config
         topics = set(SYSTEM_TOPICS) | {c.broker_cluster_name, c.broker_name, f"{c.broker_cluster_name}_REPLY_TOPIC"}
         return cmd.response(ResponseCode.SUCCESS, body=TopicList(sorted(topics)).to_json())
 
+    @handles(RequestCode.QUERY_MESSAGE, header=QueryMessageRequestHeader, writes=False,
+             acl=Acl(TopicRes("topic", SUB)))
     def query_message(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = QueryMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         max_num = h.max_num or DEFAULT_QUERY_MAX_NUM

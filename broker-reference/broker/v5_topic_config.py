@@ -10,6 +10,8 @@ from rocketmq_sdk.protocol import fastjson
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
+from .requests import ACL_NONE, handles
+
 
 class TopicConfigProcessor:
     """Answers GET_TOPIC_CONFIG from ``topics`` (the broker's topic manager, ``get(name)``)."""
@@ -17,9 +19,7 @@ class TopicConfigProcessor:
     def __init__(self, topics: Any) -> None:
         self.topics = topics
 
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.GET_TOPIC_CONFIG, self.get)
-
+    @handles(RequestCode.GET_TOPIC_CONFIG, header=None, writes=False, acl=ACL_NONE, v5_only=True)
     def get(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         topic = (cmd.ext_fields or {}).get("topic") or ""
         tc = self.topics.get(topic)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol import fastjson
@@ -33,7 +33,26 @@ from .member_state import Role
 from .store import DLedgerMessageStore
 
 if TYPE_CHECKING:
-    from ..broker.controller import BrokerController
+    from rocketmq_sdk.remoting import RemotingClient, RemotingServer
+
+    from ..broker.config import BrokerConfig
+    from ..broker.context import BrokerContext
+    from ..store.message_store import MessageStore
+
+
+class DLedgerHost(Protocol):
+    """What the DLedger role uses of its broker (the ``BrokerController``): its settings, store,
+    server, name-server client and registration, and the context :class:`SlaveSynchronize` copies into."""
+
+    config: BrokerConfig
+    ctx: BrokerContext
+    store: MessageStore
+    server: RemotingServer
+    namesrv_client: RemotingClient
+
+    def _namesrvs(self) -> list[str]: ...
+
+    async def register_all(self, oneway: bool) -> None: ...
 
 __all__ = ["DLedgerBroker"]
 
@@ -44,7 +63,7 @@ class DLedgerBroker:
     """The DLedger side of one broker (created by the controller when
     ``enableDLegerCommitLog=true``; its store must be a :class:`DLedgerMessageStore`)."""
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: DLedgerHost) -> None:
         store = broker.store
         if not isinstance(store, DLedgerMessageStore):
             raise TypeError("DLedger mode needs a DLedgerMessageStore")
@@ -57,7 +76,7 @@ class DLedgerBroker:
         self._target: Role | None = None
         broker.config.broker_id = self.slave_id  # until elected: a slave (Java registers -1)
         broker.server.add_request_hook(self._refusal)
-        self.sync = SlaveSynchronize(broker)
+        self.sync = SlaveSynchronize(broker.ctx)
         self._sync_task: asyncio.Task | None = None
 
     @property
@@ -124,9 +143,17 @@ class DLedgerBroker:
                     continue
                 self.store.become_master()
                 cfg.broker_id, cfg.broker_role = 0, "SYNC_MASTER"
+                # Java changeToMaster → startProcessorByHa: delayed delivery and transaction checks
+                self.broker.schedule.load()  # the delay offsets copied from the old master
+                loop = asyncio.get_running_loop()
+                self.broker.schedule.start(loop)
+                self.broker.transactions.start(loop)
             else:
                 was_master = self.is_master or cfg.broker_id == 0
                 self.store.become_slave()
+                # Java changeToSlave → shutdownProcessorByHa
+                await self.broker.schedule.stop()
+                await self.broker.transactions.stop()
                 if not was_master and cfg.broker_id == self.slave_id and cfg.broker_role == "SLAVE":
                     continue  # already a slave: nothing to register
                 cfg.broker_id, cfg.broker_role = self.slave_id, "SLAVE"

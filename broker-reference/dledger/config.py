@@ -6,31 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from rocketmq_sdk.protocol.dledger import parse_peers
+
 __all__ = ["DLedgerConfig", "member_number", "parse_peers"]
 
 _ID = re.compile(r"^[A-Za-z][0-9]{1,6}$")
-_PEER = re.compile(r"^([A-Za-z][0-9]{1,6})-([A-Za-z0-9.\-]+|\[[0-9A-Fa-f:]+\]):([0-9]{1,5})$")
-
-
-def parse_peers(spec: str) -> dict[str, str]:
-    """``dLegerPeers`` (``n0-127.0.0.1:40911;n1-127.0.0.1:40912;…``) → {id: "host:port"}.
-
-    Raises:
-        ValueError: an empty list, a malformed item, a repeated id or a port outside 1..65535.
-    """
-    peers: dict[str, str] = {}
-    for item in (p.strip() for p in spec.split(";")):
-        if not item:
-            continue
-        m = _PEER.match(item)
-        if m is None or not 0 < int(m.group(3)) < 65536:
-            raise ValueError(f"dLegerPeers item {item!r} is not <id>-<host>:<port> (id: a letter and digits)")
-        if m.group(1) in peers:
-            raise ValueError(f"dLegerPeers repeats id {m.group(1)!r}")
-        peers[m.group(1)] = f"{m.group(2)}:{m.group(3)}"
-    if not peers:
-        raise ValueError("dLegerPeers is empty")
-    return peers
 
 
 def member_number(self_id: str) -> int:
@@ -64,6 +44,18 @@ class DLedgerConfig:
         max_push_queue: follower queue of COMPARE/TRUNCATE/COMMIT pushes (1024).
         checkpoint_interval_ms: ``checkpoint`` file write period (3000).
         error_sleep_ms: dispatcher back-off after an error (500).
+        max_leadership_transfer_wait_index: a transfer is refused (FALL_BEHIND_TOO_MUCH) when the
+            transferee is this many entries or more behind the leader (1000).
+        leadership_transfer_wait_timeout_ms: how long the transferee waits to catch up with the
+            leader's log before it refuses to take leadership (TAKE_LEADERSHIP_FAILED) (1000).
+        preferred_leader_ids: ``preferredLeaderId`` (member ids separated by ``;``, "" for none):
+            a leader that is not one of them hands its leadership (a leadership transfer, checked
+            every second) to the one least behind, once it is online and less than
+            ``max_leadership_transfer_wait_index`` entries behind; a preferred member taking
+            leadership votes 30–100 ms apart and is not out-voted by an equally up-to-date one.
+        enable_batch_push: ``enableBatchPush``: the leader sends APPEND pushes with a
+            ``batchEntry`` list, closed once it holds ``max_batch_push_size`` bytes (4096) or the
+            log's end is reached (False: one entry a push). Members accept both either way.
     """
 
     group: str
@@ -83,6 +75,13 @@ class DLedgerConfig:
     max_push_queue: int = 1024
     checkpoint_interval_ms: int = 3000
     error_sleep_ms: int = 500
+    max_leadership_transfer_wait_index: int = 1000
+    leadership_transfer_wait_timeout_ms: int = 1000
+    preferred_leader_ids: str = ""
+    min_take_leadership_vote_interval_ms: int = 30
+    max_take_leadership_vote_interval_ms: int = 100
+    enable_batch_push: bool = False
+    max_batch_push_size: int = 4096
     extra: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -91,6 +90,11 @@ class DLedgerConfig:
             raise ValueError(f"dLegerGroup must be 1..255 characters, got {self.group!r}")
         if self.self_id not in self.peers:
             raise ValueError(f"dLegerSelfId {self.self_id!r} is not in dLegerPeers {sorted(self.peers)}")
+
+    @property
+    def preferred_leaders(self) -> list[str]:
+        """The members of ``preferred_leader_ids`` (unknown ids left out)."""
+        return [i for i in (p.strip() for p in self.preferred_leader_ids.split(";")) if i in self.peers]
 
     @property
     def quorum(self) -> int:
@@ -109,4 +113,8 @@ class DLedgerConfig:
         values = {n: max(1, int(getattr(self, n) * factor)) for n in names}
         return DLedgerConfig(self.group, self.self_id, dict(self.peers), max_heart_beat_leak=self.max_heart_beat_leak,
                              max_pending_requests_num=self.max_pending_requests_num,
+                             max_leadership_transfer_wait_index=self.max_leadership_transfer_wait_index,
+                             leadership_transfer_wait_timeout_ms=self.leadership_transfer_wait_timeout_ms,
+                             enable_batch_push=self.enable_batch_push, max_batch_push_size=self.max_batch_push_size,
+                             preferred_leader_ids=self.preferred_leader_ids,
                              max_pending_pushes=self.max_pending_pushes, max_push_queue=self.max_push_queue, **values)

@@ -309,6 +309,49 @@ class DLedgerLedger:
                 self._set_committed(self.end_index)
             return self.end_index
 
+    # -- retention ------------------------------------------------------------------------
+    def pos_after(self, index: int) -> int:
+        """Absolute position just after entry ``index`` (the log's first position when ``index``
+        is below the first entry, the end position when above the last)."""
+        with self.lock:
+            if index < self.begin_index or self.end_index < 0:
+                return self.data.get_min_offset() if self.data.files else 0
+            if index >= self.end_index:
+                return self.end_pos
+            _, pos, size, _, _ = self._index_record(index)
+            return pos + size
+
+    def delete_first_data_files(self, count: int) -> int:
+        """Delete the first ``count`` data files (never the last one) and the index files that
+        only hold records of their entries; the first remaining entry becomes the begin index.
+        Returns the number of data files deleted. The caller decides which files may go
+        (DLedger's CleanSpaceService: expired, committed and replicated ones)."""
+        with self.lock:
+            count = min(count, len(self.data.files) - 1)
+            if count <= 0:
+                return 0
+            self.data.delete_first_files(count)
+            first = self.data.files[0]
+            magic, _ = _BLANK.unpack_from(first.read_raw(0, BLANK_SIZE))
+            if magic == ENTRY_MAGIC:
+                self.begin_index = decode_entry(first.read_raw(0, ENTRY_HEADER_SIZE + struct.unpack_from(
+                    ">i", first.read_raw(44, 4))[0])).index
+            else:  # only an end blank, or nothing yet: the next entry is the first
+                self.begin_index = self.end_index + 1
+            keep_from = self.begin_index * INDEX_RECORD_SIZE
+            gone = 0
+            for imf in self.index.files[:-1]:
+                if imf.file_from_offset + imf.file_size > keep_from:
+                    break
+                gone += 1
+            if gone:
+                self.index.delete_first_files(gone)
+            if self.committed_index < self.begin_index:
+                self._set_committed(self.committed_index)
+            log.info("dledger ledger %s: deleted %d data and %d index files; log begins at index %d",
+                     self.base_dir, count, gone, self.begin_index)
+            return count
+
     # -- reading --------------------------------------------------------------------------
     def _index_record(self, index: int) -> tuple[int, int, int, int, int]:
         off = index * INDEX_RECORD_SIZE

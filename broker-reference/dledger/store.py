@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 
 from rocketmq_sdk.protocol.message_codec import decode_messages, encode_properties
@@ -62,7 +63,8 @@ def dledger_config(cfg: StoreConfig) -> DLedgerConfig:
                          max_push_timeout_ms=cfg.max_push_time_out_ms,
                          vote_wait_ms=cfg.heart_beat_time_interval_ms,
                          commit_push_interval_ms=cfg.max_push_time_out_ms,
-                         error_sleep_ms=max(1, cfg.heart_beat_time_interval_ms // 4))
+                         error_sleep_ms=max(1, cfg.heart_beat_time_interval_ms // 4),
+                         enable_batch_push=cfg.enable_batch_push, preferred_leader_ids=cfg.preferred_leader_id)
 
 
 class DLedgerCommitLog(CommitLog):
@@ -318,5 +320,42 @@ class DLedgerMessageStore(MessageStore):
     def put_messages(self, batch: Sequence[InnerMessage]) -> PutMessageResult:
         return self.put_message(batch[0]) if batch else PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE)
 
+    def retention_limit(self) -> int:
+        """Absolute position below which data files may be deleted: the committed position,
+        the dispatched one (consume queues built), and on the leader the lowest position not yet
+        stored on every member (a member whose water mark is unknown keeps everything)."""
+        ledger, node = self.ledger, self.node
+        limit = min(ledger.committed_pos, ledger.pos_after(self.commit_log.dispatched_index))
+        if node.is_leader:
+            for member, mark in node.peer_status().items():
+                if member != node.config.self_id:
+                    limit = min(limit, ledger.pos_after(mark) if mark >= 0 else ledger.data.get_min_offset())
+        return limit
+
     def delete_expired_files(self, now_ms: int | None = None, force: bool = False, clean_at_once: int = 0) -> int:
-        return 0  # DLedger's own retention is not implemented yet: nothing is deleted
+        """DLedger's CleanSpaceService: delete the oldest data files last modified more than
+        ``file_reserved_time`` + 1 hours ago (DLedger's ``fileReservedHours``), at the
+        ``delete_when`` hour unless ``force`` (disk above ``disk_max_used_space_ratio``);
+        ``clean_at_once`` > 0 deletes up to that many oldest files whatever their age (the
+        forcible clean). Never the file being written, nor one holding an entry that is not
+        committed, not yet in the consume queues, or (on the leader) not yet stored on every
+        member (:meth:`retention_limit`). Then the consume-queue and index files pointing only
+        below the new first offset. Returns the number of data files deleted."""
+        now = time.time() if now_ms is None else now_ms / 1000
+        if not force and not clean_at_once and not self.is_delete_hour(now):
+            return 0
+        reserved_s = (self.config.file_reserved_time + 1) * 3600
+        ledger = self.ledger
+        with ledger.lock:
+            limit = self.retention_limit()
+            count = 0
+            for mf in ledger.data.files[:-1]:
+                if mf.file_from_offset + mf.file_size > limit:
+                    break
+                if count >= clean_at_once and mf.last_modified() + reserved_s > now:
+                    break
+                count += 1
+            deleted = ledger.delete_first_data_files(count) if count else 0
+        if deleted:
+            self.delete_queues_below_min_offset()
+        return deleted

@@ -68,6 +68,10 @@ class StoreConfig:
             max_vote_interval_ms / max_wait_ack_time_ms / max_push_time_out_ms: DLedger timers
             (2000 ms / 3 / 300 ms / 1000 ms / 2500 ms / 1000 ms, DLedgerConfig's names and
             defaults; 4.9.8 brokers cannot change them, ours can, for tests).
+        enable_batch_push: ``enableBatchPush`` (false): the DLedger leader pushes several entries
+            (up to 4 KiB) per APPEND request.
+        preferred_leader_id: ``preferredLeaderId`` ("": none): DLedger member id(s), ``;``-separated,
+            that leadership is handed to when they are online and caught up.
     """
 
     store_path_root_dir: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "store"))
@@ -109,6 +113,8 @@ class StoreConfig:
     max_vote_interval_ms: int = 1000
     max_wait_ack_time_ms: int = 2500
     max_push_time_out_ms: int = 1000
+    enable_batch_push: bool = False
+    preferred_leader_id: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.flush_disk_type, str):

@@ -16,10 +16,9 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .message_store import MessageStore
+from .config import StoreConfig
 
 log = logging.getLogger("rocketmq_broker.store")
 
@@ -36,6 +35,16 @@ def disk_used_ratio(path: str) -> float:
     return (du.total - du.free) / du.total if du.total else -1.0
 
 
+class CleanableStore(Protocol):
+    """What the guard uses of the message store: its config, the disk-full flag it sets, and
+    the file expiry it runs."""
+
+    config: StoreConfig
+    disk_full: bool
+
+    def delete_expired_files(self, now_ms: int | None = None, force: bool = False, clean_at_once: int = 0) -> int: ...
+
+
 class CommitLogCleaner:
     """Runs the expiry and disk-space policy of ``store`` (called every
     ``clean_resource_interval`` ms by the store's flush thread).
@@ -45,7 +54,7 @@ class CommitLogCleaner:
         used_ratio: ``f(path) -> float`` giving the used fraction of a partition (tests inject one).
     """
 
-    def __init__(self, store: MessageStore, used_ratio: Callable[[str], float] = disk_used_ratio) -> None:
+    def __init__(self, store: CleanableStore, used_ratio: Callable[[str], float] = disk_used_ratio) -> None:
         self.store = store
         self.used_ratio = used_ratio
 

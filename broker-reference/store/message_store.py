@@ -780,10 +780,8 @@ class MessageStore:
         check; ``clean_at_once`` > 0 deletes up to that many oldest files whatever their age (the
         disk-space guard's forcible clean). Returns the number of CommitLog files deleted."""
         now = time.time() if now_ms is None else now_ms / 1000
-        if not force and not clean_at_once:
-            hours = {int(h) for h in self.config.delete_when.split(";") if h.strip().isdigit()}
-            if time.localtime(now).tm_hour not in hours:
-                return 0
+        if not force and not clean_at_once and not self.is_delete_hour(now):
+            return 0
         mfq = self.commit_log.mapped_file_queue
         expired = 0
         with self.commit_log.put_lock:  # file lists are replaced, not mutated: one updater at a time
@@ -797,12 +795,22 @@ class MessageStore:
             if expired:
                 gone = mfq.delete_first_files(expired)
                 log.info("deleted %d expired commit log files up to %s", expired, gone[-1].path)
-            min_phy = self.get_min_phy_offset()
-            for cq in self.all_consume_queues():
-                cq.delete_expired_files(min_phy)
-            if self.index_service is not None:
-                self.index_service.delete_expired_files(min_phy)
+            self.delete_queues_below_min_offset()
         return expired
+
+    def is_delete_hour(self, now: float) -> bool:
+        """Whether the local hour of ``now`` (epoch seconds) is one of ``delete_when``'s."""
+        hours = {int(h) for h in self.config.delete_when.split(";") if h.strip().isdigit()}
+        return time.localtime(now).tm_hour in hours
+
+    def delete_queues_below_min_offset(self) -> None:
+        """Delete the consume-queue and index files that only point below the CommitLog's
+        first offset (after its first files were deleted)."""
+        min_phy = self.get_min_phy_offset()
+        for cq in self.all_consume_queues():
+            cq.delete_expired_files(min_phy)
+        if self.index_service is not None:
+            self.index_service.delete_expired_files(min_phy)
 
     def get_min_phy_offset(self) -> int:
         return max(self.commit_log.get_min_offset(), 0)

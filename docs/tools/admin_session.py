@@ -7,7 +7,7 @@ store; ACL on, with ``127.0.0.1`` globally white-listed so unsigned requests pas
 commands have a validator), creates topic ``Orders`` (4 queues on each broker), sends 16 messages
 with keys ``order-0`` .. ``order-15``, consumes them with the push consumer group ``order_cg`` and
 then runs every ``rocketmq-admin`` subcommand (click's ``CliRunner`` on
-``rocketmq_sdk.admin.cli:cli``), printing ``$ rocketmq-admin ...`` and the verbatim output as one
+``rocketmq_sdk.admin.cli:cli``; ``leadershipTransfer`` on a second, DLedger cluster), printing ``$ rocketmq-admin ...`` and the verbatim output as one
 Markdown console block. A long output is cut after a few lines, with a note saying so, and trailing
 blanks are dropped. Ports, ids and times vary from run to run; the temporary store path is shown as
 ``<store>`` and the home directory as ``~``.
@@ -183,6 +183,23 @@ def _session(cluster: embedded.EmbeddedCluster, store_dir: str) -> Session:
                 consumer.shutdown()
 
 
+def _dledger_part(out: Session, store_dir: str) -> None:
+    """A second cluster, a DLedger group of three (``broker-a`` n0, n1, n2, in this process):
+    ``clusterList`` with its DLedger columns, ``leadershipTransfer`` to another member, and
+    ``clusterList`` again."""
+    with embedded.start_dev_cluster(store_dir, in_process=True, cluster="dledger") as group:
+        ns = group.namesrv_addr
+        leader = group.broker.dledger.node
+        target = next(f"n{i}" for i in range(3) if f"n{i}" != leader.config.self_id)
+        out.lines += ["$ # a second name server: a DLedger group of three (python -m rocketmq_broker dev "
+                      "--cluster dledger)", ""]
+        out.run("clusterList", "-n", ns)
+        out.run("leadershipTransfer", "-n", ns, "-b", "broker-a", "-t", target)
+        wait_until(lambda: all(b.dledger.node.leader_id == target for b in group._servers[1:]),
+                   "every member following the new leader")
+        out.run("clusterList", "-n", ns)
+
+
 def main(out: TextIO | None = None) -> int:
     """Run the session, write the Markdown console block to ``out`` (stdout) and return 0.
 
@@ -195,6 +212,7 @@ def main(out: TextIO | None = None) -> int:
         with embedded.start_cluster(brokers, store_dir=store_dir, broker_config={"acl_enable": True,
                                                                                    "broker_version": "5.3.3"}) as cluster:
             session = _session(cluster, store_dir)
+        _dledger_part(session, os.path.join(store_dir, "dledger"))
     (out or sys.stdout).write(session.markdown())
     return 0
 

@@ -12,10 +12,19 @@ from typing import Any
 
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.admin import AdminClient
-from rocketmq_sdk.exceptions import MQBrokerError, MQClientError, MQError, TopicNotExistError
+from rocketmq_sdk.client.process_local import ProcessLocalCache
+from rocketmq_sdk.exceptions import (
+    MessageIllegalError,
+    MQBrokerError,
+    MQClientError,
+    MQError,
+    SubscriptionGroupNotExistError,
+    TopicNotExistError,
+)
 from rocketmq_sdk.protocol.message import MessageQueue
 
 from .consumer import QueueConsumer
+from .eta import MAX_TIMER_AHEAD_MS
 from .naming import Naming
 from .options import resolve
 from .registry import QueueInfo, Registry
@@ -32,17 +41,10 @@ EXPIRES_PROPERTY = "KOMBU_EXPIRES_AT"
 DEFAULT_PRIORITY_STEPS = (0, 3, 6, 9)
 
 
-#: the queue consumers of this process, by (name servers, group): (consumer, connections using it)
-_SHARED: dict[tuple[str, str], tuple[QueueConsumer, set[int]]] = {}
-_SHARED_LOCK = threading.Lock()
-
-
-def _forget_shared_after_fork() -> None:
-    # a forked child (a prefork pool process) cannot use its parent's consumers
-    _SHARED.clear()
-
-
-os.register_at_fork(after_in_child=_forget_shared_after_fork)
+#: the queue consumers of this process, by (name servers, group), each with the connections using
+#: it: a consumer made before a fork (a prefork pool process) is never used nor closed in the child
+_SHARED: ProcessLocalCache[tuple[str, str], QueueConsumer] = ProcessLocalCache(
+    close=QueueConsumer.close, usable=lambda qc: not qc.closed, name="kombu queue consumer")
 
 
 class RocketMQConnectionError(ConnectionError):
@@ -80,6 +82,8 @@ class BrokerClient:
         self._lock = threading.RLock()
         self._consumers: dict[str, QueueConsumer] = {}
         self._topics: set[str] = set()
+        #: topics whose broker refused a timer message (MESSAGE_ILLEGAL: a smaller timerMaxDelaySec)
+        self._timer_refused: set[str] = set()
         admin_kwargs = {k: v for k, v in self.sdk_kwargs.items() if k != "use_tls" or v}
         timeout_ms = float(options["connect_timeout_ms"])
         # one admin client per name server for the KV config; the first name server decides
@@ -126,9 +130,7 @@ class BrokerClient:
         try:
             self.admin.topic_route(topic)
         except TopicNotExistError:
-            clusters = [self.cluster] if self.cluster else sorted({b.cluster for b in
-                                                                  self.admin.cluster_list(runtime=False)})
-            for cluster in clusters:
+            for cluster in self._clusters():
                 self.admin.create_topic(topic, cluster=cluster, read_queue_nums=queue_nums,
                                         write_queue_nums=queue_nums)
             deadline = time.monotonic() + 10.0
@@ -176,16 +178,9 @@ class BrokerClient:
             qc = self._consumers.get(queue)
             if qc is not None and not qc.closed:
                 return qc
-            key = (self.namesrv_addr, self.naming.group(queue))
-            with _SHARED_LOCK:
-                shared = _SHARED.get(key)
-                if shared is not None and not shared[0].closed:
-                    qc, users = shared
-                    users.add(id(self))
-                    qc.add_listener(self.notify_arrival)
-                else:
-                    qc = self._start_consumer(queue)
-                    _SHARED[key] = (qc, {id(self)})
+            qc = _SHARED.acquire((self.namesrv_addr, self.naming.group(queue)), id(self),
+                                 lambda: self._start_consumer(queue))
+            qc.add_listener(self.notify_arrival)
             self._consumers[queue] = qc
             return qc
 
@@ -222,30 +217,50 @@ class BrokerClient:
         if qc is None:
             return
         qc.remove_listener(self.notify_arrival)
-        key = (self.namesrv_addr, qc.group)
-        with _SHARED_LOCK:
-            shared = _SHARED.get(key)
-            last = shared is None or shared[0] is not qc
-            if shared is not None and shared[0] is qc:
-                shared[1].discard(id(self))
-                if not shared[1]:
-                    del _SHARED[key]
-                    last = True
-        if last:
-            qc.close()
+        _SHARED.release((self.namesrv_addr, qc.group), id(self), qc)
 
     # ------------------------------------------------------------------ sending
 
     def send(self, topic: str, body: bytes, *, keys: str | None = None, expires_at: int | None = None,
-             queue_nums: int | None = None, system_properties: dict[str, str] | None = None) -> None:
+             queue_nums: int | None = None, system_properties: dict[str, str] | None = None,
+             deliver_at: int | None = None) -> None:
         """Send to ``topic`` (created if needed). ``system_properties``: RocketMQ's own properties
-        (``ORIGIN_MESSAGE_ID``...), values made here, set past the user-property checks."""
+        (``ORIGIN_MESSAGE_ID``...), values made here, set past the user-property checks.
+        ``deliver_at`` (epoch ms, an ETA task's due time): sent as a timer message when
+        :meth:`use_timer` says so, else at once (see :mod:`.eta`)."""
         self.ensure_topic(topic, queue_nums or self.queue_nums)
         props = {EXPIRES_PROPERTY: str(expires_at)} if expires_at else None
         msg = Message(topic, body, keys=keys or None, properties=props)
         if system_properties:
             msg.properties.update(system_properties)
+        if deliver_at is not None and self.use_timer(topic, deliver_at):
+            msg.deliver_time_ms = deliver_at
+            try:
+                self.producer.send(msg)
+                return
+            except MessageIllegalError as exc:
+                # a broker whose timerMaxDelaySec is below 3 days: the worker keeps the task instead
+                if topic not in self._timer_refused:
+                    self._timer_refused.add(topic)
+                    log.warning("broker refused an ETA task of %s as a timer message (%s): sending such "
+                                "tasks at once, the worker keeps them until due", topic, exc)
+                msg.deliver_time_ms = None
         self.producer.send(msg)
+
+    def use_timer(self, topic: str, deliver_at: int) -> bool:
+        """Whether a message due at ``deliver_at`` (epoch ms) goes to ``topic`` as a timer message:
+        the ``eta_timers`` option is on, the time is ahead by at most 3 days, no broker of the
+        topic refused such a timer before, and every broker of the topic is a 5.x broker
+        (``Producer.supports_timer_messages``)."""
+        ahead = deliver_at - now_ms()
+        if not self.options["eta_timers"] or ahead <= 0 or ahead > MAX_TIMER_AHEAD_MS \
+                or topic in self._timer_refused:
+            return False
+        try:
+            return self.producer.supports_timer_messages(topic)
+        except MQError as exc:
+            log.debug("broker version of %s unknown (%s): no timer message", topic, exc)
+            return False
 
     def group_online(self, group: str) -> bool:
         """Whether any client of ``group`` is connected to a broker (GET_CONSUMER_CONNECTION_LIST;
@@ -258,9 +273,33 @@ class BrokerClient:
     # ------------------------------------------------------------------ offsets of whole groups
 
     def move_group_to_end(self, group: str, topic: str) -> None:
-        """Set ``group``'s offsets on every queue of ``topic`` to the queue's max offset."""
+        """Set ``group``'s offsets on every queue of ``topic`` to the queue's max offset. A 5.x
+        broker refuses offsets of a group it does not know (SUBSCRIPTION_GROUP_NOT_EXIST, 26; a
+        queue bound before its first consumer started): the group is created on the masters
+        (``cluster`` option, else every cluster) as its first consumer's heartbeat would, then set."""
+        created = False
         for q in self.admin.topic_status(topic):
-            self.admin.update_consume_offset(group, MessageQueue(topic, q.broker_name, q.queue_id), q.max_offset)
+            mq = MessageQueue(topic, q.broker_name, q.queue_id)
+            try:
+                self.admin.update_consume_offset(group, mq, q.max_offset)
+            except SubscriptionGroupNotExistError:
+                if created:
+                    raise
+                self.create_group(group)
+                created = True
+                self.admin.update_consume_offset(group, mq, q.max_offset)
+
+    def create_group(self, group: str) -> None:
+        """Create the subscription group ``group`` on the masters of the ``cluster`` option's
+        cluster, else of every cluster (mqadmin ``updateSubGroup`` defaults)."""
+        for cluster in self._clusters():
+            self.admin.update_subscription_group(group, cluster=cluster)
+
+    def _clusters(self) -> list[str]:
+        """The ``cluster`` option, else every cluster of the name server."""
+        if self.cluster:
+            return [self.cluster]
+        return sorted({b.cluster for b in self.admin.cluster_list(runtime=False)})
 
     def lag(self, group: str, topic: str, local: QueueConsumer | None = None) -> int:
         """Messages of ``topic`` after ``group``'s committed offsets (for message queues owned

@@ -39,6 +39,7 @@ OPTIONS: dict[str, Any] = {
     "dead_letter_rejected": False,
     "expiry_check_interval": 5.0,   # s
     "connect_timeout_ms": 5000,     # also connect_timeout (s) of the connection
+    "eta_timers": True,             # ETA/countdown tasks as timer messages on 5.x brokers (eta.py)
 }
 
 #: options kombu itself reads or sets (not ours, not warned about)

@@ -1,4 +1,4 @@
-"""kombu transport for RocketMQ 4.x (``rocketmq://namesrv:9876``), a kombu *virtual* transport.
+"""kombu transport for RocketMQ 4.x and 5.x (``rocketmq://namesrv:9876``), a kombu *virtual* transport.
 
 Mapping (details in docs/celery.md):
 
@@ -44,6 +44,7 @@ from rocketmq_sdk.protocol.message import MessageQueue
 
 from .client import DEFAULT_PORT, EXPIRES_PROPERTY, BrokerClient, RocketMQConnectionError, now_ms
 from .consumer import QueueConsumer
+from .eta import task_eta_ms
 from .options import OPTIONS
 from .registry import QueueInfo
 
@@ -228,7 +229,8 @@ class Channel(virtual.Channel):
         step = client.priority_step(props.get("priority")) if info and info.max_priority else 0
         topic = client.naming.queue_topic(queue, step)
         client.send(topic, json.dumps(message).encode("utf-8"), keys=props.get("correlation_id"),
-                    expires_at=self._expires_at(props, info), queue_nums=info.queue_nums if info else None)
+                    expires_at=self._expires_at(props, info), queue_nums=info.queue_nums if info else None,
+                    deliver_at=task_eta_ms(message))
 
     def _put_fanout(self, exchange: str, message: dict, routing_key: str, **kwargs: Any) -> None:
         props = message.get("properties") or {}
@@ -516,6 +518,9 @@ class Transport(virtual.Transport):
       ``%DLQ%<group>`` first (default: dropped).
     - ``expiry_check_interval`` (5.0 s): how often ``drain_events`` deletes queues unused past
       their ``x-expires`` (0: never).
+    - ``eta_timers`` (True): Celery ETA / countdown tasks go to RocketMQ 5.x brokers as timer
+      messages and wait there until due (:mod:`.eta`); False, or a 4.x broker: the worker keeps
+      them until due.
 
     Consume threads are Celery's pool (``worker_concurrency``), not a transport option.
     """

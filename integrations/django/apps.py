@@ -1,8 +1,8 @@
-"""The app config: system checks, listener autodiscovery, settings reloads, clean exit."""
+"""The app config: system checks, listener autodiscovery, settings reloads. (The producers are
+shut down at interpreter exit by the SDK's per-process client cache that holds them.)"""
 
 from __future__ import annotations
 
-import atexit
 from typing import Any
 
 from django.apps import AppConfig
@@ -29,14 +29,6 @@ class RocketMQConfig(AppConfig):
         setting_changed.connect(_settings_changed, dispatch_uid="rocketmq-settings-changed")
         module = load(getattr(settings, "ROCKETMQ", None)).options["listener_module"]
         autodiscover_modules(module)
-        atexit.register(_close)
-
-
-def _close() -> None:
-    from . import template
-
-    if template._default is not None:
-        template._default.close()
 
 
 def _settings_changed(setting: str, **_: Any) -> None:

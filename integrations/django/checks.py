@@ -31,7 +31,7 @@ from django.utils.module_loading import import_string
 
 from .conf import INTEGRATION_KEYS, SPRING_ALIASES, _field_types, load
 
-__all__ = ["check_listeners", "check_name_server", "check_settings", "listener_problems"]
+__all__ = ["check_listeners", "check_name_server", "check_settings"]
 
 CONNECT_TIMEOUT_S = 0.5
 
@@ -79,7 +79,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 
 def check_listeners(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    from .listeners import registry
+    from .listeners import listener_problems, registry
 
     out: list[checks.CheckMessage] = []
     groups: dict[str, list[str]] = defaultdict(list)
@@ -90,54 +90,6 @@ def check_listeners(app_configs: Any = None, **kwargs: Any) -> list[checks.Check
         if len(names) > 1:
             out.append(checks.Error(f"consumer group {group!r} is used by several listeners: {', '.join(names)}",
                                     hint="one listener per consumer group (as rocketmq-spring)", id="rocketmq.E006"))
-    return out
-
-
-def listener_problems(spec: Any, settings_: Any = None) -> list[checks.CheckMessage]:
-    """What is wrong with one listener: no payload parameter (E007), an unknown keyword
-    (E009, with the closest listener keyword or ``ConsumerConfig`` field), an option value the
-    SDK refuses (E004) or a payload type the converter cannot produce (E010).
-
-    Args:
-        spec: a :class:`~.listeners.ListenerSpec`.
-        settings_: resolved settings (default ``settings.ROCKETMQ``; with bad settings only the
-            listener's own keywords and signature are checked).
-    """
-    from rocketmq_sdk.config import ConsumerConfig
-
-    from .conf import named_field, sdk_config_error
-    from .converter import supports_payload_type
-    from .listeners import LISTENER_KEYWORDS
-
-    where = f"listener {spec.name}"
-    out: list[checks.CheckMessage] = []
-    try:
-        hint, _ = spec.signature()
-    except (TypeError, NameError) as exc:
-        out.append(checks.Error(f"{where}: {exc}", id="rocketmq.E007"))
-    else:
-        if not supports_payload_type(hint):
-            out.append(checks.Error(
-                f"{where}: the payload type {getattr(hint, '__qualname__', hint)} cannot be converted from a message",
-                hint="use dict, list, str, bytes, a dataclass, a pydantic model or MessageExt (for a Django "
-                     "model: take a dict and load the instance, e.g. Model.objects.get(pk=payload['pk']))",
-                id="rocketmq.E010"))
-    fields = _field_types()["consumer"].keys() | _field_types()["client"].keys()
-    unknown = [k for k in spec.consumer_options if k not in fields]
-    for key in unknown:
-        close = difflib.get_close_matches(key, [*LISTENER_KEYWORDS, *sorted(fields)], n=1)
-        out.append(checks.Error(f"{where}: unknown keyword {key!r} of @rocketmq_listener",
-                                hint=f'did you mean "{close[0]}"?' if close else None, id="rocketmq.E009"))
-    if not unknown:
-        if settings_ is None:
-            resolved = load(getattr(settings, "ROCKETMQ", None))
-            settings_ = None if resolved.problems else resolved
-        kwargs = settings_.consumer_kwargs(**spec.consumer_kwargs()) if settings_ is not None else \
-            spec.consumer_kwargs()
-        error = sdk_config_error(ConsumerConfig, kwargs)
-        if error is not None:
-            name = named_field(error, spec.consumer_kwargs())
-            out.append(checks.Error(f"{where}: {name + ': ' if name else ''}{error}", id="rocketmq.E004"))
     return out
 
 

@@ -117,8 +117,10 @@ class MessageConverter:
         return payload
 
     def to_message(self, destination: str, payload: Any, *, keys: str | list[str] | None = None,
-                   headers: Mapping[str, Any] | None = None, delay_level: int = 0) -> Message:
-        """A :class:`Message` for ``destination`` (``"topic"`` / ``"topic:tag"``).
+                   headers: Mapping[str, Any] | None = None, delay_level: int = 0,
+                   deliver_time_ms: int | None = None, delay_ms: int | None = None) -> Message:
+        """A :class:`Message` for ``destination`` (``"topic"`` / ``"topic:tag"``), with a delay
+        level or a timer (``deliver_time_ms`` epoch ms / ``delay_ms``, RocketMQ 5.x) when given.
 
         ``headers``: ``"KEYS"`` (str or list) and ``"TAGS"`` (overrides the destination's tag)
         as rocketmq-spring's ``RocketMQHeaders``; every other entry becomes a user property
@@ -126,7 +128,8 @@ class MessageConverter:
 
         Raises:
             ValueError: a bad destination; ConversionError: an unconvertible payload.
-            rocketmq_sdk.IllegalArgumentError: a reserved property name.
+            rocketmq_sdk.IllegalArgumentError: a reserved property name; a timer more than 3 days
+                ahead, negative, or together with a delay level.
         """
         if isinstance(payload, Message):
             return payload
@@ -141,7 +144,7 @@ class MessageConverter:
             else:
                 props[name] = str(value)
         return Message(topic, self.to_body(payload), tags=tag, keys=keys, properties=props,
-                       delay_time_level=delay_level)
+                       delay_time_level=delay_level, deliver_time_ms=deliver_time_ms, delay_ms=delay_ms)
 
     # ------------------------------------------------------------------ incoming
 

@@ -30,6 +30,7 @@ time; see :func:`.dbretry.write_lock`), so consume threads never fail each other
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 import typing
@@ -37,6 +38,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings as django_settings
+from django.core import checks
 from django.db import DEFAULT_DB_ALIAS, close_old_connections
 from rocketmq_sdk import (
     ConsumeConcurrentlyStatus,
@@ -44,14 +47,16 @@ from rocketmq_sdk import (
     MessageExt,
     PushConsumer,
 )
+from rocketmq_sdk.config import ConsumerConfig
 from rocketmq_sdk.producer.namespace import wrap_namespace
 
-from .converter import ConversionError, MessageConverter
+from .conf import _field_types, load, named_field, sdk_config_error
+from .converter import ConversionError, MessageConverter, supports_payload_type
 from .dbretry import write_lock
 from .idempotency import IDEMPOTENCY_KEYS, BatchOutcome, KeyChoice, handle_batch_once, idempotency_key
 
-__all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "registry",
-           "rocketmq_listener", "start_listeners"]
+__all__ = ["ListenerContainer", "ListenerSpec", "RocketMQListener", "RocketMQReplyListener", "listener_problems",
+           "registry", "rocketmq_listener", "start_listeners"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django")
 
@@ -219,6 +224,49 @@ IDEMPOTENT_BATCH_SIZE = 32
 LISTENER_KEYWORDS = _listener_keywords()
 
 
+def listener_problems(spec: ListenerSpec, settings_: Any = None) -> list[checks.CheckMessage]:
+    """What is wrong with one listener (the system checks' ``rocketmq`` listener ids, also
+    raised by :class:`ListenerContainer`): no payload parameter (E007), an unknown keyword
+    (E009, with the closest listener keyword or ``ConsumerConfig`` field), an option value the
+    SDK refuses (E004) or a payload type the converter cannot produce (E010).
+
+    Args:
+        spec: the listener.
+        settings_: resolved settings (default ``settings.ROCKETMQ``; with bad settings only the
+            listener's own keywords and signature are checked).
+    """
+    where = f"listener {spec.name}"
+    out: list[checks.CheckMessage] = []
+    try:
+        hint, _ = spec.signature()
+    except (TypeError, NameError) as exc:
+        out.append(checks.Error(f"{where}: {exc}", id="rocketmq.E007"))
+    else:
+        if not supports_payload_type(hint):
+            out.append(checks.Error(
+                f"{where}: the payload type {getattr(hint, '__qualname__', hint)} cannot be converted from a message",
+                hint="use dict, list, str, bytes, a dataclass, a pydantic model or MessageExt (for a Django "
+                     "model: take a dict and load the instance, e.g. Model.objects.get(pk=payload['pk']))",
+                id="rocketmq.E010"))
+    fields = _field_types()["consumer"].keys() | _field_types()["client"].keys()
+    unknown = [k for k in spec.consumer_options if k not in fields]
+    for key in unknown:
+        close = difflib.get_close_matches(key, [*LISTENER_KEYWORDS, *sorted(fields)], n=1)
+        out.append(checks.Error(f"{where}: unknown keyword {key!r} of @rocketmq_listener",
+                                hint=f'did you mean "{close[0]}"?' if close else None, id="rocketmq.E009"))
+    if not unknown:
+        if settings_ is None:
+            resolved = load(getattr(django_settings, "ROCKETMQ", None))
+            settings_ = None if resolved.problems else resolved
+        kwargs = settings_.consumer_kwargs(**spec.consumer_kwargs()) if settings_ is not None else \
+            spec.consumer_kwargs()
+        error = sdk_config_error(ConsumerConfig, kwargs)
+        if error is not None:
+            name = named_field(error, spec.consumer_kwargs())
+            out.append(checks.Error(f"{where}: {name + ': ' if name else ''}{error}", id="rocketmq.E004"))
+    return out
+
+
 class ListenerContainer:
     """Runs one listener on its own ``PushConsumer`` (``DefaultRocketMQListenerContainer``).
 
@@ -230,7 +278,6 @@ class ListenerContainer:
     def __init__(self, spec: ListenerSpec, settings: Any = None) -> None:
         from django.core.exceptions import ImproperlyConfigured
 
-        from .checks import listener_problems
         from .conf import get_settings
         from .template import rocketmq_template
 

@@ -89,6 +89,8 @@ def publish(msg: Message, *, on_commit: bool = True, using: str = DEFAULT_DB_ALI
             raise_errors: bool | None = None, template: RocketMQTemplate | None = None) -> None:
     """Send ``msg`` when the current transaction of ``using`` commits (at once in autocommit, or
     with ``on_commit=False``). ``mode``: ``"sync"`` (default), ``"async"`` or ``"oneway"``.
+    A timer on ``msg`` (``delay_ms`` counts from the send at commit) is kept for 5.x brokers and
+    becomes a delay level on 4.x, as the template's sends do.
     The message gets an ``EVENT_ID`` property (a new uuid4 hex unless it has one), the default
     idempotency key of idempotent listeners.
 
@@ -108,7 +110,8 @@ def publish_model_events(model: type, destination: Template, *, events: Iterable
                          fields: Iterable[str] | None = None, keys: Template = "{model}-{pk}",
                          tag: Template = "{event}", payload: Callable[[Any, str], Any] | None = None,
                          headers: Mapping[str, Any] | None = None, on_commit: bool = True, mode: str = "sync",
-                         raise_errors: bool | None = None, template: RocketMQTemplate | None = None) -> str:
+                         raise_errors: bool | None = None, template: RocketMQTemplate | None = None,
+                         delay_ms: int | None = None) -> str:
     """Publish ``model``'s saves and deletes.
 
     Args:
@@ -124,6 +127,9 @@ def publish_model_events(model: type, destination: Template, *, events: Iterable
             ``{"event", "model", "pk", "data": {field: value}}`` as JSON.
         headers: user properties added to every message.
         on_commit, mode, raise_errors, template: as :func:`publish`.
+        delay_ms: deliver each event that many ms after the commit sent it: a timer message on
+            RocketMQ 5.x brokers, the nearest delay level not shorter on 4.x (logged; see
+            :mod:`.timers`).
 
     Returns:
         the dispatch uid prefix (the receivers are connected strongly, once per model+destination).
@@ -150,7 +156,7 @@ def publish_model_events(model: type, destination: Template, *, events: Iterable
         dest = _render(destination, instance, event)
         if ":" not in dest and tag is not None:
             dest = f"{dest}:{_render(tag, instance, event)}"
-        return tpl.message(dest, body, keys=_render(keys, instance, event), headers=headers)
+        return tpl.message(dest, body, keys=_render(keys, instance, event), headers=headers, delay_ms=delay_ms)
 
     def emit(instance: Any, event: str, using: str) -> None:
         try:
@@ -189,10 +195,12 @@ def publish_model_events(model: type, destination: Template, *, events: Iterable
 def publish_on_signal(signal: Signal, destination: str, *, sender: Any = None, keys: Template = None,
                       headers: Mapping[str, Any] | None = None, on_commit: bool = True, mode: str = "sync",
                       raise_errors: bool | None = None, using: str = DEFAULT_DB_ALIAS,
-                      template: RocketMQTemplate | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                      template: RocketMQTemplate | None = None,
+                      delay_ms: int | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: connect the function to ``signal``; its return value (for the signal's
     ``sender`` and keyword arguments) is published to ``destination``; None publishes nothing.
-    ``keys`` is a callable ``(sender, **kwargs)`` or a constant.
+    ``keys`` is a callable ``(sender, **kwargs)`` or a constant; ``delay_ms`` as in
+    :func:`publish_model_events`.
 
     ::
 
@@ -209,7 +217,7 @@ def publish_on_signal(signal: Signal, destination: str, *, sender: Any = None, k
                 return
             tpl = template or rocketmq_template()
             k = keys(sender, **kwargs) if callable(keys) else keys
-            msg = tpl.message(destination, body, keys=k, headers=headers)
+            msg = tpl.message(destination, body, keys=k, headers=headers, delay_ms=delay_ms)
             publish(msg, on_commit=on_commit, using=using, mode=mode, raise_errors=raise_errors, template=tpl)
 
         signal.connect(receiver, sender=sender, weak=False,

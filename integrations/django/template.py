@@ -1,9 +1,9 @@
 """``RocketMQTemplate``: the sending facade (rocketmq-spring's ``RocketMQTemplate``).
 
 One template per process (:func:`rocketmq_template`); its SDK producer is created on first
-use and is fork safe: a producer made before ``fork()`` (gunicorn ``--preload``, uWSGI, Celery
-prefork) is never used in the child, which makes its own (``os.register_at_fork`` plus a pid
-check on every call).
+use, held in the SDK's per-process client cache (:mod:`rocketmq_sdk.client.process_local`) and
+so fork safe: a producer made before ``fork()`` (gunicorn ``--preload``, uWSGI, Celery prefork)
+is never used in the child, which makes its own; it is shut down at interpreter exit.
 """
 
 from __future__ import annotations
@@ -13,77 +13,22 @@ import concurrent.futures
 import logging
 import os
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from django.utils.module_loading import import_string
 from rocketmq_sdk import Message, MessageExt, Producer, SelectMessageQueueByHash, SendResult, split_batches
+from rocketmq_sdk.client.process_local import ProcessLocalClient
 
-from . import capture
+from . import capture, timers, transactions
 from .conf import RocketMQSettings, get_settings
 from .converter import MessageConverter
 
-__all__ = ["ProcessLocalClient", "RocketMQTemplate", "rocketmq_template"]
+__all__ = ["RocketMQTemplate", "rocketmq_template"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django")
 
-C = TypeVar("C")
 _HASH = SelectMessageQueueByHash()
-
-
-class ProcessLocalClient(Generic[C]):
-    """A started SDK client made on first use, at most one per process.
-
-    ``factory()`` builds and starts it. After ``fork()`` the child never touches the parent's
-    client (its I/O thread did not survive the fork): :meth:`get` sees the changed pid and
-    builds a new one; the inherited one is dropped without a shutdown call.
-    """
-
-    def __init__(self, factory: Callable[[], C]) -> None:
-        self._factory = factory
-        self._client: C | None = None
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        _holders.add(self)
-
-    def get(self) -> C:
-        if self._pid != os.getpid():
-            self._after_fork()
-        client = self._client
-        if client is None:
-            with self._lock:
-                client = self._client
-                if client is None:
-                    client = self._client = self._factory()
-        return client
-
-    @property
-    def created(self) -> bool:
-        return self._client is not None and self._pid == os.getpid()
-
-    def close(self) -> None:
-        """Shut the client down (if this process made one)."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None and self._pid == os.getpid():
-            client.shutdown()  # type: ignore[attr-defined]
-
-    def _after_fork(self) -> None:
-        self._lock = threading.Lock()  # a parent thread may have held it at the fork
-        self._client = None
-        self._pid = os.getpid()
-
-
-_holders: weakref.WeakSet[ProcessLocalClient[Any]] = weakref.WeakSet()
-
-
-def _reset_in_child() -> None:
-    for holder in list(_holders):
-        holder._after_fork()
-
-
-os.register_at_fork(after_in_child=_reset_in_child)
 
 
 class RocketMQTemplate:
@@ -93,7 +38,12 @@ class RocketMQTemplate:
     :mod:`~rocketmq_sdk.integrations.django.converter`); a ready :class:`~rocketmq_sdk.Message`
     is sent as it is. ``keys`` (a string or a list) become the message keys; ``headers`` map to
     keys (``"KEYS"``), tag (``"TAGS"``) and user properties; ``delay_level`` 1..18 delays
-    delivery (the broker's ``messageDelayLevel``). Timeouts are ms (default
+    delivery (the broker's ``messageDelayLevel``). ``deliver_time_ms`` (epoch ms) or
+    ``delay_ms`` (ms from when the broker stores it; at most 3 days, not with ``delay_level``)
+    make a timer message (rocketmq-spring's ``syncSendDeliverTimeMills`` /
+    ``syncSendDelayTimeMills``): kept as such by RocketMQ 5.x brokers, sent with the nearest
+    delay level not shorter than it to 4.x brokers, with a logged WARNING (:mod:`.timers`); also
+    for a ready :class:`~rocketmq_sdk.Message` carrying a timer. Timeouts are ms (default
     ``PRODUCER["SEND_MSG_TIMEOUT"]``, 3000).
 
     Every send raises what the SDK raises: ``IllegalArgumentError`` for a bad message (before
@@ -108,7 +58,7 @@ class RocketMQTemplate:
 
     def __init__(self, settings: RocketMQSettings | None = None) -> None:
         self._settings = settings
-        self._producer: ProcessLocalClient[Producer] = ProcessLocalClient(self._make_producer)
+        self._producer: ProcessLocalClient[Producer] = ProcessLocalClient(self._make_producer, name="Django producer")
         self._converter: MessageConverter | None = None
 
     # ------------------------------------------------------------------ plumbing
@@ -148,40 +98,51 @@ class RocketMQTemplate:
         return capture.capturing(self.settings.options["capture"])
 
     def message(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
-                headers: Mapping[str, Any] | None = None, delay_level: int = 0) -> Message:
+                headers: Mapping[str, Any] | None = None, delay_level: int = 0,
+                deliver_time_ms: int | None = None, delay_ms: int | None = None) -> Message:
         """The :class:`Message` a send of these arguments would send (converter applied)."""
         return self.converter.to_message(destination, payload, keys=keys, headers=headers,  # type: ignore[arg-type]
-                                         delay_level=delay_level)
+                                         delay_level=delay_level, deliver_time_ms=deliver_time_ms,
+                                         delay_ms=delay_ms)
+
+    def _for_broker(self, msg: Message) -> Message:
+        """``msg`` with its timer kept for 5.x brokers, else a delay level (:mod:`.timers`)."""
+        if not msg.has_timer:
+            return msg
+        return timers.for_broker(msg, self.producer)
 
     def close(self) -> None:
-        """Shut this process's producers down (``AppConfig`` does it at interpreter exit)."""
+        """Shut this process's producers down now, template and transactional (interpreter exit does it
+        too); the next send makes new ones."""
         self._producer.close()
-        from . import transactions
-
         transactions.close()
 
     # ------------------------------------------------------------------ sends
 
     def send(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
              headers: Mapping[str, Any] | None = None, delay_level: int = 0,
-             timeout_ms: float | None = None) -> SendResult:
+             timeout_ms: float | None = None, deliver_time_ms: int | None = None,
+             delay_ms: int | None = None) -> SendResult:
         """Synchronous send (``syncSend``): returns once the broker stored the message.
 
         Returns:
             the SDK's ``SendResult`` (``send_status``, ``msg_id``, ``message_queue``...).
         """
-        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level)
+        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level,
+                           deliver_time_ms=deliver_time_ms, delay_ms=delay_ms)
         if self.capturing:
             return capture.record("sync", msg)
-        return self.producer.send(msg, timeout_ms=timeout_ms)
+        return self.producer.send(self._for_broker(msg), timeout_ms=timeout_ms)
 
     def send_async(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
                    headers: Mapping[str, Any] | None = None, delay_level: int = 0,
                    callback: Callable[[SendResult | None, BaseException | None], None] | None = None,
-                   timeout_ms: float | None = None) -> concurrent.futures.Future[SendResult]:
+                   timeout_ms: float | None = None, deliver_time_ms: int | None = None,
+                   delay_ms: int | None = None) -> concurrent.futures.Future[SendResult]:
         """Asynchronous send (``asyncSend``): a ``concurrent.futures.Future[SendResult]``;
         ``callback(result, error)`` runs on the SDK's callback threads."""
-        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level)
+        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level,
+                           deliver_time_ms=deliver_time_ms, delay_ms=delay_ms)
         if self.capturing:
             fut: concurrent.futures.Future[SendResult] = concurrent.futures.Future()
             result = capture.record("async", msg)
@@ -189,27 +150,33 @@ class RocketMQTemplate:
             if callback is not None:
                 callback(result, None)
             return fut
-        return self.producer.send_async(msg, callback, timeout_ms=timeout_ms)
+        return self.producer.send_async(self._for_broker(msg), callback, timeout_ms=timeout_ms)
 
     async def asend(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
                     headers: Mapping[str, Any] | None = None, delay_level: int = 0,
-                    timeout_ms: float | None = None) -> SendResult:
+                    timeout_ms: float | None = None, deliver_time_ms: int | None = None,
+                    delay_ms: int | None = None) -> SendResult:
         """``await``-able send for async views; never blocks the event loop (the producer is
-        created in a worker thread the first time)."""
-        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level)
+        created, and a timer's broker version learnt, in a worker thread the first time)."""
+        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level,
+                           deliver_time_ms=deliver_time_ms, delay_ms=delay_ms)
         if self.capturing:
             return capture.record("async", msg)
         producer = self.producer if self._producer.created else await asyncio.to_thread(lambda: self.producer)
+        if msg.has_timer:
+            msg = await asyncio.to_thread(self._for_broker, msg)
         return await producer.asend(msg, timeout_ms=timeout_ms)
 
     def send_oneway(self, destination: str, payload: Any, *, keys: str | Sequence[str] | None = None,
-                    headers: Mapping[str, Any] | None = None, delay_level: int = 0) -> None:
+                    headers: Mapping[str, Any] | None = None, delay_level: int = 0,
+                    deliver_time_ms: int | None = None, delay_ms: int | None = None) -> None:
         """Fire and forget (``sendOneWay``): no answer, failures only logged by the SDK."""
-        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level)
+        msg = self.message(destination, payload, keys=keys, headers=headers, delay_level=delay_level,
+                           deliver_time_ms=deliver_time_ms, delay_ms=delay_ms)
         if self.capturing:
             capture.record("oneway", msg)
             return
-        self.producer.send_oneway(msg)
+        self.producer.send_oneway(self._for_broker(msg))
 
     def send_orderly(self, destination: str, payload: Any, hash_key: Any, *,
                      keys: str | Sequence[str] | None = None, headers: Mapping[str, Any] | None = None,
@@ -220,7 +187,7 @@ class RocketMQTemplate:
         msg = self.message(destination, payload, keys=keys, headers=headers)
         if self.capturing:
             return capture.record("orderly", msg, hash_key)
-        return self.producer.send(msg, _HASH, str(hash_key), timeout_ms=timeout_ms)
+        return self.producer.send(self._for_broker(msg), _HASH, str(hash_key), timeout_ms=timeout_ms)
 
     def send_orderly_async(self, destination: str, payload: Any, hash_key: Any, *,
                            keys: str | Sequence[str] | None = None, headers: Mapping[str, Any] | None = None,
@@ -238,7 +205,7 @@ class RocketMQTemplate:
             if callback is not None:
                 callback(result, None)
             return fut
-        return self.producer.send_async(msg, callback, _HASH, str(hash_key), timeout_ms=timeout_ms)
+        return self.producer.send_async(self._for_broker(msg), callback, _HASH, str(hash_key), timeout_ms=timeout_ms)
 
     def send_oneway_orderly(self, destination: str, payload: Any, hash_key: Any, *,
                             keys: str | Sequence[str] | None = None,
@@ -249,7 +216,7 @@ class RocketMQTemplate:
         if self.capturing:
             capture.record("oneway_orderly", msg, hash_key)
             return
-        self.producer.send_oneway(msg, _HASH, str(hash_key))
+        self.producer.send_oneway(self._for_broker(msg), _HASH, str(hash_key))
 
     def send_batch(self, destination: str, payloads: Iterable[Any], *,
                    keys: Callable[[Any], str | Sequence[str] | None] | None = None,
@@ -293,10 +260,8 @@ class RocketMQTemplate:
                             timeout_ms: float | None = None) -> Any:
         """Transactional message bound to the database (``sendMessageInTransaction``): see
         :func:`rocketmq_sdk.integrations.django.transactions.send_in_transaction`."""
-        from .transactions import send_in_transaction
-
         msg = self.message(destination, payload, keys=keys, headers=headers)
-        return send_in_transaction(msg, local_transaction, arg, template=self, timeout_ms=timeout_ms)
+        return transactions.send_in_transaction(msg, local_transaction, arg, template=self, timeout_ms=timeout_ms)
 
 
 _default: RocketMQTemplate | None = None

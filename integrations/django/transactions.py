@@ -38,9 +38,11 @@ from rocketmq_sdk import (
     TransactionProducer,
     TransactionSendResult,
 )
+from rocketmq_sdk.client.process_local import ProcessLocalClient
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 
 from . import capture
+from .conf import get_settings
 
 __all__ = ["DatabaseTransactionListener", "local_transaction_committed", "rocketmq_transaction_check",
            "send_in_transaction", "transaction_checks", "transaction_producer"]
@@ -150,8 +152,6 @@ def _plain_topic(topic: str) -> str:
 def _make_producer() -> TransactionProducer:
     from django.core.exceptions import ImproperlyConfigured
 
-    from .conf import get_settings
-
     s = get_settings()
     if not s.transaction_group:
         raise ImproperlyConfigured('transactional messages need ROCKETMQ["PRODUCER"]["GROUP"] '
@@ -164,31 +164,19 @@ def _make_producer() -> TransactionProducer:
     return producer
 
 
-def _holder() -> Any:
-    global _producer
-    if _producer is None:
-        from .template import ProcessLocalClient
-
-        with _producer_lock:
-            if _producer is None:
-                _producer = ProcessLocalClient(_make_producer)
-    return _producer
-
-
-_producer: Any = None
-_producer_lock = threading.Lock()
+_producer: ProcessLocalClient[TransactionProducer] = ProcessLocalClient(_make_producer,
+                                                                        name="Django transaction producer")
 
 
 def transaction_producer() -> TransactionProducer:
     """The process's started transactional producer (made on first use; fork safe). Starting
     it is what lets this process answer the broker's transaction checks."""
-    return _holder().get()
+    return _producer.get()
 
 
 def close() -> None:
     """Shut the transactional producer down (if this process made one)."""
-    if _producer is not None:
-        _producer.close()
+    _producer.close()
 
 
 def send_in_transaction(msg: Message, local_transaction: Callable[[Message, Any], Any], arg: Any = None, *,
@@ -214,11 +202,9 @@ def send_in_transaction(msg: Message, local_transaction: Callable[[Message, Any]
     if transaction.get_connection(using).in_atomic_block:
         raise RuntimeError("send_in_transaction() must not run inside atomic(): the database would "
                            "commit after the message; call it outside the block (or use the outbox)")
-    if template is None:
-        from .template import rocketmq_template
-
-        template = rocketmq_template()
-    if template.capturing:
+    capturing = template.capturing if template is not None else \
+        capture.capturing(get_settings().options["capture"])
+    if capturing:
         with transaction.atomic(using=using):
             local_transaction(msg, arg)
         r = capture.record("transaction", msg)

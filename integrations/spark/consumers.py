@@ -10,9 +10,7 @@ acknowledged by the broker before it returns, see :class:`GroupCommitter`).
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -32,8 +30,6 @@ def new_pull_consumer(spec: ProducerSpec) -> Any:
 
 
 _cache = ProducerCache(new_pull_consumer)
-atexit.register(_cache.shutdown_all)
-os.register_at_fork(after_in_child=_cache.after_fork_in_child)
 
 
 def get_pull_consumer(name_server: str, group: str) -> Any:
@@ -110,8 +106,6 @@ class GroupCommitter:
 
 
 _committers = ProducerCache(GroupCommitter)
-atexit.register(_committers.shutdown_all)
-os.register_at_fork(after_in_child=_committers.after_fork_in_child)
 
 
 def commit_offsets(name_server: str, group: str, offsets: Mapping[MessageQueue, int]) -> None:

@@ -6,12 +6,12 @@ route lookup and a broker connection each time, so :func:`get_producer` keeps a 
 cache keyed by :class:`ProducerSpec`: the first partition a worker runs creates and starts the
 producer, later partitions reuse it.
 
-Fork safety: PySpark forks its workers from a daemon process. An entry created in another
-process (the cache is keyed by ``os.getpid()`` too) is never reused: its I/O thread and sockets
-do not exist in the child. It is dropped without ``shutdown()``, which would touch the parent's
-connections.
+Fork safety: PySpark forks its workers from a daemon process. The cache is the SDK's
+per-process client cache (:mod:`rocketmq_sdk.client.process_local`): an entry created in another
+process is never reused (its I/O thread and sockets do not exist in the child); it is dropped
+without ``shutdown()``, which would touch the parent's connections.
 
-Shutdown: producers are shut down at interpreter exit via ``atexit``. PySpark's daemon ends
+Shutdown: producers are shut down at interpreter exit (``atexit``). PySpark's daemon ends
 its forked workers with ``os._exit`` (no ``atexit``), in which case the operating system closes
 the sockets and the broker forgets the producer when its connection closes; nothing is lost
 because every send is synchronous and acknowledged before the partition counts it.
@@ -19,13 +19,13 @@ because every send is synchronous and acknowledged before the partition counts i
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from rocketmq_sdk.client.process_local import ProcessLocalCache
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
 
@@ -72,8 +72,13 @@ def _default_factory(spec: ProducerSpec) -> Any:
     return Producer(spec.group, spec.namesrv_addr, **dict(spec.config))
 
 
-class ProducerCache:
-    """Started producers of this process, keyed by spec; thread-safe.
+class ProducerCache(ProcessLocalCache[ProducerSpec, Any]):
+    """Started producers of this process, keyed by spec: the SDK's per-process client cache
+    (:class:`rocketmq_sdk.client.process_local.ProcessLocalCache`: thread-safe, never reused
+    across ``fork``, shut down at interpreter exit).
+
+    :meth:`get` raises whatever the producer's ``start()`` raises (e.g. ``MQClientError``);
+    nothing is cached then, so the next call tries again.
 
     Args:
         factory: ``spec -> producer`` (not yet started); default builds ``rocketmq_sdk.Producer``.
@@ -81,63 +86,22 @@ class ProducerCache:
     """
 
     def __init__(self, factory: ProducerFactory = _default_factory) -> None:
-        self._factory = factory
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-        self._producers: dict[ProducerSpec, Any] = {}
+        self._new = factory
+        super().__init__(self._start, name="Spark client")
 
-    def get(self, spec: ProducerSpec) -> Any:
-        """The started producer for ``spec``, created and started on first use in this process.
-
-        Raises:
-            whatever the producer's ``start()`` raises (e.g. ``MQClientError``); nothing is
-            cached then, so the next call tries again.
-        """
-        with self._lock:
-            self._forget_if_forked()
-            producer = self._producers.get(spec)
-            if producer is None:
-                producer = (spec.factory or self._factory)(spec)
-                producer.start()
-                self._producers[spec] = producer
-                logger.info("started producer group=%s namesrv=%s in pid %d",
-                            spec.group, spec.namesrv_addr, self._pid)
-            return producer
+    def _start(self, spec: ProducerSpec) -> Any:
+        producer = (spec.factory or self._new)(spec)
+        producer.start()
+        logger.info("started %s group=%s namesrv=%s in pid %d", type(producer).__name__,
+                    spec.group, spec.namesrv_addr, os.getpid())
+        return producer
 
     def shutdown_all(self) -> None:
         """Shut down every producer this process started (errors are logged, not raised)."""
-        with self._lock:
-            self._forget_if_forked()
-            producers, self._producers = list(self._producers.values()), {}
-        for producer in producers:
-            try:
-                producer.shutdown()
-            except Exception:  # noqa: BLE001 - best effort at exit
-                logger.warning("producer shutdown failed", exc_info=True)
-
-    def __len__(self) -> int:
-        with self._lock:
-            self._forget_if_forked()
-            return len(self._producers)
-
-    def _forget_if_forked(self) -> None:
-        pid = os.getpid()
-        if pid != self._pid:
-            # Inherited across fork(): the parent's producers are unusable here; never shut them
-            # down from the child, just drop the references.
-            self._producers = {}
-            self._pid = pid
-
-
-    def after_fork_in_child(self) -> None:
-        """``os.register_at_fork(after_in_child=...)`` hook: a fresh lock in the child (one held
-        by another thread at fork time would stay held forever there)."""
-        self._lock = threading.Lock()
+        self.close_all()
 
 
 _cache = ProducerCache()
-atexit.register(_cache.shutdown_all)
-os.register_at_fork(after_in_child=_cache.after_fork_in_child)
 
 
 def get_producer(spec: ProducerSpec) -> Any:

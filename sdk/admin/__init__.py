@@ -4,6 +4,7 @@ blocking) and the ``rocketmq-admin`` command line (``rocketmq_sdk.admin.cli``)."
 
 from .async_client import AsyncAdminClient
 from .client import AdminClient, parse_namesrv_addr
+from .dledger import LeadershipTransferResult
 from .models import (
     BrokerInfo,
     ClientConnection,
@@ -25,6 +26,7 @@ __all__ = [
     "ConsumerProgress",
     "GroupConnections",
     "GroupSummary",
+    "LeadershipTransferResult",
     "MasterlessBroker",
     "QueueProgress",
     "QueueStatus",

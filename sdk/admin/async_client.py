@@ -19,6 +19,7 @@ from __future__ import annotations
 from .acl import AclAdmin
 from .broker_tables import BrokerTableAdmin
 from .cluster import ClusterAdmin
+from .dledger import DLedgerAdmin
 from .groups import GroupAdmin
 from .messages import MessageAdmin
 from .namesrv import NamesrvAdmin
@@ -28,7 +29,7 @@ __all__ = ["AsyncAdminClient"]
 
 
 class AsyncAdminClient(TopicAdmin, ClusterAdmin, GroupAdmin, MessageAdmin, NamesrvAdmin, AclAdmin,
-                       BrokerTableAdmin):
+                       BrokerTableAdmin, DLedgerAdmin):
     """Administration of a RocketMQ 4.x cluster (topics, groups, messages, name servers, ACL), as
     coroutines: create it and await its methods in one event loop (its connections belong to the
     loop that first uses them); ``async with`` (or ``await close()``) releases them.

@@ -239,6 +239,20 @@ def cluster_list(admin: AdminClient, as_json: bool, cluster: str | None) -> None
     emit(as_json, rows, lambda: table(headers, [tuple(r) for r in values], numeric=(2, 6, 7, 8, 9)))
 
 
+@command("leadershipTransfer", "Hand the leadership (master role) of a DLedger group to another member, as "
+                               "DLedger's own leadershipTransfer command; waits until the name server lists "
+                               "the new master.")
+@click.option("-b", "--brokerName", "broker_name", required=True, help="the DLedger group's broker name")
+@click.option("-t", "--transfereeId", "transferee_id", required=True, help="member to lead (dLegerSelfId, e.g. n1)")
+@click.option("--term", type=click.IntRange(min=0), default=None,
+              help="the leader's current term (default: from the broker's runtime info; needed for Apache brokers)")
+def leadership_transfer(admin: AdminClient, as_json: bool, broker_name: str, transferee_id: str,
+                        term: int | None) -> None:
+    r = admin.dledger_leadership_transfer(broker_name, transferee_id, term=term)
+    emit(as_json, r, lambda: f"leadership of {r.broker_name} (group {r.group}) moved {r.old_leader} → {r.new_leader} "
+                             f"in term {r.term}; master {r.master_addr} registered after {r.registered_ms:.0f} ms")
+
+
 def _broker_targets(admin: AdminClient, broker_addr: str | None, cluster: str | None) -> list[str]:
     require_one(b=broker_addr, c=cluster)
     return [broker_addr] if broker_addr else admin.cluster_broker_addrs(cluster or "")

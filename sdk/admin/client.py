@@ -131,6 +131,7 @@ class AdminClient:
     broker_config = _blocking(AsyncAdminClient.broker_config)
     cluster_broker_addrs = _blocking(AsyncAdminClient.cluster_broker_addrs)
     masterless_brokers = _blocking(AsyncAdminClient.masterless_brokers)
+    dledger_leadership_transfer = _blocking(AsyncAdminClient.dledger_leadership_transfer)
     # groups and offsets (groups.py)
     consumer_progress = _blocking(AsyncAdminClient.consumer_progress)
     consumer_groups = _blocking(AsyncAdminClient.consumer_groups)

@@ -10,7 +10,7 @@ from ..protocol.codes import RequestCode
 from .core import MASTER_ID, REQUEST_FAILED, AdminCore, log
 from .models import BrokerInfo, MasterlessBroker
 
-__all__ = ["ClusterAdmin"]
+__all__ = ["ClusterAdmin", "dledger_fields"]
 
 
 def _first_tps(value: str | None) -> float | None:
@@ -23,8 +23,9 @@ def _first_tps(value: str | None) -> float | None:
         return None
 
 
-def _dledger_fields(b: BrokerInfo, table: dict[str, str]) -> None:
-    """The DLedger keys of a reference broker's runtime info (``dLegerRole`` …) into ``b``."""
+def dledger_fields(b: BrokerInfo, table: dict[str, str]) -> None:
+    """The DLedger keys of a reference broker's runtime info (``dLegerRole`` …) into ``b``
+    (left None when the table has none: not a DLedger member, or an Apache broker)."""
     if "dLegerRole" not in table:
         return
     b.dledger_id = table.get("dLegerSelfId") or None
@@ -71,7 +72,7 @@ class ClusterAdmin(AdminCore):
                             b.out_tps = _first_tps(table.get("getTransferedTps"))
                             with contextlib.suppress(ValueError):  # missing ("") or not a number
                                 b.commit_log_max_offset = int(table.get("commitLogMaxOffset", ""))
-                            _dledger_fields(b, table)
+                            dledger_fields(b, table)
                     out.append(b)
         masters = {(b.cluster, b.broker_name): b.commit_log_max_offset for b in out if b.broker_id == MASTER_ID}
         for b in out:  # replication lag of each slave, as two brokerStatus calls would give it

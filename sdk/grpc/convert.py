@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..protocol.codes import MessageConst as MC
+from ..protocol.delay_levels import DELAY_LEVELS_MS, delay_level_for
 from ..protocol.message import MessageExt
 from . import v2
 
@@ -28,10 +29,6 @@ SHARDING_KEY = "__SHARDINGKEY"
 POP_CK = "POP_CK"
 #: ``MessageConst.PROPERTY_TRACE_CONTEXT``
 TRACE_CONTEXT = "TRACE_CONTEXT"
-#: the broker's default ``messageDelayLevel`` in ms (level 1 = 1 s ... level 18 = 2 h)
-DELAY_LEVELS_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000,
-                   480_000, 540_000, 600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000)
-
 #: properties the 5.x message carries in its system properties (never as user properties)
 SYSTEM_KEYS = frozenset({MC.TAGS, MC.KEYS, MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, SHARDING_KEY, MC.TRANSACTION_PREPARED,
                          MC.DELAY_TIME_LEVEL, MC.CHECK_IMMUNITY_TIME_IN_SECONDS, TRACE_CONTEXT,
@@ -39,17 +36,6 @@ SYSTEM_KEYS = frozenset({MC.TAGS, MC.KEYS, MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, SHA
                          MC.REAL_TOPIC, MC.REAL_QUEUE_ID, MC.CLUSTER, MC.MSG_REGION, MC.TRACE_SWITCH,
                          MC.TRANSACTION_CHECK_TIMES, MC.TRANSACTION_PREPARED_QUEUE_OFFSET,
                          *MC.TIMER_PROPERTIES})
-
-
-def delay_level_for(delay_ms: int, levels_ms: tuple[int, ...] = DELAY_LEVELS_MS) -> int:
-    """The delay level for a delivery ``delay_ms`` from now: the smallest level whose delay is at
-    least ``delay_ms`` (never early), the largest level beyond it, 0 (no delay) for ``<= 0``."""
-    if delay_ms <= 0:
-        return 0
-    for level, ms in enumerate(levels_ms, 1):
-        if ms >= delay_ms:
-            return level
-    return len(levels_ms)
 
 
 def message_type_of(props: Mapping[str, str]) -> v2.MessageType:

@@ -46,6 +46,7 @@ from .prepare import MessagePreparer, Prepared
 from .request import RequestReplyMixin, receive_reply_message
 from .selector import SelectorLike
 from .submit import BatchedSubmitter
+from .timer_support import cached_timer_support, timer_support
 
 __all__ = ["Producer", "RETRY_RESPONSE_CODES", "SendCallback"]
 
@@ -709,6 +710,40 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         inst = self._running()
         info = inst.run(self._find_publish_info(self._wrap(topic)), self.config.mq_client_api_timeout / 1000.0)
         return list(info.queues)
+
+    def supports_timer_messages(self, topic: str) -> bool:
+        """Whether ``topic``'s brokers honour timer messages (:attr:`Message.deliver_time_ms`,
+        :attr:`Message.delay_ms`, RocketMQ 5.x's ``TIMER_DELIVER_MS`` / ``TIMER_DELAY_SEC``).
+
+        True when every master the topic's messages may go to (its route, or the default topic's
+        ``TBW102`` for a topic still to be auto-created) answered as a RocketMQ 5.x broker; False
+        when one is older (a 4.x broker ignores the properties and delivers at once) or has no
+        master. The version comes from the brokers' heartbeat answers: the first call for a broker
+        not heard from yet sends a heartbeat (one round trip), later calls read cached state.
+
+        Raises:
+            ClientStateError: the producer is not started or shut down.
+            TopicNotExistError: neither the topic nor the default topic has a route.
+            RemotingError: the name server cannot be reached.
+        """
+        inst = self._running()
+        wrapped = self._wrap(topic)
+        info = self._dispatcher.publish.get(wrapped)
+        if info is not None and info.ok:
+            known = cached_timer_support(inst.broker_heartbeats, self._master_addrs(inst, info))
+            if known is not None:
+                return known
+
+        async def ask() -> bool:
+            found = await self._find_publish_info(wrapped)
+            return await timer_support(inst.broker_heartbeats, lambda: self._master_addrs(inst, found),
+                                       inst.send_heartbeat_to_all)
+
+        return inst.run(ask(), self.config.mq_client_api_timeout / 1000.0)
+
+    @staticmethod
+    def _master_addrs(inst: MQClientInstance, info: TopicPublishInfo) -> list[str | None]:
+        return [inst.find_broker_master(name) for name in sorted({mq.broker_name for mq in info.queues})]
 
     def __repr__(self) -> str:
         return f"Producer(group={self.group!r}, state={self._lifecycle.state.name})"

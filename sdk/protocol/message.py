@@ -223,6 +223,12 @@ class Message:
         else:
             self._set_timer(MC.TIMER_DELAY_MS, value)
 
+    @property
+    def has_timer(self) -> bool:
+        """Whether the message is a 5.x timer message (:attr:`deliver_time_ms` or :attr:`delay_ms` set)."""
+        props = self.properties
+        return any(p in props for p in MC.TIMER_PROPERTIES)
+
     def _set_timer(self, name: str, value: int) -> None:
         if self.delay_time_level:
             raise IllegalArgumentError("a message has either a delay level or a timer (deliver_time_ms / delay_ms), "

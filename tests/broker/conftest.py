@@ -45,9 +45,29 @@ class SyncClient:
         self.thread.join(5)
 
 
+#: the broker feature tests: each test of these modules taking ``cluster`` (or the module's own
+#: ``fast_cluster``) runs against a single broker ("1m") and against the master of an in-process
+#: DLedger group of three ("dledger", issue 27)
+DLEDGER_FEATURE_MODULES = {"test_send_pull", "test_transactions", "test_locks", "test_clients_offsets",
+                           "test_groups_and_stats", "test_admin_and_persistence"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.module.__name__.rsplit(".", 1)[-1] not in DLEDGER_FEATURE_MODULES:
+        return
+    for name in ("cluster", "fast_cluster"):
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(name, ["1m", "dledger"], indirect=True)
+
+
+def cluster_mode(request: pytest.FixtureRequest) -> str:
+    """The deployment mode a ``cluster``-like fixture was parametrised with ("1m" by default)."""
+    return getattr(request, "param", "1m")
+
+
 @pytest.fixture
-def cluster(tmp_path):
-    c = start_dev_cluster(str(tmp_path / "store"), in_process=True)
+def cluster(tmp_path, request):
+    c = start_dev_cluster(str(tmp_path / "store"), in_process=True, cluster=cluster_mode(request))
     yield c
     c.stop()
 

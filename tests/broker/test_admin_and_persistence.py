@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -104,3 +105,27 @@ def test_unregister_client_notifies_the_remaining_members(cluster):
     finally:
         a.close()
         other.close()
+
+
+def test_a_send_that_auto_creates_its_topic_is_answered_after_the_registration(tmp_path, monkeypatch):
+    """Java's createTopicInSendMessageMethod registers the broker before the send is answered, so a
+    client that routes the topic right after SEND_OK finds it. A slow name-server round (0.3 s here)
+    must delay the first send's answer, not leave the topic unroutable after it."""
+    from rocketmq_broker.broker.controller import BrokerController
+
+    real = BrokerController.register_all
+
+    async def slow_register_all(self, oneway):
+        await asyncio.sleep(0.3)  # a slow name server round trip (the fake's latency, not a wait)
+        await real(self, oneway)
+
+    monkeypatch.setattr(BrokerController, "register_all", slow_register_all)
+    client = SyncClient()
+    try:
+        with start_dev_cluster(str(tmp_path / "store"), in_process=True) as c:
+            assert _send(client, c, "AutoT", b"x", {}).code == ResponseCode.SUCCESS
+            assert _route(client, c, "AutoT").code == ResponseCode.SUCCESS
+            # a send to the now known topic is answered without waiting for a round
+            assert _send(client, c, "AutoT", b"y", {}).code == ResponseCode.SUCCESS
+    finally:
+        client.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk.protocol.bodies import (
     ConsumerData,
@@ -96,10 +97,12 @@ def test_consumer_offsets_survive_a_broker_restart(tmp_path):
         client.close()
 
 
-def test_send_back_goes_to_retry_with_delay_then_to_dlq_after_max(tmp_path):
+@pytest.mark.parametrize("mode", ["1m", "dledger"])
+def test_send_back_goes_to_retry_with_delay_then_to_dlq_after_max(tmp_path, mode):
     levels = "1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
     client = SyncClient()
-    with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config={"message_delay_level": levels}) as c:
+    with start_dev_cluster(str(tmp_path / "s"), in_process=True, broker_config={"message_delay_level": levels},
+                           cluster=mode) as c:
         try:
             r = _send(client, c, "RT", b"retry-me", {"TAGS": "A", "KEYS": "K"})
             offset = int(decode_messages(_pull(client, c, "RT", 0, 0).body)[0].commit_log_offset)

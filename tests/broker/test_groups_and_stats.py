@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from rocketmq_broker.broker.stats_processor import ConsumeTpsMeter
+from rocketmq_broker.broker.tps_meter import ConsumeTpsMeter
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk.protocol.admin_bodies import (
     ConsumeStats,

@@ -21,6 +21,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from rocketmq_broker.broker.request_table import BROKER_REQUESTS
+from rocketmq_broker.broker.requests import Body
 from rocketmq_broker.embedded import start_dev_cluster
 from rocketmq_sdk.exceptions import RemotingTimeoutError
 from rocketmq_sdk.protocol import fastjson, headers
@@ -69,15 +71,24 @@ def _bodies():
                      NAME, NAME, st.integers(-(2**40), 2**40))
     group = st.builds(lambda g, n: {"groupName": g, "retryQueueNums": n, "retryMaxTimes": n}, NAME,
                       st.integers(-(2**40), 2**40))
-    return {int(RequestCode.HEART_BEAT): heartbeat, int(RequestCode.LOCK_BATCH_MQ): lock,
-            int(RequestCode.UNLOCK_BATCH_MQ): lock, int(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP): group}
+    return {Body.HEARTBEAT: heartbeat, Body.LOCK_BATCH: lock, Body.SUBSCRIPTION_GROUP: group}
 
 
+#: the JSON body of each kind the broker's request table declares (``RequestSpec.body``)
 BODIES = _bodies()
 #: a topic and a group no fuzzed request names (its names come from PLAUSIBLE, HOSTILE and short
 #: random text): the checks after the fuzz read these, since the fuzz may legally delete topic T,
 #: group cg, or take TBW102's inherit permission (then a send no longer creates its topic)
 CANARY_TOPIC, CANARY_GROUP = "FuzzCanaryTopic", "FuzzCanaryGroup"
+
+
+def _own_header_keys(code: int) -> list[str]:
+    """The fields of the header class the broker's request table declares for ``code`` (none
+    for a code without one)."""
+    spec = BROKER_REQUESTS.get(code)
+    if spec is None or spec.header is None:
+        return []
+    return [key for _attr, key, _parser in spec.header._get_spec()]
 # requests that would stop the servers being useful for the next examples (their hostile fields
 # are still covered through the other codes sharing their header fields)
 SKIP = {int(RequestCode.UPDATE_BROKER_CONFIG), int(RequestCode.UPDATE_NAMESRV_CONFIG),
@@ -107,13 +118,16 @@ def _codes(server) -> list[int]:
 def requests(draw, broker_codes, namesrv_codes):
     to_broker = draw(st.booleans())
     code = draw(st.sampled_from(broker_codes if to_broker else namesrv_codes))
-    keys = draw(st.sampled_from(HEADER_SPECS))
+    own = _own_header_keys(code) if to_broker else []
+    # half the time the handler's own header (from the request table), else any header's fields
+    keys = own if own and draw(st.booleans()) else draw(st.sampled_from(HEADER_SPECS))
     ext = {k: draw(VALUE) for k in keys if draw(st.booleans())}
     if code == int(RequestCode.PULL_MESSAGE):  # no long-poll hold: an answer at once is the rule here
         ext["sysFlag"] = "0"
     body = b""
-    if code in BODIES:
-        body = fastjson.dumps(draw(BODIES[code])).encode()
+    spec = BROKER_REQUESTS.get(code) if to_broker else None
+    if spec is not None and spec.body is not None:
+        body = fastjson.dumps(draw(BODIES[spec.body])).encode()
     return to_broker, code, ext, body
 
 
@@ -177,7 +191,8 @@ def test_the_store_loads_after_the_fuzz(fuzz_cluster, tmp_path):
         again.stop()
 
 
-# -- DLedger frames (issue 27): hostile VOTE / HEART_BEAT / PUSH bodies at a running group ------
+# -- DLedger frames (issue 27): hostile VOTE / HEART_BEAT / PUSH / METADATA / LEADERSHIP_TRANSFER
+# bodies at a running group ---------------------------------------------------------------------
 def _dledger_bodies():
     import base64
 
@@ -203,8 +218,13 @@ def _dledger_bodies():
         optional={"commitIndex": num, "entry": mostly(entry, st.one_of(st.none(), st.just([]))),
                   "batchEntry": mostly(st.just([]), st.one_of(st.lists(entry, max_size=3), HOSTILE))})
 
+    metadata = st.fixed_dictionaries(base, optional={"code": absurd})
+    transfer = st.fixed_dictionaries({**base, "transferId": ids, "transfereeId": ids},
+                                     optional={"takeLeadershipLedgerIndex": absurd, "code": absurd})
     return [(int(DLedgerRequestCode.VOTE), vote), (int(DLedgerRequestCode.HEART_BEAT), heartbeat),
             (int(DLedgerRequestCode.PUSH), push), (int(DLedgerRequestCode.PUSH), push),
+            (int(DLedgerRequestCode.METADATA), metadata),
+            (int(DLedgerRequestCode.LEADERSHIP_TRANSFER), transfer),
             (int(DLedgerRequestCode.PULL), st.just({})), (int(DLedgerRequestCode.APPEND), st.just({}))]
 
 

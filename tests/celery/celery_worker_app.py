@@ -49,6 +49,13 @@ def make_app(broker: str, backend: str, marks: str, transport_options: dict | No
             raise self.retry(countdown=1)
         return n + 1
 
+    @app.task(name="worker_app.stamp")
+    def stamp(key: str) -> float:
+        """Records each run (``<key>.ran.<n>``, holding the epoch time it ran) and returns that time."""
+        now = time.time()
+        (marks_dir / f"{key}.ran.{os.getpid()}.{time.monotonic_ns()}").write_text(repr(now))
+        return now
+
     @app.task(name="worker_app.hold", acks_late=True)
     def hold(key: str, timeout_s: float = 60.0) -> int:
         """Records each start (``<key>.started.<pid>``), then waits for ``<key>.release``."""

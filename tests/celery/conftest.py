@@ -13,10 +13,12 @@ import rocketmq_sdk.integrations.celery  # noqa: E402,F401  - registers rocketmq
 from celery_workers import dead_addr, isolated_options  # noqa: E402
 from rocketmq_broker.embedded import start_dev_cluster  # noqa: E402
 
+from tests.conftest import env_broker_config  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def rocketmq_cluster():
-    with start_dev_cluster() as cluster:
+    with start_dev_cluster(broker_config=env_broker_config() or None) as cluster:
         yield cluster
 
 

@@ -10,6 +10,8 @@ import pytest
 from celery_suite import outcomes, redis_server, redis_server_path, run_suite, suite_dir
 from rocketmq_broker.embedded import start_dev_cluster
 
+from tests.conftest import env_broker_config
+
 SUBSET = [
     "t/integration/test_tasks.py::test_tasks::test_expired",
     "t/integration/test_tasks.py::test_tasks::test_revoked",
@@ -24,6 +26,11 @@ SUBSET = [
     "t/integration/test_canvas.py::test_chord::test_group_chain",
 ]
 
+#: Celery tests that expect the worker to hold an ETA task until it is due: on a RocketMQ 5.x
+#: broker the task waits in the broker as a timer message instead (docs/celery.md), so the worker
+#: has nothing scheduled and these fail, by design
+ETA_HELD_BY_THE_WORKER = {"t.integration.test_inspect.test_Inspect::test_scheduled"}
+
 
 def test_celery_integration_suite_subset(tmp_path):
     if redis_server_path() is None:
@@ -33,9 +40,14 @@ def test_celery_integration_suite_subset(tmp_path):
     except RuntimeError as exc:  # no package index reachable
         pytest.skip(f"Celery's integration suite is not available: {exc}")
     junit = tmp_path / "suite.xml"
-    with redis_server() as port, start_dev_cluster() as cluster:
+    with redis_server() as port, start_dev_cluster(broker_config=env_broker_config() or None) as cluster:
         proc = run_suite(f"rocketmq://{cluster.namesrv_addr}", port, SUBSET, junit, timeout_s=900)
     results = outcomes(junit)
     assert len(results) >= len(SUBSET), proc.stdout[-3000:]
-    bad = {name: outcome for name, outcome in results.items() if outcome != "passed"}
+    on_5x = env_broker_config().get("broker_version", "4").startswith("5")
+    expected_failures = ETA_HELD_BY_THE_WORKER if on_5x else set()
+    bad = {name: outcome for name, outcome in results.items()
+           if outcome != "passed" and name not in expected_failures}
     assert not bad, f"{bad}\n{proc.stdout[-6000:]}"
+    assert {name: results.get(name) for name in expected_failures} == dict.fromkeys(expected_failures, "failed"), \
+        proc.stdout[-6000:]

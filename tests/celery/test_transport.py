@@ -178,9 +178,9 @@ def test_queue_expires_deletes_an_unused_queue_only(rocketmq_cluster):
         unused = kombu.Queue("expiring", expires=1.0)
         busy = kombu.Queue("busy", expires=1.0)
         plain = kombu.Queue("plain")
+        declared = time.monotonic()  # before the publish that declares it: the queue's clock starts there
         publish(conn, unused, ["x"])
         publish(conn, plain, ["y"])
-        declared = time.monotonic()
         assert channel.client.registry.queue("expiring").expires == 1000
         # "busy" is consumed by another connection (its group is online), not by conn
         with kombu.Consumer(other, [busy], callbacks=[lambda body, msg: msg.ack()]):

@@ -19,10 +19,12 @@ import tempfile
 import threading
 import unittest
 
-from django.test import LiveServerTestCase
+from django.test import LiveServerTestCase, override_settings
+from rocketmq_broker import embedded
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.exceptions import MQBrokerError
+from rocketmq_sdk.integrations.django.console import lifecycle
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.protocol.message import Message
 
@@ -69,14 +71,24 @@ class Listener:
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
 
-@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
-class ConsoleInChromium(LiveServerTestCase):
+class ChromiumCase(LiveServerTestCase):
+    """A live console and a headless Chromium; subclasses start the cluster it shows
+    (:meth:`start_console_cluster`) and stop it (:meth:`stop_console_cluster`)."""
+
     host = "127.0.0.1"
+
+    @classmethod
+    def start_console_cluster(cls) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def stop_console_cluster(cls) -> None:
+        raise NotImplementedError
 
     @classmethod
     def setUpClass(cls) -> None:
         super().setUpClass()
-        cls.cluster = start_cluster(slaves=1, SAMPLE_INTERVAL_S=0.5)
+        cls.start_console_cluster()
         cls.profile = tempfile.mkdtemp(prefix="console-chromium-")
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
@@ -94,7 +106,7 @@ class ConsoleInChromium(LiveServerTestCase):
             cls.driver.quit()
         finally:
             shutil.rmtree(cls.profile, ignore_errors=True)
-            stop_cluster()
+            cls.stop_console_cluster()
             super().tearDownClass()
 
     # ------------------------------------------------------------------ helpers
@@ -156,6 +168,18 @@ class ConsoleInChromium(LiveServerTestCase):
         """The group page's total lag, -1 when the page shows none (offsets not there yet)."""
         text = self.now_text("#total-lag")
         return int(text) if text else -1
+
+
+
+@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
+class ConsoleInChromium(ChromiumCase):
+    @classmethod
+    def start_console_cluster(cls) -> None:
+        cls.cluster = start_cluster(slaves=1, SAMPLE_INTERVAL_S=0.5)
+
+    @classmethod
+    def stop_console_cluster(cls) -> None:
+        stop_cluster()
 
     # ------------------------------------------------------------------ the scenario
 
@@ -386,3 +410,46 @@ class ConsoleInChromium(LiveServerTestCase):
         return c
 
 
+@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
+class DLedgerGroupInChromium(ChromiumCase):
+    """The cluster page of a DLedger group (three reference brokers in one process): leader,
+    term, each member's log index and lag; after a leadership transfer, the new leader."""
+
+    @classmethod
+    def start_console_cluster(cls) -> None:
+        cls.cluster = embedded.start_dev_cluster(in_process=True, cluster="dledger")
+        cls.override = override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cls.cluster.namesrv_addr})
+        cls.override.enable()
+        lifecycle.reset_clients()
+
+    @classmethod
+    def stop_console_cluster(cls) -> None:
+        lifecycle.reset_clients()
+        cls.override.disable()
+        cls.cluster.stop()
+
+    def test_dledger_group_on_the_cluster_page(self) -> None:
+        make_user("dl_viewer", "view_console")
+        with Producer("dl_browser_pg", self.cluster.namesrv_addr) as producer:
+            for i in range(3):
+                producer.send(Message("DLBrowser", f"m{i}".encode()))
+        node = self.cluster.broker.dledger.node
+        self.go("")
+        self.find("#id_username").send_keys("dl_viewer")
+        self.find("#id_password").send_keys("dl_viewer-pw")
+        self.submit("#login")
+        self.assertEqual(self.text(".dledger-leader"), node.config.self_id)
+        self.assertEqual(self.text(".dledger-term"), str(node.term))
+        end = node.ledger.end_index
+        rows = self.reload_until("", lambda: [r for r in self.text("#dledger-broker-a").splitlines()[1:]
+                                              if r.split()[-2:] == [str(end), "0"]], 20,
+                                 "every member at the leader's log index with lag 0")
+        self.assertEqual(len(rows), 3, rows)
+        self.shot("cluster-dledger")
+        target = next(f"n{i}" for i in range(3) if f"n{i}" != node.config.self_id)
+        with AdminClient(self.cluster.namesrv_addr) as adm:
+            wait_until(lambda: all(b.dledger.node.leader_id == node.config.self_id
+                                   for b in self.cluster._servers[1:]), 20, "every member following the leader")
+            adm.dledger_leadership_transfer("broker-a", target)
+        self.reload_until("", lambda: self.now_text(".dledger-leader") == target, 20, "the new leader on the page")
+        self.assertEqual(self.text(".dledger-term"), str(node.term))  # the old leader follows in the new term

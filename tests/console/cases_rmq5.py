@@ -8,7 +8,7 @@ from django.test.utils import override_settings
 from django.urls import reverse
 from rocketmq_broker import embedded
 from rocketmq_sdk.admin import AdminClient
-from rocketmq_sdk.integrations.django.console import service
+from rocketmq_sdk.integrations.django.console import lifecycle
 
 from .support import make_user
 
@@ -27,7 +27,7 @@ def setUpModule() -> None:  # noqa: N802 - unittest's name
 
 
 def tearDownModule() -> None:  # noqa: N802
-    service.reset_clients()
+    lifecycle.reset_clients()
     _state.pop("override").disable()
     _state.pop("cluster").stop()
 

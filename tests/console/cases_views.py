@@ -20,7 +20,7 @@ from django.urls import reverse
 from rocketmq_broker import embedded
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
-from rocketmq_sdk.integrations.django.console import service
+from rocketmq_sdk.integrations.django.console import lifecycle, service
 from rocketmq_sdk.integrations.django.console.models import ChartPoint, LagAlarm, LagThreshold
 from rocketmq_sdk.integrations.django.console.monitor import check_thresholds
 from rocketmq_sdk.integrations.django.console.sampler import Sample, Sampler
@@ -599,7 +599,7 @@ class MasterDownTests(TestCase):
         with embedded.start_cluster(("broker-s",), slaves=1, broker_role="SYNC_MASTER",
                                     broker_config={"slave_sync_interval": 300}) as cluster, \
                 override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr}):
-            service.reset_clients()
+            lifecycle.reset_clients()
             try:
                 self.client.login(username="op2", password="op2-pw")
                 adm = service.admin()
@@ -623,7 +623,46 @@ class MasterDownTests(TestCase):
                 self.assertEqual(len(resp.context["results"]), 1)
                 self.assertContains(resp, "down-3")
             finally:
-                service.reset_clients()
+                lifecycle.reset_clients()
+
+
+class DLedgerClusterTests(TestCase):
+    """A DLedger group of its own (three reference brokers in one process): the cluster page shows
+    its leader, term and each member's log index and lag."""
+
+    @classmethod
+    def setUpTestData(cls) -> None:
+        make_user("op3", "view_console")
+
+    def test_cluster_page_shows_leader_term_and_member_lag(self) -> None:
+        with embedded.start_dev_cluster(in_process=True, cluster="dledger") as cluster, \
+                override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr}):
+            lifecycle.reset_clients()
+            try:
+                self.client.login(username="op3", password="op3-pw")
+                with Producer("dl_console_pg", cluster.namesrv_addr) as prod:
+                    for i in range(5):
+                        prod.send(Message("DLConsole", f"m{i}".encode()))
+                master = cluster.broker
+                node = master.dledger.node
+                end = node.ledger.end_index
+                wait_until(lambda: all(b.dledger.node.ledger.end_index == end for b in cluster._servers[1:]), 20,
+                           "every member holding the whole log")
+                wait_until(lambda: set(node.peer_status().values()) == {end}, 20, "the leader's water marks")
+                resp = self.client.get(url("cluster"))
+                self.assertContains(resp, 'id="dledger-broker-a"')
+                group = resp.context["clusters"][0][2][0]
+                self.assertEqual((group["name"], group["leader"], group["term"]),
+                                 ("broker-a", node.config.self_id, node.term))
+                self.assertEqual([(m["id"], m["index"], m["lag"]) for m in group["members"]],
+                                 [(f"n{i}", end, 0) for i in range(3)])
+                roles = {m["id"]: m["role"] for m in group["members"]}
+                self.assertEqual(roles.pop(node.config.self_id), "LEADER")
+                self.assertEqual(set(roles.values()), {"FOLLOWER"})
+                self.assertContains(resp, f'<span class="dledger-leader">{node.config.self_id}</span>')
+                self.assertContains(resp, f'<span class="dledger-term">{node.term}</span>')
+            finally:
+                lifecycle.reset_clients()
 
 
 class TraceTimelineTests(SimpleTestCase):
@@ -670,7 +709,7 @@ class AclTests(TestCase):
     def test_accounts_and_white_list_managed_and_secrets_never_audited(self) -> None:
         # ACL off on the shared cluster: no ACL link, no page
         self.client.login(username="aclop", password="aclop-pw")
-        service.reset_clients()
+        lifecycle.reset_clients()
         self.assertNotContains(self.client.get(url("cluster")), 'id="nav-acl"')
         self.assertEqual(self.client.get(url("acl")).status_code, 404)
         with tempfile.TemporaryDirectory() as tmp:
@@ -681,7 +720,7 @@ class AclTests(TestCase):
                     as cluster, override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cluster.namesrv_addr,
                                                                     "ACCESS_KEY": "ConsoleAdmin",
                                                                     "SECRET_KEY": "console-admin-1"}):
-                service.reset_clients()
+                lifecycle.reset_clients()
                 try:
                     resp = self.client.get(url("acl"))
                     self.assertContains(resp, 'id="nav-acl"')
@@ -711,7 +750,7 @@ class AclTests(TestCase):
                     data = yaml.safe_load(open(path, encoding="utf-8"))
                     self.assertNotIn("ConsoleUser1", [a["accessKey"] for a in data["accounts"]])
                 finally:
-                    service.reset_clients()
+                    lifecycle.reset_clients()
 
 
 class BodyPreviewTests(SimpleTestCase):

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from django.contrib.auth.models import Permission, User
 from django.test.utils import override_settings
 from rocketmq_broker import embedded
-from rocketmq_sdk.integrations.django.console import service
+from rocketmq_sdk.integrations.django.console import lifecycle
 
 _state: dict = {}
 
@@ -28,7 +28,7 @@ def start_cluster(*, slaves: int = 0, **console: object):
 
 
 def stop_cluster() -> None:
-    service.reset_clients()
+    lifecycle.reset_clients()
     _state.pop("override").disable()
     _state.pop("cluster").stop()
 

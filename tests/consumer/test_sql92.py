@@ -10,6 +10,8 @@ from rocketmq_sdk import Message, Producer, PushConsumer
 from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
+from tests.conftest import env_broker_config
+
 from .helpers import FAST, owned, unique, wait_until
 
 embedded = pytest.importorskip("rocketmq_broker.embedded")
@@ -55,7 +57,7 @@ def test_dev_command_flag_enables_sql92():
     process start_dev_cluster runs) accepts SQL92 subscriptions."""
     topic, group = unique("TopicSqlDev"), unique("cg")
     got: list = []
-    with embedded.start_dev_cluster(broker_config={"enable_property_filter": True}) as c, \
+    with embedded.start_dev_cluster(broker_config={"enable_property_filter": True, **env_broker_config()}) as c, \
             Producer(unique("pg"), c.namesrv_addr) as p:
         p.send(Message(topic, b"create", properties={"a": "0"}))
         consumer = PushConsumer(group, c.namesrv_addr, instance_name="sqldev", **FAST)

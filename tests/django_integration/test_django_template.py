@@ -6,7 +6,6 @@ import asyncio
 import dataclasses
 import datetime as dt
 import json
-import os
 import uuid
 from decimal import Decimal
 
@@ -17,6 +16,7 @@ from rocketmq_sdk.integrations.django.converter import ConversionError, MessageC
 
 from django_integration.conftest import create_topic, read_topic, unique
 from django_integration.testapp.models import Order
+from tests.forking import in_child
 
 
 @dataclasses.dataclass
@@ -153,26 +153,14 @@ def test_one_producer_per_process_and_a_new_one_after_fork(rocketmq):
     template.send(topic, b"parent")
     parent_producer = template.producer
     assert template.producer is parent_producer  # made once, reused
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: must not touch the parent's producer
-        code = 1
-        try:
-            os.close(read_fd)
-            child_producer = template.producer
-            fresh = child_producer is not parent_producer
-            result = template.send(topic, b"child")
-            os.write(write_fd, json.dumps([fresh, result.send_status.value]).encode())
-            template.close()
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    _, status = os.waitpid(pid, 0)
-    with os.fdopen(read_fd) as fh:
-        report = json.loads(fh.read() or "null")
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert report == [True, "SEND_OK"]
+
+    def child() -> list:  # must not touch the parent's producer
+        fresh = template.producer is not parent_producer
+        result = template.send(topic, b"child")
+        template.close()
+        return [fresh, result.send_status.value]
+
+    assert in_child(child) == [True, "SEND_OK"]
     assert template.producer is parent_producer  # the parent's still works after the fork
     template.send(topic, b"parent-again")
     assert sorted(m.body for m in read_topic(rocketmq, topic, 3)) == [b"child", b"parent", b"parent-again"]

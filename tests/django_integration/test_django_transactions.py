@@ -13,14 +13,19 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
-from rocketmq_sdk import LocalTransactionState, MessageExt
+from rocketmq_sdk import LocalTransactionState, Message, MessageExt
 from rocketmq_sdk.integrations.django import rocketmq_template
 from rocketmq_sdk.integrations.django.models import OutboxMessage, TransactionRecord
 from rocketmq_sdk.integrations.django.outbox import enqueue
-from rocketmq_sdk.integrations.django.transactions import DatabaseTransactionListener
+from rocketmq_sdk.integrations.django.transactions import (
+    DatabaseTransactionListener,
+    close,
+    transaction_producer,
+)
 
 from django_integration.conftest import PY, child_env, create_topic, read_topic, unique
 from django_integration.testapp.models import Order
+from tests.forking import in_child
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -222,3 +227,23 @@ def test_custom_check_hook_answers_when_the_table_has_no_record():
             rocketmq_transaction_check(topic="")
     finally:
         transaction_checks.pop("payments", None)
+
+
+def test_a_forked_child_makes_its_own_transaction_producer(rocketmq):
+    """gunicorn --preload / Celery prefork: the transactional producer made before fork() is
+    neither used nor shut down in the child (which makes its own); the parent's keeps sending."""
+    topic = unique("dj_tx_fork")
+    create_topic(rocketmq, topic)
+    parent_producer = transaction_producer()
+    parent_producer.send(Message(topic, b"parent"))
+
+    def child() -> list:  # must not touch the parent's producer
+        mine = transaction_producer()
+        status = mine.send(Message(topic, b"child")).send_status.value
+        close()
+        return [mine is not parent_producer, status]
+
+    assert in_child(child) == [True, "SEND_OK"]
+    assert transaction_producer() is parent_producer
+    parent_producer.send(Message(topic, b"parent-again"))
+    assert sorted(m.body for m in _visible(rocketmq, topic, 3)) == [b"child", b"parent", b"parent-again"]

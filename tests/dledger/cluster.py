@@ -11,7 +11,7 @@ from collections.abc import Callable
 from rocketmq_broker.dledger.config import DLedgerConfig
 from rocketmq_broker.dledger.ledger import DLedgerLedger
 from rocketmq_broker.dledger.node import DLedgerNode, Role
-from rocketmq_broker.embedded import free_fixed_port
+from rocketmq_broker.embedded import spaced_free_ports
 from rocketmq_sdk.exceptions import RemotingConnectError
 
 FILE_SIZE = 256 * 1024
@@ -20,16 +20,7 @@ LEAK = 5  # heartbeats missed before a campaign or a step-down (DLedger: 3): 1 s
 # members share one loop on a loaded machine, where stalls over 600 ms made healthy leaders step down
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` free ports below the ephemeral range, at least 3 apart (a broker on a fixed port also
-    binds ``port - 2``, its VIP channel), so servers binding port 0 meanwhile, or a restarted member,
-    cannot take them before the member that owns them starts."""
-    ports: set[int] = set()
-    while len(ports) < n:
-        port = free_fixed_port()
-        if all(abs(port - p) > 2 for p in ports):
-            ports.add(port)
-    return sorted(ports)
+free_ports = spaced_free_ports
 
 
 class Group:

@@ -112,3 +112,33 @@ def test_unknown_fields_are_ignored():
     body = json.loads(_push_body())
     body["futureField"] = {"x": [1, 2]}
     assert PushRequest.decode(json.dumps(body).encode()).entry.body == b"x"
+
+
+def test_leadership_transfer_and_metadata_bodies_are_written_as_fastjson_writes_the_beans():
+    """No LEADERSHIP_TRANSFER or METADATA frame is in the captures (4.9.8 brokers never send
+    them): the bodies follow DLedger 0.3.1.2's beans (``LeadershipTransferRequest``: the base
+    fields plus transferId, transfereeId, takeLeadershipLedgerIndex; ``MetadataResponse``: plus
+    peers), keys in fastjson's alphabetical order, nulls left out."""
+    from rocketmq_broker.dledger.protocol import (
+        LeadershipTransferRequest,
+        LeadershipTransferResponse,
+        MetadataRequest,
+        MetadataResponse,
+    )
+    take = LeadershipTransferRequest(group="broker-a", leader_id="n0", local_id="n0", remote_id="n1", term=3,
+                                     transfer_id="n0", transferee_id="n1", take_leadership_ledger_index=41)
+    assert take.encode() == (b'{"code":200,"group":"broker-a","leaderId":"n0","localId":"n0","remoteId":"n1",'
+                             b'"takeLeadershipLedgerIndex":41,"term":3,"transferId":"n0","transfereeId":"n1"}')
+    assert LeadershipTransferRequest.decode(take.encode()) == take
+    # DLedgerClient.leadershipTransfer: no localId, no leaderId, takeLeadershipLedgerIndex 0
+    admin = LeadershipTransferRequest.decode(b'{"code":200,"group":"g","remoteId":"n0","takeLeadershipLedgerIndex":0,'
+                                             b'"term":2,"transferId":"n0","transfereeId":"n2"}')
+    assert (admin.local_id, admin.transfer_id, admin.transferee_id, admin.term) == (None, "n0", "n2", 2)
+    with pytest.raises(DLedgerProtocolError):
+        LeadershipTransferRequest.decode(b'{"group":"g","remoteId":"n0","term":2,"transferId":"n0"}')
+    assert LeadershipTransferResponse(code=417, term=2).encode() == b'{"code":417,"term":2}'
+    meta = MetadataResponse(group="g", leader_id="n1", peers={"n0": "127.0.0.1:1", "n1": "127.0.0.1:2"})
+    assert meta.encode() == (b'{"code":200,"group":"g","leaderId":"n1","peers":{"n0":"127.0.0.1:1",'
+                             b'"n1":"127.0.0.1:2"},"term":-1}')
+    assert MetadataResponse.decode(meta.encode()) == meta
+    assert MetadataRequest.decode(b'{"group":"g","remoteId":"n1"}').remote_id == "n1"

@@ -76,9 +76,11 @@ def _bodies(wire: PullConsumer, topic: str, group: str, sys_flag: int) -> list[b
     return [m.body for m in result.msg_found_list] if result.pull_status is PullStatus.FOUND else []
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with embedded.start_dev_cluster(in_process=True, broker_config={"enable_property_filter": True}) as c:
+@pytest.fixture(scope="module", params=["1m", "dledger"])
+def cluster(request):
+    """A broker, or the master of a DLedger group of three (issue 27: filters on DLedger)."""
+    with embedded.start_dev_cluster(in_process=True, broker_config={"enable_property_filter": True},
+                                    cluster=request.param) as c:
         yield c
 
 

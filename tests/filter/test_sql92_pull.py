@@ -25,12 +25,13 @@ ROWS = [(0, "x", "1", "TagA"), (3, "y", None, "TagB"), (6, "x", None, "TagA"), (
         (9, "x", "3", "TagB"), (None, "x", None, "TagA"), (12, "y", "4", "TagA"), (5, None, None, "TagC")]
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@pytest.fixture(scope="module", params=["1m", "dledger"])
+def cluster(request):
+    """A broker, or the master of a DLedger group of three (issue 27: filters on DLedger)."""
     # no periodic re-check of held pulls here (it would answer the held pull of
     # test_held_pull_is_woken_only_by_a_matching_message; test_held_pull_recheck covers it)
     config = {"enable_property_filter": True, "pull_hold_check_interval": 600_000}
-    with embedded.start_dev_cluster(in_process=True, broker_config=config) as c:
+    with embedded.start_dev_cluster(in_process=True, broker_config=config, cluster=request.param) as c:
         yield c
 
 

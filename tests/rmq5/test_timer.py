@@ -8,7 +8,14 @@ import time
 
 import pytest
 from rocketmq_broker.embedded import start_dev_cluster
-from rocketmq_sdk import IllegalArgumentError, Message, MessageIllegalError, Producer, SimpleConsumer
+from rocketmq_sdk import (
+    ClientStateError,
+    IllegalArgumentError,
+    Message,
+    MessageIllegalError,
+    Producer,
+    SimpleConsumer,
+)
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 
 from tests.conftest import wait_until
@@ -123,3 +130,24 @@ def test_pending_timers_survive_a_restart_and_are_not_early(tmp_path):
         assert got[b"after-restart"].store_timestamp >= at - 5
     finally:
         c.stop()
+
+
+@pytest.mark.parametrize("version,expected", [("5.3.3", True), ("4.9.8", False)])
+def test_producer_tells_whether_the_topic_brokers_honour_timers(tmp_path, version, expected):
+    """What Django's template and Celery's ETA tasks ask before choosing a timer message: the
+    answer comes from the broker's heartbeat version, learnt by a heartbeat on the first call,
+    also for a topic still to be auto-created (the default topic's brokers)."""
+    with start_dev_cluster(str(tmp_path / "store"), in_process=True,
+                           broker_config={"broker_version": version}) as cluster:
+        p = Producer("timer_support_producer", namesrv_addr=cluster.namesrv_addr)
+        p.start()
+        try:
+            assert p.supports_timer_messages("NotCreatedYet") is expected
+            p.send(Message(TOPIC, b"x"))
+            assert p.supports_timer_messages(TOPIC) is expected
+            addr = p.instance.find_broker_master("broker-a")
+            assert p.instance.broker_heartbeats.is_v5(addr) is expected
+        finally:
+            p.shutdown()
+    with pytest.raises(ClientStateError, match="not running"):
+        p.supports_timer_messages(TOPIC)

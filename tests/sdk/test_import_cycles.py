@@ -1,4 +1,5 @@
-"""No two modules of ``sdk/`` import each other, directly or through others (docs/architecture.md).
+"""No two modules of ``sdk/`` (nor of ``integrations/``, nor of ``broker-reference/``) import each
+other, directly or through others (docs/architecture.md).
 Every import counts, also those under ``if TYPE_CHECKING:`` and inside functions: a cycle that only
 type hints close still ties the modules together (the consumer core took the whole
 ``PushConsumer`` that way). ``from package import module`` is an edge to that module, not to the
@@ -9,7 +10,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SDK = Path(__file__).resolve().parents[2] / "sdk"
+ROOT = Path(__file__).resolve().parents[2]
+SDK = ROOT / "sdk"
+INTEGRATIONS = ROOT / "integrations"
+BROKER = ROOT / "broker-reference"
 
 
 def _modules(root: Path, package: str) -> dict[str, tuple[Path, bool]]:
@@ -89,6 +93,16 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycles_between_modules_of_sdk():
     assert cycles(import_graph(SDK, "rocketmq_sdk")) == []
+
+
+def test_no_import_cycles_between_modules_of_integrations():
+    assert cycles(import_graph(INTEGRATIONS, "rocketmq_sdk.integrations")) == []
+
+
+def test_no_import_cycles_between_modules_of_the_broker():
+    """The request processors get a ``BrokerContext``, not the controller; the disk-space guard
+    a ``CleanableStore``, not the message store (both were cycles)."""
+    assert cycles(import_graph(BROKER, "rocketmq_broker")) == []
 
 
 def test_the_checker_sees_a_cycle_closed_by_a_type_hint(tmp_path):

@@ -205,8 +205,9 @@ def run_sends(root, monkeypatch, mode: str, sends, flush: str = "ASYNC_FLUSH", i
                            max_message_size=2000)
         b = BrokerController(cfg)
         b.topics.load()
-        b.store = MessageStore(make_config(root / mode / "store", max_message_size=2000, max_index_num=index_num,
-                                           flush_disk_type=b.store.config.flush_disk_type))
+        b.store = b.ctx.store = MessageStore(make_config(root / mode / "store", max_message_size=2000,
+                                                         max_index_num=index_num,
+                                                         flush_disk_type=b.store.config.flush_disk_type))
         arrivals: list[tuple] = []
         b.store.register_arrival_listener(lambda *a: arrivals.append((*a[:4], dict(a[4] or {}))))
         b.store.start()

@@ -28,6 +28,7 @@ from rocketmq_sdk.protocol.pop import (
 )
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
+from ..requests import ACL_NONE, SlaveRule, handles
 from .service import PopError, PopService
 
 log = logging.getLogger("rocketmq_broker.pop")
@@ -61,14 +62,6 @@ class PopProcessor:
         self._task: asyncio.Task | None = None
         service.on_release = self.wake_topic
 
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.POP_MESSAGE, self.pop_message)
-        server.register_processor(RequestCode.ACK_MESSAGE, self.ack_message)
-        server.register_processor(RequestCode.BATCH_ACK_MESSAGE, self.batch_ack_message)
-        server.register_processor(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, self.change_invisible_time)
-        server.register_processor(RequestCode.NOTIFICATION, self.notification)
-        server.register_processor(RequestCode.POLLING_INFO, self.polling_info)
-
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self._task = loop.create_task(self._revive_loop())
@@ -83,6 +76,8 @@ class PopProcessor:
         self.service.persist(force=True)
 
     # -- POP_MESSAGE --------------------------------------------------------------------------------
+    @handles(RequestCode.POP_MESSAGE, header=PopMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def pop_message(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
         h = PopMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         group, topic = h.consumer_group or "", h.topic or ""
@@ -212,6 +207,8 @@ class PopProcessor:
                 log.exception("POP revive failed")
 
     # -- ACK / CHANGE_INVISIBLETIME -----------------------------------------------------------------
+    @handles(RequestCode.ACK_MESSAGE, header=AckMessageRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def ack_message(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = AckMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         if not h.extra_info or h.offset is None:
@@ -222,6 +219,8 @@ class PopProcessor:
             return cmd.response(exc.code, exc.remark)
         return cmd.response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.BATCH_ACK_MESSAGE, header=None, writes=True, acl=ACL_NONE, on_slave=SlaveRule.ABSENT,
+             v5_only=True)
     def batch_ack_message(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         if not cmd.body:
             return cmd.response(ResponseCode.NO_MESSAGE, "empty batch ack body")
@@ -232,6 +231,8 @@ class PopProcessor:
         self.service.batch_ack(acks)
         return cmd.response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header=ChangeInvisibleTimeRequestHeader, writes=True,
+             acl=ACL_NONE, on_slave=SlaveRule.ABSENT, v5_only=True)
     def change_invisible_time(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = ChangeInvisibleTimeRequestHeader.from_ext_fields(cmd.ext_fields)
         if not h.extra_info or h.offset is None or h.invisible_time is None:
@@ -246,6 +247,8 @@ class PopProcessor:
                                         "reviveQid": str(new.revive_qid)})
 
     # -- NOTIFICATION / POLLING_INFO ------------------------------------------------------------------
+    @handles(RequestCode.NOTIFICATION, header=NotificationRequestHeader, writes=False, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def notification(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
         h = NotificationRequestHeader.from_ext_fields(cmd.ext_fields)
         group, topic = h.consumer_group or "", h.topic or ""
@@ -256,6 +259,8 @@ class PopProcessor:
             return cmd.response(ResponseCode.SUCCESS, _NOT_SET, ext_fields={"hasMsg": str(has).lower()})
         return self._hold(ch, cmd, topic, group, h.poll_time, notification=True)
 
+    @handles(RequestCode.POLLING_INFO, header=PollingInfoRequestHeader, writes=False, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def polling_info(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         h = PollingInfoRequestHeader.from_ext_fields(cmd.ext_fields)
         n = len(self._held.get((h.topic or "", h.consumer_group or ""), ()))

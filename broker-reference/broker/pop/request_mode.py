@@ -16,6 +16,7 @@ from rocketmq_sdk.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, RequestCode, R
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
 from ..config_file import read_json, write_atomically
+from ..requests import ACL_NONE, SlaveRule, handles
 
 __all__ = ["MODES", "MessageRequestModes", "RequestModeProcessor"]
 
@@ -58,11 +59,6 @@ class RequestModeProcessor:
         self.topics = topics
         self.consumers = consumers
 
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.SET_MESSAGE_REQUEST_MODE, self.set_mode)
-        server.register_processor(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, self.get_all)
-        server.register_processor(RequestCode.QUERY_ASSIGNMENT, self.query_assignment)
-
     @staticmethod
     def _body(cmd: RemotingCommand) -> dict[str, Any] | None:
         try:
@@ -71,6 +67,8 @@ class RequestModeProcessor:
             return None
         return d if isinstance(d, dict) else None
 
+    @handles(RequestCode.SET_MESSAGE_REQUEST_MODE, header=None, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def set_mode(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         from rocketmq_sdk.protocol.validators import group_problem, topic_problem
         d = self._body(cmd)
@@ -91,10 +89,14 @@ class RequestModeProcessor:
         self.modes.set(topic, group, mode, share)
         return cmd.response(ResponseCode.SUCCESS)
 
+    @handles(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, header=None, writes=False, acl=ACL_NONE,
+             on_slave=SlaveRule.ABSENT, v5_only=True)
     def get_all(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, body=fastjson.dumps({"messageRequestModeMap": self.modes.table}
                                                                       ).encode("utf-8"))
 
+    @handles(RequestCode.QUERY_ASSIGNMENT, header=None, writes=False, acl=ACL_NONE, on_slave=SlaveRule.ABSENT,
+             v5_only=True)
     def query_assignment(self, ch: Channel, cmd: RemotingCommand) -> RemotingCommand:
         d = self._body(cmd)
         if d is None:

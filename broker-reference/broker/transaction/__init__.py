@@ -19,7 +19,7 @@ from .end_transaction import EndTransactionProcessor
 from .service import TransactionCheckService
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 __all__ = ["REMOVE_TAG", "TRANS_CONSUMER_GROUP", "BrokerTransactions", "EndTransactionProcessor",
            "TransactionCheckService", "TransactionalMessageBridge"]
@@ -33,15 +33,11 @@ class BrokerTransactions:
             ``transaction_check_max`` and ``transaction_check_interval``).
     """
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         self.bridge = TransactionalMessageBridge(broker)
         self.end_transaction = EndTransactionProcessor(broker, self.bridge)
         self.check_service = TransactionCheckService(broker, self.bridge)
-
-    def register(self, server) -> None:
-        """Register END_TRANSACTION (37) on the remoting server."""
-        self.end_transaction.register(server)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Start the check service (masters only)."""

@@ -26,7 +26,7 @@ from rocketmq_sdk.protocol.message_codec import decode_message, encode_propertie
 from rocketmq_sdk.protocol.msgid import create_uniq_id
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger("rocketmq_broker.transaction")
 
@@ -79,7 +79,7 @@ class TransactionalMessageBridge:
     """Reads and writes of the half/op topics on behalf of the send path, END_TRANSACTION and the
     check service. Every method runs on the broker's event loop."""
 
-    def __init__(self, broker: BrokerController) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
 
     # -- half messages ----------------------------------------------------------------------

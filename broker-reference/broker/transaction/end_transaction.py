@@ -24,10 +24,11 @@ from rocketmq_sdk.protocol.message import MessageExt
 from rocketmq_sdk.protocol.message_codec import encode_properties
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
+from ..requests import ACL_NONE, SlaveRule, handles
 from .bridge import TransactionalMessageBridge
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger("rocketmq_broker.transaction")
 
@@ -44,13 +45,12 @@ _PUT_FAILED = {
 class EndTransactionProcessor:
     """Serves END_TRANSACTION; see the module docstring for the rules."""
 
-    def __init__(self, broker: BrokerController, bridge: TransactionalMessageBridge) -> None:
+    def __init__(self, broker: BrokerContext, bridge: TransactionalMessageBridge) -> None:
         self.broker = broker
         self.bridge = bridge
 
-    def register(self, server) -> None:
-        server.register_processor(RequestCode.END_TRANSACTION, self.process)
-
+    @handles(RequestCode.END_TRANSACTION, header=EndTransactionRequestHeader, writes=True, acl=ACL_NONE,
+             on_slave=SlaveRule.refuse(ResponseCode.SLAVE_NOT_AVAILABLE, "Can't commit or rollback a transaction from a slave"))
     def process(self, ch: Channel, cmd: RemotingCommand):
         h = EndTransactionRequestHeader.from_ext_fields(cmd.ext_fields)
         if not self.broker.is_master:

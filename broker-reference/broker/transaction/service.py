@@ -42,7 +42,7 @@ from rocketmq_sdk.remoting import Channel, RemotingCommand
 from .bridge import REMOVE_TAG, PullStatus, QueueRead, TransactionalMessageBridge
 
 if TYPE_CHECKING:
-    from ..controller import BrokerController
+    from ..context import BrokerContext
 
 log = logging.getLogger("rocketmq_broker.transaction")
 
@@ -80,7 +80,7 @@ class TransactionCheckService:
             written to producers, half messages given up).
     """
 
-    def __init__(self, broker: BrokerController, bridge: TransactionalMessageBridge) -> None:
+    def __init__(self, broker: BrokerContext, bridge: TransactionalMessageBridge) -> None:
         self.broker = broker
         self.bridge = bridge
         self.rounds = 0  # check rounds completed

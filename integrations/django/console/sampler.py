@@ -18,6 +18,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from rocketmq_sdk.client.process_local import ProcessLocalClient
+
 from . import service
 from .kinds import topic_kind
 
@@ -171,28 +173,26 @@ def first_float(value: str | None) -> float:
         return 0.0
 
 
-_lock = threading.Lock()
-_sampler: list[Sampler] = []
+def _start_sampler() -> Sampler:
+    smp = Sampler(service.console_setting("SAMPLE_INTERVAL_S"), service.console_setting("SAMPLE_WINDOW_S"))
+    smp.start()
+    return smp
+
+
+# per process: a worker forked after the sampler started (its thread did not survive) starts its own
+_sampler = ProcessLocalClient(_start_sampler, close=Sampler.stop, name="console sampler")
 
 
 def ensure_sampler() -> Sampler:
     """The running sampler, started at first call."""
-    with _lock:
-        if not _sampler:
-            smp = Sampler(service.console_setting("SAMPLE_INTERVAL_S"), service.console_setting("SAMPLE_WINDOW_S"))
-            smp.start()
-            _sampler.append(smp)
-        return _sampler[0]
+    return _sampler.get()
 
 
 def get_sampler() -> Sampler | None:
     """The sampler if it runs."""
-    return _sampler[0] if _sampler else None
+    return _sampler.get() if _sampler.created else None
 
 
 def stop_sampler() -> None:
     """Stop the sampler (a later :func:`ensure_sampler` starts a new one)."""
-    with _lock:
-        smp = _sampler.pop() if _sampler else None
-    if smp is not None:
-        smp.stop()
+    _sampler.close()

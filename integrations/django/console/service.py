@@ -1,5 +1,7 @@
 """The console's connections to RocketMQ: one shared :class:`AdminClient`, one lazily started
-producer (test messages, DLQ resends), settings, and the audit log of every change.
+producer (test messages, DLQ resends), settings, and the audit log of every change. The clients
+are per process (:mod:`rocketmq_sdk.client.process_local`): a worker forked after they were made
+(gunicorn ``--preload``) makes its own; they are closed at interpreter exit.
 
 Settings (``ROCKETMQ_CONSOLE`` dict in the Django settings, all optional):
 
@@ -28,10 +30,11 @@ from typing import Any
 
 from django.conf import settings
 from rocketmq_sdk.admin import AdminClient
+from rocketmq_sdk.client.process_local import ProcessLocalClient
 from rocketmq_sdk.producer import Producer
 from rocketmq_sdk.trace import TRACE_TOPIC_DEFAULT
 
-__all__ = ["acl_brokers", "admin", "audit", "console_setting", "producer", "reset_clients"]
+__all__ = ["acl_brokers", "admin", "audit", "close_clients", "console_setting", "producer"]
 
 audit_log = logging.getLogger("rocketmq_sdk.integrations.django.console.audit")
 
@@ -43,10 +46,6 @@ _DEFAULTS: dict[str, Any] = {
     "NOTIFIER": "rocketmq_sdk.integrations.django.console.monitor.log_notifier", "WEBHOOK_URL": None,
     "WEBHOOK_TIMEOUT_S": 5.0, "CHART_HISTORY_S": 86400.0,
 }
-_lock = threading.Lock()
-_clients: dict[str, Any] = {}
-
-
 def console_setting(name: str) -> Any:
     """``settings.ROCKETMQ_CONSOLE[name]``, else the default above."""
     conf = getattr(settings, "ROCKETMQ_CONSOLE", {}) or {}
@@ -62,31 +61,35 @@ def _namesrv() -> str:
     return addr
 
 
+def _make_admin() -> AdminClient:
+    return AdminClient(_namesrv(), timeout_ms=float(console_setting("TIMEOUT_MS")),
+                       access_key=console_setting("ACCESS_KEY"), secret_key=console_setting("SECRET_KEY"))
+
+
+def _make_producer() -> Producer:
+    kwargs: dict[str, Any] = {}
+    if console_setting("ACCESS_KEY"):
+        kwargs.update(access_key=console_setting("ACCESS_KEY"), secret_key=console_setting("SECRET_KEY"))
+    prod = Producer(console_setting("PRODUCER_GROUP"), _namesrv(), enable_msg_trace=bool(console_setting("MSG_TRACE")),
+                    customized_trace_topic=console_setting("TRACE_TOPIC"), **kwargs)
+    prod.start()
+    return prod
+
+
+_admin = ProcessLocalClient(_make_admin, close=AdminClient.close, name="console admin client")
+_producer = ProcessLocalClient(_make_producer, name="console producer")
+_lock = threading.Lock()
+_acl: list[tuple[float, list[str]]] = []  # (valid until, monotonic s; the answer) of acl_brokers()
+
+
 def admin() -> AdminClient:
     """The shared admin client (created at first use; thread-safe)."""
-    with _lock:
-        client = _clients.get("admin")
-        if client is None:
-            client = _clients["admin"] = AdminClient(
-                _namesrv(), timeout_ms=float(console_setting("TIMEOUT_MS")),
-                access_key=console_setting("ACCESS_KEY"), secret_key=console_setting("SECRET_KEY"))
-        return client
+    return _admin.get()
 
 
 def producer() -> Producer:
     """The console's producer (started at first use; traced unless ``MSG_TRACE`` is False)."""
-    with _lock:
-        prod = _clients.get("producer")
-        if prod is None:
-            kwargs: dict[str, Any] = {}
-            if console_setting("ACCESS_KEY"):
-                kwargs.update(access_key=console_setting("ACCESS_KEY"), secret_key=console_setting("SECRET_KEY"))
-            prod = Producer(console_setting("PRODUCER_GROUP"), _namesrv(),
-                            enable_msg_trace=bool(console_setting("MSG_TRACE")),
-                            customized_trace_topic=console_setting("TRACE_TOPIC"), **kwargs)
-            prod.start()
-            _clients["producer"] = prod
-        return prod
+    return _producer.get()
 
 
 ACL_CHECK_S = 60.0  # how long the answer of acl_brokers() is reused
@@ -98,9 +101,8 @@ def acl_brokers() -> list[str]:
     from rocketmq_sdk.exceptions import MQError
 
     with _lock:
-        cached = _clients.get("acl")
-        if cached is not None and cached[0] > time.monotonic():
-            return list(cached[1])
+        if _acl and _acl[0][0] > time.monotonic():
+            return list(_acl[0][1])
     found = []
     try:
         for b in admin().cluster_list(runtime=False):
@@ -109,23 +111,17 @@ def acl_brokers() -> list[str]:
     except MQError as exc:
         logging.getLogger("rocketmq_sdk.integrations.django.console").debug("ACL check: %s", exc)
     with _lock:
-        _clients["acl"] = (time.monotonic() + ACL_CHECK_S, found)
+        _acl[:] = [(time.monotonic() + ACL_CHECK_S, found)]
     return found
 
 
-def reset_clients() -> None:
-    """Close the shared clients and stop the sampler (settings changed, tests, shutdown)."""
-    from .sampler import stop_sampler
-
-    stop_sampler()
+def close_clients() -> None:
+    """Close this process's clients and forget the ACL answer (the next call makes new ones);
+    :func:`.lifecycle.reset_clients` also stops the sampler first."""
     with _lock:
-        clients = dict(_clients)
-        _clients.clear()
-    clients.pop("acl", None)
-    if "producer" in clients:
-        clients["producer"].shutdown()
-    if "admin" in clients:
-        clients["admin"].close()
+        _acl.clear()
+    _producer.close()
+    _admin.close()
 
 
 def audit(request: Any, action: str, outcome: str, **params: Any) -> None:

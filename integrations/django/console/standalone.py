@@ -188,7 +188,7 @@ def _serve(args: argparse.Namespace, db: str, tls: ssl.SSLContext | None) -> int
     sys.stderr.write(f"RocketMQ console on {scheme}://{'[' + host + ']' if ipv6 else host}:{port}/ "
                      f"(name server {args.namesrv}); Ctrl-C stops it\n")
     sys.stderr.flush()
-    from . import service
+    from .lifecycle import reset_clients
 
     try:
         httpd.serve_forever()
@@ -196,5 +196,5 @@ def _serve(args: argparse.Namespace, db: str, tls: ssl.SSLContext | None) -> int
         pass
     finally:
         httpd.server_close()
-        service.reset_clients()
+        reset_clients()
     return 0
