@@ -324,7 +324,8 @@ class BrokerController:
             try:
                 soon = self.ctx.register_soon
                 assert soon is not None
-                await asyncio.wait_for(soon.wait(), period)
+                async with asyncio.timeout(period):  # not wait_for: 3.11's may swallow stop()'s cancel
+                    await soon.wait()
                 soon.clear()
                 waiters, self.ctx.registration_waiters = self.ctx.registration_waiters, []
                 try:
