@@ -236,10 +236,8 @@ class MQClientInstance:
         assert self._rebalance_event is not None
         while True:
             intervals = [c.config.rebalance_interval for c in self.consumers.values()]
-            try:  # not asyncio.wait_for: on 3.11 it swallows a shutdown's cancel that comes as
-                # the event is set, and the loop went on (gh-86296)
-                async with asyncio.timeout(min(intervals or [20_000]) / 1000.0):
-                    await self._rebalance_event.wait()
+            try:
+                await asyncio.wait_for(self._rebalance_event.wait(), min(intervals or [20_000]) / 1000.0)
             except TimeoutError:
                 pass
             self._rebalance_event.clear()
