@@ -324,8 +324,7 @@ class BrokerController:
             try:
                 soon = self.ctx.register_soon
                 assert soon is not None
-                async with asyncio.timeout(period):  # not wait_for: 3.11's may swallow stop()'s cancel
-                    await soon.wait()
+                await asyncio.wait_for(soon.wait(), period)
                 soon.clear()
                 waiters, self.ctx.registration_waiters = self.ctx.registration_waiters, []
                 try:
