@@ -143,9 +143,8 @@ class ScheduleService:
                 log.exception("schedule level %d failed", level)
             if wait_s > 0:
                 ev.clear()
-                try:  # not wait_for: on 3.11 it may swallow stop()'s cancel (gh-86296)
-                    async with asyncio.timeout(min(wait_s, 1.0)):
-                        await ev.wait()
+                try:
+                    await asyncio.wait_for(ev.wait(), min(wait_s, 1.0))
                 except TimeoutError:
                     pass
 

@@ -273,8 +273,7 @@ class TimerService:
                 wait = min(wait, max(0.0, (self._heap[0][0] - self.clock()) / 1000.0))
             self._wake.clear()
             if wait > 0:
-                try:  # not wait_for: on 3.11 it may swallow stop()'s cancel (gh-86296)
-                    async with asyncio.timeout(wait):
-                        await self._wake.wait()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), wait)
                 except TimeoutError:
                     pass

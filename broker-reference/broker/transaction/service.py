@@ -114,9 +114,8 @@ class TransactionCheckService:
         assert self._wakeup is not None
         log.info("transaction check service started")
         while True:
-            try:  # not wait_for: on 3.11 it may swallow stop()'s cancel (gh-86296)
-                async with asyncio.timeout(self.broker.config.transaction_check_interval / 1000.0):
-                    await self._wakeup.wait()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), self.broker.config.transaction_check_interval / 1000.0)
             except TimeoutError:
                 pass
             self._wakeup.clear()
