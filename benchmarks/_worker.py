@@ -32,6 +32,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 _OUT = os.fdopen(os.dup(1), "w", buffering=1)
@@ -127,6 +128,39 @@ def sdk_send_loop(a: dict, send_one: Any) -> dict:
     return res
 
 
+def async_send_loop(a: dict, send: Callable[[int, Callable[[bool], None]], None]) -> dict:
+    """Up to ``max_count`` asynchronous sends (for ``max_seconds`` at most) with ``inflight``
+    outstanding: ``send(i, finish)`` starts send ``i`` and has ``finish(ok)`` called once it
+    completes (a send that raises counts as failed); then waits up to 30 s for the last ones."""
+    total, inflight, max_s = a["max_count"], a["inflight"], a["max_seconds"]
+    sem = threading.BoundedSemaphore(inflight)
+    done = [0, 0]
+    lock = threading.Lock()
+
+    def finish(ok: bool) -> None:
+        with lock:
+            done[0 if ok else 1] += 1
+        sem.release()
+
+    stop_at = time.perf_counter() + max_s
+    with Measure() as m:
+        n = 0
+        for i in range(total):
+            if not sem.acquire(timeout=30):
+                break
+            try:
+                send(i, finish)
+            except Exception:
+                finish(False)
+            n += 1
+            if (i & 255) == 0 and time.perf_counter() > stop_at:
+                break
+        end = time.monotonic() + 30
+        while time.monotonic() < end and done[0] + done[1] < n:
+            time.sleep(0.002)
+    return {"count": done[0], "errors": done[1], "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+
+
 def run_sdk_send(a: dict) -> dict:
     from rocketmq_sdk import Message
 
@@ -146,36 +180,8 @@ def run_sdk_send(a: dict) -> dict:
         if scen == "oneway":
             return sdk_send_loop(a, lambda: p.send_oneway(Message(topic, body)))
         if scen == "async":  # Producer.send_async -> concurrent Future, ``inflight`` outstanding
-            total, inflight, max_s = a["max_count"], a["inflight"], a["max_seconds"]
-            sem = threading.BoundedSemaphore(inflight)
-            done = [0, 0]
-            lock = threading.Lock()
-
-            def finish(fut: Any) -> None:
-                ok = fut.exception() is None
-                with lock:
-                    done[0 if ok else 1] += 1
-                sem.release()
-
-            stop_at = time.perf_counter() + max_s
-            with Measure() as m:
-                n = 0
-                for i in range(total):
-                    if not sem.acquire(timeout=30):
-                        break
-                    try:
-                        p.send_async(Message(topic, body)).add_done_callback(finish)
-                    except Exception:
-                        with lock:
-                            done[1] += 1
-                        sem.release()
-                    n += 1
-                    if (i & 255) == 0 and time.perf_counter() > stop_at:
-                        break
-                end = time.monotonic() + 30
-                while time.monotonic() < end and done[0] + done[1] < n:
-                    time.sleep(0.002)
-            return {"count": done[0], "errors": done[1], "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+            return async_send_loop(a, lambda i, finish: p.send_async(Message(topic, body)).add_done_callback(
+                lambda fut: finish(fut.exception() is None)))
         raise ValueError(f"unsupported sdk scenario {scen}")
     finally:
         p.shutdown()
@@ -217,25 +223,32 @@ def run_sdk_lite_consume(a: dict) -> dict:
     return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
 
 
+class Consumed:
+    """A consume scenario's count (listeners add from any thread); ``done`` is set once it
+    reaches ``target``."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.count = 0
+        self.done = threading.Event()
+        self._lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.count += n
+            if self.count >= self.target:
+                self.done.set()
+
+
 def run_sdk_consume(a: dict) -> dict:
     if a.get("consumer") == "lite":
         return run_sdk_lite_consume(a)
-    target, max_s = a["max_count"], a["max_seconds"]
-    lock = threading.Lock()
-    got = [0]
-    done = threading.Event()
-
-    def on_msgs(msgs: list) -> None:
-        with lock:
-            got[0] += len(msgs)
-            if got[0] >= target:
-                done.set()
-
-    c = sdk_consumer(a, on_msgs)
+    got = Consumed(a["max_count"])
+    c = sdk_consumer(a, lambda msgs: got.add(len(msgs)))
     with Measure() as m:  # start-up (route, rebalance, offsets) is part of draining a backlog
         c.start()
-        done.wait(max_s)
-    count = got[0]
+        got.done.wait(a["max_seconds"])
+    count = got.count
     c.shutdown()
     return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}
 
@@ -357,38 +370,21 @@ def run_cpp_send(a: dict) -> dict:
             res["count"] *= k
             return res
         if scen == "async":
-            total, inflight, max_s = a["max_count"], a["inflight"], a["max_seconds"]
-            sem = threading.BoundedSemaphore(inflight)
-            done = [0, 0]
-            lock = threading.Lock()
-            keep: dict[int, Any] = {}
+            keep: dict[int, Any] = {}  # the messages in flight stay referenced until their callback
 
-            def finish(i: int, ok: bool) -> None:
-                with lock:
-                    done[0 if ok else 1] += 1
+            def send(i: int, finish: Callable[[bool], None]) -> None:
+                def done(ok: bool) -> None:
                     keep.pop(i, None)
-                sem.release()
+                    finish(ok)
 
-            stop_at = time.perf_counter() + max_s
-            with Measure() as m:
-                n = 0
-                for i in range(total):
-                    if not sem.acquire(timeout=30):
-                        break
-                    msg = cpp_message(client, dll, topic, body)
-                    with lock:
-                        keep[i] = msg
-                    try:
-                        p.send_async(msg, lambda _r, i=i: finish(i, True), lambda _e, i=i: finish(i, False))
-                    except Exception:
-                        finish(i, False)
-                    n += 1
-                    if (i & 255) == 0 and time.perf_counter() > stop_at:
-                        break
-                end = time.monotonic() + 30
-                while time.monotonic() < end and done[0] + done[1] < n:
-                    time.sleep(0.005)
-            return {"count": done[0], "errors": done[1], "elapsed_s": m.elapsed, "cpu_s": m.cpu}
+                keep[i] = msg = cpp_message(client, dll, topic, body)
+                try:
+                    p.send_async(msg, lambda _r: done(True), lambda _e: done(False))
+                except Exception:
+                    keep.pop(i, None)
+                    raise
+
+            return async_send_loop(a, send)
         raise ValueError(f"unsupported cpp scenario {scen}")
     finally:
         cpp_shutdown(p)
@@ -416,22 +412,12 @@ def cpp_consumer(a: dict, on_body: Any) -> tuple[Any, Any]:
 
 
 def run_cpp_consume(a: dict) -> dict:
-    target, max_s = a["max_count"], a["max_seconds"]
-    lock = threading.Lock()
-    got = [0]
-    done = threading.Event()
-
-    def on_body(_body: bytes) -> None:
-        with lock:
-            got[0] += 1
-            if got[0] >= target:
-                done.set()
-
-    c, cb = cpp_consumer(a, on_body)
+    got = Consumed(a["max_count"])
+    c, cb = cpp_consumer(a, lambda _body: got.add(1))
     with Measure() as m:
         cpp_start(c)
-        done.wait(max_s)
-    count = got[0]
+        got.done.wait(a["max_seconds"])
+    count = got.count
     cpp_shutdown(c)
     del cb
     return {"count": count, "errors": 0, "elapsed_s": m.elapsed, "cpu_s": m.cpu}

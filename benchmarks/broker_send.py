@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import sys
 import time
@@ -46,6 +45,7 @@ from harness import (  # noqa: E402
     runtime_info,
     runtime_line,
     settle,
+    write_results,
 )
 
 MODES = {"single": 1, "batch32": 32}
@@ -129,13 +129,9 @@ def main() -> int:
     md = to_markdown(doc)
     print(md)
     if not args.no_write:
-        out = Path(args.out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         stem = (started.strftime("%Y-%m-%d") + ("-broker-quick" if args.quick else "-broker")
                 + (f"-{args.tag}" if args.tag else ""))
-        (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
-        (out / f"{stem}.md").write_text(md)
-        print(f"wrote {out / stem}.json and .md", file=sys.stderr)
+        print(f"wrote {write_results(args.out_dir, stem, doc, md)}.json and .md", file=sys.stderr)
     return 1 if any("error" in r for r in results) else 0
 
 

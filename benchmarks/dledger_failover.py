@@ -20,6 +20,7 @@ with ``--seconds 0 --kills 0``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -29,7 +30,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ha_send_rates import BODY, TOPIC, _run  # noqa: E402 - the same send loop as the HA benchmark
@@ -72,93 +75,85 @@ def send_rates(mode: str, seconds: float, threads: int) -> list[dict]:
             producer.shutdown()
 
 
-def _start_sender(producer: Producer, log: list[tuple[float, bool]], stop: threading.Event) -> threading.Thread:
-    """A thread sending every 20 ms until ``stop``, logging (time, SEND_OK?) of each send."""
-    def sender() -> None:
-        while not stop.is_set():
-            try:
-                ok = producer.send(Message(TOPIC, BODY)).send_status.name == "SEND_OK"
-            except MQError:
-                ok = False
-            log.append((time.monotonic(), ok))
-            time.sleep(0.02)
-    t = threading.Thread(target=sender, daemon=True)
-    t.start()
-    return t
-
-
-def transfers(n: int) -> list[dict]:
-    out = []
-    with tempfile.TemporaryDirectory(prefix="rocketmq-dl-transfer-") as tmp, \
+@contextlib.contextmanager
+def _dledger_under_load(prefix: str, group: str) -> Iterator[tuple[Any, AdminClient, list[tuple[float, bool]]]]:
+    """A DLedger cluster with a master, and a thread sending every 20 ms through ``group``'s
+    producer (1 s send timeout, SDK retries) until the block ends: yields (cluster, admin, log of
+    (time, SEND_OK?) of each send)."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp, \
             start_dev_cluster(tmp, cluster="dledger", start_timeout_s=60) as c, \
             AdminClient(c.namesrv_addr) as admin:
         _wait(lambda: _master(admin) is not None, 60, "a master")
-        producer = Producer("dl_transfer_pg", c.namesrv_addr, send_msg_timeout=1000)
+        producer = Producer(group, c.namesrv_addr, send_msg_timeout=1000)
         producer.start()
         log: list[tuple[float, bool]] = []
         stop = threading.Event()
-        t = _start_sender(producer, log, stop)
+
+        def sender() -> None:
+            while not stop.is_set():
+                try:
+                    ok = producer.send(Message(TOPIC, BODY)).send_status.name == "SEND_OK"
+                except MQError:
+                    ok = False
+                log.append((time.monotonic(), ok))
+                time.sleep(0.02)
+
+        t = threading.Thread(target=sender, daemon=True)
+        t.start()
         try:
-            for k in range(n):
-                _wait(lambda: sum(ok for _, ok in log[-5:]) == 5, 60, "sends succeed before the transfer")
-                leader = next(b.dledger_id for b in admin.cluster_list() if b.broker_id == 0 and b.dledger_id)
-                target = f"n{(int(leader[1:]) + 1) % 3}"
-                start = time.monotonic()
-                r = admin.dledger_leadership_transfer("broker-a", target)
-                reg = start + r.registered_ms / 1000
-                _wait(lambda reg=reg: any(ok and ts > reg for ts, ok in log[-50:]), 30,
-                      "a send through the new master")
-                oks = [ts for ts, ok in log if ok]
-                gap = max(b - a for a, b in zip(oks, oks[1:], strict=False) if b >= start)
-                row = {"transfer": k + 1, "from": leader, "to": target, "term": r.term,
-                       "request_to_registered_ms": round(r.registered_ms), "longest_ack_gap_ms": round(gap * 1000),
-                       "failed_sends": sum(1 for ts, ok in log if ts >= start and not ok)}
-                out.append(row)
-                print(json.dumps(row), flush=True)
-                time.sleep(1)  # every member follows the new leader (heartbeats every 2 s)
+            yield c, admin, log
         finally:
             stop.set()
             t.join(10)
             producer.shutdown()
+
+
+def transfers(n: int) -> list[dict]:
+    out = []
+    with _dledger_under_load("rocketmq-dl-transfer-", "dl_transfer_pg") as (_c, admin, log):
+        for k in range(n):
+            _wait(lambda: sum(ok for _, ok in log[-5:]) == 5, 60, "sends succeed before the transfer")
+            leader = next(b.dledger_id for b in admin.cluster_list() if b.broker_id == 0 and b.dledger_id)
+            target = f"n{(int(leader[1:]) + 1) % 3}"
+            start = time.monotonic()
+            r = admin.dledger_leadership_transfer("broker-a", target)
+            reg = start + r.registered_ms / 1000
+            _wait(lambda reg=reg: any(ok and ts > reg for ts, ok in log[-50:]), 30,
+                  "a send through the new master")
+            oks = [ts for ts, ok in log if ok]
+            gap = max(b - a for a, b in zip(oks, oks[1:], strict=False) if b >= start)
+            row = {"transfer": k + 1, "from": leader, "to": target, "term": r.term,
+                   "request_to_registered_ms": round(r.registered_ms), "longest_ack_gap_ms": round(gap * 1000),
+                   "failed_sends": sum(1 for ts, ok in log if ts >= start and not ok)}
+            out.append(row)
+            print(json.dumps(row), flush=True)
+            time.sleep(1)  # every member follows the new leader (heartbeats every 2 s)
     return out
 
 
 def failovers(kills: int) -> list[dict]:
     out = []
-    with tempfile.TemporaryDirectory(prefix="rocketmq-dl-kill-") as tmp, \
-            start_dev_cluster(tmp, cluster="dledger", start_timeout_s=60) as c, \
-            AdminClient(c.namesrv_addr) as admin:
-        _wait(lambda: _master(admin) is not None, 60, "a master")
-        producer = Producer("dl_kill_pg", c.namesrv_addr, send_msg_timeout=1000)
-        producer.start()
-        log: list[tuple[float, bool]] = []
-        stop = threading.Event()
-        t = _start_sender(producer, log, stop)
-        try:
-            for k in range(kills):
-                _wait(lambda: any(ok for _, ok in log[-5:]), 60, "sends succeed before the kill")
-                old = _master(admin)
-                victim = next(b for b in c.brokers if b.addr == old)
-                killed = time.monotonic()
-                c.kill_broker(victim.name, victim.broker_id, signal.SIGKILL)
-                _wait(lambda old=old: _master(admin) not in (None, old), 60, "a new master")
-                registered = time.monotonic()
-                _wait(lambda reg=registered: any(ok and ts > reg - 0.1 for ts, ok in log[-50:]), 30,
-                      "a send through it")
-                first_fail = min((ts for ts, ok in log if ts > killed and not ok), default=killed)
-                first_ok = min(ts for ts, ok in log if ts > first_fail and ok)
-                row = {"kill": k + 1, "kill_to_registered_s": round(registered - killed, 2),
-                       "registered_to_first_ok_s": round(first_ok - registered, 2),
-                       "client_outage_s": round(first_ok - first_fail, 2),
-                       "failed_sends": sum(1 for ts, ok in log if killed < ts <= first_ok and not ok)}
-                out.append(row)
-                print(json.dumps(row), flush=True)
-                c.start_broker(victim.name, victim.broker_id)
-                time.sleep(3)  # the restarted member rejoins and catches up
-        finally:
-            stop.set()
-            t.join(10)
-            producer.shutdown()
+    with _dledger_under_load("rocketmq-dl-kill-", "dl_kill_pg") as (c, admin, log):
+        for k in range(kills):
+            _wait(lambda: any(ok for _, ok in log[-5:]), 60, "sends succeed before the kill")
+            old = _master(admin)
+            victim = next(b for b in c.brokers if b.addr == old)
+            killed = time.monotonic()
+            c.kill_broker(victim.name, victim.broker_id, signal.SIGKILL)
+            _wait(lambda old=old: _master(admin) not in (None, old), 60, "a new master")
+            registered = time.monotonic()
+            _wait(lambda reg=registered: any(ok and ts > reg - 0.1 for ts, ok in log[-50:]), 30,
+                  "a send through it")
+            first_fail = min((ts for ts, ok in log if ts > killed and not ok), default=killed)
+            first_ok = min(ts for ts, ok in log if ts > first_fail and ok)
+            row = {"kill": k + 1, "kill_to_registered_s": round(registered - killed, 2),
+                   "registered_to_first_ok_s": round(first_ok - registered, 2),
+                   "client_outage_s": round(first_ok - first_fail, 2),
+                   "failed_sends": sum(1 for ts, ok in log if killed < ts <= first_ok and not ok)}
+            out.append(row)
+            print(json.dumps(row), flush=True)
+            c.start_broker(victim.name, victim.broker_id)
+            time.sleep(3)  # the restarted member rejoins and catches up
     return out
 
 

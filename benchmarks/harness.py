@@ -1,12 +1,14 @@
 """Helpers shared by the benchmark scripts (``run.py``, ``broker_send.py``, ``spark_writer.py``,
 ``backlog.py`` and the tools in ``profiling/``): CPU of processes, the git commit and machine a
 result was measured on, the run-time line of a results header (C accelerators, event loop, zlib),
-and the pipelined load generator of pre-encoded SDK send frames.
+writing a result's ``.json`` and ``.md``, and the pipelined load generator of pre-encoded SDK send
+frames.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import platform
@@ -95,6 +97,16 @@ def runtime_line(info: dict) -> str:
     off = [n.rsplit(".", 1)[1] for n, ok in acc.items() if not ok]
     return (f"Code: C accelerators in use: {', '.join(on) or 'none'}"
             + (f"; not built: {', '.join(off)}" if off else "") + f".{loop}  ")
+
+
+def write_results(out_dir: str | Path, stem: str, doc: dict, md: str) -> Path:
+    """A result as ``<out_dir>/<stem>.json`` (``doc``, indented) and ``<stem>.md`` (``md``),
+    creating ``out_dir``; returns ``<out_dir>/<stem>``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / f"{stem}.md").write_text(md)
+    return out / stem
 
 
 def git_span(commit: dict, changed_note: str = "") -> str:

@@ -2,8 +2,9 @@
 
 1. consume rate of the same backlog (``--messages`` of 1 KiB, one topic of 4 queues each) by a
    classic ``PushConsumer`` (rebalance + pull), by ``PushConsumer(pop=True)`` (POP + ACK_MESSAGE)
-   and by a ``SimpleConsumer`` loop (receive 32 + ack each), one after the other on one broker
-   (a child process answering as 5.3.3);
+   by a ``SimpleConsumer`` loop (receive 32 + ack each) and by a ``SimpleConsumer`` loop (receive
+   32 + one batch ack of them), one after the other on one broker (a child process answering as
+   5.3.3);
 2. timer messages: ``--timers`` messages with deliver times spread uniformly over
    ``--timer-window`` seconds, consumed by a push consumer: lateness (store time in the real
    topic minus the time asked; p50, p99, max, early count) and broker CPU per timer over the
@@ -13,6 +14,7 @@ Results go to ``benchmarks/results/<date>-rmq5.{json,md}`` with the command, the
 load average before and after.
 
     .venv/bin/python benchmarks/rmq5_pop_timer.py [--messages 20000] [--timers 100000 --timer-window 600] [--quick]
+        [--tag NAME]  (results file <date>-rmq5[-quick|-consume][-NAME]: an earlier run of the day is kept)
 """
 
 from __future__ import annotations
@@ -76,17 +78,22 @@ def _push(namesrv: str, topic: str, n: int, pop: bool) -> float:
         c.shutdown()
 
 
-def _simple(namesrv: str, topic: str, n: int) -> float:
-    c = SimpleConsumer("bench_simple", namesrv, await_duration=1.0, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+def _simple(namesrv: str, topic: str, n: int, batch_ack: bool = False) -> float:
+    c = SimpleConsumer(f"bench_simple{'_batch' if batch_ack else ''}", namesrv, await_duration=1.0,
+                       consume_from_where="CONSUME_FROM_FIRST_OFFSET")
     c.subscribe(topic)
     t0 = time.monotonic()
     c.start()
     got = 0
     try:
         while got < n:
-            for m in c.receive(32, 60):
-                c.ack(m)
-                got += 1
+            msgs = c.receive(32, 60)
+            if batch_ack and msgs:
+                c.ack(msgs)  # one BATCH_ACK_MESSAGE
+            else:
+                for m in msgs:
+                    c.ack(m)
+            got += len(msgs)
         return time.monotonic() - t0
     finally:
         c.shutdown()
@@ -167,6 +174,7 @@ def main() -> int:
     ap.add_argument("--timers", type=int, default=100000, help="0: only the consume rates")
     ap.add_argument("--timer-window", type=float, default=600.0)
     ap.add_argument("--quick", action="store_true", help="2000 messages, 2000 timers over 20 s")
+    ap.add_argument("--tag", default="", help="appended to the results file name")
     args = ap.parse_args()
     if args.quick:
         args.messages, args.timers, args.timer_window = 2000, 2000, 20.0
@@ -178,15 +186,17 @@ def main() -> int:
         pid = cluster._proc.pid if cluster._proc is not None else os.getpid()
         ns = cluster.namesrv_addr
         with AdminClient(ns) as admin:
-            for t in ("BenchPush", "BenchPop", "BenchSimple", "BenchTimers"):
+            for t in ("BenchPush", "BenchPop", "BenchSimple", "BenchSimpleBatch", "BenchTimers"):
                 admin.create_topic(t, broker_addr=cluster.broker_addr, read_queue_nums=4, write_queue_nums=4)
         with Producer("bench_fill", ns) as p:
-            for t in ("BenchPush", "BenchPop", "BenchSimple"):
+            for t in ("BenchPush", "BenchPop", "BenchSimple", "BenchSimpleBatch"):
                 _fill(p, t, args.messages)
         rates = {}
         for name, fn in (("classic push (rebalance + pull)", lambda: _push(ns, "BenchPush", args.messages, False)),
                          ("PushConsumer(pop=True)", lambda: _push(ns, "BenchPop", args.messages, True)),
-                         ("SimpleConsumer receive(32) + ack", lambda: _simple(ns, "BenchSimple", args.messages))):
+                         ("SimpleConsumer receive(32) + ack", lambda: _simple(ns, "BenchSimple", args.messages)),
+                         ("SimpleConsumer receive(32) + batch ack",
+                          lambda: _simple(ns, "BenchSimpleBatch", args.messages, batch_ack=True))):
             settle(pid)
             s = fn()
             rates[name] = {"messages": args.messages, "seconds": round(s, 2), "msgs_per_s": round(args.messages / s)}
@@ -199,7 +209,7 @@ def main() -> int:
     finally:
         cluster.stop()
     results["machine"] = machine_info(load_before)
-    suffix = "-quick" if args.quick else "-consume" if args.timers <= 0 else ""
+    suffix = ("-quick" if args.quick else "-consume" if args.timers <= 0 else "") + (f"-{args.tag}" if args.tag else "")
     out = Path(__file__).resolve().parent / "results" / f"{dt.date.today().isoformat()}-rmq5{suffix}"
     out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
     lines = [f"# RocketMQ 5.x features on the reference broker ({results['date']})", "",

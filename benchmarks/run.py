@@ -51,6 +51,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import harness  # noqa: E402
 from harness import git_head, git_span, machine_info, proc_cpu_s, runtime_info, runtime_line, settle  # noqa: E402
 
 WORKER = HERE / "_worker.py"
@@ -459,12 +460,8 @@ def main() -> int:
     md = to_markdown(doc)
     print(md)
     if not args.no_write:
-        out = Path(args.out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         stem = started.strftime("%Y-%m-%d") + ("-quick" if args.quick else "")
-        (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
-        (out / f"{stem}.md").write_text(md)
-        prog.line(f"wrote {out / stem}.json and .md")
+        prog.line(f"wrote {harness.write_results(args.out_dir, stem, doc, md)}.json and .md")
     return 0
 
 

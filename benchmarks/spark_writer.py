@@ -14,7 +14,9 @@ tag = carrier, keys = ``{year}-{month}-{day}-{carrier}{flight}``, queue by a has
 
 * ``fe1`` / ``fe32``: ``write_dataframe`` (``DataFrame.foreachPartition``), batch size 1 / 32;
 * ``ds1`` / ``ds32``: ``df.write.format("rocketmq")`` (the Spark 4 Python data source),
-  ``batchSize`` 1 / 32.
+  ``batchSize`` 1 / 32;
+* ``arrow0`` (not a write, not in the default cases): the same ``mapInArrow`` over the cached
+  table counting the rows, i.e. what Spark spends before any of this project's code runs.
 
 Before the cases, a small unmeasured write starts the Python workers and their cached producers
 for both paths. Recorded per case: rows/s (rows / Spark job seconds, the wall time of the write
@@ -61,7 +63,10 @@ KEYS_TEMPLATE = "{year}-{month}-{day}-{carrier}{flight}"  # as examples/flights_
 GROUP = "bench_spark_writer"
 # name -> (path, batch size)
 CASES: dict[str, tuple[str, int]] = {"fe1": ("foreachPartition", 1), "fe32": ("foreachPartition", 32),
-                                     "ds1": ("format(rocketmq)", 1), "ds32": ("format(rocketmq)", 32)}
+                                     "ds1": ("format(rocketmq)", 1), "ds32": ("format(rocketmq)", 32),
+                                     "arrow0": ("mapInArrow, nothing sent", 0)}
+BASELINE = "arrow0"
+"""Not a write: the same ``mapInArrow`` over the cached table, counting rows (Spark's own cost)."""
 
 
 def descendants_cpu_s(root: int, exclude: int) -> dict[int, float]:
@@ -127,7 +132,11 @@ def write_case(df, case: str, namesrv: str, topic: str, rows: int) -> None:
     from rocketmq_sdk.integrations.spark import FieldTemplate, write_dataframe
 
     path, batch = CASES[case]
-    if path == "foreachPartition":
+    if case == BASELINE:
+        n = sum(r[0] for r in df.mapInArrow(_count_rows, "n BIGINT").collect())
+        if n != rows:
+            raise RuntimeError(f"mapInArrow saw {n} of {rows} rows")
+    elif path == "foreachPartition":
         res = write_dataframe(df, namesrv, topic, tag_col="carrier", keys_fn=FieldTemplate(KEYS_TEMPLATE),
                               selector_col="tailnum", group=GROUP, batch_size=batch)
         if res.sent != rows:
@@ -136,6 +145,13 @@ def write_case(df, case: str, namesrv: str, topic: str, rows: int) -> None:
         (df.write.format("rocketmq").option("namesrv", namesrv).option("topic", topic).option("group", GROUP)
          .option("tagCol", "carrier").option("keysTemplate", KEYS_TEMPLATE).option("selectorCol", "tailnum")
          .option("batchSize", str(batch)).mode("append").save())
+
+
+def _count_rows(batches):
+    import pyarrow as pa
+
+    n = sum(b.num_rows for b in batches)
+    yield pa.RecordBatch.from_pydict({"n": pa.array([n], pa.int64())})
 
 
 def stored_rows(namesrv: str, topic: str) -> int:
@@ -154,7 +170,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"a {QUICK_ROWS:,}-row subset")
     ap.add_argument("--rows", type=int, help=f"first N rows (default all {FLIGHTS_ROWS:,}; {QUICK_ROWS:,} quick)")
-    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {','.join(CASES)}")
+    ap.add_argument("--cases", default=",".join(c for c in CASES if c != BASELINE), help=f"comma-separated subset of {','.join(CASES)}")
     ap.add_argument("--flush", default="ASYNC_FLUSH", help="the broker's flush mode")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--out-dir", default=str(HERE / "results"))
@@ -192,7 +208,7 @@ def main() -> int:
             print(f"spark up, {rows:,} rows in {partitions} partitions cached in {load_s:.1f} s", file=sys.stderr)
             # warm-up (not measured): Python workers, their producers, routes, for both paths
             small = df.limit(2_000).repartition(4)
-            for i, case in enumerate(dict.fromkeys(c[:2] + "1" for c in cases)):
+            for i, case in enumerate(dict.fromkeys(c[:2] + "1" for c in cases if c != BASELINE)):
                 create_topic(cluster.namesrv_addr, cluster.broker_addr, f"SparkWarm{i}", QUEUES)
                 write_case(small, case, cluster.namesrv_addr, f"SparkWarm{i}", small.count())
             for case in cases:
@@ -215,7 +231,7 @@ def main() -> int:
                            spark_cpu_s=cpu_delta_s(s0, s1), spark_cpu_us_per_row=cpu_delta_s(s0, s1) / rows * 1e6,
                            **{f"{kind}_cpu_us_per_row": round(v / rows * 1e6, 1)
                               for kind, v in cpu_delta_by_kind_s(s0, s1).items()})
-                if stored != rows and "error" not in rec:
+                if stored != (0 if case == BASELINE else rows) and "error" not in rec:
                     rec["error"] = f"the broker stored {stored:,} of {rows:,} rows"
                 results.append(rec)
                 print(fmt_line(rec), file=sys.stderr, flush=True)

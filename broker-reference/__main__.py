@@ -105,6 +105,9 @@ def read_grpc_tls(cert: str | None, key: str | None) -> tuple[bytes, bytes] | No
 @click.option("--broker-version", default="4.9.8", show_default=True,
               help="brokerVersion: 4.9.8, or a 5.x version (5.3.3) to serve POP and timer messages "
                    "(see docs/rocketmq5.md).")
+@click.option("--recall-message-enable", is_flag=True, default=False,
+              help="Let producers cancel timer messages with RECALL_MESSAGE (recallMessageEnable; off by default, "
+                   "as in Apache RocketMQ 5.3; needs a 5.x --broker-version).")
 @click.option("--grpc-port", type=click.IntRange(min=0), default=None,
               help="Also serve RocketMQ 5's gRPC API (the proxy, for 5.x clients) on this port (0: a free "
                    "one; needs the grpc extra); prints GRPC <addr>. A 4.x --broker-version becomes 5.3.3 "
@@ -118,8 +121,9 @@ def read_grpc_tls(cert: str | None, key: str | None) -> tuple[bytes, bytes] | No
 @event_loop_option
 def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None, broker_name: str,
         cluster: str, cluster_name: str, flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int,
-        enable_property_filter: bool, broker_version: str, grpc_port: int | None, grpc_mode: str,
-        grpc_tls_cert: str | None, grpc_tls_key: str | None, log_level: str, event_loop: str) -> None:
+        enable_property_filter: bool, broker_version: str, recall_message_enable: bool, grpc_port: int | None,
+        grpc_mode: str, grpc_tls_cert: str | None, grpc_tls_key: str | None, log_level: str,
+        event_loop: str) -> None:
     """Run a name server and one broker (or the brokers of a --cluster mode) on 127.0.0.1."""
     setup_logging(log_level)
     grpc_tls = read_grpc_tls(grpc_tls_cert, grpc_tls_key)
@@ -139,7 +143,7 @@ def dev(store_dir: str | None, namesrv_port: int | None, broker_port: int | None
         else:
             _run_dev(store_dir, namesrv_port, broker_port, broker_name, cluster_name, flush_disk_type,
                      commit_log_file_size, busy_poll_us, event_loop, enable_property_filter, broker_version,
-                     grpc_port, grpc_mode, grpc_tls)
+                     grpc_port, grpc_mode, grpc_tls, recall_message_enable)
     finally:
         if temporary:
             shutil.rmtree(store_dir, ignore_errors=True)
@@ -149,7 +153,7 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
              flush_disk_type: str, commit_log_file_size: int, busy_poll_us: int, event_loop: str,
              enable_property_filter: bool = False, broker_version: str = "4.9.8",
              grpc_port: int | None = None, grpc_mode: str = "local",
-             grpc_tls: tuple[bytes, bytes] | None = None) -> None:
+             grpc_tls: tuple[bytes, bytes] | None = None, recall_message_enable: bool = False) -> None:
     os.makedirs(store_dir, exist_ok=True)
     ns = NameServer(NamesrvConfig(listen_port=DEFAULT_NAMESRV_PORT if namesrv_port is None else namesrv_port))
     holder: dict[str, Any] = {}
@@ -170,7 +174,8 @@ def _run_dev(store_dir: str, namesrv_port: int | None, broker_port: int | None, 
         cfg = BrokerConfig(broker_name=broker_name, broker_cluster_name=cluster, listen_port=broker_port_now,
                            namesrv_addr=ns.addr, store_path_root_dir=store_dir, flush_disk_type=flush_disk_type,
                            mapped_file_size_commit_log=commit_log_file_size, busy_poll_us=busy_poll_us,
-                           enable_property_filter=enable_property_filter, broker_version=broker_version)
+                           enable_property_filter=enable_property_filter, broker_version=broker_version,
+                           recall_message_enable=recall_message_enable)
         if grpc_port is not None and str(broker_version).startswith("4."):
             cfg.broker_version = GRPC_BROKER_VERSION  # 5.x clients receive by POP, which a 5.x broker serves
         broker = holder["b"] = BrokerController(cfg)

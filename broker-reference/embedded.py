@@ -136,8 +136,8 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
             process (faster to start; shares this process's GIL).
         broker_config: extra :class:`BrokerConfig` fields (snake_case), in-process mode only,
             plus ``flush_disk_type``, ``mapped_file_size_commit_log``, ``busy_poll_us`` and
-            ``enable_property_filter`` and ``broker_version`` (``"5.3.3"``: POP and timers,
-            docs/rocketmq5.md) in both modes (``busy_poll_us`` is meant for the child process:
+            ``enable_property_filter``, ``broker_version`` (``"5.3.3"``: POP and timers,
+            docs/rocketmq5.md) and ``recall_message_enable`` in both modes (``busy_poll_us`` is meant for the child process:
             in-process, polling takes the GIL from this process's threads).
         start_timeout_s: how long to wait for both servers.
         ssl_context: serve TLS only, on both servers, with this server context (in-process
@@ -194,6 +194,8 @@ def start_dev_cluster(store_dir: str | None = None, *, in_process: bool = False,
         cmd += ["--enable-property-filter"]
     if extra.get("broker_version"):
         cmd += ["--broker-version", str(extra["broker_version"])]
+    if extra.get("recall_message_enable"):
+        cmd += ["--recall-message-enable"]
     os.makedirs(store_dir, exist_ok=True)
     err_path = os.path.join(store_dir, "dev-cluster.log")
     err = open(err_path, "ab")  # noqa: SIM115 - handed to the child

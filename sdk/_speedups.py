@@ -13,6 +13,7 @@ the twin of the one Python module beside it, named after it (as aiokafka's ``_cr
     store/batch_records.py           store/_cbatch_records.c            batch and plain single-send records
     store/index_file.py              store/_cindex_file.c               IndexFile writes
     spark/arrow_records.py           spark/_carrow_records.c            pull bodies into Arrow columns
+    spark/batch_bodies.py            spark/_cbatch_bodies.c             batch bodies from Arrow columns
 
 (``store/`` is ``broker-reference/store/``, ``spark/`` is ``integrations/spark/``; helpers the twins share are in ``sdk/_chelpers.h`` and
 ``broker-reference/store/_crecord.h``.) The Python module loads its twin with :func:`load` into a

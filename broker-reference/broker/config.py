@@ -150,6 +150,9 @@ class BrokerConfig:
             (``popPollingSize``, 1024).
         timer_precision_ms: timer-message granularity (``timerPrecisionMs``, 1000 ms).
         timer_max_delay_sec: longest timer delay (``timerMaxDelaySec``, 259200 s = 3 days).
+        recall_message_enable: whether RECALL_MESSAGE may cancel a timer message by the
+            ``recallHandle`` of its send answer (``recallMessageEnable``, false as 5.3.3: every
+            recall is then answered NO_PERMISSION).
     """
 
     broker_cluster_name: str = "DefaultCluster"
@@ -190,11 +193,12 @@ class BrokerConfig:
     ha_listen_port: int | None = None
     broker_ip2: str | None = None
     ha_master_address: str | None = None
-    ha_send_heartbeat_interval: int = 5000
-    ha_housekeeping_interval: int = 20000
-    ha_transfer_batch_size: int = 32768
-    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
-    slave_timeout: int = 3000
+    # the replication defaults are HASettings' own (one source; ha_settings() maps them back)
+    ha_send_heartbeat_interval: int = HASettings.heartbeat_interval
+    ha_housekeeping_interval: int = HASettings.housekeeping_interval
+    ha_transfer_batch_size: int = HASettings.transfer_batch_size
+    ha_slave_fallbehind_max: int = HASettings.slave_fallbehind_max
+    slave_timeout: int = HASettings.slave_timeout
     slave_read_enable: bool = False
     # access_message_in_memory_max_ratio: a store setting (StoreConfig), reached through .store
     offset_check_in_slave: bool = False
@@ -208,6 +212,7 @@ class BrokerConfig:
     pop_polling_size: int = 1024
     timer_precision_ms: int = 1000
     timer_max_delay_sec: int = 259200
+    recall_message_enable: bool = False
     # -- end of 5.x keys -------------------------------------------------------------------
     store: StoreConfig = field(default_factory=StoreConfig, metadata=INLINE)
 

@@ -48,6 +48,7 @@ from .send_processor import SendProcessor
 from .stats_processor import StatsProcessor
 from .subscription_group import SubscriptionGroupManager
 from .timer import TIMER_TOPIC, TimerService
+from .timer.recall import RecallProcessor
 from .topic_manager import TopicConfigManager
 from .transaction import BrokerTransactions
 from .v5_topic_config import TopicConfigProcessor
@@ -113,7 +114,8 @@ class BrokerController:
         v5, slave = config.is_v5, self.is_slave
         for p in (self.send, self.pull, ClientProcessor(ctx), admin, self.lock, GroupProcessor(ctx),
                   BrokerConfigProcessor(ctx), StatsProcessor(ctx), self.transactions.end_transaction,
-                  ReplyProcessor(ctx), acl_admin, TopicConfigProcessor(self.topics), MetadataProcessor(ctx)):
+                  ReplyProcessor(ctx), acl_admin, TopicConfigProcessor(self.topics), MetadataProcessor(ctx),
+                  RecallProcessor(ctx)):
             register_requests(self.server, p, v5=v5, slave=slave)
         if self.server.default_processor is None:  # codes nobody serves: Java's AdminBrokerProcessor answer
             self.server.default_processor = acl_admin.not_supported

@@ -25,6 +25,7 @@ from .reply_processor import ReplyProcessor
 from .requests import RequestSpec, table_of
 from .send_processor import SendProcessor
 from .stats_processor import StatsProcessor
+from .timer.recall import RecallProcessor
 from .transaction.end_transaction import EndTransactionProcessor
 from .v5_topic_config import TopicConfigProcessor
 
@@ -33,7 +34,7 @@ __all__ = ["BROKER_REQUESTS", "PROCESSOR_CLASSES"]
 PROCESSOR_CLASSES: tuple[type, ...] = (
     SendProcessor, PullProcessor, ClientProcessor, AdminProcessor, LockProcessor, GroupProcessor,
     BrokerConfigProcessor, StatsProcessor, EndTransactionProcessor, ReplyProcessor, AclAdminProcessor,
-    MetadataProcessor, TopicConfigProcessor, PopProcessor, RequestModeProcessor,
+    MetadataProcessor, TopicConfigProcessor, PopProcessor, RequestModeProcessor, RecallProcessor,
 )
 
 #: request code -> its description, for every code the broker serves

@@ -230,10 +230,20 @@ class SendProcessor:
             inner = b.transactions.prepare(inner)
         elif b.timer is not None and not plain:
             inner = b.timer.transform(inner)
+            recall = b.timer.recall_handle(inner, b.config.broker_name)
+            if recall is not None:  # 5.x: the answer to a timer message carries its recall handle
+                return then(b.put_message(inner), lambda result: self._with_recall(
+                    self._response(cmd, result, queue_id), recall))
         result = b.put_message(inner)
         if isinstance(result, asyncio.Future):  # SYNC_FLUSH: answered after the group commit
             return then(result, lambda result: self._response(cmd, result, queue_id))
         return self._response(cmd, result, queue_id)
+
+    @staticmethod
+    def _with_recall(resp: RemotingCommand, recall_handle: str) -> RemotingCommand:
+        if resp.code in _STORED_CODES:
+            resp.ext_fields["recallHandle"] = recall_handle
+        return resp
 
     def _inner(self, topic: str, queue_id: int, body: bytes, props: dict[str, str], flag: int, sys_flag: int,
                born: int, born_host: str, reconsume: int) -> InnerMessage:

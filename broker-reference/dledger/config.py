@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from rocketmq_sdk.protocol.dledger import parse_peers
 
+from ..store.config import StoreConfig
+
 __all__ = ["DLedgerConfig", "member_number", "parse_peers"]
 
 _ID = re.compile(r"^[A-Za-z][0-9]{1,6}$")
@@ -61,14 +63,15 @@ class DLedgerConfig:
     group: str
     self_id: str
     peers: dict[str, str]
-    heart_beat_time_interval_ms: int = 2000
-    max_heart_beat_leak: int = 3
-    min_vote_interval_ms: int = 300
-    max_vote_interval_ms: int = 1000
+    # the timers a broker configures (StoreConfig's keys) default to StoreConfig's values: one source
+    heart_beat_time_interval_ms: int = StoreConfig.heart_beat_time_interval_ms
+    max_heart_beat_leak: int = StoreConfig.max_heart_beat_leak
+    min_vote_interval_ms: int = StoreConfig.min_vote_interval_ms
+    max_vote_interval_ms: int = StoreConfig.max_vote_interval_ms
     vote_wait_ms: int = 2000
     rpc_timeout_ms: int = 3000
-    max_wait_ack_time_ms: int = 2500
-    max_push_timeout_ms: int = 1000
+    max_wait_ack_time_ms: int = StoreConfig.max_wait_ack_time_ms
+    max_push_timeout_ms: int = StoreConfig.max_push_time_out_ms
     commit_push_interval_ms: int = 1000
     max_pending_requests_num: int = 10000
     max_pending_pushes: int = 1000
@@ -80,7 +83,7 @@ class DLedgerConfig:
     preferred_leader_ids: str = ""
     min_take_leadership_vote_interval_ms: int = 30
     max_take_leadership_vote_interval_ms: int = 100
-    enable_batch_push: bool = False
+    enable_batch_push: bool = StoreConfig.enable_batch_push
     max_batch_push_size: int = 4096
     extra: dict[str, str] = field(default_factory=dict)
 

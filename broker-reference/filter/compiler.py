@@ -100,32 +100,29 @@ def _not(inner: Evaluator) -> Evaluator:
     return not_
 
 
-def _and(left: Evaluator, right: Evaluator) -> Evaluator:
-    def and_(props: Mapping[str, str]) -> object:
+def _junction(left: Evaluator, right: Evaluator, decisive: bool) -> Evaluator:
+    """AND (``decisive`` False) or OR (``decisive`` True) in SQL three-valued logic: a side that
+    is ``decisive`` decides (the right side is not evaluated when the left one does), otherwise
+    NULL (None) when either side is NULL, otherwise ``not decisive``."""
+    def junction(props: Mapping[str, str]) -> object:
         lv = left(props)
-        if lv is False:
-            return False
+        if lv is decisive:
+            return decisive
         rv = right(props)
-        if rv is False:
-            return False
+        if rv is decisive:
+            return decisive
         if lv is None or rv is None:
             return None
-        return True
-    return and_
+        return not decisive
+    return junction
+
+
+def _and(left: Evaluator, right: Evaluator) -> Evaluator:
+    return _junction(left, right, False)
 
 
 def _or(left: Evaluator, right: Evaluator) -> Evaluator:
-    def or_(props: Mapping[str, str]) -> object:
-        lv = left(props)
-        if lv is True:
-            return True
-        rv = right(props)
-        if rv is True:
-            return True
-        if lv is None or rv is None:
-            return None
-        return False
-    return or_
+    return _junction(left, right, True)
 
 
 def _prop_vs_const(op: str, name: str, const: object) -> Evaluator | None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import logging
-import mmap
 import os
 import struct
 from collections.abc import Iterable
@@ -31,7 +30,7 @@ from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.javahash import java_string_hash
 
-from .mapped_file import DEFAULT_RESERVE_AHEAD, DiskFullError, open_or_create_reserved, reserve_ahead
+from .mapped_file import DEFAULT_RESERVE_AHEAD, DiskFullError, map_reserved, reserve_ahead
 
 log = logging.getLogger("rocketmq_broker.store.index")
 
@@ -274,15 +273,7 @@ class _MappedIndex:
     start at its first write (space it already has costs nothing)."""
 
     def __init__(self, path: str, size: int, fixed: int, reserve_ahead: int) -> None:
-        fd, self.reserved = open_or_create_reserved(path, size, fixed + reserve_ahead)
-        try:
-            st = os.fstat(fd).st_size
-            if st != size:
-                raise ValueError(f"{path} has {st} bytes, expected {size}")
-            self.buf = mmap.mmap(fd, size)
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, self.reserved, self.buf = map_reserved(path, size, fixed + reserve_ahead)
         self.path = path
         self.size = size
         self.reserve_ahead = reserve_ahead

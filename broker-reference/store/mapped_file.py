@@ -154,6 +154,26 @@ def open_or_create_reserved(path: str, size: int, reserve: int | None = None) ->
     return create_reserved(path, size, initial), initial
 
 
+def map_reserved(path: str, size: int, reserve: int | None = None) -> tuple[int, int, mmap.mmap]:
+    """:func:`open_or_create_reserved`, then map the whole file: ``(descriptor, bytes known
+    reserved, mapping)``; the descriptor is closed again when the file cannot be mapped.
+
+    Raises:
+        DiskFullError: a new file finds no space.
+        ValueError: an existing file is not ``size`` bytes long.
+        OSError: the file cannot be opened or mapped.
+    """
+    fd, reserved = open_or_create_reserved(path, size, reserve)
+    try:
+        actual = os.fstat(fd).st_size
+        if actual != size:
+            raise ValueError(f"{path} has {actual} bytes, expected {size}")
+        return fd, reserved, mmap.mmap(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _free_bytes(path: str) -> int:  # tests replace it to simulate a full disk
     try:
         return shutil.disk_usage(path).free
@@ -204,15 +224,7 @@ class MappedFile:
         self.file_size = file_size
         self.file_from_offset = int(name)
         self.reserve_ahead = reserve_ahead
-        fd, self.reserved = open_or_create_reserved(path, file_size, reserve_ahead)
-        try:
-            size = os.fstat(fd).st_size
-            if size != file_size:
-                raise ValueError(f"{path} has {size} bytes, expected {file_size}")
-            self._mm = mmap.mmap(fd, file_size)
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, self.reserved, self._mm = map_reserved(path, file_size, reserve_ahead)
         self._fd = fd
         self._closed = False
         self._data_lo = self._data_hi = 0

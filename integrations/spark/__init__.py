@@ -16,7 +16,7 @@ Writes use one producer per Python worker process, reused across partitions
 from .mapping import FieldTemplate, RowMessageMapper, row_as_dict, row_to_json
 from .process_log import log_to_file_from_env
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerCache, ProducerSpec, get_producer, shutdown_producers
-from .writer import WriteProgress, WriteResult, send_rows, write_dataframe
+from .writer import WriteProgress, WriteResult, send_batches, send_rows, write_dataframe
 
 log_to_file_from_env()  # ROCKETMQ_SPARK_LOG_FILE, for Spark's Python processes (docs/spark.md)
 
@@ -40,6 +40,7 @@ __all__ = [
     "register_data_source",
     "row_as_dict",
     "row_to_json",
+    "send_batches",
     "send_rows",
     "shutdown_producers",
     "write_dataframe",

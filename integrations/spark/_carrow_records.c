@@ -11,6 +11,7 @@
  * or anything malformed (the Python twin raises the error). Nothing of such a record is appended.
  */
 #include "../../sdk/_chelpers.h"
+#include "_cspark.h"
 
 enum { BODY_OFF, BODY_DATA, TOPIC_OFF, TOPIC_DATA, TAGS_OFF, TAGS_DATA, TAGS_VALID, KEYS_OFF, KEYS_DATA,
        KEYS_VALID, MAP_OFF, MAPK_OFF, MAPK_DATA, MAPV_OFF, MAPV_DATA, QUEUE_ID, QUEUE_OFFSET, MSGID_OFF,
@@ -21,56 +22,9 @@ enum { BODY_OFF, BODY_DATA, TOPIC_OFF, TOPIC_DATA, TAGS_OFF, TAGS_DATA, TAGS_VAL
 #define SYS_V6_BITS (0x10 | 0x20) /* BORNHOST_V6 | STOREHOST_V6 */
 #define MAX_PROPS 64
 #define MAX_TIMESTAMP_MS (INT64_MAX / 1000) /* beyond: out of Arrow's µs range, Python raises */
-#define MAX_RESERVED 128
-
-static struct {
-    const char *name;
-    Py_ssize_t len;
-} reserved[MAX_RESERVED];
-static int reserved_count = 0;
-static PyObject *reserved_keep = NULL; /* the list configure() got: keeps the names alive */
-
-static PyObject *configure(PyObject *self, PyObject *arg) {
-    if (!PyList_Check(arg) || PyList_GET_SIZE(arg) > MAX_RESERVED) {
-        PyErr_SetString(PyExc_TypeError, "configure() takes a list of at most 128 bytes names");
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(arg); i++) {
-        PyObject *name = PyList_GET_ITEM(arg, i);
-        if (!PyBytes_CheckExact(name)) {
-            PyErr_SetString(PyExc_TypeError, "configure() takes bytes names");
-            return NULL;
-        }
-    }
-    Py_XSETREF(reserved_keep, Py_NewRef(arg));
-    reserved_count = (int)PyList_GET_SIZE(arg);
-    for (int i = 0; i < reserved_count; i++) {
-        PyObject *name = PyList_GET_ITEM(arg, i);
-        reserved[i].name = PyBytes_AS_STRING(name);
-        reserved[i].len = PyBytes_GET_SIZE(name);
-    }
-    Py_RETURN_NONE;
-}
 
 static inline int key_is(const unsigned char *k, Py_ssize_t n, const char *lit, Py_ssize_t lit_n) {
     return n == lit_n && memcmp(k, lit, (size_t)n) == 0;
-}
-
-static int is_reserved(const unsigned char *k, Py_ssize_t n) {
-    for (int i = 0; i < reserved_count; i++)
-        if (reserved[i].len == n && memcmp(reserved[i].name, k, (size_t)n) == 0)
-            return 1;
-    return 0;
-}
-
-/* append n bytes to a bytearray (which over-allocates as it grows); -1 with MemoryError */
-static inline int put(PyObject *ba, const void *p, Py_ssize_t n) {
-    Py_ssize_t old = PyByteArray_GET_SIZE(ba);
-    if (PyByteArray_Resize(ba, old + n) < 0)
-        return -1;
-    if (n)
-        memcpy(PyByteArray_AS_STRING(ba) + old, p, (size_t)n);
-    return 0;
 }
 
 static inline int put_i32(PyObject *ba, int32_t v) { return put(ba, &v, 4); } /* little-endian host */

@@ -12,7 +12,6 @@ own (``body``, ``tag_fn``, ``keys_fn``...; not :class:`.mapping.FieldTemplate` o
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -72,17 +71,3 @@ def arrow_rows(batches: Iterable[Any], *, row_objects: bool = False) -> Iterator
         else:
             for row in rows:
                 yield row_type(**row)
-
-
-def task_rows(items: Iterable[Any], *, row_objects: bool = False) -> Iterator[Any]:
-    """The rows of a writer task's input: Arrow record batches (Spark's Arrow writer API) are
-    turned into rows by :func:`arrow_rows`; rows (an older PySpark's row-based writers) pass
-    as they are."""
-    it = iter(items)
-    first = next(it, None)
-    if first is None:
-        return iter(())
-    items = itertools.chain([first], it)
-    if hasattr(first, "num_rows") and hasattr(first, "schema"):
-        return arrow_rows(items, row_objects=row_objects)
-    return items

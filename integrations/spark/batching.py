@@ -82,19 +82,27 @@ class QueueBatcher:
         if not entry or not entry[0]:
             return
         buf = entry[0]
-        message: Any = buf[0] if len(buf) == 1 else buf
+        self.send_now(buf[0] if len(buf) == 1 else buf, len(buf), mq)
+
+    def send_now(self, message: Any, count: int, mq: Any = None) -> None:
+        """Send ``message`` (one ``Message``, a list of them or an ``EncodedBatch`` of ``count``
+        messages) to ``mq`` after the queue's previous request is acknowledged.
+
+        Raises:
+            rocketmq_sdk.exceptions.MQError: this or an earlier request of the queue failed.
+        """
         if not self._async:
-            if len(buf) == 1:
+            if count == 1 and not isinstance(message, list):
                 result = self.producer.send(message, mq=mq, timeout_ms=self.send_timeout_ms) if mq is not None \
                     else self.producer.send(message, timeout_ms=self.send_timeout_ms)
             else:
                 result = self.producer.send_batch(message, mq=mq, timeout_ms=self.send_timeout_ms)
-            self._count(result, len(buf))
+            self._count(result, count)
             return
         pending = self._in_flight.setdefault(mq, deque())
         while len(pending) >= (1 if mq is not None else MAX_IN_FLIGHT):
             self._wait(pending)
-        pending.append((self.producer.send_async(message, mq=mq, timeout_ms=self.send_timeout_ms), len(buf)))
+        pending.append((self.producer.send_async(message, mq=mq, timeout_ms=self.send_timeout_ms), count))
 
     def flush_all(self) -> None:
         """Send every buffer, oldest first, and wait until every request is acknowledged.

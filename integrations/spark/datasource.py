@@ -30,6 +30,9 @@ Write options (names are case-insensitive):
 ``batchSize``       messages per send request, per target queue (default 1; see ``batching``)
 ``maxBatchBytes``   a batch request is sent before its bodies exceed this many bytes (default
                     1048576; the broker refuses requests over its ``maxMessageSize``, 4 MiB)
+``badRowsTopic``    a topic for the rows that make no message (null body, ``||`` in a tag...):
+                    each goes there as JSON with the reason in its ``BAD_ROW_REASON``
+                    property (default: none, a bad row fails the write)
 ``rowIdKey``        streaming only: add the dedup key of :mod:`.stream_writer` (default true)
 ==================  ========================================================================
 
@@ -41,6 +44,7 @@ commit message and the total is logged by ``commit()`` on the driver.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -58,13 +62,12 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
-from .arrow_rows import needs_row_objects, task_rows
 from .batching import DEFAULT_MAX_BATCH_BYTES
 from .mapping import ColumnValue, FieldTemplate, RowMessageMapper
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerSpec, get_producer
 from .read_options import ReadOptions, lower_keys, name_server
 from .reader import SOURCE_SCHEMA
-from .writer import send_rows
+from .writer import send_batches, send_rows
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
 
@@ -91,14 +94,22 @@ class WriterArgs:
     send_timeout_ms: int = 3000
     batch_size: int = 1
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    bad_rows_topic: str | None = None
 
     def send(self, batches: Iterator[Any], mapper: Any = None) -> int:
         """Send the rows of Arrow ``batches`` (one task's partition; rows from a PySpark without
         the Arrow writers) with the worker's producer."""
         mapper = mapper or self.mapper
-        rows = task_rows(batches, row_objects=needs_row_objects(self.mapper))
-        return send_rows(rows, mapper, get_producer(self.spec), send_timeout_ms=self.send_timeout_ms,
-                         batch_size=self.batch_size, max_batch_bytes=self.max_batch_bytes)
+        it = iter(batches)
+        first = next(it, None)
+        if first is None:
+            return 0
+        items = itertools.chain([first], it)
+        kw = {"send_timeout_ms": self.send_timeout_ms, "batch_size": self.batch_size,
+              "max_batch_bytes": self.max_batch_bytes, "bad_rows_topic": self.bad_rows_topic}
+        if hasattr(first, "num_rows") and hasattr(first, "schema"):  # Arrow batches (Spark's Arrow writers)
+            return send_batches(items, mapper, get_producer(self.spec), **kw)
+        return send_rows(items, mapper, get_producer(self.spec), **kw)  # rows: an older PySpark
 
 
 def _options_to_writer_args(options: dict[str, str], schema: StructType) -> WriterArgs:
@@ -130,7 +141,8 @@ def _options_to_writer_args(options: dict[str, str], schema: StructType) -> Writ
     max_batch_bytes = int(opts.get("maxbatchbytes", str(DEFAULT_MAX_BATCH_BYTES)))
     if max_batch_bytes < 1:
         raise IllegalArgumentError(f"option maxBatchBytes must be at least 1, got {max_batch_bytes}")
-    return WriterArgs(mapper, spec, int(opts.get("sendtimeoutms", "3000")), batch_size, max_batch_bytes)
+    return WriterArgs(mapper, spec, int(opts.get("sendtimeoutms", "3000")), batch_size, max_batch_bytes,
+                      opts.get("badrowstopic") or None)
 
 
 ArrowWriter: type = getattr(_spark_datasource, "DataSourceArrowWriter", DataSourceWriter)

@@ -4,7 +4,8 @@ Spark partitions (on the driver).
 :class:`QueueOffsets` asks the brokers through a started ``PullConsumer`` (public SDK API):
 the topics' readable queues from the name server, GET_MIN_OFFSET / GET_MAX_OFFSET per queue,
 SEARCH_OFFSET_BY_TIMESTAMP for timestamps. :func:`plan_ranges` cuts ``[start, end)`` per queue
-into :class:`QueueRange` partitions, one per queue, more for big queues when ``minPartitions``
+into :class:`QueueRange` partitions, one per queue (small ones packed into a :class:`RangeGroup`,
+``minRowsPerPartition``), more for big queues when ``minPartitions``
 asks for it (split like Spark's Kafka source: in proportion to each queue's share).
 """
 
@@ -49,12 +50,15 @@ class QueueRange(InputPartition):
 
 
 def plan_ranges(options: ReadOptions, start: Mapping[MessageQueue, int], end: Mapping[MessageQueue, int],
-                min_partitions: int | None = None, *, commit_on_read: bool = False) -> list[QueueRange]:
+                min_partitions: int | None = None, *,
+                commit_on_read: bool = False) -> list[QueueRange | RangeGroup]:
     """Partitions reading ``[start[q], end[q])`` of every queue of ``end`` (missing starts: 0).
 
     Empty ranges are left out. With ``min_partitions`` larger than the number of non-empty
     queues, each queue is cut into ``max(1, round(size / total * min_partitions))`` contiguous
-    ranges of near-equal size. ``commit_on_read`` marks the last range of each queue.
+    ranges of near-equal size; without it, small queues' ranges are packed into partitions of
+    at least ``options.min_rows_per_partition`` messages (:func:`pack_ranges`). ``commit_on_read``
+    marks the last range of each queue.
     """
     spans = []
     for mq in sorted(end, key=lambda q: (q.topic, q.broker_name, q.queue_id)):
@@ -71,6 +75,32 @@ def plan_ranges(options: ReadOptions, start: Mapping[MessageQueue, int], end: Ma
         for i in range(pieces):
             out.append(QueueRange(options, mq.topic, mq.broker_name, mq.queue_id, bounds[i], bounds[i + 1],
                                   commit_on_read=commit_on_read and i == pieces - 1))
+    if min_partitions:
+        return out
+    return pack_ranges(out, options.min_rows_per_partition)
+
+
+@dataclass(frozen=True)
+class RangeGroup(InputPartition):
+    """One Spark partition reading several queue ranges (:class:`QueueRange`) one after the other (picklable)."""
+
+    ranges: tuple[QueueRange, ...]
+
+
+def pack_ranges(ranges: list[QueueRange], min_rows: int) -> list[QueueRange | RangeGroup]:
+    """``ranges`` packed in order into partitions of at least ``min_rows`` messages (the last may
+    hold fewer); a partition of one range stays a :class:`QueueRange`."""
+    out: list[QueueRange | RangeGroup] = []
+    group: list[QueueRange] = []
+    rows = 0
+    for r in ranges:
+        group.append(r)
+        rows += r.end - r.start
+        if rows >= min_rows:
+            out.append(group[0] if len(group) == 1 else RangeGroup(tuple(group)))
+            group, rows = [], 0
+    if group:
+        out.append(group[0] if len(group) == 1 else RangeGroup(tuple(group)))
     return out
 
 

@@ -145,6 +145,10 @@ def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
     raise IllegalArgumentError(f"option {name} must be true or false, got {raw!r}")
 
 
+
+DEFAULT_MIN_ROWS_PER_PARTITION = 16_384
+"""Messages a read partition holds at least, when queues can be packed (``minRowsPerPartition``)."""
+
 @dataclass(frozen=True)
 class ReadOptions:
     """Everything the source needs, picklable (shipped to the executors inside each partition).
@@ -161,6 +165,11 @@ class ReadOptions:
             ``endingTimestamp``), resolved per queue with SEARCH_OFFSET_BY_TIMESTAMP; they win
             over the offsets options.
         min_partitions: split big queues so the read has at least this many partitions.
+        min_rows_per_partition: queues' ranges are packed together until a partition holds at
+            least this many messages (``minRowsPerPartition``, default
+            :data:`DEFAULT_MIN_ROWS_PER_PARTITION`; 1: one partition per queue): a Spark task
+            costs a fixed fraction of a second, so a small micro-batch read as one task per
+            queue spends most of its time starting tasks. Not with ``minPartitions``.
         max_messages_per_trigger: streaming admission control (``maxMessagesPerTrigger``).
         group: consumer group named in the pull requests (``group``; never committed to).
         commit_group: consumer group the processed offsets are committed to (``commitGroup``).
@@ -183,6 +192,7 @@ class ReadOptions:
     starting_timestamp: int | None = None
     ending_timestamp: int | None = None
     min_partitions: int | None = None
+    min_rows_per_partition: int = DEFAULT_MIN_ROWS_PER_PARTITION
     max_messages_per_trigger: int | None = None
     group: str = DEFAULT_READER_GROUP
     commit_group: str | None = None
@@ -236,6 +246,7 @@ class ReadOptions:
             starting_timestamp=_timestamp(opts, "startingTimestamp"),
             ending_timestamp=_timestamp(opts, "endingTimestamp"),
             min_partitions=_positive_int(opts, "minPartitions", None),
+            min_rows_per_partition=_positive_int(opts, "minRowsPerPartition", DEFAULT_MIN_ROWS_PER_PARTITION),
             max_messages_per_trigger=max_per_trigger,
             group=group, commit_group=commit_group,
             pull_batch_size=_positive_int(opts, "pullBatchSize", 32, upper=1024),

@@ -26,7 +26,7 @@ from rocketmq_sdk.protocol.message import PullStatus
 
 from .arrow_records import MAX_BATCH_DATA_BYTES, RecordColumns
 from .consumers import commit_offsets, get_pull_consumer
-from .offsets import QueueOffsets, QueueRange, plan_ranges
+from .offsets import QueueOffsets, QueueRange, RangeGroup, plan_ranges
 from .read_options import LATEST, ReadOptions
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
@@ -86,6 +86,12 @@ def _selector(options: ReadOptions) -> Any:
     if options.expression_type == "SQL92":
         return MessageSelector.by_sql(options.sub_expression)
     return options.sub_expression
+
+
+def read_partition(part: QueueRange | RangeGroup, schema: StructType) -> Iterator[Any]:
+    """Arrow record batches of a partition: its queue ranges one after the other (see :func:`read_range`)."""
+    for r in (part.ranges if isinstance(part, RangeGroup) else (part,)):
+        yield from read_range(r, schema)
 
 
 def read_range(part: QueueRange, schema: StructType) -> Iterator[Any]:
@@ -170,7 +176,7 @@ class RocketMQBatchReader(DataSourceReader):
         self.options = options
         self.schema = schema
 
-    def partitions(self) -> list[QueueRange]:
+    def partitions(self) -> list[QueueRange | RangeGroup]:
         opts = self.options
         consumer = lookup_consumer(opts)
         try:
@@ -182,8 +188,9 @@ class RocketMQBatchReader(DataSourceReader):
             consumer.shutdown()
         ranges = plan_ranges(opts, start, end, opts.min_partitions, commit_on_read=True)
         logger.info("rocketmq batch read of %s: %d messages in %d partitions over %d queues",
-                    ",".join(opts.topics), sum(r.end - r.start for r in ranges), len(ranges), len(queues))
+                    ",".join(opts.topics), sum(end[q] - start.get(q, 0) for q in end if end[q] > start.get(q, 0)),
+                    len(ranges), len(queues))
         return ranges
 
-    def read(self, partition: QueueRange) -> Iterator[Any]:
-        return read_range(partition, self.schema)
+    def read(self, partition: QueueRange | RangeGroup) -> Iterator[Any]:
+        return read_partition(partition, self.schema)

@@ -35,9 +35,9 @@ from rocketmq_sdk.exceptions import IllegalArgumentError, MQError
 from rocketmq_sdk.protocol.message import MessageQueue
 
 from .consumers import commit_offsets
-from .offsets import QueueOffsets, QueueRange, plan_ranges
+from .offsets import QueueOffsets, QueueRange, RangeGroup, plan_ranges
 from .read_options import ReadOptions, offsets_from_json, offsets_to_json
-from .reader import lookup_consumer, read_range
+from .reader import lookup_consumer, read_partition
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
 
@@ -139,7 +139,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def reportLatestOffset(self) -> dict | None:  # noqa: N802 - Spark's name
         return offsets_to_json(self._latest) if self._latest is not None else None
 
-    def partitions(self, start: dict, end: dict) -> list[QueueRange]:
+    def partitions(self, start: dict, end: dict) -> list[QueueRange | RangeGroup]:
         begin = offsets_from_json(start)
         stop = offsets_from_json(end)
         new = [mq for mq in stop if mq not in begin]
@@ -149,8 +149,8 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                                                    for q in new))
         return plan_ranges(self.options, begin, stop, self.options.min_partitions)
 
-    def read(self, partition: QueueRange) -> Iterator[Any]:
-        return read_range(partition, self.schema)
+    def read(self, partition: QueueRange | RangeGroup) -> Iterator[Any]:
+        return read_partition(partition, self.schema)
 
     def commit(self, end: dict) -> None:
         self._commit_to_group(offsets_from_json(end))

@@ -66,9 +66,11 @@ class RowIdKeys:
         return self.mapper.selector_arg(row)
 
     def to_message(self, row: Any) -> Message:
-        msg = self.mapper.to_message(row)
-        msg.keys = [*msg.keys, f"{self.prefix}-{self.count}"]
-        self.count += 1
+        try:
+            msg = self.mapper.to_message(row)
+            msg.keys = [*msg.keys, f"{self.prefix}-{self.count}"]
+        finally:  # a bad row (sent to a bad-rows topic) keeps its index too
+            self.count += 1
         return msg
 
 

@@ -12,6 +12,7 @@ Delivery is at-least-once: a send that fails fails the Spark task; if Spark retr
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -22,16 +23,17 @@ from typing import TYPE_CHECKING, Any
 from rocketmq_sdk.exceptions import IllegalArgumentError
 
 from .arrow_rows import arrow_rows, needs_row_objects
+from .arrow_send import ArrowSender, bad_rows_sender, plan_for
 from .batching import DEFAULT_MAX_BATCH_BYTES, send_rows_batched
 from .mapping import RowFn, RowMessageMapper
 from .producers import DEFAULT_PRODUCER_GROUP, ProducerSpec, get_producer
+from .row_checks import checked_messages, max_message_size_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
 
-DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 """The producer's ``max_message_size`` when it has no config to tell (Java's default, 4 MiB)."""
 
 
@@ -66,7 +68,8 @@ class WriteResult:
 
 
 def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, selector: Any = None,
-              send_timeout_ms: int = 3000, batch_size: int = 1, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES) -> int:
+              send_timeout_ms: int = 3000, batch_size: int = 1, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+              bad_rows_topic: str | None = None) -> int:
     """Send each row as one message, synchronously and in iteration order.
 
     Args:
@@ -81,22 +84,26 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
             keeping the per-queue order (see :mod:`.batching`).
         max_batch_bytes: a batch request is sent before its bodies would exceed this many bytes
             (default 1 MiB; the broker refuses requests over its ``maxMessageSize``, 4 MiB).
+        bad_rows_topic: None (default): a bad row fails the write. A topic: each bad row is
+            sent there instead (see :func:`.arrow_send.bad_rows_sender`) and the write goes on.
 
     Returns:
-        The number of messages the broker acknowledged.
+        The number of messages the broker acknowledged (bad rows sent to ``bad_rows_topic``
+        not counted).
 
     Raises:
         IllegalArgumentError: a row that makes no valid message (a null body column, a tag, key
             or property with a separator, a body over the producer's ``max_message_size``...),
             naming the row (its index in ``rows``) and the column; nothing of the batch being
-            filled is sent.
+            filled is sent (without ``bad_rows_topic``).
         rocketmq_sdk.exceptions.MQError: a send failed (the rows before it were sent).
     """
     if mapper.uses_selector and selector is None:
         from rocketmq_sdk import SelectMessageQueueByHash
 
         selector = SelectMessageQueueByHash()
-    messages = checked_messages(rows, mapper, _max_message_size(producer))
+    on_bad = bad_rows_sender(producer, bad_rows_topic, mapper.topic, send_timeout_ms) if bad_rows_topic else None
+    messages = checked_messages(rows, mapper, max_message_size_of(producer), on_bad=on_bad)
     if batch_size > 1:
         sent, not_ok = send_rows_batched(messages, mapper, producer, selector=selector, batch_size=batch_size,
                                          send_timeout_ms=send_timeout_ms, max_batch_bytes=max_batch_bytes)
@@ -117,30 +124,33 @@ def send_rows(rows: Iterable[Any], mapper: RowMessageMapper, producer: Any, *, s
     return sent
 
 
-def _max_message_size(producer: Any) -> int:
-    return int(getattr(getattr(producer, "config", None), "max_message_size", DEFAULT_MAX_MESSAGE_SIZE))
-
-
-def checked_messages(rows: Iterable[Any], mapper: Any, max_message_size: int) -> Iterator[tuple[Any, Any]]:
-    """``(message, row)`` for each row, checked before anything of it is sent.
+def send_batches(batches: Iterable[Any], mapper: Any, producer: Any, *, selector: Any = None,
+                 send_timeout_ms: int = 3000, batch_size: int = 1, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+                 bad_rows_topic: str | None = None) -> int:
+    """Send the rows of Arrow record ``batches`` (one partition), as :func:`send_rows` does: with
+    ``batch_size > 1`` and a columnar recipe through the C batch bodies of :mod:`.arrow_send`,
+    else row by row through ``Message`` objects (same requests, same errors).
 
     Raises:
-        IllegalArgumentError: the row makes no valid message, or its body is empty or over
-            ``max_message_size`` bytes; the message says which row (index in ``rows``) and column.
+        IllegalArgumentError, rocketmq_sdk.exceptions.MQError: as :func:`send_rows`.
     """
-    body_col = mapper.body if isinstance(mapper.body, str) else None
-    what = f"column {body_col!r}" if body_col else "the body"
-    for index, row in enumerate(rows):
-        try:
-            msg = mapper.to_message(row)
-        except (IllegalArgumentError, KeyError, ValueError, TypeError) as exc:
-            raise IllegalArgumentError(f"row {index} of the partition makes no message: {exc}") from exc
-        size = len(msg.body)
-        if not size or size > max_message_size:
-            raise IllegalArgumentError(
-                f"row {index} of the partition: {what} is {'empty' if not size else f'{size} bytes'}; "
-                f"a message body must be 1..{max_message_size} bytes (max_message_size)")
-        yield msg, row
+    it = iter(batches)
+    first = next(it, None)
+    if first is None:
+        return 0
+    batches = itertools.chain([first], it)
+    plan, why = plan_for(mapper, producer, selector, batch_size, first.schema)
+    if plan is None:
+        logger.debug("writing through Message objects: %s", why)
+        rows = arrow_rows(batches, row_objects=needs_row_objects(getattr(mapper, "mapper", mapper)))
+        return send_rows(rows, mapper, producer, selector=selector, send_timeout_ms=send_timeout_ms,
+                         batch_size=batch_size, max_batch_bytes=max_batch_bytes, bad_rows_topic=bad_rows_topic)
+    on_bad = bad_rows_sender(producer, bad_rows_topic, plan.mapper.topic, send_timeout_ms) if bad_rows_topic else None
+    sender = ArrowSender(plan, producer, batch_size=batch_size, max_batch_bytes=max_batch_bytes,
+                         send_timeout_ms=send_timeout_ms, on_bad=on_bad)
+    sent = sender.send(batches)
+    _warn_not_ok(sender.batcher.not_ok, sent)
+    return sent
 
 
 def _warn_not_ok(not_ok: int, sent: int) -> None:
@@ -150,10 +160,8 @@ def _warn_not_ok(not_ok: int, sent: int) -> None:
 
 
 def _partition_sender(mapper: RowMessageMapper, spec: ProducerSpec, selector: Any, send_timeout_ms: int,
-                      batch_size: int, max_batch_bytes: int,
-                      accumulator: Any) -> Callable[[Iterable[Any]], Iterator[Any]]:
-    row_objects = needs_row_objects(mapper)
-
+                      batch_size: int, max_batch_bytes: int, accumulator: Any,
+                      bad_rows_topic: str | None = None) -> Callable[[Iterable[Any]], Iterator[Any]]:
     def send_partition(batches: Iterable[Any]) -> Iterator[Any]:
         import pyarrow as pa
         from pyspark import TaskContext
@@ -161,8 +169,8 @@ def _partition_sender(mapper: RowMessageMapper, spec: ProducerSpec, selector: An
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx is not None else -1
         producer = get_producer(spec)
-        count = send_rows(arrow_rows(batches, row_objects=row_objects), mapper, producer, selector=selector,
-                          send_timeout_ms=send_timeout_ms, batch_size=batch_size, max_batch_bytes=max_batch_bytes)
+        count = send_batches(batches, mapper, producer, selector=selector, send_timeout_ms=send_timeout_ms,
+                             batch_size=batch_size, max_batch_bytes=max_batch_bytes, bad_rows_topic=bad_rows_topic)
         accumulator.add({partition: count})
         yield pa.RecordBatch.from_pydict({"partition": pa.array([partition], pa.int32()),
                                           "sent": pa.array([count], pa.int64())})
@@ -191,7 +199,7 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
                     group: str = DEFAULT_PRODUCER_GROUP, producer_config: Mapping[str, Any] | None = None,
                     producer_factory: Callable[[ProducerSpec], Any] | None = None,
                     send_timeout_ms: int = 3000, batch_size: int = 1,
-                    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+                    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES, bad_rows_topic: str | None = None,
                     progress: Callable[[WriteProgress], None] | None = None,
                     progress_interval_s: float = 1.0) -> WriteResult:
     """Send every row of ``df`` to ``topic`` as one message (``DataFrame.mapInArrow``: each
@@ -220,6 +228,9 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
             still one stored message per row, in the same per-queue order (see :mod:`.batching`).
         max_batch_bytes: a batch request is sent before its bodies would exceed this many bytes
             (default 1 MiB).
+        bad_rows_topic: None (default): a bad row fails the job. A topic: bad rows go there,
+            as JSON with the reason in the ``BAD_ROW_REASON`` property (see
+            :func:`.arrow_send.bad_rows_sender`), and the job goes on.
         progress: called on the driver about every ``progress_interval_s`` seconds while the job
             runs, and once at the end, with a :class:`WriteProgress` (counts grow as partitions
             finish).
@@ -262,7 +273,8 @@ def write_dataframe(df: DataFrame, namesrv_addr: str, topic: str, *, body: str |
         watcher = threading.Thread(target=watch, name="rocketmq-spark-progress", daemon=True)
         watcher.start()
     try:
-        sender = _partition_sender(mapper, spec, selector, send_timeout_ms, batch_size, max_batch_bytes, acc)
+        sender = _partition_sender(mapper, spec, selector, send_timeout_ms, batch_size, max_batch_bytes, acc,
+                                   bad_rows_topic)
         df.mapInArrow(sender, "partition INT, sent BIGINT").collect()
     finally:
         stop.set()

@@ -38,6 +38,7 @@ from ..protocol.headers import (
 )
 from ..protocol.message import MessageQueue, PullResult, PullStatus, SendResult, SendStatus
 from ..protocol.message_codec import decode_messages
+from ..protocol.recall import RecallMessageRequestHeader
 from ..remoting.client import RemotingClient
 from ..remoting.command import RemotingCommand
 from .blocking import BlockingConnections
@@ -99,7 +100,8 @@ def send_result_from_response(resp: RemotingCommand, addr: str, mq: MessageQueue
         status, uniq_id, get("msgId", ""),
         mq if queue_id is None or int(queue_id) == mq.queue_id else MessageQueue(mq.topic, mq.broker_name,
                                                                                    int(queue_id)),
-        int(get("queueOffset", -1)), get("transactionId"), get("MSG_REGION"), get("TRACE_ON", "true") != "false")
+        int(get("queueOffset", -1)), get("transactionId"), get("MSG_REGION"), get("TRACE_ON", "true") != "false",
+        get("recallHandle"))
 
 
 def _queue_header(mq: MessageQueue) -> dict[str, str]:
@@ -216,6 +218,17 @@ class MQClientAPI:
         ext = header if isinstance(header, dict) else header.to_v2()
         cmd = _new_request(code, ext, body)
         return send_result_from_response(await self.remoting.invoke(addr, cmd, timeout_ms), addr, mq, uniq_id)
+
+    async def recall_message(self, addr: str, header: RecallMessageRequestHeader, timeout_ms: float | None = None
+                             ) -> str:
+        """RECALL_MESSAGE (370, RocketMQ 5.3): the recalled message's ``UNIQ_KEY`` (``msgId``).
+
+        Raises:
+            MQBrokerError: any code but SUCCESS (``IllegalOperationError`` for 604).
+            RemotingError: network failure or timeout.
+        """
+        resp = await self._request(addr, RequestCode.RECALL_MESSAGE, header.to_ext_fields(), timeout_ms=timeout_ms)
+        return resp.ext_fields.get("msgId") or ""
 
     def send_message_blocking(self, conns: BlockingConnections, addr: str, mq: MessageQueue, header: dict[str, str],
                               body: bytes, uniq_id: str, timeout_ms: float, *,

@@ -56,6 +56,8 @@ class PopClient:
         self.instance = instance
         self.group = group
         self.timeout_ms = timeout_ms
+        #: brokers that answered BATCH_ACK_MESSAGE "not supported" (5.x before 5.1.4): one ACK each
+        self._no_batch_ack: set[str] = set()
 
     async def targets(self, topics: list[str]) -> list[PopTarget]:
         """Every readable broker of every topic (routes looked up when unknown)."""
@@ -124,7 +126,8 @@ class PopClient:
     async def batch_ack(self, messages: list[tuple[MessageExt, ReceiptHandle]]) -> None:
         """BATCH_ACK_MESSAGE (200151): one request per broker for ``messages``, one body entry
         per checkpoint (retry flag, queue, start offset, pop time), as 5.x's
-        ``BatchAckMessageRequestBody``.
+        ``BatchAckMessageRequestBody``. A broker without it (REQUEST_CODE_NOT_SUPPORTED) gets
+        one ACK_MESSAGE per message, now and from then on.
 
         Raises:
             MQBrokerError, RemotingError.
@@ -144,11 +147,20 @@ class PopClient:
             addr = await self.instance.find_broker_master_or_refresh(broker_name, topics[broker_name])
             if addr is None:
                 raise MQBrokerError(-1, f"broker {broker_name} not found")
-            body = encode_batch_ack_body(list(entries.values()), broker_name)
-            resp = await self.instance.remoting.invoke(addr, RemotingCommand.request(
-                RequestCode.BATCH_ACK_MESSAGE, {}, body), self.timeout_ms)
-            if resp.code != ResponseCode.SUCCESS:
-                raise broker_error(resp.code, resp.remark, addr)
+            if addr not in self._no_batch_ack:
+                body = encode_batch_ack_body(list(entries.values()), broker_name)
+                resp = await self.instance.remoting.invoke(addr, RemotingCommand.request(
+                    RequestCode.BATCH_ACK_MESSAGE, {}, body), self.timeout_ms)
+                if resp.code == ResponseCode.SUCCESS:
+                    continue
+                if resp.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise broker_error(resp.code, resp.remark, addr)
+                log.info("broker %s has no BATCH_ACK_MESSAGE: group %s acknowledges one message at a time there",
+                         addr, self.group)
+                self._no_batch_ack.add(addr)
+            for m, h in messages:
+                if h.broker_name == broker_name:
+                    await self.ack(m, h)
 
     async def change_invisible_time(self, message: MessageExt, handle: ReceiptHandle, invisible_ms: int) -> None:
         """CHANGE_MESSAGE_INVISIBLETIME; the message's ``POP_CK`` becomes the new handle.

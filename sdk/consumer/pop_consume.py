@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from ..protocol.message import MessageExt, MessageQueue
 from ..protocol.pop import ReceiptHandle
 from .listener import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from .pop_client import PopClient, PopTarget
+from .stats import ConsumerStats
 
 __all__ = ["POP_DELAY_TABLE_MS", "PopConsumeService", "PopSettings"]
 
@@ -70,16 +72,20 @@ class PopConsumeService:
         listener: the concurrent listener ``fn(msgs, ConsumeConcurrentlyContext) -> status``.
         pool: the consume threads.
         settings: :class:`PopSettings`.
+        stats: the push consumer's statistics (its running info's ``statusTable``): pulls as
+            Java's POP consumer counts them (RT and messages of each pop that found some),
+            listener calls (RT, messages consumed OK / failed), by the subscribed topic.
     """
 
     def __init__(self, client: PopClient, subscriptions: Callable[[], dict[str, SubscriptionData]],
                  listener: Callable[[list[MessageExt], ConsumeConcurrentlyContext], object],
-                 pool: concurrent.futures.Executor, settings: PopSettings) -> None:
+                 pool: concurrent.futures.Executor, settings: PopSettings, stats: ConsumerStats | None = None) -> None:
         self.client = client
         self.subscriptions = subscriptions
         self.listener = listener
         self.pool = pool
         self.settings = settings
+        self.stats = stats if stats is not None else ConsumerStats()
         self._tasks: dict[PopTarget, asyncio.Task] = {}
         self._stopping = False
         self.consumed = 0
@@ -112,9 +118,12 @@ class PopConsumeService:
             if sub is None:
                 return
             try:
+                began = time.monotonic()
                 msgs = await self.client.pop(target, sub, s.batch_size, s.invisible_time_ms, s.poll_time_ms,
                                              init_mode=s.init_mode)
                 backoff = 0.0
+                if msgs:  # Java incPullRT / incPullTPS on FOUND
+                    self.stats.topic(target.topic).record_pull((time.monotonic() - began) * 1000.0, len(msgs))
             except asyncio.CancelledError:
                 raise
             except RequestCodeNotSupportedError:
@@ -160,6 +169,13 @@ class PopConsumeService:
                         "time): %s", self.client.group, len(msgs), exc)
 
     def _call(self, target: PopTarget, msgs: list[MessageExt]) -> bool:
+        began = time.perf_counter()
+        ok = self._listen(target, msgs)
+        self.stats.topic(target.topic).record_consume((time.perf_counter() - began) * 1000.0,
+                                                      len(msgs) if ok else 0, 0 if ok else len(msgs))
+        return ok
+
+    def _listen(self, target: PopTarget, msgs: list[MessageExt]) -> bool:
         ctx = ConsumeConcurrentlyContext(MessageQueue(target.topic, target.broker_name, msgs[0].queue_id))
         try:
             status = self.listener(msgs, ctx)

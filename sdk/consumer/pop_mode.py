@@ -15,6 +15,7 @@ from ..protocol.bodies import SubscriptionData
 from ..protocol.pop import MAX_POP_MESSAGES
 from .pop_client import PopClient
 from .pop_consume import PopConsumeService, PopSettings
+from .stats import ConsumerStats
 
 __all__ = ["PopMode"]
 
@@ -57,12 +58,14 @@ class PopMode:
         if not clustering:
             raise ClientStateError("pop=True works in CLUSTERING mode only")
 
-    async def start(self, instance: MQClientInstance, listener: Callable[..., Any]) -> None:
-        """Start the consume threads and a POP task per (topic, broker) (on the client's loop)."""
+    async def start(self, instance: MQClientInstance, listener: Callable[..., Any],
+                    stats: ConsumerStats | None = None) -> None:
+        """Start the consume threads and a POP task per (topic, broker) (on the client's loop);
+        pulls and listener calls are counted in ``stats`` (the consumer's running info)."""
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, self.config.consume_thread_max),
                                                            thread_name_prefix=f"rocketmq-pop-{self.group}")
         self.service = PopConsumeService(PopClient(instance, self.group, self.config.mq_client_api_timeout),
-                                         self.subscriptions, listener, self._pool, self.settings)
+                                         self.subscriptions, listener, self._pool, self.settings, stats)
         await self.service.refresh()
 
     async def refresh(self) -> None:

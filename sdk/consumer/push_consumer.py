@@ -315,7 +315,7 @@ class PushConsumer(ConsumerBase):
         await self._check_client_in_broker()
         await inst.send_heartbeat_to_all()
         if self.pop is not None:
-            await self.pop.start(inst, cast(MessageListenerConcurrently, self._listener))
+            await self.pop.start(inst, cast(MessageListenerConcurrently, self._listener), self._stats)
             return
         await self.do_rebalance()
         loop = asyncio.get_running_loop()

@@ -36,6 +36,7 @@ from .durations import as_seconds as _seconds
 from .durations import invisible_ms as _invisible_ms
 from .pop_client import PopClient
 from .pull_consumer import ActiveConsumerBase
+from .selector import MessageSelector, resolve_selector
 
 __all__ = ["MAX_INVISIBLE_DURATION_S", "SimpleConsumer"]
 
@@ -91,17 +92,23 @@ class SimpleConsumer(ActiveConsumerBase):
 
     # -------------------------------------------------------------- subscriptions
 
-    def subscribe(self, topic: str, filter_expression: str = "*") -> None:
+    def subscribe(self, topic: str, filter_expression: str | MessageSelector = "*") -> None:
         """Receive messages of ``topic`` whose tag matches ``filter_expression`` (``"*"`` or
-        ``"TagA || TagB"``). May be called before or after :meth:`start`.
+        ``"TagA || TagB"``), or that a SQL92 selector over their properties selects
+        (``MessageSelector.by_sql("a > 5 AND TAGS = 'x'")``, Java 5.x ``FilterExpression`` of type
+        SQL92: the broker evaluates it, and must have ``enablePropertyFilter=true``, else
+        :meth:`receive` raises ``MQBrokerError`` "The broker does not support consumer to filter
+        message by SQL92"; an expression that does not compile: code 23
+        SUBSCRIPTION_PARSE_FAILED). May be called before or after :meth:`start`.
 
         Raises:
-            IllegalArgumentError: bad topic name or expression.
+            IllegalArgumentError: bad topic name or tag expression.
         """
         from ..protocol.codes import TOPIC_MAX_LENGTH, check_name
         check_name(topic, "topic", TOPIC_MAX_LENGTH)
+        expression, expression_type = resolve_selector(filter_expression)
         try:
-            sub = SubscriptionData.build(topic, filter_expression or "*", int(time.time() * 1000))
+            sub = SubscriptionData.build(topic, expression or "*", int(time.time() * 1000), expression_type)
         except ValueError as exc:
             raise IllegalArgumentError(f"bad filter expression {filter_expression!r}: {exc}") from None
         self.subscriptions[topic] = sub
@@ -188,27 +195,56 @@ class SimpleConsumer(ActiveConsumerBase):
         while len(self._acked) > 65536:
             self._acked.popitem(last=False)
 
-    def ack(self, message: MessageExt) -> None:
-        """Acknowledge a received message: it will not be delivered again. Acknowledging after
-        the invisible duration passed is accepted by the broker but may be too late: the
-        message may already have been delivered again.
+    def ack(self, message: MessageExt | list[MessageExt] | tuple[MessageExt, ...]) -> None:
+        """Acknowledge a received message, or several: they will not be delivered again.
+        Acknowledging after the invisible duration passed is accepted by the broker but may be
+        too late: the message may already have been delivered again.
+
+        One message: ACK_MESSAGE, whose refusal is raised. Several (a list or tuple): one
+        BATCH_ACK_MESSAGE per broker (5.x ``BatchAckMessageRequestBody``, as the 5.x proxy and
+        ``PushConsumer(pop=True)`` acknowledge), one ACK_MESSAGE per message on a broker without
+        it (before 5.1.4); a 5.x broker answers a batch as a whole, so an offset that is no
+        longer in its queue is not reported then.
 
         Raises:
-            IllegalArgumentError: not a received message, or already acknowledged here.
+            IllegalArgumentError: not a received message, already acknowledged here, twice in
+                the list, or an empty list (nothing is sent then).
             ClientStateError: not started. MQBrokerError (e.g. NO_MESSAGE 208: the offset is no
             longer in its queue), RemotingError.
         """
-        handle = self._handle(message)
-        self._check_not_acked(handle)
-        self.instance.run(self._pop_client().ack(message, handle), self._timeout_s())
-        self._remember_acked(handle)
+        pairs = self._ack_pairs(message)
+        self.instance.run(self._ack(pairs), self._timeout_s())
+        for _m, handle in pairs:
+            self._remember_acked(handle)
 
-    async def ack_async(self, message: MessageExt) -> None:
+    async def ack_async(self, message: MessageExt | list[MessageExt] | tuple[MessageExt, ...]) -> None:
         """:meth:`ack` for asyncio code."""
-        handle = self._handle(message)
-        self._check_not_acked(handle)
-        await self._on_loop(self._pop_client().ack(message, handle))
-        self._remember_acked(handle)
+        pairs = self._ack_pairs(message)
+        await self._on_loop(self._ack(pairs))
+        for _m, handle in pairs:
+            self._remember_acked(handle)
+
+    def _ack_pairs(self, message: MessageExt | list[MessageExt] | tuple[MessageExt, ...]
+                   ) -> list[tuple[MessageExt, ReceiptHandle]]:
+        msgs = list(message) if isinstance(message, (list, tuple)) else [message]
+        if not msgs:
+            raise IllegalArgumentError("nothing to acknowledge: the list of messages is empty")
+        pairs, seen = [], set()
+        for m in msgs:
+            handle = self._handle(m)
+            self._check_not_acked(handle)
+            if str(handle) in seen:
+                raise IllegalArgumentError(f"message at {handle.queue_id}:{handle.queue_offset} is twice in the list")
+            seen.add(str(handle))
+            pairs.append((m, handle))
+        return pairs
+
+    async def _ack(self, pairs: list[tuple[MessageExt, ReceiptHandle]]) -> None:
+        pc = self._pop_client()
+        if len(pairs) == 1:
+            await pc.ack(*pairs[0])
+        else:
+            await pc.batch_ack(pairs)
 
     def change_invisible_duration(self, message: MessageExt, invisible_duration: float | datetime.timedelta) -> None:
         """Make ``message`` invisible for ``invisible_duration`` from now (longer or shorter;

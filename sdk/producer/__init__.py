@@ -1,6 +1,6 @@
 """Producers: ``Producer``, the queue selectors of ordered sends, batching and fault tolerance."""
 
-from .batch import split_batches
+from .batch import EncodedBatch, split_batches
 from .fault import MQFaultStrategy
 from .producer import RETRY_RESPONSE_CODES, Producer, SendCallback
 from .request import RequestCallback, RequestResponseFuture, create_reply_message
@@ -29,6 +29,7 @@ __all__ = [
     "TransactionSendResult",
     "SendCallback",
     "split_batches",
+    "EncodedBatch",
     "MessageQueueSelector",
     "Producer",
     "SelectMessageQueueByHash",

@@ -1,15 +1,17 @@
-"""``split_batches``: cut a list of messages into batches that fit one SEND_BATCH_MESSAGE."""
+"""``split_batches``: cut a list of messages into batches that fit one SEND_BATCH_MESSAGE;
+``EncodedBatch``: a batch whose body is already encoded (Java ``MessageBatch``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from ..exceptions import IllegalArgumentError
 from ..protocol.codes import MessageConst as MC
 from ..protocol.message import Message
-from ..protocol.message_codec import encode_properties
+from ..protocol.message_codec import decode_batch_messages, encode_properties
 
-__all__ = ["DEFAULT_BATCH_MAX_BYTES", "encoded_size", "split_batches"]
+__all__ = ["DEFAULT_BATCH_MAX_BYTES", "EncodedBatch", "encoded_size", "split_batches"]
 
 #: Java's ``ListSplitter`` example limit: 1 MiB per batch, well under ``max_message_size``.
 DEFAULT_BATCH_MAX_BYTES = 1024 * 1024
@@ -54,3 +56,41 @@ def split_batches(messages: Iterable[Message], max_bytes: int = DEFAULT_BATCH_MA
         size += n
     if batch:
         yield batch
+
+
+@dataclass(frozen=True)
+class EncodedBatch:
+    """Messages of one topic already encoded as a SEND_BATCH_MESSAGE body (docs/protocol.md §4.6),
+    as Java's ``MessageBatch`` after ``encode()``: ``Producer.send_batch`` and
+    ``Producer.send_async`` send the body as it is, without a ``Message`` per entry.
+
+    The builder of the body is responsible for what the producer checks per message in a
+    ``list[Message]`` batch: every entry has a non-empty body of at most ``max_message_size``
+    bytes, properties without separators or reserved names (but ``UNIQ_KEY``, ``TAGS``,
+    ``KEYS``, ``WAIT``), no delay, and its ``UNIQ_KEY`` property set to its id in ``ids``.
+    The producer still checks the topic, the body's total size and the entry count. When the
+    producer traces sends (message trace or OpenTelemetry), the body is decoded back into
+    messages and sent as a ``list[Message]`` batch (the trace context goes into each message).
+
+    Attributes:
+        topic: the topic (without the producer's namespace, like ``Message.topic``).
+        body: the encoded entries (per entry TOTALSIZE, MAGIC 0, BODYCRC 0, FLAG, body, properties).
+        ids: the entries' ``UNIQ_KEY`` ids, in order (``SendResult.msg_id`` joins them with commas).
+        wait_store_msg_ok: the request's ``WAIT`` property (default True).
+    """
+
+    topic: str
+    body: bytes
+    ids: Sequence[str]
+    wait_store_msg_ok: bool = True
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def messages(self) -> list[Message]:
+        """The entries decoded as messages (properties as encoded, ``UNIQ_KEY`` included).
+
+        Raises:
+            FrameError: the body is malformed.
+        """
+        return decode_batch_messages(self.body, self.topic)

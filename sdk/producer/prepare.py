@@ -53,6 +53,7 @@ from ..protocol.message_codec import encode_batch, encode_properties
 from ..protocol.msgid import create_uniq_id
 from ..remoting.command import FLAG_ONEWAY, RemotingCommand, next_opaque
 from ..trace.hooks import PubTraceSpan
+from .batch import EncodedBatch
 from .namespace import wrap_namespace
 
 __all__ = ["MessagePreparer", "Prepared", "REPLY_MESSAGE_FLAG", "SendHeaderTemplate", "SendRequest",
@@ -437,6 +438,37 @@ class MessagePreparer:
             return Prepared(topic, None, body, ",".join(ids), code, span, head,
                             ("0", str(int(time.time() * 1000)), "0", wait))
         return Prepared(topic, self.header(topic, 0, 0, wait, True), body, ",".join(ids), code, span)
+
+    def prepare_encoded_batch(self, batch: EncodedBatch) -> Prepared:
+        """:meth:`prepare_batch` of a body encoded beforehand (no publish span: the producer
+        decodes the batch and calls :meth:`prepare_batch` when it traces sends).
+
+        Raises:
+            IllegalArgumentError: no entries, an illegal or forbidden topic, a retry topic, or a
+                body over ``max_message_size`` bytes.
+        """
+        if not batch.ids or not batch.body:
+            raise IllegalArgumentError("the batch is empty")
+        topic0 = batch.topic
+        if topic0 not in self._topics_ok:
+            check_name(topic0, "topic")
+            if is_not_allowed_send_topic(topic0):
+                raise IllegalArgumentError(f"sending a message to topic {topic0} is forbidden")
+        if is_retry_topic(topic0):
+            raise IllegalArgumentError("retry group topics are not supported in batches")
+        cfg = self.config
+        body = batch.body
+        if len(body) > cfg.max_message_size:
+            raise IllegalArgumentError(
+                f"the batch body size {len(body)} exceeds max_message_size {cfg.max_message_size}")
+        topic = wrap_namespace(cfg.namespace, topic0)
+        wait = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if batch.wait_store_msg_ok else "false"})
+        code = RequestCode.SEND_BATCH_MESSAGE
+        ids = ",".join(batch.ids)
+        head = self.template(topic, code, True)
+        if head is not None:
+            return Prepared(topic, None, body, ids, code, None, head, ("0", str(int(time.time() * 1000)), "0", wait))
+        return Prepared(topic, self.header(topic, 0, 0, wait, True), body, ids, code, None)
 
     def template(self, topic: str, code: int, batch: bool) -> SendHeaderTemplate | None:
         """The header template of ``topic`` (None if it cannot have one, see the module doc)."""

@@ -38,11 +38,13 @@ from ..trace.dispatcher import TraceDispatcher, set_trace_producer_factory, star
 from ..trace.hooks import PubTraceSpan
 from ..trace.otel import PublishSpan, publish_span_is_no_op, start_publish_span
 from .async_send import AsyncSend, AsyncSendContext, InFlight, OnewaySend
+from .batch import EncodedBatch
 from .callbacks import run_callback
 from .dispatch import RETRY_RESPONSE_CODES, SendDispatcher
 from .fault import MQFaultStrategy
 from .namespace import unwrap_namespace, unwrap_result, wrap_namespace
 from .prepare import MessagePreparer, Prepared
+from .recall import check_recall, recall_message
 from .request import RequestReplyMixin, receive_reply_message
 from .selector import SelectorLike
 from .submit import BatchedSubmitter
@@ -299,10 +301,11 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         """``send(msg, selector, arg)``: one attempt on the queue the selector picks."""
         return self.send(msg, selector, arg, timeout_ms=timeout_ms)
 
-    def send_batch(self, msgs: Sequence[Message], *, mq: MessageQueue | None = None,
+    def send_batch(self, msgs: Sequence[Message] | EncodedBatch, *, mq: MessageQueue | None = None,
                    timeout_ms: float | None = None) -> SendResult:
         """Send messages of one topic as one SEND_BATCH_MESSAGE (320) request, retried like
-        :meth:`send`; the broker stores them contiguously in one queue.
+        :meth:`send`; the broker stores them contiguously in one queue. ``msgs`` may be an
+        :class:`~rocketmq_sdk.producer.EncodedBatch` (its body sent as it is).
 
         Returns:
             ``SendResult`` whose ``msg_id`` is the messages' ``UNIQ_KEY`` ids joined with commas
@@ -315,7 +318,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         """
         inst = self._running()
         timeout = self.config.send_msg_timeout if timeout_ms is None else timeout_ms
-        prepared = self._preparer.prepare_batch(msgs)
+        prepared = self._prepare_batch(msgs)
         mq = self._wrap_mq(mq)
         info = self._blocking_route(inst, prepared, None)
         if info is not None:
@@ -333,7 +336,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         p.end_span(result if isinstance(result, SendResult) else None)
         return result
 
-    def send_async(self, msg: Message | Sequence[Message], callback: SendCallback | None = None,
+    def send_async(self, msg: Message | Sequence[Message] | EncodedBatch, callback: SendCallback | None = None,
                    selector: SelectorLike | None = None, arg: Any = None, *, mq: MessageQueue | None = None,
                    timeout_ms: float | None = None) -> concurrent.futures.Future[SendResult]:
         """Start sending ``msg`` and return at once; usable from any thread.
@@ -345,7 +348,8 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         (one attempt with ``selector`` or ``mq``). A list of messages is sent as one batch.
 
         Args:
-            msg: a message, or a list of messages of one topic (a batch).
+            msg: a message, or a list of messages of one topic (a batch), or an
+                :class:`~rocketmq_sdk.producer.EncodedBatch`.
             callback: ``callback(result, error)`` called once with the ``SendResult`` and None, or
                 None and the exception; it runs on a small callback thread pool, never on the I/O
                 thread, so it may block or send again. An exception it raises is logged.
@@ -366,7 +370,7 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
         if isinstance(msg, Message):
             prepared = self._preparer.prepare(msg, selector is not None)
         else:
-            prepared = self._preparer.prepare_batch(msg)
+            prepared = self._prepare_batch(msg)
             selector = None
         if mq is not None:
             mq = self._wrap_mq(mq)
@@ -546,6 +550,15 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
 
     # -------------------------------------------------------------- preparation (caller thread)
 
+    def _prepare_batch(self, msgs: Sequence[Message] | EncodedBatch) -> Prepared:
+        """``prepare_batch`` of a list, ``prepare_encoded_batch`` of an :class:`EncodedBatch`
+        (decoded back into messages when sends are traced: the trace context goes into each)."""
+        if type(msgs) is EncodedBatch:
+            if self._msg_trace is None and publish_span_is_no_op():
+                return self._preparer.prepare_encoded_batch(msgs)
+            msgs = msgs.messages()
+        return self._preparer.prepare_batch(msgs)  # type: ignore[arg-type]
+
     @staticmethod
     def _select(selector: SelectorLike, mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
         mq = selector(mqs, msg, arg)
@@ -698,6 +711,52 @@ class Producer(RequestReplyMixin, AsyncLifecycle):
                 raise MQBrokerError(ResponseCode.SERVICE_NOT_AVAILABLE,
                                     f"no master address for broker {mq.broker_name}")
         return addr
+
+    # -------------------------------------------------------------- recall (5.3)
+
+    def recall_message(self, topic: str, recall_handle: str, *, timeout_ms: float | None = None) -> str:
+        """Cancel a timer message before it is delivered (RocketMQ 5.3 RECALL_MESSAGE, Java
+        ``DefaultMQProducer.recallMessage``).
+
+        ``recall_handle`` is the :attr:`SendResult.recall_handle` of the send (a 5.x broker sets
+        it for a ``deliver_time_ms`` / ``delay_ms`` message that went into its timer wheel). The
+        broker writes a delete entry for the message's wheel slot: the message is not delivered.
+        A second recall of the same handle, or of a well-formed handle of no message, succeeds
+        too (as 5.3.3). The broker must have ``recallMessageEnable=true`` (false by default).
+
+        Args:
+            topic: the message's topic (the handle's; the namespace is applied).
+            recall_handle: the handle, as returned.
+            timeout_ms: request timeout in ms (default ``mq_client_api_timeout``, 3000).
+
+        Returns:
+            the recalled message's ``UNIQ_KEY`` (its ``SendResult.msg_id``).
+
+        Raises:
+            IllegalArgumentError: an illegal or retry/DLQ topic; a handle that is not a str or
+                does not decode ("recall handle is invalid"). Nothing is sent.
+            ClientStateError: the producer is not running.
+            IllegalOperationError: (604) the handle is of another topic or broker, or its time
+                has passed (the message is due or delivered: "recall failed, timestamp invalid").
+            MQBrokerError: 16 NO_PERMISSION (recall disabled on the broker), 17 TOPIC_NOT_EXIST,
+                10/11 slave; 3 ``RequestCodeNotSupportedError`` from a broker before 5.3; 14 when
+                no master of the handle's broker is known.
+            RemotingError: network failure or timeout.
+        """
+        inst = self._running()
+        wrapped = self._wrap(topic)
+        check_recall(wrapped, recall_handle)
+        timeout = self.config.mq_client_api_timeout if timeout_ms is None else timeout_ms
+        return inst.run(recall_message(inst, self.group, wrapped, recall_handle, timeout), timeout / 1000.0 + 1.0)
+
+    async def arecall_message(self, topic: str, recall_handle: str, *, timeout_ms: float | None = None) -> str:
+        """:meth:`recall_message` from asyncio code (on any loop; runs on the client's I/O loop)."""
+        inst = self._running()
+        wrapped = self._wrap(topic)
+        check_recall(wrapped, recall_handle)
+        timeout = self.config.mq_client_api_timeout if timeout_ms is None else timeout_ms
+        return await asyncio.wrap_future(inst.loop_thread.submit(
+            recall_message(inst, self.group, wrapped, recall_handle, timeout)))
 
     # -------------------------------------------------------------- misc
 

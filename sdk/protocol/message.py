@@ -439,7 +439,10 @@ class SendStatus(_ResponseStatus):
 @dataclass(slots=True)
 class SendResult:
     """Outcome of a send: ``msg_id`` is the client id (UNIQ_KEY, comma-joined for batches);
-    ``offset_msg_id`` the broker's (store host + commit log offset)."""
+    ``offset_msg_id`` the broker's (store host + commit log offset). ``recall_handle``: set by
+    a 5.x broker for a timer message (``deliver_time_ms`` / ``delay_ms``) that went into its
+    timer wheel, the argument of :meth:`Producer.recall_message`; None otherwise (4.x brokers,
+    plain and delay-level messages)."""
 
     send_status: SendStatus
     msg_id: str
@@ -449,6 +452,7 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str | None = None
     trace_on: bool = True
+    recall_handle: str | None = None
 
 
 class PullStatus(_ResponseStatus):

@@ -24,14 +24,20 @@ FAST = {"suspend_timeout": 1000, "pull_timeout": 4000, "rebalance_interval": 500
         "heartbeat_broker_interval": 500}
 
 
-def consume_all(ns: str, group: str, topic: str, n: int) -> list:
-    """Run a consumer of ``group`` until it has ``n`` distinct messages, then shut it down
-    (its offsets are committed and it unregisters: the group is offline)."""
+def start_consumer(ns: str, group: str, topic: str) -> tuple[PushConsumer, Received]:
+    """A started consumer of ``group`` subscribed to all of ``topic``, and what it receives."""
     received = Received()
     consumer = PushConsumer(group, ns, **FAST)
     consumer.subscribe(topic, "*")
     consumer.register_message_listener(received)
     consumer.start()
+    return consumer, received
+
+
+def consume_all(ns: str, group: str, topic: str, n: int) -> list:
+    """Run a consumer of ``group`` until it has ``n`` distinct messages, then shut it down
+    (its offsets are committed and it unregisters: the group is offline)."""
+    consumer, received = start_consumer(ns, group, topic)
     try:
         wait_until(lambda: len({m.msg_id for m in received.messages}) >= n, what=f"{n} messages consumed")
     finally:
@@ -138,11 +144,7 @@ def test_reads_come_from_the_slave_while_a_master_is_down():
 
         # a consumer of the group started now: a message of broker-b consumed again directly
         # (CONSUME_MESSAGE_DIRECTLY through the slave standing in for its master)
-        received = Received()
-        consumer = PushConsumer(group, ns, **FAST)
-        consumer.subscribe(topic, "*")
-        consumer.register_message_listener(received)
-        consumer.start()
+        consumer, received = start_consumer(ns, group, topic)
         try:
             wait_until(lambda: len({m.msg_id for m in received.messages}) >= 12, what="the backlog consumed")
             results = admin.consume_message_directly(group, on_b.offset_msg_id)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from rocketmq_broker.embedded import DevClusterError, read_announcements, start_dev_cluster
+from rocketmq_sdk.protocol.codes import RequestCode
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 
 
@@ -38,6 +39,17 @@ class SyncClient:
 
     def oneway(self, addr: str, code: int, ext: dict | None = None, body: bytes = b"") -> None:
         self.run(self.client.invoke_oneway(addr, RemotingCommand.request(code, ext or {}, body)))
+
+    def notified_groups(self) -> list[str]:
+        """A list the broker's NOTIFY_CONSUMER_IDS_CHANGED requests to this client append their
+        ``consumerGroup`` to (registered now, filled from the loop thread)."""
+        notified: list[str] = []
+
+        async def on_notify(ch, cmd):
+            notified.append(cmd.ext_fields["consumerGroup"])
+
+        self.client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
+        return notified
 
     def close(self) -> None:
         self.run(self.client.close())

@@ -86,13 +86,9 @@ def test_consumer_offsets_file_uses_topic_at_group_keys_and_keeps_a_backup(clust
 
 
 def test_unregister_client_notifies_the_remaining_members(cluster):
-    notified: list[str] = []
     a, other = SyncClient(), SyncClient()
     try:
-        async def on_notify(ch, cmd):
-            notified.append(cmd.ext_fields["consumerGroup"])
-
-        a.client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
+        notified = a.notified_groups()
         a.invoke(cluster.broker_addr, RequestCode.HEART_BEAT, body=_heartbeat("c1", "GU", "T"))
         other.invoke(cluster.broker_addr, RequestCode.HEART_BEAT, body=_heartbeat("c2", "GU", "T"))
         assert _wait(lambda: notified.count("GU") >= 1)

@@ -39,13 +39,9 @@ def _wait(cond, timeout=5.0):
 
 
 def test_heartbeat_registers_group_and_notifies_members_when_a_client_joins(cluster):
-    notified: list[str] = []
     a, b = SyncClient(), SyncClient()
     try:
-        async def on_notify(ch, cmd):
-            notified.append(cmd.ext_fields["consumerGroup"])
-
-        a.client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, on_notify)
+        notified = a.notified_groups()
         r = a.invoke(cluster.broker_addr, RequestCode.HEART_BEAT, body=_heartbeat("c1", "G", "T"))
         assert r.code == ResponseCode.SUCCESS and r.version == 409
         b.invoke(cluster.broker_addr, RequestCode.HEART_BEAT, body=_heartbeat("c2", "G", "T"))

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pki import server_pki
+
 REPO = Path(__file__).resolve().parents[2]
 pytest.importorskip("django", reason="the console needs Django (pip install -e '.[console]')")
 
@@ -169,13 +171,8 @@ def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> Non
 
 
 def test_standalone_serves_https_with_certfile_and_keyfile(tmp_path) -> None:
-    trustme = pytest.importorskip("trustme")
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
-    cert_path, key_path = tmp_path / "console.pem", tmp_path / "console.key"
-    for blob in cert.cert_chain_pems:
-        blob.write_to_path(str(cert_path), append=True)
-    cert.private_key_pem.write_to_path(str(key_path))
+    pki = server_pki(tmp_path, ("127.0.0.1",))
+    cert_path, key_path = pki.cert_path, pki.key_path
     proc = subprocess.Popen([sys.executable, "-m", "rocketmq_sdk.integrations.django.console", "--namesrv",
                              "127.0.0.1:1", "--port", "0", "--certfile", str(cert_path), "--keyfile", str(key_path)],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
@@ -185,7 +182,7 @@ def test_standalone_serves_https_with_certfile_and_keyfile(tmp_path) -> None:
         m = re.search(r"https://127\.0\.0\.1:(\d+)/", line)
         assert m, f"no https announcement: {line!r}"
         trusted = ssl.create_default_context(cafile=None)
-        ca.configure_trust(trusted)
+        pki.ca.configure_trust(trusted)
         with urllib.request.urlopen(m.group(0) + "login/", timeout=30, context=trusted) as resp:
             assert resp.status == 200 and "Log in" in resp.read().decode()
             cookie = resp.headers["Set-Cookie"]

@@ -1,9 +1,14 @@
-"""Shared helpers of the consumer tests: deadline polling, unique names, fast settings."""
+"""Shared helpers of the consumer tests: deadline polling, unique names, fast settings, a
+listener that records deliveries."""
 
 from __future__ import annotations
 
 import itertools
+import threading
 import time
+from collections.abc import Callable
+
+from rocketmq_sdk import ConsumeConcurrentlyStatus
 
 from tests.conftest import wait_until  # noqa: F401 - shared with the consumer tests
 
@@ -16,6 +21,34 @@ _names = itertools.count()
 
 def unique(prefix: str) -> str:
     return f"{prefix}_{next(_names)}_{int(time.time() * 1000) % 100000}"
+
+
+class Collector:
+    """Thread-safe record of what a listener saw: (consumer name, msg) in delivery order."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: list[tuple[str, object]] = []
+
+    def listener(self, name: str, result: Callable[[object], ConsumeConcurrentlyStatus] | None = None):
+        def fn(msgs, ctx):
+            with self.lock:
+                self.seen.extend((name, m) for m in msgs)
+            if result is not None:
+                for m in msgs:
+                    status = result(m)
+                    if status is not ConsumeConcurrentlyStatus.CONSUME_SUCCESS:
+                        return status
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        return fn
+
+    def bodies(self) -> list[bytes]:
+        with self.lock:
+            return [m.body for _, m in self.seen]
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.seen)
 
 
 def owned(consumer, topic: str) -> set:

@@ -4,11 +4,10 @@ queues and client ids, docs/protocol.md §6.1)."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from rocketmq_sdk import Message, PushConsumer
-from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus
+
+from tests.conftest import Received
 
 from .helpers import FAST, owned, unique, wait_until
 
@@ -18,30 +17,23 @@ cpp_client = pytest.importorskip("tests.interop.cpp_client")
 def test_python_and_cpp_consumers_split_the_queues_without_overlap(cluster, producer):
     topic, group = unique("TopicMixed"), unique("cg_mixed")
     producer.send(Message(topic, b"create"))  # the topic exists (4 queues) before both start
-    lock = threading.Lock()
-    ours: list = []
-
-    def listener(msgs, ctx):
-        with lock:
-            ours.extend(msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+    ours = Received()
     py = PushConsumer(group, cluster.namesrv_addr, instance_name="mixed", **FAST)
     py.subscribe(topic)
-    py.register_message_listener(listener)
+    py.register_message_listener(ours)
     py.start()
     try:
         with cpp_client.CppConsumer(cluster.namesrv_addr, topic, group=group) as cpp:
             cpp.wait_assigned(2, timeout_s=30)
             wait_until(lambda: len(owned(py, topic)) == 2, timeout_s=30, what="our consumer owning 2 queues")
             ids = {producer.send(Message(topic, f"m{i}")).msg_id for i in range(40)}
-            wait_until(lambda: ids <= ({m.msg_id for m in list(ours)} | {m.msg_id for m in cpp.messages}),
+            wait_until(lambda: ids <= ({m.msg_id for m in list(ours.messages)} | {m.msg_id for m in cpp.messages}),
                        timeout_s=30, what="all 40 messages consumed by the group")
             cpp_msgs = [m for m in cpp.messages if m.msg_id in ids]
             py_owned = {mq.queue_id for mq in owned(py, topic)}
     finally:
         py.shutdown()
-    py_msgs = [m for m in ours if m.msg_id in ids]
+    py_msgs = [m for m in ours.messages if m.msg_id in ids]
     py_queues = {m.queue_id for m in py_msgs}
     cpp_queues = {m.queue_id for m in cpp_msgs}
     assert py_queues == py_owned

@@ -2,7 +2,7 @@
 quick sizes in ``make test``):
 
 - broker SIGKILL with timer messages pending: after the restart every acknowledged timer message
-  is delivered, none before its time;
+  is delivered, none before its time, and none of those recalled (RECALL_MESSAGE) before the kill;
 - SIGKILL of a POP consumer process mid-batch: every message is consumed by the group at least
   once (the killed consumer's messages come back after their invisible time).
 """
@@ -27,7 +27,7 @@ TOPIC = "TopicFaultsV5"
 
 def _dev_cmd(store: str) -> list[str]:
     return [sys.executable, "-m", "rocketmq_broker", "dev", "--store-dir", store, "--namesrv-port", "0",
-            "--broker-port", "0", "--broker-version", "5.3.3"]
+            "--broker-port", "0", "--broker-version", "5.3.3", "--recall-message-enable"]
 
 
 def test_broker_sigkill_with_timers_pending_loses_none_and_delivers_none_early(tmp_path, server_process):
@@ -35,6 +35,7 @@ def test_broker_sigkill_with_timers_pending_loses_none_and_delivers_none_early(t
     store = str(tmp_path / "store")
     broker = server_process(_dev_cmd(store))
     asked: dict[str, int] = {}
+    recalled: dict[str, int] = {}
     with Producer("pg_timer_faults", broker.lines["NAMESRV"]) as p:
         p.send(Message(TOPIC, b"warm-up", keys="warm-up"))
         base = int(time.time() * 1000)
@@ -42,7 +43,11 @@ def test_broker_sigkill_with_timers_pending_loses_none_and_delivers_none_early(t
             at = base + 3000 + (i * 7919) % 4000  # 3..7 s ahead, out of order
             r = p.send(Message(TOPIC, b"t", keys=f"t{i}", deliver_time_ms=at))
             assert r.send_status.name == "SEND_OK"
-            asked[f"t{i}"] = at
+            if i % 5 == 0:  # recalled before the kill: never delivered, even after the restart
+                assert p.recall_message(TOPIC, r.recall_handle) == r.msg_id
+                recalled[f"t{i}"] = at
+            else:
+                asked[f"t{i}"] = at
     broker.kill()
     restarted = server_process(_dev_cmd(store))
     got: dict[str, int] = {}
@@ -51,23 +56,27 @@ def test_broker_sigkill_with_timers_pending_loses_none_and_delivers_none_early(t
                        consume_from_where="CONSUME_FROM_FIRST_OFFSET")
     c.subscribe(TOPIC)
     c.start()
+    recalled_seen: list[str] = []
+    past_recalled = max(recalled.values()) + 2000  # every recalled slot has fired by then (epoch ms)
     try:
         deadline = time.monotonic() + 60
-        while not set(asked) <= set(got):
-            assert time.monotonic() < deadline, f"{len(set(asked) - set(got))} of {total} timer messages lost"
+        while not set(asked) <= set(got) or time.time() * 1000 < past_recalled:
+            assert time.monotonic() < deadline, f"{len(set(asked) - set(got))} of {len(asked)} timer messages lost"
             for m in c.receive(32, 60):
                 key = m.keys[0]
                 if key in asked:
                     got.setdefault(key, m.store_timestamp)
                     if m.store_timestamp < asked[key]:
                         early.append((key, asked[key] - m.store_timestamp))
+                recalled_seen += [key] if key in recalled else []
                 c.ack(m)
     finally:
         c.shutdown()
     late = sorted(got[k] - asked[k] for k in asked)
-    record("broker SIGKILL with timers pending", timers=total, lost=0, early=len(early),
-           p50_late_ms=late[len(late) // 2], max_late_ms=late[-1])
+    record("broker SIGKILL with timers pending", timers=total, recalled=len(recalled), lost=0, early=len(early),
+           recalled_delivered=len(recalled_seen), p50_late_ms=late[len(late) // 2], max_late_ms=late[-1])
     assert not early, early[:5]
+    assert not recalled_seen, recalled_seen[:5]
 
 
 _POP_CONSUMER = textwrap.dedent("""

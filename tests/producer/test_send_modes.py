@@ -187,3 +187,46 @@ def test_oneway_burst_is_drained_by_shutdown(cluster):
         p.send_oneway(Message(topic, f"b{i}".encode()))
     p.shutdown()  # waits for the queued oneway writes
     wait_until(lambda: stored_count(cluster.broker, topic) == 501, what="501 stored")
+
+
+def _stored(cluster, topic, queue_id, offset, n):
+    from rocketmq_sdk.protocol.message_codec import decode_messages
+
+    got = cluster.broker.store.get_message("g", topic, queue_id, offset, n)
+    return decode_messages(got.body())
+
+
+def test_an_encoded_batch_is_sent_as_it_is_and_stored_like_a_list_batch(cluster, producer):
+    from rocketmq_sdk.producer import EncodedBatch
+    from rocketmq_sdk.protocol.message_codec import encode_batch
+    from rocketmq_sdk.protocol.msgid import create_uniq_id
+
+    topic = unique("TopicEncoded")
+    msgs = [Message(topic, f"body-{i}".encode(), tags="T", keys=[f"k{i}", "x"], properties={"p": str(i)})
+            for i in range(5)]
+    for m in msgs:
+        m.properties["UNIQ_KEY"] = create_uniq_id()
+    ids = [m.properties["UNIQ_KEY"] for m in msgs]
+    batch = EncodedBatch(topic, encode_batch(msgs), ids)
+    assert len(batch) == 5 and [m.properties for m in batch.messages()] == [m.properties for m in msgs]
+    r1 = producer.send_batch(batch)
+    r2 = producer.send_async(batch, mq=r1.message_queue).result(5)
+    assert r1.msg_id == r2.msg_id == ",".join(ids)
+    assert (r1.message_queue, r2.queue_offset) == (r2.message_queue, r1.queue_offset + 5)
+    wait_until(lambda: stored_count(cluster.broker, topic) == 10, what="10 messages stored")
+    stored = _stored(cluster, topic, r1.message_queue.queue_id, 0, 10)
+    assert [(m.body, m.tags, m.keys, m.properties["p"], m.msg_id) for m in stored] == \
+        [(m.body, "T", [f"k{i}", "x"], str(i), m.properties["UNIQ_KEY"]) for i, m in enumerate(msgs)] * 2
+
+
+def test_an_encoded_batch_is_checked_before_it_is_sent(producer):
+    from rocketmq_sdk.producer import EncodedBatch
+
+    with pytest.raises(IllegalArgumentError, match="empty"):
+        producer.send_batch(EncodedBatch("T", b"", []))
+    with pytest.raises(IllegalArgumentError, match="retry"):
+        producer.send_batch(EncodedBatch("%RETRY%g", b"x", ["id"]))
+    with pytest.raises(IllegalArgumentError, match="max_message_size"):
+        producer.send_batch(EncodedBatch("T", b"x" * (producer.config.max_message_size + 1), ["id"]))
+    with pytest.raises(IllegalArgumentError, match="topic"):
+        producer.send_async(EncodedBatch("bad topic!", b"x", ["id"]))

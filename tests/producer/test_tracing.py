@@ -107,3 +107,21 @@ def test_no_op_fast_path_keeps_pass_through_and_sees_a_provider_set_later(monkey
         assert msg.properties["traceparent"].startswith("00-")
     finally:
         provider.shutdown()
+
+
+def test_an_encoded_batch_is_traced_as_its_messages(cluster, spans):
+    from rocketmq_sdk.producer import EncodedBatch
+    from rocketmq_sdk.protocol.message_codec import decode_messages, encode_batch
+
+    topic = unique("TopicTraceEncoded")
+    msgs = [Message(topic, b"e1", tags="T"), Message(topic, b"e2")]
+    for i, m in enumerate(msgs):
+        m.properties["UNIQ_KEY"] = f"{i:032X}"
+    with Producer(unique("pg"), cluster.namesrv_addr) as p:
+        result = p.send_batch(EncodedBatch(topic, encode_batch(msgs), ["0" * 32, f"{1:032X}"]))
+    (span,) = spans.get_finished_spans()
+    assert span.attributes["messaging.batch.message_count"] == 2
+    stored = decode_messages(cluster.broker.store.get_message("g", topic, result.message_queue.queue_id,
+                                                              result.queue_offset, 2).body())
+    assert [m.body for m in stored] == [b"e1", b"e2"]
+    assert all(m.properties["traceparent"].startswith(f"00-{span.context.trace_id:032x}-") for m in stored)

@@ -21,6 +21,7 @@ from rocketmq_sdk.remoting.client import client_ssl_context
 from rocketmq_sdk.remoting.server import server_ssl_context
 
 from tests.conftest import Received, run_async, wait_until
+from tests.pki import server_pki
 
 trustme = pytest.importorskip("trustme")
 embedded = pytest.importorskip("rocketmq_broker.embedded")
@@ -33,17 +34,9 @@ ECHO = 1000
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     """A CA and a server certificate for 127.0.0.1, as PEM files and ready contexts."""
-    d = tmp_path_factory.mktemp("tls")
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    ca_path, cert_path, key_path = d / "ca.pem", d / "server.pem", d / "server.key"
-    ca.cert_pem.write_to_path(str(ca_path))
-    for blob in cert.cert_chain_pems:
-        blob.write_to_path(str(cert_path), append=True)
-    cert.private_key_pem.write_to_path(str(key_path))
-    return {"ca": str(ca_path), "cert": str(cert_path), "key": str(key_path),
-            "server": server_ssl_context(str(cert_path), str(key_path)),
-            "client": client_ssl_context(str(ca_path))}
+    p = server_pki(tmp_path_factory.mktemp("tls"))
+    return {"ca": p.ca_path, "cert": p.cert_path, "key": p.key_path,
+            "server": server_ssl_context(p.cert_path, p.key_path), "client": client_ssl_context(p.ca_path)}
 
 
 def run(coro, timeout: float = 20.0):

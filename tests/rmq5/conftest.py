@@ -42,3 +42,20 @@ def broker_of(cluster):
 
 #: an explicitly 4.9.8 broker (``make test-rmq5`` makes 5.3.3 the default)
 V4 = {"broker_version": "4.9.8"}
+
+
+def recording_listener():
+    """``(bodies, listener)``: a concurrent listener recording the bodies it consumes (thread-safe)
+    and answering CONSUME_SUCCESS."""
+    import threading
+
+    from rocketmq_sdk import ConsumeConcurrentlyStatus
+    bodies: list[bytes] = []
+    lock = threading.Lock()
+
+    def listener(msgs, ctx):
+        with lock:
+            bodies.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    return bodies, listener

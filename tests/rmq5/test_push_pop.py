@@ -11,7 +11,7 @@ from rocketmq_sdk import ClientStateError, ConsumeConcurrentlyStatus, Message, P
 from rocketmq_sdk.consumer.pop_consume import PopSettings
 
 from tests.conftest import wait_until
-from tests.rmq5.conftest import broker_of
+from tests.rmq5.conftest import broker_of, recording_listener
 
 TOPIC = "PushPopTopic"
 FAST = PopSettings(poll_time_ms=1000, invisible_time_ms=5000, init_mode=0, retry_delays_ms=(300,))
@@ -20,14 +20,7 @@ FAST = PopSettings(poll_time_ms=1000, invisible_time_ms=5000, init_mode=0, retry
 def test_push_pop_consumes_every_message_once_across_more_consumers_than_queues(v5_cluster, v5_producer):
     for i in range(30):
         v5_producer.send(Message(TOPIC, f"p{i}".encode()))
-    seen: list[bytes] = []
-    lock = threading.Lock()
-
-    def listener(msgs, ctx):
-        with lock:
-            seen.extend(m.body for m in msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+    seen, listener = recording_listener()
     consumers = []
     for _ in range(6):  # the topic has 4 queues
         c = PushConsumer("push_pop_group", v5_cluster.namesrv_addr, pop=True, pop_settings=FAST)
@@ -93,3 +86,50 @@ def test_consumed_batches_are_acknowledged_with_batch_ack(v5_cluster, v5_produce
         c.shutdown()
     acked = sorted((a.queue_id, o) for b in bodies for a in decode_batch_ack_body(b) for o in a.offsets)
     assert acked == sorted((m.queue_id, m.queue_offset) for m in seen)
+
+
+def test_pop_mode_consume_statistics_in_running_info(v5_cluster, v5_producer):
+    """The running info's statusTable of a PushConsumer(pop=True), fetched as mqadmin
+    consumerStatus does (through the broker): pops and listener calls counted under the topic
+    (redeliveries through the POP retry topic too, as Java's POP consume service)."""
+    from rocketmq_sdk.admin import AdminClient
+
+    from tests.consumer.test_consume_stats import FIELDS
+    lock = threading.Lock()
+    calls: list[tuple[bytes, int]] = []
+
+    def listener(msgs, ctx):
+        with lock:
+            calls.extend((m.body, m.reconsume_times) for m in msgs)
+        if any(m.body.startswith(b"fail") and not m.reconsume_times for m in msgs):
+            return ConsumeConcurrentlyStatus.RECONSUME_LATER
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    for i in range(10):
+        v5_producer.send(Message(TOPIC, f"fail-{i}" if i < 3 else f"ok-{i}"))
+    c = PushConsumer("push_pop_stats", v5_cluster.namesrv_addr, pop=True, consume_message_batch_max_size=1,
+                     pop_settings=PopSettings(poll_time_ms=1000, invisible_time_ms=5000, init_mode=0,
+                                              retry_delays_ms=(300,), consume_batch_max_size=1))
+    c.subscribe(TOPIC, "*")
+    c.register_message_listener(listener)
+    c.start()
+    table: dict = {}
+
+    def settled() -> tuple[int, int]:
+        s = table.get(TOPIC, {})
+        return round(s.get("consumeOKTPS", 0) * 60), round(s.get("consumeFailedTPS", 0) * 60)
+
+    try:
+        wait_until(lambda: len(calls) >= 13, 20, "10 deliveries + 3 redeliveries")
+        client_id = c.instance.client_id
+        with AdminClient(v5_cluster.namesrv_addr) as admin:
+            wait_until(lambda: table.update(admin.consumer_running_info("push_pop_stats", client_id=client_id)
+                                            [client_id].status_table) or settled() == (10, 3), 15,
+                       "all results recorded")
+    finally:
+        c.shutdown()
+    s = table[TOPIC]
+    assert set(s) == FIELDS
+    assert s["consumeFailedMsgs"] == 3
+    assert s["pullTPS"] * 60 == pytest.approx(13)  # 10 popped + 3 popped again from the retry topic
+    assert s["pullRT"] > 0 and s["consumeRT"] >= 0

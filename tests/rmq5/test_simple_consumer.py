@@ -207,3 +207,60 @@ def test_4x_broker_says_no_pop(tmp_path):
                 c.receive(1, 10)
         finally:
             c.shutdown()
+
+
+def _count_codes(broker, codes):
+    """Count the requests of ``codes`` the broker receives (a spy in front of each processor)."""
+    seen: dict[int, int] = dict.fromkeys(codes, 0)
+    for code in codes:
+        orig = broker.server._processors.get(code)
+        if orig is None:
+            continue
+
+        def spy(ch, cmd, orig=orig):
+            seen[cmd.code] += 1
+            return orig(ch, cmd)
+        broker.server.register_processor(code, spy)
+    return seen
+
+
+def test_ack_of_several_messages_is_one_batch_ack(v5_cluster, v5_producer):
+    for i in range(12):
+        v5_producer.send(Message(TOPIC, f"b{i}".encode()))
+    broker = broker_of(v5_cluster)
+    seen = _count_codes(broker, (RequestCode.ACK_MESSAGE, RequestCode.BATCH_ACK_MESSAGE))
+    c = _consumer(v5_cluster, "simple_batch_group", await_duration=0.5)
+    try:
+        got = _receive_all(c, 12)
+        c.ack(got)
+        assert seen == {RequestCode.ACK_MESSAGE: 0, RequestCode.BATCH_ACK_MESSAGE: 1}  # one broker: one request
+        assert broker.pop.service.in_flight("simple_batch_group") == 0
+        assert c.receive(32, 1.0) == []
+        with pytest.raises(IllegalArgumentError, match="already acknowledged"):
+            c.ack(got[3:5])
+        with pytest.raises(IllegalArgumentError, match="empty"):
+            c.ack([])
+    finally:
+        c.shutdown()
+
+
+def test_batch_ack_falls_back_to_single_acks_on_a_broker_without_it(v5_cluster, v5_producer):
+    for i in range(5):
+        v5_producer.send(Message(TOPIC, f"f{i}".encode()))
+    broker = broker_of(v5_cluster)
+    del broker.server._processors[RequestCode.BATCH_ACK_MESSAGE]  # a 5.x broker before 5.1.4
+    seen = _count_codes(broker, (RequestCode.ACK_MESSAGE,))
+    c = _consumer(v5_cluster, "simple_nobatch_group", await_duration=0.5)
+    try:
+        got = _receive_all(c, 5)
+        with pytest.raises(IllegalArgumentError, match="twice"):
+            c.ack([got[0], got[0]])
+        assert seen[RequestCode.ACK_MESSAGE] == 0  # refused before anything was sent
+
+        async def main():
+            await c.ack_async(got)
+        asyncio.run(main())
+        assert seen[RequestCode.ACK_MESSAGE] == 5
+        assert broker.pop.service.in_flight("simple_nobatch_group") == 0
+    finally:
+        c.shutdown()

@@ -132,6 +132,37 @@ def test_pending_timers_survive_a_restart_and_are_not_early(tmp_path):
         c.stop()
 
 
+class _Commit:
+    def execute_local_transaction(self, msg, arg):
+        from rocketmq_sdk.producer import LocalTransactionState
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    def check_local_transaction(self, msg):
+        from rocketmq_sdk.producer import LocalTransactionState
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+def test_transactional_timer_message_is_scheduled_at_commit_never_early(v5_cluster, v5_producer):
+    """5.x: a half message is not timed; its commit goes into the timer wheel (never delivered
+    before its time, at most one step late)."""
+    from rocketmq_sdk.producer import TransactionProducer
+
+    v5_producer.send(Message(TOPIC, b"warm-up"))
+    at = _now_ms() + 2500
+    p = TransactionProducer("timer_tx_producer", v5_cluster.namesrv_addr, listener=_Commit())
+    p.start()
+    try:
+        r = p.send_message_in_transaction(Message(TOPIC, b"tx-timer", deliver_time_ms=at), None)
+        assert r.local_transaction_state.name == "COMMIT_MESSAGE"
+    finally:
+        p.shutdown()
+    got = {m.body: m for m, _t in _consume(v5_cluster, 2, "timer_tx_group")}
+    m = got[b"tx-timer"]
+    assert m.store_timestamp >= at - 5, m.store_timestamp - at  # never early
+    assert m.store_timestamp <= at + 1000 + 1500
+    assert m.properties[MC.TIMER_OUT_MS] and m.properties[MC.REAL_TOPIC] == TOPIC
+
+
 @pytest.mark.parametrize("version,expected", [("5.3.3", True), ("4.9.8", False)])
 def test_producer_tells_whether_the_topic_brokers_honour_timers(tmp_path, version, expected):
     """What Django's template and Celery's ETA tasks ask before choosing a timer message: the

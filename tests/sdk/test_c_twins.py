@@ -35,6 +35,7 @@ ENTRY_POINTS = {
     "rocketmq_broker.store._cbatch_records": {"encode_batch", "finish_batch", "encode_single", "place_single"},
     "rocketmq_broker.store._cindex_file": {"key_hash", "put_keys"},
     "rocketmq_sdk.integrations.spark._carrow_records": {"configure", "decode_into"},
+    "rocketmq_sdk.integrations.spark._cbatch_bodies": {"configure", "encode_rows"},
 }
 
 
@@ -61,6 +62,7 @@ USES = [
     ("rocketmq_broker.store.batch_records", "encode_batch", "encode_batch"),
     ("rocketmq_broker.store.index_file", "index_key_hash", "key_hash"),
     ("rocketmq_sdk.integrations.spark.arrow_records", "_c_decode_into", "decode_into"),
+    ("rocketmq_sdk.integrations.spark.batch_bodies", "_c_encode_rows", "encode_rows"),
 ]
 
 

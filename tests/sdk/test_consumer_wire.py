@@ -12,8 +12,9 @@ from rocketmq_sdk.consumer.consume_service import ConsumeMessageConcurrentlyServ
 from rocketmq_sdk.exceptions import ClientStateError, IllegalArgumentError
 from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
 
+from tests.consumer.helpers import Collector, wait_until
+
 from .fakes import ScriptedCluster
-from .test_e2e_broker import Collector, wait_until
 
 FAST = {"suspend_timeout": 500, "pull_timeout": 3000}
 

@@ -11,12 +11,12 @@ import threading
 
 import pytest
 from click.testing import CliRunner
-from rocketmq_sdk import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
+from rocketmq_sdk import Message, Producer, PushConsumer
 from rocketmq_sdk.config import ClientConfig, ProducerConfig
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.remoting.loop import EventLoopThread, event_loop_kind, new_event_loop, resolve_event_loop
 
-from tests.conftest import wait_until
+from tests.conftest import Received, wait_until
 
 uvloop = pytest.importorskip("uvloop")
 embedded = pytest.importorskip("rocketmq_broker.embedded")
@@ -185,14 +185,7 @@ def test_end_to_end_send_and_consume_with_uvloop_on_broker_and_client():
     with embedded.start_dev_cluster(in_process=True, event_loop="uvloop") as cluster:
         assert isinstance(cluster._loop, uvloop.Loop)
         topic, group = "TopicUvloop", "cg_uvloop"
-        seen: list[bytes] = []
-        lock = threading.Lock()
-
-        def listener(msgs, ctx):
-            with lock:
-                seen.extend(m.body for m in msgs)
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
+        received = Received()
         with Producer("pg_uvloop", cluster.namesrv_addr, event_loop="uvloop") as producer:
             assert producer.instance.loop_thread.kind == "uvloop"  # the I/O thread
             sync_ids = [producer.send(Message(topic, f"s{i}")).msg_id for i in range(10)]
@@ -203,15 +196,15 @@ def test_end_to_end_send_and_consume_with_uvloop_on_broker_and_client():
                                     consume_from_where="CONSUME_FROM_FIRST_OFFSET",
                                     suspend_timeout=2000, pull_timeout=5000, rebalance_interval=1000)
             consumer.subscribe(topic, "*")
-            consumer.register_message_listener(listener)
+            consumer.register_message_listener(received)
             consumer.start()
             try:
                 assert consumer.instance.loop_thread.kind == "uvloop"
-                wait_until(lambda: len(seen) >= 20, what="20 messages")
+                wait_until(lambda: len(received.messages) >= 20, what="20 messages")
             finally:
                 consumer.shutdown()
         expected = {f"s{i}".encode() for i in range(10)} | {f"a{i}".encode() for i in range(10)}
-        assert set(seen) == expected
+        assert set(received.bodies()) == expected
 
 
 @pytest.mark.parametrize("choice", ["asyncio", "uvloop"])

@@ -37,12 +37,3 @@ def test_user_functions_get_row_objects_and_the_recipe_helpers_dicts():
     batch = pa.RecordBatch.from_pydict({"carrier": ["UA"]})
     (row,) = arrow_rows([batch], row_objects=True)
     assert mapper.to_message(row).tags == "UA"
-
-
-def test_task_rows_takes_arrow_batches_or_rows():
-    from rocketmq_sdk.integrations.spark.arrow_rows import task_rows
-
-    batch = pa.RecordBatch.from_pydict({"a": [1, 2]})
-    assert list(task_rows([batch])) == [{"a": 1}, {"a": 2}]
-    assert list(task_rows([{"a": 1}, {"a": 2}])) == [{"a": 1}, {"a": 2}]  # a row-based writer's input
-    assert list(task_rows([])) == []

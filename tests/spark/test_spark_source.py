@@ -96,7 +96,8 @@ def test_batch_read_without_registration_returns_every_message_with_its_columns(
     df = reader(spark, cluster, topic).load()
     assert df.columns == ["body", "topic", "tags", "keys", "properties", "broker_name", "queue_id", "queue_offset",
                           "msg_id", "born_timestamp", "store_timestamp", "reconsume_times"]
-    assert df.rdd.getNumPartitions() == QUEUES, "one partition per queue"
+    assert df.rdd.getNumPartitions() == 1, "a small topic's queues packed into one task (minRowsPerPartition)"
+    assert reader(spark, cluster, topic).option("minRowsPerPartition", "1").load().rdd.getNumPartitions() == QUEUES
     rows = df.collect()
     assert len(rows) == QUEUES * PER_QUEUE
     by_id = {r.msg_id: r for r in rows}

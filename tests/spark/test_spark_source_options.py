@@ -69,11 +69,26 @@ def test_ending_options_are_refused_in_streaming_reads():
 
 
 def test_plan_ranges_one_partition_per_non_empty_queue():
-    opts = ReadOptions.parse({**NS, "topic": "t"}, streaming=False)
+    opts = ReadOptions.parse({**NS, "topic": "t", "minRowsPerPartition": "1"}, streaming=False)
     ranges = plan_ranges(opts, {mq(0): 0, mq(1): 5, mq(2): 9}, {mq(0): 10, mq(1): 5, mq(2): 12, mq(3): 4},
                          commit_on_read=True)
     assert [(r.queue_id, r.start, r.end, r.commit_on_read) for r in ranges] == [
         (0, 0, 10, True), (2, 9, 12, True), (3, 0, 4, True)]
+
+
+def test_plan_ranges_packs_small_queues_into_partitions_of_min_rows():
+    from rocketmq_sdk.integrations.spark.offsets import RangeGroup
+
+    opts = ReadOptions.parse({**NS, "topic": "t", "minRowsPerPartition": "100"}, streaming=True)
+    ends = {mq(0): 60, mq(1): 30, mq(2): 20, mq(3): 500, mq(4): 5}
+    parts = plan_ranges(opts, {}, ends)
+    shapes = [[(r.queue_id, r.end) for r in p.ranges] if isinstance(p, RangeGroup) else (p.queue_id, p.end)
+              for p in parts]
+    assert shapes == [[(0, 60), (1, 30), (2, 20)], (3, 500), (4, 5)]
+    # the default: a micro-batch of 8 queues x 1,400 messages is one task, a 336,776-message read 8
+    default = ReadOptions.parse({**NS, "topic": "t"}, streaming=True)
+    assert len(plan_ranges(default, {}, {mq(q): 1_400 for q in range(8)})) == 1
+    assert len(plan_ranges(default, {}, {mq(q): 42_097 for q in range(8)})) == 8
 
 
 def test_plan_ranges_min_partitions_splits_in_proportion_and_commits_last_piece_only():
@@ -176,7 +191,7 @@ def test_stream_reader_offsets_admission_control_available_now_and_new_queues():
     topic.maxima.update({1: 50, 9: 7})  # after the target: more messages and a new queue
     assert reader.latestOffset(start, ReadAllAvailable()) == {"t": {"broker-a/0": 10, "broker-a/1": 30}}
 
-    later = stream_reader({}, startingOffsets="latest")
+    later = stream_reader({}, startingOffsets="latest", minRowsPerPartition="1")
     later._consumer = topic
     end = later.latestOffset({"t": {"broker-a/0": 10, "broker-a/1": 30}}, ReadAllAvailable())
     assert end == {"t": {"broker-a/0": 10, "broker-a/1": 50, "broker-a/9": 7}}

@@ -102,3 +102,24 @@ def test_rocketmq_data_source_writes_every_row(spark, cluster):
     assert all(set(b) == {"id", "k", "name"} for b in bodies)
     assert all(m.keys == [f"row-{b['id']}"] for m, b in zip(msgs, bodies, strict=True))
 
+
+
+def test_bad_rows_go_to_the_bad_rows_topic_and_the_write_goes_on(spark, cluster):
+    register_data_source(spark)
+    topic, bad_topic = f"spark_good_{uuid.uuid4().hex[:6]}", f"spark_bad_{uuid.uuid4().hex[:6]}"
+    df = spark.range(60).selectExpr(
+        "id", "CASE WHEN id % 20 = 7 THEN NULL ELSE concat('b', cast(id AS string)) END AS body",
+        "CASE WHEN id = 30 THEN 'x||y' ELSE 'ok' END AS tags").coalesce(1)
+    (df.write.format("rocketmq").option("namesrv", cluster.namesrv_addr).option("topic", topic)
+     .option("batchSize", "8").option("badRowsTopic", bad_topic).mode("append").save())
+
+    good = consume_all(cluster.namesrv_addr, topic, 56)
+    assert sorted(int(m.body[1:]) for m in good) == [i for i in range(60) if i % 20 != 7 and i != 30]
+    bad = consume_all(cluster.namesrv_addr, bad_topic, 4)
+    by_id = {json.loads(m.body)["id"]: m for m in bad}
+    assert sorted(by_id) == [7, 27, 30, 47]
+    assert "row 7 of the partition makes no message: the body column 'body' is null" in \
+        by_id[7].properties["BAD_ROW_REASON"]
+    assert "column 'tags': tag 'x||y' contains '||'" in by_id[30].properties["BAD_ROW_REASON"]
+    assert {m.properties["BAD_ROW_TOPIC"] for m in bad} == {topic}
+    assert by_id[47].properties["BAD_ROW_INDEX"] == "47"

@@ -30,7 +30,8 @@ def install_pop(broker: BrokerContext, server: RemotingServer) -> PopProcessor:
     ctx = PopContext(store=broker.store, topics=broker.topics, groups=broker.groups, offsets=broker.offsets,
                      put_message=lambda inner: broker.put_message(inner, schedule=False),
                      broker_name=c.broker_name, config_dir=c.config_dir, store_host=c.broker_addr,
-                     pop_from_retry_probability=c.pop_from_retry_probability, revive_queue_num=c.revive_queue_num)
+                     pop_from_retry_probability=c.pop_from_retry_probability, revive_queue_num=c.revive_queue_num,
+                     filters=broker.consumers.filters, enable_property_filter=lambda: c.enable_property_filter)
     processor = PopProcessor(PopService(ctx), polling_size=c.pop_polling_size, revive_interval_ms=c.revive_interval,
                              response_version=server.response_version)
     register_requests(server, processor, v5=True)

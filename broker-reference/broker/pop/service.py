@@ -44,6 +44,7 @@ from rocketmq_sdk.protocol.pop import (
     format_order_count_info,
     pop_retry_topic,
 )
+from rocketmq_sdk.remoting.channel import bad_input_log
 
 from .checkpoint import CheckPoint, CheckPointTable
 
@@ -105,6 +106,18 @@ class PopResult:
         return ext
 
 
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    """What a pop delivers: ``tags`` tests a consume-queue tag code, ``record`` a stored
+    message record (SQL92); None passes everything."""
+
+    tags: Callable[[int], bool] | None
+    record: Callable[[Any], bool] | None
+
+
+_NO_FILTER = _Filter(None, None)
+
+
 @dataclass(slots=True)
 class _OrderState:
     """Order pop of one queue in flight: offsets handed out, acked ones, delivery counts."""
@@ -125,7 +138,8 @@ class PopContext:
 
     ``store``: the ``MessageStore``; ``topics`` / ``groups`` / ``offsets``: the broker's topic,
     subscription-group and consumer-offset managers; ``put_message(InnerMessage)``: store a
-    message (may return a future); ``broker_name``, ``config_dir``, ``store_host``."""
+    message (may return a future); ``broker_name``, ``config_dir``, ``store_host``; ``filters``
+    compiles SQL92 expressions (``build(topic, group, exp, exp_type, version)``)."""
 
     store: Any
     topics: Any
@@ -137,6 +151,10 @@ class PopContext:
     store_host: str
     pop_from_retry_probability: int = 20
     revive_queue_num: int = 8
+    #: the broker's ``ConsumerFilterManager`` (SQL92 subscriptions) and its ``enablePropertyFilter``
+    #: setting (read at each pop: ``updateBrokerConfig`` may change it)
+    filters: Any = None
+    enable_property_filter: Callable[[], bool] = lambda: False
 
 
 class PopService:
@@ -194,13 +212,18 @@ class PopService:
             queue_id: a queue, or -1 for every readable queue (starting at a random one).
             invisible_time: ms the messages stay invisible to the group (1 ms .. 12 h).
             init_mode: where a queue the group never popped starts: 0 its first message, 1 its end.
-            exp_type / exp: ``"TAG"`` and a tag expression (``*``, ``A || B``).
+            exp_type / exp: ``"TAG"`` and a tag expression (``*``, ``A || B``), or ``"SQL92"`` and
+                an expression over the message properties (evaluated for each message read from
+                the commit log, as for pull; messages of the POP retry topic are not filtered,
+                as 5.x). Needs ``enable_property_filter``.
             order: orderly POP: a queue stays blocked while popped messages are neither acked nor expired.
             now_ms: the broker clock (tests).
 
         Raises:
             PopError: TOPIC_NOT_EXIST, SUBSCRIPTION_GROUP_NOT_EXIST, NO_PERMISSION,
-                INVALID_PARAMETER (queue, count, invisible time, filter type).
+                INVALID_PARAMETER (queue, count, invisible time), SYSTEM_ERROR (SQL92 without
+                ``enable_property_filter``), SUBSCRIPTION_PARSE_FAILED (an expression that does
+                not compile, an unknown filter type).
         """
         if not 0 < max_msg_nums <= MAX_POP_MESSAGES:
             raise PopError(ResponseCode.INVALID_PARAMETER,
@@ -208,11 +231,7 @@ class PopService:
         self.check_invisible_time(invisible_time)
         tc = self._topic_config(topic, queue_id)
         self._group(group)
-        if exp_type not in (None, "", "TAG"):
-            raise PopError(ResponseCode.INVALID_PARAMETER, f"filter type {exp_type} is not supported by POP here")
-        sub = SubscriptionData.build(topic, exp or "*", 0, "TAG")
-        codes = set(sub.code_set) if sub.tags_set else None
-        tag_filter = codes.__contains__ if codes else None
+        flt = self._filter(group, topic, exp_type, exp)
         now = int(time.time() * 1000) if now_ms is None else now_ms
         result = PopResult(now, invisible_time, ORDER_REVIVE_QID if order else next(self._revive_qids))
         starts: list[tuple[int, int, object]] = []
@@ -234,16 +253,32 @@ class PopService:
                     result.rest_num += self._rest(group, read_topic, qid)
                     continue
                 if order:
-                    self._pop_order_queue(result, group, topic, qid, remaining, tag_filter, starts, offsets,
+                    self._pop_order_queue(result, group, topic, qid, remaining, flt, starts, offsets,
                                           order_counts)
                 else:
-                    self._pop_queue(result, group, topic, read_topic, flag, qid, remaining, tag_filter, starts,
+                    self._pop_queue(result, group, topic, read_topic, flag, qid, remaining, flt, starts,
                                     offsets, init_mode)
         result.start_offset_info = format_offset_infos(starts)
         result.msg_offset_info = format_offset_infos(offsets)
         if order:
             result.order_count_info = ";".join(order_counts)
         return result
+
+    def _filter(self, group: str, topic: str, exp_type: str | None, exp: str | None) -> _Filter:
+        """The message filter of a pop: a tag-code set, or a compiled SQL92 expression
+        (5.x ``PopMessageProcessor``: ``ConsumerFilterManager.build``, else SUBSCRIPTION_PARSE_FAILED)."""
+        if exp_type in (None, "", "TAG"):
+            sub = SubscriptionData.build(topic, exp or "*", 0, "TAG")
+            codes = set(sub.code_set) if sub.tags_set else None
+            return _Filter(codes.__contains__ if codes else None, None)
+        if not self.ctx.enable_property_filter():
+            raise PopError(ResponseCode.SYSTEM_ERROR,
+                           f"The broker does not support consumer to filter message by {str(exp_type)[:50]}")
+        fd = self.ctx.filters.build(topic, group, exp, exp_type, 0) if self.ctx.filters is not None else None
+        if fd is None:
+            bad_input_log.warning("Parse the consumer's subscription[%s] failed, group: %s", str(exp)[:200], group)
+            raise PopError(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+        return _Filter(None, fd.matches_record)
 
     def _queue_order(self, n: int) -> list[int]:
         start = self._random.randrange(n) if n else 0
@@ -263,19 +298,19 @@ class PopService:
             self.ctx.offsets.commit(group, topic, qid, committed)
         return max(committed, lo)
 
-    def _read(self, group: str, topic: str, qid: int, offset: int, count: int, tag_filter):
+    def _read(self, group: str, topic: str, qid: int, offset: int, count: int, flt: _Filter):
         store = self.ctx.store
-        res = store.get_message(group, topic, qid, offset, count, tag_filter)
+        res = store.get_message(group, topic, qid, offset, count, flt.tags, record_filter=flt.record)
         if res is not None and res.status in (GetMessageStatus.OFFSET_TOO_SMALL, GetMessageStatus.OFFSET_OVERFLOW_BADLY):
             offset = res.next_begin_offset
-            res = store.get_message(group, topic, qid, offset, count, tag_filter)
+            res = store.get_message(group, topic, qid, offset, count, flt.tags, record_filter=flt.record)
         return offset, res
 
     def _pop_queue(self, result: PopResult, group: str, topic: str, read_topic: str, flag: int, qid: int, count: int,
-                   tag_filter, starts: list, offsets: list, init_mode: int) -> None:
+                   flt: _Filter, starts: list, offsets: list, init_mode: int) -> None:
         retry = flag != RetryFlag.NORMAL
         offset = self._start_offset(group, read_topic, qid, init_mode, retry)
-        offset, res = self._read(group, read_topic, qid, offset, count, None if retry else tag_filter)
+        offset, res = self._read(group, read_topic, qid, offset, count, _NO_FILTER if retry else flt)
         next_offset = offset
         if res is not None and res.status in (GetMessageStatus.FOUND, GetMessageStatus.NO_MATCHED_MESSAGE):
             next_offset = res.next_begin_offset
@@ -307,7 +342,7 @@ class PopService:
         msg.properties[POP_CK] = str(handle)
         return bytes(encode_message_ext(msg)), msg.reconsume_times
 
-    def _pop_order_queue(self, result: PopResult, group: str, topic: str, qid: int, count: int, tag_filter,
+    def _pop_order_queue(self, result: PopResult, group: str, topic: str, qid: int, count: int, flt: _Filter,
                          starts: list, offsets: list, order_counts: list) -> None:
         key = (topic, group, qid)
         state = self._order.get(key)
@@ -315,7 +350,7 @@ class PopService:
             result.rest_num += self._rest(group, topic, qid)
             return
         offset = self._start_offset(group, topic, qid, INIT_MODE_MIN, False)
-        offset, res = self._read(group, topic, qid, offset, count, tag_filter)
+        offset, res = self._read(group, topic, qid, offset, count, flt)
         if res is None or res.status is not GetMessageStatus.FOUND:
             if res is not None and res.status is GetMessageStatus.NO_MATCHED_MESSAGE:
                 self.ctx.offsets.commit(group, topic, qid, res.next_begin_offset)

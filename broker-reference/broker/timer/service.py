@@ -9,6 +9,13 @@ The wheel delivers a message ``timer_precision_ms`` after its ``TIMER_OUT_MS`` -
 the time asked for, at most one step after it - into its real topic and queue, with
 ``TIMER_ENQUEUE_MS`` / ``TIMER_DEQUEUE_MS`` added.
 
+Cancelling (5.x ``TIMER_DEL_UNIQKEY``): a delete entry is a message with
+``TIMER_DEL_UNIQKEY=<topic>+<UNIQ_KEY>`` and a deliver time in the future (else MESSAGE_ILLEGAL,
+as 5.3.3); it goes into the wheel like a timer message and cancels the message of that topic and
+``UNIQ_KEY`` whose ``TIMER_OUT_MS`` is the same (the same wheel slot, as 5.x: a delete for another
+time cancels nothing), stored before or after it. Neither is delivered. RECALL_MESSAGE (:mod:`.recall`) writes such an
+entry from a recall handle.
+
 Durability: the timer messages are in the CommitLog; ``config/timerCheckpoint.json`` records the
 lowest timer-queue offset not delivered yet and the offsets delivered above it, written after
 each delivery round. After a restart (a crash included) the wheel is rebuilt from that offset, so
@@ -29,13 +36,15 @@ from typing import Any
 from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.results import GetMessageStatus, PutMessageStatus
 from rocketmq_sdk.protocol import fastjson
+from rocketmq_sdk.protocol.codes import RETRY_GROUP_TOPIC_PREFIX, MessageSysFlag
 from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.message_codec import decode_message, encode_properties
+from rocketmq_sdk.protocol.recall import RecallHandle
 from rocketmq_sdk.protocol.validators import topic_problem
 
 from ..config_file import read_json, write_atomically
 
-__all__ = ["TIMER_TOPIC", "TimerService", "deliver_time_of"]
+__all__ = ["TIMER_TOPIC", "TimerService", "delete_key", "deliver_time_of"]
 
 log = logging.getLogger("rocketmq_broker.timer")
 
@@ -44,6 +53,12 @@ TIMER_TOPIC = "rmq_sys_wheel_timer"
 #: 5.3.3's remark for a refused timer message
 ILLEGAL_REMARK = ("timer message illegal, the delay time should not be bigger than the max delay {max_ms}ms; or if "
                   "set del msg, the delay time should be bigger than the current time")
+
+
+def delete_key(topic: str, uniq_key: str) -> str:
+    """The ``TIMER_DEL_UNIQKEY`` value cancelling the timer message ``uniq_key`` of ``topic``
+    (5.x ``TimerMessageStore.buildDeleteKey``)."""
+    return f"{topic}+{uniq_key}"
 
 
 def deliver_time_of(props: dict[str, str], now_ms: int, max_delay_ms: int) -> int | None:
@@ -91,12 +106,16 @@ class TimerService:
         self.clock = clock
         self._heap: list[tuple[int, int]] = []  # (deliver at, timer-queue offset)
         self._delivered: set[int] = set()
+        #: (TIMER_DEL_UNIQKEY, TIMER_OUT_MS) of the delete entries loaded and not fired yet
+        self._cancels: set[tuple[str, int]] = set()
         self._low = 0  # lowest timer-queue offset not delivered
         self._scan = 0  # next timer-queue offset to load into the heap
         self._dirty = False
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self.delivered_count = 0
+        #: timer messages a delete entry (or a recall) kept from being delivered
+        self.cancelled_count = 0
 
     # -- sending side -----------------------------------------------------------------------------
     def check(self, props: dict[str, str]) -> str | None:
@@ -109,18 +128,35 @@ class TimerService:
             for p in (*MC.TIMER_PROPERTIES, MC.TIMER_DEL_UNIQKEY):
                 props.pop(p, None)
             return None
-        if MC.TIMER_DEL_UNIQKEY in props:
-            return "cancelling timer messages (TIMER_DEL_UNIQKEY) is not supported by this broker"
+        now = self.clock()
         try:
-            deliver_time_of(props, self.clock(), self.max_delay_ms)
+            deliver = deliver_time_of(props, now, self.max_delay_ms)
         except ValueError:
             return ILLEGAL_REMARK.format(max_ms=self.max_delay_ms)
+        if MC.TIMER_DEL_UNIQKEY in props and (deliver is None or deliver <= now):
+            return ILLEGAL_REMARK.format(max_ms=self.max_delay_ms)  # a delete entry must be ahead
         return None
 
-    def transform(self, inner: InnerMessage) -> InnerMessage:
-        """Redirect a timer message whose time is ahead into the wheel's topic (after :meth:`check`)."""
+    def recall_handle(self, inner: InnerMessage, broker_name: str) -> str | None:
+        """The ``recallHandle`` of a send answer: for a message :meth:`transform` put into the
+        wheel (not from a retry topic), as 5.3.3 (``TIMER_OUT_MS`` + 1); None otherwise."""
+        if inner.topic != TIMER_TOPIC:
+            return None
         props = inner.get_properties()
-        if not any(p in props for p in MC.TIMER_PROPERTIES) or MC.TRANSACTION_PREPARED in props:
+        real = props.get(MC.REAL_TOPIC)
+        out = props.get(MC.TIMER_OUT_MS)
+        uniq = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if real is None or out is None or uniq is None or real.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return None
+        return RecallHandle(real, broker_name, str(int(out) + 1), uniq).encode()
+
+    def transform(self, inner: InnerMessage) -> InnerMessage:
+        """Redirect a timer message whose time is ahead into the wheel's topic (after :meth:`check`).
+        A half message is not timed; its commit is (as 5.x: the time counts from the commit)."""
+        if inner.transaction_type == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
+            return inner
+        props = inner.get_properties()
+        if not any(p in props for p in MC.TIMER_PROPERTIES):
             return inner
         now = self.clock()
         deliver = deliver_time_of(props, now, self.max_delay_ms)
@@ -198,6 +234,9 @@ class TimerService:
                     log.error("timer message at offset %d unreadable, skipped: %s", qoff, exc)
                     self._delivered.add(qoff)
                     continue
+                key = msg.properties.get(MC.TIMER_DEL_UNIQKEY)
+                if key is not None:
+                    self._cancels.add((key, out))
                 heapq.heappush(self._heap, (out + self.precision_ms, qoff))
             self._scan = res.next_begin_offset
 
@@ -206,14 +245,18 @@ class TimerService:
         self._load_new()
         now = self.clock()
         done = 0
+        complete = True
         while self._heap and self._heap[0][0] <= now:
             at, qoff = self._heap[0]
             ok = await self._deliver(qoff)
             if not ok:
+                complete = False
                 break  # the store refuses writes for now: retry later
             heapq.heappop(self._heap)
             self._delivered.add(qoff)
             done += 1
+        if complete and self._cancels:  # the slots up to now are done: their delete keys too
+            self._cancels = {(k, out) for k, out in self._cancels if out + self.precision_ms > now}
         if done:
             self.delivered_count += done
             low = min((o for _at, o in self._heap), default=self._scan)
@@ -233,6 +276,8 @@ class TimerService:
         msg, _ = decode_message(res.message_buffers[0], 0, decompress=False)
         props = dict(msg.properties)
         topic = props.get(MC.REAL_TOPIC, "")
+        if self._cancelled(qoff, props, topic):
+            return True
         problem = topic_problem(topic)
         try:
             qid = int(props.get(MC.REAL_QUEUE_ID, "0"))
@@ -258,6 +303,23 @@ class TimerService:
             log.error("timer message at offset %d refused by the store (%s); skipped", qoff,
                       result.put_message_status.value)
         return True
+
+    def _cancelled(self, qoff: int, props: dict[str, str], topic: str) -> bool:
+        """True for a delete entry and for a timer message a delete entry of its slot cancels
+        (stored before or after it, as 5.x's ``avoidDeleteLose``); neither is delivered. The
+        delete keys of a slot are dropped when the slot is done (:meth:`deliver_due`)."""
+        try:
+            out = int(props.get(MC.TIMER_OUT_MS, ""))
+        except ValueError:
+            return False  # _deliver's checks log it
+        if MC.TIMER_DEL_UNIQKEY in props:
+            return True
+        uniq = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+        if uniq is not None and (delete_key(topic, uniq), out) in self._cancels:
+            log.info("timer message %s of topic %s (offset %d) cancelled, not delivered", uniq, topic, qoff)
+            self.cancelled_count += 1
+            return True
+        return False
 
     async def _run(self) -> None:
         assert self._wake is not None

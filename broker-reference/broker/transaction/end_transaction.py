@@ -7,7 +7,9 @@ or an unknown value is logged and ignored (no response); the half record is look
 (``tranStateTableOffset``) and CommitLog offset, else SYSTEM_ERROR with Java's remarks. A commit
 stores the message again in ``REAL_TOPIC``/``REAL_QID`` (transaction bits COMMIT,
 ``preparedTransactionOffset`` = the half record's offset, properties string unchanged) and,
-once stored, writes the op message; a rollback writes only the op message.
+once stored, writes the op message; a rollback writes only the op message. On a 5.x broker a
+committed timer message (``TIMER_DELIVER_MS`` / ``TIMER_DELAY_*``) goes into the timer wheel at
+the commit, as 5.x: never delivered before its time (a delay counts from the commit).
 """
 
 from __future__ import annotations
@@ -83,7 +85,11 @@ class EndTransactionProcessor:
         if not commit:
             await self.bridge.put_op_message(half)
             return cmd.response(ResponseCode.SUCCESS)
-        result = await self.bridge.put(self._end_message_transaction(half, h.commit_log_offset or 0))
+        committed = self._end_message_transaction(half, h.commit_log_offset or 0)
+        timer = self.broker.timer
+        if timer is not None and timer.check(dict(committed.get_properties())) is None:
+            committed = timer.transform(committed)  # 5.x: a timer message is scheduled at its commit
+        result = await self.bridge.put(committed)
         if result is None:
             return cmd.response(ResponseCode.SYSTEM_ERROR, "store putMessage return null")
         if not result.is_ok():

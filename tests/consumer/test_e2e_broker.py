@@ -1,81 +1,30 @@
 """Producer and PushConsumer end to end against the reference broker (in process).
 
 Skipped until ``rocketmq_broker.embedded`` is importable. Every wait polls a condition with a
-deadline. The broker's delay levels are all 1 s so redeliveries come quickly.
+deadline. ``cluster`` and ``producer`` come from this folder's conftest (the broker's delay levels
+are all 1 s so redeliveries come quickly).
 """
 
 from __future__ import annotations
 
-import itertools
-import threading
-import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
 
 import pytest
 from rocketmq_sdk import (
     ConsumeConcurrentlyStatus,
     Message,
-    Producer,
     PushConsumer,
     SelectMessageQueueByHash,
 )
 from rocketmq_sdk.producer import java_hash_code
 
-from tests.conftest import wait_until
+from .helpers import Collector, unique, wait_until
 
 embedded = pytest.importorskip("rocketmq_broker.embedded")
 
 SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 FAST = {"suspend_timeout": 2000, "pull_timeout": 5000, "rebalance_interval": 1000,
         "persist_consumer_offset_interval": 500, "consume_from_where": "CONSUME_FROM_FIRST_OFFSET"}
-_names = itertools.count()
-
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{next(_names)}_{int(time.time() * 1000) % 100000}"
-
-
-class Collector:
-    """Thread-safe record of what a listener saw: (consumer name, msg) in delivery order."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.seen: list[tuple[str, object]] = []
-
-    def listener(self, name: str, result: Callable[[object], ConsumeConcurrentlyStatus] | None = None):
-        def fn(msgs, ctx):
-            with self.lock:
-                self.seen.extend((name, m) for m in msgs)
-            if result is not None:
-                for m in msgs:
-                    status = result(m)
-                    if status is not SUCCESS:
-                        return status
-            return SUCCESS
-        return fn
-
-    def bodies(self) -> list[bytes]:
-        with self.lock:
-            return [m.body for _, m in self.seen]
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.seen)
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    levels = " ".join(["1s"] * 18)
-    with embedded.start_dev_cluster(in_process=True, broker_config={"message_delay_level": levels}) as c:
-        yield c
-
-
-@pytest.fixture
-def producer(cluster):
-    with Producer(unique("pg"), cluster.namesrv_addr) as p:
-        yield p
 
 
 def start_consumer(cluster, group, topic, collector, name, expression="*", result=None, **config):
