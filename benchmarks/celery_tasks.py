@@ -31,7 +31,6 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,12 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from harness import cpu_model, git_head, git_span, proc_cpu_s  # noqa: E402 - benchmarks/harness.py helpers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from rocketmq_broker.embedded import free_fixed_port  # noqa: E402
 
 
 def wait_for(cond, timeout_s: float, what: str) -> None:
@@ -62,7 +56,7 @@ class RedisServer:
         exe = shutil.which("redis-server")
         if exe is None:
             raise RuntimeError("redis-server not found (Debian: apt-get install redis-server)")
-        self.port = free_port()
+        self.port = free_fixed_port()
         self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                                       "--appendonly", "no", "--dir", str(workdir)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -231,7 +231,10 @@ def _start_multi(mode: str, store_dir: str | None, extra: dict, timeout_s: float
         dledger = dledger_confs(mode, _free_port)
         for name, bid, role in MODES[mode]:
             b = DevBroker(name, bid, role, os.path.join(store_dir, f"{name}-{bid}"))
-            write_broker_conf(b, cluster.namesrv_addr, {**props, **dledger.get((name, bid), {})})
+            # a fixed port below the ephemeral range: start_broker() restarts it there, and its
+            # HA (listenPort + 1) and VIP (listenPort - 2) ports are free below that range too
+            ports = {} if "listenPort" in props else {"listenPort": str(free_broker_port())}
+            write_broker_conf(b, cluster.namesrv_addr, {**props, **dledger.get((name, bid), {}), **ports})
             cluster.brokers.append(b)
             _launch_broker(b, timeout_s, event_loop)
             pin_ports(b)
@@ -249,18 +252,49 @@ def _free_port() -> int:
     return free_fixed_port()
 
 
-def free_fixed_port(low: int = 20000, high: int = 32000) -> int:
-    """A port of [low, high) that is free now on 127.0.0.1 (random probes)."""
+#: the ports a broker on a fixed ``listenPort`` p binds besides p, as offsets: p - 2 (the VIP
+#: channel) and p + 1 (``haListenPort``'s default), as Java 4.9.8's broker
+BROKER_PORT_OFFSETS = (-2, 1)
+
+
+def free_fixed_port(low: int = 20000, high: int = 32000, *, also: Sequence[int] = ()) -> int:
+    """A port p of [low, high) that is free now on 127.0.0.1 (random probes), with ``p + k``
+    free too for each offset k of ``also``.
+
+    The default range lies below Linux's ephemeral range (``ip_local_port_range``, 32768–60999
+    by default), so an outgoing connection or a server binding port 0 never takes it: a server
+    can stop and start again on it. A port the kernel chose (port 0) gives no such promise once
+    released, and neither do its neighbours.
+
+    Raises:
+        OSError: no such port found in 200 probes.
+    """
     import random
     for _ in range(200):
         port = random.randrange(low, high)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise OSError(f"no free port in [{low}, {high})")
+        probes = []
+        try:
+            for p in (port, *(port + k for k in also)):
+                s = socket.socket()
+                probes.append(s)
+                s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        finally:
+            for s in probes:
+                s.close()
+        return port
+    raise OSError(f"no free port in [{low}, {high})" + (f" with offsets {tuple(also)} free" if also else ""))
+
+
+def free_broker_port() -> int:
+    """A fixed ``listenPort`` for a broker that may restart on it: free now, below the
+    ephemeral range, and so are the VIP and HA ports it implies (``BROKER_PORT_OFFSETS``).
+
+    Raises:
+        OSError: no such port found.
+    """
+    return free_fixed_port(also=BROKER_PORT_OFFSETS)
 
 
 def _launch_broker(b: DevBroker, timeout_s: float, event_loop: str) -> None:
@@ -584,8 +618,10 @@ def start_cluster(broker_names: Sequence[str] = ("broker-a", "broker-b"), *, nam
             cluster.brokers[name] = broker
         for name in names:
             for bid in range(1, slaves + 1):
-                cfg = BrokerConfig(listen_port=0, namesrv_addr=cluster.namesrv_addr, broker_name=name,
-                                   broker_cluster_name=cluster_name, broker_id=bid, broker_role="SLAVE",
+                # a fixed port below the ephemeral range: restart_slave() starts it there again
+                cfg = BrokerConfig(listen_port=free_broker_port(), namesrv_addr=cluster.namesrv_addr,
+                                   broker_name=name, broker_cluster_name=cluster_name, broker_id=bid,
+                                   broker_role="SLAVE",
                                    store_path_root_dir=os.path.join(store_dir, f"{name}-s{bid}"), **extra)
                 slave = BrokerController(cfg)
                 await slave.start()

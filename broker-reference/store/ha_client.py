@@ -76,12 +76,13 @@ class HAClient:
             if not addr:
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), RETRY_S)
+                    async with asyncio.timeout(RETRY_S):
+                        await self._changed.wait()
                 continue
             host, _, port = addr.rpartition(":")
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(host, int(port), limit=READ_BUFFER), CONNECT_TIMEOUT_S)
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    reader, writer = await asyncio.open_connection(host, int(port), limit=READ_BUFFER)
             except (OSError, TimeoutError, ValueError) as exc:
                 log.debug("connect to master %s failed: %s", addr, exc)
                 await asyncio.sleep(RETRY_S)
@@ -114,8 +115,10 @@ class HAClient:
         last_write = time.monotonic()
         while True:
             wait = max(0.001, min(1.0, heartbeat_s - (time.monotonic() - last_write)))
-            try:
-                data = await asyncio.wait_for(reader.read(READ_BUFFER), wait)
+            try:  # not asyncio.wait_for: on 3.11 it swallows a cancel (stop()) that comes
+                # as the read completes, and the session went on, stop() hanging (gh-86296)
+                async with asyncio.timeout(wait):
+                    data = await reader.read(READ_BUFFER)
             except TimeoutError:
                 data = None
             if data == b"":

@@ -92,8 +92,9 @@ class HAConnection:
         idle_s = svc.settings.housekeeping_interval / 1000.0
         try:
             while True:
-                try:
-                    data = await asyncio.wait_for(self.reader.read(1024 * 1024), idle_s)
+                try:  # not asyncio.wait_for: on 3.11 it may swallow close()'s cancel (gh-86296)
+                    async with asyncio.timeout(idle_s):
+                        data = await self.reader.read(1024 * 1024)
                 except TimeoutError:
                     self.close(f"ha housekeeping, nothing read for {svc.settings.housekeeping_interval} ms")
                     return
@@ -147,7 +148,8 @@ class HAConnection:
                     continue
                 self.wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), 0.1)
+                    async with asyncio.timeout(0.1):
+                        await self.wake.wait()
         except (OSError, ConnectionError) as exc:
             self.close(f"write failed: {exc}")
 

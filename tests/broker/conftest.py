@@ -151,3 +151,16 @@ def server_process(tmp_path) -> Iterator[Callable[..., ServerProcess]]:
     yield start
     for sp in reversed(started):
         sp.stop()
+
+
+def assert_restartable(listen_port: int, ha_port: int) -> None:
+    """A broker that a test restarts must own ports no outgoing socket can hold meanwhile: its
+    listen port, its HA port and its VIP port (listen - 2) below the kernel's ephemeral range
+    (``ip_local_port_range``), else the restart can fail with EADDRINUSE."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
+            low = int(fh.read().split()[0])
+    except OSError:
+        low = 32768  # Linux's default
+    ports = {"listen": listen_port, "HA": ha_port, "VIP": listen_port - 2}
+    assert all(0 < p < low for p in ports.values()), f"{ports} not all below the ephemeral range ({low}-)"

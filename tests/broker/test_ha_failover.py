@@ -31,7 +31,7 @@ from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import RequestCode
 from rocketmq_sdk.protocol.message import SendStatus
 
-from tests.broker.conftest import SyncClient
+from tests.broker.conftest import SyncClient, assert_restartable
 from tests.conftest import wait_until
 
 TOPIC = "HaFailover"
@@ -107,6 +107,8 @@ def test_sigkill_of_a_master_under_load_loses_nothing_acknowledged(tmp_path):
                 t.start()
             wait_until(lambda: sum(1 for b, _ in list(acked.values()) if b == "broker-a") >= 100, 30,
                        "load on broker-a")
+            a = c.broker("broker-a", 0)
+            assert_restartable(int(a.addr.rsplit(":", 1)[1]), int(a.ha_addr.rsplit(":", 1)[1]))
             killed_at[0] = time.monotonic()
             c.kill_broker("broker-a", 0)  # SIGKILL
             wait_until(lambda: sum(1 for b, t in list(acked.values()) if b == "broker-b" and t > killed_at[0] + 1)

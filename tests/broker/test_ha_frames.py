@@ -236,3 +236,50 @@ def test_master_sends_nothing_before_the_first_report_then_starts_where_it_says(
 
     report, (offset, size) = asyncio.run(main())
     assert offset == report and size > 0  # a non-zero report is taken as is (no record alignment)
+
+
+def test_a_cancel_that_comes_as_a_read_completes_ends_the_ha_client(tmp_path, monkeypatch):
+    """The slave's replication task is cancelled (``stop()``) in the very step its read of the
+    master's stream completes: it must end. ``asyncio.wait_for`` on Python 3.11 returned the data
+    and swallowed the cancel (gh-86296): the session went on and ``broker.stop()`` hung (seen as
+    a 30 s TimeoutError in ``stop_slave`` under load)."""
+    real_open = asyncio.open_connection
+
+    async def main():
+        store = MessageStore(StoreConfig(store_path_root_dir=str(tmp_path), mapped_file_size_commit_log=MIB))
+        store.start()
+        client = HAClient(store, heartbeat_interval=60_000)
+
+        async def open_connection(*args, **kwargs):
+            reader, writer = await real_open(*args, **kwargs)
+            read = reader.read
+
+            async def read_then_cancel(n: int = -1) -> bytes:
+                data = await read(n)
+                if data and client._task is not None:
+                    client._task.cancel()  # as stop() would, just as the read completes
+                return data
+
+            reader.read = read_then_cancel
+            return reader, writer
+
+        monkeypatch.setattr(asyncio, "open_connection", open_connection)
+
+        async def fake_master(reader, writer):
+            writer.write(encode_transfer(0))  # a heartbeat frame
+            await writer.drain()
+            await reader.read()  # until the slave closes
+
+        server = await asyncio.start_server(fake_master, "127.0.0.1", 0)
+        client.update_master_address(f"127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        client.start()
+        task = client._task
+        try:
+            done, _ = await asyncio.wait({task}, timeout=10)
+            return bool(done) and task.cancelled()
+        finally:
+            await client.stop()
+            server.close()
+            store.shutdown()
+
+    assert asyncio.run(main()), "the HA client's task went on after its cancel"

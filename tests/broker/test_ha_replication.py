@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from rocketmq_broker.broker.config import BrokerConfig
 from rocketmq_broker.broker.controller import BrokerController
 from rocketmq_broker.broker.replication import SLAVE_SEND_REMARK
-from rocketmq_broker.embedded import start_cluster
+from rocketmq_broker.embedded import free_broker_port, start_cluster
 from rocketmq_broker.store.commit_log import BLANK, DispatchRequest
 from rocketmq_broker.store.ha_frames import encode_report
 from rocketmq_sdk import (
@@ -40,7 +40,7 @@ from rocketmq_sdk.protocol.headers import (
 from rocketmq_sdk.protocol.message import PullStatus, SendStatus
 from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
 
-from tests.broker.conftest import SyncClient
+from tests.broker.conftest import SyncClient, assert_restartable
 from tests.conftest import wait_until
 
 FILE = 256 * 1024  # small CommitLog files: the records cross file boundaries (blank records)
@@ -148,14 +148,17 @@ def test_a_restarted_slave_resumes_from_its_own_offset_and_sync_sends_wait_for_i
         try:
             assert p.send(Message("HaRestart", b"before")).send_status is SendStatus.SEND_OK
             wait_until(lambda: _synced(c), 10, "the slave to catch up")
+            old = c.slaves["ha-a"][0]
+            assert_restartable(old.config.listen_port, old.ha.port)
             c.stop_slave("ha-a")
-            before = c.slaves["ha-a"][0].store.get_max_phy_offset()
+            before = old.store.get_max_phy_offset()
             wait_until(lambda: m.ha.connection_count == 0, 10, "the master to see the slave go")
             # Java: SLAVE_NOT_AVAILABLE at once without a slave; the message is stored all the same
             down = [p.send(Message("HaRestart", b"while down %d" % i)) for i in range(20)]
             assert {r.send_status for r in down} == {SendStatus.SLAVE_NOT_AVAILABLE}
             assert m.store.get_max_offset_in_queue("HaRestart", down[-1].message_queue.queue_id) > 0
             slave = c.restart_slave("ha-a")
+            assert (slave.config.listen_port, slave.ha.port) == (old.config.listen_port, old.ha.port)
             wait_until(lambda: m.ha.connections and m.ha.connections[0].request_offset >= 0, 10,
                        "the restarted slave's first report")
             assert m.ha.connections[0].request_offset == before  # resumes from its own max offset
@@ -426,31 +429,10 @@ def test_lite_pull_consumer_follows_the_suggestion_to_the_slave(tmp_path):
         assert 0 in {o for o, _ in at_master}
 
 
-def _three_free_ports() -> int:
-    """A port p with p - 2 and p + 1 free too (the VIP and HA ports of a broker on p)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            p = probe.getsockname()[1]
-        socks = []
-        try:
-            for port in (p - 2, p, p + 1):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return p
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    pytest.skip("no three free ports found")
-
-
 def test_a_broker_on_a_fixed_port_serves_the_topic_config_on_its_vip_port_and_ha_on_port_plus_one(tmp_path):
     """A Java slave asks GET_ALL_TOPIC_CONFIG on ``listenPort - 2`` (docs/protocol.md §8.9) and
     connects to ``listenPort + 1`` for the CommitLog."""
-    port = _three_free_ports()
+    port = free_broker_port()  # p - 2 and p + 1 free too, below the ephemeral range
 
     async def main():
         b = BrokerController(BrokerConfig(listen_port=port, store_path_root_dir=str(tmp_path),

@@ -36,9 +36,9 @@ def _send(client, cluster, topic: str, body: bytes = b"payload", props: str = ""
     return int(r.ext_fields["queueOffset"])
 
 
-def _commit_log_offset(client, cluster, topic: str) -> int:
+def _commit_log_offset(client, cluster, topic: str, group: str = "cg") -> int:
     r = client.invoke(cluster.broker_addr, RequestCode.PULL_MESSAGE,
-                      {"consumerGroup": "cg", "topic": topic, "queueId": "0", "queueOffset": "0",
+                      {"consumerGroup": group, "topic": topic, "queueId": "0", "queueOffset": "0",
                        "maxMsgNums": "1", "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0",
                        "subscription": "*", "subVersion": "0"})
     assert r.code == ResponseCode.SUCCESS, r.remark

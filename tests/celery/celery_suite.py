@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rocketmq_broker.embedded import free_fixed_port
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
@@ -54,12 +56,6 @@ def redis_server_path() -> str | None:
     return shutil.which("redis-server") or (os.path.exists("/usr/bin/redis-server") and "/usr/bin/redis-server") or None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def redis_server() -> Iterator[int]:
     """A private ``redis-server`` on a free 127.0.0.1 port (no persistence, its own temporary
@@ -72,7 +68,7 @@ def redis_server() -> Iterator[int]:
     if exe is None:
         raise RuntimeError("redis-server is not installed")
     with tempfile.TemporaryDirectory(prefix="celery-suite-redis-") as tmp:
-        port = _free_port()
+        port = free_fixed_port()
         proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                  "--appendonly", "no", "--dir", tmp, "--protected-mode", "yes"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -30,21 +30,6 @@ def dead_addr() -> str:
         return f"127.0.0.1:{s.getsockname()[1]}"
 
 
-def free_broker_port() -> int:
-    """A free port whose next one is free too: a broker on a fixed ``listenPort`` also binds
-    ``listenPort + 1`` for replication (haListenPort, as Java's broker)."""
-    for _ in range(50):
-        with socket.socket() as a, socket.socket() as b:
-            a.bind(("127.0.0.1", 0))
-            port = a.getsockname()[1]
-            try:
-                b.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free pair of ports on 127.0.0.1")
-
-
 class Worker:
     def __init__(self, proc: subprocess.Popen, name: str, log_path: Path) -> None:
         self.proc = proc

@@ -13,13 +13,12 @@ from celery_worker_app import make_app
 from celery_workers import (
     RemoteTask,
     close_app,
-    free_broker_port,
     isolated_options,
     running_worker,
     wait_ready,
     worker_env,
 )
-from rocketmq_broker.embedded import read_announcements
+from rocketmq_broker.embedded import free_broker_port, free_fixed_port, read_announcements
 
 from tests.conftest import wait_until
 
@@ -29,7 +28,9 @@ class Servers:
 
     def __init__(self, root) -> None:
         self.root = root
-        self.namesrv_addr = self._start_namesrv("0")
+        # both on fixed ports below the ephemeral range: each restarts on its port, which an
+        # outgoing socket may hold meanwhile when the kernel chose it (EADDRINUSE)
+        self.namesrv_addr = self._start_namesrv(str(free_fixed_port()))
         self.broker_port = free_broker_port()
         conf = root / "broker.conf"
         conf.write_text(f"brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\n"

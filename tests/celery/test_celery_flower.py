@@ -4,7 +4,6 @@ and a task that worker ran (issue 26, item 4)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -21,16 +20,11 @@ from celery_workers import (
     wait_ready,
     worker_env,
 )
+from rocketmq_broker.embedded import free_fixed_port
 
 from tests.conftest import wait_until
 
 pytest.importorskip("flower", reason="flower cannot be imported (the dev extra installs it)", exc_type=ImportError)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get_json(url: str):
@@ -47,7 +41,7 @@ def test_flower_api_lists_the_worker_and_its_task(rocketmq_cluster, tmp_path):
     options = isolated_options()
     env = dict(worker_env(broker, "rpc://", tmp_path, options), FLOWER_UNAUTHENTICATED_API="true")
     app = make_app(broker, "rpc://", str(tmp_path), options, define_tasks=False)
-    port = free_port()
+    port = free_fixed_port()
     api = f"http://127.0.0.1:{port}/api"
     log_path = tmp_path / "flower.log"
     with open(log_path, "wb") as log:

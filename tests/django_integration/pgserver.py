@@ -13,11 +13,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from rocketmq_broker.embedded import free_fixed_port
 
 __all__ = ["PgServer", "find_bindir", "start"]
 
@@ -29,12 +30,6 @@ def find_bindir() -> Path | None:
     found = [Path(p) for p in glob.glob("/usr/lib/postgresql/*/bin") if os.access(Path(p) / "pg_ctl", os.X_OK)]
     found.sort(key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0)
     return found[-1] if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -77,7 +72,7 @@ def start(base: Path | None = None) -> PgServer:
                            "-E", "UTF8", "--no-sync"], capture_output=True, text=True, timeout=120, check=False)
     if init.returncode:
         raise RuntimeError(f"initdb failed: {init.stderr[-2000:]}")
-    port = _free_port()
+    port = free_fixed_port()
     server = PgServer(bindir, base, port, run_as)
     options = (f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
                "-c full_page_writes=off -c max_connections=200")
