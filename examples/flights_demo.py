@@ -222,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
                 register_data_source(spark)  # not needed when installed; harmless (see docs/spark.md)
                 streamed, stream_run = stream_delay_stats(spark, cluster.namesrv_addr, TOPIC, tmp / "stream-checkpoint",
                                                           max_per_trigger=args.stream_max_per_trigger or None)
-                log.info("streaming query read %d messages in %d micro-batches in %.1f s", stream_run.rows,
+                log.info("streaming query read %d messages in %d micro-batch(es) in %.1f s", stream_run.rows,
                          len(stream_run.batch_rows), stream_run.elapsed_s)
         finally:
             if group is not None:

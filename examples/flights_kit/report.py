@@ -45,7 +45,7 @@ def _mins(value: float | None) -> str:
 def _stream_lines(r: Report) -> list[str]:
     """Per-carrier delay statistics of the streaming query beside the group's tallies."""
     run = r.stream_run
-    lines = [f"streaming query          {run.rows:>10,}   messages in {len(run.batch_rows)} micro-batches, "
+    lines = [f"streaming query          {run.rows:>10,}   messages in {len(run.batch_rows)} micro-batch{'' if len(run.batch_rows) == 1 else 'es'}, "
              f"{_rate(run.rows, run.elapsed_s)} ({run.elapsed_s:.1f} s)",
              "delays by carrier (streaming query; consumer group and Spark batch groupBy beside):",
              "  carrier   group   stream    batch  avg dep  avg arr (min)"]
