@@ -13,6 +13,9 @@ class Timings:
     """Wall times in seconds of the demo's phases, and first/last delivery times."""
 
     cluster_start_s: float = 0.0
+    #: starting the Spark session (the JVM), part of ``load_s``; it runs while the cluster starts
+    spark_start_s: float = 0.0
+    #: Spark start, loading the flights and Spark's expected figures
     load_s: float = 0.0
     send_s: float = 0.0
     consume_s: float = 0.0
@@ -42,7 +45,7 @@ def _mins(value: float | None) -> str:
 def _stream_lines(r: Report) -> list[str]:
     """Per-carrier delay statistics of the streaming query beside the group's tallies."""
     run = r.stream_run
-    lines = [f"streaming query          {run.rows:>10,}   messages in {len(run.batch_rows)} micro-batches, "
+    lines = [f"streaming query          {run.rows:>10,}   messages in {len(run.batch_rows)} micro-batch{'' if len(run.batch_rows) == 1 else 'es'}, "
              f"{_rate(run.rows, run.elapsed_s)} ({run.elapsed_s:.1f} s)",
              "delays by carrier (streaming query; consumer group and Spark batch groupBy beside):",
              "  carrier   group   stream    batch  avg dep  avg arr (min)"]
@@ -84,7 +87,8 @@ def format_report(r: Report, top: int = 5) -> str:
         f"send throughput          {_rate(r.sent, t.send_s):>14}   ({t.send_s:.1f} s Spark job)",
         f"consume throughput       {_rate(a.consumed, t.consume_s):>14}   "
         f"({t.consume_s:.1f} s consuming; last message {t.drain_after_send_s:.1f} s after the send ended)",
-        f"elapsed                  cluster start {t.cluster_start_s:.1f} s, load {t.load_s:.1f} s, "
+        f"elapsed                  cluster start {t.cluster_start_s:.1f} s, load {t.load_s:.1f} s "
+        f"(Spark start {t.spark_start_s:.1f} s), "
         f"total {t.total_s:.1f} s",
     ]
     if r.streamed is not None and r.stream_run is not None:

@@ -55,10 +55,15 @@ def collect_stats(df: Any) -> dict[str, CarrierStats]:
 
 
 def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir: Path, *,
-                       max_per_trigger: int | None = None, timeout_s: float = 600.0,
+                       max_per_trigger: int | None = None, state_partitions: int = 2, timeout_s: float = 600.0,
                        attempts: int = 3) -> tuple[dict[str, CarrierStats], StreamRun]:
     """Run a ``Trigger.AvailableNow`` query over the whole topic into an in-memory table and
     return its per-carrier statistics.
+
+    ``state_partitions`` is the query's ``spark.sql.shuffle.partitions``: the partitions of
+    its aggregation state, fixed at the first micro-batch and kept in the checkpoint. Every
+    micro-batch loads and commits each of them (a task each), so 16 carriers' state on
+    ``local[2]`` takes 2, not the session's batch setting.
 
     A query whose Python worker did not start in time (Spark waits 10 s) is resumed from its
     checkpoint, up to ``attempts`` runs in all; the micro-batches of every run are reported.
@@ -81,7 +86,12 @@ def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir
                 .queryName("carrier_delays").option("checkpointLocation", str(checkpoint_dir))
                 .trigger(availableNow=True).start())
 
-    runs = run_available_now(start, timeout_s=timeout_s, attempts=attempts)
+    batch_partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", str(state_partitions))
+    try:
+        runs = run_available_now(start, timeout_s=timeout_s, attempts=attempts)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", batch_partitions)
     run = StreamRun([p["numInputRows"] for q in runs for p in q.recentProgress if p["numInputRows"]],
                     time.monotonic() - started)
     return collect_stats(spark.table("carrier_delays")), run
