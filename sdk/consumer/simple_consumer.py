@@ -42,9 +42,6 @@ __all__ = ["MAX_INVISIBLE_DURATION_S", "SimpleConsumer"]
 
 log = logging.getLogger("rocketmq_sdk.consumer.simple")
 
-_NOTHING = frozenset({ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND, ResponseCode.NO_MESSAGE})
-
-
 class SimpleConsumer(ActiveConsumerBase):
     """Receive, acknowledge, change invisibility: the 5.x ``SimpleConsumer`` on remoting.
 
