@@ -431,13 +431,7 @@ class MessagePreparer:
                 span.end(None, IllegalArgumentError("batch too large"))
             raise IllegalArgumentError(
                 f"the batch body size {len(body)} exceeds max_message_size {cfg.max_message_size}")
-        wait = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"})
-        code = RequestCode.SEND_BATCH_MESSAGE
-        head = self.template(topic, code, True)
-        if head is not None:
-            return Prepared(topic, None, body, ",".join(ids), code, span, head,
-                            ("0", str(int(time.time() * 1000)), "0", wait))
-        return Prepared(topic, self.header(topic, 0, 0, wait, True), body, ",".join(ids), code, span)
+        return self._batch_request(topic, body, ",".join(ids), first.wait_store_msg_ok, span)
 
     def prepare_encoded_batch(self, batch: EncodedBatch) -> Prepared:
         """:meth:`prepare_batch` of a body encoded beforehand (no publish span: the producer
@@ -461,14 +455,18 @@ class MessagePreparer:
         if len(body) > cfg.max_message_size:
             raise IllegalArgumentError(
                 f"the batch body size {len(body)} exceeds max_message_size {cfg.max_message_size}")
-        topic = wrap_namespace(cfg.namespace, topic0)
-        wait = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if batch.wait_store_msg_ok else "false"})
+        return self._batch_request(wrap_namespace(cfg.namespace, topic0), body, ",".join(batch.ids),
+                                   batch.wait_store_msg_ok, None)
+
+    def _batch_request(self, topic: str, body: bytes, ids: str, wait_store_msg_ok: bool,
+                       span: Any) -> Prepared:
+        """The SEND_BATCH_MESSAGE request of an encoded batch body (``topic`` namespaced)."""
+        wait = encode_properties({MC.WAIT_STORE_MSG_OK: "true" if wait_store_msg_ok else "false"})
         code = RequestCode.SEND_BATCH_MESSAGE
-        ids = ",".join(batch.ids)
         head = self.template(topic, code, True)
         if head is not None:
-            return Prepared(topic, None, body, ids, code, None, head, ("0", str(int(time.time() * 1000)), "0", wait))
-        return Prepared(topic, self.header(topic, 0, 0, wait, True), body, ids, code, None)
+            return Prepared(topic, None, body, ids, code, span, head, ("0", str(int(time.time() * 1000)), "0", wait))
+        return Prepared(topic, self.header(topic, 0, 0, wait, True), body, ids, code, span)
 
     def template(self, topic: str, code: int, batch: bool) -> SendHeaderTemplate | None:
         """The header template of ``topic`` (None if it cannot have one, see the module doc)."""
