@@ -150,6 +150,37 @@ class ConsumerGroup:
                     continue
         return owned
 
+    def settled(self, assignment: Mapping[str, set[Any]]) -> bool:
+        """True when the group still owns ``assignment`` (instance name → queues, as
+        :meth:`owned_queues` gave it) and every message pulled has been through the listener
+        (no queue holds a pulled, unconsumed message). The listener never fails, so only a
+        rebalance could deliver a message again: a settled group has nothing late to come."""
+        if self.owned_queues() != assignment:
+            return False
+        for consumer in self.consumers:
+            for _ in range(3):  # the rebalancer may change the dict on the I/O thread meanwhile
+                try:
+                    pqs = [pq for mq, pq in list(consumer.process_queues().items()) if mq.topic == self.topic]
+                    break
+                except RuntimeError:
+                    continue
+            else:
+                return False
+            if any(pq.msg_count for pq in pqs):
+                return False
+        return True
+
+    def wait_settled(self, assignment: Mapping[str, set[Any]], timeout_s: float) -> bool:
+        """Wait (at most ``timeout_s`` seconds) until :meth:`settled`; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while not self.settled(assignment):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with self.tally.changed:  # woken by a delivery, else re-checked every 50 ms
+                self.tally.changed.wait(timeout=min(0.05, remaining))
+        return True
+
     def shutdown(self) -> None:
         self.gate.set()  # never leave a listener waiting on the gate
         for consumer in self.consumers:
