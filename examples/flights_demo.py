@@ -234,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
                     cluster.kill_broker("broker-a", 0)
 
             # the cached flights are partitioned by tail number and sorted by tail_seq (load_flights):
-            # the sort is only named here, Spark finds it done
+            # no shuffle here, and the sort runs over partitions already in its order
             ordered = df.sortWithinPartitions("tailnum", "tail_seq")
             result = write_dataframe(
                 ordered, cluster.namesrv_addr, TOPIC, tag_col="carrier", keys_fn=FieldTemplate(KEYS_TEMPLATE),
