@@ -8,7 +8,6 @@ never holds up the consumers; all checking happens afterwards in :mod:`.audit`.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -16,6 +15,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .audit import Received
+
+try:  # the spark extra installs orjson: ~5x less CPU than json per body (the listener parses 336k)
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - without the extra the demo cannot run anyway
+    from json import loads as _loads
 
 logger = logging.getLogger("flights_demo.consume")
 
@@ -36,7 +40,7 @@ class Tally:
     def add(self, consumer: str, msgs: list[Any]) -> None:
         parsed = []
         for msg in msgs:
-            data = json.loads(msg.body)
+            data = _loads(msg.body)
             keys = msg.keys
             parsed.append((keys[0] if keys else "", msg.tags or "", data.get("tailnum") or "",
                            int(data["tail_seq"]), (msg.broker_name, msg.queue_id), msg.queue_offset,
