@@ -344,7 +344,7 @@ def _failover_report(args: argparse.Namespace, rows_read: int, sent: int, expect
     return 0 if checked.result.ok and sent == rows_read else 1
 
 
-def wait_for_assignment(group: ConsumerGroup, queues: int, timeout_s: float = 30.0) -> dict[str, set[Any]]:
+def wait_for_assignment(group: ConsumerGroup, queues: int, timeout_s: float = 60.0) -> dict[str, set[Any]]:
     """Wait until the group's instances own all ``queues`` queues between them, without overlap,
     so that no queue changes hands (and no message is delivered twice) while the demo runs;
     returns the assignment (instance name → its queues).
