@@ -187,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
         t = time.monotonic()
         with ThreadPoolExecutor(1, thread_name_prefix="messaging-start") as pool:
             messaging_started = pool.submit(start_messaging, args, tmp / "store")
+            spark = None
             try:
                 spark = build_spark(tmp / "spark")
                 timings.spark_start_s = time.monotonic() - t
@@ -196,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
                 expected = expected_from(df)
             except BaseException:
                 _stop_when_started(messaging_started)
-                if "spark" in locals():
+                if spark is not None:
                     spark.stop()
                 raise
             log.info("Spark started in %.1f s, read and numbered the flights in %.1f s, computed the expected "
