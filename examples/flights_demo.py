@@ -46,6 +46,7 @@ from flights_kit.audit import Expected, audit  # noqa: E402
 from flights_kit.consume import ConsumerGroup  # noqa: E402
 from flights_kit.data import (  # noqa: E402
     FLIGHTS_ROWS,
+    SHORT_JOB_JVM_OPTIONS,
     build_spark,
     extract_flights_csv,
     java_problem,
@@ -189,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
             messaging_started = pool.submit(start_messaging, args, tmp / "store")
             spark = None
             try:
-                spark = build_spark(tmp / "spark")
+                spark = build_spark(tmp / "spark", jvm_options=SHORT_JOB_JVM_OPTIONS)
                 timings.spark_start_s = time.monotonic() - t
                 df = load_flights(spark, extract_flights_csv(tmp / "data"), args.rows, partitions)
                 rows_read = df.count()
