@@ -129,17 +129,17 @@ class TopicAdmin(AdminCore):
         """``topicList -c``: ``(cluster, topic, consumer groups)`` for every topic but retry and
         DLQ topics, sorted by cluster and topic. mqadmin asks each topic's route; here each
         cluster's topics come from one GET_TOPICS_BY_CLUSTER (224) and the groups from
-        QUERY_TOPIC_CONSUME_BY_WHO (300) to each master of the cluster (a master that fails is
-        skipped)."""
+        QUERY_TOPIC_CONSUME_BY_WHO (300) to each broker of the cluster: its master, or its slave
+        while the master is down (a broker that fails is skipped)."""
         info = await self._cluster()
         rows: list[tuple[str, str, list[str]]] = []
         for cluster in sorted(info.cluster_addr_table):
-            masters = self._cluster_masters(info, cluster)
+            readers = list(self._cluster_readers(info, cluster).values())
             for topic in await self._topics(cluster):
                 if topic.startswith(("%RETRY%", "%DLQ%")):
                     continue
                 groups: set[str] = set()
-                for addr in masters:
+                for addr in readers:
                     try:
                         r = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
                                                TopicRequestHeader(topic=topic).to_ext_fields())

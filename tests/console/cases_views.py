@@ -607,11 +607,24 @@ class MasterDownTests(TestCase):
                 with Producer("down_pg", cluster.namesrv_addr) as prod:
                     for i in range(6):
                         prod.send(Message("DownTopic", f"d{i}".encode(), keys=f"down-{i}"))
+                # a group consumes them all, then stops (its offsets reach the slave)
+                c = PushConsumer("down_cg", cluster.namesrv_addr, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+                c.subscribe("DownTopic", "*")
+                c.register_message_listener(Counting())
+                c.start()
+                try:
+                    wait_until(lambda: adm.consumer_progress("down_cg", "DownTopic").total_lag == 0
+                               and sum(q.consumer_offset for q in adm.consumer_progress("down_cg", "DownTopic").queues) == 6,
+                               20, "down_cg caught up")
+                finally:
+                    c.shutdown()
                 self.assertNotContains(self.client.get(url("topic", "DownTopic")), 'id="masters-down"')
                 master, slave = cluster.brokers["broker-s"], cluster.slaves["broker-s"][0]
                 wait_until(lambda: slave.topics.get("DownTopic") is not None
-                           and slave.store.reput_from_offset == master.store.get_max_phy_offset(), 20,
-                           "the slave holding the topic and its messages")
+                           and slave.store.reput_from_offset == master.store.get_max_phy_offset()
+                           and all(slave.offsets.query("down_cg", "DownTopic", q) == master.offsets.query("down_cg", "DownTopic", q)
+                                   for q in range(2)), 20,
+                           "the slave holding the topic, its messages and the group's offsets")
                 cluster.stop_broker("broker-s")
                 wait_until(lambda: adm.masterless_brokers(), 20, "the name server without the master")
                 resp = self.client.get(url("topic", "DownTopic"))
@@ -622,6 +635,14 @@ class MasterDownTests(TestCase):
                 resp = self.client.get(url("messages") + "?mode=key&topic=DownTopic&key=down-3")
                 self.assertEqual(len(resp.context["results"]), 1)
                 self.assertContains(resp, "down-3")
+                found = resp.context["results"][0]
+                self.assertContains(resp, f'<td class="num">broker-s/{found.queue_id}</td>', html=False)
+                # its page: the queue named, and the group's status read from the slave's offsets
+                # (a message from the slave carries the master's store host, which the name
+                # server no longer lists: the page said "- / 1" and UNKNOWN)
+                resp = self.client.get(url("message", "DownTopic", found.msg_id))
+                self.assertContains(resp, f"broker-s / {found.queue_id} @ {found.queue_offset}")
+                self.assertEqual(resp.context["groups"], [{"group": "down_cg", "status": "CONSUMED"}])
             finally:
                 lifecycle.reset_clients()
 
