@@ -74,6 +74,27 @@ def test_standalone_refuses_a_non_loopback_address_without_allow_remote() -> Non
     assert "not a loopback address; add --allow-remote" in proc.stderr
 
 
+def test_standalone_sets_the_webhook_and_acl_keys_and_refuses_bad_ones(monkeypatch, capsys) -> None:
+    """A stand-alone operator can have lag alarms POSTed to a webhook and sign for an ACL
+    cluster (both were settings of an embedding project only); the secret comes from the
+    environment, never the command line."""
+    from rocketmq_sdk.integrations.django.console import standalone
+
+    monkeypatch.setenv("ROCKETMQ_CONSOLE_SECRET_KEY", "s3cret-key")
+    args = standalone.parse_args(["--namesrv", "127.0.0.1:9876", "--webhook-url", "https://hooks.example/alarm",
+                                  "--access-key", "console-admin"])
+    assert standalone.console_settings(args) == {
+        "TRACE_TOPIC": "RMQ_SYS_TRACE_TOPIC", "SAMPLE_INTERVAL_S": 10.0, "WEBHOOK_URL": "https://hooks.example/alarm",
+        "ACCESS_KEY": "console-admin", "SECRET_KEY": "s3cret-key"}
+    for bad, reason in ((["--webhook-url", "file:///etc/passwd"], "is not an http(s) URL"),
+                        (["--access-key", "console-admin"], "needs its secret key in $ROCKETMQ_CONSOLE_SECRET_KEY")):
+        if "--access-key" in bad:
+            monkeypatch.delenv("ROCKETMQ_CONSOLE_SECRET_KEY")
+        with pytest.raises(SystemExit) as exited:
+            standalone.parse_args(["--namesrv", "127.0.0.1:9876", *bad])
+        assert exited.value.code == 2 and reason in capsys.readouterr().err
+
+
 class Browser:
     """A cookie-keeping HTTP client from the standard library (the test needs nothing beyond
     Django): ``get``/``post`` follow redirects and return (status, final URL, text)."""
