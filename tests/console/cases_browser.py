@@ -274,6 +274,7 @@ class ConsoleInChromium(ChromiumCase):
             self.assertIn(TOPIC, self.text("#pub-details"))
             self.assertIn("browser-key-1", self.text("#pub-details"))
             self.assertNotIn("-", self.text("#deliveries tr:nth-child(2) td:nth-child(2)"))  # the consumer's host
+            self.shot("trace-by-key")
 
             # a poisoned message ends in the group's DLQ
             with Producer("browser_pg", self.cluster.namesrv_addr) as producer:
@@ -362,7 +363,22 @@ class ConsoleInChromium(ChromiumCase):
             self.submit("form.inline button[type=submit]")
             self.assertIn("browser_cfg_cg", self.text("h1"))
             self.assertIn("not used by any client yet", self.text("#config-only"))
-            self.assertIn("5", self.text("#group-config"))
+            self.assertEqual(self.config_row("retryMaxTimes"), ["5", "5"])  # broker-a, broker-b
+            # edited on its page: the form comes filled with the current config
+            self.assertEqual(self.find("#config-form #id_retry_max_times").get_attribute("value"), "5")
+            self.find("#config-form #id_retry_max_times").clear()
+            self.find("#config-form #id_retry_max_times").send_keys("7")
+            broadcast = self.find("#config-form #id_consume_broadcast_enable")
+            was = broadcast.is_selected()
+            self.assertEqual(self.config_row("consumeBroadcastEnable"), [str(was).lower()] * 2)
+            broadcast.click()
+            self.submit("#config-save")
+            self.assertEqual(self.config_row("retryMaxTimes"), ["7", "7"])
+            self.assertEqual(self.config_row("consumeBroadcastEnable"), [str(not was).lower()] * 2)
+            with AdminClient(self.cluster.namesrv_addr) as adm:
+                stored = adm.subscription_group_config("browser_cfg_cg").brokers.values()
+                self.assertEqual({(c.retry_max_times, c.consume_broadcast_enable) for c in stored}, {(7, not was)})
+            self.shot("group-config")
             self.go("groups/")
             self.assertIn("config only", self.text("#groups"))
 
@@ -382,6 +398,9 @@ class ConsoleInChromium(ChromiumCase):
                                for q in range(2)), 20, "broker-b's slave in sync")
             self.go(f"topics/{TOPIC}/")
             total_before = self.text("#queues")
+            with AdminClient(self.cluster.namesrv_addr) as adm:  # a backlog message stored on broker-b
+                on_b = next(k for k in (f"backlog-{i}" for i in range(300))
+                            if adm.query_message_by_key(TOPIC, k)[0].store_host == master.config.broker_addr)
             self.cluster.stop_broker("broker-b")
             self.reload_until(f"groups/{GROUP}/", lambda: self.now_text("#masters-down"), 20, "the banner")
             self.assertIn(f"broker-b (DefaultCluster) is read from its slave {slave.config.broker_addr}",
@@ -390,9 +409,22 @@ class ConsoleInChromium(ChromiumCase):
             self.shot("master-down")
             self.go(f"topics/{TOPIC}/")
             self.assertEqual(self.text("#queues"), total_before)
+            # broker-b's message is found by key on the slave and shown as broker-b's, with the
+            # group's status from the slave's offsets (reset to the earliest above: not consumed)
+            self.go(f"messages/?mode=key&topic={TOPIC}&key={on_b}")
+            self.assertIn("broker-b/", self.text("#results"))
+            self.submit("#results tr td a")
+            self.assertIn("broker-b / ", self.text("#message"))
+            self.assertIn(f"{GROUP} NOT_CONSUMED_YET", self.text("#consumed"))
         finally:
             if consumer is not None:
                 consumer.shutdown()
+
+    def config_row(self, setting: str) -> list[str]:
+        """The group config table's values of ``setting``, one per broker."""
+        row = next(r for r in self.find("#group-config").find_elements(By.TAG_NAME, "tr")
+                   if r.find_elements(By.TAG_NAME, "td") and r.find_elements(By.TAG_NAME, "td")[0].text == setting)
+        return [td.text for td in row.find_elements(By.TAG_NAME, "td")[1:]]
 
     @staticmethod
     def online(adm: AdminClient) -> bool:
