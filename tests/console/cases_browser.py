@@ -26,6 +26,7 @@ from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.exceptions import MQBrokerError
 from rocketmq_sdk.integrations.django.console import lifecycle
 from rocketmq_sdk.producer import Producer
+from rocketmq_sdk.protocol.codes import RequestCode
 from rocketmq_sdk.protocol.message import Message
 
 from .support import make_user, start_cluster, stop_cluster, wait_until
@@ -485,3 +486,84 @@ class DLedgerGroupInChromium(ChromiumCase):
             adm.dledger_leadership_transfer("broker-a", target)
         self.reload_until("", lambda: self.now_text(".dledger-leader") == target, 20, "the new leader on the page")
         self.assertEqual(self.text(".dledger-term"), str(node.term))  # the old leader follows in the new term
+
+
+@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
+class MasterKilledInChromium(ChromiumCase):
+    """What the operator of issue #29 saw: a 2-master/2-slave cluster of broker processes,
+    broker-b's master killed (SIGKILL, no unregistering) with its slave alive; the numbers a
+    read-only user sees stay the same, under the banner, and a message of broker-b is found."""
+
+    @classmethod
+    def start_console_cluster(cls) -> None:
+        cls.cluster = embedded.start_dev_cluster(cluster="2m-2s-sync", broker_config={"slaveSyncInterval": 300})
+        cls.override = override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cls.cluster.namesrv_addr})
+        cls.override.enable()
+        lifecycle.reset_clients()
+
+    @classmethod
+    def stop_console_cluster(cls) -> None:
+        lifecycle.reset_clients()
+        cls.override.disable()
+        cls.cluster.stop()
+
+    def test_master_killed_numbers_unchanged_under_a_banner(self) -> None:
+        from tests.broker.conftest import SyncClient
+
+        topic, group = "KilledOrders", "killed_cg"
+        ns = self.cluster.namesrv_addr
+        with AdminClient(ns) as adm:
+            adm.create_topic(topic, cluster="DefaultCluster", read_queue_nums=2, write_queue_nums=2)
+        with Producer("killed_pg", ns) as producer:
+            for i in range(20):
+                producer.send(Message(topic, f"first {i}".encode(), keys=f"first-{i}"))
+            counted = Listener()
+            c = PushConsumer(group, ns, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+            c.subscribe(topic, "*")
+            c.register_message_listener(counted)
+            c.start()
+            try:
+                with AdminClient(ns) as adm:
+                    wait_until(lambda: counted.count >= 20 and adm.consumer_progress(group, topic).total_lag == 0,
+                               30, "the group caught up")
+            finally:
+                c.shutdown()
+            for i in range(30):  # a backlog on both brokers
+                producer.send(Message(topic, f"later {i}".encode(), keys=f"later-{i}"))
+        master, slave = self.cluster.broker("broker-b", 0), self.cluster.broker("broker-b", 1)
+        with AdminClient(ns) as adm:
+            on_b = next(k for k in (f"later-{i}" for i in range(30))
+                        if adm.query_message_by_key(topic, k)[0].store_host == master.addr)
+        # broker-b's slave holds its messages, queues and the group's offsets (copied every 300 ms)
+        sync = SyncClient()
+        try:
+            stats = {"topic": topic}
+            wait_until(lambda: all(sync.invoke(slave.addr, code, ext).body == sync.invoke(master.addr, code, ext).body
+                                   for code, ext in ((RequestCode.GET_TOPIC_STATS_INFO, stats),
+                                                     (RequestCode.GET_ALL_CONSUMER_OFFSET, None))),
+                       30, "broker-b's slave in sync")
+        finally:
+            sync.close()
+
+        make_user("killed_viewer", "view_console")
+        self.go("")
+        self.find("#id_username").send_keys("killed_viewer")
+        self.find("#id_password").send_keys("killed_viewer-pw")
+        self.submit("#login")
+        self.reload_until(f"groups/{group}/", lambda: self.lag() == 30, 20, "lag 30")
+        self.go(f"topics/{topic}/")
+        queues = self.text("#queues")
+        self.assertIn("(50 messages stored)", self.text("body"))
+
+        self.cluster.kill_broker("broker-b", 0)  # SIGKILL
+        self.reload_until(f"groups/{group}/", lambda: self.now_text("#masters-down"), 60, "the banner")
+        self.assertIn(f"broker-b (DefaultCluster) is read from its slave {slave.addr}", self.text("#masters-down"))
+        self.assertEqual(self.lag(), 30)
+        self.go(f"topics/{topic}/")
+        self.assertEqual(self.text("#queues"), queues)
+        self.assertIn("(50 messages stored)", self.text("body"))
+        self.go(f"messages/?mode=key&topic={topic}&key={on_b}")
+        self.assertIn("broker-b/", self.text("#results"))
+        self.submit("#results tr td a")
+        self.assertIn(on_b, self.text("#message"))
+        self.assertIn(f"{group} NOT_CONSUMED_YET", self.text("#consumed"))
