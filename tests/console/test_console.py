@@ -28,7 +28,7 @@ import pytest
 from tests.pki import server_pki
 
 REPO = Path(__file__).resolve().parents[2]
-pytest.importorskip("django", reason="the console needs Django (pip install -e '.[console]')")
+pytest.importorskip("django", reason="the console needs Django (pip install -e '.[django]')")
 
 
 def run_django_tests(label: str, timeout_s: float, env: dict | None = None) -> tuple[int, str]:
