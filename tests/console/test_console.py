@@ -148,11 +148,14 @@ class AuditLines:
             raise AssertionError(f"no audit line within {timeout_s} s") from None
 
 
-def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> None:
+def test_standalone_serves_on_loopback_with_login_and_read_only_account(tmp_path) -> None:
     from rocketmq_broker import embedded
 
+    tmp = tmp_path / "tmp"  # where the server's temporary user database goes
+    tmp.mkdir()
     with embedded.start_cluster(("broker-a",)) as cluster:
-        env = {**os.environ, "ROCKETMQ_CONSOLE_PASSWORD": "op-secret", "ROCKETMQ_CONSOLE_READONLY_PASSWORD": "ro-secret"}
+        env = {**os.environ, "ROCKETMQ_CONSOLE_PASSWORD": "op-secret", "ROCKETMQ_CONSOLE_READONLY_PASSWORD": "ro-secret",
+               "TMPDIR": str(tmp)}
         proc = subprocess.Popen([sys.executable, "-m", "rocketmq_sdk.integrations.django.console", "--namesrv",
                                  cluster.namesrv_addr, "--port", "0", "--read-only-user", "viewer"],
                                 stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
@@ -183,12 +186,17 @@ def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> Non
             op = Browser(base)
             status, landed, page = op.login("admin", "op-secret")
             assert (status, landed) == (200, base) and "operator" in page
+            assert [p.name for p in tmp.iterdir() if p.name.startswith("rocketmq-console-")]
         finally:
-            proc.terminate()
+            proc.terminate()  # SIGTERM, as a service manager stops it
             proc.wait(30)
             if audits is not None:
                 audits.thread.join(10)  # stderr at its end: the reader is done with it
             proc.stderr.close()
+        # a clean exit: the temporary database (password hashes, audit-relevant state) is gone
+        # (SIGTERM used to end the process before its clean-up: one directory left per run)
+        assert proc.returncode == 0
+        assert list(tmp.iterdir()) == []
 
 
 def test_standalone_serves_https_with_certfile_and_keyfile(tmp_path) -> None:

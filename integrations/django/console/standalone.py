@@ -2,7 +2,7 @@
 
 ``python -m rocketmq_sdk.integrations.django.console --namesrv 127.0.0.1:9876`` serves the
 console on http://127.0.0.1:8080/ with a SQLite user database (a temporary file removed at exit
-unless ``--db`` names one) and one operator account (``--user``, password from
+unless ``--db`` names one; also on SIGTERM, which stops the server as Ctrl-C does) and one operator account (``--user``, password from
 ``$ROCKETMQ_CONSOLE_PASSWORD`` or generated and shown once). ``--read-only-user NAME`` adds an
 account that may only look (password ``$ROCKETMQ_CONSOLE_READONLY_PASSWORD`` or generated).
 ``--certfile``/``--keyfile`` serve HTTPS (the TLS handshake runs in the request's thread; the
@@ -19,6 +19,7 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import ssl
 import sys
 import tempfile
@@ -218,6 +219,10 @@ def _serve(args: argparse.Namespace, db: str, tls: ssl.SSLContext | None) -> int
     sys.stderr.flush()
     from .lifecycle import reset_clients
 
+    def stop(signum: int, frame: Any) -> None:  # SIGTERM (service managers, kill): as Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:
