@@ -165,6 +165,12 @@ class ChromiumCase(LiveServerTestCase):
             return cond()
         return wait_until(check, timeout_s, what)
 
+    def log_in(self, user: str) -> None:
+        """Log in from the login page as ``user`` (password ``<user>-pw``, see make_user)."""
+        self.find("#id_username").send_keys(user)
+        self.find("#id_password").send_keys(f"{user}-pw")
+        self.submit("#login")
+
     def lag(self) -> int:
         """The group page's total lag, -1 when the page shows none (offsets not there yet)."""
         text = self.now_text("#total-lag")
@@ -191,9 +197,7 @@ class ConsoleInChromium(ChromiumCase):
         self.go("")
         self.assertIn("/rocketmq/login/", d.current_url)
         self.shot("login")
-        self.find("#id_username").send_keys("operator")
-        self.find("#id_password").send_keys("operator-pw")
-        self.submit("#login")
+        self.log_in("operator")
         self.assertIn("broker-a", self.text("#brokers"))
         self.assertIn("broker-b", self.text("#brokers"))
         self.shot("cluster")
@@ -202,9 +206,7 @@ class ConsoleInChromium(ChromiumCase):
         # log out, log in again from the login page: the cluster page (was Django's 404 default)
         self.submit("header .user button")
         self.assertIn("/rocketmq/login/", d.current_url)
-        self.find("#id_username").send_keys("operator")
-        self.find("#id_password").send_keys("operator-pw")
-        self.submit("#login")
+        self.log_in("operator")
         self.assertTrue(d.current_url.endswith("/rocketmq/"), d.current_url)
         self.assertIn("broker-a", self.text("#brokers"))
 
@@ -443,14 +445,14 @@ class ConsoleInChromium(ChromiumCase):
         return c
 
 
-@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
-class DLedgerGroupInChromium(ChromiumCase):
-    """The cluster page of a DLedger group (three reference brokers in one process): leader,
-    term, each member's log index and lag; after a leadership transfer, the new leader."""
+class DevClusterCase(ChromiumCase):
+    """The console on a ``start_dev_cluster(**dev_cluster)``."""
+
+    dev_cluster: dict = {}
 
     @classmethod
     def start_console_cluster(cls) -> None:
-        cls.cluster = embedded.start_dev_cluster(in_process=True, cluster="dledger")
+        cls.cluster = embedded.start_dev_cluster(**cls.dev_cluster)
         cls.override = override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cls.cluster.namesrv_addr})
         cls.override.enable()
         lifecycle.reset_clients()
@@ -461,6 +463,14 @@ class DLedgerGroupInChromium(ChromiumCase):
         cls.override.disable()
         cls.cluster.stop()
 
+
+@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
+class DLedgerGroupInChromium(DevClusterCase):
+    """The cluster page of a DLedger group (three reference brokers in one process): leader,
+    term, each member's log index and lag; after a leadership transfer, the new leader."""
+
+    dev_cluster = {"in_process": True, "cluster": "dledger"}
+
     def test_dledger_group_on_the_cluster_page(self) -> None:
         make_user("dl_viewer", "view_console")
         with Producer("dl_browser_pg", self.cluster.namesrv_addr) as producer:
@@ -468,9 +478,7 @@ class DLedgerGroupInChromium(ChromiumCase):
                 producer.send(Message("DLBrowser", f"m{i}".encode()))
         node = self.cluster.broker.dledger.node
         self.go("")
-        self.find("#id_username").send_keys("dl_viewer")
-        self.find("#id_password").send_keys("dl_viewer-pw")
-        self.submit("#login")
+        self.log_in("dl_viewer")
         self.assertEqual(self.text(".dledger-leader"), node.config.self_id)
         self.assertEqual(self.text(".dledger-term"), str(node.term))
         end = node.ledger.end_index
@@ -489,23 +497,12 @@ class DLedgerGroupInChromium(ChromiumCase):
 
 
 @unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
-class MasterKilledInChromium(ChromiumCase):
+class MasterKilledInChromium(DevClusterCase):
     """What the operator of issue #29 saw: a 2-master/2-slave cluster of broker processes,
     broker-b's master killed (SIGKILL, no unregistering) with its slave alive; the numbers a
     read-only user sees stay the same, under the banner, and a message of broker-b is found."""
 
-    @classmethod
-    def start_console_cluster(cls) -> None:
-        cls.cluster = embedded.start_dev_cluster(cluster="2m-2s-sync", broker_config={"slaveSyncInterval": 300})
-        cls.override = override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cls.cluster.namesrv_addr})
-        cls.override.enable()
-        lifecycle.reset_clients()
-
-    @classmethod
-    def stop_console_cluster(cls) -> None:
-        lifecycle.reset_clients()
-        cls.override.disable()
-        cls.cluster.stop()
+    dev_cluster = {"cluster": "2m-2s-sync", "broker_config": {"slaveSyncInterval": 300}}
 
     def test_master_killed_numbers_unchanged_under_a_banner(self) -> None:
         from tests.broker.conftest import SyncClient
@@ -547,9 +544,7 @@ class MasterKilledInChromium(ChromiumCase):
 
         make_user("killed_viewer", "view_console")
         self.go("")
-        self.find("#id_username").send_keys("killed_viewer")
-        self.find("#id_password").send_keys("killed_viewer-pw")
-        self.submit("#login")
+        self.log_in("killed_viewer")
         self.reload_until(f"groups/{group}/", lambda: self.lag() == 30, 20, "lag 30")
         self.go(f"topics/{topic}/")
         queues = self.text("#queues")
