@@ -653,6 +653,18 @@ class MasterDownTests(TestCase):
                 resp = self.client.get(url("message", "DownTopic", found.msg_id))
                 self.assertContains(resp, f"broker-s / {found.queue_id} @ {found.queue_offset}")
                 self.assertEqual(resp.context["groups"], [{"group": "down_cg", "status": "CONSUMED"}])
+                # cluster-wide changes skip a broker without its master (as mqadmin's -c): said so,
+                # not "created" (it was, silently, on no broker at all here)
+                for post, form in ((url("group_config"), {"group": "down_cfg_cg", "cluster": "DefaultCluster",
+                                                         "consume_enable": "on", "retry_queue_nums": 1,
+                                                         "retry_max_times": 3}),
+                                   (url("topic_create"), {"topic": "DownTopic2", "cluster": "DefaultCluster",
+                                                          "read_queue_nums": 2, "write_queue_nums": 2, "perm": 6})):
+                    resp = self.client.post(post, form, follow=True)
+                    shown = [(m.level_tag, str(m)) for m in resp.context["messages"]]
+                    self.assertIn(("warning", "not written on broker-s: its master is down (write it again when it "
+                                              "is back)"), shown, post)
+                    self.assertNotIn("success", [level for level, _ in shown], post)
             finally:
                 lifecycle.reset_clients()
 

@@ -82,6 +82,21 @@ def try_call(request: HttpRequest, what: str, fn: Callable[..., Any], *args: Any
         return default
 
 
+def report_cluster_change(request: HttpRequest, cluster: str, done: str, written: list[str]) -> None:
+    """Tell the outcome of a change made on every master of ``cluster`` (as mqadmin's ``-c``,
+    which skips a broker whose master is down): ``done`` when some broker got it (``written``,
+    their addresses), and a warning naming the brokers it skipped."""
+    down = [b.broker_name for b in try_call(request, "brokers whose master is down", service.admin().masterless_brokers,
+                                            default=[]) if b.cluster == cluster]
+    if written:
+        messages.success(request, done)
+    if down:
+        whose = "its master is" if len(down) == 1 else "their masters are"
+        messages.warning(request, f"not written on {', '.join(down)}: {whose} down (write it again when it is back)")
+    elif not written:
+        messages.warning(request, f"no broker of cluster {cluster} was written")
+
+
 def cleaned(form: Any) -> dict[str, Any]:
     """The form's cleaned data; ``ValueError`` listing the errors when it is not valid (the
     :func:`operator` wrapper shows it and audits the refusal)."""

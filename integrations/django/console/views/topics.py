@@ -12,7 +12,16 @@ from rocketmq_sdk.protocol.message import Message
 from .. import service
 from ..forms import SendMessageForm, TopicForm, TopicPermForm
 from ..kinds import KINDS, topic_kind
-from .base import can_operate, cleaned, name_or_404, operator, posted_cluster, try_call, viewer
+from .base import (
+    can_operate,
+    cleaned,
+    name_or_404,
+    operator,
+    posted_cluster,
+    report_cluster_change,
+    try_call,
+    viewer,
+)
 
 
 @viewer
@@ -84,7 +93,7 @@ def topic_create(request: HttpRequest) -> HttpResponse:
     d = cleaned(TopicForm(request.POST))
     addrs = service.admin().create_topic(d["topic"], cluster=d["cluster"], read_queue_nums=d["read_queue_nums"],
                                          write_queue_nums=d["write_queue_nums"], perm=d["perm"], order=d["order"])
-    messages.success(request, f"topic {d['topic']} created/updated on {', '.join(addrs)}")
+    report_cluster_change(request, d["cluster"], f"topic {d['topic']} created/updated on {', '.join(addrs)}", addrs)
     return redirect("rocketmq_console:topic", topic=d["topic"])
 
 
@@ -103,8 +112,8 @@ def topic_perm(request: HttpRequest, topic: str) -> HttpResponse:
 def topic_delete(request: HttpRequest, topic: str) -> HttpResponse:
     name_or_404(topic)
     cluster = posted_cluster(request, "topic")
-    service.admin().delete_topic(topic, cluster=cluster)
-    messages.success(request, f"topic {topic} deleted from cluster {cluster}")
+    written = service.admin().delete_topic(topic, cluster=cluster)
+    report_cluster_change(request, cluster, f"topic {topic} deleted from cluster {cluster}", written)
     return redirect("rocketmq_console:topics")
 
 
