@@ -5,7 +5,9 @@ its trace (also found by key), resend a DLQ message into its own group, watch la
 consumer runs (a lag alarm fires, then resolves), reset the group's offset (online, then with the
 consumer stopped), create a group
 that no client uses and see its config, look at the charts, then stop broker-b's master: the
-numbers stay, read from its slave, under a banner naming it.
+numbers stay, read from its slave, under a banner naming it. Two more cases run on broker
+processes (``start_dev_cluster``): broker-b's master killed with SIGKILL (the issue's operator
+case), and a DLedger group's cluster page.
 
 Run by test_console.py through Django's test runner. With ``CONSOLE_SCREENSHOTS=<dir>`` every
 page is also saved there as PNG (docs/tools/console_screenshots.py uses this for docs/console/).
