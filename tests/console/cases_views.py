@@ -660,7 +660,11 @@ class MasterDownTests(TestCase):
                                                          "retry_max_times": 3}),
                                    (url("topic_create"), {"topic": "DownTopic2", "cluster": "DefaultCluster",
                                                           "read_queue_nums": 2, "write_queue_nums": 2, "perm": 6})):
-                    resp = self.client.post(post, form, follow=True)
+                    with self.assertLogs("rocketmq_sdk.integrations.django.console.audit", "INFO") as audit:
+                        resp = self.client.post(post, form, follow=True)
+                    # the audit line says so too (was outcome=ok)
+                    self.assertTrue(audit.output[-1].endswith("outcome=partial: not written on broker-s "
+                                                              "(master down)"), audit.output)
                     shown = [(m.level_tag, str(m)) for m in resp.context["messages"]]
                     self.assertIn(("warning", "not written on broker-s: its master is down (write it again when it "
                                               "is back)"), shown, post)
