@@ -138,17 +138,32 @@ class TopicAdmin(AdminCore):
             for topic in await self._topics(cluster):
                 if topic.startswith(("%RETRY%", "%DLQ%")):
                     continue
-                groups: set[str] = set()
-                for addr in readers:
-                    try:
-                        r = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
-                                               TopicRequestHeader(topic=topic).to_ext_fields())
-                    except REQUEST_FAILED as exc:
-                        log.debug("consumer groups of %s on %s: %s", topic, addr, exc)
-                        continue
-                    groups.update(GroupList.from_json(r.body).group_list)
-                rows.append((cluster, topic, sorted(groups)))
+                rows.append((cluster, topic, await self._consumed_by(topic, readers)))
         return rows
+
+    async def topic_consumer_groups(self, topic: str) -> list[str]:
+        """The consumer groups with offsets on ``topic``, sorted: QUERY_TOPIC_CONSUME_BY_WHO
+        (300) to each broker of its route (its master, or its slave while the master is down; a
+        broker that fails is skipped), as the dashboard's ``queryTopicConsumeByWho`` — one topic,
+        not every topic as :meth:`topic_list_by_cluster`.
+
+        Raises:
+            TopicNotExistError: no route for the topic.
+        """
+        route = await self._route(topic)
+        return await self._consumed_by(topic, list(self._route_readers(route).values()))
+
+    async def _consumed_by(self, topic: str, addrs: list[str]) -> list[str]:
+        groups: set[str] = set()
+        for addr in addrs:
+            try:
+                r = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                                       TopicRequestHeader(topic=topic).to_ext_fields())
+            except REQUEST_FAILED as exc:
+                log.debug("consumer groups of %s on %s: %s", topic, addr, exc)
+                continue
+            groups.update(GroupList.from_json(r.body).group_list)
+        return sorted(groups)
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         """The topic's route (GET_ROUTEINFO_BY_TOPIC 105).

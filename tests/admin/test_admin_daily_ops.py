@@ -133,6 +133,7 @@ def test_reads_come_from_the_slave_while_a_master_is_down():
                    what="a route without broker-b's master")
 
         assert admin.consumer_progress(group).total_lag == 12
+        assert admin.topic_consumer_groups(topic) == [group]
         assert sum(q.max_offset - q.min_offset for q in admin.topic_status(topic)) == 20
         found = admin.query_message_by_key(topic, key_b)
         assert [m.body for m in found] == [key_b.encode()]

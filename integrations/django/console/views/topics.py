@@ -51,11 +51,7 @@ def topic_detail(request: HttpRequest, topic: str) -> HttpResponse:
     adm = service.admin()
     route = try_call(request, "route", adm.topic_route, topic)
     status = try_call(request, "status", adm.topic_status, topic, default=[]) if route else []
-    groups: list[str] = []
-    if route:
-        for _cluster, t, gs in try_call(request, "consumer groups", adm.topic_list_by_cluster, default=[]):
-            if t == topic:
-                groups.extend(gs)
+    groups = try_call(request, "consumer groups", adm.topic_consumer_groups, topic, default=[]) if route else []
     clusters = sorted({bd.cluster for bd in route.broker_datas}) if route else []
     configs = try_call(request, "topic config", adm.topic_configs, topic, default={}) if route else {}
     first = configs[min(configs)] if configs else None
@@ -64,7 +60,7 @@ def topic_detail(request: HttpRequest, topic: str) -> HttpResponse:
         **({"read_queue_nums": first.read_queue_nums, "write_queue_nums": first.write_queue_nums,
             "perm": first.perm, "order": first.order} if first else {})})
     return render(request, "rocketmq_console/topic_detail.html", {
-        "topic": topic, "route": route, "status": status, "groups": group_lags(request, sorted(set(groups)), topic),
+        "topic": topic, "route": route, "status": status, "groups": group_lags(request, groups, topic),
         "clusters": clusters, "configs": configs, "update_form": update_form,
         "total": sum(q.max_offset - q.min_offset for q in status), "send_form": SendMessageForm(),
         "perm_form": TopicPermForm(initial={"perm": route.queue_datas[0].perm if route and route.queue_datas else 6}),
