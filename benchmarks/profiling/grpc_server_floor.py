@@ -3,9 +3,9 @@ would cost instead of grpc.aio.
 
 1. ``split``: the local-mode proxy (name server, 5.x broker and proxy in this process, as ``dev``)
    serving this SDK's gRPC producer (``benchmarks/grpc_clients.py`` worker), alternately with its
-   real SendMessage and with SendMessage answered by a canned response (grpc.aio, the service's
-   generic handler, request parse and response serialisation still run; the proxy's send path and
-   the broker's put do not). The difference is what the proxy + broker cost inside the serving
+   real SendMessage and with SendMessage answered by a canned response (``Producing.send`` replaced:
+   grpc.aio, the service's generic handler, request parse and response serialisation still run;
+   the proxy's send path and the broker's put do not). The difference is what the proxy + broker cost inside the serving
    process; the canned figure is grpc.aio's share. Per-thread CPU as ``grpc_proxy_cpu.py``.
 2. ``floor``: the same sync grpcio echo client (300 B, 8 headers) against grpc.aio
    (``grpc_proxy_cpu.echo_floor``) and against :class:`_EchoH2`, a minimal asyncio HTTP/2 server
@@ -155,12 +155,12 @@ async def split(n: int, canned: bool) -> None:
         answer = v2.SendMessageResponse(status=status())
         entry = answer.entries.add(status=status(), message_id="0" * 32, offset=1)
         del entry
-        real = proxy.service.send_message
+        real = proxy.service.producing.send
 
-        async def send_message(req, context):  # the warm-up's route and topic creation go through
-            return answer if req.messages[0].topic.name == topic and canned_on else await real(req, context)
+        async def send(req):  # the warm-up's route and topic creation go through
+            return answer if canned_on else await real(req)
 
-        proxy.service.send_message = send_message  # type: ignore[method-assign]
+        proxy.service.producing.send = send  # type: ignore[method-assign]
     loop = asyncio.get_running_loop()
     try:
         canned_on = False
