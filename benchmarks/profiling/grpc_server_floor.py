@@ -11,7 +11,8 @@ would cost instead of grpc.aio.
    (``grpc_proxy_cpu.echo_floor``) and against :class:`_EchoH2`, a minimal asyncio HTTP/2 server
    answering unary gRPC calls (HPACK decoding by the ``hpack`` library): a measurement of the floor
    an HTTP/2 server of our own would have, NOT a server (no flow control beyond a connection
-   window update, no streams but unary, no TLS, no limits).
+   window update, no streams but unary, no TLS, no limits), and :class:`_EchoH2Lib`, the same on
+   the ``h2`` library (its state machine, HPACK and flow control).
 
     .venv/bin/python benchmarks/profiling/grpc_server_floor.py [-n 3000] [--rounds 2] [--only split|floor]
 """
@@ -111,6 +112,43 @@ class _EchoH2(asyncio.Protocol):
             self.transport.write(b"".join(out))  # type: ignore[attr-defined]
 
 
+class _EchoH2Lib(asyncio.Protocol):
+    """The same echo on the ``h2`` library's connection state machine (frames, HPACK, flow control)."""
+
+    def __init__(self) -> None:
+        import h2.config
+        import h2.connection
+
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None))
+        self.bodies: dict[int, bytearray] = {}
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self.conn.initiate_connection()
+        self.conn.increment_flow_control_window(1 << 24)
+        transport.write(self.conn.data_to_send())  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        import h2.events as ev
+
+        conn = self.conn
+        for event in conn.receive_data(data):
+            if isinstance(event, ev.RequestReceived):
+                self.bodies[event.stream_id] = bytearray()
+            elif isinstance(event, ev.DataReceived):
+                self.bodies.setdefault(event.stream_id, bytearray()).extend(event.data)
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, ev.StreamEnded):
+                sid = event.stream_id
+                body = bytes(self.bodies.pop(sid, b"")[5:])
+                conn.send_headers(sid, ((b":status", b"200"), (b"content-type", b"application/grpc")))
+                conn.send_data(sid, b"\x00" + _U32.pack(len(body)) + body)
+                conn.send_headers(sid, ((b"grpc-status", b"0"),), end_stream=True)
+        out = conn.data_to_send()
+        if out:
+            self.transport.write(out)  # type: ignore[attr-defined]
+
+
 def _echo_client_args(port: int, n: int) -> list[str]:
     args = [sys.executable, grpc_proxy_cpu.__file__, "--echo-client", f"127.0.0.1:{port}", str(n)]
     if "transport" in inspect.signature(grpc_proxy_cpu.echo_client).parameters:
@@ -118,9 +156,9 @@ def _echo_client_args(port: int, n: int) -> list[str]:
     return args
 
 
-async def own_h2_floor(n: int) -> None:
+async def own_h2_floor(n: int, protocol: type[asyncio.Protocol] = _EchoH2) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(_EchoH2, "127.0.0.1", 0)
+    server = await loop.create_server(protocol, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     before = grpc_proxy_cpu.thread_cpu()
     out = await loop.run_in_executor(None, lambda: subprocess.run(_echo_client_args(port, n), capture_output=True,
@@ -129,8 +167,9 @@ async def own_h2_floor(n: int) -> None:
     server.close()
     rate, client_us = out.stdout.split()
     server_us = sum(v - before.get(k, 0.0) for k, v in after.items()) / (n + 300) * 1e6
-    print(f"echo    own-h2       {rate:>6} calls/s client {client_us:>4} µs/call server {server_us:4.0f} µs/call "
-          "(asyncio HTTP/2 prototype, sync stub, 300 B, 8 headers)", flush=True)
+    label, what = ("own-h2", "hand-framed") if protocol is _EchoH2 else ("h2-lib", "h2 library's")
+    print(f"echo    {label:12} {rate:>6} calls/s client {client_us:>4} µs/call server {server_us:4.0f} µs/call "
+          f"(asyncio HTTP/2 prototype, {what}, sync stub, 300 B, 8 headers)", flush=True)
 
 
 async def split(n: int, canned: bool) -> None:
@@ -195,6 +234,7 @@ def main() -> int:
         if args.only != "split":
             asyncio.run(grpc_proxy_cpu.echo_floor(args.n))
             asyncio.run(own_h2_floor(args.n))
+            asyncio.run(own_h2_floor(args.n, _EchoH2Lib))
     print(f"load {os.getloadavg()[0]:.2f}")
     return 0
 
