@@ -26,7 +26,6 @@ import os
 import struct
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -173,19 +172,11 @@ async def own_h2_floor(n: int, protocol: type[asyncio.Protocol] = _EchoH2) -> No
 
 
 async def split(n: int, canned: bool) -> None:
-    from rocketmq_broker.broker.config import BrokerConfig
-    from rocketmq_broker.broker.controller import BrokerController
-    from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
     from rocketmq_broker.proxy import GrpcProxy
     from rocketmq_broker.proxy.status import status
     from rocketmq_sdk.grpc import v2
 
-    ns = NameServer(NamesrvConfig(listen_port=0))
-    await ns.start()
-    cfg = BrokerConfig(broker_name="b", listen_port=0, namesrv_addr=ns.addr,
-                       store_path_root_dir=tempfile.mkdtemp(prefix="grpc-server-floor-"), broker_version="5.3.3")
-    broker = BrokerController(cfg)
-    await broker.start()
+    ns, broker, cfg = await grpc_proxy_cpu.start_broker("grpc-server-floor-")
     proxy = GrpcProxy(ns.addr, local_broker=(broker.server, cfg.broker_addr))
     await proxy.serve()
     assert proxy.service is not None
