@@ -156,6 +156,12 @@ def _echo_client_args(port: int, n: int) -> list[str]:
 
 
 async def own_h2_floor(n: int, protocol: type[asyncio.Protocol] = _EchoH2) -> None:
+    need = "hpack" if protocol is _EchoH2 else "h2"
+    try:
+        __import__(need)
+    except ImportError:
+        print(f"echo    skipped: {protocol.__name__} needs the {need} package (pip install {need})", flush=True)
+        return
     loop = asyncio.get_running_loop()
     server = await loop.create_server(protocol, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
