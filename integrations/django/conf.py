@@ -96,12 +96,18 @@ class RocketMQSettings:
         """Keyword arguments of ``Producer(group, **kwargs)``."""
         return {**self.client, **self.producer}
 
-    def trace_kwargs(self) -> dict[str, Any]:
+    def trace_kwargs(self, enable: bool | None = None, topic: str | None = None) -> dict[str, Any]:
         """``enable_msg_trace`` / ``customized_trace_topic`` of SDK producers and push consumers
-        (``ENABLE_MSG_TRACE``, ``CUSTOMIZED_TRACE_TOPIC``); empty when tracing is off."""
-        if not self.options.get("enable_msg_trace"):
+        (``ENABLE_MSG_TRACE``, ``CUSTOMIZED_TRACE_TOPIC``); empty when tracing is off.
+
+        Args:
+            enable: a listener's own ``enable_msg_trace`` (None: the setting).
+            topic: a listener's own ``customized_trace_topic`` (None: the setting).
+        """
+        if not (self.options.get("enable_msg_trace") if enable is None else enable):
             return {}
-        return {"enable_msg_trace": True, "customized_trace_topic": self.options.get("customized_trace_topic")}
+        return {"enable_msg_trace": True,
+                "customized_trace_topic": topic or self.options.get("customized_trace_topic")}
 
     def consumer_kwargs(self, **overrides: Any) -> dict[str, Any]:
         """Keyword arguments of ``PushConsumer(group, **kwargs)``; ``namespace`` is left out
