@@ -348,7 +348,8 @@ class ListenerContainer:
             return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
         failed = msgs[outcome.done]
         log.warning("listener %s failed on message %s (reconsume %d): %s", self.spec.name, failed.msg_id,
-                    failed.reconsume_times, outcome.error, exc_info=not isinstance(outcome.error, ConversionError))
+                    failed.reconsume_times, outcome.error,
+                    exc_info=None if isinstance(outcome.error, ConversionError) else outcome.error)
         if orderly:
             return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         if outcome.done == 0:
