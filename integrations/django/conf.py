@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_sdk.config import ClientConfig, ConsumerConfig, ProducerConfig
+from rocketmq_sdk.protocol.validators import topic_problem
 
 __all__ = ["RocketMQSettings", "SettingProblem", "get_settings", "load", "reset"]
 
@@ -265,6 +266,10 @@ def _validate_values(s: RocketMQSettings) -> None:
     whose keys already have problems is not checked again."""
     if s.problems:
         return
+    trace_topic = s.options.get("customized_trace_topic")
+    if trace_topic and (problem := topic_problem(trace_topic)):
+        where = 'ROCKETMQ["CUSTOMIZED_TRACE_TOPIC"]'
+        s.problems.append(SettingProblem("value", where, f"{where}: {trace_topic!r}: {problem}"))
     for section, path, cls, kwargs in (("producer", 'ROCKETMQ["PRODUCER"]', ProducerConfig, s.producer_kwargs()),
                                        ("consumer", 'ROCKETMQ["CONSUMER"]', ConsumerConfig, s.consumer_kwargs())):
         error = sdk_config_error(cls, kwargs)

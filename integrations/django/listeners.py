@@ -49,6 +49,7 @@ from rocketmq_sdk import (
 )
 from rocketmq_sdk.config import ConsumerConfig
 from rocketmq_sdk.producer.namespace import wrap_namespace
+from rocketmq_sdk.protocol.validators import topic_problem
 
 from .conf import _field_types, load, named_field, sdk_config_error
 from .converter import ConversionError, MessageConverter, supports_payload_type
@@ -194,8 +195,8 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
             ``consume_from_where``, ``consume_message_batch_max_size``...).
 
     Raises:
-        ValueError: a bad choice value, an empty topic/group or an ``enable_msg_trace`` that is
-            not a bool.
+        ValueError: a bad choice value, an empty topic/group, an ``enable_msg_trace`` that is
+            not a bool or a ``customized_trace_topic`` that is not a legal topic name.
         TypeError: a class that is not a RocketMQListener.
     """
     _choice("selector_type", selector_type, SELECTOR_TYPES)
@@ -205,6 +206,8 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
         raise ValueError("rocketmq_listener needs a topic and a consumer_group")
     if enable_msg_trace is not None and not isinstance(enable_msg_trace, bool):
         raise ValueError(f"enable_msg_trace must be True, False or None, not {enable_msg_trace!r}")
+    if customized_trace_topic and (problem := topic_problem(customized_trace_topic)):
+        raise ValueError(f"customized_trace_topic {customized_trace_topic!r}: {problem}")
     if not (callable(idempotency_key) or idempotency_key in IDEMPOTENCY_KEYS):
         raise ValueError(f"idempotency_key must be one of {', '.join(map(repr, IDEMPOTENCY_KEYS))} or a callable, "
                          f"not {idempotency_key!r}")

@@ -60,6 +60,8 @@ def test_bad_listener_declarations_raise_at_once():
         rocketmq_listener(topic="t", consumer_group="g", consume_mode="FAST")
     with pytest.raises(ValueError, match="enable_msg_trace"):
         rocketmq_listener(topic="t", consumer_group="g", enable_msg_trace="yes")
+    with pytest.raises(ValueError, match="customized_trace_topic 'my traces'.*illegal characters"):
+        rocketmq_listener(topic="t", consumer_group="g", customized_trace_topic="my traces")
     with pytest.raises(TypeError, match="RocketMQListener"):
         rocketmq_listener(topic="t", consumer_group="g")(type("Plain", (), {}))
 
