@@ -88,6 +88,31 @@ def test_renewals_end_when_the_client_is_gone():
     assert r.tracked() == 0 and r.latest("h1") == "h1"
 
 
+def test_renewal_deadlines_count_from_the_brokers_clock_not_from_when_the_proxy_noted_them(monkeypatch):
+    """The invisibility starts when the broker popped (or changed) the message, not when the
+    proxy got round to tracking it (or the change's answer arrived): a late, loaded proxy must
+    still renew ahead of the broker's deadline."""
+    import asyncio
+
+    from rocketmq_broker.proxy import renew
+    from rocketmq_broker.proxy.renew import Renewals
+
+    clock = [1_000_000.0]  # seconds
+    monkeypatch.setattr(renew.time, "time", lambda: clock[0])
+    changed_at: list[int] = []
+
+    async def change(held, invisible_ms):
+        changed_at.append(int(clock[0] * 1000))  # the broker's new invisibility starts here
+        clock[0] += 0.6  # the answer takes 600 ms to come back
+        return held.handle + "'"
+
+    r = Renewals(change, 2_000, 1_000)
+    r.track("h1", "g", "t", "c1", 2_000, popped_ms=int(clock[0] * 1000) - 1_500)  # popped 1.5 s ago
+    assert asyncio.run(r.renew_due()) == 1  # 0.5 s left on the broker: renewed now
+    # renewed at changed_at[0] for 2 s: due again 1 s before that ends, though the answer was late
+    assert asyncio.run(r.renew_due(changed_at[0] + 1_000)) == 1
+
+
 def test_the_sdk_push_consumer_asks_for_renewal_like_the_5x_clients(grpc_cluster):
     """``PushConsumer(protocol="grpc")`` without ``invisible_duration`` receives with
     ``auto_renew`` (as the Java/Python 5.x push consumers): a listener busy for longer than the
