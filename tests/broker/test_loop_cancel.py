@@ -62,3 +62,35 @@ def test_the_transaction_check_loop_ends_when_stopped_as_a_round_is_asked_for():
             task.cancel()
 
     assert run_async(main()), "the transaction check loop went on after its cancel"
+
+
+def test_every_broker_loop_ends_when_cancelled_as_it_is_woken(tmp_path):
+    """Name-server registration, schedule (delay level 1), timer and transaction-check loops of an
+    in-process 5.x broker: each cancelled in the step its wake-up event is set ends (a swallowed
+    cancel left the registration loop re-registering a stopped broker and hung the others' stop())."""
+    from rocketmq_broker.embedded import start_dev_cluster
+
+    from tests.conftest import wait_until
+    from tests.rmq5.conftest import broker_of
+
+    cluster = start_dev_cluster(str(tmp_path / "store"), in_process=True, broker_config={"broker_version": "5.3.3"})
+    try:
+        broker, loop = broker_of(cluster), cluster._loop
+        assert loop is not None and broker.timer is not None
+        loops = {"registration": (broker._tasks[0], broker.ctx.register_soon),
+                 "schedule level 1": (broker.schedule._tasks[0], broker.schedule._wakeups[1]),
+                 "timer": (broker.timer._task, broker.timer._wake),
+                 "transaction check": (broker.transactions.check_service._task, broker.transactions.check_service._wakeup)}
+        for what, (task, event) in loops.items():
+            assert task is not None and event is not None
+            wait_until(lambda event=event: event._waiters, 10, f"the {what} loop waiting for its wake-up")
+
+            def wake_and_cancel(task=task, event=event):
+                event.set()
+                task.cancel()
+
+            loop.call_soon_threadsafe(wake_and_cancel)
+            wait_until(task.done, 5, f"the {what} loop to end after its cancel")
+            assert task.cancelled(), what
+    finally:
+        cluster.stop()
