@@ -22,7 +22,7 @@ per-pull cap to match (UPDATE_BROKER_CONFIG ``maxTransferCountOnMessageInMemory`
 read (Spark starts the driver-side Python processes that plan a Python data source, and its JIT
 compiles the read path); later rounds show the steady state. Spark's Python CPU is split into
 the planner processes (``create_data_source``, ``plan_data_source_read`` and their daemons, on the
-driver: fixed per query, whatever the row count) and the read workers (``pyspark.worker``).
+driver: started by a session's first read, whatever the row count, then reused) and the read workers (``pyspark.worker``).
 
 Writes ``<out-dir>/<date>-<HHMM>-spark-read.json`` and ``.md`` (``-spark-read-quick`` with ``--quick``).
 """
