@@ -1,0 +1,590 @@
+"""The SDK's own transport for gRPC *unary* calls: HTTP/2 (RFC 9113) on a plain socket, or TLS
+with ALPN ``h2``, without grpcio's machinery between the caller and the socket.
+
+``UnaryChannel.call`` runs in the caller's thread: it writes the request (HEADERS + DATA under one
+writer lock, stream ids in order) and then reads the connection itself until its answer is
+complete. With several threads calling at once one of them reads at a time ("leader") and hands
+the other streams' frames to them. Frames handled: SETTINGS (+ ACK), PING (answered), WINDOW_UPDATE
+and flow control both ways, HEADERS/CONTINUATION (decoded by ``hpack``: dynamic table, Huffman),
+DATA (one length-prefixed gRPC message, at most ``max_message_bytes``), RST_STREAM, GOAWAY.
+A GOAWAY or a lost connection makes the next call open a new connection; calls the server did not
+process (above GOAWAY's last stream id, REFUSED_STREAM) are sent again on it once. Errors are
+:class:`GrpcStatusError` with gRPC's status code (``grpc-status`` of the trailers, or 14
+UNAVAILABLE for connection failures, 4 DEADLINE_EXCEEDED when the caller's deadline passed, 13
+INTERNAL for a server breaking the protocol).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import cast
+from urllib.parse import unquote
+
+import hpack
+
+from . import http2 as h
+
+log = logging.getLogger("rocketmq_sdk.grpc")
+
+#: gRPC status codes by number
+STATUS_NAMES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+                "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+                "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED")
+CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE = 1, 2, 4, 8, 13, 14
+#: gRPC's mapping of a RST_STREAM code to a status (the gRPC over HTTP/2 spec)
+_RST_STATUS = {h.REFUSED_STREAM: UNAVAILABLE, h.CANCEL: CANCELLED, h.ENHANCE_YOUR_CALM: RESOURCE_EXHAUSTED,
+               h.INADEQUATE_SECURITY: 7}
+#: the receive window announced for the connection and each stream, bytes
+RECV_WINDOW = 8 * 1024 * 1024
+#: the largest frame accepted, bytes (announced as SETTINGS_MAX_FRAME_SIZE)
+MAX_FRAME_IN = 1024 * 1024
+#: the largest header block accepted (HEADERS + CONTINUATION), bytes
+MAX_HEADER_BLOCK = 256 * 1024
+#: the largest answer accepted by default, bytes
+MAX_MESSAGE = 64 * 1024 * 1024
+
+
+class GrpcStatusError(Exception):
+    """A unary call that did not end with status OK: ``code`` (gRPC status number, e.g. 14 for
+    UNAVAILABLE) and ``details`` (``grpc-message``, or what went wrong locally)."""
+
+    def __init__(self, code: int, details: str) -> None:
+        super().__init__(f"{self.name_of(code)}: {details}")
+        self.code = code
+        self.details = details
+
+    @staticmethod
+    def name_of(code: int) -> str:
+        """gRPC's name of status ``code`` (``UNKNOWN(99)`` for one outside 0 ... 16)."""
+        return STATUS_NAMES[code] if 0 <= code < len(STATUS_NAMES) else f"UNKNOWN({code})"
+
+
+class _Unprocessed(Exception):
+    """The server did not process the call (GOAWAY above its stream, REFUSED_STREAM, a connection
+    closing): it may be sent again on a new connection."""
+
+
+class _Stream:
+    __slots__ = ("id", "headers", "data", "done", "error", "send_window", "unacked")
+
+    def __init__(self, stream_id: int, send_window: int) -> None:
+        self.id = stream_id
+        self.headers: list[list[tuple[str, str]]] = []
+        self.data = bytearray()
+        self.done = False
+        self.error: BaseException | None = None
+        self.send_window = send_window
+        self.unacked = 0
+
+
+class H2Connection:
+    """One HTTP/2 connection carrying unary gRPC calls (see the module docstring). Made by
+    :meth:`open`; ``usable`` turns False after a GOAWAY, an error or :meth:`close`."""
+
+    def __init__(self, sock: socket.socket, max_message: int) -> None:
+        self._sock = sock
+        self._max_message = max_message
+        self._write_lock = threading.Lock()
+        self._cond = threading.Condition(threading.Lock())
+        self._reading = False
+        self._buf = bytearray()
+        self._decoder = hpack.Decoder()
+        self._decoder.max_header_list_size = MAX_HEADER_BLOCK
+        self._streams: dict[int, _Stream] = {}
+        self._next_id = 1
+        self._send_window = h.DEFAULT_WINDOW
+        self._peer_initial_window = h.DEFAULT_WINDOW
+        self._peer_max_frame = h.DEFAULT_MAX_FRAME
+        self._peer_max_streams = 2**31
+        self._recv_window = RECV_WINDOW
+        self._conn_unacked = 0
+        self._settings_seen = False
+        self._headers_of: tuple[int, int, bytearray] | None = None  # stream, flags, block (awaiting CONTINUATION)
+        self._error: GrpcStatusError | None = None
+        self._goaway = False
+
+    @classmethod
+    def open(cls, host: str, port: int, timeout_s: float, context: ssl.SSLContext | None,
+             max_message: int = MAX_MESSAGE) -> H2Connection:
+        """Connect, (TLS handshake with ALPN ``h2``,) and send the connection preface, SETTINGS
+        and the connection's window; the server's SETTINGS are read with the first answer.
+
+        Raises:
+            OSError: no connection (refused, timed out, TLS refused); ssl.SSLError included.
+        """
+        sock = socket.create_connection((host, port), timeout=max(0.001, timeout_s))
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if context is not None:
+                sock = context.wrap_socket(sock, server_hostname=host)
+                if sock.selected_alpn_protocol() != "h2":
+                    raise ssl.SSLError(f"{host}:{port} did not agree to HTTP/2 (ALPN {sock.selected_alpn_protocol()!r})")
+            sock.sendall(h.PREFACE + h.settings({h.ENABLE_PUSH: 0, h.INITIAL_WINDOW_SIZE: RECV_WINDOW,
+                                                 h.MAX_FRAME_SIZE: MAX_FRAME_IN,
+                                                 h.MAX_HEADER_LIST_SIZE: MAX_HEADER_BLOCK})
+                         + h.window_update(0, RECV_WINDOW - h.DEFAULT_WINDOW))
+        except BaseException:
+            sock.close()
+            raise
+        return cls(sock, max_message)
+
+    @property
+    def usable(self) -> bool:
+        """True while new calls may start here (no GOAWAY, no error, stream ids left)."""
+        return not self._goaway and self._error is None
+
+    # -- a call ---------------------------------------------------------------------------------
+    def unary(self, head: bytes, tail: bytes, message: bytes, deadline: float) -> bytes:
+        """One unary call: header block ``head + tail``, request ``message``; returns the answer's
+        message bytes.
+
+        Raises:
+            GrpcStatusError: the call failed (see the module docstring). _Unprocessed: the server
+            did not take the call; send it again on a new connection.
+        """
+        payload = b"\0" + len(message).to_bytes(4, "big") + message
+        block = head + tail
+        cond = self._cond
+        if len(self._streams) >= self._peer_max_streams:
+            self._wait(lambda: len(self._streams) < self._peer_max_streams or not self.usable, deadline)
+        with self._write_lock:
+            with cond:
+                if not self.usable:
+                    raise _Unprocessed()
+                sid = self._next_id
+                self._next_id += 2
+                if self._next_id > h.MAX_WINDOW:
+                    self._goaway = True  # stream ids used up: the next call opens a new connection
+                st = self._streams[sid] = _Stream(sid, self._peer_initial_window)
+                n = min(len(payload), self._send_window, st.send_window, self._peer_max_frame)
+                self._send_window -= n
+                st.send_window -= n
+            out = self._header_frames(sid, block)
+            out += h.frame(h.DATA, h.END_STREAM if n == len(payload) else 0, sid, payload[:n])
+            try:
+                self._sock.sendall(out)
+            except OSError as exc:
+                self._fail(GrpcStatusError(UNAVAILABLE, f"connection lost: {exc}"))
+        try:
+            if n < len(payload):
+                self._send_rest(st, memoryview(payload)[n:], deadline)
+            self._wait(lambda: st.done, deadline)
+        except TimeoutError:
+            self._cancel(st)
+            raise GrpcStatusError(DEADLINE_EXCEEDED, "deadline exceeded") from None
+        finally:
+            with cond:
+                self._streams.pop(sid, None)
+                idle = self._goaway and not self._streams
+            if idle:
+                self.close()
+        return self._answer(st)
+
+    def _header_frames(self, sid: int, block: bytes) -> bytes:
+        size = self._peer_max_frame
+        if len(block) <= size:
+            return h.frame(h.HEADERS, h.END_HEADERS, sid, block)
+        parts = [block[i:i + size] for i in range(0, len(block), size)]
+        out = [h.frame(h.HEADERS, 0, sid, parts[0])]
+        out += [h.frame(h.CONTINUATION, 0, sid, p) for p in parts[1:-1]]
+        out.append(h.frame(h.CONTINUATION, h.END_HEADERS, sid, parts[-1]))
+        return b"".join(out)
+
+    def _send_rest(self, st: _Stream, rest: memoryview, deadline: float) -> None:
+        while rest:
+            with self._cond:
+                n = min(len(rest), self._send_window, st.send_window, self._peer_max_frame)
+                if n > 0:
+                    self._send_window -= n
+                    st.send_window -= n
+            if n <= 0:
+                self._wait(lambda: st.done or min(self._send_window, st.send_window) > 0, deadline)
+                if st.done:
+                    return
+                continue
+            data = h.frame(h.DATA, h.END_STREAM if n == len(rest) else 0, st.id, bytes(rest[:n]))
+            with self._write_lock:
+                try:
+                    self._sock.sendall(data)
+                except OSError as exc:
+                    self._fail(GrpcStatusError(UNAVAILABLE, f"connection lost: {exc}"))
+                    return
+            rest = rest[n:]
+
+    def _cancel(self, st: _Stream) -> None:
+        if st.done:
+            return
+        with self._write_lock:
+            try:
+                self._sock.sendall(h.rst_stream(st.id, h.CANCEL))
+            except OSError:
+                pass
+
+    def _answer(self, st: _Stream) -> bytes:
+        if st.error is not None:
+            raise st.error
+        if not st.headers:
+            raise GrpcStatusError(INTERNAL, "stream ended without headers")
+        first, trailers = dict(st.headers[0]), dict(st.headers[-1])
+        status = first.get(":status", "")
+        if status != "200":
+            code = {"400": INTERNAL, "401": 16, "403": 7, "404": 12, "429": UNAVAILABLE, "502": UNAVAILABLE,
+                    "503": UNAVAILABLE, "504": UNAVAILABLE}.get(status, UNKNOWN)
+            raise GrpcStatusError(code, f"HTTP status {status or '(none)'} from the server")
+        grpc_status = trailers.get("grpc-status")
+        if grpc_status is None or not grpc_status.isdigit():
+            raise GrpcStatusError(INTERNAL, f"answer without a valid grpc-status ({grpc_status!r})")
+        if grpc_status != "0":
+            raise GrpcStatusError(int(grpc_status), unquote(trailers.get("grpc-message", "")))
+        data = st.data
+        if len(data) < 5 or data[0] != 0 or int.from_bytes(data[1:5], "big") != len(data) - 5:
+            raise GrpcStatusError(INTERNAL, f"answer is not one uncompressed gRPC message ({len(data)} bytes)")
+        return bytes(data[5:])
+
+    # -- reading ------------------------------------------------------------------------------------
+    def _wait(self, ready: Callable[[], bool], deadline: float) -> None:
+        """Return once ``ready()``; read the connection meanwhile unless another thread does.
+
+        Raises:
+            TimeoutError: ``deadline`` passed first. GrpcStatusError: the connection failed.
+        """
+        cond = self._cond
+        with cond:
+            while not ready():
+                if self._error is not None:
+                    raise self._error
+                if not self._reading:
+                    self._reading = True
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                cond.wait(left)
+            else:
+                return
+        try:
+            while True:
+                out = self._read_and_handle(deadline)
+                if out:
+                    with self._write_lock:
+                        self._sock.sendall(out)
+                with cond:
+                    if ready():
+                        return
+                    if self._error is not None:
+                        raise self._error
+        except (h.ProtocolError, hpack.HPACKError) as exc:
+            self._fail(GrpcStatusError(INTERNAL, f"the server broke HTTP/2: {exc}"), h.PROTOCOL_ERROR)
+            if not ready():
+                raise self._error or GrpcStatusError(INTERNAL, str(exc)) from None
+        except (ConnectionError, OSError) as exc:
+            if isinstance(exc, TimeoutError | socket.timeout):
+                raise TimeoutError from None
+            self._fail(GrpcStatusError(UNAVAILABLE, f"connection lost: {exc or type(exc).__name__}"))
+            if not ready():
+                raise self._error or GrpcStatusError(UNAVAILABLE, str(exc)) from None
+        finally:
+            with cond:
+                self._reading = False
+                cond.notify_all()
+
+    def _fill(self, n: int, deadline: float) -> None:
+        buf = self._buf
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            self._sock.settimeout(left)
+            chunk = self._sock.recv(max(65_536, n - len(buf)))
+            if not chunk:
+                raise ConnectionError("closed by the server")
+            buf += chunk
+
+    def _read_and_handle(self, deadline: float) -> bytes:
+        """Read one frame and handle it; returns the frames to send in reply (ACKs, windows)."""
+        self._fill(9, deadline)
+        length, kind, flags, sid = h.parse_head(self._buf)
+        if length > MAX_FRAME_IN:
+            raise h.ProtocolError(f"frame of {length} bytes (max {MAX_FRAME_IN}; not an HTTP/2 gRPC server?)")
+        if not self._settings_seen and kind != h.SETTINGS:
+            raise h.ProtocolError(f"the server's first frame is of type {kind}, not SETTINGS (not an HTTP/2 server?)")
+        self._fill(9 + length, deadline)
+        payload = bytes(self._buf[9:9 + length])
+        del self._buf[:9 + length]
+        with self._cond:
+            out = self._handle(kind, flags, sid, payload)
+            self._cond.notify_all()
+        return out
+
+    def _handle(self, kind: int, flags: int, sid: int, payload: bytes) -> bytes:
+        if self._headers_of is not None and kind != h.CONTINUATION:
+            raise h.ProtocolError(f"frame type {kind} inside a header block")
+        if kind == h.DATA:
+            return self._on_data(flags, sid, payload)
+        if kind == h.HEADERS:
+            if sid == 0:
+                raise h.ProtocolError("HEADERS on stream 0")
+            payload = _unpad(flags, payload)
+            if flags & h.PRIORITY_FLAG:
+                payload = payload[5:]
+            self._headers_of = (sid, flags, bytearray(payload))
+            if flags & h.END_HEADERS:
+                self._end_headers()
+            return b""
+        if kind == h.CONTINUATION:
+            pending = self._headers_of
+            if pending is None or pending[0] != sid:
+                raise h.ProtocolError("CONTINUATION without its HEADERS")
+            pending[2].extend(payload)
+            if len(pending[2]) > MAX_HEADER_BLOCK:
+                raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
+            if flags & h.END_HEADERS:
+                self._end_headers()
+            return b""
+        if kind == h.SETTINGS:
+            return self._on_settings(flags, payload)
+        if kind == h.PING:
+            if len(payload) != 8:
+                raise h.ProtocolError(f"PING of {len(payload)} bytes")
+            return b"" if flags & h.ACK else h.frame(h.PING, h.ACK, 0, payload)
+        if kind == h.WINDOW_UPDATE:
+            if len(payload) != 4 or h.u32(payload) == 0:
+                raise h.ProtocolError("malformed WINDOW_UPDATE")
+            if sid == 0:
+                self._send_window += h.u32(payload)
+                if self._send_window > h.MAX_WINDOW:
+                    raise h.ProtocolError("connection send window over 2**31-1")
+            elif (st := self._streams.get(sid)) is not None:
+                st.send_window += h.u32(payload)
+            return b""
+        if kind == h.RST_STREAM:
+            if len(payload) != 4:
+                raise h.ProtocolError("malformed RST_STREAM")
+            code = h.u32(payload)
+            st = self._streams.get(sid)
+            if st is not None and not st.done:
+                st.error = _Unprocessed() if code == h.REFUSED_STREAM and not st.headers else GrpcStatusError(
+                    _RST_STATUS.get(code, INTERNAL), f"stream reset by the server (HTTP/2 error {code})")
+                st.done = True
+            return b""
+        if kind == h.GOAWAY:
+            if len(payload) < 8:
+                raise h.ProtocolError("malformed GOAWAY")
+            last, code = h.u32(payload), h.u32(payload, 4)
+            self._goaway = True
+            log.info("gRPC server sent GOAWAY (last stream %d, error %d %r)", last, code, payload[8:200])
+            for st in self._streams.values():
+                if st.id > last and not st.done:
+                    st.error, st.done = _Unprocessed(), True
+            return b""
+        if kind == h.PUSH_PROMISE:
+            raise h.ProtocolError("PUSH_PROMISE though push is disabled")
+        return b""  # PRIORITY, unknown types: ignored
+
+    def _end_headers(self) -> None:
+        assert self._headers_of is not None
+        sid, flags, block = self._headers_of
+        self._headers_of = None
+        if len(block) > MAX_HEADER_BLOCK:
+            raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
+        headers = cast(list[tuple[str, str]], self._decoder.decode(bytes(block)))  # always: keeps the dynamic table in step
+        st = self._streams.get(sid)
+        if st is not None and not st.done:
+            st.headers.append(headers)
+            if flags & h.END_STREAM:
+                st.done = True
+
+    def _on_data(self, flags: int, sid: int, payload: bytes) -> bytes:
+        if sid == 0:
+            raise h.ProtocolError("DATA on stream 0")
+        size = len(payload)
+        self._recv_window -= size
+        if self._recv_window < 0:
+            raise h.ProtocolError("the server overran the connection's receive window")
+        out = b""
+        self._conn_unacked += size
+        if self._conn_unacked >= RECV_WINDOW // 2:
+            out = h.window_update(0, self._conn_unacked)
+            self._recv_window += self._conn_unacked
+            self._conn_unacked = 0
+        st = self._streams.get(sid)
+        if st is None or st.done:
+            return out
+        st.data += _unpad(flags, payload)
+        data = st.data
+        if len(data) >= 5:
+            declared = int.from_bytes(data[1:5], "big")
+            if declared > self._max_message or len(data) > 5 + declared:
+                st.error = GrpcStatusError(RESOURCE_EXHAUSTED, f"answer of {declared} bytes (limit "
+                                           f"{self._max_message}) or more than one message")
+                st.done = True
+                return out + h.rst_stream(sid, h.CANCEL)
+        if flags & h.END_STREAM:
+            st.error, st.done = GrpcStatusError(INTERNAL, "stream ended without trailers"), True
+            return out
+        st.unacked += size
+        if st.unacked >= RECV_WINDOW // 2:
+            out += h.window_update(sid, st.unacked)
+            st.unacked = 0
+        return out
+
+    def _on_settings(self, flags: int, payload: bytes) -> bytes:
+        if flags & h.ACK:
+            return b""
+        self._settings_seen = True
+        values = h.parse_settings(payload)
+        if h.INITIAL_WINDOW_SIZE in values:
+            size = values[h.INITIAL_WINDOW_SIZE]
+            if size > h.MAX_WINDOW:
+                raise h.ProtocolError(f"SETTINGS_INITIAL_WINDOW_SIZE {size}")
+            delta, self._peer_initial_window = size - self._peer_initial_window, size
+            for st in self._streams.values():
+                st.send_window += delta
+        if h.MAX_FRAME_SIZE in values:
+            size = values[h.MAX_FRAME_SIZE]
+            if not h.DEFAULT_MAX_FRAME <= size <= h.MAX_FRAME_LIMIT:
+                raise h.ProtocolError(f"SETTINGS_MAX_FRAME_SIZE {size}")
+            self._peer_max_frame = size
+        if h.MAX_CONCURRENT_STREAMS in values:
+            self._peer_max_streams = max(1, values[h.MAX_CONCURRENT_STREAMS])
+        return h.frame(h.SETTINGS, h.ACK, 0)
+
+    # -- ending -------------------------------------------------------------------------------------
+    def _fail(self, error: GrpcStatusError, code: int | None = None) -> None:
+        with self._cond:
+            if self._error is not None:
+                return
+            self._error = error
+            for st in self._streams.values():
+                if not st.done:
+                    st.error, st.done = error, True
+            self._cond.notify_all()
+        log.info("gRPC connection failed: %s", error.details)
+        if code is not None:
+            try:
+                with self._write_lock:
+                    self._sock.sendall(h.goaway(0, code, error.details.encode()[:200]))
+            except OSError:
+                pass
+        self.close()
+
+    def close_if_idle(self) -> None:
+        """Close the connection unless a call still waits on it (that call closes it when done)."""
+        with self._cond:
+            self._goaway = True
+            idle = not self._streams
+        if idle:
+            self.close()
+
+    def close(self) -> None:
+        """Close the socket; calls still waiting fail with UNAVAILABLE (idempotent)."""
+        with self._cond:
+            self._goaway = True
+            if self._error is None:
+                self._error = GrpcStatusError(UNAVAILABLE, "connection closed")
+                for st in self._streams.values():
+                    if not st.done:
+                        st.error, st.done = self._error, True
+            self._cond.notify_all()
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+
+
+def _unpad(flags: int, payload: bytes) -> bytes:
+    if not flags & h.PADDED:
+        return payload
+    if not payload or payload[0] >= len(payload):
+        raise h.ProtocolError("padding longer than the frame")
+    return payload[1:len(payload) - payload[0]]
+
+
+class UnaryChannel:
+    """Unary gRPC calls to one ``host:port`` over :class:`H2Connection` (opened on first use and
+    again after a GOAWAY or a lost connection).
+
+    Args:
+        target: ``host:port``.
+        tls: TLS with ALPN ``h2``; ``root_certificates`` (PEM bytes) are trusted, default the
+            system's roots; the certificate must name ``host``.
+        max_message_bytes: the largest answer accepted (default 64 MiB); a larger one fails the
+            call with RESOURCE_EXHAUSTED.
+        user_agent: the ``user-agent`` header.
+    """
+
+    def __init__(self, target: str, *, tls: bool = False, root_certificates: bytes | None = None,
+                 max_message_bytes: int = MAX_MESSAGE, user_agent: str = "rocketmq-python-sdk") -> None:
+        host, _, port = target.rpartition(":")
+        self.host, self.port = host.strip("[]"), int(port)
+        self.target = target
+        self._context: ssl.SSLContext | None = None
+        if tls:
+            self._context = ssl.create_default_context(cadata=root_certificates.decode() if root_certificates
+                                                       else None)
+            self._context.set_alpn_protocols(["h2"])
+        self._max_message = max_message_bytes
+        self._common = h.literal(h.AUTHORITY, target) + h.literal(h.CONTENT_TYPE, "application/grpc") + \
+            h.literal("te", "trailers") + h.literal(h.USER_AGENT, user_agent)
+        self._heads: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        self._conn: H2Connection | None = None
+        self._closed = False
+
+    def call(self, path: str, message: bytes, metadata: Sequence[tuple[str, str]], timeout_s: float) -> bytes:
+        """Call ``path`` (``/package.Service/Method``) with the serialized request ``message``;
+        returns the serialized answer.
+
+        Raises:
+            GrpcStatusError: not OK (``code``: 14 UNAVAILABLE no connection or lost, 4
+            DEADLINE_EXCEEDED after ``timeout_s``, else the server's ``grpc-status``).
+        """
+        deadline = time.monotonic() + timeout_s
+        head = self._heads.get(path)
+        if head is None:
+            head = self._heads[path] = (h.METHOD_POST + (h.SCHEME_HTTPS if self._context else h.SCHEME_HTTP)
+                                        + h.literal(h.PATH, path) + self._common)
+        tail = h.literal("grpc-timeout", f"{min(99_999_999, max(1, int(timeout_s * 1000)))}m") + \
+            b"".join([h.literal(k, v) for k, v in metadata])
+        for _ in range(3):
+            conn = self._connection(deadline)
+            try:
+                return conn.unary(head, tail, message, deadline)
+            except _Unprocessed:
+                continue
+        raise GrpcStatusError(UNAVAILABLE, f"{self.target} did not take the call (GOAWAY or refused stream)")
+
+    def _connection(self, deadline: float) -> H2Connection:
+        conn = self._conn
+        if conn is not None and conn.usable:
+            return conn
+        with self._lock:
+            if self._closed:
+                raise GrpcStatusError(UNAVAILABLE, "channel closed")
+            conn = self._conn
+            if conn is None or not conn.usable:
+                if conn is not None:
+                    conn.close_if_idle()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise GrpcStatusError(DEADLINE_EXCEEDED, "deadline exceeded before connecting")
+                try:
+                    conn = H2Connection.open(self.host, self.port, left, self._context, self._max_message)
+                except (OSError, ssl.SSLError) as exc:
+                    raise GrpcStatusError(UNAVAILABLE, f"cannot connect to {self.target}: {exc}") from None
+                self._conn = conn
+            return conn
+
+    def close(self) -> None:
+        """Close the connection; calls in progress fail with UNAVAILABLE (idempotent)."""
+        with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
