@@ -32,6 +32,7 @@ from ..exceptions import (
     TopicNotExistError,
 )
 from . import v2
+from .http2 import literal
 from .service import (
     AUTHORIZATION,
     CLIENT_ID,
@@ -142,6 +143,7 @@ class GrpcConnection:
         self.namespace = namespace or ""
         self._ak, self._sk, self._token = access_key, secret_key, security_token
         self._headers: tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = (-1, (), ())
+        self._encoded: tuple[int, bytes, bytes] = (-1, b"", b"")
         self._request_ids = itertools.count()
         self._request_ids_prefix = f"{uuid.uuid4()}-"
         # a proxy that went away is tried again after 0.2 s, doubling up to 2 s (gRPC's default
@@ -177,6 +179,18 @@ class GrpcConnection:
         _, head, tail = cached
         return (*head, (REQUEST_ID, f"{self._request_ids_prefix}{next(self._request_ids):08x}"), *tail)
 
+    def _encoded_metadata(self) -> bytes:
+        """:meth:`metadata` as HPACK literals (the part fixed for a second encoded once)."""
+        second = int(time.time())
+        cached = self._encoded
+        if cached[0] != second:
+            headers = self._headers
+            _, head, tail = headers if headers[0] == second else self._headers_of(second)
+            cached = self._encoded = (second, b"".join(literal(k, v) for k, v in head),
+                                      b"".join(literal(k, v) for k, v in tail))
+        return b"".join((cached[1], literal(REQUEST_ID, f"{self._request_ids_prefix}{next(self._request_ids):08x}"),
+                         cached[2]))
+
     def _headers_of(self, second: int) -> tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         """The headers of requests made during ``second`` (cached: the date and the signature change
         once a second)."""
@@ -203,7 +217,7 @@ class GrpcConnection:
         if h2 is not None:
             rpc = RPCS[name]
             try:
-                return rpc.response.FromString(h2.call(rpc.path, request.SerializeToString(), self.metadata(),
+                return rpc.response.FromString(h2.call(rpc.path, request.SerializeToString(), self._encoded_metadata(),
                                                        timeout_s))
             except GrpcStatusError as exc:
                 raise self._status_error(exc.code, exc.details, name, timeout_s) from None

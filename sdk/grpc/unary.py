@@ -95,6 +95,7 @@ class H2Connection:
         self._buf = bytearray()
         self._decoder = hpack.Decoder()
         self._decoder.max_header_list_size = MAX_HEADER_BLOCK
+        self._indexed: dict[bytes, list[tuple[str, str]]] = {}  # blocks of indexed fields only, decoded
         self._streams: dict[int, _Stream] = {}
         self._next_id = 1
         self._send_window = h.DEFAULT_WINDOW
@@ -392,7 +393,14 @@ class H2Connection:
         self._headers_of = None
         if len(block) > MAX_HEADER_BLOCK:
             raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-        headers = cast(list[tuple[str, str]], self._decoder.decode(bytes(block)))  # always: keeps the dynamic table in step
+        data = bytes(block)
+        headers = self._indexed.get(data)
+        if headers is None:  # decoded always (even for a stream given up): keeps the dynamic table in step
+            headers = cast(list[tuple[str, str]], self._decoder.decode(data))
+            if data and min(data) >= 0x80:  # one-byte indexed fields only: the table is unchanged, and
+                self._indexed[data] = headers  # the same bytes mean the same headers until it changes
+            elif self._indexed:
+                self._indexed.clear()
         st = self._streams.get(sid)
         if st is not None and not st.done:
             st.headers.append(headers)
@@ -537,9 +545,10 @@ class UnaryChannel:
         self._conn: H2Connection | None = None
         self._closed = False
 
-    def call(self, path: str, message: bytes, metadata: Sequence[tuple[str, str]], timeout_s: float) -> bytes:
-        """Call ``path`` (``/package.Service/Method``) with the serialized request ``message``;
-        returns the serialized answer.
+    def call(self, path: str, message: bytes, metadata: Sequence[tuple[str, str]] | bytes, timeout_s: float) -> bytes:
+        """Call ``path`` (``/package.Service/Method``) with the serialized request ``message`` and
+        ``metadata`` (``(name, value)`` pairs, names in lower case, or pairs already encoded by
+        :func:`.http2.literal`); returns the serialized answer.
 
         Raises:
             GrpcStatusError: not OK (``code``: 14 UNAVAILABLE no connection or lost, 4
@@ -550,8 +559,8 @@ class UnaryChannel:
         if head is None:
             head = self._heads[path] = (h.METHOD_POST + (h.SCHEME_HTTPS if self._context else h.SCHEME_HTTP)
                                         + h.literal(h.PATH, path) + self._common)
-        tail = h.literal("grpc-timeout", f"{min(99_999_999, max(1, int(timeout_s * 1000)))}m") + \
-            b"".join([h.literal(k, v) for k, v in metadata])
+        tail = h.literal("grpc-timeout", f"{min(99_999_999, max(1, int(timeout_s * 1000)))}m") + (
+            metadata if isinstance(metadata, bytes) else b"".join([h.literal(k, v) for k, v in metadata]))
         for _ in range(3):
             conn = self._connection(deadline)
             try:

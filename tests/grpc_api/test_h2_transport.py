@@ -77,6 +77,39 @@ def test_request_frames_on_the_wire_and_ping_answered():
     assert seen["pong"] == (h.ACK, b"pingpong")
 
 
+def test_the_5x_metadata_is_sent_as_over_grpcio():
+    seen = []
+
+    def script(conn: RawConn, n: int) -> None:
+        _handshake(conn)
+        while True:
+            sid, headers, _, _ = conn.request()
+            seen.append(headers)
+            conn.answer(sid, v2.HeartbeatResponse(status=v2.Status(code=v2.OK)).SerializeToString())
+
+    server = RawServer(script)
+    conn = GrpcConnection(server.target, "host@c1", namespace="ns1", access_key="AK", secret_key="SK",
+                          security_token="tok", transport="h2")
+    try:
+        assert conn.call("Heartbeat", v2.HeartbeatRequest(), 5).status.code == v2.OK
+        expected = dict(conn.metadata())
+        assert conn.call("Heartbeat", v2.HeartbeatRequest(), 5).status.code == v2.OK
+    finally:
+        conn.close()
+        server.close()
+    first, second = (dict(hs) for hs in seen)
+    for got in (first, second):
+        assert {k: v for k, v in got.items() if k.startswith("x-mq-") or k == "authorization"}.keys() == \
+            expected.keys()
+    assert first["authorization"].startswith("MQv2-HMAC-SHA1 Credential=AK, SignedHeaders=x-mq-date-time, Signature=")
+    assert first["x-mq-namespace"] == "ns1" and first["x-mq-session-token"] == "tok"
+    assert first["x-mq-client-id"] == "host@c1" and first["x-mq-language"] == "PYTHON"
+    ids = [first["x-mq-request-id"], expected["x-mq-request-id"], second["x-mq-request-id"]]
+    assert len(set(ids)) == 3 and ids == sorted(ids)  # one request id per request, counting up
+    if first["x-mq-date-time"] == second["x-mq-date-time"]:
+        assert first["authorization"] == second["authorization"] == expected["authorization"]
+
+
 # -- interop ----------------------------------------------------------------------------------------
 def test_calls_from_several_threads_on_one_connection(echo):
     ch = UnaryChannel(echo.target)
