@@ -17,6 +17,7 @@ INTERNAL for a server breaking the protocol).
 from __future__ import annotations
 
 import logging
+import select
 import socket
 import ssl
 import threading
@@ -151,6 +152,10 @@ class H2Connection:
         payload = b"\0" + len(message).to_bytes(4, "big") + message
         block = head + tail
         cond = self._cond
+        if not self._reading and self._input_waiting():
+            self._poll()  # a GOAWAY or the connection's end before this call was written: the server
+            if not self.usable:  # never saw the call; it goes to a new connection
+                raise _Unprocessed()
         if len(self._streams) >= self._peer_max_streams:
             self._wait(lambda: len(self._streams) < self._peer_max_streams or not self.usable, deadline)
         with self._write_lock:
@@ -169,8 +174,11 @@ class H2Connection:
             out += h.frame(h.DATA, h.END_STREAM if n == len(payload) else 0, sid, payload[:n])
             try:
                 self._sock.sendall(out)
-            except OSError as exc:
+            except OSError as exc:  # not all written: the server cannot have taken the call
+                with cond:
+                    self._streams.pop(sid, None)
                 self._fail(GrpcStatusError(UNAVAILABLE, f"connection lost: {exc}"))
+                raise _Unprocessed() from None
         try:
             if n < len(payload):
                 self._send_rest(st, memoryview(payload)[n:], deadline)
@@ -185,6 +193,17 @@ class H2Connection:
             if idle:
                 self.close()
         return self._answer(st)
+
+    def _input_waiting(self) -> bool:
+        sock = self._sock
+        return bool(select.select([sock], [], [], 0)[0]) or isinstance(sock, ssl.SSLSocket) and sock.pending() > 0
+
+    def _poll(self) -> None:
+        """Handle what the server sent while nobody read (GOAWAY, PING, the connection's end)."""
+        try:
+            self._wait(lambda: not self.usable or not self._input_waiting(), time.monotonic() + 0.05)
+        except (TimeoutError, GrpcStatusError):
+            pass
 
     def _header_frames(self, sid: int, block: bytes) -> bytes:
         size = self._peer_max_frame
@@ -272,8 +291,11 @@ class H2Connection:
             while True:
                 out = self._read_and_handle(deadline)
                 if out:
-                    with self._write_lock:
-                        self._sock.sendall(out)
+                    try:
+                        with self._write_lock:
+                            self._sock.sendall(out)
+                    except OSError as exc:  # reading on finds what the server said last (GOAWAY) and the end
+                        log.debug("gRPC connection: writing %d bytes of control frames failed: %s", len(out), exc)
                 with cond:
                     if ready():
                         return

@@ -4,6 +4,7 @@ than the windows, TLS, deadlines, GOAWAY, a server that goes away, hostile serve
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 
@@ -235,6 +236,35 @@ def test_a_killed_server_fails_calls_fast_and_a_restarted_one_is_reconnected():
     finally:
         conn.close()
         server.stop(0)
+
+
+@pytest.mark.parametrize("goodbye", [b"", h.goaway(1, h.NO_ERROR)])
+def test_a_server_restarted_between_calls_is_not_an_error(goodbye):
+    def script(conn: RawConn, n: int) -> None:
+        _handshake(conn)
+        sid, _, body, _ = conn.request()
+        conn.answer(sid, body[5:] + f"@{n}".encode())
+        if n == 0:
+            while conn.frame()[:2] != (h.SETTINGS, h.ACK):  # the client's last write: nothing after this
+                pass
+            conn.send(goodbye)
+            conn.sock.close()  # the proxy restarts: its connections are gone before the next call
+            closed.set()
+            return
+        conn.read(1 << 30)
+
+    closed = threading.Event()
+    server = RawServer(script)
+    ch = UnaryChannel(server.target)
+    try:
+        assert ch.call(ECHO, b"a", META, 10) == b"a@0"
+        assert closed.wait(10)
+        assert select.select([ch._conn._sock], [], [], 5)[0]  # the FIN reached the client first: the case tested
+        assert ch.call(ECHO, b"b", META, 10) == b"b@1"
+        assert server.accepted == 2
+    finally:
+        ch.close()
+        server.close()
 
 
 def test_deadline_and_status_map_to_the_sdk_exceptions():
