@@ -156,8 +156,11 @@ class H2Connection:
             self._poll()  # a GOAWAY or the connection's end before this call was written: the server
             if not self.usable:  # never saw the call; it goes to a new connection
                 raise _Unprocessed()
-        if len(self._streams) >= self._peer_max_streams:
-            self._wait(lambda: len(self._streams) < self._peer_max_streams or not self.usable, deadline)
+        if len(self._streams) >= self._peer_max_streams:  # the server's SETTINGS_MAX_CONCURRENT_STREAMS
+            try:
+                self._wait(lambda: len(self._streams) < self._peer_max_streams or not self.usable, deadline)
+            except TimeoutError:
+                raise GrpcStatusError(DEADLINE_EXCEEDED, "deadline exceeded waiting for a free stream") from None
         with self._write_lock:
             with cond:
                 if not self.usable:
@@ -301,6 +304,8 @@ class H2Connection:
                         return
                     if self._error is not None:
                         raise self._error
+                if time.monotonic() > deadline:  # a server that never stops sending (PINGs...)
+                    raise TimeoutError
         except (h.ProtocolError, hpack.HPACKError) as exc:
             self._fail(GrpcStatusError(INTERNAL, f"the server broke HTTP/2: {exc}"), h.PROTOCOL_ERROR)
             if not ready():

@@ -309,6 +309,34 @@ def test_garbage_from_the_server_is_a_clear_error_not_a_hang(answer, what):
         server.close()
 
 
+def _drain(conn: RawConn) -> None:
+    try:
+        conn.read(1 << 40)
+    except OSError:
+        pass
+
+
+def test_a_server_that_only_pings_does_not_hold_the_caller_past_its_deadline():
+    def script(conn: RawConn, n: int) -> None:
+        _handshake(conn)
+        conn.request()
+        threading.Thread(target=_drain, args=(conn,), daemon=True).start()  # takes the client's ACKs
+        pings = h.frame(h.PING, 0, 0, b"12345678") * 1000
+        while True:  # never a pause in which the client would find nothing to read
+            conn.send(pings)
+
+    server = RawServer(script)
+    ch = UnaryChannel(server.target)
+    try:
+        started = time.monotonic()
+        with pytest.raises(GrpcStatusError) as info:
+            ch.call(ECHO, b"x", META, 0.5)
+        assert info.value.code == 4 and time.monotonic() - started < 3
+    finally:
+        ch.close()
+        server.close()
+
+
 def test_an_absurd_message_length_is_refused_before_it_is_read():
     def script(conn: RawConn, n: int) -> None:
         _handshake(conn)
