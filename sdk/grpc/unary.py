@@ -46,6 +46,9 @@ RECV_WINDOW = 8 * 1024 * 1024
 MAX_FRAME_IN = 1024 * 1024
 #: the largest header block accepted (HEADERS + CONTINUATION), bytes
 MAX_HEADER_BLOCK = 256 * 1024
+#: a write blocked this long (the server reads nothing though it granted the window) loses the
+#: connection, s
+WRITE_TIMEOUT_S = 10.0
 #: the largest answer accepted by default, bytes
 MAX_MESSAGE = 64 * 1024 * 1024
 
@@ -126,6 +129,7 @@ class H2Connection:
                 sock = context.wrap_socket(sock, server_hostname=host)
                 if sock.selected_alpn_protocol() != "h2":
                     raise ssl.SSLError(f"{host}:{port} did not agree to HTTP/2 (ALPN {sock.selected_alpn_protocol()!r})")
+            sock.settimeout(WRITE_TIMEOUT_S)  # writes; reads wait in select() until the caller's deadline
             sock.sendall(h.PREFACE + h.settings({h.ENABLE_PUSH: 0, h.INITIAL_WINDOW_SIZE: RECV_WINDOW,
                                                  h.MAX_FRAME_SIZE: MAX_FRAME_IN,
                                                  h.MAX_HEADER_LIST_SIZE: MAX_HEADER_BLOCK})
@@ -154,7 +158,10 @@ class H2Connection:
         cond = self._cond
         if not self._reading and self._input_waiting():
             self._poll()  # a GOAWAY or the connection's end before this call was written: the server
-            if not self.usable:  # never saw the call; it goes to a new connection
+            error = self._error  # never saw the call; it goes to a new connection
+            if error is not None and error.code != UNAVAILABLE:
+                raise error  # the server broke the protocol: no second try
+            if not self.usable:
                 raise _Unprocessed()
         if len(self._streams) >= self._peer_max_streams:  # the server's SETTINGS_MAX_CONCURRENT_STREAMS
             try:
@@ -323,12 +330,13 @@ class H2Connection:
 
     def _fill(self, n: int, deadline: float) -> None:
         buf = self._buf
+        sock = self._sock
         while len(buf) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError
-            self._sock.settimeout(left)
-            chunk = self._sock.recv(max(65_536, n - len(buf)))
+            if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):  # (TLS: bytes decrypted already)
+                left = deadline - time.monotonic()  # the socket's own timeout is the writers' (WRITE_TIMEOUT_S)
+                if left <= 0 or not select.select([sock], [], [], left)[0]:
+                    raise TimeoutError
+            chunk = sock.recv(max(65_536, n - len(buf)))
             if not chunk:
                 raise ConnectionError("closed by the server")
             buf += chunk
