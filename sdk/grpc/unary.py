@@ -99,7 +99,7 @@ class H2Connection:
         self._buf = bytearray()
         self._decoder = hpack.Decoder()
         self._decoder.max_header_list_size = MAX_HEADER_BLOCK
-        self._indexed: dict[bytes, list[tuple[str, str]]] = {}  # blocks of indexed fields only, decoded
+        self._known: dict[bytes, list[tuple[str, str]]] = {}  # see _decode
         self._streams: dict[int, _Stream] = {}
         self._next_id = 1
         self._send_window = h.DEFAULT_WINDOW
@@ -342,20 +342,38 @@ class H2Connection:
             buf += chunk
 
     def _read_and_handle(self, deadline: float) -> bytes:
-        """Read one frame and handle it; returns the frames to send in reply (ACKs, windows)."""
+        """Read at least one frame and handle every complete frame read; returns the frames to send
+        in reply (ACKs, windows)."""
         self._fill(9, deadline)
-        length, kind, flags, sid = h.parse_head(self._buf)
+        buf = self._buf
+        self._fill(9 + self._check_head(), deadline)
+        out = b""
+        with self._cond:
+            try:
+                while len(buf) >= 9:
+                    length = self._check_head()
+                    if len(buf) < 9 + length:
+                        break
+                    _, kind, flags, sid = h.parse_head(buf)
+                    payload = bytes(buf[9:9 + length])
+                    del buf[:9 + length]
+                    out += self._handle(kind, flags, sid, payload)
+            finally:
+                self._cond.notify_all()
+        return out
+
+    def _check_head(self) -> int:
+        """The length of the frame whose header starts the buffer.
+
+        Raises:
+            ProtocolError: over MAX_FRAME_IN, or not SETTINGS as the server's first frame.
+        """
+        length, kind, _, _ = h.parse_head(self._buf)
         if length > MAX_FRAME_IN:
             raise h.ProtocolError(f"frame of {length} bytes (max {MAX_FRAME_IN}; not an HTTP/2 gRPC server?)")
         if not self._settings_seen and kind != h.SETTINGS:
             raise h.ProtocolError(f"the server's first frame is of type {kind}, not SETTINGS (not an HTTP/2 server?)")
-        self._fill(9 + length, deadline)
-        payload = bytes(self._buf[9:9 + length])
-        del self._buf[:9 + length]
-        with self._cond:
-            out = self._handle(kind, flags, sid, payload)
-            self._cond.notify_all()
-        return out
+        return length
 
     def _handle(self, kind: int, flags: int, sid: int, payload: bytes) -> bytes:
         if self._headers_of is not None and kind != h.CONTINUATION:
@@ -428,19 +446,35 @@ class H2Connection:
         self._headers_of = None
         if len(block) > MAX_HEADER_BLOCK:
             raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-        data = bytes(block)
-        headers = self._indexed.get(data)
-        if headers is None:  # decoded always (even for a stream given up): keeps the dynamic table in step
-            headers = cast(list[tuple[str, str]], self._decoder.decode(data))
-            if data and min(data) >= 0x80:  # one-byte indexed fields only: the table is unchanged, and
-                self._indexed[data] = headers  # the same bytes mean the same headers until it changes
-            elif self._indexed:
-                self._indexed.clear()
+        headers = self._decode(bytes(block))  # always (even for a stream given up): keeps the table in step
         st = self._streams.get(sid)
         if st is not None and not st.done:
             st.headers.append(headers)
             if flags & h.END_STREAM:
                 st.done = True
+
+    def _decode(self, data: bytes) -> list[tuple[str, str]]:
+        """The headers of block ``data``. A block that left the server's dynamic table as it was
+        (grpc's answers after the first: indexed fields and literals without indexing) is
+        remembered: the same bytes mean the same headers until the table changes."""
+        headers = self._known.get(data)
+        if headers is not None:
+            return headers
+        before = self._table_mark()  # holds the front entry: its id cannot be reused meanwhile
+        headers = cast(list[tuple[str, str]], self._decoder.decode(data))
+        after = self._table_mark()
+        if after[1:] == before[1:] and after[0] is before[0]:
+            if len(self._known) >= 64:
+                self._known.clear()
+            self._known[data] = headers
+        else:
+            self._known.clear()
+        return headers
+
+    def _table_mark(self) -> tuple[object, int, int]:
+        table = self._decoder.header_table
+        entries = table.dynamic_entries
+        return (entries[0] if entries else None), len(entries), table.maxsize
 
     def _on_data(self, flags: int, sid: int, payload: bytes) -> bytes:
         if sid == 0:
