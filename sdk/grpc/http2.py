@@ -34,6 +34,7 @@ MAX_WINDOW = 2**31 - 1
 MAX_FRAME_LIMIT = 2**24 - 1
 
 _U32 = struct.Struct(">I")
+_HEAD = struct.Struct(">IBI")  # 24-bit length and 8-bit type, flags, stream id
 
 
 class ProtocolError(Exception):
@@ -46,9 +47,10 @@ def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
     return bytes((n >> 16 & 0xFF, n >> 8 & 0xFF, n & 0xFF, kind, flags)) + _U32.pack(stream_id & MAX_WINDOW) + payload
 
 
-def parse_head(head: bytes | bytearray | memoryview) -> tuple[int, int, int, int]:
-    """``(length, type, flags, stream id)`` of a 9-byte frame header."""
-    return head[0] << 16 | head[1] << 8 | head[2], head[3], head[4], _U32.unpack_from(head, 5)[0] & MAX_WINDOW
+def parse_head(data: bytes | bytearray | memoryview, offset: int = 0) -> tuple[int, int, int, int]:
+    """``(length, type, flags, stream id)`` of the 9-byte frame header at ``offset``."""
+    length_type, flags, sid = _HEAD.unpack_from(data, offset)
+    return length_type >> 8, length_type & 0xFF, flags, sid & MAX_WINDOW
 
 
 def settings(pairs: dict[int, int]) -> bytes:

@@ -344,31 +344,35 @@ class H2Connection:
     def _read_and_handle(self, deadline: float) -> bytes:
         """Read at least one frame and handle every complete frame read; returns the frames to send
         in reply (ACKs, windows)."""
-        self._fill(9, deadline)
         buf = self._buf
-        self._fill(9 + self._check_head(), deadline)
+        if len(buf) < 9:
+            self._fill(9, deadline)
+        need = 9 + self._check_head(*h.parse_head(buf)[:2])
+        if len(buf) < need:
+            self._fill(need, deadline)
         out = b""
+        pos, end = 0, len(buf)
         with self._cond:
             try:
-                while len(buf) >= 9:
-                    length = self._check_head()
-                    if len(buf) < 9 + length:
+                while end - pos >= 9:
+                    length, kind, flags, sid = h.parse_head(buf, pos)
+                    self._check_head(length, kind)
+                    if end - pos < 9 + length:
                         break
-                    _, kind, flags, sid = h.parse_head(buf)
-                    payload = bytes(buf[9:9 + length])
-                    del buf[:9 + length]
+                    payload = bytes(buf[pos + 9:pos + 9 + length])
+                    pos += 9 + length
                     out += self._handle(kind, flags, sid, payload)
             finally:
+                del buf[:pos]
                 self._cond.notify_all()
         return out
 
-    def _check_head(self) -> int:
-        """The length of the frame whose header starts the buffer.
+    def _check_head(self, length: int, kind: int) -> int:
+        """``length`` of a frame of type ``kind`` the server sent.
 
         Raises:
             ProtocolError: over MAX_FRAME_IN, or not SETTINGS as the server's first frame.
         """
-        length, kind, _, _ = h.parse_head(self._buf)
         if length > MAX_FRAME_IN:
             raise h.ProtocolError(f"frame of {length} bytes (max {MAX_FRAME_IN}; not an HTTP/2 gRPC server?)")
         if not self._settings_seen and kind != h.SETTINGS:
