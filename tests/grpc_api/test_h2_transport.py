@@ -237,6 +237,33 @@ def test_a_killed_server_fails_calls_fast_and_a_restarted_one_is_reconnected():
         server.stop(0)
 
 
+def test_rst_stream_refused_is_sent_again_and_cancel_is_an_error():
+    def script(conn: RawConn, n: int) -> None:
+        _handshake(conn)
+        sid, _, _, _ = conn.request()
+        conn.send(h.rst_stream(sid, h.REFUSED_STREAM))  # not processed: the client may send it again
+        sid, _, body, _ = conn.request()
+        conn.answer(sid, body[5:] + b"!")
+        sid, _, _, _ = conn.request()
+        conn.send(h.rst_stream(sid, h.CANCEL))
+        sid, _, body, _ = conn.request()
+        conn.answer(sid, body[5:] + b"?")
+        conn.read(1 << 30)
+
+    server = RawServer(script)
+    ch = UnaryChannel(server.target)
+    try:
+        assert ch.call(ECHO, b"a", META, 10) == b"a!"
+        with pytest.raises(GrpcStatusError) as info:
+            ch.call(ECHO, b"b", META, 10)
+        assert info.value.code == 1 and "HTTP/2 error 8" in info.value.details  # CANCELLED
+        assert ch.call(ECHO, b"c", META, 10) == b"c?"
+        assert server.accepted == 1  # all on one connection
+    finally:
+        ch.close()
+        server.close()
+
+
 @pytest.mark.parametrize("goodbye", [b"", h.goaway(1, h.NO_ERROR)])
 def test_a_server_restarted_between_calls_is_not_an_error(goodbye):
     def script(conn: RawConn, n: int) -> None:
