@@ -177,7 +177,10 @@ class GrpcConnection:
         if cached[0] != second:
             cached = self._headers_of(second)
         _, head, tail = cached
-        return (*head, (REQUEST_ID, f"{self._request_ids_prefix}{next(self._request_ids):08x}"), *tail)
+        return (*head, (REQUEST_ID, self._request_id()), *tail)
+
+    def _request_id(self) -> str:
+        return f"{self._request_ids_prefix}{next(self._request_ids):08x}"
 
     def _encoded_metadata(self) -> bytes:
         """:meth:`metadata` as HPACK literals (the part fixed for a second encoded once)."""
@@ -188,8 +191,7 @@ class GrpcConnection:
             _, head, tail = headers if headers[0] == second else self._headers_of(second)
             cached = self._encoded = (second, b"".join(literal(k, v) for k, v in head),
                                       b"".join(literal(k, v) for k, v in tail))
-        return b"".join((cached[1], literal(REQUEST_ID, f"{self._request_ids_prefix}{next(self._request_ids):08x}"),
-                         cached[2]))
+        return b"".join((cached[1], literal(REQUEST_ID, self._request_id()), cached[2]))
 
     def _headers_of(self, second: int) -> tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         """The headers of requests made during ``second`` (cached: the date and the signature change
