@@ -46,19 +46,25 @@ def thread_cpu() -> dict[tuple[str, str], float]:
     return out
 
 
-async def measure(mode: str, clients: list[str], n: int) -> None:
+async def start_broker(prefix: str) -> tuple:
+    """A name server and a 5.x broker on the running loop (as ``dev``): ``(ns, broker, config)``."""
     from rocketmq_broker.broker.config import BrokerConfig
     from rocketmq_broker.broker.controller import BrokerController
     from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
-    from rocketmq_broker.proxy import GrpcProxy
 
     ns = NameServer(NamesrvConfig(listen_port=0))
     await ns.start()
-    store = tempfile.mkdtemp(prefix="grpc-proxy-cpu-")
-    cfg = BrokerConfig(broker_name="b", listen_port=0, namesrv_addr=ns.addr, store_path_root_dir=store,
-                       broker_version="5.3.3")
+    cfg = BrokerConfig(broker_name="b", listen_port=0, namesrv_addr=ns.addr, store_path_root_dir=tempfile.mkdtemp(
+        prefix=prefix), broker_version="5.3.3")
     broker = BrokerController(cfg)
     await broker.start()
+    return ns, broker, cfg
+
+
+async def measure(mode: str, clients: list[str], n: int) -> None:
+    from rocketmq_broker.proxy import GrpcProxy
+
+    ns, broker, cfg = await start_broker("grpc-proxy-cpu-")
     if mode == "local":
         proxy = GrpcProxy(ns.addr, local_broker=(broker.server, cfg.broker_addr))
         await proxy.serve()
@@ -100,18 +106,10 @@ class _Context:
 
 
 async def path_without_grpc(n: int) -> None:
-    from rocketmq_broker.broker.config import BrokerConfig
-    from rocketmq_broker.broker.controller import BrokerController
-    from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
     from rocketmq_broker.proxy import GrpcProxy
     from rocketmq_sdk import Message, Producer
 
-    ns = NameServer(NamesrvConfig(listen_port=0))
-    await ns.start()
-    cfg = BrokerConfig(broker_name="b", listen_port=0, namesrv_addr=ns.addr,
-                       store_path_root_dir=tempfile.mkdtemp(prefix="grpc-proxy-cpu-"), broker_version="5.3.3")
-    broker = BrokerController(cfg)
-    await broker.start()
+    ns, broker, cfg = await start_broker("grpc-proxy-cpu-")
     raw = Producer("bench_pg", endpoints="127.0.0.1:1", protocol="grpc")._request(
         [Message("cpu_path", b"x" * 128)])[0].SerializeToString()
     for mode in ("local", "cluster"):
