@@ -4,7 +4,10 @@ Runs ``celery_tasks.py``'s worker (``-P prefork -c N``, no-op task) and sends N 
 possible while it runs, then prints the CPU seconds per task (µs) of each process: the producer
 (this process: ``apply_async``), the broker (the reference broker's child process / redis-server),
 the worker's main process and its pool processes. With ``--profile-worker FILE`` the worker's
-main process runs under cProfile and writes FILE at its (warm) shutdown.
+main process runs under cProfile (its main thread's CPU time) and writes FILE.<broker> at its
+(warm) shutdown; ``--profile-producer FILE`` profiles the ``apply_async`` loop the same way. The
+worker's busiest threads are listed with their CPU per task; with ``PY_SPY=/path/to/py-spy`` in
+the environment each is named by its current frame (``py-spy dump``).
 
     .venv/bin/python benchmarks/profiling/celery_cpu_split.py [--tasks 3000] [--brokers rocketmq,redis]
         [--concurrency 2] [--profile-worker /tmp/worker.prof] [--profile-producer /tmp/producer.prof]
