@@ -91,12 +91,18 @@ def extract_flights_csv(dest_dir: Path) -> Path:
 MIN_JAVA = 17
 
 
+def java_path() -> str | None:
+    """The java PySpark starts: ``$JAVA_HOME/bin/java``, else ``java`` on the PATH (None: not found)."""
+    home = os.environ.get("JAVA_HOME")
+    return os.path.join(home, "bin", "java") if home else shutil.which("java")
+
+
 def java_problem() -> str | None:
     """Why Spark cannot start here, in one line ("the demo needs Java 17+ (java not found)"), or
     None when a Java 17+ is found (``$JAVA_HOME/bin/java``, else ``java`` on the PATH, as PySpark
     looks it up)."""
     home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    java = java_path()
     if not java or not os.access(java, os.X_OK):
         where = f"$JAVA_HOME/bin/java ({java}) not found" if home else "java not found"
         return f"the demo needs Java {MIN_JAVA}+ ({where})"
@@ -116,10 +122,12 @@ def java_problem() -> str | None:
 
 
 def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "rocketmq-flights-demo",
-                shuffle_partitions: int = 8, jvm_options: str = "") -> SparkSession:
+                shuffle_partitions: int = 8, jvm_options: str = "",
+                conf: dict[str, str] | None = None) -> SparkSession:
     """A local Spark session that logs at WARN, has no UI and writes only under ``work_dir``.
 
     ``jvm_options``: extra options of the driver JVM (e.g. :data:`SHORT_JOB_JVM_OPTIONS`).
+    ``conf``: further Spark settings (e.g. ``{"spark.scheduler.mode": "FAIR"}``).
 
     The Python workers run the same interpreter as the driver (``PYSPARK_PYTHON``), so they
     import this virtual environment's ``rocketmq_sdk``.
@@ -135,8 +143,11 @@ def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "ro
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Dderby.system.home={work_dir / 'derby'}"
     if jvm_options:
         java_opts += f" {jvm_options}"
+    builder = SparkSession.builder
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master(master).appName(app_name)
+        builder.master(master).appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.warehouse.dir", str(work_dir / "warehouse"))

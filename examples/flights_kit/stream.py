@@ -56,9 +56,15 @@ def collect_stats(df: Any) -> dict[str, CarrierStats]:
 
 def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir: Path, *,
                        max_per_trigger: int | None = None, state_partitions: int = 2, timeout_s: float = 600.0,
-                       attempts: int = 3) -> tuple[dict[str, CarrierStats], StreamRun]:
+                       attempts: int = 3, until_rows: int | None = None,
+                       trigger_interval: str = "2 seconds") -> tuple[dict[str, CarrierStats], StreamRun]:
     """Run a ``Trigger.AvailableNow`` query over the whole topic into an in-memory table and
     return its per-carrier statistics.
+
+    ``until_rows``: instead, run a continuing query (``Trigger.ProcessingTime(trigger_interval)``)
+    while the topic is still being written, and stop it once its committed micro-batches hold
+    ``until_rows`` messages (a ``StreamingQueryListener`` counts them; ``TimeoutError`` after
+    ``timeout_s``). Its micro-batches are counted by that listener, not ``recentProgress``.
 
     ``state_partitions`` is the query's ``spark.sql.shuffle.partitions``: the partitions of
     its aggregation state, fixed at the first micro-batch and kept in the checkpoint. Every
@@ -81,25 +87,42 @@ def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir
     flights = reader.load().select(F.from_json(F.col("body").cast("string"), BODY_SCHEMA).alias("f")).select("f.*")
     started = time.monotonic()
 
+    if until_rows is not None:
+        from .stream_listener import RowCounter  # imports pyspark's listener class
+
+    counter = None if until_rows is None else RowCounter(until_rows)
+
     def start() -> Any:
-        return (delay_stats(flights).writeStream.outputMode("complete").format("memory")
-                .queryName("carrier_delays").option("checkpointLocation", str(checkpoint_dir))
-                .trigger(availableNow=True).start())
+        writer = (delay_stats(flights).writeStream.outputMode("complete").format("memory")
+                  .queryName("carrier_delays").option("checkpointLocation", str(checkpoint_dir)))
+        if counter is None:
+            return writer.trigger(availableNow=True).start()
+        return writer.trigger(processingTime=trigger_interval).start()
 
     batch_partitions = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", str(state_partitions))
+    if counter is not None:
+        spark.streams.addListener(counter)
     try:
-        runs = run_available_now(start, timeout_s=timeout_s, attempts=attempts)
+        runs = run_available_now(start, timeout_s=timeout_s, attempts=attempts,
+                                 wait=None if counter is None else counter.wait)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", batch_partitions)
-    run = StreamRun([p["numInputRows"] for q in runs for p in q.recentProgress if p["numInputRows"]],
-                    time.monotonic() - started)
+        if counter is not None:
+            spark.streams.removeListener(counter)
+    batches = (counter.batch_rows() if counter is not None else
+               [p["numInputRows"] for q in runs for p in q.recentProgress if p["numInputRows"]])
+    run = StreamRun(batches, time.monotonic() - started)
     return collect_stats(spark.table("carrier_delays")), run
 
 
-def run_available_now(start: Callable[[], Any], *, timeout_s: float = 600.0, attempts: int = 3) -> list[Any]:
+def run_available_now(start: Callable[[], Any], *, timeout_s: float = 600.0, attempts: int = 3,
+                      wait: Callable[[Any, float], bool] | None = None) -> list[Any]:
     """Run a ``Trigger.AvailableNow`` query (``start()`` starts it with a checkpoint) to its end
     and return the ``StreamingQuery`` of each run.
+
+    ``wait(query, timeout_s)``: how a run's end is awaited (default ``query.awaitTermination``);
+    True when the run is done (the query is stopped then), False on timeout; raises its failure.
 
     Spark gives the Python worker of a Python data source 10 s to start and connect back; on an
     overloaded machine it may not, and the query fails with "Python worker failed to connect
@@ -115,7 +138,7 @@ def run_available_now(start: Callable[[], Any], *, timeout_s: float = 600.0, att
         query = start()
         runs.append(query)
         try:
-            if not query.awaitTermination(timeout_s):
+            if not (wait or _await_termination)(query, timeout_s):
                 raise TimeoutError(f"the streaming query did not finish in {timeout_s:.0f} s")
             return runs
         except Exception as exc:  # StreamingQueryException
@@ -125,6 +148,10 @@ def run_available_now(start: Callable[[], Any], *, timeout_s: float = 600.0, att
         finally:
             query.stop()
     raise AssertionError("unreachable")
+
+
+def _await_termination(query: Any, timeout_s: float) -> bool:
+    return bool(query.awaitTermination(timeout_s))
 
 
 def _close(a: float | None, b: float | None) -> bool:
