@@ -10,8 +10,8 @@
    queue chosen by a hash of ``tailnum``; each partition holds whole tail numbers sorted by
    ``tail_seq``, so each aircraft's messages are sent in order into one queue. The consumer
    group consumes during the send (``--no-live``: it starts after the send).
-4. Streaming stage, during the send (as a consumer would in production): a Structured
-   Streaming query reads topic ``flights`` with ``spark.readStream.format("rocketmq")``
+4. Streaming stage, during the send (as a consumer would in production): started once Spark is
+   up (its start-up overlaps the load), a Structured Streaming query reads topic ``flights`` with ``spark.readStream.format("rocketmq")``
    (``Trigger.ProcessingTime``, its jobs in FAIR scheduler pool ``stream`` beside the send
    job's) and computes per-carrier delay statistics; it stops once its committed micro-batches
    hold every row. ``--no-live``: after the group, ``Trigger.AvailableNow`` (one micro-batch,
@@ -61,6 +61,7 @@ from flights_kit.failover import audit_failover, wait_slaves_know_topic  # noqa:
 from flights_kit.progress import Progress  # noqa: E402
 from flights_kit.report import Report, Timings, format_report  # noqa: E402
 from flights_kit.stream import StreamRun, collect_stats, compare_stats, delay_stats, stream_delay_stats  # noqa: E402
+from flights_kit.stream_listener import RowCounter  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
 
 TOPIC = "flights"
@@ -206,23 +207,46 @@ def run(args: argparse.Namespace) -> int:
         (tmp / "store").mkdir()
         # the servers start, the topic is created and the consumers settle (a thread, the servers
         # a child process) while the Spark JVM starts and loads the flights: neither waits for the other
+        counter = RowCounter() if args.live and not args.no_stream else None  # its target: set once loaded
+
+        def stream_stage(namesrv_addr: str) -> tuple[dict, StreamRun]:
+            register_data_source(spark)  # not needed when installed; harmless (see docs/spark.md)
+            if counter is not None:  # its jobs share the cores with the load's and send's (FAIR scheduling)
+                spark.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
+            stats, run_ = stream_delay_stats(spark, namesrv_addr, TOPIC, tmp / "stream-checkpoint",
+                                             max_per_trigger=args.stream_max_per_trigger or None,
+                                             until=counter, trigger_interval=STREAM_TRIGGER)
+            log.info("streaming query read %d messages in %d micro-batch(es) in %.1f s", run_.rows,
+                     len(run_.batch_rows), run_.elapsed_s)
+            return stats, run_
+
         t = time.monotonic()
+        stream_pool = ThreadPoolExecutor(1, thread_name_prefix="stream-stage")
+        streaming = None
         with ThreadPoolExecutor(1, thread_name_prefix="messaging-start") as pool:
             messaging_started = pool.submit(start_messaging, args, tmp / "store")
             spark = None
             try:
-                # FAIR: the live streaming query's jobs (pool "stream") share the cores with the send job's
+                # FAIR: the live streaming query's jobs (pool "stream") share the cores with the others
                 spark = build_spark(tmp / "spark", jvm_options=f"{SHORT_JOB_JVM_OPTIONS} {archive.jvm_options}"
                                     if archive else SHORT_JOB_JVM_OPTIONS, conf={"spark.scheduler.mode": "FAIR"})
                 timings.spark_start_s = time.monotonic() - t
+                if counter is not None:
+                    # as a consumer would in production: the query starts (a few seconds of planning and
+                    # Python workers) while the flights load, reads the topic while Spark writes it, and
+                    # stops once it has read every row; the topic exists (the servers start faster than Spark)
+                    streaming = stream_pool.submit(stream_stage, messaging_started.result().cluster.namesrv_addr)
                 df = load_flights(spark, extract_flights_csv(tmp / "data"), args.rows, partitions)
                 rows_read = df.count()
+                if counter is not None:
+                    counter.set_target(rows_read)
                 loaded_at = time.monotonic()
                 expected = expected_from(df)
             except BaseException:
                 _stop_when_started(messaging_started)
                 if spark is not None:
-                    spark.stop()
+                    spark.stop()  # also ends a streaming query
+                stream_pool.shutdown(wait=True)
                 raise
             log.info("Spark started in %.1f s, read and numbered the flights in %.1f s, computed the expected "
                      "figures in %.1f s", timings.spark_start_s, loaded_at - t - timings.spark_start_s,
@@ -234,29 +258,13 @@ def run(args: argparse.Namespace) -> int:
                 messaging = messaging_started.result()
             except BaseException:
                 spark.stop()
+                stream_pool.shutdown(wait=True)
                 raise
         cluster, group, timings.cluster_start_s = messaging.cluster, messaging.group, messaging.start_s
         killed: dict[str, int] = {}
         streamed, stream_run = {}, None
 
-        def stream_stage(until_rows: int | None = None) -> tuple[dict, StreamRun]:
-            register_data_source(spark)  # not needed when installed; harmless (see docs/spark.md)
-            if until_rows is not None:  # its jobs share the cores with the send job's (FAIR scheduling)
-                spark.sparkContext.setLocalProperty("spark.scheduler.pool", "stream")
-            stats, run_ = stream_delay_stats(spark, cluster.namesrv_addr, TOPIC, tmp / "stream-checkpoint",
-                                             max_per_trigger=args.stream_max_per_trigger or None,
-                                             until_rows=until_rows, trigger_interval=STREAM_TRIGGER)
-            log.info("streaming query read %d messages in %d micro-batch(es) in %.1f s", run_.rows,
-                     len(run_.batch_rows), run_.elapsed_s)
-            return stats, run_
-
-        stream_pool = ThreadPoolExecutor(1, thread_name_prefix="stream-stage")
         try:
-            streaming = None
-            if args.live and not args.no_stream:
-                # as a consumer would in production: the query reads the topic while Spark writes it,
-                # and stops once it has read every row
-                streaming = stream_pool.submit(stream_stage, rows_read)
             send_progress = Progress("sent", rows_read)
 
             def on_progress(p) -> None:
@@ -308,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
                 timings.consume_s = tally.last_at - (consume_started or tally.first_at)
                 timings.drain_after_send_s = max(0.0, tally.last_at - send_done)
             if not args.no_stream and stream_run is None:
-                streamed, stream_run = stream_stage()
+                streamed, stream_run = stream_stage(cluster.namesrv_addr)
         finally:
             group.shutdown()
             spark.stop()  # also ends a streaming query still running after a failure

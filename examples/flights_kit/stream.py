@@ -56,15 +56,16 @@ def collect_stats(df: Any) -> dict[str, CarrierStats]:
 
 def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir: Path, *,
                        max_per_trigger: int | None = None, state_partitions: int = 2, timeout_s: float = 600.0,
-                       attempts: int = 3, until_rows: int | None = None,
+                       attempts: int = 3, until: Any = None,
                        trigger_interval: str = "2 seconds") -> tuple[dict[str, CarrierStats], StreamRun]:
     """Run a ``Trigger.AvailableNow`` query over the whole topic into an in-memory table and
     return its per-carrier statistics.
 
-    ``until_rows``: instead, run a continuing query (``Trigger.ProcessingTime(trigger_interval)``)
-    while the topic is still being written, and stop it once its committed micro-batches hold
-    ``until_rows`` messages (a ``StreamingQueryListener`` counts them; ``TimeoutError`` after
-    ``timeout_s``). Its micro-batches are counted by that listener, not ``recentProgress``.
+    ``until`` (a :class:`~flights_kit.stream_listener.RowCounter`): instead, run a continuing
+    query (``Trigger.ProcessingTime(trigger_interval)``) while the topic is still being written,
+    and stop it once its committed micro-batches hold ``until.target`` messages (the listener
+    counts them; the target may be set after the start; ``TimeoutError`` after ``timeout_s``).
+    Its micro-batches are counted by that listener, not ``recentProgress``.
 
     ``state_partitions`` is the query's ``spark.sql.shuffle.partitions``: the partitions of
     its aggregation state, fixed at the first micro-batch and kept in the checkpoint. Every
@@ -87,10 +88,7 @@ def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir
     flights = reader.load().select(F.from_json(F.col("body").cast("string"), BODY_SCHEMA).alias("f")).select("f.*")
     started = time.monotonic()
 
-    if until_rows is not None:
-        from .stream_listener import RowCounter  # imports pyspark's listener class
-
-    counter = None if until_rows is None else RowCounter(until_rows)
+    counter = until
 
     def start() -> Any:
         writer = (delay_stats(flights).writeStream.outputMode("complete").format("memory")
@@ -112,7 +110,9 @@ def stream_delay_stats(spark: Any, namesrv_addr: str, topic: str, checkpoint_dir
             spark.streams.removeListener(counter)
     batches = (counter.batch_rows() if counter is not None else
                [p["numInputRows"] for q in runs for p in q.recentProgress if p["numInputRows"]])
-    run = StreamRun(batches, time.monotonic() - started)
+    # a query started before the topic was written: its span starts at its first micro-batch with messages
+    first = counter.first_batch_at if counter is not None and counter.first_batch_at is not None else started
+    run = StreamRun(batches, time.monotonic() - first)
     return collect_stats(spark.table("carrier_delays")), run
 
 

@@ -17,10 +17,12 @@ class RowCounter(StreamingQueryListener):
     reports a batch's progress after its sink committed it) and tells :meth:`wait` when they
     reach ``target`` rows or a query ends."""
 
-    def __init__(self, target: int) -> None:
-        self.target = target
+    def __init__(self, target: int | None = None) -> None:
+        self.target = target  # None: not known yet (set_target), wait() keeps waiting
         self._rows: dict[tuple[str, int], int] = {}  # (run id, batch id) -> rows
         self._changed = threading.Condition()
+        self.first_batch_at: float | None = None
+        """``time.monotonic()`` at the start of the first micro-batch that read messages."""
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's names
         pass
@@ -30,6 +32,8 @@ class RowCounter(StreamingQueryListener):
         log.info("micro-batch %d: %d messages, %d ms (%s)", p.batchId, p.numInputRows,
                  p.durationMs.get("triggerExecution", 0), ", ".join(f"{k} {v}" for k, v in p.durationMs.items()))
         with self._changed:
+            if p.numInputRows and self.first_batch_at is None:  # when that micro-batch started
+                self.first_batch_at = time.monotonic() - p.durationMs.get("triggerExecution", 0) / 1000
             self._rows[(str(p.runId), p.batchId)] = p.numInputRows
             self._changed.notify_all()
 
@@ -38,6 +42,12 @@ class RowCounter(StreamingQueryListener):
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
         with self._changed:
+            self._changed.notify_all()
+
+    def set_target(self, target: int) -> None:
+        """The row count to stop at, when it was not known at the query's start."""
+        with self._changed:
+            self.target = target
             self._changed.notify_all()
 
     def rows(self) -> int:
@@ -53,7 +63,7 @@ class RowCounter(StreamingQueryListener):
         the query ends (its failure is raised; False otherwise) or ``timeout_s`` passes (False)."""
         deadline = time.monotonic() + timeout_s
         with self._changed:
-            while sum(self._rows.values()) < self.target:
+            while self.target is None or sum(self._rows.values()) < self.target:
                 if not query.isActive:
                     query.awaitTermination()  # raises the query's failure
                     return False

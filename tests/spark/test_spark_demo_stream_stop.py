@@ -48,6 +48,16 @@ def test_row_counter_counts_a_resumed_run_apart_and_reports_a_query_that_ended()
     assert counter.batch_rows() == [3]
 
 
+def test_row_counter_started_before_the_row_count_is_known_waits_for_it():
+    counter, query = RowCounter(), _Query()  # the query starts while the flights still load
+    counter.onQueryProgress(_progress("r1", 0, 0))
+    counter.onQueryProgress(_progress("r1", 1, 5))
+    assert counter.wait(query, 0.05) is False, "no target yet: not done, whatever was read"
+    threading.Timer(0.05, counter.set_target, [5]).start()
+    assert counter.wait(query, 30.0) is True
+    assert counter.first_batch_at is not None and counter.batch_rows() == [5]
+
+
 def test_class_archive_is_written_once_and_put_in_place_after_the_jvm_exits(tmp_path):
     java = sys.executable  # any existing file: its path and mtime key the archive
     first = class_archive(tmp_path / "cache", java, "-XX:TieredStopAtLevel=1")
