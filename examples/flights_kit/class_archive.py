@@ -3,7 +3,7 @@
 The driver JVM loads and verifies ~20,000 classes at each start. The first run writes the
 classes it loaded to an archive (``-XX:ArchiveClassesAtExit``, JDK 13+); later runs map it
 (``-XX:SharedArchiveFile``): Spark's start 4.5-4.7 → 2.2-2.6 s and its first job 2.5-2.7 → 1.0 s
-on the project's 2-core VM (see benchmarks/results/2026-11-28-1930-flights-demo-stream.md).
+on the project's 2-core VM (see benchmarks/results/2026-11-28-1910-flights-demo-stream.md).
 An archive that no longer matches the JVM or the class path is ignored by the JVM (it starts
 as without one); its name holds the Java, PySpark and option set it was written for.
 """
