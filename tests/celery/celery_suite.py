@@ -109,6 +109,10 @@ def run_suite(broker_url: str, redis_port: int, args: list[str], junit: Path,
     root = suite_dir()
     env = dict(os.environ, TEST_BROKER=broker_url, TEST_BACKEND=f"redis://127.0.0.1:{redis_port}/0",
                REDIS_HOST="127.0.0.1", REDIS_PORT=str(redis_port),
+               # the in-process test worker's log level (Celery's own knob, default "error"):
+               # test_trace_log_arguments asserts the worker's INFO records ("Task ... received",
+               # "... succeeded") reach caplog, from the prefork children through Celery's log queue
+               WORKER_LOGLEVEL=os.environ.get("WORKER_LOGLEVEL", "info"),
                PYTHONPATH=os.pathsep.join([str(root), str(HERE)]),
                # tests run the ``celery`` command by name: the venv's, also when it is not activated
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
