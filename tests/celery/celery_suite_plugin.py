@@ -6,9 +6,9 @@ suite and its in-process test worker, and skips the tests listed in :data:`SKIPP
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
-
 import rocketmq_sdk.integrations.celery  # noqa: F401  - registers rocketmq://
 
 #: tests of Celery's suite that need something a virtual kombu transport cannot give:
@@ -31,3 +31,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = SKIPPED.get(item.nodeid.split("[", 1)[0])
         if reason:
             item.add_marker(pytest.mark.skip(reason=f"on rocketmq:// (tests/celery/celery_suite_plugin.py): {reason}"))
+
+
+@pytest.fixture(autouse=True)
+def _restore_task_join_will_block() -> Iterator[None]:
+    """Each test leaves Celery's process-wide "a result.get() here would block a worker" flag
+    (``celery._state``) as it found it. Building a worker sets it (``app.Worker(...)``: the pool
+    step's ``create`` runs in the constructor), and ``test_worker.py``'s Django fix-up tests build
+    workers in the test process; the session worker clears it only when it starts, so in a whole
+    run (the session worker started long before) every later ``result.get()`` in the test process
+    raised "Never call result.get() within a task!" (``test_pidbox_reset_after_repeated_control_errors``)."""
+    from celery._state import _set_task_join_will_block, task_join_will_block
+
+    before = task_join_will_block()
+    yield
+    _set_task_join_will_block(before)
