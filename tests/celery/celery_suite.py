@@ -164,8 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         for n in worse:
             print(f"  {n}: {results['rocketmq'].get(n)}")
         return 1 if worse else 0
-    (only,) = results.values()
-    return 0 if only and all(v in ("passed", "skipped") for v in only.values()) else 1
+    ((broker, only),) = results.items()
+    counts = {kind: sum(1 for v in only.values() if v == kind) for kind in ("passed", "skipped", "failed", "error")}
+    bad = sorted(n for n, v in only.items() if v not in ("passed", "skipped"))
+    print(f"\n{broker}: {len(only)} tests, " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    for n in bad:
+        print(f"  {n}: {only[n]}")
+    if not only:
+        print(f"{broker}: no results (the run did not start or was interrupted)")
+    return 0 if only and not bad else 1
 
 
 if __name__ == "__main__":
