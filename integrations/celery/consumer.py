@@ -63,6 +63,9 @@ class QueueConsumer:
         self._buffered = 0
         self._closed = False
         self.lite = LitePullConsumer(group, auto_commit=False, **consumer_kwargs)
+        # a purge by another process (another worker, ``celery purge``) resets the group's
+        # offsets through the broker, which tells this consumer (see Channel._purge)
+        self.lite.set_offset_reset_listener(self._on_offset_reset)
         for topic in self.topics:
             self.lite.subscribe(topic, "*")
         self.lite.start()
@@ -223,6 +226,32 @@ class QueueConsumer:
         except MQError as exc:
             log.warning("purge of %s: offset update failed: %s", self.queue, exc)
         return dropped
+
+    def _on_offset_reset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """The broker moved the group's offsets (a purge elsewhere): drop the buffered messages
+        of those message queues and read them from the new offsets on; the messages already
+        delivered stay with their deliveries, and their acks no longer move the committed offset
+        back."""
+        assigned = self.lite.assignment()
+        mqs = {mq: off for mq, off in offsets.items() if mq in assigned}
+        if not mqs or self._closed:
+            return
+        for mq, off in mqs.items():   # first: the SDK's own buffer and the pulls in flight
+            try:
+                self.lite.seek(mq, off)
+            except MQError as exc:
+                log.warning("offset reset of %s: seek of %s to %d failed: %s", self.queue, mq, off, exc)
+        with self._lock:
+            for step, buf in list(self._buffers.items()):
+                kept = [e for e in buf if e[3] not in mqs]
+                self._buffered -= len(buf) - len(kept)
+                heapq.heapify(kept)
+                self._buffers[step] = kept
+            for mq in mqs:
+                self.tracker.forget(mq)
+            self._lock.notify_all()
+        log.info("queue %s: the group's offsets of %s were reset (a purge): buffered messages dropped",
+                 self.queue, topic)
 
     def close(self) -> None:
         """Persist the committable offsets and leave the group (idempotent)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
 from celery_worker_app import make_app
 from celery_workers import (
     HERE,
@@ -93,9 +92,6 @@ def test_events_dump_shows_worker_and_task_events(rocketmq_cluster, tmp_path):
         close_app(app)
 
 
-@pytest.mark.xfail(strict=True, reason="known defect (issue 26, docs/celery.md): purge moves only the "
-                   "group's committed offsets at the broker; a running worker keeps pulling from its own "
-                   "offsets and runs the purged tasks")
 def test_purge_under_a_running_worker_drops_the_queued_tasks(rocketmq_cluster, tmp_path):
     """``celery purge`` while a worker runs: the tasks waiting behind a running one never run,
     as on Redis (Celery's suite purges this way between tests, ``Manager.wait_until_idle``)."""
