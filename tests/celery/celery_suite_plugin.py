@@ -34,8 +34,24 @@ RUN_FIRST = {
 }
 
 
+#: Celery's own per-test limits (``@pytest.mark.timeout``) that its CI backs with reruns
+#: (``flaky(reruns=2)``; this run has none) and that the test's own task sleeps nearly fill:
+#: ``{node id: (limit in s, why)}`` (docs/celery.md)
+RELAXED_LIMITS = {
+    "t/integration/test_tasks.py::test_tasks::test_revoked_by_headers_complex_canvas": (
+        60, "20 s in Celery for 22 canvases of 2 s tasks on the session worker's single process: "
+            "the body took 23.0 s on rocketmq:// and 22.6 s on Redis as the broker at load 16-20 "
+            "on 2 cores, every subtest passing"),
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.nodeid not in RUN_FIRST)   # stable: the rest keeps its order
+    for item in items:
+        relaxed = RELAXED_LIMITS.get(item.nodeid)
+        if relaxed:
+            item.own_markers[:] = [m for m in item.own_markers if m.name != "timeout"]
+            item.add_marker(pytest.mark.timeout(relaxed[0]))
     if not os.environ.get("TEST_BROKER", "").startswith("rocketmq://"):
         return
     for item in items:
