@@ -39,9 +39,10 @@ RUN_FIRST = {
 #: ``{node id: (limit in s, why)}`` (docs/celery.md)
 RELAXED_LIMITS = {
     "t/integration/test_tasks.py::test_tasks::test_revoked_by_headers_complex_canvas": (
-        60, "20 s in Celery for 22 canvases of 2 s tasks on the session worker's single process: "
-            "the body took 23.0 s on rocketmq:// and 22.6 s on Redis as the broker at load 16-20 "
-            "on 2 cores, every subtest passing"),
+        120, "20 s in Celery (test and fixtures) for 22 canvases of 2 s tasks on the session "
+             "worker's single process: the body alone took 23.0 s on rocketmq:// and 22.6 s on "
+             "Redis as the broker at load 16-20 on 2 cores, every subtest passing; with the "
+             "teardown's wait for the canvases' leftover tasks 47 s"),
 }
 
 
