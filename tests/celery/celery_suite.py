@@ -120,7 +120,7 @@ def run_suite(broker_url: str, redis_port: int, args: list[str], junit: Path,
     ini = root / "pytest-rocketmq.ini"
     ini.write_text(INI)
     cmd = [sys.executable, "-m", "pytest", "-c", str(ini), "-p", "celery.contrib.pytest", "-p", "celery_suite_plugin", "-p", "no:cacheprovider",
-           "-p", "no:django", "-p", "no:rerunfailures", "--rootdir", str(root), "--timeout", str(TEST_TIMEOUT_S), "--junitxml", str(junit), "-v", "-rfE", "--timeout-method=signal",
+           "-p", "no:django", "-p", "no:rerunfailures", "--rootdir", str(root), "--timeout", str(TEST_TIMEOUT_S), "--junitxml", str(junit), "-v", "-rfEs", "--timeout-method=signal",
            *[f"--ignore={m}" for m in IGNORED], *args, *([] if any(a.startswith("t/") for a in args) else ["t/integration"])]
     return subprocess.run(cmd, cwd=root, env=env, timeout=timeout_s, text=True,
                           stdout=None if timeout_s is None else subprocess.PIPE, stderr=subprocess.STDOUT)
