@@ -228,29 +228,31 @@ class QueueConsumer:
         return dropped
 
     def _on_offset_reset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
-        """The broker moved the group's offsets (a purge elsewhere): drop the buffered messages
-        of those message queues and read them from the new offsets on; the messages already
-        delivered stay with their deliveries, and their acks no longer move the committed offset
-        back."""
+        """The broker moved the group's offsets (a purge elsewhere): drop the messages of those
+        message queues stored before the new offsets and not delivered yet, and read on from
+        there; the messages already delivered stay with their deliveries (their acks no longer
+        hold the committed offset back). Messages at or after a new offset (stored after the
+        purge and pulled before this reset arrived) are kept."""
         assigned = self.lite.assignment()
         mqs = {mq: off for mq, off in offsets.items() if mq in assigned}
         if not mqs or self._closed:
             return
-        for mq, off in mqs.items():   # first: the SDK's own buffer and the pulls in flight
-            try:
-                self.lite.seek(mq, off)
-            except MQError as exc:
-                log.warning("offset reset of %s: seek of %s to %d failed: %s", self.queue, mq, off, exc)
+        for mq, off in mqs.items():
+            if self.tracker.high(mq) <= off:   # nothing at or after off taken yet: pull from off
+                try:
+                    self.lite.seek(mq, off)    # the SDK's own buffer and the pulls in flight
+                except MQError as exc:
+                    log.warning("offset reset of %s: seek of %s to %d failed: %s", self.queue, mq, off, exc)
         with self._lock:
             for step, buf in list(self._buffers.items()):
-                kept = [e for e in buf if e[3] not in mqs]
+                kept = [e for e in buf if e[3] not in mqs or e[4].queue_offset >= mqs[e[3]]]
                 self._buffered -= len(buf) - len(kept)
                 heapq.heapify(kept)
                 self._buffers[step] = kept
-            for mq in mqs:
-                self.tracker.forget(mq)
+            for mq, off in mqs.items():
+                self.tracker.skip_to(mq, off)
             self._lock.notify_all()
-        log.info("queue %s: the group's offsets of %s were reset (a purge): buffered messages dropped",
+        log.info("queue %s: the group's offsets of %s were reset (a purge): buffered messages before them dropped",
                  self.queue, topic)
 
     def close(self) -> None:
