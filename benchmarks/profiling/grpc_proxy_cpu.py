@@ -8,7 +8,11 @@ client CPU µs/msg, server CPU µs/msg per thread (``name/tid``: the main thread
 broker's loop and in local mode the proxy; in cluster mode the proxy's loop thread is the busiest
 other ``python`` thread; ``event_engine`` and the remaining ones are grpc's) and in total; then the echo floor (grpc.aio server CPU and sync-stub client CPU per call).
 
-    .venv/bin/python benchmarks/profiling/grpc_proxy_cpu.py [-n 2000] [--clients sdk-grpc,official]
+    .venv/bin/python benchmarks/profiling/grpc_proxy_cpu.py [-n 2000] [--clients sdk-grpc,sdk-grpcio,official]
+        [--echo-only]
+
+(``sdk-grpcio``: this SDK with ``ROCKETMQ_GRPC_TRANSPORT=grpcio``; the echo floor runs grpcio's sync
+stub and this SDK's HTTP/2 ``UnaryChannel`` alternately.)
 """
 
 from __future__ import annotations
@@ -46,19 +50,25 @@ def thread_cpu() -> dict[tuple[str, str], float]:
     return out
 
 
-async def measure(mode: str, clients: list[str], n: int) -> None:
+async def start_broker(prefix: str) -> tuple:
+    """A name server and a 5.x broker on the running loop (as ``dev``): ``(ns, broker, config)``."""
     from rocketmq_broker.broker.config import BrokerConfig
     from rocketmq_broker.broker.controller import BrokerController
     from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
-    from rocketmq_broker.proxy import GrpcProxy
 
     ns = NameServer(NamesrvConfig(listen_port=0))
     await ns.start()
-    store = tempfile.mkdtemp(prefix="grpc-proxy-cpu-")
-    cfg = BrokerConfig(broker_name="b", listen_port=0, namesrv_addr=ns.addr, store_path_root_dir=store,
-                       broker_version="5.3.3")
+    cfg = BrokerConfig(broker_name="b", listen_port=0, namesrv_addr=ns.addr, store_path_root_dir=tempfile.mkdtemp(
+        prefix=prefix), broker_version="5.3.3")
     broker = BrokerController(cfg)
     await broker.start()
+    return ns, broker, cfg
+
+
+async def measure(mode: str, clients: list[str], n: int) -> None:
+    from rocketmq_broker.proxy import GrpcProxy
+
+    ns, broker, cfg = await start_broker("grpc-proxy-cpu-")
     if mode == "local":
         proxy = GrpcProxy(ns.addr, local_broker=(broker.server, cfg.broker_addr))
         await proxy.serve()
@@ -100,18 +110,10 @@ class _Context:
 
 
 async def path_without_grpc(n: int) -> None:
-    from rocketmq_broker.broker.config import BrokerConfig
-    from rocketmq_broker.broker.controller import BrokerController
-    from rocketmq_broker.namesrv.server import NameServer, NamesrvConfig
     from rocketmq_broker.proxy import GrpcProxy
     from rocketmq_sdk import Message, Producer
 
-    ns = NameServer(NamesrvConfig(listen_port=0))
-    await ns.start()
-    cfg = BrokerConfig(broker_name="b", listen_port=0, namesrv_addr=ns.addr,
-                       store_path_root_dir=tempfile.mkdtemp(prefix="grpc-proxy-cpu-"), broker_version="5.3.3")
-    broker = BrokerController(cfg)
-    await broker.start()
+    ns, broker, cfg = await start_broker("grpc-proxy-cpu-")
     raw = Producer("bench_pg", endpoints="127.0.0.1:1", protocol="grpc")._request(
         [Message("cpu_path", b"x" * 128)])[0].SerializeToString()
     for mode in ("local", "cluster"):
@@ -131,11 +133,19 @@ async def path_without_grpc(n: int) -> None:
     await ns.stop()
 
 
-def echo_client(target: str, n: int) -> None:
-    import grpc
-
-    call = grpc.insecure_channel(target).unary_unary(_ECHO)
+def echo_client(target: str, n: int, transport: str) -> None:
     md = tuple((f"x-mq-h{i}", "v" * 30) for i in range(8))
+    if transport == "h2":
+        from rocketmq_sdk.grpc.unary import UnaryChannel
+
+        channel = UnaryChannel(target)
+
+        def call(request: bytes, metadata: tuple, timeout: float) -> bytes:
+            return channel.call(_ECHO, request, metadata, timeout)
+    else:
+        import grpc
+
+        call = grpc.insecure_channel(target).unary_unary(_ECHO)
     for _ in range(300):
         call(b"x" * 300, metadata=md, timeout=3)
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
@@ -157,24 +167,30 @@ async def echo_floor(n: int) -> None:
         "bench.Echo", {"Call": grpc.unary_unary_rpc_method_handler(echo)}),))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
-    before = thread_cpu()
-    out = await asyncio.get_running_loop().run_in_executor(None, lambda: subprocess.run(
-        [sys.executable, __file__, "--echo-client", f"127.0.0.1:{port}", str(n)], capture_output=True, text=True,
-        timeout=300))
-    after = thread_cpu()
+    for transport in ("grpcio", "h2", "grpcio", "h2"):
+        before = thread_cpu()
+        out = await asyncio.get_running_loop().run_in_executor(None, lambda t=transport: subprocess.run(
+            [sys.executable, __file__, "--echo-client", f"127.0.0.1:{port}", str(n), t], capture_output=True,
+            text=True, timeout=300))
+        after = thread_cpu()
+        rate, client_us = out.stdout.split()
+        server_us = sum(v - before.get(k, 0.0) for k, v in after.items()) / (n + 300) * 1e6
+        client = "sync stub" if transport == "grpcio" else "the SDK's HTTP/2 UnaryChannel"
+        print(f"echo    {transport:12} {rate:>6} calls/s client {client_us:>4} µs/call server {server_us:4.0f} "
+              f"µs/call (grpc.aio server, {client}, 300 B, 8 headers)", flush=True)
     await server.stop(0)
-    rate, client_us = out.stdout.split()
-    server_us = sum(v - before.get(k, 0.0) for k, v in after.items()) / (n + 300) * 1e6
-    print(f"echo    grpcio       {rate:>6} calls/s client {client_us:>4} µs/call server {server_us:4.0f} µs/call "
-          "(grpc.aio server, sync stub, 300 B, 8 headers)", flush=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=2000)
-    ap.add_argument("--clients", default="sdk-grpc,official")
+    ap.add_argument("--clients", default="sdk-grpc,sdk-grpcio,official")
+    ap.add_argument("--echo-only", action="store_true", help="only the echo floor (grpcio stub vs HTTP/2 channel)")
     args = ap.parse_args()
     print(f"load {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
+    if args.echo_only:
+        asyncio.run(echo_floor(args.n))
+        return 0
     clients = args.clients.split(",")
     for mode in ("cluster", "local", "cluster", "local"):
         asyncio.run(measure(mode, clients, args.n))
@@ -185,7 +201,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--echo-client":
-        echo_client(sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) == 5 and sys.argv[1] == "--echo-client":
+        echo_client(sys.argv[2], int(sys.argv[3]), sys.argv[4])
         sys.exit(0)
     sys.exit(main())

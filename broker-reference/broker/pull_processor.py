@@ -245,7 +245,10 @@ class PullProcessor:
         except RuntimeError:
             running = None
         if running is loop:
-            self._wake(key, max_offset, tags_code, properties)
+            # after the current callback: the send that stored the message is answered first
+            # (Java wakes held pulls from its reput thread, off the send's path), so a
+            # producer's round trip does not include serving the consumers' held pulls
+            loop.call_soon(self._wake, key, max_offset, tags_code, properties)
         else:
             loop.call_soon_threadsafe(self._wake, key, max_offset, tags_code, properties)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_sdk.client.mq_client_api import MQClientAPI
@@ -40,13 +40,19 @@ class Route:
     queues: list[tuple[str, int, int]]  # (broker name, queue id, v2.Permission)
     masters: dict[str, str]  # broker name -> master address
     fetched: float
+    _writable: list[WriteQueue] | None = field(default=None, repr=False, compare=False)
 
     def write_queues(self) -> list[WriteQueue]:
         """Writable queues; of a topic not created yet only those it will be created with (as the
-        Java client, which takes ``min(defaultTopicQueueNums, TBW102's queues)``)."""
-        limit = AUTO_CREATE_QUEUE_NUMS if self.auto_create else None
-        return [WriteQueue(b, self.masters[b], q) for b, q, perm in self.queues
+        Java client, which takes ``min(defaultTopicQueueNums, TBW102's queues)``). Computed once
+        per route (every send asks): ``queues`` and ``masters`` are not changed after it is made."""
+        writable = self._writable
+        if writable is None:
+            limit = AUTO_CREATE_QUEUE_NUMS if self.auto_create else None
+            writable = self._writable = [
+                WriteQueue(b, self.masters[b], q) for b, q, perm in self.queues
                 if perm in (v2.WRITE, v2.READ_WRITE) and b in self.masters and (limit is None or q < limit)]
+        return writable
 
 
 def _permission(queue_id: int, read: int, write: int, perm: int) -> int:

@@ -89,6 +89,7 @@ class MessagingService:
         self.extra: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {}
         #: the ACL check of every request (None: no ACL), ``proxy/auth.py``
         self.acl: ProxyAcl | None = None
+        self._methods = self._method_table()
 
     # -- registration -----------------------------------------------------------------------
     def handler(self) -> grpc.GenericRpcHandler:
@@ -104,20 +105,25 @@ class MessagingService:
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
     def _method(self, name: str) -> Callable[[Any, Any], Awaitable[Any]] | None:
-        if name == "RecallMessage" and self.recall is not None:
-            return self.recall.recall
-        offsets = self.offsets
-        if offsets is not None and name in ("PullMessage", "UpdateOffset", "GetOffset", "QueryOffset"):
-            return {"PullMessage": offsets.pull, "UpdateOffset": offsets.update_offset,  # type: ignore[dict-item]
-                    "GetOffset": offsets.get_offset, "QueryOffset": offsets.query_offset}[name]
-        return self.extra.get(name) or {
+        return self.extra.get(name) or self._methods.get(name)
+
+    def _method_table(self) -> dict[str, Callable[[Any, Any], Awaitable[Any]]]:
+        """The handler of each served RPC (built once: every request looks its own up)."""
+        table: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
             "QueryRoute": self.query_route, "Heartbeat": self.heartbeat, "SendMessage": self.send_message,
             "EndTransaction": self.end_transaction, "NotifyClientTermination": self.notify_client_termination,
             "ReceiveMessage": self.consuming.receive, "AckMessage": self.consuming.ack,
             "ChangeInvisibleDuration": self.consuming.change_invisible_duration,
             "ForwardMessageToDeadLetterQueue": self.consuming.forward_to_dlq,
             "QueryAssignment": self.query_assignment,
-        }.get(name)
+        }
+        if self.recall is not None:
+            table["RecallMessage"] = self.recall.recall
+        offsets = self.offsets
+        if offsets is not None:
+            table.update({"PullMessage": offsets.pull, "UpdateOffset": offsets.update_offset,  # type: ignore[dict-item]
+                          "GetOffset": offsets.get_offset, "QueryOffset": offsets.query_offset})
+        return table
 
     async def _prepare(self, name: str, raw: bytes, context: Any) -> tuple[Any, Any]:
         """The parsed request and its handler (None: not served); an unreadable request ends the

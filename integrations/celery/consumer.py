@@ -4,8 +4,10 @@ acknowledgement bookkeeping that decides which offsets may be committed.
 The lite-pull consumer pulls the queue's topics (one per priority step, plus the topic of each
 fanout exchange the queue is bound to) in the background, with the group's rebalance sharing the
 message queues among every consumer of the kombu queue (competing consumers across worker
-processes). A poll thread moves pulled messages into per-priority buffers; the channel takes
-them from the highest-priority buffer first. Auto-commit is off: after every settlement the
+processes). Each pulled batch moves into per-priority buffers on the SDK's I/O thread (its
+arrival listener, no thread of ours: one thread hand-off less per batch), or, while the buffers
+are full, as the channel takes from them; the channel takes from the highest-priority buffer
+first. Auto-commit is off: after every settlement the
 group's offset of that message queue is set to :meth:`OffsetTracker.committable` (the lowest
 unsettled offset), and the client instance persists it every ``commit_interval`` ms.
 """
@@ -30,10 +32,6 @@ __all__ = ["QueueConsumer"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.celery")
 
-#: longest wait of one ``LitePullConsumer.poll`` of the buffering thread, ms
-_POLL_WAIT_MS = 30_000
-
-
 class QueueConsumer:
     """Consumer of one kombu queue in one connection.
 
@@ -43,7 +41,8 @@ class QueueConsumer:
         topics: ``{topic: priority step}`` to read (fanout topics with step 0).
         on_arrival: called (no arguments) after new messages were buffered; more listeners
             with :meth:`add_listener` (every connection of the process sharing the consumer).
-        buffer_limit: stop polling while this many messages wait in the buffers.
+        buffer_limit: leave pulled batches in the lite-pull consumer while this many messages
+            wait in the buffers (its ``pull_threshold_for_queue``/``_all`` then stop the pulls).
         **consumer_kwargs: :class:`~rocketmq_sdk.config.LitePullConsumerConfig` settings.
     """
 
@@ -68,9 +67,8 @@ class QueueConsumer:
         self.lite.set_offset_reset_listener(self._on_offset_reset)
         for topic in self.topics:
             self.lite.subscribe(topic, "*")
+        self.lite.set_arrival_listener(self._on_pulled)
         self.lite.start()
-        self._thread = threading.Thread(target=self._poll_loop, name=f"kombu-rocketmq-{queue}", daemon=True)
-        self._thread.start()
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         if listener not in self._listeners:
@@ -95,35 +93,38 @@ class QueueConsumer:
 
     # ------------------------------------------------------------------ pulling
 
-    def _poll_loop(self) -> None:
-        while not self._closed:
-            with self._lock:
-                if self._buffered >= self.buffer_limit:
-                    self._lock.wait(0.2)
-                    continue
-            try:
-                # blocks until the SDK's pull tasks buffer a batch (shutdown wakes it): no
-                # periodic wake-ups while the queue is idle
-                msgs = self.lite.poll(_POLL_WAIT_MS)
-            except ClientStateError:
-                return
-            except Exception:  # noqa: BLE001 - keep the thread alive, the SDK retries
-                log.exception("poll of queue %s failed", self.queue)
-                time.sleep(0.2)
-                continue
-            if not msgs or self._closed:
-                continue
-            with self._lock:
-                for m in msgs:
-                    mq = MessageQueue(m.topic, m.broker_name, m.queue_id)
-                    self.tracker.taken(mq, m.queue_offset)
-                    step = self.topics.get(m.topic, 0)
-                    heapq.heappush(self._buffers.setdefault(step, []),
-                                   (m.store_timestamp, m.commit_log_offset, next(self._seq), mq, m))
-                    self._buffered += 1
-                self._lock.notify_all()
+    def _on_pulled(self) -> None:
+        """The SDK's arrival listener (on its I/O thread): buffer what was pulled, then tell the
+        connections (no thread of ours in between)."""
+        with self._lock:
+            added = self._fill()
+        if added:
             for listener in list(self._listeners):
                 listener()
+
+    def _fill(self) -> int:
+        """(Lock held.) Move pulled batches from the lite-pull consumer into the buffers while
+        they hold fewer than ``buffer_limit`` messages (what stays there is taken as the
+        buffers drain, see :meth:`take`); the number of messages moved."""
+        added = 0
+        while self._buffered < self.buffer_limit and not self._closed:
+            try:
+                msgs = self.lite.poll(0)
+            except ClientStateError:
+                break
+            if not msgs:
+                break
+            for m in msgs:
+                mq = MessageQueue(m.topic, m.broker_name, m.queue_id)
+                self.tracker.taken(mq, m.queue_offset)
+                step = self.topics.get(m.topic, 0)
+                heapq.heappush(self._buffers.setdefault(step, []),
+                               (m.store_timestamp, m.commit_log_offset, next(self._seq), mq, m))
+            self._buffered += len(msgs)
+            added += len(msgs)
+        if added:
+            self._lock.notify_all()
+        return added
 
     def take(self) -> tuple[MessageQueue, MessageExt] | None:
         """The next buffered message, highest priority step first (lowest step number), in
@@ -131,20 +132,18 @@ class QueueConsumer:
         when nothing is buffered. Messages of queues this consumer no longer owns are skipped
         (their new owner reads them from the committed offset)."""
         with self._lock:
+            if self._buffered < self.buffer_limit:
+                self._fill()
             if not self._buffered:
                 return None
-            assigned = None
+            owns = self.lite.owns
             for step in sorted(self._buffers):
                 buf = self._buffers[step]
                 while buf:
                     _, _, _, mq, m = heapq.heappop(buf)
                     self._buffered -= 1
-                    if assigned is None:
-                        assigned = self.lite.assignment()
-                    if mq in assigned:
-                        self._lock.notify_all()
+                    if owns(mq):
                         return mq, m
-            self._lock.notify_all()
             return None
 
     @property
@@ -160,7 +159,7 @@ class QueueConsumer:
         if committable < 0 or self._closed:
             return
         store = self.lite.offset_store
-        if store is not None and mq in self.lite.assignment():
+        if store is not None and self.lite.owns(mq):
             store.update_offset(mq, committable, increase_only=True)
 
     def commit_now(self) -> None:
@@ -198,6 +197,7 @@ class QueueConsumer:
             return
         with self._lock:
             while need:
+                self._fill()
                 need = {mq: hi for mq, hi in need.items() if self.tracker.high(mq) < hi}
                 remaining = deadline - time.monotonic()
                 if not need or remaining <= 0 or self._buffered >= self.buffer_limit:
@@ -264,9 +264,7 @@ class QueueConsumer:
         except MQError as exc:
             log.warning("final commit of %s failed: %s", self.queue, exc)
         self._closed = True
+        self.lite.set_arrival_listener(None)
         with self._lock:
             self._lock.notify_all()
-        try:
-            self.lite.shutdown()
-        finally:
-            self._thread.join(5.0)
+        self.lite.shutdown()

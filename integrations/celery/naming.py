@@ -29,6 +29,7 @@ GROUP_MAX_LENGTH = 255
 _KEEP = re.compile(r"[A-Za-z0-9_]")
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]*$")
 _NAMESPACE_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+_TOPIC_CACHE_SIZE = 4096
 
 
 def escape(name: str) -> str:
@@ -68,6 +69,8 @@ class Naming:
     group_prefix: str = "kombu_"
     namespace: str | None = None
     queue_topics: dict[str, str] = field(default_factory=dict)
+    #: queue_topic's answers by (queue, step): asked once per publish
+    _topic_cache: dict[tuple[str, int], str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for what, value in (("topic_prefix", self.topic_prefix), ("group_prefix", self.group_prefix)):
@@ -92,11 +95,18 @@ class Naming:
                 ``SCHEDULE_TOPIC_XXXX``, ``rmq_sys_*``...: a queue named so without a
                 ``topic_prefix``), whose messages the broker uses itself.
         """
+        topic = self._topic_cache.get((queue, step))
+        if topic is not None:
+            return topic
         base = self.queue_topics.get(queue) or self.topic_prefix + escape(queue)
         self._check_not_system(queue, base)
         suffix = f"-P{step}" if step else ""
-        return self._ns(_fit(base, TOPIC_MAX_LENGTH - len(suffix) - (len(self.namespace) + 1 if self.namespace
-                                                                        else 0)) + suffix, TOPIC_MAX_LENGTH)
+        topic = self._ns(_fit(base, TOPIC_MAX_LENGTH - len(suffix) - (len(self.namespace) + 1 if self.namespace
+                                                                         else 0)) + suffix, TOPIC_MAX_LENGTH)
+        if len(self._topic_cache) >= _TOPIC_CACHE_SIZE:
+            self._topic_cache.clear()   # many one-off queues (reply queues): start again
+        self._topic_cache[(queue, step)] = topic
+        return topic
 
     def _check_not_system(self, name: str, topic: str) -> None:
         if not self.namespace and is_sys_topic(topic):

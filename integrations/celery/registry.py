@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.exceptions import MQError, RemotingError
@@ -78,6 +78,9 @@ class Registry:
         self.cache_ttl = cache_ttl
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, dict[str, str]]] = {}
+        # parsed views of cached tables, by (namespace, view): (the raw table parsed, result);
+        # reused while _list returns the same table (read per publish: no JSON per message)
+        self._views: dict[tuple[str, str], tuple[dict[str, str], Any]] = {}
 
     def _first(self, call: Callable[[AdminClient], T]) -> T:
         error: MQError | None = None
@@ -115,6 +118,17 @@ class Registry:
             self._cache[namespace] = (time.monotonic(), table)
         return table
 
+    def _view(self, namespace: str, view: str, refresh: bool, parse: Callable[[dict[str, str]], T]) -> T:
+        """``parse(table)`` of the namespace's table, parsed again only when the table was read
+        again."""
+        table = self._list(namespace, refresh)
+        hit = self._views.get((namespace, view))
+        if hit is not None and hit[0] is table:
+            return hit[1]
+        value = parse(table)
+        self._views[(namespace, view)] = (table, value)
+        return value
+
     def _put(self, namespace: str, key: str, value: str) -> None:
         self._every(lambda admin: admin.put_kv_config(namespace, key, value))
         with self._lock:
@@ -135,14 +149,7 @@ class Registry:
 
     def table(self, exchange: str, refresh: bool = False) -> list[tuple[str, str, str]]:
         """The bindings of ``exchange`` as kombu's ``(routing_key, pattern, queue)`` triples."""
-        out = []
-        for key in self._list(self._ns("binding", exchange), refresh):
-            try:
-                rk, pattern, queue = json.loads(key)
-            except (ValueError, TypeError):
-                continue
-            out.append((rk, pattern, queue))
-        return sorted(out)
+        return list(self._view(self._ns("binding", exchange), "table", refresh, _bindings))
 
     def unbind_queue(self, queue: str, exchanges: list[str]) -> None:
         """Remove every binding of ``queue`` to ``exchanges``."""
@@ -201,7 +208,24 @@ class Registry:
 
     def queue(self, queue: str, refresh: bool = False) -> QueueInfo | None:
         """The queue's settings, None when it is not declared."""
-        text = self._list(self._ns("queues"), refresh).get(queue)
-        if text is None and not refresh:
-            text = self._list(self._ns("queues"), True).get(queue)
-        return None if text is None else QueueInfo.from_json(text)
+        ns = self._ns("queues")
+        info = self._view(ns, "info", refresh, _queue_infos).get(queue)
+        if info is None and not refresh:
+            info = self._view(ns, "info", True, _queue_infos).get(queue)
+        return info
+
+
+def _bindings(table: dict[str, str]) -> tuple[tuple[str, str, str], ...]:
+    """A binding table's keys (``[routing_key, pattern, queue]`` JSON) as sorted triples."""
+    out = []
+    for key in table:
+        try:
+            rk, pattern, queue = json.loads(key)
+        except (ValueError, TypeError):
+            continue
+        out.append((rk, pattern, queue))
+    return tuple(sorted(out))
+
+
+def _queue_infos(table: dict[str, str]) -> dict[str, QueueInfo]:
+    return {queue: QueueInfo.from_json(text) for queue, text in table.items()}

@@ -18,6 +18,7 @@ Mapping (details in docs/celery.md):
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import socket
@@ -68,8 +69,9 @@ class QoS(virtual.QoS):
     def ack(self, delivery_tag: str) -> None:
         self.channel._settle(delivery_tag)
         super().ack(delivery_tag)
-        # prefetch room: buffered messages may be delivered now, not at the next arrival
-        self.channel.wake()
+        # prefetch room: buffered messages may be delivered now, not at the next arrival (none
+        # buffered: nothing waits for the room, and the next arrival wakes the loop anyway)
+        self.channel.wake_if_buffered()
 
     def reject(self, delivery_tag: str, requeue: bool = False) -> None:
         if requeue:
@@ -105,6 +107,9 @@ class Channel(virtual.Channel):
         self._deliveries_lock = threading.Lock()
         self._no_ack_queues: set[str] = set()
         self._fairness = 0
+        # delivery tags: unique per channel (as AMQP's), without a random draw per message
+        self._tag_prefix = f"{uuid.uuid4().hex}."
+        self._tags = itertools.count(1)
 
     @property
     def client(self) -> BrokerClient:
@@ -114,6 +119,14 @@ class Channel(virtual.Channel):
         """Wake the connection's consumer loop (an acknowledgement freed prefetch room)."""
         bc = self.connection.broker_client
         if bc is not None:
+            bc.notify_arrival()
+
+    def wake_if_buffered(self) -> None:
+        """:meth:`wake` when a consumed queue has buffered messages: only they can wait for the
+        prefetch room an acknowledgement frees (a message buffered later wakes the loop itself)."""
+        bc = self.connection.broker_client
+        if bc is not None and any(qc is not None and qc.buffered
+                                  for qc in map(bc.running_consumer, self._active_queues)):
             bc.notify_arrival()
 
     # ------------------------------------------------------------------ declarations
@@ -320,7 +333,7 @@ class Channel(virtual.Channel):
             if expires and int(expires) <= now_ms() and not _worker_expires(payload):
                 qc.settle(mq, m.queue_offset)
                 continue
-            tag = uuid.uuid4().hex
+            tag = f"{self._tag_prefix}{next(self._tags)}"
             payload["properties"]["delivery_tag"] = tag
             if m.reconsume_times or payload.get("redelivered"):
                 payload["redelivered"] = True
@@ -353,6 +366,7 @@ class Channel(virtual.Channel):
         queues = list(self._active_queues)
         if not queues or not self._consumers:
             return 0
+        client = self.client
         self._fairness = (self._fairness + 1) % len(queues)
         queues = queues[self._fairness:] + queues[:self._fairness]
         progress = True
@@ -361,6 +375,9 @@ class Channel(virtual.Channel):
             for queue in queues:
                 if not self.qos.can_consume() or self.closed or queue not in self._active_queues:
                     return count
+                qc = client.running_consumer(queue)
+                if qc is not None and not qc.buffered:
+                    continue        # nothing to take (and no Empty raised per queue and pass)
                 try:
                     payload = self._get(queue)
                 except Empty:

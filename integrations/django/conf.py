@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_sdk.config import ClientConfig, ConsumerConfig, ProducerConfig
+from rocketmq_sdk.protocol.validators import topic_problem
 
 __all__ = ["RocketMQSettings", "SettingProblem", "get_settings", "load", "reset"]
 
@@ -96,12 +97,18 @@ class RocketMQSettings:
         """Keyword arguments of ``Producer(group, **kwargs)``."""
         return {**self.client, **self.producer}
 
-    def trace_kwargs(self) -> dict[str, Any]:
+    def trace_kwargs(self, enable: bool | None = None, topic: str | None = None) -> dict[str, Any]:
         """``enable_msg_trace`` / ``customized_trace_topic`` of SDK producers and push consumers
-        (``ENABLE_MSG_TRACE``, ``CUSTOMIZED_TRACE_TOPIC``); empty when tracing is off."""
-        if not self.options.get("enable_msg_trace"):
+        (``ENABLE_MSG_TRACE``, ``CUSTOMIZED_TRACE_TOPIC``); empty when tracing is off.
+
+        Args:
+            enable: a listener's own ``enable_msg_trace`` (None: the setting).
+            topic: a listener's own ``customized_trace_topic`` (None: the setting).
+        """
+        if not (self.options.get("enable_msg_trace") if enable is None else enable):
             return {}
-        return {"enable_msg_trace": True, "customized_trace_topic": self.options.get("customized_trace_topic")}
+        return {"enable_msg_trace": True,
+                "customized_trace_topic": topic or self.options.get("customized_trace_topic")}
 
     def consumer_kwargs(self, **overrides: Any) -> dict[str, Any]:
         """Keyword arguments of ``PushConsumer(group, **kwargs)``; ``namespace`` is left out
@@ -259,6 +266,10 @@ def _validate_values(s: RocketMQSettings) -> None:
     whose keys already have problems is not checked again."""
     if s.problems:
         return
+    trace_topic = s.options.get("customized_trace_topic")
+    if trace_topic and (problem := topic_problem(trace_topic)):
+        where = 'ROCKETMQ["CUSTOMIZED_TRACE_TOPIC"]'
+        s.problems.append(SettingProblem("value", where, f"{where}: {trace_topic!r}: {problem}"))
     for section, path, cls, kwargs in (("producer", 'ROCKETMQ["PRODUCER"]', ProducerConfig, s.producer_kwargs()),
                                        ("consumer", 'ROCKETMQ["CONSUMER"]', ConsumerConfig, s.consumer_kwargs())):
         error = sdk_config_error(cls, kwargs)

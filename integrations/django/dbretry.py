@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from rocketmq_sdk.retry import ExponentialBackoff, RetryPolicy
 
-__all__ = ["DB_RETRY", "bounded", "reset_connection", "retry_db", "write_lock"]
+__all__ = ["DB_RETRY", "begin_writing", "bounded", "reset_connection", "retry_db", "write_lock"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django")
 
@@ -106,3 +106,21 @@ def write_lock(using: str = DEFAULT_DB_ALIAS) -> contextlib.AbstractContextManag
         if lock is None:
             lock = _write_locks[using] = threading.Lock()
     return lock
+
+
+def begin_writing(table: str, using: str = DEFAULT_DB_ALIAS) -> None:
+    """Make the transaction just begun on SQLite database ``using`` a writer at once (no-op on
+    other databases).
+
+    A deferred SQLite transaction that reads first cannot wait for the write lock: when another
+    process writes meanwhile, its first write fails at once with "database is locked" (the busy
+    ``timeout`` applies only to a transaction that has not read). Called as the first statement
+    of an ``atomic()`` block, a write that changes no row of ``table`` takes the lock, waiting up
+    to the connection's ``timeout`` (what ``transaction_mode: "IMMEDIATE"`` does on Django 5.1+).
+    """
+    conn = connections[using]
+    if conn.vendor != "sqlite":
+        return
+    name = conn.ops.quote_name(table)
+    with conn.cursor() as cursor:
+        cursor.execute(f"UPDATE {name} SET id = id WHERE 0")  # noqa: S608 - a model's table name, quoted

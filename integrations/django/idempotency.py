@@ -148,11 +148,13 @@ def _run_batch(group: str, using: str, msgs: Sequence[MessageExt], keys: Sequenc
                run: Callable[[MessageExt], Any], *, careful: bool) -> BatchOutcome:
     from django.db import IntegrityError, transaction
 
+    from .dbretry import begin_writing
     from .models import ConsumedMessage
 
     rows = ConsumedMessage.objects.using(using)
     outcome = BatchOutcome(0)
     with transaction.atomic(using=using):
+        begin_writing(ConsumedMessage._meta.db_table, using)  # SQLite: wait for other writers, never fail at once
         stored = set(rows.filter(consumer_group=group, message_key__in=set(keys))
                      .values_list("message_key", flat=True))
         first: dict[str, MessageExt] = {}

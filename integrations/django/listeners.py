@@ -49,6 +49,7 @@ from rocketmq_sdk import (
 )
 from rocketmq_sdk.config import ConsumerConfig
 from rocketmq_sdk.producer.namespace import wrap_namespace
+from rocketmq_sdk.protocol.validators import topic_problem
 
 from .conf import _field_types, load, named_field, sdk_config_error
 from .converter import ConversionError, MessageConverter, supports_payload_type
@@ -102,6 +103,8 @@ class ListenerSpec:
     idempotency_key: KeyChoice = "event"
     using: str = DEFAULT_DB_ALIAS
     reply: bool = False
+    enable_msg_trace: bool | None = None
+    customized_trace_topic: str | None = None
     consumer_options: dict[str, Any] = field(default_factory=dict)
     _handler: Callable[..., Any] | None = None
 
@@ -157,6 +160,7 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
                       consume_thread_number: int | None = None, consume_timeout: float | None = None,
                       idempotent: bool = False, idempotency_key: KeyChoice = "event",
                       using: str = DEFAULT_DB_ALIAS, reply: bool | None = None, name: str | None = None,
+                      enable_msg_trace: bool | None = None, customized_trace_topic: str | None = None,
                       **consumer_options: Any) -> Callable[[Any], Any]:
     """Register a function or a :class:`RocketMQListener` class as a listener.
 
@@ -182,11 +186,17 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
         reply: the return value is sent back as the reply (default: the class is a
             :class:`RocketMQReplyListener`).
         name: registry name (default ``module.qualname``).
+        enable_msg_trace: write Apache RocketMQ message traces (``SubBefore``/``SubAfter``) for
+            this listener (rocketmq-spring's ``enableMsgTrace``); None (default): the
+            ``ENABLE_MSG_TRACE`` setting (False).
+        customized_trace_topic: this listener's trace topic (``customizedTraceTopic``); None
+            (default): ``CUSTOMIZED_TRACE_TOPIC``, else ``RMQ_SYS_TRACE_TOPIC``.
         **consumer_options: any other ``ConsumerConfig`` setting (``pull_batch_size``,
             ``consume_from_where``, ``consume_message_batch_max_size``...).
 
     Raises:
-        ValueError: a bad choice value or an empty topic/group.
+        ValueError: a bad choice value, an empty topic/group, an ``enable_msg_trace`` that is
+            not a bool or a ``customized_trace_topic`` that is not a legal topic name.
         TypeError: a class that is not a RocketMQListener.
     """
     _choice("selector_type", selector_type, SELECTOR_TYPES)
@@ -194,6 +204,10 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
     _choice("message_model", message_model, MESSAGE_MODELS)
     if not topic or not consumer_group:
         raise ValueError("rocketmq_listener needs a topic and a consumer_group")
+    if enable_msg_trace is not None and not isinstance(enable_msg_trace, bool):
+        raise ValueError(f"enable_msg_trace must be True, False or None, not {enable_msg_trace!r}")
+    if customized_trace_topic and (problem := topic_problem(customized_trace_topic)):
+        raise ValueError(f"customized_trace_topic {customized_trace_topic!r}: {problem}")
     if not (callable(idempotency_key) or idempotency_key in IDEMPOTENCY_KEYS):
         raise ValueError(f"idempotency_key must be one of {', '.join(map(repr, IDEMPOTENCY_KEYS))} or a callable, "
                          f"not {idempotency_key!r}")
@@ -208,7 +222,8 @@ def rocketmq_listener(*, topic: str, consumer_group: str, selector_type: str = "
             consumer_group=consumer_group, selector_type=selector_type, selector_expression=selector_expression,
             consume_mode=consume_mode, message_model=message_model, max_reconsume_times=max_reconsume_times,
             consume_thread_number=consume_thread_number, consume_timeout=consume_timeout, idempotent=idempotent,
-            idempotency_key=idempotency_key, using=using, reply=is_reply, consumer_options=consumer_options)
+            idempotency_key=idempotency_key, using=using, reply=is_reply, enable_msg_trace=enable_msg_trace,
+            customized_trace_topic=customized_trace_topic, consumer_options=consumer_options)
         registry[spec.name] = spec
         target.rocketmq_listener = spec
         return target
@@ -297,7 +312,8 @@ class ListenerContainer:
         if spec.idempotent and "consume_message_batch_max_size" not in spec.consumer_options \
                 and "consume_message_batch_max_size" not in self.settings.consumer:
             kwargs["consume_message_batch_max_size"] = IDEMPOTENT_BATCH_SIZE
-        self.consumer = PushConsumer(self.group, **self.settings.trace_kwargs(), **kwargs)
+        trace = self.settings.trace_kwargs(spec.enable_msg_trace, spec.customized_trace_topic)
+        self.consumer = PushConsumer(self.group, **trace, **kwargs)
         self.consumer.subscribe(self.topic, spec.selector_expression, spec.selector_type)
         self.consumer.register_message_listener(self._consume, orderly=spec.consume_mode == "ORDERLY")
 
@@ -335,7 +351,8 @@ class ListenerContainer:
             return ConsumeOrderlyStatus.SUCCESS if orderly else ConsumeConcurrentlyStatus.CONSUME_SUCCESS
         failed = msgs[outcome.done]
         log.warning("listener %s failed on message %s (reconsume %d): %s", self.spec.name, failed.msg_id,
-                    failed.reconsume_times, outcome.error, exc_info=not isinstance(outcome.error, ConversionError))
+                    failed.reconsume_times, outcome.error,
+                    exc_info=None if isinstance(outcome.error, ConversionError) else outcome.error)
         if orderly:
             return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         if outcome.done == 0:

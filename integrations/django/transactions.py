@@ -35,6 +35,8 @@ from rocketmq_sdk import (
     LocalTransactionState,
     Message,
     MessageExt,
+    MessageQueue,
+    SendStatus,
     TransactionProducer,
     TransactionSendResult,
 )
@@ -93,6 +95,10 @@ class _Call(threading.local):
     error: BaseException | None = None
 
 
+class _RolledBack(Exception):
+    """The local transaction answered ROLLBACK_MESSAGE: its ``atomic()`` block is rolled back."""
+
+
 class DatabaseTransactionListener:
     """The SDK ``TransactionListener`` of DB-bound transactions (see the module docstring).
 
@@ -111,15 +117,24 @@ class DatabaseTransactionListener:
 
         call = self._call
         tx_id = msg.transaction_id or msg.uniq_key or ""
+        answer: Any = None
         try:
             with transaction.atomic(using=call.using):
                 if call.fn is not None:
-                    call.fn(msg, call.arg)
-                TransactionRecord.objects.using(call.using).create(
-                    transaction_id=tx_id, producer_group=self.group, topic=msg.topic)
+                    answer = call.fn(msg, call.arg)
+                if answer is LocalTransactionState.ROLLBACK_MESSAGE:
+                    raise _RolledBack
+                if answer is not LocalTransactionState.UNKNOW:  # UNKNOW: no record, the check decides
+                    TransactionRecord.objects.using(call.using).create(
+                        transaction_id=tx_id, producer_group=self.group, topic=msg.topic)
+        except _RolledBack:
+            return LocalTransactionState.ROLLBACK_MESSAGE
         except BaseException as exc:  # the atomic block rolled back: so does the half message
             call.error = exc
             return LocalTransactionState.ROLLBACK_MESSAGE
+        if answer is LocalTransactionState.UNKNOW:
+            log.info("local transaction of %s (%s) answered UNKNOW: the broker's check decides", tx_id, msg.topic)
+            return LocalTransactionState.UNKNOW
         local_transaction_committed.send(sender=self, message=msg, transaction_id=tx_id)
         return LocalTransactionState.COMMIT_MESSAGE
 
@@ -187,10 +202,16 @@ def send_in_transaction(msg: Message, local_transaction: Callable[[Message, Any]
 
     The half message is stored first (invisible to consumers); then the ``atomic()`` block runs
     the function and records the transaction; its commit commits the message, an exception
-    rolls both back and is raised again here after the rollback was sent.
+    rolls both back and is raised again here after the rollback was sent. As Spring's
+    ``executeLocalTransaction``, the function may also return a ``LocalTransactionState``:
+    ``ROLLBACK_MESSAGE`` rolls its writes and the message back without raising; ``UNKNOW``
+    commits its writes without a record, so the half message stays pending until the broker's
+    check is answered by the topic's :func:`rocketmq_transaction_check` (else UNKNOW until
+    ``TRANSACTION_UNKNOWN_TIMEOUT``, then ROLLBACK). Anything else (None) commits.
 
     Returns:
-        the SDK's ``TransactionSendResult`` (``local_transaction_state`` COMMIT_MESSAGE).
+        the SDK's ``TransactionSendResult`` (``local_transaction_state`` COMMIT_MESSAGE, or what
+        the function returned).
 
     Raises:
         RuntimeError: called inside an ``atomic()`` block (its commit would come after the
@@ -206,10 +227,17 @@ def send_in_transaction(msg: Message, local_transaction: Callable[[Message, Any]
         capture.capturing(get_settings().options["capture"])
     if capturing:
         with transaction.atomic(using=using):
-            local_transaction(msg, arg)
+            answer = local_transaction(msg, arg)
+            if answer is LocalTransactionState.ROLLBACK_MESSAGE:
+                transaction.set_rollback(True, using=using)
+        state = answer if answer in (LocalTransactionState.ROLLBACK_MESSAGE, LocalTransactionState.UNKNOW) \
+            else LocalTransactionState.COMMIT_MESSAGE
+        if state is LocalTransactionState.ROLLBACK_MESSAGE:  # never sent: nothing captured
+            return TransactionSendResult(SendStatus.SEND_OK, msg.uniq_key or "", "", MessageQueue(msg.topic, "captured", 0),
+                                         0, local_transaction_state=state)
         r = capture.record("transaction", msg)
         return TransactionSendResult(r.send_status, r.msg_id, r.offset_msg_id, r.message_queue, r.queue_offset,
-                                     local_transaction_state=LocalTransactionState.COMMIT_MESSAGE)
+                                     local_transaction_state=state)
     producer = transaction_producer()
     call: _Call = producer.listener._call  # type: ignore[attr-defined]
     call.fn, call.arg, call.using, call.error = local_transaction, arg, using, None

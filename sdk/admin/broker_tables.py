@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..exceptions import MQClientError
-from ..protocol.admin_bodies import ClusterInfo, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from ..protocol.admin_bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from ..protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
 from ..protocol.codes import RequestCode
-from .core import REQUEST_FAILED, AdminCore, log, read_addr
+from .core import REQUEST_FAILED, AdminCore, log
 
 __all__ = ["SYSTEM_CONSUMER_GROUPS", "BrokerTableAdmin", "GroupConfig", "is_system_consumer_group"]
 
@@ -51,19 +51,6 @@ class GroupConfig:
         return len({c.to_json() for c in self.brokers.values()}) <= 1
 
 
-def _cluster_readers(info: ClusterInfo, cluster: str | None) -> dict[str, str]:
-    """broker name → address to read from (master, else the lowest slave) in ``cluster`` or
-    in every cluster."""
-    names = (info.cluster_addr_table.get(cluster, set()) if cluster
-             else {n for ns in info.cluster_addr_table.values() for n in ns})
-    out = {}
-    for name in sorted(names):
-        bd = info.broker_addr_table.get(name)
-        if bd is not None and bd.broker_addrs:
-            out[name] = read_addr(bd.broker_addrs)
-    return out
-
-
 class BrokerTableAdmin(AdminCore):
     """The brokers' subscription-group tables (GET_ALL_SUBSCRIPTIONGROUP_CONFIG 201) and topic
     configs (GET_ALL_TOPIC_CONFIG 21)."""
@@ -87,7 +74,7 @@ class BrokerTableAdmin(AdminCore):
         if cluster and cluster not in info.cluster_addr_table:
             raise MQClientError(f"cluster {cluster!r} not found on the name server")
         groups: dict[str, GroupConfig] = {}
-        for name, addr in _cluster_readers(info, cluster).items():
+        for name, addr in self._cluster_readers(info, cluster).items():
             try:
                 resp = await self._broker(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
             except REQUEST_FAILED as exc:

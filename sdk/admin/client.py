@@ -123,6 +123,7 @@ class AdminClient:
     topics_by_cluster = _blocking(AsyncAdminClient.topics_by_cluster)
     topic_clusters = _blocking(AsyncAdminClient.topic_clusters)
     topic_list_by_cluster = _blocking(AsyncAdminClient.topic_list_by_cluster)
+    topic_consumer_groups = _blocking(AsyncAdminClient.topic_consumer_groups)
     topic_route = _blocking(AsyncAdminClient.topic_route)
     topic_status = _blocking(AsyncAdminClient.topic_status)
     # clusters and brokers (cluster.py)

@@ -183,6 +183,19 @@ class AdminCore:
         return [master for name in sorted(info.cluster_addr_table.get(cluster, ()))
                 if (bd := info.broker_addr_table.get(name)) is not None and (master := bd.master_addr())]
 
+    @staticmethod
+    def _cluster_readers(info: ClusterInfo, cluster: str | None) -> dict[str, str]:
+        """broker name → address to read from (master, else the lowest slave) in ``cluster`` or
+        in every cluster."""
+        names = (info.cluster_addr_table.get(cluster, set()) if cluster
+                 else {n for ns in info.cluster_addr_table.values() for n in ns})
+        out = {}
+        for name in sorted(names):
+            bd = info.broker_addr_table.get(name)
+            if bd is not None and bd.broker_addrs:
+                out[name] = read_addr(bd.broker_addrs)
+        return out
+
     async def _topics(self, cluster: str | None = None) -> list[str]:
         """Every topic the name server knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER 206), or those
         with queues on a broker of ``cluster`` (GET_TOPICS_BY_CLUSTER 224), sorted."""
@@ -227,7 +240,10 @@ class AdminCore:
         result = await self._api.pull_message(addr, header, self.timeout_ms)
         if result.pull_status is not PullStatus.FOUND:
             return []
-        return list(result.msg_found_list or [])
+        found = list(result.msg_found_list or [])
+        for m in found:  # as the consumers' pull result processing: the broker queried
+            m.broker_name = m.broker_name or mq.broker_name
+        return found
 
     async def _queue_addr(self, topic: str, broker_name: str, *, read: bool) -> str:
         """The master of ``broker_name`` in ``topic``'s route; for a ``read``, a slave while the

@@ -13,7 +13,6 @@ from ..protocol.headers import (
 from ..protocol.message import MessageExt, MessageQueue
 from ..protocol.message_codec import decode_messages
 from ..protocol.msgid import decode_offset_msg_id, get_nearly_time_from_id
-from ..remoting.command import RemotingCommand
 from .core import JAVA_LONG_MAX, UNIQUE_KEY_QUERY, AdminCore
 
 __all__ = ["MessageAdmin"]
@@ -46,16 +45,17 @@ class MessageAdmin(AdminCore):
             found = await self._view_on_slaves(addr, ext)
             if found is None:
                 raise
-            resp = found[1]
+            return found[1]
         msgs = decode_messages(resp.body)
         if not msgs:
             raise MQBrokerError(ResponseCode.QUERY_NOT_FOUND, f"no message {offset_msg_id}", addr)
         return msgs[0]
 
-    async def _view_on_slaves(self, addr: str, ext: dict[str, str]) -> tuple[str, RemotingCommand] | None:
+    async def _view_on_slaves(self, addr: str, ext: dict[str, str]) -> tuple[str, MessageExt] | None:
         """VIEW_MESSAGE_BY_ID on the slaves standing in for masters that are down: the first
-        that has a message at the offset whose store host is ``addr``, with its answer (None:
-        no such slave)."""
+        that has a message at the offset whose store host is ``addr``, with the message (its
+        ``broker_name`` set: the store host is the master's, which the name server no longer
+        lists) (None: no such slave)."""
         for broker in self._masterless(await self._cluster()):
             try:
                 resp = await self._broker(broker.read_from, RequestCode.VIEW_MESSAGE_BY_ID, dict(ext))
@@ -63,7 +63,8 @@ class MessageAdmin(AdminCore):
                 continue
             msgs = decode_messages(resp.body)
             if msgs and msgs[0].store_host == addr:
-                return broker.read_from, resp
+                msgs[0].broker_name = msgs[0].broker_name or broker.broker_name
+                return broker.read_from, msgs[0]
         return None
 
     async def _stand_in(self, offset_msg_id: str) -> str | None:
@@ -94,7 +95,7 @@ class MessageAdmin(AdminCore):
 
         route = await self._route(topic)
         out: list[MessageExt] = []
-        for addr in self._route_readers(route).values():
+        for broker_name, addr in self._route_readers(route).items():
             try:
                 resp = await self._broker(addr, RequestCode.QUERY_MESSAGE, dict(ext))
             except MQBrokerError as exc:
@@ -108,6 +109,7 @@ class MessageAdmin(AdminCore):
                     continue
                 if not unique and key not in m.keys:
                     continue
+                m.broker_name = m.broker_name or broker_name  # a slave's copy names the master's store host
                 out.append(m)
         out.sort(key=lambda m: m.store_timestamp)
         return out

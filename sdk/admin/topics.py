@@ -129,26 +129,41 @@ class TopicAdmin(AdminCore):
         """``topicList -c``: ``(cluster, topic, consumer groups)`` for every topic but retry and
         DLQ topics, sorted by cluster and topic. mqadmin asks each topic's route; here each
         cluster's topics come from one GET_TOPICS_BY_CLUSTER (224) and the groups from
-        QUERY_TOPIC_CONSUME_BY_WHO (300) to each master of the cluster (a master that fails is
-        skipped)."""
+        QUERY_TOPIC_CONSUME_BY_WHO (300) to each broker of the cluster: its master, or its slave
+        while the master is down (a broker that fails is skipped)."""
         info = await self._cluster()
         rows: list[tuple[str, str, list[str]]] = []
         for cluster in sorted(info.cluster_addr_table):
-            masters = self._cluster_masters(info, cluster)
+            readers = list(self._cluster_readers(info, cluster).values())
             for topic in await self._topics(cluster):
                 if topic.startswith(("%RETRY%", "%DLQ%")):
                     continue
-                groups: set[str] = set()
-                for addr in masters:
-                    try:
-                        r = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
-                                               TopicRequestHeader(topic=topic).to_ext_fields())
-                    except REQUEST_FAILED as exc:
-                        log.debug("consumer groups of %s on %s: %s", topic, addr, exc)
-                        continue
-                    groups.update(GroupList.from_json(r.body).group_list)
-                rows.append((cluster, topic, sorted(groups)))
+                rows.append((cluster, topic, await self._consumed_by(topic, readers)))
         return rows
+
+    async def topic_consumer_groups(self, topic: str) -> list[str]:
+        """The consumer groups with offsets on ``topic``, sorted: QUERY_TOPIC_CONSUME_BY_WHO
+        (300) to each broker of its route (its master, or its slave while the master is down; a
+        broker that fails is skipped), as the dashboard's ``queryTopicConsumeByWho`` — one topic,
+        not every topic as :meth:`topic_list_by_cluster`.
+
+        Raises:
+            TopicNotExistError: no route for the topic.
+        """
+        route = await self._route(topic)
+        return await self._consumed_by(topic, list(self._route_readers(route).values()))
+
+    async def _consumed_by(self, topic: str, addrs: list[str]) -> list[str]:
+        groups: set[str] = set()
+        for addr in addrs:
+            try:
+                r = await self._broker(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                                       TopicRequestHeader(topic=topic).to_ext_fields())
+            except REQUEST_FAILED as exc:
+                log.debug("consumer groups of %s on %s: %s", topic, addr, exc)
+                continue
+            groups.update(GroupList.from_json(r.body).group_list)
+        return sorted(groups)
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         """The topic's route (GET_ROUTEINFO_BY_TOPIC 105).

@@ -127,6 +127,7 @@ class LitePullConsumer(ActiveConsumerBase):
         self._cond = threading.Condition()
         #: ``apoll`` callers waiting on their own loops (woken with the condition's waiters)
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._arrival_listener: Callable[[], None] | None = None
         self._last_commit = time.monotonic()
         self.orderly = False
         self._offset_reset_listener: Callable[[str, dict[MessageQueue, int]], None] | None = None
@@ -197,6 +198,12 @@ class LitePullConsumer(ActiveConsumerBase):
         """The queues being consumed now (subscribe mode: this consumer's share since the last
         rebalance; assign mode: the assigned queues once started). A new set."""
         return {mq for mq, st in list(self._states.items()) if not st.pq.dropped}
+
+    def owns(self, mq: MessageQueue) -> bool:
+        """Whether ``mq`` is being consumed now (``mq in assignment()`` without building the
+        set: for a per-message check)."""
+        st = self._states.get(mq)
+        return st is not None and not st.pq.dropped
 
     # -------------------------------------------------------------- lifecycle
 
@@ -303,6 +310,7 @@ class LitePullConsumer(ActiveConsumerBase):
                     self._buffer.append((mq, st, gen, msgs))
                     self._cond.notify_all()
                     self._wake_async_waiters()
+                self._notify_arrival()
             elif result.pull_status is PullStatus.FOUND and st.pq.msg_count == 0:
                 with st.lock:
                     if gen == st.generation:
@@ -428,6 +436,23 @@ class LitePullConsumer(ActiveConsumerBase):
                     st.consume_offset = offset
             return msgs
         return None
+
+    def set_arrival_listener(self, listener: Callable[[], None] | None) -> None:
+        """Call ``listener`` (no arguments) each time a pulled batch is buffered for :meth:`poll`,
+        on the client's I/O thread, so an application can take it with ``poll(0)`` without a
+        thread of its own blocked in :meth:`poll`. It must be quick and must not block (e.g. it
+        signals an event loop or takes the batch with ``poll(0)``); its exceptions are logged.
+        None removes it. (No Java counterpart: Java's ``poll`` is the only way.)"""
+        self._arrival_listener = listener
+
+    def _notify_arrival(self) -> None:
+        listener = self._arrival_listener
+        if listener is None:
+            return
+        try:
+            listener()
+        except Exception:  # noqa: BLE001 - an application callback must not stop the pull task
+            log.exception("arrival listener of %s failed", self.group)
 
     def _wake_async_waiters(self) -> None:
         """Wake the ``apoll`` callers (call with ``self._cond`` held; any thread)."""

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import itertools
 import logging
+import os
 import platform
 import queue
 import threading
@@ -31,6 +32,7 @@ from ..exceptions import (
     TopicNotExistError,
 )
 from . import v2
+from .http2 import literal
 from .service import (
     AUTHORIZATION,
     CLIENT_ID,
@@ -42,12 +44,16 @@ from .service import (
     REQUEST_ID,
     RPCS,
 )
+from .unary import DEADLINE_EXCEEDED, UNAVAILABLE, GrpcStatusError, UnaryChannel
 
 log = logging.getLogger("rocketmq_sdk.grpc")
 
 #: 5.x codes a send may be retried after (the proxy or a broker was busy or away)
 RETRYABLE_CODES = frozenset({v2.INTERNAL_ERROR, v2.INTERNAL_SERVER_ERROR, v2.PROXY_TIMEOUT, v2.HA_NOT_AVAILABLE,
                              v2.MASTER_PERSISTENCE_TIMEOUT, v2.SLAVE_PERSISTENCE_TIMEOUT, v2.REQUEST_TIMEOUT})
+#: unary RPCs go over this SDK's own HTTP/2 transport (:mod:`.unary`) unless this environment
+#: variable is ``grpcio`` (or ``GrpcConnection(transport="grpcio")``)
+TRANSPORT_ENV = "ROCKETMQ_GRPC_TRANSPORT"
 #: the Telemetry stream is re-opened after this long without one, s (doubling up to 10 s)
 TELEMETRY_RETRY_S = 0.2
 
@@ -115,16 +121,29 @@ class GrpcConnection:
             ``MQv2-HMAC-SHA1``) when both are set.
         tls: connect with TLS; ``root_certificates`` (PEM bytes) verifies the proxy (default:
             the system's roots).
+        transport: how :meth:`call` makes unary RPCs: ``"h2"`` (this SDK's own HTTP/2 client,
+            :mod:`.unary`) or ``"grpcio"`` (grpcio's sync stub); default ``$ROCKETMQ_GRPC_TRANSPORT``,
+            else ``"h2"``. Streams (ReceiveMessage, Telemetry) and :meth:`call_future` use grpcio.
+
+    Raises:
+        ValueError: another ``transport``.
     """
 
     def __init__(self, endpoints: str, client_id: str, *, namespace: str | None = None,
                  access_key: str | None = None, secret_key: str | None = None, security_token: str | None = None,
-                 tls: bool = False, root_certificates: bytes | None = None) -> None:
+                 tls: bool = False, root_certificates: bytes | None = None, transport: str | None = None) -> None:
         self.target = parse_endpoints(endpoints)
+        transport = transport or os.environ.get(TRANSPORT_ENV) or "h2"
+        if transport not in ("h2", "grpcio"):
+            raise ValueError(f"transport {transport!r} is not 'h2' or 'grpcio' (${TRANSPORT_ENV})")
+        self.transport = transport
+        self._h2 = UnaryChannel(self.target, tls=tls, root_certificates=root_certificates,
+                                user_agent=f"rocketmq-python-sdk/{__version__}") if transport == "h2" else None
         self.client_id = client_id
         self.namespace = namespace or ""
         self._ak, self._sk, self._token = access_key, secret_key, security_token
         self._headers: tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]] = (-1, (), ())
+        self._encoded: tuple[int, bytes, bytes] = (-1, b"", b"")
         self._request_ids = itertools.count()
         self._request_ids_prefix = f"{uuid.uuid4()}-"
         # a proxy that went away is tried again after 0.2 s, doubling up to 2 s (gRPC's default
@@ -158,7 +177,21 @@ class GrpcConnection:
         if cached[0] != second:
             cached = self._headers_of(second)
         _, head, tail = cached
-        return (*head, (REQUEST_ID, f"{self._request_ids_prefix}{next(self._request_ids):08x}"), *tail)
+        return (*head, (REQUEST_ID, self._request_id()), *tail)
+
+    def _request_id(self) -> str:
+        return f"{self._request_ids_prefix}{next(self._request_ids):08x}"
+
+    def _encoded_metadata(self) -> bytes:
+        """:meth:`metadata` as HPACK literals (the part fixed for a second encoded once)."""
+        second = int(time.time())
+        cached = self._encoded
+        if cached[0] != second:
+            headers = self._headers
+            _, head, tail = headers if headers[0] == second else self._headers_of(second)
+            cached = self._encoded = (second, b"".join(literal(k, v) for k, v in head),
+                                      b"".join(literal(k, v) for k, v in tail))
+        return b"".join((cached[1], literal(REQUEST_ID, self._request_id()), cached[2]))
 
     def _headers_of(self, second: int) -> tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         """The headers of requests made during ``second`` (cached: the date and the signature change
@@ -182,6 +215,14 @@ class GrpcConnection:
             RemotingConnectError: the proxy cannot be reached. RemotingTimeoutError: no answer
             within ``timeout_s``. RemotingError: another gRPC error (message = its details).
         """
+        h2 = self._h2
+        if h2 is not None:
+            rpc = RPCS[name]
+            try:
+                return rpc.response.FromString(h2.call(rpc.path, request.SerializeToString(), self._encoded_metadata(),
+                                                       timeout_s))
+            except GrpcStatusError as exc:
+                raise self._status_error(exc.code, exc.details, name, timeout_s) from None
         try:
             return self._unary[name](request, timeout=timeout_s, metadata=self.metadata())
         except grpc.RpcError as exc:
@@ -214,12 +255,17 @@ class GrpcConnection:
 
     def _rpc_error(self, exc: Any, name: str, timeout_s: float) -> RemotingError:
         code = exc.code() if hasattr(exc, "code") else None
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return RemotingTimeoutError(self.target, timeout_s * 1000, name)
-        if code == grpc.StatusCode.UNAVAILABLE:
-            return RemotingConnectError(self.target, exc.details() or "unavailable", role="gRPC proxy")
         details = exc.details() if hasattr(exc, "details") else str(exc)
-        return RemotingError(f"{name} to {self.target} failed: {code.name if code else '?'} {details}")
+        return self._status_error(code.value[0] if code is not None else -1, details or "", name, timeout_s)
+
+    def _status_error(self, code: int, details: str, name: str, timeout_s: float) -> RemotingError:
+        """The SDK exception for gRPC status ``code`` (a number) of a failed call."""
+        if code == DEADLINE_EXCEEDED:
+            return RemotingTimeoutError(self.target, timeout_s * 1000, name)
+        if code == UNAVAILABLE:
+            return RemotingConnectError(self.target, details or "unavailable", role="gRPC proxy")
+        return RemotingError(f"{name} to {self.target} failed: {GrpcStatusError.name_of(code) if code >= 0 else '?'} "
+                             f"{details}")
 
     def error(self, exc: BaseException, name: str, timeout_s: float) -> BaseException:
         """The SDK exception for what a :meth:`call_future` raised."""
@@ -288,6 +334,8 @@ class GrpcConnection:
             call.cancel()
         if self._telemetry_thread is not None:
             self._telemetry_thread.join(5)
+        if self._h2 is not None:
+            self._h2.close()
         self.channel.close()
 
 

@@ -133,11 +133,17 @@ def test_reads_come_from_the_slave_while_a_master_is_down():
                    what="a route without broker-b's master")
 
         assert admin.consumer_progress(group).total_lag == 12
+        assert admin.topic_consumer_groups(topic) == [group]
         assert sum(q.max_offset - q.min_offset for q in admin.topic_status(topic)) == 20
         found = admin.query_message_by_key(topic, key_b)
         assert [m.body for m in found] == [key_b.encode()]
+        # named by its broker (its store host is the master's, which the name server no longer lists)
+        assert [m.broker_name for m in found] == ["broker-b"]
         # by its offset message id too (the id names the master's address: the slave answers)
-        assert admin.view_message(on_b.offset_msg_id).body == key_b.encode()
+        viewed = admin.view_message(on_b.offset_msg_id)
+        assert (viewed.body, viewed.broker_name) == (key_b.encode(), "broker-b")
+        pulled = admin.query_message_by_offset(topic, "broker-b", on_b.message_queue.queue_id, on_b.queue_offset)
+        assert (pulled.body, pulled.broker_name) == (key_b.encode(), "broker-b")
         down = admin.masterless_brokers()
         assert [(d.cluster, d.broker_name, d.read_from) for d in down] == [
             ("DefaultCluster", "broker-b", cluster.slaves["broker-b"][0].config.broker_addr)]

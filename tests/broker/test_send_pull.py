@@ -145,6 +145,45 @@ def test_long_poll_is_answered_when_a_message_arrives(cluster, client):
     assert waited < 5, f"held pull answered after {waited:.2f}s, not on arrival"
 
 
+def test_send_is_answered_before_the_held_pull_it_wakes(cluster, client):
+    """A message that wakes a held pull: the broker answers the send first, then the pull (Java
+    wakes held pulls from its reput thread, off the send's path), so a producer's round trip does
+    not include serving the consumers' pulls. Both on one connection: the answers arrive in the
+    order the broker wrote them."""
+    import asyncio
+
+    from rocketmq_sdk.remoting import RemotingCommand
+    if cluster.mode == "dledger":
+        pytest.skip("a DLedger master answers the send after the majority commit, later than the arrival")
+    _send(client, cluster, "LPO", b"first", {})
+    order: list[str] = []
+
+    async def held_pull():
+        h = PullMessageRequestHeader(consumer_group="cg", topic="LPO", queue_id=0, queue_offset=1, max_msg_nums=32,
+                                     sys_flag=0x2 | 0x4, commit_offset=0, suspend_timeout_millis=10_000,
+                                     subscription="*", sub_version=0)
+        resp = await client.client.invoke(cluster.broker_addr, RemotingCommand.request(11, h.to_ext_fields()), 15_000)
+        order.append("pull")
+        return resp
+
+    async def send():
+        h = SendMessageRequestHeader(producer_group="pg", topic="LPO", default_topic="TBW102", default_topic_queue_nums=4,
+                                     queue_id=0, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0,
+                                     properties="", reconsume_times=0, unit_mode=False, batch=False)
+        resp = await client.client.invoke(cluster.broker_addr, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2,
+                                                                                    h.to_v2(), b"second"), 15_000)
+        order.append("send")
+        return resp
+
+    pending = asyncio.run_coroutine_threadsafe(held_pull(), client.loop)
+    wait_until(lambda: cluster.broker.pull._held, 5)
+    sent = asyncio.run_coroutine_threadsafe(send(), client.loop)
+    assert sent.result(10).code == ResponseCode.SUCCESS
+    resp = pending.result(10)
+    assert [m.body for m in decode_messages(resp.body)] == [b"second"]
+    assert order == ["send", "pull"]
+
+
 def test_long_poll_times_out_with_pull_not_found(cluster, client):
     t0 = time.monotonic()
     r = _pull(client, cluster, "TBW102", 0, 0, sys_flag=0x2 | 0x4, suspend_ms=300)

@@ -5,7 +5,9 @@ its trace (also found by key), resend a DLQ message into its own group, watch la
 consumer runs (a lag alarm fires, then resolves), reset the group's offset (online, then with the
 consumer stopped), create a group
 that no client uses and see its config, look at the charts, then stop broker-b's master: the
-numbers stay, read from its slave, under a banner naming it.
+numbers stay, read from its slave, under a banner naming it. Two more cases run on broker
+processes (``start_dev_cluster``): broker-b's master killed with SIGKILL (the issue's operator
+case), and a DLedger group's cluster page.
 
 Run by test_console.py through Django's test runner. With ``CONSOLE_SCREENSHOTS=<dir>`` every
 page is also saved there as PNG (docs/tools/console_screenshots.py uses this for docs/console/).
@@ -26,6 +28,7 @@ from rocketmq_sdk.consumer import ConsumeConcurrentlyStatus, PushConsumer
 from rocketmq_sdk.exceptions import MQBrokerError
 from rocketmq_sdk.integrations.django.console import lifecycle
 from rocketmq_sdk.producer import Producer
+from rocketmq_sdk.protocol.codes import RequestCode
 from rocketmq_sdk.protocol.message import Message
 
 from .support import make_user, start_cluster, stop_cluster, wait_until
@@ -164,6 +167,12 @@ class ChromiumCase(LiveServerTestCase):
             return cond()
         return wait_until(check, timeout_s, what)
 
+    def log_in(self, user: str) -> None:
+        """Log in from the login page as ``user`` (password ``<user>-pw``, see make_user)."""
+        self.find("#id_username").send_keys(user)
+        self.find("#id_password").send_keys(f"{user}-pw")
+        self.submit("#login")
+
     def lag(self) -> int:
         """The group page's total lag, -1 when the page shows none (offsets not there yet)."""
         text = self.now_text("#total-lag")
@@ -190,9 +199,7 @@ class ConsoleInChromium(ChromiumCase):
         self.go("")
         self.assertIn("/rocketmq/login/", d.current_url)
         self.shot("login")
-        self.find("#id_username").send_keys("operator")
-        self.find("#id_password").send_keys("operator-pw")
-        self.submit("#login")
+        self.log_in("operator")
         self.assertIn("broker-a", self.text("#brokers"))
         self.assertIn("broker-b", self.text("#brokers"))
         self.shot("cluster")
@@ -201,9 +208,7 @@ class ConsoleInChromium(ChromiumCase):
         # log out, log in again from the login page: the cluster page (was Django's 404 default)
         self.submit("header .user button")
         self.assertIn("/rocketmq/login/", d.current_url)
-        self.find("#id_username").send_keys("operator")
-        self.find("#id_password").send_keys("operator-pw")
-        self.submit("#login")
+        self.log_in("operator")
         self.assertTrue(d.current_url.endswith("/rocketmq/"), d.current_url)
         self.assertIn("broker-a", self.text("#brokers"))
 
@@ -274,6 +279,7 @@ class ConsoleInChromium(ChromiumCase):
             self.assertIn(TOPIC, self.text("#pub-details"))
             self.assertIn("browser-key-1", self.text("#pub-details"))
             self.assertNotIn("-", self.text("#deliveries tr:nth-child(2) td:nth-child(2)"))  # the consumer's host
+            self.shot("trace-by-key")
 
             # a poisoned message ends in the group's DLQ
             with Producer("browser_pg", self.cluster.namesrv_addr) as producer:
@@ -362,7 +368,22 @@ class ConsoleInChromium(ChromiumCase):
             self.submit("form.inline button[type=submit]")
             self.assertIn("browser_cfg_cg", self.text("h1"))
             self.assertIn("not used by any client yet", self.text("#config-only"))
-            self.assertIn("5", self.text("#group-config"))
+            self.assertEqual(self.config_row("retryMaxTimes"), ["5", "5"])  # broker-a, broker-b
+            # edited on its page: the form comes filled with the current config
+            self.assertEqual(self.find("#config-form #id_retry_max_times").get_attribute("value"), "5")
+            self.find("#config-form #id_retry_max_times").clear()
+            self.find("#config-form #id_retry_max_times").send_keys("7")
+            broadcast = self.find("#config-form #id_consume_broadcast_enable")
+            was = broadcast.is_selected()
+            self.assertEqual(self.config_row("consumeBroadcastEnable"), [str(was).lower()] * 2)
+            broadcast.click()
+            self.submit("#config-save")
+            self.assertEqual(self.config_row("retryMaxTimes"), ["7", "7"])
+            self.assertEqual(self.config_row("consumeBroadcastEnable"), [str(not was).lower()] * 2)
+            with AdminClient(self.cluster.namesrv_addr) as adm:
+                stored = adm.subscription_group_config("browser_cfg_cg").brokers.values()
+                self.assertEqual({(c.retry_max_times, c.consume_broadcast_enable) for c in stored}, {(7, not was)})
+            self.shot("group-config")
             self.go("groups/")
             self.assertIn("config only", self.text("#groups"))
 
@@ -382,6 +403,9 @@ class ConsoleInChromium(ChromiumCase):
                                for q in range(2)), 20, "broker-b's slave in sync")
             self.go(f"topics/{TOPIC}/")
             total_before = self.text("#queues")
+            with AdminClient(self.cluster.namesrv_addr) as adm:  # a backlog message stored on broker-b
+                on_b = next(k for k in (f"backlog-{i}" for i in range(300))
+                            if adm.query_message_by_key(TOPIC, k)[0].store_host == master.config.broker_addr)
             self.cluster.stop_broker("broker-b")
             self.reload_until(f"groups/{GROUP}/", lambda: self.now_text("#masters-down"), 20, "the banner")
             self.assertIn(f"broker-b (DefaultCluster) is read from its slave {slave.config.broker_addr}",
@@ -390,9 +414,22 @@ class ConsoleInChromium(ChromiumCase):
             self.shot("master-down")
             self.go(f"topics/{TOPIC}/")
             self.assertEqual(self.text("#queues"), total_before)
+            # broker-b's message is found by key on the slave and shown as broker-b's, with the
+            # group's status from the slave's offsets (reset to the earliest above: not consumed)
+            self.go(f"messages/?mode=key&topic={TOPIC}&key={on_b}")
+            self.assertIn("broker-b/", self.text("#results"))
+            self.submit("#results tr td a")
+            self.assertIn("broker-b / ", self.text("#message"))
+            self.assertIn(f"{GROUP} NOT_CONSUMED_YET", self.text("#consumed"))
         finally:
             if consumer is not None:
                 consumer.shutdown()
+
+    def config_row(self, setting: str) -> list[str]:
+        """The group config table's values of ``setting``, one per broker."""
+        row = next(r for r in self.find("#group-config").find_elements(By.TAG_NAME, "tr")
+                   if r.find_elements(By.TAG_NAME, "td") and r.find_elements(By.TAG_NAME, "td")[0].text == setting)
+        return [td.text for td in row.find_elements(By.TAG_NAME, "td")[1:]]
 
     @staticmethod
     def online(adm: AdminClient) -> bool:
@@ -410,14 +447,14 @@ class ConsoleInChromium(ChromiumCase):
         return c
 
 
-@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
-class DLedgerGroupInChromium(ChromiumCase):
-    """The cluster page of a DLedger group (three reference brokers in one process): leader,
-    term, each member's log index and lag; after a leadership transfer, the new leader."""
+class DevClusterCase(ChromiumCase):
+    """The console on a ``start_dev_cluster(**dev_cluster)``."""
+
+    dev_cluster: dict = {}
 
     @classmethod
     def start_console_cluster(cls) -> None:
-        cls.cluster = embedded.start_dev_cluster(in_process=True, cluster="dledger")
+        cls.cluster = embedded.start_dev_cluster(**cls.dev_cluster)
         cls.override = override_settings(ROCKETMQ_CONSOLE={"NAMESRV_ADDR": cls.cluster.namesrv_addr})
         cls.override.enable()
         lifecycle.reset_clients()
@@ -428,6 +465,14 @@ class DLedgerGroupInChromium(ChromiumCase):
         cls.override.disable()
         cls.cluster.stop()
 
+
+@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
+class DLedgerGroupInChromium(DevClusterCase):
+    """The cluster page of a DLedger group (three reference brokers in one process): leader,
+    term, each member's log index and lag; after a leadership transfer, the new leader."""
+
+    dev_cluster = {"in_process": True, "cluster": "dledger"}
+
     def test_dledger_group_on_the_cluster_page(self) -> None:
         make_user("dl_viewer", "view_console")
         with Producer("dl_browser_pg", self.cluster.namesrv_addr) as producer:
@@ -435,9 +480,7 @@ class DLedgerGroupInChromium(ChromiumCase):
                 producer.send(Message("DLBrowser", f"m{i}".encode()))
         node = self.cluster.broker.dledger.node
         self.go("")
-        self.find("#id_username").send_keys("dl_viewer")
-        self.find("#id_password").send_keys("dl_viewer-pw")
-        self.submit("#login")
+        self.log_in("dl_viewer")
         self.assertEqual(self.text(".dledger-leader"), node.config.self_id)
         self.assertEqual(self.text(".dledger-term"), str(node.term))
         end = node.ledger.end_index
@@ -446,10 +489,93 @@ class DLedgerGroupInChromium(ChromiumCase):
                                  "every member at the leader's log index with lag 0")
         self.assertEqual(len(rows), 3, rows)
         self.shot("cluster-dledger")
-        target = next(f"n{i}" for i in range(3) if f"n{i}" != node.config.self_id)
+        nodes = {b.dledger.node.config.self_id: b.dledger.node for b in self.cluster._servers[1:]}
+
+        def transferred(adm: AdminClient) -> str | None:
+            """Hand the leadership to another member; None to try again: on a loaded machine a
+            member may time out and campaign (DLedger has no pre-vote), so the term read for the
+            request can be over by the time the leader gets it (EXPIRED_TERM) or no one leads."""
+            leaders = {n.leader_id for n in nodes.values()}
+            if len(leaders) != 1 or None in leaders:
+                return None
+            target = next(m for m in sorted(nodes) if m not in leaders)
+            try:
+                adm.dledger_leadership_transfer("broker-a", target)
+            except MQBrokerError as exc:
+                if "EXPIRED_TERM" not in str(exc):
+                    raise
+                return None
+            return target
+
         with AdminClient(self.cluster.namesrv_addr) as adm:
-            wait_until(lambda: all(b.dledger.node.leader_id == node.config.self_id
-                                   for b in self.cluster._servers[1:]), 20, "every member following the leader")
-            adm.dledger_leadership_transfer("broker-a", target)
+            target = wait_until(lambda: transferred(adm), 40, "a leadership transfer")
         self.reload_until("", lambda: self.now_text(".dledger-leader") == target, 20, "the new leader on the page")
-        self.assertEqual(self.text(".dledger-term"), str(node.term))  # the old leader follows in the new term
+        self.assertEqual(self.text(".dledger-term"), str(nodes[target].term))  # the new leader's term
+
+
+@unittest.skipIf(browser_missing() is not None, f"browser tests skipped: {browser_missing()}")
+class MasterKilledInChromium(DevClusterCase):
+    """What the operator of issue #29 saw: a 2-master/2-slave cluster of broker processes,
+    broker-b's master killed (SIGKILL, no unregistering) with its slave alive; the numbers a
+    read-only user sees stay the same, under the banner, and a message of broker-b is found."""
+
+    dev_cluster = {"cluster": "2m-2s-sync", "broker_config": {"slaveSyncInterval": 300}}
+
+    def test_master_killed_numbers_unchanged_under_a_banner(self) -> None:
+        from tests.broker.conftest import SyncClient
+
+        topic, group = "KilledOrders", "killed_cg"
+        ns = self.cluster.namesrv_addr
+        with AdminClient(ns) as adm:
+            adm.create_topic(topic, cluster="DefaultCluster", read_queue_nums=2, write_queue_nums=2)
+        with Producer("killed_pg", ns) as producer:
+            for i in range(20):
+                producer.send(Message(topic, f"first {i}".encode(), keys=f"first-{i}"))
+            counted = Listener()
+            c = PushConsumer(group, ns, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+            c.subscribe(topic, "*")
+            c.register_message_listener(counted)
+            c.start()
+            try:
+                with AdminClient(ns) as adm:
+                    wait_until(lambda: counted.count >= 20 and adm.consumer_progress(group, topic).total_lag == 0,
+                               30, "the group caught up")
+            finally:
+                c.shutdown()
+            for i in range(30):  # a backlog on both brokers
+                producer.send(Message(topic, f"later {i}".encode(), keys=f"later-{i}"))
+        master, slave = self.cluster.broker("broker-b", 0), self.cluster.broker("broker-b", 1)
+        with AdminClient(ns) as adm:
+            on_b = next(k for k in (f"later-{i}" for i in range(30))
+                        if adm.query_message_by_key(topic, k)[0].store_host == master.addr)
+        # broker-b's slave holds its messages, queues and the group's offsets (copied every 300 ms)
+        sync = SyncClient()
+        try:
+            stats = {"topic": topic}
+            wait_until(lambda: all(sync.invoke(slave.addr, code, ext).body == sync.invoke(master.addr, code, ext).body
+                                   for code, ext in ((RequestCode.GET_TOPIC_STATS_INFO, stats),
+                                                     (RequestCode.GET_ALL_CONSUMER_OFFSET, None))),
+                       30, "broker-b's slave in sync")
+        finally:
+            sync.close()
+
+        make_user("killed_viewer", "view_console")
+        self.go("")
+        self.log_in("killed_viewer")
+        self.reload_until(f"groups/{group}/", lambda: self.lag() == 30, 20, "lag 30")
+        self.go(f"topics/{topic}/")
+        queues = self.text("#queues")
+        self.assertIn("(50 messages stored)", self.text("body"))
+
+        self.cluster.kill_broker("broker-b", 0)  # SIGKILL
+        self.reload_until(f"groups/{group}/", lambda: self.now_text("#masters-down"), 60, "the banner")
+        self.assertIn(f"broker-b (DefaultCluster) is read from its slave {slave.addr}", self.text("#masters-down"))
+        self.assertEqual(self.lag(), 30)
+        self.go(f"topics/{topic}/")
+        self.assertEqual(self.text("#queues"), queues)
+        self.assertIn("(50 messages stored)", self.text("body"))
+        self.go(f"messages/?mode=key&topic={topic}&key={on_b}")
+        self.assertIn("broker-b/", self.text("#results"))
+        self.submit("#results tr td a")
+        self.assertIn(on_b, self.text("#message"))
+        self.assertIn(f"{group} NOT_CONSUMED_YET", self.text("#consumed"))

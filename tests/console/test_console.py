@@ -28,7 +28,7 @@ import pytest
 from tests.pki import server_pki
 
 REPO = Path(__file__).resolve().parents[2]
-pytest.importorskip("django", reason="the console needs Django (pip install -e '.[console]')")
+pytest.importorskip("django", reason="the console needs Django (pip install -e '.[django]')")
 
 
 def run_django_tests(label: str, timeout_s: float, env: dict | None = None) -> tuple[int, str]:
@@ -72,6 +72,27 @@ def test_standalone_refuses_a_non_loopback_address_without_allow_remote() -> Non
                           cwd=REPO, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
     assert "not a loopback address; add --allow-remote" in proc.stderr
+
+
+def test_standalone_sets_the_webhook_and_acl_keys_and_refuses_bad_ones(monkeypatch, capsys) -> None:
+    """A stand-alone operator can have lag alarms POSTed to a webhook and sign for an ACL
+    cluster (both were settings of an embedding project only); the secret comes from the
+    environment, never the command line."""
+    from rocketmq_sdk.integrations.django.console import standalone
+
+    monkeypatch.setenv("ROCKETMQ_CONSOLE_SECRET_KEY", "s3cret-key")
+    args = standalone.parse_args(["--namesrv", "127.0.0.1:9876", "--webhook-url", "https://hooks.example/alarm",
+                                  "--access-key", "console-admin"])
+    assert standalone.console_settings(args) == {
+        "TRACE_TOPIC": "RMQ_SYS_TRACE_TOPIC", "SAMPLE_INTERVAL_S": 10.0, "WEBHOOK_URL": "https://hooks.example/alarm",
+        "ACCESS_KEY": "console-admin", "SECRET_KEY": "s3cret-key"}
+    for bad, reason in ((["--webhook-url", "file:///etc/passwd"], "is not an http(s) URL"),
+                        (["--access-key", "console-admin"], "needs its secret key in $ROCKETMQ_CONSOLE_SECRET_KEY")):
+        if "--access-key" in bad:
+            monkeypatch.delenv("ROCKETMQ_CONSOLE_SECRET_KEY")
+        with pytest.raises(SystemExit) as exited:
+            standalone.parse_args(["--namesrv", "127.0.0.1:9876", *bad])
+        assert exited.value.code == 2 and reason in capsys.readouterr().err
 
 
 class Browser:
@@ -127,11 +148,14 @@ class AuditLines:
             raise AssertionError(f"no audit line within {timeout_s} s") from None
 
 
-def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> None:
+def test_standalone_serves_on_loopback_with_login_and_read_only_account(tmp_path) -> None:
     from rocketmq_broker import embedded
 
+    tmp = tmp_path / "tmp"  # where the server's temporary user database goes
+    tmp.mkdir()
     with embedded.start_cluster(("broker-a",)) as cluster:
-        env = {**os.environ, "ROCKETMQ_CONSOLE_PASSWORD": "op-secret", "ROCKETMQ_CONSOLE_READONLY_PASSWORD": "ro-secret"}
+        env = {**os.environ, "ROCKETMQ_CONSOLE_PASSWORD": "op-secret", "ROCKETMQ_CONSOLE_READONLY_PASSWORD": "ro-secret",
+               "TMPDIR": str(tmp)}
         proc = subprocess.Popen([sys.executable, "-m", "rocketmq_sdk.integrations.django.console", "--namesrv",
                                  cluster.namesrv_addr, "--port", "0", "--read-only-user", "viewer"],
                                 stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
@@ -162,12 +186,17 @@ def test_standalone_serves_on_loopback_with_login_and_read_only_account() -> Non
             op = Browser(base)
             status, landed, page = op.login("admin", "op-secret")
             assert (status, landed) == (200, base) and "operator" in page
+            assert [p.name for p in tmp.iterdir() if p.name.startswith("rocketmq-console-")]
         finally:
-            proc.terminate()
+            proc.terminate()  # SIGTERM, as a service manager stops it
             proc.wait(30)
             if audits is not None:
                 audits.thread.join(10)  # stderr at its end: the reader is done with it
             proc.stderr.close()
+        # a clean exit: the temporary database (password hashes, audit-relevant state) is gone
+        # (SIGTERM used to end the process before its clean-up: one directory left per run)
+        assert proc.returncode == 0
+        assert list(tmp.iterdir()) == []
 
 
 def test_standalone_serves_https_with_certfile_and_keyfile(tmp_path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-pytest.importorskip("django", reason="the console needs Django (pip install -e '.[console]')")
+pytest.importorskip("django", reason="the console needs Django (pip install -e '.[django]')")
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 
 SCRIPT = """

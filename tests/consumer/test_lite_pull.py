@@ -103,6 +103,46 @@ def test_subscribe_splits_the_group_and_auto_commit_resumes(cluster, producer):
     assert [m.body for m in again] == [b"after"]
 
 
+def test_arrival_listener_runs_on_the_io_thread_and_poll_zero_takes_the_batch(cluster, producer):
+    """``set_arrival_listener``: called once per buffered batch on the client's I/O thread (not
+    the caller's), after the batch is ready for ``poll(0)``; a failing listener is logged and the
+    pulls go on; None removes it."""
+    import threading
+
+    topic, group = unique("TopicLiteListen"), unique("cg")
+    mq = MessageQueue(topic, "broker-a", 0)
+    q0 = lambda mqs, msg, arg: mqs[0]  # noqa: E731
+    producer.send(Message(topic, b"first"), q0)
+    c = LitePullConsumer(group, cluster.namesrv_addr, instance_name="listen1", auto_commit=False, **LITE_FAST)
+    c.assign([mq])
+    calls: list[tuple[str, list]] = []
+    arrived = threading.Event()
+
+    def listener() -> None:
+        calls.append((threading.current_thread().name, c.poll(0)))
+        arrived.set()
+        if len(calls) == 2:
+            raise RuntimeError("listener failure must not stop the pulls")
+
+    c.set_arrival_listener(listener)
+    c.start()
+    try:
+        assert arrived.wait(10)
+        assert [m.body for m in calls[0][1]] == [b"first"]
+        assert calls[0][0] != threading.current_thread().name
+        for body in (b"second", b"third"):
+            arrived.clear()
+            producer.send(Message(topic, body), q0)
+            assert arrived.wait(10)
+        assert [m.body for _, got in calls for m in got] == [b"first", b"second", b"third"]
+        c.set_arrival_listener(None)
+        producer.send(Message(topic, b"unheard"), q0)
+        assert [m.body for m in poll_until(c, 1)] == [b"unheard"]
+        assert len(calls) == 3
+    finally:
+        c.shutdown()
+
+
 def test_a_broker_offset_reset_reaches_the_listener_which_may_seek(cluster, producer):
     """An admin's offset reset (INVOKE_BROKER_TO_RESET_OFFSET, pushed as 220) reaches the
     listener of :meth:`set_offset_reset_listener` off the I/O loop (it seeks: blocking calls);

@@ -255,9 +255,12 @@ def test_a_batch_commits_once_stops_at_a_failure_and_runs_each_event_once(rocket
     assert runs.count("B") == 3 and runs.count("C") == 1 and runs.count("A") == 3
 
 
-def test_a_database_error_outside_the_handlers_sends_the_batch_back(monkeypatch):
+def test_a_database_error_outside_the_handlers_sends_the_batch_back(monkeypatch, caplog):
     """The consumed-message query itself fails (the database is down): the listener answers
-    RECONSUME_LATER for the batch instead of raising into the SDK."""
+    RECONSUME_LATER for the batch instead of raising into the SDK, and logs the failure with
+    its traceback (it logged "NoneType: None": exc_info=True outside the except block)."""
+    import logging
+
     from django.db import OperationalError
     from rocketmq_sdk import ConsumeConcurrentlyStatus, MessageExt
     from rocketmq_sdk.consumer.listener import ConsumeConcurrentlyContext
@@ -273,4 +276,50 @@ def test_a_database_error_outside_the_handlers_sends_the_batch_back(monkeypatch)
     container.group, container.payload_type, container.wants_message = "g", dict, False
     msg = MessageExt(topic="t", body=b"{}", properties={"UNIQ_KEY": "U1"})
     ctx = ConsumeConcurrentlyContext.__new__(ConsumeConcurrentlyContext)
-    assert container._consume([msg], ctx) is ConsumeConcurrentlyStatus.RECONSUME_LATER
+    with caplog.at_level(logging.WARNING, logger="rocketmq_sdk.integrations.django"):
+        assert container._consume([msg], ctx) is ConsumeConcurrentlyStatus.RECONSUME_LATER
+    (record,) = [r for r in caplog.records if "failed on message" in r.getMessage()]
+    assert record.exc_info and isinstance(record.exc_info[1], OperationalError)
+    assert "in down" in caplog.text  # the traceback, not "NoneType: None"
+
+
+def test_an_idempotent_batch_waits_for_another_process_writing_on_sqlite():
+    """Issue 25 defect 3, on Django's default SQLite settings (no ``transaction_mode``): another
+    process (a web request, the relay) holds SQLite's write lock while a batch runs. The batch's
+    transaction must wait for the lock (the connection's ``timeout``), not fail at once with
+    "database is locked" because it read the consumed-message table before writing (a deferred
+    transaction that read cannot wait for the write lock)."""
+    import sqlite3
+    import threading
+    import time
+
+    from django.db import connection
+    from rocketmq_sdk import MessageExt
+    from rocketmq_sdk.integrations.django.idempotency import handle_batch_once
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's locking only")
+    other = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # the other process's write transaction, under way
+    other.execute(f"INSERT INTO {Handled._meta.db_table} (listener, key) VALUES ('other', 'x')")
+    released: list[float] = []
+
+    def commit_later() -> None:
+        other.execute("COMMIT")
+        released.append(time.monotonic())
+
+    timer = threading.Timer(0.5, commit_later)
+    timer.start()
+    try:
+        msgs = [MessageExt(topic="t", body=b"{}", properties={"UNIQ_KEY": f"U{i}"}) for i in range(3)]
+        outcome = handle_batch_once(listener="l", group="g-wait", using="default", msgs=msgs,
+                                    keys=[m.msg_id for m in msgs],
+                                    run=lambda m: Handled.objects.create(listener="g-wait", key=m.msg_id))
+        finished = time.monotonic()
+    finally:
+        timer.join(10)
+        other.close()
+    assert outcome.error is None and outcome.done == 3
+    assert released and finished >= released[0]  # it waited for the other writer
+    assert sorted(_handled("g-wait")) == ["U0", "U1", "U2"]
+

@@ -58,6 +58,10 @@ def test_bad_listener_declarations_raise_at_once():
         rocketmq_listener(topic="t", consumer_group="g", selector_type="REGEX")
     with pytest.raises(ValueError, match="consume_mode"):
         rocketmq_listener(topic="t", consumer_group="g", consume_mode="FAST")
+    with pytest.raises(ValueError, match="enable_msg_trace"):
+        rocketmq_listener(topic="t", consumer_group="g", enable_msg_trace="yes")
+    with pytest.raises(ValueError, match="customized_trace_topic 'my traces'.*illegal characters"):
+        rocketmq_listener(topic="t", consumer_group="g", customized_trace_topic="my traces")
     with pytest.raises(TypeError, match="RocketMQListener"):
         rocketmq_listener(topic="t", consumer_group="g")(type("Plain", (), {}))
 
@@ -329,3 +333,48 @@ def test_enable_msg_trace_writes_pub_and_sub_records(rocketmq, listener):
                            "Pub, SubBefore and SubAfter records")
         finally:
             rocketmq_template().close()
+
+
+def test_enable_msg_trace_per_listener(rocketmq, listener):
+    """rocketmq-spring's ``@RocketMQMessageListener(enableMsgTrace=, customizedTraceTopic=)``:
+    one listener writes traces (to its own trace topic) while ``ENABLE_MSG_TRACE`` is off, and a
+    listener with ``enable_msg_trace=False`` writes none while it is on."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+    from rocketmq_sdk.admin import AdminClient
+    from rocketmq_sdk.trace import TraceType, query_trace
+
+    topic, trace_topic = unique("dj_traced1"), unique("DjTrace1")
+    create_topic(rocketmq, topic)
+    create_topic(rocketmq, trace_topic, queues=1)
+    got: list[str] = []
+    group = unique("g_traced1")
+
+    def handle(payload: str) -> None:
+        got.append(payload)
+
+    traced = listener(handle, name=unique("traced"), topic=topic, consumer_group=group,
+                      enable_msg_trace=True, customized_trace_topic=trace_topic).rocketmq_listener
+    untraced = listener(lambda payload: None, name=unique("untraced"), topic=topic,
+                        consumer_group=unique("g_untraced1"), enable_msg_trace=False).rocketmq_listener
+    with running_listeners([traced.name]) as (container,):
+        assert container.consumer.msg_trace is not None
+        result = rocketmq_template().send(topic, "traced")
+        wait_until(lambda: got == ["traced"], 30, "the traced message")
+
+        def records() -> list:
+            try:
+                with AdminClient(rocketmq.namesrv_addr) as admin:
+                    return query_trace(admin, result.msg_id, trace_topic)
+            except Exception:  # no trace message yet
+                return []
+
+        wait_until(lambda: {TraceType.SubBefore, TraceType.SubAfter} <= {r.type for r in records()}, 30,
+                   "SubBefore and SubAfter records of the traced listener")
+        kinds = [r.type for r in records()]
+        assert TraceType.Pub not in kinds  # the template's producer is not traced
+        assert {r.group_name for r in records() if r.type is TraceType.SubBefore} == {group}
+    with override_settings(ROCKETMQ={**settings.ROCKETMQ, "NAME_SERVER": rocketmq.namesrv_addr,
+                                     "ENABLE_MSG_TRACE": True}):
+        with running_listeners([untraced.name]) as (container,):
+            assert container.consumer.msg_trace is None

@@ -64,6 +64,7 @@ def test_transaction_group_defaults_to_producer_group_tx():
     ({"PRODUCER": {"GROUP": "g", "RETRY_TIMES_WHEN_SEND_FAILED": -5}}, "value",
      'ROCKETMQ["PRODUCER"]["RETRY_TIMES_WHEN_SEND_FAILED"]'),
     ({"PRODUCER": {"GROUP": "g", "SEND_MESSAGE_TIMEOUT": -1}}, "value", 'ROCKETMQ["PRODUCER"]["SEND_MESSAGE_TIMEOUT"]'),
+    ({"PRODUCER": {"GROUP": "g"}, "CUSTOMIZED_TRACE_TOPIC": "my traces"}, "value", 'ROCKETMQ["CUSTOMIZED_TRACE_TOPIC"]'),
 ])
 def test_bad_settings_are_problems_not_exceptions(raw, kind, path):
     s = conf.load(raw)

@@ -42,6 +42,22 @@ def test_capture_records_transactions_after_the_local_transaction(rocketmq_outbo
     assert [(c.mode, c.topic) for c in rocketmq_outbox] == [("sync", "dj_orders"), ("transaction", "payments")]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_capture_leaves_out_a_local_transaction_answering_rollback(rocketmq_outbox):
+    from rocketmq_sdk import LocalTransactionState
+
+    from django_integration.testapp.models import Order
+
+    def local(msg, arg):
+        Order.objects.create(number="C2")
+        return LocalTransactionState.ROLLBACK_MESSAGE
+
+    result = rocketmq_template().send_in_transaction("payments", {"order": "C2"}, local)
+    assert result.local_transaction_state is LocalTransactionState.ROLLBACK_MESSAGE
+    assert not Order.objects.filter(number="C2").exists()
+    assert rocketmq_outbox == []
+
+
 def test_capture_setting_fills_the_module_outbox():
     capture.outbox.clear()
     with override_settings(ROCKETMQ={**settings.ROCKETMQ, "CAPTURE": True}):

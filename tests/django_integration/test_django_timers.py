@@ -4,6 +4,7 @@ on-commit publishers: ``cases_timers`` run by Django's test runner in a child pr
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 
@@ -19,10 +20,14 @@ def test_a_timer_on_a_4x_broker_gets_the_nearest_delay_level_not_shorter(delay_m
     assert delay_level_for(delay_ms) == level
 
 
-def test_timer_cases_with_djangos_runner():
+def test_timer_cases_with_djangos_runner(tmp_path):
+    # the child's runner creates and drops its own test database: never this session's (on
+    # PostgreSQL both would be "test_rocketmq_tests", dropped under pytest-django's feet)
+    db = f"rocketmq_timers_{os.getpid()}" if os.environ.get("ROCKETMQ_TEST_DATABASE") == "postgresql" \
+        else str(tmp_path / "timers.sqlite3")
     proc = subprocess.run([PY, "-m", "django", "test", "django_integration.cases_timers", "--noinput", "-v", "2"],
-                          cwd=REPO / "tests", env=child_env(), capture_output=True, text=True, timeout=300,
-                          stdin=subprocess.DEVNULL)
+                          cwd=REPO / "tests", env=child_env(ROCKETMQ_TEST_DB=db), capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-8000:]
     ran = re.search(r"Ran (\d+) tests?", out)

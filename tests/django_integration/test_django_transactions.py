@@ -23,7 +23,7 @@ from rocketmq_sdk.integrations.django.transactions import (
     transaction_producer,
 )
 
-from django_integration.conftest import PY, child_env, create_topic, read_topic, unique
+from django_integration.conftest import PY, child_env, create_topic, read_topic, unique, wait_until
 from django_integration.testapp.models import Order
 from tests.forking import in_child
 
@@ -247,3 +247,55 @@ def test_a_forked_child_makes_its_own_transaction_producer(rocketmq):
     assert transaction_producer() is parent_producer
     parent_producer.send(Message(topic, b"parent-again"))
     assert sorted(m.body for m in _visible(rocketmq, topic, 3)) == [b"child", b"parent", b"parent-again"]
+
+
+def test_a_local_transaction_answering_unknow_is_settled_by_the_check_hook(rocketmq):
+    """Spring's RocketMQLocalTransactionListener: a local transaction whose outcome is not known
+    yet (an external payment API timed out) returns UNKNOW: its database writes commit without a
+    record, the half message stays pending, and the broker's check asks the topic's check hook,
+    which commits it once the outcome is known."""
+    from rocketmq_sdk.integrations.django.transactions import rocketmq_transaction_check, transaction_checks
+
+    topic = unique("dj_tx_unknown")
+    create_topic(rocketmq, topic)
+    settled: set[str] = set()
+    asked: list[str] = []
+
+    @rocketmq_transaction_check(topic=topic)
+    def payment_check(msg: MessageExt) -> LocalTransactionState | None:
+        asked.append(msg.msg_id)
+        return LocalTransactionState.COMMIT_MESSAGE if msg.msg_id in settled else LocalTransactionState.UNKNOW
+
+    def local(msg, arg):
+        Order.objects.create(number="EXT1")  # e.g. a pending payment row
+        return LocalTransactionState.UNKNOW
+
+    try:
+        result = rocketmq_template().send_in_transaction(topic, {"order": "EXT1"}, local)
+        assert result.local_transaction_state is LocalTransactionState.UNKNOW
+        assert Order.objects.filter(number="EXT1").exists() and not TransactionRecord.objects.exists()
+        wait_until(lambda: result.msg_id in asked, 30, "a transaction check of the pending half message")
+        assert read_topic(rocketmq, topic, 0, timeout_s=5) == []  # still pending
+        settled.add(result.msg_id)
+        (m,) = _visible(rocketmq, topic, 1)
+        assert json.loads(m.body) == {"order": "EXT1"}
+    finally:
+        transaction_checks.pop(topic, None)
+
+
+def test_a_local_transaction_answering_rollback_rolls_back_without_raising(rocketmq):
+    """A local transaction may decide ROLLBACK_MESSAGE itself (Spring's executeLocalTransaction
+    returning ROLLBACK): its database writes and the message are rolled back and the result says
+    so, no exception."""
+    topic = unique("dj_tx_rb2")
+    create_topic(rocketmq, topic)
+
+    def local(msg, arg):
+        Order.objects.create(number="RB2")
+        return LocalTransactionState.ROLLBACK_MESSAGE
+
+    result = rocketmq_template().send_in_transaction(topic, {"order": "RB2"}, local)
+    assert result.local_transaction_state is LocalTransactionState.ROLLBACK_MESSAGE
+    assert not Order.objects.filter(number="RB2").exists() and not TransactionRecord.objects.exists()
+    rocketmq_template().send_in_transaction(topic, {"order": "marker"}, lambda m, a: None)
+    assert [json.loads(m.body) for m in _visible(rocketmq, topic, 1)] == [{"order": "marker"}]

@@ -5,16 +5,13 @@ checked against every chart sample; a group going over its threshold fires a
 Notifier (``ROCKETMQ_CONSOLE["NOTIFIER"]``): a dotted path to a callable taking one
 :class:`AlarmEvent` and returning a short outcome text (or None); default
 :func:`log_notifier` (a WARNING on ``rocketmq_sdk.integrations.django.console.monitor``). With
-``WEBHOOK_URL`` set, :func:`webhook_notifier` also POSTs the event as JSON there (standard
-library HTTP; ``WEBHOOK_TIMEOUT_S``, 5 s).
+``WEBHOOK_URL`` set, :func:`webhook_notifier` also POSTs the event as JSON there (with
+``requests``, part of the ``django`` extra; ``WEBHOOK_TIMEOUT_S``, 5 s).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -53,12 +50,13 @@ def webhook_notifier(event: AlarmEvent) -> str:
     url = str(service.console_setting("WEBHOOK_URL"))
     if not url.startswith(("http://", "https://")):
         return f"webhook refused: {url!r} is not an http(s) URL"
-    req = urllib.request.Request(url, data=json.dumps(asdict(event)).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    import requests  # the django extra's; imported here so a console without alarms never loads it
+
     try:
-        with urllib.request.urlopen(req, timeout=float(service.console_setting("WEBHOOK_TIMEOUT_S"))) as resp:  # noqa: S310
-            return f"webhook {resp.status}"
-    except (urllib.error.URLError, OSError) as exc:
+        resp = requests.post(url, json=asdict(event), allow_redirects=False,
+                             timeout=float(service.console_setting("WEBHOOK_TIMEOUT_S")))
+        return f"webhook {resp.status_code}"
+    except requests.RequestException as exc:
         log.warning("lag alarm webhook %s failed: %s", url, exc)
         return f"webhook failed: {exc}"[:200]
 

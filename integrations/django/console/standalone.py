@@ -2,11 +2,13 @@
 
 ``python -m rocketmq_sdk.integrations.django.console --namesrv 127.0.0.1:9876`` serves the
 console on http://127.0.0.1:8080/ with a SQLite user database (a temporary file removed at exit
-unless ``--db`` names one) and one operator account (``--user``, password from
+unless ``--db`` names one; also on SIGTERM, which stops the server as Ctrl-C does) and one operator account (``--user``, password from
 ``$ROCKETMQ_CONSOLE_PASSWORD`` or generated and shown once). ``--read-only-user NAME`` adds an
 account that may only look (password ``$ROCKETMQ_CONSOLE_READONLY_PASSWORD`` or generated).
 ``--certfile``/``--keyfile`` serve HTTPS (the TLS handshake runs in the request's thread; the
-session and CSRF cookies are then marked ``Secure``).
+session and CSRF cookies are then marked ``Secure``). ``--webhook-url`` also POSTs each lag alarm
+there; ``--access-key`` (secret key from ``$ROCKETMQ_CONSOLE_SECRET_KEY``) signs every request for
+clusters with ACL on.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import ssl
 import sys
 import tempfile
 import zoneinfo
 from typing import Any
 
-__all__ = ["build_settings", "main"]
+__all__ = ["build_settings", "console_settings", "main", "parse_args"]
 
 log = logging.getLogger("rocketmq_sdk.integrations.django.console")
 
@@ -91,15 +94,17 @@ def _account(username: str, env: str, operator: bool) -> None:
         sys.stderr.write(f"console {'operator' if operator else 'read-only'} account: {username} / {password}\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the stand-alone console until Ctrl-C; returns the exit code (2 on bad arguments)."""
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, checked (exits with status 2 and the reason on bad arguments)."""
     p = argparse.ArgumentParser(prog="python -m rocketmq_sdk.integrations.django.console",
                                 description="RocketMQ console (Django) on the SDK's AdminClient")
     p.add_argument("--namesrv", "-n", default=os.environ.get("NAMESRV_ADDR"), help="name servers host:port[;host:port]")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (8080; 0 = a free one)")
     p.add_argument("--allow-remote", action="store_true", help="allow a --host that is not a loopback address")
-    p.add_argument("--db", help="SQLite file of the console's users (default: temporary, removed at exit)")
+    p.add_argument("--db", help="SQLite file of the console's users, lag thresholds, alarms and the last day of "
+                                "chart points; give one to keep them across restarts (default: temporary, "
+                                "removed at exit)")
     p.add_argument("--user", default="admin", help="operator account (password: $ROCKETMQ_CONSOLE_PASSWORD)")
     p.add_argument("--read-only-user", help="also create this read-only account "
                                             "(password: $ROCKETMQ_CONSOLE_READONLY_PASSWORD)")
@@ -108,7 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample-interval", type=float, default=10.0, help="seconds between chart samples (10)")
     p.add_argument("--certfile", help="serve HTTPS with this PEM certificate (chain)")
     p.add_argument("--keyfile", help="the certificate's PEM private key (default: in --certfile)")
+    p.add_argument("--webhook-url", help="also POST each lag alarm (firing, resolved) there as JSON (http or https)")
+    p.add_argument("--access-key", help="ACL access key the console signs with (an admin account; "
+                                        "secret key: $ROCKETMQ_CONSOLE_SECRET_KEY)")
     args = p.parse_args(argv)
+    if args.webhook_url and not args.webhook_url.startswith(("http://", "https://")):
+        p.error(f"--webhook-url {args.webhook_url!r} is not an http(s) URL")
+    if args.access_key and not os.environ.get("ROCKETMQ_CONSOLE_SECRET_KEY"):
+        p.error("--access-key needs its secret key in $ROCKETMQ_CONSOLE_SECRET_KEY")
     if not args.namesrv:
         p.error("--namesrv (or $NAMESRV_ADDR) is required")
     if not _is_loopback(args.host) and not args.allow_remote:
@@ -131,6 +143,24 @@ def main(argv: list[str] | None = None) -> int:
         zoneinfo.ZoneInfo(args.time_zone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         p.error(f"--time-zone {args.time_zone!r} is not a known time zone")
+    args.tls = tls
+    return args
+
+
+def console_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``ROCKETMQ_CONSOLE`` keys the command line sets (besides ``NAMESRV_ADDR``)."""
+    extra: dict[str, Any] = {"TRACE_TOPIC": args.trace_topic, "SAMPLE_INTERVAL_S": args.sample_interval}
+    if args.webhook_url:
+        extra["WEBHOOK_URL"] = args.webhook_url
+    if args.access_key:
+        extra.update(ACCESS_KEY=args.access_key, SECRET_KEY=os.environ["ROCKETMQ_CONSOLE_SECRET_KEY"])
+    return extra
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the stand-alone console until Ctrl-C; returns the exit code (2 on bad arguments)."""
+    args = parse_args(argv)
+    tls = args.tls
     tmp = None
     db = args.db
     if db is None:
@@ -151,8 +181,7 @@ def _serve(args: argparse.Namespace, db: str, tls: ssl.SSLContext | None) -> int
 
     settings.configure(**build_settings(args.namesrv, db, secret_key=secrets.token_urlsafe(40), host=args.host,
                                         time_zone=args.time_zone, tls=tls is not None,
-                                        extra={"TRACE_TOPIC": args.trace_topic,
-                                               "SAMPLE_INTERVAL_S": args.sample_interval}))
+                                        extra=console_settings(args)))
     django.setup()
     call_command("migrate", verbosity=0, interactive=False)
     _account(args.user, "ROCKETMQ_CONSOLE_PASSWORD", operator=True)
@@ -190,6 +219,10 @@ def _serve(args: argparse.Namespace, db: str, tls: ssl.SSLContext | None) -> int
     sys.stderr.flush()
     from .lifecycle import reset_clients
 
+    def stop(signum: int, frame: Any) -> None:  # SIGTERM (service managers, kill): as Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:

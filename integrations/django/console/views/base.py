@@ -33,6 +33,10 @@ OPERATE_PERM = "rocketmq_console.operate_console"
 LOGIN_URL = reverse_lazy("rocketmq_console:login")
 
 
+#: request attribute a change sets when its outcome is not plainly ``ok`` (audited as such)
+AUDIT_OUTCOME = "rocketmq_console_audit_outcome"
+
+
 def viewer(fn: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """A read-only page: logged in with ``view_console`` (else login page / 403)."""
     return login_required(permission_required(VIEW_PERM, raise_exception=True)(fn), login_url=LOGIN_URL)
@@ -60,7 +64,7 @@ def operator(action: str) -> Callable[[Callable[..., HttpResponse]], Callable[..
                 if not url_has_allowed_host_and_scheme(back, {request.get_host()}, request.is_secure()):
                     back = "rocketmq_console:cluster"  # only ever back to this site
                 return redirect(back)
-            service.audit(request, action, "ok", **params)
+            service.audit(request, action, getattr(request, AUDIT_OUTCOME, "ok"), **params)
             return response
 
         return login_required(require_POST(inner), login_url=LOGIN_URL)
@@ -80,6 +84,23 @@ def try_call(request: HttpRequest, what: str, fn: Callable[..., Any], *args: Any
     except MQError as exc:
         messages.error(request, f"{what}: {exc}")
         return default
+
+
+def report_cluster_change(request: HttpRequest, cluster: str, done: str, written: list[str]) -> None:
+    """Tell the outcome of a change made on every master of ``cluster`` (as mqadmin's ``-c``,
+    which skips a broker whose master is down): ``done`` when some broker got it (``written``,
+    their addresses), and a warning naming the brokers it skipped."""
+    down = [b.broker_name for b in try_call(request, "brokers whose master is down", service.admin().masterless_brokers,
+                                            default=[]) if b.cluster == cluster]
+    if written:
+        messages.success(request, done)
+    if down:
+        whose = "its master is" if len(down) == 1 else "their masters are"
+        messages.warning(request, f"not written on {', '.join(down)}: {whose} down (write it again when it is back)")
+        setattr(request, AUDIT_OUTCOME, f"partial: not written on {', '.join(down)} (master down)")
+    elif not written:
+        messages.warning(request, f"no broker of cluster {cluster} was written")
+        setattr(request, AUDIT_OUTCOME, f"nothing written: no broker in cluster {cluster}")
 
 
 def cleaned(form: Any) -> dict[str, Any]:

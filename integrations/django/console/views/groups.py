@@ -17,7 +17,17 @@ from rocketmq_sdk.protocol.codes import version_desc
 
 from .. import service
 from ..forms import NAME_RE, GroupConfigForm, ResetOffsetForm
-from .base import can_operate, cleaned, cluster_names, name_or_404, operator, posted_cluster, try_call, viewer
+from .base import (
+    can_operate,
+    cleaned,
+    cluster_names,
+    name_or_404,
+    operator,
+    posted_cluster,
+    report_cluster_change,
+    try_call,
+    viewer,
+)
 
 
 def version_name(version: int | None) -> str:
@@ -192,8 +202,9 @@ def group_reset(request: HttpRequest, group: str) -> HttpResponse:
 @operator("create/update group")
 def group_config(request: HttpRequest) -> HttpResponse:
     d = cleaned(GroupConfigForm(request.POST))
-    service.admin().update_subscription_group(d["group"], cluster=d["cluster"], **{f: d[f] for f in CONFIG_FIELDS})
-    messages.success(request, f"group {d['group']} created/updated")
+    written = service.admin().update_subscription_group(d["group"], cluster=d["cluster"],
+                                                        **{f: d[f] for f in CONFIG_FIELDS})
+    report_cluster_change(request, d["cluster"], f"group {d['group']} created/updated", written)
     return redirect("rocketmq_console:group", group=d["group"])
 
 
@@ -201,8 +212,8 @@ def group_config(request: HttpRequest) -> HttpResponse:
 def group_delete(request: HttpRequest, group: str) -> HttpResponse:
     name_or_404(group)
     cluster = posted_cluster(request, "group")
-    service.admin().delete_subscription_group(group, cluster=cluster)
-    messages.success(request, f"group {group} deleted from cluster {cluster}")
+    written = service.admin().delete_subscription_group(group, cluster=cluster)
+    report_cluster_change(request, cluster, f"group {group} deleted from cluster {cluster}", written)
     return redirect("rocketmq_console:groups")
 
 

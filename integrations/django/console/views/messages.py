@@ -174,12 +174,8 @@ def consume_status(msg: MessageExt, topic_groups: list[str]) -> list[dict]:
 @viewer
 def message_detail(request: HttpRequest, topic: str, msg_id: str) -> HttpResponse:
     msg = _find(topic, msg_id)
-    groups: list[str] = []
     real_topic = msg.properties.get("RETRY_TOPIC") or msg.topic
-    for _c, t, gs in try_call(request, "consumer groups", service.admin().topic_list_by_cluster, default=[]):
-        if t == real_topic:
-            groups.extend(gs)
-    groups = sorted(set(groups))
+    groups = try_call(request, "consumer groups", service.admin().topic_consumer_groups, real_topic, default=[])
     return render(request, "rocketmq_console/message_detail.html", {
         "msg": msg, "broker_name": broker_of(msg), "props": sorted(msg.properties.items()), "preview": body_preview(msg.body),
         "groups": consume_status(msg, groups) if not topic.startswith(DLQ_PREFIX) else [],

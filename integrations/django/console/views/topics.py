@@ -12,7 +12,16 @@ from rocketmq_sdk.protocol.message import Message
 from .. import service
 from ..forms import SendMessageForm, TopicForm, TopicPermForm
 from ..kinds import KINDS, topic_kind
-from .base import can_operate, cleaned, name_or_404, operator, posted_cluster, try_call, viewer
+from .base import (
+    can_operate,
+    cleaned,
+    name_or_404,
+    operator,
+    posted_cluster,
+    report_cluster_change,
+    try_call,
+    viewer,
+)
 
 
 @viewer
@@ -42,11 +51,7 @@ def topic_detail(request: HttpRequest, topic: str) -> HttpResponse:
     adm = service.admin()
     route = try_call(request, "route", adm.topic_route, topic)
     status = try_call(request, "status", adm.topic_status, topic, default=[]) if route else []
-    groups: list[str] = []
-    if route:
-        for _cluster, t, gs in try_call(request, "consumer groups", adm.topic_list_by_cluster, default=[]):
-            if t == topic:
-                groups.extend(gs)
+    groups = try_call(request, "consumer groups", adm.topic_consumer_groups, topic, default=[]) if route else []
     clusters = sorted({bd.cluster for bd in route.broker_datas}) if route else []
     configs = try_call(request, "topic config", adm.topic_configs, topic, default={}) if route else {}
     first = configs[min(configs)] if configs else None
@@ -55,7 +60,7 @@ def topic_detail(request: HttpRequest, topic: str) -> HttpResponse:
         **({"read_queue_nums": first.read_queue_nums, "write_queue_nums": first.write_queue_nums,
             "perm": first.perm, "order": first.order} if first else {})})
     return render(request, "rocketmq_console/topic_detail.html", {
-        "topic": topic, "route": route, "status": status, "groups": group_lags(request, sorted(set(groups)), topic),
+        "topic": topic, "route": route, "status": status, "groups": group_lags(request, groups, topic),
         "clusters": clusters, "configs": configs, "update_form": update_form,
         "total": sum(q.max_offset - q.min_offset for q in status), "send_form": SendMessageForm(),
         "perm_form": TopicPermForm(initial={"perm": route.queue_datas[0].perm if route and route.queue_datas else 6}),
@@ -84,7 +89,7 @@ def topic_create(request: HttpRequest) -> HttpResponse:
     d = cleaned(TopicForm(request.POST))
     addrs = service.admin().create_topic(d["topic"], cluster=d["cluster"], read_queue_nums=d["read_queue_nums"],
                                          write_queue_nums=d["write_queue_nums"], perm=d["perm"], order=d["order"])
-    messages.success(request, f"topic {d['topic']} created/updated on {', '.join(addrs)}")
+    report_cluster_change(request, d["cluster"], f"topic {d['topic']} created/updated on {', '.join(addrs)}", addrs)
     return redirect("rocketmq_console:topic", topic=d["topic"])
 
 
@@ -103,8 +108,8 @@ def topic_perm(request: HttpRequest, topic: str) -> HttpResponse:
 def topic_delete(request: HttpRequest, topic: str) -> HttpResponse:
     name_or_404(topic)
     cluster = posted_cluster(request, "topic")
-    service.admin().delete_topic(topic, cluster=cluster)
-    messages.success(request, f"topic {topic} deleted from cluster {cluster}")
+    written = service.admin().delete_topic(topic, cluster=cluster)
+    report_cluster_change(request, cluster, f"topic {topic} deleted from cluster {cluster}", written)
     return redirect("rocketmq_console:topics")
 
 
