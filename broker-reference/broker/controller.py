@@ -12,6 +12,7 @@ import zlib
 from typing import TYPE_CHECKING
 
 from rocketmq_broker import request_guard
+from rocketmq_broker.aio import wait_event
 from rocketmq_broker.filter.consumer_filter import ConsumerFilterManager
 from rocketmq_broker.store.ha_client import HAClient
 from rocketmq_broker.store.ha_service import HAService
@@ -326,7 +327,9 @@ class BrokerController:
             try:
                 soon = self.ctx.register_soon
                 assert soon is not None
-                await asyncio.wait_for(soon.wait(), period)
+                if not await wait_event(soon, period):
+                    await self.register_all(oneway=False)
+                    continue
                 soon.clear()
                 waiters, self.ctx.registration_waiters = self.ctx.registration_waiters, []
                 try:
@@ -335,8 +338,6 @@ class BrokerController:
                     for fut in waiters:
                         if not fut.done():
                             fut.set_result(None)
-            except TimeoutError:
-                await self.register_all(oneway=False)
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - registration retries next period

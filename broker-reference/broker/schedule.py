@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rocketmq_broker.aio import wait_event
 from rocketmq_broker.store.commit_log import parse_delay_levels
 from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.results import GetMessageStatus, PutMessageStatus
@@ -143,10 +144,7 @@ class ScheduleService:
                 log.exception("schedule level %d failed", level)
             if wait_s > 0:
                 ev.clear()
-                try:
-                    await asyncio.wait_for(ev.wait(), min(wait_s, 1.0))
-                except TimeoutError:
-                    pass
+                await wait_event(ev, min(wait_s, 1.0))
 
     async def _deliver(self, msg, level: int, queue_offset: int) -> bool:
         """Re-put a due message to its real topic. Returns False only when the store refuses

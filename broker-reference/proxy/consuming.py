@@ -241,7 +241,9 @@ class Consuming:
         if renew:
             client_id = next((v for k, v in context.invocation_metadata() or () if k == CLIENT_ID), "")
             for m in messages:
-                self.renewals.track(m.system_properties.receipt_handle, group, topic, client_id, invisible)
+                handle = m.system_properties.receipt_handle
+                self.renewals.track(handle, group, topic, client_id, invisible,
+                                    popped_ms=Handle.parse(handle).pop.pop_time)
         yield v2.ReceiveMessageResponse(status=status())
         now = v2.ReceiveMessageResponse()
         set_timestamp_ms(now.delivery_timestamp, int(time.time() * 1000))

@@ -57,10 +57,15 @@ class Renewals:
         self.alive = alive
         self._held: dict[str, Held] = {}
 
-    def track(self, first_handle: str, group: str, topic: str, client_id: str, invisible_ms: int) -> None:
-        """Keep the message delivered under ``first_handle`` invisible until the client settles it."""
+    def track(self, first_handle: str, group: str, topic: str, client_id: str, invisible_ms: int,
+              popped_ms: int | None = None) -> None:
+        """Keep the message delivered under ``first_handle`` invisible until the client settles it.
+
+        ``popped_ms``: when the broker popped it (epoch ms, the handle's pop time; default now):
+        its invisibility ends ``invisible_ms`` after that, however late the proxy tracks it."""
         now = int(time.time() * 1000)
-        self._held[first_handle] = Held(group, topic, first_handle, client_id, now + invisible_ms, now)
+        start = now if popped_ms is None else min(popped_ms, now)
+        self._held[first_handle] = Held(group, topic, first_handle, client_id, start + invisible_ms, start)
 
     def latest(self, handle: str) -> str:
         """The handle to send for a handle a client names (its latest renewal, else itself)."""
@@ -96,8 +101,11 @@ class Renewals:
                 self._held.pop(key, None)  # the client is gone: the message comes back after its invisibility
                 continue
             try:
+                # the broker's new invisibility starts no earlier than the request: count from
+                # here, not from the answer (which may come back late)
+                asked = int(time.time() * 1000)
                 held.handle = await self.change(held, self.invisible_ms)
-                held.expires_ms = int(time.time() * 1000) + self.invisible_ms
+                held.expires_ms = asked + self.invisible_ms
                 renewed += 1
             except Exception as exc:  # noqa: BLE001 - a refused renewal ends it; the message comes back
                 log.info("group %s: renewing a held message failed (%s); it becomes visible again", held.group, exc)

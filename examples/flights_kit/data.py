@@ -33,6 +33,13 @@ FLIGHTS_DDL = (
 SEQUENCE_ORDER = ("year", "month", "day", "sched_dep_time", "dep_time", "carrier", "flight", "origin", "dest")
 """Order of one aircraft's flights: schedule first, ties broken by the remaining columns."""
 
+SHORT_JOB_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+"""JVM options of the demo's Spark driver: compile with the JIT's C1 only. A job of a minute or
+two spends more CPU in C2's compiler threads than C2's faster code wins back (the full demo:
+54.3 s of CPU for the whole process tree with C1 only, 69.8 s with C2, two runs side by side
+on the loaded 2-core machine). Not for long-running sessions (the benchmarks), whose hot loops
+need C2's code."""
+
 _LOG4J2 = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
@@ -109,8 +116,10 @@ def java_problem() -> str | None:
 
 
 def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "rocketmq-flights-demo",
-                shuffle_partitions: int = 8) -> SparkSession:
+                shuffle_partitions: int = 8, jvm_options: str = "") -> SparkSession:
     """A local Spark session that logs at WARN, has no UI and writes only under ``work_dir``.
+
+    ``jvm_options``: extra options of the driver JVM (e.g. :data:`SHORT_JOB_JVM_OPTIONS`).
 
     The Python workers run the same interpreter as the driver (``PYSPARK_PYTHON``), so they
     import this virtual environment's ``rocketmq_sdk``.
@@ -124,6 +133,8 @@ def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "ro
     log4j = work_dir / "log4j2.properties"
     log4j.write_text(_LOG4J2)
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Dderby.system.home={work_dir / 'derby'}"
+    if jvm_options:
+        java_opts += f" {jvm_options}"
     spark = (
         SparkSession.builder.master(master).appName(app_name)
         .config("spark.ui.enabled", "false")
@@ -132,18 +143,27 @@ def build_spark(work_dir: Path, *, master: str = "local[2]", app_name: str = "ro
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")
+        # flights.csv is 30 MB: split it into 8 MB reads, so both cores parse it (one task by default)
+        .config("spark.sql.files.maxPartitionBytes", "8m")
+        # ~336k distinct keys come back to the driver for the expected figures: Arrow is faster than collect()
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
 
-def load_flights(spark: SparkSession, csv_path: Path, rows: int | None = None) -> DataFrame:
-    """The flights (the first ``rows`` of the file when given) with a ``tail_seq`` column.
+def load_flights(spark: SparkSession, csv_path: Path, rows: int | None = None, partitions: int = 8) -> DataFrame:
+    """The flights (the first ``rows`` of the file when given) with a ``tail_seq`` column,
+    hash-partitioned by ``tailnum`` into ``partitions`` partitions, each sorted by
+    (``tailnum``, ``tail_seq``): the layout the send job needs, so it sends the cached
+    partitions as they are (no second shuffle).
 
     ``tail_seq`` numbers each aircraft's flights 1, 2, 3... in :data:`SEQUENCE_ORDER`; rows
-    without a tail number form one group of their own. The result is cached and materialised,
-    so every later action sees exactly the same rows and numbers.
+    without a tail number form one group of their own. The window reuses the explicit
+    ``repartition(partitions, "tailnum")`` (Spark adds no exchange of its own, and adaptive
+    execution does not coalesce an explicit partition count into one task). The result is
+    cached and materialised, so every later action sees exactly the same rows and numbers.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -152,6 +172,7 @@ def load_flights(spark: SparkSession, csv_path: Path, rows: int | None = None) -
     if rows is not None:
         df = df.limit(rows)
     order = [F.col(c).asc_nulls_first() for c in SEQUENCE_ORDER]
+    df = df.repartition(partitions, "tailnum")
     df = df.withColumn("tail_seq", F.row_number().over(Window.partitionBy("tailnum").orderBy(*order)))
     df = df.cache()
     df.count()

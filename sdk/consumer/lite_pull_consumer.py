@@ -376,8 +376,9 @@ class LitePullConsumer(ActiveConsumerBase):
                     return got
                 waiter: asyncio.Future[None] = loop.create_future()
                 self._async_waiters.append((loop, waiter))
-            try:
-                await asyncio.wait_for(waiter, got)
+            try:  # not wait_for: on 3.11 it swallows a cancel that comes as a pull wakes us (gh-86296)
+                async with asyncio.timeout(got):
+                    await waiter
             except TimeoutError:
                 pass
             finally:

@@ -5,6 +5,8 @@ master stops another member takes over and the data is all there."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.exceptions import MQError
@@ -187,19 +189,27 @@ def test_broker_features_on_a_dledger_group_across_a_failover(group):
             group.wait_for(lambda: acked <= got.keys(), 30, "delayed, transactional and plain messages consumed")
             group.stop_broker(master.dledger.node.config.self_id)
             group.wait_master()
+            failed_sends = 0
             for i in range(10):
-                for _ in range(50):
+                # counted as acknowledged only once a send succeeds (50 quick failures used to
+                # count it anyway); a send fails while no member leads (a loop stall under load
+                # can start another election): wait for the next master and send again
+                deadline = time.monotonic() + 30
+                while True:
                     try:
                         producer.send(Message("DLFeatures", f"b{i}".encode()))
                         break
-                    except MQError:
-                        continue
+                    except MQError as exc:
+                        failed_sends += 1
+                        assert time.monotonic() < deadline, f"b{i} not sent within 30 s of the failover: {exc}"
+                        group.wait_master()
                 acked.add(f"b{i}".encode())
         group.wait_for(lambda: acked <= got.keys() and retried.is_set(), 60,
                        "every acknowledged message consumed after the failover, the retry redelivered")
     finally:
         consumer.shutdown()
-    print(f"consumed {len(got)} distinct messages, {sum(got.values()) - len(got)} redeliveries")
+    print(f"consumed {len(got)} distinct messages, {sum(got.values()) - len(got)} redeliveries, "
+          f"{failed_sends} failed sends after the failover")
 
 
 def test_batch_send_is_one_entry_per_message_on_every_member(group):

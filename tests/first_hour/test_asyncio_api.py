@@ -103,3 +103,25 @@ def test_lite_pull_apoll_async_for_and_acommit_on_the_callers_loop(ns):
     assert empty == []
     for s in sent:
         assert committed[s.message_queue] >= s.queue_offset + 1
+
+
+def test_a_poll_cancelled_as_its_wake_up_arrives_ends_cancelled(ns):
+    """``apoll`` cancelled (a caller's timeout, a task group) in the very step a pull wakes it:
+    the cancel propagates. ``asyncio.wait_for`` on Python 3.11 swallowed it (gh-86296) and the
+    poll went on waiting, so the caller's cancel (and a stop awaiting it) hung."""
+    from tests.conftest import wait_until_async
+
+    async def main():
+        consumer = LitePullConsumer("aio_lite_cancel_cg", ns, auto_commit=False, **FAST)
+        consumer.subscribe("aio_lite_cancel_topic", "*")  # never sent to: the poll waits
+        async with consumer:
+            waiting = asyncio.create_task(consumer.apoll(10_000))
+            await wait_until_async(lambda: consumer._async_waiters, what="the poll waiting")
+            with consumer._cond:
+                (_, waiter), = consumer._async_waiters
+            waiter.set_result(None)  # a pull's wake-up, in the same step as the cancel
+            waiting.cancel()
+            done, _ = await asyncio.wait({waiting}, timeout=5)
+            return bool(done) and waiting.cancelled()
+
+    assert run_async(main(), timeout=60), "the poll went on after its cancel"

@@ -3,6 +3,7 @@ and a second Ctrl-C that exits at once without a traceback."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -70,7 +71,10 @@ def test_first_ctrl_c_waits_a_bounded_announced_time_and_persists_offsets(cluste
     proc.send_signal(signal.SIGINT)
     assert _stop(proc, 30) == 0
     log = err.read_text()
-    assert "waiting up to 2 s for 1 running listener(s) (Ctrl-C again to stop now)" in log
+    # the busy listener, and maybe the fast one too: it printed "DONE fast" from inside the
+    # listener, and its pool thread counts as running until the call returns and the result is
+    # applied, which under load can still be under way when the signal arrives
+    assert re.search(r"waiting up to 2 s for [12] running listener\(s\) \(Ctrl-C again to stop now\)", log), log
     assert "Traceback" not in log and "Exception ignored" not in log, log
     assert out.read_text().splitlines()[-1] == "EXITED"
     assert _committed(cluster, fast) == fast.queue_offset + 1

@@ -136,3 +136,57 @@ def test_streaming_stage_comparison_and_report_lines():
     assert "streaming query                   4   messages in 2 micro-batches, 2 msg/s" in text
     assert "  UA           3        3        3   12.50        -  ok" in text
     assert "  AA           1        1        1   -3.00     4.00  ok" in text
+
+
+class _FakeConsumer:
+    """What ConsumerGroup reads of a PushConsumer: its process queues."""
+
+    def __init__(self, queues):
+        self.queues = queues
+
+    def process_queues(self):
+        return dict(self.queues)
+
+
+def _group_with_queues():
+    from flights_kit.consume import ConsumerGroup
+    from rocketmq_sdk.consumer.process_queue import ProcessQueue
+    from rocketmq_sdk.protocol.message import MessageQueue
+
+    group = ConsumerGroup("127.0.0.1:1", "flights", "g", instances=2)
+    pqs = {MessageQueue("flights", "b", i): ProcessQueue() for i in range(4)}
+    other = {MessageQueue("other", "b", 0): ProcessQueue()}  # another topic's queue is not the group's concern
+    mqs = sorted(pqs)
+    group.consumers = [_FakeConsumer({mq: pqs[mq] for mq in mqs[:2]} | other),
+                       _FakeConsumer({mq: pqs[mq] for mq in mqs[2:]})]
+    return group, pqs, mqs
+
+
+def test_group_is_settled_only_with_its_assignment_and_nothing_in_flight():
+    from rocketmq_sdk.protocol.message import MessageExt
+
+    group, pqs, mqs = _group_with_queues()
+    assignment = group.owned_queues()
+    assert assignment == {"g-1": set(mqs[:2]), "g-2": set(mqs[2:])}
+    assert group.settled(assignment)
+    # a pulled message not yet through the listener: a delivery may still come
+    msg = MessageExt(topic="flights", queue_offset=7, body=b"x")
+    pqs[mqs[3]].put_messages([msg])
+    assert not group.settled(assignment)
+    assert group.wait_settled(assignment, timeout_s=0.2) is False  # returns at its deadline
+    pqs[mqs[3]].remove_messages([msg])
+    assert group.settled(assignment)
+    assert group.wait_settled(assignment, timeout_s=0.2) is True
+    # a queue changed hands since the assignment: its new owner re-reads from the committed offset
+    group.consumers[1].queues.pop(mqs[3])
+    group.consumers[0].queues[mqs[3]] = pqs[mqs[3]]
+    assert not group.settled(assignment)
+
+
+def test_default_partitions_fit_two_cores_and_the_full_table():
+    import flights_demo
+
+    assert flights_demo.default_partitions(3_000) == 2
+    assert flights_demo.default_partitions(100_000) == 3
+    assert flights_demo.default_partitions(336_776) == 8
+    assert flights_demo.default_partitions(10_000_000) == 8

@@ -108,3 +108,26 @@ def test_data_source_refuses_missing_options_and_unknown_columns(spark):
     with pytest.raises(Exception, match="tagCol='nope' names no column"):
         (spark.range(1).write.format("rocketmq").option("namesrv", "x:1").option("topic", "t")
          .option("tagCol", "nope").mode("append").save())
+
+
+def test_demo_flights_load_in_the_send_jobs_layout_without_a_second_shuffle(spark, tmp_path):
+    """The flights demo sends the cached flights as loaded: each partition must hold whole tail
+    numbers in tail_seq order, and the send's plan must not shuffle again."""
+    from flights_kit.data import extract_flights_csv, load_flights
+
+    df = load_flights(spark, extract_flights_csv(tmp_path), rows=3000, partitions=3)
+    ordered = df.sortWithinPartitions("tailnum", "tail_seq")
+    assert ordered.rdd.getNumPartitions() == 3
+    plan = ordered._jdf.queryExecution().executedPlan().toString()
+    above_cache = plan.split("InMemoryTableScan", 1)[0]
+    assert "Exchange" not in above_cache, plan
+    parts = (df.select("tailnum", "tail_seq").rdd
+             .mapPartitionsWithIndex(lambda i, rows: [(i, r.tailnum or "", r.tail_seq) for r in rows]).collect())
+    assert len(parts) == 3000
+    owner: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for part, tail, seq in parts:  # collect() keeps each partition's row order
+        assert owner.setdefault(tail, part) == part, f"tail {tail!r} in partitions {owner[tail]} and {part}"
+        assert seq == last.get(tail, 0) + 1, f"tail {tail!r}: tail_seq {seq} after {last.get(tail, 0)}"
+        last[tail] = seq
+    assert len({p for p, _, _ in parts}) == 3

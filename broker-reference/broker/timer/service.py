@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rocketmq_broker.aio import wait_event
 from rocketmq_broker.store.inner_message import InnerMessage
 from rocketmq_broker.store.results import GetMessageStatus, PutMessageStatus
 from rocketmq_sdk.protocol import fastjson
@@ -335,7 +336,4 @@ class TimerService:
                 wait = min(wait, max(0.0, (self._heap[0][0] - self.clock()) / 1000.0))
             self._wake.clear()
             if wait > 0:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), wait)
-                except TimeoutError:
-                    pass
+                await wait_event(self._wake, wait)

@@ -25,6 +25,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from rocketmq_broker.aio import wait_event
 from rocketmq_broker.store.inner_message import InnerMessage, tags_string_to_tags_code
 from rocketmq_sdk.exceptions import MQError
 from rocketmq_sdk.protocol.codes import (
@@ -114,10 +115,7 @@ class TransactionCheckService:
         assert self._wakeup is not None
         log.info("transaction check service started")
         while True:
-            try:
-                await asyncio.wait_for(self._wakeup.wait(), self.broker.config.transaction_check_interval / 1000.0)
-            except TimeoutError:
-                pass
+            await wait_event(self._wakeup, self.broker.config.transaction_check_interval / 1000.0)
             self._wakeup.clear()
             c = self.broker.config
             begin = _now_ms()
