@@ -189,7 +189,7 @@ bench: install
 # make celery-suite - Celery's whole t/integration (from the installed celery's sdist) against rocketmq://
 # and against Redis as the broker, side by side; fails when a test passing on Redis does not pass on
 # rocketmq:// (docs/celery.md). BROKER=rocketmq runs only rocketmq:// and fails unless every test
-# passes or is skipped with a listed reason: .ci/run runs it after make test (docs/celery.md has the times).
+# passes or is skipped with a listed reason (~25 min; not yet in .ci/run: docs/celery.md says why).
 BROKER ?= both
 celery-suite: install redis
 	$(PY) tests/celery/celery_suite.py --broker $(BROKER)
