@@ -289,6 +289,17 @@ class BrokerClient:
                 created = True
                 self.admin.update_consume_offset(group, mq, q.max_offset)
 
+    def tell_consumers_to_end(self, group: str, topic: str) -> None:
+        """Have the brokers tell the group's running consumers (other processes: a worker) to
+        drop what they pulled of ``topic`` and read on from its end: an offset reset to the max
+        offset (INVOKE_BROKER_TO_RESET_OFFSET, pushed to the clients as 220; mqadmin
+        ``resetOffsetByTime -s -1``). Without a running consumer nothing is to be told; a
+        failure is logged, the committed offsets having moved already."""
+        try:
+            self.admin.reset_offset_by_time(group, topic, -1, force=True)
+        except MQError as exc:
+            log.debug("offset reset of %s on %s not pushed to its consumers: %s", group, topic, exc)
+
     def create_group(self, group: str) -> None:
         """Create the subscription group ``group`` on the masters of the ``cluster`` option's
         cluster, else of every cluster (mqadmin ``updateSubGroup`` defaults)."""

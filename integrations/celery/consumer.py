@@ -62,6 +62,9 @@ class QueueConsumer:
         self._buffered = 0
         self._closed = False
         self.lite = LitePullConsumer(group, auto_commit=False, **consumer_kwargs)
+        # a purge by another process (another worker, ``celery purge``) resets the group's
+        # offsets through the broker, which tells this consumer (see Channel._purge)
+        self.lite.set_offset_reset_listener(self._on_offset_reset)
         for topic in self.topics:
             self.lite.subscribe(topic, "*")
         self.lite.set_arrival_listener(self._on_pulled)
@@ -223,6 +226,34 @@ class QueueConsumer:
         except MQError as exc:
             log.warning("purge of %s: offset update failed: %s", self.queue, exc)
         return dropped
+
+    def _on_offset_reset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """The broker moved the group's offsets (a purge elsewhere): drop the messages of those
+        message queues stored before the new offsets and not delivered yet, and read on from
+        there; the messages already delivered stay with their deliveries (their acks no longer
+        hold the committed offset back). Messages at or after a new offset (stored after the
+        purge and pulled before this reset arrived) are kept."""
+        assigned = self.lite.assignment()
+        mqs = {mq: off for mq, off in offsets.items() if mq in assigned}
+        if not mqs or self._closed:
+            return
+        for mq, off in mqs.items():
+            if self.tracker.high(mq) <= off:   # nothing at or after off taken yet: pull from off
+                try:
+                    self.lite.seek(mq, off)    # the SDK's own buffer and the pulls in flight
+                except MQError as exc:
+                    log.warning("offset reset of %s: seek of %s to %d failed: %s", self.queue, mq, off, exc)
+        with self._lock:
+            for step, buf in list(self._buffers.items()):
+                kept = [e for e in buf if e[3] not in mqs or e[4].queue_offset >= mqs[e[3]]]
+                self._buffered -= len(buf) - len(kept)
+                heapq.heapify(kept)
+                self._buffers[step] = kept
+            for mq, off in mqs.items():
+                self.tracker.skip_to(mq, off)
+            self._lock.notify_all()
+        log.info("queue %s: the group's offsets of %s were reset (a purge): buffered messages before them dropped",
+                 self.queue, topic)
 
     def close(self) -> None:
         """Persist the committable offsets and leave the group (idempotent)."""

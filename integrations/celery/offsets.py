@@ -76,6 +76,17 @@ class OffsetTracker:
             q = self._queues.get(mq)
             return q.high if q else -1
 
+    def skip_to(self, mq: Hashable, offset: int) -> None:
+        """Offsets of ``mq`` before ``offset`` need no redelivery any more (the group's offset was
+        reset past them): they stop being pending; those at or after it keep their state."""
+        with self._lock:
+            q = self._queues.get(mq)
+            if q is None:
+                q = self._queues[mq] = _Queue()
+            q.pending = {o for o in q.pending if o >= offset}
+            q.heap = sorted(q.pending)
+            q.high = max(q.high, offset)
+
     def forget(self, mq: Hashable) -> None:
         """Drop ``mq``'s state (the queue went to another consumer or was purged)."""
         with self._lock:

@@ -511,6 +511,7 @@ class Channel(virtual.Channel):
                 client.move_group_to_end(group, topic)
             except TopicNotExistError:
                 continue
+            client.tell_consumers_to_end(group, topic)
         return size
 
 

@@ -130,6 +130,7 @@ class LitePullConsumer(ActiveConsumerBase):
         self._arrival_listener: Callable[[], None] | None = None
         self._last_commit = time.monotonic()
         self.orderly = False
+        self._offset_reset_listener: Callable[[str, dict[MessageQueue, int]], None] | None = None
 
     # -------------------------------------------------------------- queues
 
@@ -234,6 +235,27 @@ class LitePullConsumer(ActiveConsumerBase):
 
     def _offset_queues(self) -> set[MessageQueue]:
         return set(self._states) | set(self.offset_store.snapshot())
+
+    # -------------------------------------------------------------- broker offset resets
+
+    def set_offset_reset_listener(self, listener: Callable[[str, dict[MessageQueue, int]], None] | None) -> None:
+        """Hand the broker's offset resets to ``listener(topic, {mq: offset})``.
+
+        A broker pushes RESET_CONSUMER_CLIENT_OFFSET (220) to the online clients of a group when
+        an admin resets its offsets (``mqadmin resetOffsetByTime``,
+        :meth:`~rocketmq_sdk.admin.AdminClient.reset_offset_by_time`). Java's lite pull consumer
+        ignores it (the application chooses its offsets), and so does this one without a
+        listener (one WARNING). The listener runs in a worker thread, not on the client's I/O
+        loop, so it may call :meth:`seek` and the other blocking methods; ``None`` removes it.
+        """
+        self._offset_reset_listener = listener
+
+    async def reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        listener = self._offset_reset_listener
+        if listener is None:
+            await super().reset_offset(topic, offsets)
+            return
+        await asyncio.get_running_loop().run_in_executor(None, listener, topic, dict(offsets))
 
     # -------------------------------------------------------------- rebalancer hooks
 

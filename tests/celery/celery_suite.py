@@ -109,6 +109,10 @@ def run_suite(broker_url: str, redis_port: int, args: list[str], junit: Path,
     root = suite_dir()
     env = dict(os.environ, TEST_BROKER=broker_url, TEST_BACKEND=f"redis://127.0.0.1:{redis_port}/0",
                REDIS_HOST="127.0.0.1", REDIS_PORT=str(redis_port),
+               # the in-process test worker's log level (Celery's own knob, default "error"):
+               # test_trace_log_arguments asserts the worker's INFO records ("Task ... received",
+               # "... succeeded") reach caplog, from the prefork children through Celery's log queue
+               WORKER_LOGLEVEL=os.environ.get("WORKER_LOGLEVEL", "info"),
                PYTHONPATH=os.pathsep.join([str(root), str(HERE)]),
                # tests run the ``celery`` command by name: the venv's, also when it is not activated
                PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
@@ -116,7 +120,7 @@ def run_suite(broker_url: str, redis_port: int, args: list[str], junit: Path,
     ini = root / "pytest-rocketmq.ini"
     ini.write_text(INI)
     cmd = [sys.executable, "-m", "pytest", "-c", str(ini), "-p", "celery.contrib.pytest", "-p", "celery_suite_plugin", "-p", "no:cacheprovider",
-           "-p", "no:django", "-p", "no:rerunfailures", "--rootdir", str(root), "--timeout", str(TEST_TIMEOUT_S), "--junitxml", str(junit), "-v", "-rfE", "--timeout-method=signal",
+           "-p", "no:django", "-p", "no:rerunfailures", "--rootdir", str(root), "--timeout", str(TEST_TIMEOUT_S), "--junitxml", str(junit), "-v", "-rfEs", "--timeout-method=signal",
            *[f"--ignore={m}" for m in IGNORED], *args, *([] if any(a.startswith("t/") for a in args) else ["t/integration"])]
     return subprocess.run(cmd, cwd=root, env=env, timeout=timeout_s, text=True,
                           stdout=None if timeout_s is None else subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -160,8 +164,15 @@ def main(argv: list[str] | None = None) -> int:
         for n in worse:
             print(f"  {n}: {results['rocketmq'].get(n)}")
         return 1 if worse else 0
-    (only,) = results.values()
-    return 0 if only and all(v in ("passed", "skipped") for v in only.values()) else 1
+    ((broker, only),) = results.items()
+    counts = {kind: sum(1 for v in only.values() if v == kind) for kind in ("passed", "skipped", "failed", "error")}
+    bad = sorted(n for n, v in only.items() if v not in ("passed", "skipped"))
+    print(f"\n{broker}: {len(only)} tests, " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    for n in bad:
+        print(f"  {n}: {only[n]}")
+    if not only:
+        print(f"{broker}: no results (the run did not start or was interrupted)")
+    return 0 if only and not bad else 1
 
 
 if __name__ == "__main__":

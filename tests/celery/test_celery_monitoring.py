@@ -90,3 +90,27 @@ def test_events_dump_shows_worker_and_task_events(rocketmq_cluster, tmp_path):
         dump.terminate()
         dump.wait(20)
         close_app(app)
+
+
+def test_purge_under_a_running_worker_drops_the_queued_tasks(rocketmq_cluster, tmp_path):
+    """``celery purge`` while a worker runs: the tasks waiting behind a running one never run,
+    as on Redis (Celery's suite purges this way between tests, ``Manager.wait_until_idle``)."""
+    broker = f"rocketmq://{rocketmq_cluster.namesrv_addr}"
+    options = isolated_options(queue_nums=1)   # one message queue: the worker takes them in order
+    env = worker_env(broker, "rpc://", tmp_path, options)
+    app = make_app(broker, "rpc://", str(tmp_path), options, define_tasks=False)
+    try:
+        with running_worker(env, tmp_path, "-P", "prefork", "-c", "1") as worker:
+            wait_ready(app, worker)
+            RemoteTask(app, "hold").delay("h", 60.0)
+            wait_until(lambda: list(tmp_path.glob("h.started.*")), 60, "the held task started")
+            for _ in range(5):
+                RemoteTask(app, "stamp").delay("purged")
+            out = celery_cmd(env, "purge", "-f")
+            assert out.returncode == 0, out.stderr
+            (tmp_path / "h.release").touch()
+            # sent after the purge, so taken after anything left of the queue
+            assert RemoteTask(app, "add").delay(1, 2).get(timeout=60) == 3
+        assert list(tmp_path.glob("purged.ran.*")) == [], out.stdout
+    finally:
+        close_app(app)

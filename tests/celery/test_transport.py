@@ -15,11 +15,15 @@ import uuid
 import kombu
 import pytest
 from celery_workers import isolated_options
+from rocketmq_sdk import Message, Producer
 from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer import LitePullConsumer
 from rocketmq_sdk.exceptions import IllegalArgumentError, TopicNotExistError
+from rocketmq_sdk.integrations.celery.consumer import QueueConsumer
 from rocketmq_sdk.integrations.celery.naming import Naming, escape
 from rocketmq_sdk.integrations.celery.offsets import OffsetTracker
+
+from tests.conftest import wait_until
 
 
 @pytest.fixture()
@@ -243,6 +247,41 @@ def test_offset_tracker_never_passes_a_pending_offset():
     t.settled("mq", 13)
     assert t.committable("mq") == 15 and t.pending_count() == 0
     assert t.committable("other") == -1
+
+
+def test_offset_tracker_skip_to_drops_only_what_lies_before_the_new_offset():
+    t = OffsetTracker()
+    for off in (3, 4, 7, 8):
+        t.taken("mq", off)
+    t.skip_to("mq", 6)           # a reset to 6 (a purge): 3 and 4 need no redelivery, 7 and 8 do
+    assert t.committable("mq") == 7 and t.pending_count("mq") == 2
+    t.settled("mq", 7)
+    t.settled("mq", 8)
+    assert t.committable("mq") == 9
+    t.skip_to("fresh", 5)        # nothing taken yet: the committable offset is the reset one
+    assert t.committable("fresh") == 5 and t.high("fresh") == 5
+
+
+def test_an_offset_reset_drops_the_buffered_messages_before_it_and_keeps_the_later_ones(rocketmq_cluster):
+    """A purge's reset reaches a consumer that already pulled messages stored after it (sent
+    after the purge): those stay; the earlier ones go (Celery's errbacks published while
+    ``Manager.wait_until_idle`` purged were lost when every buffered message was dropped)."""
+    tag = uuid.uuid4().hex[:8]
+    topic, group = f"reset_{tag}", f"reset_g_{tag}"
+    with Producer(f"reset_p_{tag}", rocketmq_cluster.namesrv_addr) as producer:
+        for i in range(4):
+            producer.send(Message(topic, f"m{i}".encode()), lambda mqs, msg, arg: mqs[0])
+    qc = QueueConsumer("q", group, {topic: 0}, lambda: None, namesrv_addr=rocketmq_cluster.namesrv_addr,
+                       consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+    try:
+        wait_until(lambda: qc.buffered == 4, 30, "four messages buffered")
+        (mq,) = qc.tracker.queues()
+        qc._on_offset_reset(topic, {mq: 2})
+        taken = [qc.take() for _ in range(3)]
+        assert [m.body for _, m in taken[:2]] == [b"m2", b"m3"] and taken[2] is None
+        assert qc.tracker.committable(mq) == 2
+    finally:
+        qc.close()
 
 
 CLASS_PATH_FORMS = {

@@ -7,6 +7,7 @@ import time
 
 import pytest
 from rocketmq_sdk import Message
+from rocketmq_sdk.admin import AdminClient
 from rocketmq_sdk.consumer.lite_pull_consumer import LitePullConsumer
 from rocketmq_sdk.exceptions import IllegalArgumentError
 from rocketmq_sdk.protocol import MessageQueue
@@ -138,5 +139,39 @@ def test_arrival_listener_runs_on_the_io_thread_and_poll_zero_takes_the_batch(cl
         producer.send(Message(topic, b"unheard"), q0)
         assert [m.body for m in poll_until(c, 1)] == [b"unheard"]
         assert len(calls) == 3
+    finally:
+        c.shutdown()
+
+
+def test_a_broker_offset_reset_reaches_the_listener_which_may_seek(cluster, producer):
+    """An admin's offset reset (INVOKE_BROKER_TO_RESET_OFFSET, pushed as 220) reaches the
+    listener of :meth:`set_offset_reset_listener` off the I/O loop (it seeks: blocking calls);
+    without a listener the consumer keeps its position (Java's lite pull consumer)."""
+    topic, group = unique("TopicLiteReset"), unique("cg")
+    q0 = lambda mqs, msg, arg: mqs[0]  # noqa: E731
+    for i in range(5):
+        producer.send(Message(topic, f"r{i}"), q0)
+    c = LitePullConsumer(group, cluster.namesrv_addr, instance_name="lreset", auto_commit=False, **LITE_FAST)
+    c.subscribe(topic)
+    c.start()
+    resets: list = []
+
+    def on_reset(reset_topic, offsets):
+        for mq, off in offsets.items():
+            c.seek(mq, off)
+        resets.append((reset_topic, offsets))
+
+    try:
+        assert len(poll_until(c, 5)) == 5
+        c.commit_sync()
+        with AdminClient(cluster.namesrv_addr) as admin:
+            admin.reset_offset_by_time(group, topic, 0)   # no listener: ignored, position kept
+            producer.send(Message(topic, "r5"), q0)
+            assert [m.body for m in poll_until(c, 1)] == [b"r5"]
+            c.set_offset_reset_listener(on_reset)
+            admin.reset_offset_by_time(group, topic, 0)   # back to the first message
+            wait_until(lambda: resets, what="the reset handed to the listener")
+        assert resets[0][0] == topic and resets[0][1][MessageQueue(topic, "broker-a", 0)] == 0
+        assert [m.body for m in poll_until(c, 6)] == [f"r{i}".encode() for i in range(6)]
     finally:
         c.shutdown()
