@@ -67,9 +67,10 @@ DLEDGER_FEATURE_MODULES = {"test_send_pull", "test_transactions", "test_locks", 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.module.__name__.rsplit(".", 1)[-1] not in DLEDGER_FEATURE_MODULES:
         return
+    modes = ["1m"] if metafunc.definition.get_closest_marker("single_master") else ["1m", "dledger"]
     for name in ("cluster", "fast_cluster"):
         if name in metafunc.fixturenames:
-            metafunc.parametrize(name, ["1m", "dledger"], indirect=True)
+            metafunc.parametrize(name, modes, indirect=True)
 
 
 def cluster_mode(request: pytest.FixtureRequest) -> str:
