@@ -33,24 +33,14 @@ sys.path.insert(0, HERE)
 
 import grpc_clients  # noqa: E402
 import grpc_proxy_cpu  # noqa: E402
+from rocketmq_sdk.grpc.http2 import frame, literal  # noqa: E402
 
 _U32 = struct.Struct(">I")
 
 
-def _frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
-    n = len(payload)
-    return bytes((n >> 16 & 255, n >> 8 & 255, n & 255, kind, flags)) + _U32.pack(stream_id) + payload
-
-
 def _literal(headers: list[tuple[str, str]]) -> bytes:
     """A header block of literal fields without indexing (RFC 7541 §6.2.2, new names)."""
-    from hpack.hpack import encode_integer
-
-    out = bytearray()
-    for k, v in headers:
-        kb, vb = k.encode(), v.encode()
-        out += b"\x00" + encode_integer(len(kb), 7) + kb + encode_integer(len(vb), 7) + vb
-    return bytes(out)
+    return b"".join(literal(k, v) for k, v in headers)
 
 
 class _EchoH2(asyncio.Protocol):
@@ -70,7 +60,7 @@ class _EchoH2(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
         # SETTINGS (INITIAL_WINDOW_SIZE 1 MiB) and a connection window of 16 MiB
-        transport.write(_frame(4, 0, 0, struct.pack(">HI", 4, 1 << 20)) + _frame(8, 0, 0, _U32.pack(1 << 24)))  # type: ignore[attr-defined]
+        transport.write(frame(4, 0, 0, struct.pack(">HI", 4, 1 << 20)) + frame(8, 0, 0, _U32.pack(1 << 24)))  # type: ignore[attr-defined]
 
     def data_received(self, data: bytes) -> None:
         buf = self.buf
@@ -96,16 +86,16 @@ class _EchoH2(asyncio.Protocol):
                 self.bodies.setdefault(sid, bytearray()).extend(payload)
                 self.unacked += length
             elif kind == 4 and not flags & 1:  # SETTINGS: ack
-                out.append(_frame(4, 1, 0))
+                out.append(frame(4, 1, 0))
             elif kind == 6 and not flags & 1:  # PING: ack
-                out.append(_frame(6, 1, 0, payload))
+                out.append(frame(6, 1, 0, payload))
             if kind in (0, 1) and flags & 1:  # END_STREAM: answer
                 body = bytes(self.bodies.pop(sid, b"")[5:])
-                out += [_frame(1, 4, sid, self.head), _frame(0, 0, sid, b"\x00" + _U32.pack(len(body)) + body),
-                        _frame(1, 5, sid, self.trailers)]
+                out += [frame(1, 4, sid, self.head), frame(0, 0, sid, b"\x00" + _U32.pack(len(body)) + body),
+                        frame(1, 5, sid, self.trailers)]
         del buf[:pos]
         if self.unacked > 1 << 19:
-            out.append(_frame(8, 0, 0, _U32.pack(self.unacked)))
+            out.append(frame(8, 0, 0, _U32.pack(self.unacked)))
             self.unacked = 0
         if out:
             self.transport.write(b"".join(out))  # type: ignore[attr-defined]
