@@ -23,10 +23,12 @@ SKIPPED = {
         "xfail for redis:// by URL scheme",
 }
 _TRACE_LOG_RACE = (
-    "flaky in a whole run, cause not established: the test waits a fixed 10 ms after result.get() "
-    "for the prefork child's 'succeeded'/'raised' record, which reaches caplog through Celery's log "
-    "queue (a listener thread in the test process); passes alone with WORKER_LOGLEVEL=info, and in "
-    "a whole run the main process's 'received' record arrived but the child's had not (docs/celery.md)")
+    "a race in the test, on any broker: Celery's pool child stores the result in the result backend "
+    "(celery/app/trace.py: mark_as_done / mark_as_failure) before it logs 'succeeded' / 'raised', and "
+    "that record reaches caplog only through a billiard queue to a listener thread of the test "
+    "process; the test waits a fixed 10 ms after result.get() returns. The broker is on neither path "
+    "(Redis result backend, child -> test process). 0.1-3 ms on a quiet machine on both brokers; "
+    "under load it fails with Redis as the broker too (docs/celery.md)")
 SKIPPED.update({
     "t/integration/test_tasks.py::test_trace_log_arguments::test_task_success": _TRACE_LOG_RACE,
     "t/integration/test_tasks.py::test_trace_log_arguments::test_task_failed": _TRACE_LOG_RACE,
@@ -63,6 +65,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.own_markers[:] = [m for m in item.own_markers if m.name != "timeout"]
             item.add_marker(pytest.mark.timeout(relaxed[0]))
     if not os.environ.get("TEST_BROKER", "").startswith("rocketmq://"):
+        return
+    if os.environ.get("CELERY_SUITE_RUN_SKIPPED") == "1":   # recheck the reasons: run them anyway
         return
     for item in items:
         reason = SKIPPED.get(item.nodeid.split("[", 1)[0])

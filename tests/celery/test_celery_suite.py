@@ -6,8 +6,11 @@ Redis as the broker, is ``make celery-suite``."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
-from celery_suite import outcomes, redis_server, redis_server_path, run_suite, suite_dir
+from celery_suite import junit_name, outcomes, redis_server, redis_server_path, run_suite, suite_dir
 from rocketmq_broker.embedded import start_dev_cluster
 
 from tests.conftest import env_broker_config
@@ -51,3 +54,21 @@ def test_celery_integration_suite_subset(tmp_path):
     assert not bad, f"{bad}\n{proc.stdout[-6000:]}"
     assert {name: results.get(name) for name in expected_failures} == dict.fromkeys(expected_failures, "failed"), \
         proc.stdout[-6000:]
+
+
+def test_a_listed_skip_is_named_as_in_the_junit_report(tmp_path):
+    """``make celery-suite`` (both brokers) exempts the tests skipped on rocketmq:// with a listed
+    reason (celery_suite_plugin.SKIPPED, pytest node ids) from "passes with Redis but not on
+    rocketmq://": the node ids must map to the names pytest's JUnit report gives them."""
+    (tmp_path / "t" / "integration").mkdir(parents=True)
+    (tmp_path / "t" / "integration" / "test_x.py").write_text(
+        "import pytest\n"
+        "class test_k:\n    def test_m(self): pass\n"
+        "def test_f(): pass\n"
+        "@pytest.mark.parametrize('p', [1])\ndef test_p(p): pass\n")
+    junit = tmp_path / "r.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                    "-o", "python_classes=test_*", "--junitxml", str(junit), "t/integration/test_x.py"], cwd=tmp_path, check=True, capture_output=True)
+    names = {n.split("[", 1)[0] for n in outcomes(junit)}
+    assert names == {junit_name("t/integration/test_x.py::test_k::test_m"), junit_name("t/integration/test_x.py::test_f"),
+                     junit_name("t/integration/test_x.py::test_p")}
