@@ -14,8 +14,8 @@ from the ``TYPE_CHECKING`` block of the package's own source, so the list is not
 
 from __future__ import annotations
 
-import ast
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +24,8 @@ from typing import Any
 def _type_checking_imports(path: str, package: str) -> dict[str, tuple[str, str]]:
     """Public name -> (module, attribute) of every ``from X import a`` under ``if TYPE_CHECKING:``
     in the source at ``path`` (a package ``__init__``; relative imports are against ``package``)."""
+    import ast  # here: read once per package, at its first lazy look-up
+
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     found: dict[str, tuple[str, str]] = {}
@@ -50,7 +52,7 @@ def lazy_exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[
 
     ``__getattr__(name)`` imports the module the ``TYPE_CHECKING`` block names for ``name``, stores
     the value in the package (later look-ups are plain attribute reads) and returns it; it raises
-    ``AttributeError`` for a name the block does not list. ``__dir__()`` lists the package's
+    ``AttributeError`` for a name that is neither listed there nor a submodule. ``__dir__()`` lists the package's
     attributes and every lazy name.
     """
     module = sys.modules[package]
@@ -65,9 +67,13 @@ def lazy_exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[
         return table
 
     def __getattr__(name: str) -> Any:  # noqa: N807 - PEP 562's name
-        target = exports().get(name) if not name.startswith("__") else None
-        if target is None:
+        if name.startswith("__"):
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        target = exports().get(name)
+        if target is None:  # a submodule, as the eager ``__init__`` had imported them all
+            if importlib.util.find_spec(f"{package}.{name}") is None:
+                raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            target = (f"{package}.{name}", "")
         imported = importlib.import_module(target[0])
         value = getattr(imported, target[1]) if target[1] else imported
         setattr(module, name, value)

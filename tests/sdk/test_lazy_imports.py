@@ -68,6 +68,16 @@ def test_an_unknown_name_is_an_attribute_error():
         from rocketmq_sdk import Prodcer  # noqa: F401
 
 
+def test_a_submodule_is_an_attribute_of_its_package_as_before():
+    loaded = _modules_after("""
+        import rocketmq_sdk.protocol
+        assert rocketmq_sdk.protocol.fastjson.__name__ == "rocketmq_sdk.protocol.fastjson"
+        from rocketmq_sdk.consumer import push_consumer
+        assert push_consumer.PushConsumer
+    """)
+    assert "rocketmq_sdk.consumer.push_consumer" in loaded
+
+
 def test_the_table_is_read_from_the_type_checking_block(tmp_path):
     init = tmp_path / "__init__.py"
     init.write_text("from typing import TYPE_CHECKING\nimport os\nif TYPE_CHECKING:\n"
