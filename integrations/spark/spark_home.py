@@ -58,7 +58,7 @@ def use_installed_pyspark(cache_dir: str | os.PathLike[str] | None = None) -> st
     """Point ``SPARK_HOME`` at a mirror of the pip-installed PySpark without ``pyspark.zip``
     (see the module docstring); call it before the first ``SparkSession`` of the process.
 
-    Nothing changes (returns None) when ``SPARK_HOME`` is already set (a Spark distribution, or
+    Nothing changes (returns None) when ``SPARK_HOME`` is already set, not empty (a Spark distribution, or
     a choice made elsewhere), when PySpark is not a pip install with ``python/lib/pyspark.zip``,
     or when ``py4j`` is not installed beside it.
 

@@ -36,14 +36,14 @@ def test_spark_processes_import_the_installed_pyspark_with_the_mirror(tmp_path, 
     if not (real / "python" / "lib" / "pyspark.zip").is_file():
         pytest.skip("PySpark is not a pip install with python/lib/pyspark.zip")
     assert "pyspark.zip" in _pyspark_file(real)  # what Spark does by default: compiled from the zip
-    monkeypatch.delenv("SPARK_HOME", raising=False)
+    monkeypatch.setenv("SPARK_HOME", "")  # unset for the function; the real value comes back after the test
     home = Path(use_installed_pyspark(tmp_path))
     assert os.environ["SPARK_HOME"] == str(home)
     assert _pyspark_file(home) == str(real / "__init__.py")
     assert (home / "jars").resolve() == (real / "jars").resolve()
     assert (home / "bin" / "spark-submit").is_file() and (home / "python" / "pyspark" / "shell.py").is_file()
     assert not list((home / "python" / "lib").glob("*.zip"))
-    monkeypatch.delenv("SPARK_HOME")
+    monkeypatch.setenv("SPARK_HOME", "")
     assert use_installed_pyspark(tmp_path) == str(home)  # reused
     assert [p.name for p in tmp_path.iterdir()] == [home.name]
 
