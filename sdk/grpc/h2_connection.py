@@ -187,14 +187,7 @@ class H2Connection:
             pass
 
     def _header_frames(self, sid: int, block: bytes) -> bytes:
-        size = self._peer_max_frame
-        if len(block) <= size:
-            return h.frame(h.HEADERS, h.END_HEADERS, sid, block)
-        parts = [block[i:i + size] for i in range(0, len(block), size)]
-        out = [h.frame(h.HEADERS, 0, sid, parts[0])]
-        out += [h.frame(h.CONTINUATION, 0, sid, p) for p in parts[1:-1]]
-        out.append(h.frame(h.CONTINUATION, h.END_HEADERS, sid, parts[-1]))
-        return b"".join(out)
+        return h.header_frames(sid, block, self._peer_max_frame)
 
     def _send_rest(self, st: _Stream, rest: memoryview, deadline: float) -> None:
         while rest:
@@ -358,7 +351,7 @@ class H2Connection:
         if kind == h.HEADERS:
             if sid == 0:
                 raise h.ProtocolError("HEADERS on stream 0")
-            payload = _unpad(flags, payload)
+            payload = h.unpad(flags, payload)
             if flags & h.PRIORITY_FLAG:
                 payload = payload[5:]
             self._headers_of = (sid, flags, bytearray(payload))
@@ -467,7 +460,7 @@ class H2Connection:
         st = self._streams.get(sid)
         if st is None or st.done:
             return out
-        st.data += _unpad(flags, payload)
+        st.data += h.unpad(flags, payload)
         data = st.data
         if len(data) >= 5:
             declared = int.from_bytes(data[1:5], "big")
@@ -549,10 +542,3 @@ class H2Connection:
             pass
         self._sock.close()
 
-
-def _unpad(flags: int, payload: bytes) -> bytes:
-    if not flags & h.PADDED:
-        return payload
-    if not payload or payload[0] >= len(payload):
-        raise h.ProtocolError("padding longer than the frame")
-    return payload[1:len(payload) - payload[0]]

@@ -1,8 +1,10 @@
-"""HTTP/2 framing (RFC 9113) as the SDK's own gRPC unary transport needs it: frame types, flags,
-settings and error codes, one frame's bytes, a frame header's fields, and request header blocks
-in HPACK's literal form (RFC 7541 §6.2.2: never added to either side's dynamic table, so the
-encoder keeps no state). Decoding a server's header blocks (dynamic table, Huffman) is the
-``hpack`` library's (:mod:`.unary` holds the decoder per connection).
+"""HTTP/2 framing (RFC 9113) as gRPC's two ends in this project need it (the SDK's own unary
+transport, :mod:`.h2_connection`, and the reference broker's gRPC server, ``rocketmq_broker.proxy.h2_*``):
+frame types, flags, settings and error codes, one frame's bytes, a frame header's fields, padding,
+a header block cut into HEADERS + CONTINUATION frames, header blocks in HPACK's literal form (RFC
+7541 §6.2.2: never added to either side's dynamic table, so the encoder keeps no state), gRPC's
+5-byte message prefix and its ``grpc-timeout`` header. Decoding the peer's header blocks (dynamic
+table, Huffman) is the ``hpack`` library's (each connection holds its decoder).
 """
 
 from __future__ import annotations
@@ -88,6 +90,53 @@ def u32(payload: bytes, offset: int = 0) -> int:
     """The big-endian 31-bit value at ``offset`` (the reserved bit cleared)."""
     value: int = _U32.unpack_from(payload, offset)[0]
     return value & MAX_WINDOW
+
+
+def unpad(flags: int, payload: bytes) -> bytes:
+    """The payload of a DATA or HEADERS frame without its padding (flag PADDED).
+
+    Raises:
+        ProtocolError: padding as long as the frame or longer.
+    """
+    if not flags & PADDED:
+        return payload
+    if not payload or payload[0] >= len(payload):
+        raise ProtocolError("padding longer than the frame")
+    return payload[1:len(payload) - payload[0]]
+
+
+def header_frames(stream_id: int, block: bytes, max_frame: int, flags: int = 0) -> bytes:
+    """Header ``block`` as one HEADERS frame (``flags`` | END_HEADERS), or HEADERS + CONTINUATION
+    frames of at most ``max_frame`` bytes each (the peer's SETTINGS_MAX_FRAME_SIZE)."""
+    if len(block) <= max_frame:
+        return frame(HEADERS, flags | END_HEADERS, stream_id, block)
+    parts = [block[i:i + max_frame] for i in range(0, len(block), max_frame)]
+    out = [frame(HEADERS, flags, stream_id, parts[0])]
+    out += [frame(CONTINUATION, 0, stream_id, p) for p in parts[1:-1]]
+    out.append(frame(CONTINUATION, END_HEADERS, stream_id, parts[-1]))
+    return b"".join(out)
+
+
+def grpc_message(message: bytes) -> bytes:
+    """One gRPC length-prefixed message: flag 0 (not compressed), 4-byte length, ``message``."""
+    return b"\0" + _U32.pack(len(message)) + message
+
+
+#: seconds per unit of a ``grpc-timeout`` value (gRPC over HTTP/2: H M S m u n)
+_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+
+
+def parse_grpc_timeout(value: str) -> float:
+    """Seconds of a ``grpc-timeout`` header (``"2500m"``: 2.5): 1 to 8 ASCII digits and a unit.
+
+    Raises:
+        ValueError: not of that form.
+    """
+    unit = _TIMEOUT_UNITS.get(value[-1:])
+    digits = value[:-1]
+    if unit is None or not 1 <= len(digits) <= 8 or not digits.isascii() or not digits.isdigit():
+        raise ValueError(f"grpc-timeout {value[:20]!r} is not 1-8 digits and a unit of H M S m u n")
+    return int(digits) * unit
 
 
 def hpack_int(value: int, prefix_bits: int, first: int) -> bytes:
