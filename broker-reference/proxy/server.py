@@ -38,7 +38,7 @@ HEARTBEAT_INTERVAL_S = 10.0
 #: the gRPC servers a proxy can run on, and the environment variable choosing one
 SERVERS = ("own", "grpcio")
 SERVER_ENV = "ROCKETMQ_GRPC_SERVER"
-DEFAULT_SERVER = "grpcio"
+DEFAULT_SERVER = "own"
 
 
 def server_kind(server: str | None) -> str:
