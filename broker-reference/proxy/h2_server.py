@@ -80,7 +80,7 @@ class H2ServerConnection(asyncio.Protocol):
         self._decoder.max_header_list_size = MAX_HEADER_BLOCK
         self._streams: dict[int, ServerStream] = {}
         self._last_id = 0  # the highest stream id the client opened
-        self._headers_of: tuple[int, int, bytearray] | None = None  # stream, flags, block (awaiting CONTINUATION)
+        self._blocks = h.HeaderBlocks(MAX_HEADER_BLOCK)
         self._recv_window = RECV_WINDOW
         self._conn_unacked = 0
         self._draining = False  # GOAWAY sent: no new calls
@@ -167,28 +167,18 @@ class H2ServerConnection(asyncio.Protocol):
 
     # -- frames ------------------------------------------------------------------------------------------
     def _handle(self, kind: int, flags: int, sid: int, payload: bytes, out: list[bytes]) -> None:
-        if self._headers_of is not None and kind != h.CONTINUATION:
+        if self._blocks.pending is not None and kind != h.CONTINUATION:
             raise h.ProtocolError(f"frame type {kind} inside a header block")
         if kind == h.DATA:
             self._on_data(flags, sid, payload, out)
         elif kind == h.HEADERS:
             if sid == 0 or not sid & 1:
                 raise h.ProtocolError(f"HEADERS on stream {sid}")
-            payload = h.unpad(flags, payload)
-            if flags & h.PRIORITY_FLAG:
-                payload = payload[5:]
-            self._headers_of = (sid, flags, bytearray(payload))
-            if flags & h.END_HEADERS:
-                self._end_headers()
+            if (block := self._blocks.headers(flags, sid, payload)) is not None:
+                self._end_headers(*block)
         elif kind == h.CONTINUATION:
-            pending = self._headers_of
-            if pending is None or pending[0] != sid:
-                raise h.ProtocolError("CONTINUATION without its HEADERS")
-            pending[2].extend(payload)
-            if len(pending[2]) > MAX_HEADER_BLOCK:
-                raise _ConnError(h.ENHANCE_YOUR_CALM, f"header block over {MAX_HEADER_BLOCK} bytes")
-            if flags & h.END_HEADERS:
-                self._end_headers()
+            if (block := self._blocks.continuation(flags, sid, payload)) is not None:
+                self._end_headers(*block)
         elif kind == h.SETTINGS:
             if sid != 0:
                 raise h.ProtocolError("SETTINGS on a stream")
@@ -303,11 +293,8 @@ class H2ServerConnection(asyncio.Protocol):
             st.recv_unacked = 0
 
     # -- a new call ---------------------------------------------------------------------------------------
-    def _end_headers(self) -> None:
-        assert self._headers_of is not None
-        sid, flags, block = self._headers_of
-        self._headers_of = None
-        fields = self._decoder.decode(bytes(block))  # always: keeps the client's dynamic table in step
+    def _end_headers(self, sid: int, flags: int, block: bytes) -> None:
+        fields = self._decoder.decode(block)  # always: keeps the client's dynamic table in step
         st = self._streams.get(sid)
         if st is not None:  # trailers from the client (grpc sends none, but HTTP/2 allows them)
             if not flags & h.END_STREAM:

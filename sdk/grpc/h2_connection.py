@@ -80,7 +80,7 @@ class H2Connection:
         self._recv_window = RECV_WINDOW
         self._conn_unacked = 0
         self._settings_seen = False
-        self._headers_of: tuple[int, int, bytearray] | None = None  # stream, flags, block (awaiting CONTINUATION)
+        self._blocks = h.HeaderBlocks(MAX_HEADER_BLOCK)
         self._error: GrpcStatusError | None = None
         self._goaway = False
 
@@ -344,29 +344,19 @@ class H2Connection:
         return length
 
     def _handle(self, kind: int, flags: int, sid: int, payload: bytes) -> bytes:
-        if self._headers_of is not None and kind != h.CONTINUATION:
+        if self._blocks.pending is not None and kind != h.CONTINUATION:
             raise h.ProtocolError(f"frame type {kind} inside a header block")
         if kind == h.DATA:
             return self._on_data(flags, sid, payload)
         if kind == h.HEADERS:
             if sid == 0:
                 raise h.ProtocolError("HEADERS on stream 0")
-            payload = h.unpad(flags, payload)
-            if flags & h.PRIORITY_FLAG:
-                payload = payload[5:]
-            self._headers_of = (sid, flags, bytearray(payload))
-            if flags & h.END_HEADERS:
-                self._end_headers()
+            if (block := self._blocks.headers(flags, sid, payload)) is not None:
+                self._end_headers(*block)
             return b""
         if kind == h.CONTINUATION:
-            pending = self._headers_of
-            if pending is None or pending[0] != sid:
-                raise h.ProtocolError("CONTINUATION without its HEADERS")
-            pending[2].extend(payload)
-            if len(pending[2]) > MAX_HEADER_BLOCK:
-                raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-            if flags & h.END_HEADERS:
-                self._end_headers()
+            if (block := self._blocks.continuation(flags, sid, payload)) is not None:
+                self._end_headers(*block)
             return b""
         if kind == h.SETTINGS:
             return self._on_settings(flags, payload)
@@ -408,13 +398,8 @@ class H2Connection:
             raise h.ProtocolError("PUSH_PROMISE though push is disabled")
         return b""  # PRIORITY, unknown types: ignored
 
-    def _end_headers(self) -> None:
-        assert self._headers_of is not None
-        sid, flags, block = self._headers_of
-        self._headers_of = None
-        if len(block) > MAX_HEADER_BLOCK:
-            raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-        headers = self._decode(bytes(block))  # always (even for a stream given up): keeps the table in step
+    def _end_headers(self, sid: int, flags: int, block: bytes) -> None:
+        headers = self._decode(block)  # always (even for a stream given up): keeps the table in step
         st = self._streams.get(sid)
         if st is not None and not st.done:
             st.headers.append(headers)

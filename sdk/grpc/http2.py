@@ -117,6 +117,55 @@ def header_frames(stream_id: int, block: bytes, max_frame: int, flags: int = 0) 
     return b"".join(out)
 
 
+class HeaderBlocks:
+    """A connection's header blocks put back together from a HEADERS frame (padding and priority
+    removed) and the CONTINUATION frames up to END_HEADERS.
+
+    Args:
+        limit: the longest block accepted, bytes.
+    """
+
+    __slots__ = ("limit", "pending")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        #: (stream id, the HEADERS frame's flags, the block so far) while CONTINUATION frames are due
+        self.pending: tuple[int, int, bytearray] | None = None
+
+    def headers(self, flags: int, stream_id: int, payload: bytes) -> tuple[int, int, bytes] | None:
+        """A HEADERS frame: ``(stream id, flags, block)`` when the block is complete, else None.
+
+        Raises:
+            ProtocolError: bad padding, or a block over ``limit``.
+        """
+        payload = unpad(flags, payload)
+        if flags & PRIORITY_FLAG:
+            payload = payload[5:]
+        if len(payload) > self.limit:
+            raise ProtocolError(f"header block over {self.limit} bytes")
+        if flags & END_HEADERS:
+            return stream_id, flags, payload
+        self.pending = (stream_id, flags, bytearray(payload))
+        return None
+
+    def continuation(self, flags: int, stream_id: int, payload: bytes) -> tuple[int, int, bytes] | None:
+        """A CONTINUATION frame: as :meth:`headers`.
+
+        Raises:
+            ProtocolError: no block open on ``stream_id``, or the block over ``limit``.
+        """
+        pending = self.pending
+        if pending is None or pending[0] != stream_id:
+            raise ProtocolError("CONTINUATION without its HEADERS")
+        pending[2].extend(payload)
+        if len(pending[2]) > self.limit:
+            raise ProtocolError(f"header block over {self.limit} bytes")
+        if not flags & END_HEADERS:
+            return None
+        self.pending = None
+        return pending[0], pending[1], bytes(pending[2])
+
+
 def grpc_message(message: bytes) -> bytes:
     """One gRPC length-prefixed message: flag 0 (not compressed), 4-byte length, ``message``."""
     return b"\0" + _U32.pack(len(message)) + message

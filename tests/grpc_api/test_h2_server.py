@@ -144,6 +144,15 @@ class Raw:
         self.sock.close()
 
 
+def wait_for(raw: Raw, ready) -> None:
+    """Until ``ready()`` (a PING answered per check: the server has read what came before), 10 s at most."""
+    deadline = time.monotonic() + 10
+    while not ready():
+        assert time.monotonic() < deadline, "the server's handler did not start"
+        raw.send(h.frame(h.PING, 0, 0, b"waiting!"))
+        raw.until(h.PING, flags=h.ACK)
+
+
 def request_block(path: str, *extra: tuple[str, str]) -> bytes:
     return (h.METHOD_POST + h.SCHEME_HTTP + h.literal(h.PATH, path) + h.literal(h.AUTHORITY, "t")
             + h.literal(h.CONTENT_TYPE, "application/grpc") + h.literal("te", "trailers")
@@ -295,11 +304,7 @@ def test_rst_stream_from_the_client_cancels_the_handler(served):
     raw = Raw(port)
     try:
         raw.send(call_frames(1, "/t.S/Slow", b"x"))
-        deadline = time.monotonic() + 10
-        while svc.cancelled is None and time.monotonic() < deadline:
-            raw.send(h.frame(h.PING, 0, 0, b"waiting!"))
-            raw.until(h.PING, flags=h.ACK)
-        assert svc.cancelled is not None
+        wait_for(raw, lambda: svc.cancelled is not None)
         raw.send(h.rst_stream(1, h.CANCEL))
         assert asyncio.run_coroutine_threadsafe(asyncio.wait_for(svc.cancelled.wait(), 10), loop).result(11) is True
         raw.send(call_frames(3, "/t.S/Echo", b"still"))  # the connection goes on
@@ -409,10 +414,7 @@ def test_goaway_on_shutdown_lets_the_call_in_flight_finish():
         port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
         raw = Raw(port)
         raw.send(call_frames(1, "/t.S/Slow", b"in flight"))
-        deadline = time.monotonic() + 10
-        while svc.release is None and time.monotonic() < deadline:
-            raw.send(h.frame(h.PING, 0, 0, b"waiting!"))
-            raw.until(h.PING, flags=h.ACK)
+        wait_for(raw, lambda: svc.release is not None)
         stopping = asyncio.run_coroutine_threadsafe(server.stop(10), loop)
         _, (_, _, _, payload) = raw.until(h.GOAWAY)
         assert (h.u32(payload), h.u32(payload, 4)) == (1, h.NO_ERROR)  # stream 1 will still be answered
