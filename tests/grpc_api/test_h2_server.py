@@ -473,3 +473,33 @@ def test_the_proxy_server_switch(monkeypatch):
     monkeypatch.setenv("ROCKETMQ_GRPC_SERVER", "nghttp2")
     with pytest.raises(ValueError, match="expected one of own, grpcio"):
         GrpcProxy("127.0.0.1:1")
+
+
+def test_a_proxy_on_grpcio_s_server_still_serves_sends_and_receives(grpc_cluster):
+    """The switch back (``server="grpcio"``): this SDK's sends (own unary transport and grpcio's
+    async path) and a SimpleConsumer's long-polling receive over grpc.aio's server."""
+    from rocketmq_broker.proxy import GrpcProxy
+    from rocketmq_sdk import Message, Producer, SimpleConsumer
+
+    from .conftest import unique
+
+    cluster, _ = grpc_cluster
+    proxy = GrpcProxy(cluster.namesrv_addr, server="grpcio")
+    proxy.start()
+    try:
+        assert type(proxy._server).__module__.startswith("grpc")
+        topic, group = unique("sw"), unique("cg")
+        with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p:
+            sent = {p.send(Message(topic, b"sync")).msg_id, p.send_async(Message(topic, b"async")).result(10).msg_id}
+        consumer = SimpleConsumer(group, endpoints=proxy.addr, protocol="grpc", await_duration=1)
+        consumer.subscribe(topic, "*")
+        with consumer as c:
+            got: set[str] = set()
+            deadline = time.monotonic() + 30
+            while got != sent and time.monotonic() < deadline:
+                for m in c.receive(16, 30):
+                    got.add(m.msg_id)
+                    c.ack(m)
+        assert got == sent
+    finally:
+        proxy.stop()
