@@ -167,6 +167,11 @@ class _Sender:
         return b"" if self.st.remote_closed else h.rst_stream(self.st.id, h.NO_ERROR)
 
 
+def finish_call(out: Outbound, st: ServerStream, code: int, details: str) -> None:
+    """End the call on ``st`` now with status ``code`` and ``details`` (nothing if already ended)."""
+    _Sender(out, st, 0).finish(trailers(code, details))
+
+
 def _trailer_block(code: int, details: str, ctx: CallContext) -> bytes:
     block = trailers(code, details)
     for k, v in ctx.trailing_metadata:

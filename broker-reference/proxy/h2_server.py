@@ -25,7 +25,7 @@ import hpack
 from rocketmq_sdk.grpc import http2 as h
 from rocketmq_sdk.grpc.status import INTERNAL, RESOURCE_EXHAUSTED
 
-from .h2_calls import RESPONSE_HEAD, Method, deadline_of, run_call, trailers
+from .h2_calls import RESPONSE_HEAD, Method, deadline_of, finish_call, run_call, trailers
 from .h2_stream import UNIMPLEMENTED, CallError, Outbound, ServerStream
 
 log = logging.getLogger("rocketmq_broker.proxy")
@@ -36,6 +36,8 @@ RECV_WINDOW = 4 * 1024 * 1024
 MAX_FRAME_IN = 1024 * 1024
 #: a header block (HEADERS + CONTINUATION) longer than this closes the connection, bytes
 MAX_HEADER_BLOCK = 256 * 1024
+#: a connection that has not sent the HTTP/2 preface by then is closed, s
+PREFACE_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class H2ServerConnection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._peer = ""
         self.idle: asyncio.Future[None] | None = None  # set once draining and without calls
+        self._preface_timer: asyncio.TimerHandle | None = None
 
     # -- asyncio's side ------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -102,12 +105,21 @@ class H2ServerConnection(asyncio.Protocol):
                      sslobj.selected_alpn_protocol())
             transport.close()
             return
+        self._preface_timer = asyncio.get_running_loop().call_later(PREFACE_TIMEOUT_S, self._no_preface)
         lim = self._limits
         self._out.write(h.settings({h.MAX_CONCURRENT_STREAMS: lim.max_streams, h.INITIAL_WINDOW_SIZE: RECV_WINDOW,
                                     h.MAX_FRAME_SIZE: MAX_FRAME_IN, h.MAX_HEADER_LIST_SIZE: lim.max_header_list})
                         + h.window_update(0, RECV_WINDOW - h.DEFAULT_WINDOW))
 
+    def _no_preface(self) -> None:
+        self._preface_timer = None
+        if not self._preface:
+            log.info("gRPC client %s sent no HTTP/2 preface in %.0f s: closed", self._peer, PREFACE_TIMEOUT_S)
+            self.abort()
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._preface_timer is not None:
+            self._preface_timer.cancel()
         self._connections.discard(self)
         out = self._out
         if out is not None:
@@ -142,6 +154,9 @@ class H2ServerConnection(asyncio.Protocol):
                     raise h.ProtocolError("not the HTTP/2 connection preface")
                 del buf[:24]
                 self._preface = True
+                if self._preface_timer is not None:
+                    self._preface_timer.cancel()
+                    self._preface_timer = None
             out: list[bytes] = []
             pos, end = 0, len(buf)
             try:
@@ -162,8 +177,11 @@ class H2ServerConnection(asyncio.Protocol):
             self._fail(exc.code, str(exc))
         except h.ProtocolError as exc:
             self._fail(h.PROTOCOL_ERROR, str(exc))
-        except hpack.HPACKError as exc:
+        except (hpack.HPACKError, UnicodeDecodeError) as exc:
             self._fail(h.COMPRESSION_ERROR, f"header block: {type(exc).__name__}")
+        except Exception as exc:  # noqa: BLE001 - a bug here must not leave the connection half-handled
+            log.exception("gRPC connection from %s failed", self._peer)
+            self._fail(h.INTERNAL_ERROR, f"{type(exc).__name__}")
 
     # -- frames ------------------------------------------------------------------------------------------
     def _handle(self, kind: int, flags: int, sid: int, payload: bytes, out: list[bytes]) -> None:
@@ -288,6 +306,11 @@ class H2ServerConnection(asyncio.Protocol):
             self._reset(st, h.FLOW_CONTROL_ERROR)
             return
         st.on_data(h.unpad(flags, payload), bool(flags & h.END_STREAM))
+        if st.error is not None:  # the call ends now, whether its handler reads or not
+            finish_call(self._out, st, st.error.code, st.error.details)
+            del self._streams[sid]
+            self._cancel(st)
+            self._stream_gone()
         if st.recv_unacked >= RECV_WINDOW // 2 and not st.remote_closed:
             out.append(h.window_update(sid, st.recv_unacked))
             st.recv_unacked = 0
@@ -426,11 +449,15 @@ class H2ServerConnection(asyncio.Protocol):
                 self._transport.close()
         return self.idle
 
-    def abort(self) -> None:
-        """Close now: calls still running are cancelled."""
+    def abort(self) -> list[asyncio.Task]:
+        """Close now: calls still running are cancelled; returns their tasks."""
+        tasks = [st.task for st in self._streams.values() if st.task is not None and not st.task.done()]
+        for task in tasks:
+            task.cancel()
         self._closing = True
         if self._transport is not None:
             self._transport.close()
+        return tasks
 
 
 class _ConnError(h.ProtocolError):
@@ -491,8 +518,9 @@ class H2GrpcServer:
         idle = [c.drain() for c in list(self.connections)]
         if idle:
             await asyncio.wait(idle, timeout=grace_s)
-        for c in list(self.connections):
-            c.abort()
+        tasks = [t for c in list(self.connections) for t in c.abort()]
+        if tasks:  # the cancelled handlers end before what they use (the proxy's remoting) is closed
+            await asyncio.wait(tasks, timeout=max(1.0, grace_s))
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None

@@ -42,7 +42,7 @@ class ServerStream:
 
     __slots__ = ("id", "path", "metadata", "deadline", "send_window", "max_message", "task", "headers_sent",
                  "remote_closed", "local_closed", "reset", "expired", "recv_unacked", "error", "_buf", "_messages",
-                 "_waiter", "_window_waiter", "_timer")
+                 "_waiter", "_window_waiter", "_timer", "_queued")
 
     def __init__(self, stream_id: int, path: str, metadata: list[tuple[str, str]], send_window: int,
                  max_message: int) -> None:
@@ -62,6 +62,7 @@ class ServerStream:
         self.error: CallError | None = None  # the request cannot be read (too large, compressed)
         self._buf = bytearray()
         self._messages: deque[bytes] = deque()
+        self._queued = 0  # bytes of messages read from the client and not yet by the handler
         self._waiter: asyncio.Future[None] | None = None
         self._window_waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -86,6 +87,10 @@ class ServerStream:
                     break
                 self._messages.append(bytes(buf[5:5 + size]))
                 del buf[:5 + size]
+                self._queued += size
+                if self._queued > self.max_message:  # a client sending faster than the handler reads
+                    self.error = CallError(RESOURCE_EXHAUSTED, f"over {self.max_message} bytes of requests not read")
+                    break
             if self.error is not None:
                 buf.clear()
         if end_stream:
@@ -107,7 +112,9 @@ class ServerStream:
             if self.error is not None:
                 raise self.error
             if self._messages:
-                return self._messages.popleft()
+                message = self._messages.popleft()
+                self._queued -= len(message)
+                return message
             if self.remote_closed:
                 if self._buf:
                     raise CallError(INTERNAL, f"the request ended inside a message ({len(self._buf)} bytes)")

@@ -388,6 +388,7 @@ def test_limits_streams_header_list_and_message_size(served):
     (h.PREFACE + b"\x7f\xff\xff\x00\x00\x00\x00\x00\x01", h.FRAME_SIZE_ERROR),  # an 8 MiB frame announced
     (h.PREFACE + h.frame(h.HEADERS, 0, 1, b"\x82") + h.frame(h.PING, 0, 0, b"12345678"), h.PROTOCOL_ERROR),
     (h.PREFACE + h.frame(h.WINDOW_UPDATE, 0, 0, b"\x7f\xff\xff\xff"), h.FLOW_CONTROL_ERROR),
+    (h.PREFACE + h.frame(h.HEADERS, h.END_HEADERS, 1, b"\x00\x01x\x01\xff"), h.COMPRESSION_ERROR),  # not UTF-8
 ])
 def test_garbage_from_a_client_gets_goaway_and_the_server_goes_on(served, garbage, code):
     _, _, _, port = served
@@ -401,6 +402,43 @@ def test_garbage_from_a_client_gets_goaway_and_the_server_goes_on(served, garbag
         raw.close()
     with channel(port) as ch:
         assert ch.unary_unary("/t.S/Echo")(b"fine", timeout=10) == b"enif"
+
+
+def test_a_client_sending_no_preface_is_closed(served, monkeypatch):
+    from rocketmq_broker.proxy import h2_server
+
+    monkeypatch.setattr(h2_server, "PREFACE_TIMEOUT_S", 0.2)
+    _, _, _, port = served
+    raw = Raw(port, preface=b"PRI * HTTP/2.0")  # the start of it, then nothing
+    try:
+        t0 = time.monotonic()
+        assert raw.closed() and time.monotonic() - t0 < 5
+    finally:
+        raw.close()
+
+
+def test_requests_a_bidi_handler_does_not_read_are_bounded():
+    async def deaf(requests, context):
+        await asyncio.Event().wait()
+        yield b""
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = H2GrpcServer({"/t.S/Deaf": Method(BIDI_STREAMING, deaf)}, Limits(max_message=64 * 1024))
+    try:
+        port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
+        raw = Raw(port)
+        raw.send(h.frame(h.HEADERS, h.END_HEADERS, 1, request_block("/t.S/Deaf")))
+        for _ in range(10):  # 100 KiB of requests, none read
+            raw.send(h.frame(h.DATA, 0, 1, h.grpc_message(bytes(10 * 1024))))
+        _, (_, flags, _, block) = raw.until(h.HEADERS, 1)
+        assert flags & h.END_STREAM and raw.headers(block)["grpc-status"] == "8"  # RESOURCE_EXHAUSTED
+        raw.close()
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(0), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
 
 
 # -- shutdown, TLS -------------------------------------------------------------------------------------
