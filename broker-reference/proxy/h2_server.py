@@ -311,6 +311,7 @@ class H2ServerConnection(asyncio.Protocol):
             del self._streams[sid]
             self._cancel(st)
             self._stream_gone()
+            return
         if st.recv_unacked >= RECV_WINDOW // 2 and not st.remote_closed:
             out.append(h.window_update(sid, st.recv_unacked))
             st.recv_unacked = 0
@@ -320,7 +321,7 @@ class H2ServerConnection(asyncio.Protocol):
         fields = self._decoder.decode(block)  # always: keeps the client's dynamic table in step
         st = self._streams.get(sid)
         if st is not None:  # trailers from the client (grpc sends none, but HTTP/2 allows them)
-            if not flags & h.END_STREAM:
+            if not flags & h.END_STREAM or st.remote_closed:
                 raise h.ProtocolError(f"a second header block without END_STREAM on stream {sid}")
             st.end_remote()
             return
