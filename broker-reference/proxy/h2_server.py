@@ -318,7 +318,9 @@ class H2ServerConnection(asyncio.Protocol):
 
     # -- a new call ---------------------------------------------------------------------------------------
     def _end_headers(self, sid: int, flags: int, block: bytes) -> None:
-        fields = self._decoder.decode(block)  # always: keeps the client's dynamic table in step
+        fields = h.decode_literals(block)  # this SDK's requests: no table, no Huffman
+        if fields is None:
+            fields = self._decoder.decode(block)  # always decoded: keeps the client's dynamic table in step
         st = self._streams.get(sid)
         if st is not None:  # trailers from the client (grpc sends none, but HTTP/2 allows them)
             if not flags & h.END_STREAM or st.remote_closed:

@@ -215,6 +215,79 @@ def literal(name: str | int, value: str) -> bytes:
     return head + hpack_int(len(v), 7, 0) + v
 
 
+_STATIC: list[tuple[str, str]] = []
+
+
+def _int_at(block: bytes, pos: int, prefix_bits: int) -> tuple[int, int]:
+    """HPACK's integer at ``pos`` (``prefix_bits`` of the first byte): ``(value, next position)``.
+
+    Raises:
+        IndexError: the block ends inside it.
+    """
+    limit = (1 << prefix_bits) - 1
+    value = block[pos] & limit
+    pos += 1
+    if value < limit:
+        return value, pos
+    shift = 0
+    while True:
+        b = block[pos]
+        pos += 1
+        value += (b & 0x7F) << shift
+        if not b & 0x80 or shift > 28:
+            return value, pos
+        shift += 7
+
+
+def decode_literals(block: bytes) -> list[tuple[str, str]] | None:
+    """The headers of a block made only of static-table indexed fields and literals without
+    indexing or never indexed, none Huffman-coded (what :func:`literal` writes, so this SDK's
+    requests): a fast path that leaves every dynamic table as it was. None for any other block
+    (dynamic table entries, Huffman strings, table size updates, anything malformed): decode it
+    with ``hpack``, which raises for what is malformed."""
+    static = _STATIC
+    if not static:
+        from hpack.table import HeaderTable
+
+        static.extend((k.decode(), v.decode()) for k, v in HeaderTable.STATIC_TABLE)
+    out = []
+    pos, end = 0, len(block)
+    try:
+        while pos < end:
+            first = block[pos]
+            if first & 0x80:
+                index, pos = _int_at(block, pos, 7)
+                if not 1 <= index <= len(static):
+                    return None
+                out.append(static[index - 1])
+                continue
+            if first & 0xE0:  # not a literal without indexing (0000) or never indexed (0001)
+                return None
+            index, pos = _int_at(block, pos, 4)
+            if index:
+                if index > len(static):
+                    return None
+                name = static[index - 1][0]
+            else:
+                if block[pos] & 0x80:
+                    return None
+                size, pos = _int_at(block, pos, 7)
+                if pos + size > end:
+                    return None
+                name = block[pos:pos + size].decode()
+                pos += size
+            if block[pos] & 0x80:
+                return None
+            size, pos = _int_at(block, pos, 7)
+            if pos + size > end:
+                return None
+            out.append((name, block[pos:pos + size].decode()))
+            pos += size
+    except (IndexError, UnicodeDecodeError):
+        return None
+    return out
+
+
 #: static table indexes (RFC 7541 Appendix A) used by requests
 METHOD_POST = b"\x83"
 SCHEME_HTTP = b"\x86"

@@ -541,3 +541,15 @@ def test_a_proxy_on_grpcio_s_server_still_serves_sends_and_receives(grpc_cluster
         assert got == sent
     finally:
         proxy.stop()
+
+
+def test_the_fast_header_path_matches_hpack_and_leaves_the_rest_to_it():
+    from rocketmq_sdk.grpc.unary import UnaryChannel as _  # noqa: F401 - the SDK's requests are what it serves
+
+    block = request_block("/t.S/Echo", ("grpc-timeout", "2999m"), ("x-mq-client-id", "c" * 300), ("é-x", "ü"))
+    assert h.decode_literals(block) == hpack.Decoder().decode(block)
+    assert h.decode_literals(h.literal("x-never", "v").replace(b"\x00", b"\x10", 1)) == [("x-never", "v")]
+    encoder = hpack.Encoder()  # grpcio's way: Huffman, the dynamic table: not the fast path's
+    assert h.decode_literals(encoder.encode([(":method", "POST"), ("x-a", "b")])) is None
+    for bad in (b"\x00", b"\x00\x05ab", b"\xff", b"\x00\x01x\x01\xff", b"\xc0", b"\x20"):
+        assert h.decode_literals(bad) is None
