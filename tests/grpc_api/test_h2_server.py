@@ -490,6 +490,14 @@ def test_tls_with_alpn_h2():
         ours = UnaryChannel(f"127.0.0.1:{port}", tls=True, root_certificates=ca.cert_pem.bytes())
         assert ours.call("/t.S/Echo", b"sdk", (), 10) == b"kds"
         ours.close()
+        import ssl
+
+        ctx = ssl.create_default_context(cadata=ca.cert_pem.bytes().decode())
+        ctx.set_alpn_protocols(["http/1.1"])  # TLS without h2: closed before any frame
+        with ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                             server_hostname="localhost") as tls_sock:
+            tls_sock.sendall(h.PREFACE + h.settings({}))
+            assert tls_sock.recv(65536) == b""
         with channel(port) as plain:  # plaintext to a TLS port: refused
             with pytest.raises(grpc.RpcError) as info:
                 plain.unary_unary("/t.S/Echo")(b"x", timeout=3)
