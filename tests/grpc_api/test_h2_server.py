@@ -6,6 +6,7 @@ trailers, compression refused, TLS with ALPN h2, limits, and garbage from a clie
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -65,6 +66,20 @@ class Service:
             yield b"re:" + r
 
 
+@contextlib.contextmanager
+def running(server: H2GrpcServer):
+    """``(loop, port)`` of ``server`` listening on a loop thread of its own; stopped after."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield loop, asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(0), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
 @pytest.fixture(scope="module")
 def served():
     """(server, service, loop, port): an H2GrpcServer on a loop thread of its own."""
@@ -73,15 +88,9 @@ def served():
                "/t.S/Fail": Method(UNARY, svc.fail), "/t.S/Crash": Method(UNARY, svc.crash),
                "/t.S/Slow": Method(UNARY, svc.slow), "/t.S/Count": Method(SERVER_STREAMING, svc.count),
                "/t.S/Chat": Method(BIDI_STREAMING, svc.chat)}
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
     server = H2GrpcServer(methods, Limits(max_message=24 * MiB, max_streams=4, max_header_list=4096))
-    port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
-    yield server, svc, loop, port
-    asyncio.run_coroutine_threadsafe(server.stop(0), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    with running(server) as (loop, port):
+        yield server, svc, loop, port
 
 
 def on_loop(loop, fn, timeout: float = 10):
@@ -143,6 +152,12 @@ class Raw:
     def close(self) -> None:
         self.sock.close()
 
+    def __enter__(self) -> Raw:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def wait_for(raw: Raw, ready) -> None:
     """Until ``ready()`` (a PING answered per check: the server has read what came before), 10 s at most."""
@@ -167,8 +182,7 @@ def call_frames(sid: int, path: str, message: bytes, *extra: tuple[str, str], en
 # -- the wire ----------------------------------------------------------------------------------------
 def test_settings_ping_and_a_unary_call_on_the_wire(served):
     _, _, _, port = served
-    raw = Raw(port)
-    try:
+    with Raw(port) as raw:
         kind, flags, sid, payload = raw.frame()
         assert (kind, flags, sid) == (h.SETTINGS, 0, 0)  # the server's SETTINGS come first
         assert h.parse_settings(payload) == {h.MAX_CONCURRENT_STREAMS: 4, h.INITIAL_WINDOW_SIZE: 4 * MiB,
@@ -186,8 +200,6 @@ def test_settings_ping_and_a_unary_call_on_the_wire(served):
         kind, flags, sid, tail = raw.frame()
         assert (kind, flags, sid) == (h.HEADERS, h.END_HEADERS | h.END_STREAM, 1)
         assert raw.headers(tail) == {"grpc-status": "0"}
-    finally:
-        raw.close()
     svc = served[1]
     assert ("x-mq-client-id", "c1") in svc.seen["metadata"]
     assert svc.seen["peer"].startswith("ipv4:127.0.0.1:")
@@ -196,15 +208,12 @@ def test_settings_ping_and_a_unary_call_on_the_wire(served):
 
 def test_a_failed_call_has_its_status_and_percent_encoded_message_in_trailers_only(served):
     _, _, _, port = served
-    raw = Raw(port)
-    try:
+    with Raw(port) as raw:
         raw.send(call_frames(1, "/t.S/Fail", b"x"))
         _, (kind, flags, sid, block) = raw.until(h.HEADERS, 1)
         assert flags & h.END_STREAM  # trailers-only
         assert raw.headers(block) == {":status": "200", "content-type": "application/grpc", "grpc-status": "5",
                                       "grpc-message": "no such thing: x %C3%A9%25%0A"}
-    finally:
-        raw.close()
     with channel(port) as ch:
         with pytest.raises(grpc.RpcError) as info:
             ch.unary_unary("/t.S/Fail")(b"y", timeout=10)
@@ -259,8 +268,7 @@ def test_20_mib_each_way_with_grpcio_and_the_sdk_transport(served):
 def test_the_answer_waits_for_the_clients_flow_control_window(served):
     """A client granting only the default 65,535 bytes gets no more until it sends WINDOW_UPDATE."""
     _, _, _, port = served
-    raw = Raw(port)
-    try:
+    with Raw(port) as raw:
         raw.send(call_frames(1, "/t.S/Big", str(200_000).encode()))
         got = 0
         while got < 65_535:
@@ -279,8 +287,6 @@ def test_the_answer_waits_for_the_clients_flow_control_window(served):
             if kind == h.HEADERS and flags & h.END_STREAM:
                 break
         assert got == 5 + 200_000 - 200_000 % 256
-    finally:
-        raw.close()
 
 
 def test_a_client_overrunning_the_receive_window_gets_goaway_flow_control_error(served, monkeypatch):
@@ -288,21 +294,17 @@ def test_a_client_overrunning_the_receive_window_gets_goaway_flow_control_error(
 
     monkeypatch.setattr(h2_server, "RECV_WINDOW", 65_535)  # (frames of up to 1 MiB are still allowed)
     _, _, _, port = served
-    raw = Raw(port)
-    try:
+    with Raw(port) as raw:
         raw.send(h.frame(h.HEADERS, h.END_HEADERS, 1, request_block("/t.S/Echo")),
                  h.frame(h.DATA, 0, 1, bytes(70_000)))
         _, (_, _, _, payload) = raw.until(h.GOAWAY)
         assert h.u32(payload, 4) == h.FLOW_CONTROL_ERROR
         assert raw.closed()
-    finally:
-        raw.close()
 
 
 def test_rst_stream_from_the_client_cancels_the_handler(served):
     _, svc, loop, port = served
-    raw = Raw(port)
-    try:
+    with Raw(port) as raw:
         raw.send(call_frames(1, "/t.S/Slow", b"x"))
         wait_for(raw, lambda: svc.cancelled is not None)
         raw.send(h.rst_stream(1, h.CANCEL))
@@ -310,8 +312,6 @@ def test_rst_stream_from_the_client_cancels_the_handler(served):
         raw.send(call_frames(3, "/t.S/Echo", b"still"))  # the connection goes on
         _, (_, _, _, data) = raw.until(h.DATA, 3)
         assert data[5:] == b"llits"
-    finally:
-        raw.close()
 
 
 def test_grpc_timeout_ends_the_call_with_deadline_exceeded(served):
@@ -321,22 +321,18 @@ def test_grpc_timeout_ends_the_call_with_deadline_exceeded(served):
         with pytest.raises(grpc.RpcError) as info:
             ch.unary_unary("/t.S/Slow")(b"x", timeout=0.3)
         assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED and time.monotonic() - t0 < 5
-    raw = Raw(port)
-    try:
+    with Raw(port) as raw:
         raw.send(call_frames(1, "/t.S/Slow", b"x", ("grpc-timeout", "200m")))
         _, (_, flags, _, block) = raw.until(h.HEADERS, 1)
         assert flags & h.END_STREAM and raw.headers(block)["grpc-status"] == "4"
         raw.send(call_frames(3, "/t.S/Echo", b"x", ("grpc-timeout", "soon")))
         _, (_, _, _, block) = raw.until(h.HEADERS, 3)
         assert raw.headers(block)["grpc-status"] == "13"
-    finally:
-        raw.close()
 
 
 def test_compressed_requests_are_refused_as_grpc_does(served):
     _, _, _, port = served
-    raw = Raw(port)
-    try:
+    with Raw(port) as raw:
         raw.send(call_frames(1, "/t.S/Echo", b"x", ("grpc-encoding", "gzip")))
         _, (_, _, _, block) = raw.until(h.HEADERS, 1)
         assert raw.headers(block)["grpc-status"] == "12"  # UNIMPLEMENTED
@@ -344,15 +340,12 @@ def test_compressed_requests_are_refused_as_grpc_does(served):
                  + h.frame(h.DATA, h.END_STREAM, 3, b"\x01\0\0\0\x01x"))  # compressed flag, no encoding
         _, (_, _, _, block) = raw.until(h.HEADERS, 3)
         assert raw.headers(block)["grpc-status"] == "13"  # INTERNAL
-    finally:
-        raw.close()
 
 
 # -- limits --------------------------------------------------------------------------------------------
 def test_limits_streams_header_list_and_message_size(served):
     _, svc, _, port = served
-    raw = Raw(port)
-    try:
+    with Raw(port) as raw:
         for sid in (1, 3, 5, 7):  # max_streams=4 calls held open
             raw.send(h.frame(h.HEADERS, h.END_HEADERS, sid, request_block("/t.S/Echo")))
         raw.send(h.frame(h.HEADERS, h.END_HEADERS, 9, request_block("/t.S/Echo")))
@@ -365,8 +358,6 @@ def test_limits_streams_header_list_and_message_size(served):
         raw.send(call_frames(13, "/t.S/Echo", b"ok"))
         _, (_, _, _, data) = raw.until(h.DATA, 13)
         assert data[5:] == b"ko"
-    finally:
-        raw.close()
     with channel(port) as ch:
         with pytest.raises(grpc.RpcError) as info:
             ch.unary_unary("/t.S/Echo")(bytes(25 * MiB), timeout=60)
@@ -392,14 +383,11 @@ def test_limits_streams_header_list_and_message_size(served):
 ])
 def test_garbage_from_a_client_gets_goaway_and_the_server_goes_on(served, garbage, code):
     _, _, _, port = served
-    raw = Raw(port, preface=b"")
-    try:
+    with Raw(port, preface=b"") as raw:
         raw.send(garbage)
         _, (_, _, sid, payload) = raw.until(h.GOAWAY)
         assert sid == 0 and h.u32(payload, 4) == code
         assert raw.closed()
-    finally:
-        raw.close()
     with channel(port) as ch:
         assert ch.unary_unary("/t.S/Echo")(b"fine", timeout=10) == b"enif"
 
@@ -409,12 +397,9 @@ def test_a_client_sending_no_preface_is_closed(served, monkeypatch):
 
     monkeypatch.setattr(h2_server, "PREFACE_TIMEOUT_S", 0.2)
     _, _, _, port = served
-    raw = Raw(port, preface=b"PRI * HTTP/2.0")  # the start of it, then nothing
-    try:
+    with Raw(port, preface=b"PRI * HTTP/2.0") as raw:  # the start of it, then nothing
         t0 = time.monotonic()
         assert raw.closed() and time.monotonic() - t0 < 5
-    finally:
-        raw.close()
 
 
 def test_requests_a_bidi_handler_does_not_read_are_bounded():
@@ -422,35 +407,20 @@ def test_requests_a_bidi_handler_does_not_read_are_bounded():
         await asyncio.Event().wait()
         yield b""
 
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
     server = H2GrpcServer({"/t.S/Deaf": Method(BIDI_STREAMING, deaf)}, Limits(max_message=64 * 1024))
-    try:
-        port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
-        raw = Raw(port)
+    with running(server) as (_, port), Raw(port) as raw:
         raw.send(h.frame(h.HEADERS, h.END_HEADERS, 1, request_block("/t.S/Deaf")))
         for _ in range(10):  # 100 KiB of requests, none read
             raw.send(h.frame(h.DATA, 0, 1, h.grpc_message(bytes(10 * 1024))))
         _, (_, flags, _, block) = raw.until(h.HEADERS, 1)
         assert flags & h.END_STREAM and raw.headers(block)["grpc-status"] == "8"  # RESOURCE_EXHAUSTED
-        raw.close()
-    finally:
-        asyncio.run_coroutine_threadsafe(server.stop(0), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 # -- shutdown, TLS -------------------------------------------------------------------------------------
 def test_goaway_on_shutdown_lets_the_call_in_flight_finish():
     svc = Service()
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
     server = H2GrpcServer({"/t.S/Slow": Method(UNARY, svc.slow), "/t.S/Echo": Method(UNARY, svc.echo)})
-    try:
-        port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
-        raw = Raw(port)
+    with running(server) as (loop, port), Raw(port) as raw:
         raw.send(call_frames(1, "/t.S/Slow", b"in flight"))
         wait_for(raw, lambda: svc.release is not None)
         stopping = asyncio.run_coroutine_threadsafe(server.stop(10), loop)
@@ -466,10 +436,6 @@ def test_goaway_on_shutdown_lets_the_call_in_flight_finish():
         assert flags & h.END_STREAM and raw.headers(block) == {"grpc-status": "0"}
         assert raw.closed()
         stopping.result(10)
-        raw.close()
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 def test_tls_with_alpn_h2():
@@ -477,13 +443,9 @@ def test_tls_with_alpn_h2():
     ca = trustme.CA()
     cert = ca.issue_cert("127.0.0.1", "localhost")
     svc = Service()
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
     tls = (cert.private_key_pem.bytes(), b"".join(b.bytes() for b in cert.cert_chain_pems))
     server = H2GrpcServer({"/t.S/Echo": Method(UNARY, svc.echo)}, tls=tls)
-    try:
-        port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
+    with running(server) as (_, port):
         creds = grpc.ssl_channel_credentials(ca.cert_pem.bytes())
         with grpc.secure_channel(f"localhost:{port}", creds) as ch:
             assert ch.unary_unary("/t.S/Echo")(b"secret", timeout=10) == b"terces"
@@ -502,10 +464,6 @@ def test_tls_with_alpn_h2():
             with pytest.raises(grpc.RpcError) as info:
                 plain.unary_unary("/t.S/Echo")(b"x", timeout=3)
             assert info.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-    finally:
-        asyncio.run_coroutine_threadsafe(server.stop(0), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 def test_the_proxy_server_switch(monkeypatch):
