@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import threading
 import time
@@ -477,6 +478,20 @@ def test_the_proxy_server_switch(monkeypatch):
     monkeypatch.setenv("ROCKETMQ_GRPC_SERVER", "nghttp2")
     with pytest.raises(ValueError, match="expected one of own, grpcio"):
         GrpcProxy("127.0.0.1:1")
+
+
+def test_the_cli_option_chooses_the_server(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+    from rocketmq_broker import __main__ as cli
+
+    seen: list[str | None] = []
+    monkeypatch.setattr(cli, "_run_dev", lambda *a, **k: seen.append(os.environ.get("ROCKETMQ_GRPC_SERVER")))
+    monkeypatch.setenv("ROCKETMQ_GRPC_SERVER", "own")  # restored after: the option sets it for the process
+    args = ["dev", "--store", str(tmp_path), "--grpc-port", "0"]
+    assert CliRunner().invoke(cli.main, args + ["--grpc-server", "grpcio"]).exit_code == 0
+    assert seen == ["grpcio"]  # what GrpcProxy reads in the dev process (and its cluster-mode thread)
+    bad = CliRunner().invoke(cli.main, args + ["--grpc-server", "nghttp2"])
+    assert bad.exit_code == 2 and "nghttp2" in bad.output
 
 
 def test_a_proxy_on_grpcio_s_server_still_serves_sends_and_receives(grpc_cluster):
