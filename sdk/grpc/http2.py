@@ -256,30 +256,28 @@ def decode_literals(block: bytes) -> list[tuple[str, str]] | None:
         while pos < end:
             first = block[pos]
             if first & 0x80:
-                index, pos = _int_at(block, pos, 7)
+                index, pos = (first & 0x7F, pos + 1) if first != 0xFF else _int_at(block, pos, 7)
                 if not 1 <= index <= len(static):
                     return None
                 out.append(static[index - 1])
                 continue
             if first & 0xE0:  # not a literal without indexing (0000) or never indexed (0001)
                 return None
-            index, pos = _int_at(block, pos, 4)
+            index, pos = (first & 0x0F, pos + 1) if first & 0x0F != 0x0F else _int_at(block, pos, 4)
             if index:
                 if index > len(static):
                     return None
                 name = static[index - 1][0]
             else:
-                if block[pos] & 0x80:
-                    return None
-                size, pos = _int_at(block, pos, 7)
-                if pos + size > end:
+                size = block[pos]  # (the Huffman bit set: 128 and more)
+                size, pos = (size, pos + 1) if size < 0x7F else (-1, pos) if size & 0x80 else _int_at(block, pos, 7)
+                if size < 0 or pos + size > end:
                     return None
                 name = block[pos:pos + size].decode()
                 pos += size
-            if block[pos] & 0x80:
-                return None
-            size, pos = _int_at(block, pos, 7)
-            if pos + size > end:
+            size = block[pos]
+            size, pos = (size, pos + 1) if size < 0x7F else (-1, pos) if size & 0x80 else _int_at(block, pos, 7)
+            if size < 0 or pos + size > end:
                 return None
             out.append((name, block[pos:pos + size].decode()))
             pos += size
