@@ -25,6 +25,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from queue import Empty
 from typing import Any
 
@@ -445,20 +446,29 @@ class Channel(virtual.Channel):
             self.client.registry.touch(queue, now_ms())
         return True
 
-    def expire_queues(self) -> list[str]:
+    def expire_queues(self, forget: Callable[[str], Any] | None = None,
+                      consumed: frozenset[str] | None = None) -> list[str]:
         """Delete every queue declared with ``x-expires`` (kombu ``Queue(expires=s)``) that was
         unused for that long, as RabbitMQ does: no consumer in this connection nor online in
         its group (any process), not declared, consumed or read with ``basic_get`` since.
         Deleting is :meth:`queue_delete` (messages, bindings, declaration; the topics stay).
-        Called by :meth:`Transport.drain_events` every ``expiry_check_interval`` seconds.
+        Called by :meth:`Transport.drain_events` every ``expiry_check_interval`` seconds, and
+        off the worker's event loop on a thread of its own (:meth:`Transport.register_with_event_loop`).
+
+        Args:
+            forget: called with each deleted queue to drop its bindings from this channel's
+                kombu state (default: at once; off the loop the transport hands it to the loop).
+            consumed: the queues consumed in this connection (default: read now).
 
         Returns:
             the queues deleted.
         """
         client = self.client
+        if consumed is None:
+            consumed = frozenset(self.connection._callbacks)
         gone = []
         for queue, info in sorted(client.registry.queues(refresh=True).items()):
-            if not info.expires or queue in self.connection._callbacks:
+            if not info.expires or queue in consumed:
                 continue
             used = client.registry.last_used(queue)
             now = now_ms()
@@ -471,7 +481,8 @@ class Channel(virtual.Channel):
                 client.registry.touch(queue, now)
                 continue
             log.info("queue %s unused for %d ms (x-expires %d ms): deleting it", queue, now - used, info.expires)
-            self.queue_delete(queue)
+            self._delete(queue)
+            (forget or self.state.queue_bindings_delete)(queue)
             gone.append(queue)
         return gone
 
@@ -564,6 +575,8 @@ class Transport(virtual.Transport):
         self.broker_client: BrokerClient | None = None
         self.auto_delete_queues: set[str] = set()
         self._next_expiry_check = 0.0
+        #: the running off-loop queue-expiry check (see _expire_off_loop)
+        self._expiry_thread: threading.Thread | None = None
         # the kombu hub this transport is registered with: (hub, watched fd, expiry timer)
         self._hub: tuple[Any, int, Any] | None = None
 
@@ -613,7 +626,9 @@ class Transport(virtual.Transport):
         watches the connection's wake-up descriptor (:class:`~.waker.Waker`, made readable by
         the SDK's pull threads when messages are buffered and by acknowledgements that free
         prefetch room) and delivers on readability, as kombu's Redis transport watches its
-        sockets; no polling while idle. The queue-expiry check runs on the hub's timer."""
+        sockets; no polling while idle. Nothing the hub runs waits for the network but the
+        publishes of the worker itself: the queue-expiry check (name-server and broker admin
+        calls) is started by a hub timer on a thread of its own (:meth:`_expire_off_loop`)."""
         bc = self.broker_client
         if bc is None:
             raise RocketMQConnectionError("connection is closed")
@@ -621,7 +636,7 @@ class Transport(virtual.Transport):
         fd = bc.waker.fileno()
         loop.add_reader(fd, self.on_readable, connection)
         interval = self._expiry_check_interval()
-        timer = loop.call_repeatedly(interval, self._maybe_expire_queues) if interval > 0 else None
+        timer = loop.call_repeatedly(interval, self._expire_off_loop, loop) if interval > 0 else None
         self._hub = (loop, fd, timer)
         # messages buffered before the registration
         bc.waker.set()
@@ -690,6 +705,32 @@ class Transport(virtual.Transport):
     def _expiry_check_interval(self) -> float:
         bc = self.broker_client
         return float(bc.options["expiry_check_interval"] if bc is not None else OPTIONS["expiry_check_interval"])
+
+    def _expire_off_loop(self, loop: Any) -> None:
+        """The hub's expiry timer: run :meth:`Channel.expire_queues` on a daemon thread (its
+        admin calls may wait for a slow name server or broker; the hub goes on delivering),
+        one check at a time (a tick while the last check runs is skipped). The kombu state of
+        a deleted queue (its bindings) is dropped on the hub, through ``loop.call_soon``."""
+        if self._expiry_thread is not None and self._expiry_thread.is_alive():
+            return
+        channel = next((c for c in self.channels if not c.closed), None)
+        if channel is None or self.broker_client is None:
+            return
+        consumed = frozenset(self._callbacks)
+
+        def forget(queue: str) -> None:
+            loop.call_soon(channel.state.queue_bindings_delete, queue)
+
+        def check() -> None:
+            try:
+                channel.expire_queues(forget, consumed)
+            except MQError as exc:
+                log.warning("queue expiry check failed: %s", exc)
+            except Exception:  # noqa: BLE001 - a closing connection; the next tick tries again
+                log.debug("queue expiry check stopped", exc_info=True)
+
+        self._expiry_thread = threading.Thread(target=check, name="kombu-rocketmq-expiry", daemon=True)
+        self._expiry_thread.start()
 
     def _maybe_expire_queues(self) -> None:
         interval = self._expiry_check_interval()

@@ -1,0 +1,116 @@
+"""The transport in kombu's hub (Celery's worker event loop): nothing it runs on the hub waits for
+a slow name server, so the worker keeps taking tasks while an admin call hangs."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import kombu
+import pytest
+from celery_workers import isolated_options
+from holding_proxy import HoldingProxy
+from kombu.asynchronous import Hub
+from rocketmq_sdk.protocol.codes import RequestCode
+
+
+@pytest.fixture()
+def namesrv_proxy(rocketmq_cluster):
+    proxy = HoldingProxy(rocketmq_cluster.namesrv_addr)
+    yield proxy
+    proxy.close()
+
+
+class HubThread:
+    """Runs a kombu hub on a thread of its own until :meth:`stop`."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._stop = threading.Event()
+        self._loop = hub.create_loop()
+        self.thread = threading.Thread(target=self._run, name="test-hub", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            next(self._loop)
+
+    def stop(self, timeout: float) -> None:
+        self._stop.set()
+        self.thread.join(timeout)
+
+
+def test_the_hub_keeps_delivering_while_the_expiry_check_waits_for_the_name_server(rocketmq_cluster, namesrv_proxy):
+    """The queue-expiry timer lists the declared queues from the name servers (KV config): with
+    that call held by the name server, messages published meanwhile are still delivered and
+    acknowledged on the hub (before: the timer ran the call on the hub, which stopped until
+    the name server answered)."""
+    opts = isolated_options(queue_nums=1, expiry_check_interval=0.2, connect_timeout_ms=60000)
+    consumer_conn = kombu.Connection(f"rocketmq://{namesrv_proxy.addr}", transport_options=opts)
+    publisher = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}", transport_options=opts)
+    queue = kombu.Queue("hub_work")
+    got: list[str] = []
+    arrived = threading.Condition()
+
+    def on_message(body, message):
+        message.ack()
+        with arrived:
+            got.append(body)
+            arrived.notify_all()
+
+    hub = Hub()
+    with consumer_conn, publisher:
+        queue(publisher.default_channel).declare()
+        consumer = kombu.Consumer(consumer_conn, [queue], callbacks=[on_message])
+        consumer.consume()
+        consumer_conn.register_with_event_loop(hub)
+        runner = HubThread(hub)
+        try:
+            producer = publisher.Producer()
+            producer.publish("before", routing_key="hub_work")
+            with arrived:
+                assert arrived.wait_for(lambda: "before" in got, timeout=20), "the hub delivered nothing"
+            namesrv_proxy.hold(RequestCode.GET_KVLIST_BY_NAMESPACE)
+            assert namesrv_proxy.held.wait(20), "no expiry check asked the name server"
+            sent = [f"during-{i}" for i in range(5)]
+            for body in sent:
+                producer.publish(body, routing_key="hub_work")
+            deadline = time.monotonic() + 15
+            with arrived:
+                assert arrived.wait_for(lambda: set(sent) <= set(got), timeout=deadline - time.monotonic()), (
+                    f"the hub stopped while the name server held a KV list: got {got}")
+        finally:
+            namesrv_proxy.release()
+            runner.stop(30)
+            hub.close()
+        assert not runner.thread.is_alive()
+        assert got.count("before") == 1 and all(got.count(b) == 1 for b in sent)
+
+
+def test_the_hub_deletes_an_expired_queue_off_the_loop(rocketmq_cluster):
+    """The off-loop expiry check deletes an unused ``x-expires`` queue (declaration and the kombu
+    state of its bindings, the latter dropped on the hub) and leaves the consumed one."""
+    opts = isolated_options(queue_nums=1, expiry_check_interval=0.2)
+    conn = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}", transport_options=opts)
+    exchange = kombu.Exchange("hub_ex", type="direct")
+    unused = kombu.Queue("hub_unused", exchange, routing_key="u", expires=1.0)
+    consumed = kombu.Queue("hub_consumed", exchange, routing_key="c", expires=1.0)
+    hub = Hub()
+    with conn:
+        channel = conn.default_channel
+        unused(channel).declare()
+        consumer = kombu.Consumer(conn, [consumed], callbacks=[lambda body, msg: msg.ack()])
+        consumer.consume()
+        assert channel.state.queue_bindings("hub_unused")
+        conn.register_with_event_loop(hub)
+        runner = HubThread(hub)
+        try:
+            deadline = time.monotonic() + 20
+            while channel._has_queue("hub_unused") or list(channel.state.queue_bindings("hub_unused")):
+                assert time.monotonic() < deadline, "the unused queue was not deleted"
+                time.sleep(0.05)  # polling a condition another thread makes true, with a deadline
+            assert channel._has_queue("hub_consumed")
+        finally:
+            runner.stop(30)
+            hub.close()
+        assert not runner.thread.is_alive()
