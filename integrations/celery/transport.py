@@ -47,6 +47,7 @@ from rocketmq_sdk.protocol.message import MessageQueue
 from .client import DEFAULT_PORT, EXPIRES_PROPERTY, BrokerClient, RocketMQConnectionError, now_ms
 from .consumer import QueueConsumer
 from .eta import task_eta_ms
+from .offloop import hub_thread_joined, on_hub_thread
 from .options import OPTIONS
 from .registry import QueueInfo
 
@@ -236,6 +237,25 @@ class Channel(virtual.Channel):
 
     # ------------------------------------------------------------------ publishing
 
+    def basic_publish(self, message: dict, exchange: str, routing_key: str, **kwargs: Any) -> Any:
+        """Publish (kombu's routing, then :meth:`_put` / :meth:`_put_fanout`). On the thread of
+        a worker's event loop (kombu hub) a *transient* message (``delivery_mode`` 1: Celery's
+        events, remote-control broadcasts and replies) is published by the connection's
+        publishing thread instead, in the order given, so that the hub never waits for a name
+        server or broker; a failure is logged (WARNING), as AMQP drops transient messages. A
+        persistent message published there first waits for the transient ones before it (the
+        channel's publishing order stays) and is sent on the calling thread, its errors raised."""
+        publisher = self.client.publisher
+        if on_hub_thread():
+            props = message.get("properties") or {}
+            if props.get("delivery_mode") in (1, "transient"):
+                publisher.submit(f"publish of a transient message to {exchange or routing_key!r}",
+                                 super().basic_publish, message, exchange, routing_key, **kwargs)
+                return None
+            if publisher.pending:
+                publisher.flush(self.client.options["send_timeout"] / 1000)
+        return super().basic_publish(message, exchange, routing_key, **kwargs)
+
     def _put(self, queue: str, message: dict, **kwargs: Any) -> None:
         client = self.client
         info = client.registry.queue(queue)
@@ -349,7 +369,15 @@ class Channel(virtual.Channel):
     def _reject_foreign(self, queue: str, qc: QueueConsumer, mq: MessageQueue, m: Any) -> None:
         """A message that is not a kombu message (another producer wrote it to the queue's
         topic): published as stored to ``%DLQ%<group>`` (as RocketMQ dead-letters), then
-        settled, with one WARNING; if the publish fails it stays unsettled (redelivered)."""
+        settled, with one WARNING; if the publish fails it stays unsettled (redelivered). On a
+        worker's event loop the publishing thread does both (the hub delivers on meanwhile)."""
+        if on_hub_thread():
+            self.client.publisher.submit(f"dead-lettering of message {m.msg_id}", self._dead_letter_foreign,
+                                         queue, qc, mq, m)
+        else:
+            self._dead_letter_foreign(queue, qc, mq, m)
+
+    def _dead_letter_foreign(self, queue: str, qc: QueueConsumer, mq: MessageQueue, m: Any) -> None:
         log.warning("message %s of queue %s (%s offset %d) is not a kombu message: moved to %s",
                     m.msg_id, queue, mq, m.queue_offset, self.client.naming.dlq_topic(queue))
         try:
@@ -577,8 +605,9 @@ class Transport(virtual.Transport):
         self._next_expiry_check = 0.0
         #: the running off-loop queue-expiry check (see _expire_off_loop)
         self._expiry_thread: threading.Thread | None = None
-        # the kombu hub this transport is registered with: (hub, watched fd, expiry timer)
+        # the kombu hub this transport is registered with: (hub, watched fd, expiry timer), its thread
         self._hub: tuple[Any, int, Any] | None = None
+        self._hub_thread: int | None = None
 
     def driver_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -638,6 +667,8 @@ class Transport(virtual.Transport):
         interval = self._expiry_check_interval()
         timer = loop.call_repeatedly(interval, self._expire_off_loop, loop) if interval > 0 else None
         self._hub = (loop, fd, timer)
+        # the hub's thread (usually this one; a hub run by another thread is seen on its first call)
+        self._hub_thread = hub_thread_joined(None, threading.get_ident())
         # messages buffered before the registration
         bc.waker.set()
 
@@ -646,6 +677,8 @@ class Transport(virtual.Transport):
         bc = self.broker_client
         if bc is None:
             return
+        if self._hub_thread != threading.get_ident() and self._hub is not None:
+            self._hub_thread = hub_thread_joined(self._hub_thread, threading.get_ident())
         bc.waker.clear()
         self._deliver_ready()
 
@@ -654,6 +687,7 @@ class Transport(virtual.Transport):
             return
         loop, fd, timer = self._hub
         self._hub = None
+        self._hub_thread = hub_thread_joined(self._hub_thread, None)
         loop.remove_reader(fd)
         if timer is not None:
             timer.cancel()

@@ -114,3 +114,60 @@ def test_the_hub_deletes_an_expired_queue_off_the_loop(rocketmq_cluster):
             runner.stop(30)
             hub.close()
         assert not runner.thread.is_alive()
+
+
+def test_transient_publishes_on_the_hub_do_not_wait_for_the_name_server_and_keep_their_order(
+        rocketmq_cluster, namesrv_proxy):
+    """A worker publishes transient messages on its hub (Celery's events, remote-control
+    replies): with the name server holding the binding-table read of the first one, the hub
+    goes on delivering; once the name server answers, every reply arrives, in publishing order
+    (before: the publish waited on the hub, which delivered nothing meanwhile)."""
+    opts = isolated_options(queue_nums=1, expiry_check_interval=0, connect_timeout_ms=60000)
+    consumer_conn = kombu.Connection(f"rocketmq://{namesrv_proxy.addr}", transport_options=opts)
+    publisher = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}", transport_options=opts)
+    work = kombu.Queue("hub_tasks")
+    replies_ex = kombu.Exchange("hub_replies", type="direct", delivery_mode="transient")
+    replies = kombu.Queue("hub_reply_q", replies_ex, routing_key="r")
+    handled: list[str] = []
+    arrived = threading.Condition()
+    hub = Hub()
+    with consumer_conn, publisher:
+        work(publisher.default_channel).declare()
+        replies(publisher.default_channel).declare()
+        replies_ex(consumer_conn.default_channel).declare()
+        reply_producer = kombu.Producer(consumer_conn.default_channel)
+
+        def on_message(body, message):
+            reply_producer.publish(f"reply-{body}", exchange=replies_ex, routing_key="r", delivery_mode=1)
+            message.ack()
+            with arrived:
+                handled.append(body)
+                arrived.notify_all()
+
+        consumer = kombu.Consumer(consumer_conn, [work], callbacks=[on_message])
+        consumer.consume()
+        consumer_conn.register_with_event_loop(hub)
+        runner = HubThread(hub)
+        try:
+            namesrv_proxy.hold(RequestCode.GET_KVLIST_BY_NAMESPACE)
+            sent = [f"t{i}" for i in range(5)]
+            producer = publisher.Producer()
+            for body in sent:
+                producer.publish(body, routing_key="hub_tasks")
+            with arrived:
+                assert arrived.wait_for(lambda: len(handled) == len(sent), timeout=15), (
+                    f"the hub stopped while a reply waited for the name server: handled {handled}")
+            assert namesrv_proxy.held.is_set(), "no reply asked the name server"
+        finally:
+            namesrv_proxy.release()
+            runner.stop(30)
+            hub.close()
+        got: list[str] = []
+        with kombu.Consumer(publisher, [replies], callbacks=[lambda body, msg: (got.append(body), msg.ack())]):
+            deadline = time.monotonic() + 20
+            while len(got) < len(sent) and time.monotonic() < deadline:
+                try:
+                    publisher.drain_events(timeout=1)
+                except TimeoutError:
+                    pass
+        assert got == [f"reply-{b}" for b in sent]
