@@ -11,6 +11,7 @@ import pytest
 from celery_workers import isolated_options
 from holding_proxy import HoldingProxy
 from kombu.asynchronous import Hub
+from rocketmq_sdk.integrations.celery.offloop import SerialRunner
 from rocketmq_sdk.protocol.codes import RequestCode
 
 
@@ -171,3 +172,24 @@ def test_transient_publishes_on_the_hub_do_not_wait_for_the_name_server_and_keep
                 except TimeoutError:
                     pass
         assert got == [f"reply-{b}" for b in sent]
+
+
+def test_serial_runner_keeps_the_order_logs_a_failure_and_goes_on(caplog):
+    runner = SerialRunner("test-runner")
+    done: list[int] = []
+    gate = threading.Event()
+
+    def fail() -> None:
+        raise RuntimeError("broker gone")
+
+    runner.submit("first", lambda: (gate.wait(10), done.append(1)))
+    runner.submit("second", fail)
+    runner.submit("third", done.append, 3)
+    assert not runner.flush(0.05) and runner.pending == 3   # the first still waits for the gate
+    gate.set()
+    assert runner.flush(10) and runner.pending == 0
+    assert done == [1, 3]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == ["second failed: broker gone"]
+    runner.close(1)
+    with pytest.raises(RuntimeError):
+        runner.submit("late", done.append, 4)
