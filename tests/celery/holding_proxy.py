@@ -7,6 +7,7 @@ import contextlib
 import socket
 import struct
 import threading
+from collections.abc import Iterator
 
 from rocketmq_sdk.remoting.command import RemotingCommand
 
@@ -65,36 +66,35 @@ class HoldingProxy:
             threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
 
     def _requests(self, src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while True:
-                frame = _read_frame(src)
-                if frame is None:
-                    return
-                code = RemotingCommand.decode(frame[4:]).code
-                with self._lock:
-                    hold = code in self._hold_codes
-                    if hold:
-                        self._hold_codes.discard(code)
-                if hold:
-                    self.held.set()
-                    self._released.wait(60)
-                dst.sendall(frame)
-        except OSError:
-            return
-        finally:
-            with contextlib.suppress(OSError):
-                dst.shutdown(socket.SHUT_WR)
+        _relay(self._held_frames(src), dst)
+
+    def _held_frames(self, src: socket.socket) -> Iterator[bytes]:
+        """The client's request frames, each after its hold (if armed for its code) ends."""
+        while (frame := _read_frame(src)) is not None:
+            code = RemotingCommand.decode(frame[4:]).code
+            with self._lock:
+                hold = code in self._hold_codes
+                self._hold_codes.discard(code)
+            if hold:
+                self.held.set()
+                self._released.wait(60)
+            yield frame
 
     @staticmethod
     def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            return
-        finally:
-            with contextlib.suppress(OSError):
-                dst.shutdown(socket.SHUT_WR)
+        _relay(iter(lambda: src.recv(65536), b""), dst)
+
+
+def _relay(chunks: Iterator[bytes], dst: socket.socket) -> None:
+    """Send every chunk to ``dst``, then shut its write side (a socket error ends it early)."""
+    try:
+        for chunk in chunks:
+            dst.sendall(chunk)
+    except OSError:
+        return
+    finally:
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
 
 
 def _read_exact(sock: socket.socket, n: int) -> bytes | None:
