@@ -508,6 +508,8 @@ class Channel(virtual.Channel):
                 # in use elsewhere: the clock restarts from now
                 client.registry.touch(queue, now)
                 continue
+            if queue in self.connection._callbacks:
+                continue    # consumed here since the check started (it runs off the event loop)
             log.info("queue %s unused for %d ms (x-expires %d ms): deleting it", queue, now - used, info.expires)
             self._delete(queue)
             (forget or self.state.queue_bindings_delete)(queue)
