@@ -76,13 +76,21 @@ class QoS(virtual.QoS):
         self.channel.wake_if_buffered()
 
     def reject(self, delivery_tag: str, requeue: bool = False) -> None:
-        if requeue:
-            self.channel._requeue(delivery_tag)
-        elif self.channel.dead_letter_rejected:
-            self.channel._dead_letter(delivery_tag)
-        self.channel._settle(delivery_tag)
+        """Reject: with ``requeue`` (or ``dead_letter_rejected``) a copy is published first, then
+        the message settled; on a worker's event loop both run on the connection's publishing
+        thread (the hub goes on; if the publish fails the message stays unsettled and comes back
+        from the committed offset). The prefetch slot is freed at once."""
+        channel = self.channel
+        if requeue or channel.dead_letter_rejected:
+            if on_hub_thread():
+                channel.client.publisher.submit(f"reject of delivery {delivery_tag}",
+                                                channel._copy_then_settle, delivery_tag, requeue)
+            else:
+                channel._copy_then_settle(delivery_tag, requeue)
+        else:
+            channel._settle(delivery_tag)
         self._quick_ack(delivery_tag)
-        self.channel.wake()
+        channel.wake()
 
 
 class Channel(virtual.Channel):
@@ -424,6 +432,15 @@ class Channel(virtual.Channel):
         if entry is not None:
             qc, mq, offset = entry[:3]
             qc.settle(mq, offset)
+
+    def _copy_then_settle(self, delivery_tag: str, requeue: bool) -> None:
+        """Publish the rejected message again to its queue (``requeue``) or to its dead-letter
+        topic (``dead_letter_rejected``), then settle it."""
+        if requeue:
+            self._requeue(delivery_tag)
+        elif self.dead_letter_rejected:
+            self._dead_letter(delivery_tag)
+        self._settle(delivery_tag)
 
     def _requeue(self, delivery_tag: str) -> None:
         with self._deliveries_lock:

@@ -193,3 +193,51 @@ def test_serial_runner_keeps_the_order_logs_a_failure_and_goes_on(caplog):
     runner.close(1)
     with pytest.raises(RuntimeError):
         runner.submit("late", done.append, 4)
+
+
+def test_a_requeue_on_the_hub_does_not_wait_for_the_name_server(rocketmq_cluster, namesrv_proxy):
+    """``reject(requeue=True)`` on the hub publishes the copy off the loop: with the name server
+    holding the queue-table read of that publish, the next messages are still delivered; once it
+    answers, the rejected message comes back exactly once (before: the hub waited)."""
+    opts = isolated_options(queue_nums=1, expiry_check_interval=0, connect_timeout_ms=60000,
+                            binding_cache_ttl=0.001)
+    consumer_conn = kombu.Connection(f"rocketmq://{namesrv_proxy.addr}", transport_options=opts)
+    publisher = kombu.Connection(f"rocketmq://{rocketmq_cluster.namesrv_addr}", transport_options=opts)
+    work = kombu.Queue("hub_requeue")
+    seen: list[tuple[str, bool]] = []
+    arrived = threading.Condition()
+    hub = Hub()
+    with consumer_conn, publisher:
+        work(publisher.default_channel).declare()
+
+        def on_message(body, message):
+            if body == "again" and not message.delivery_info.get("redelivered"):
+                message.requeue()
+            else:
+                message.ack()
+            with arrived:
+                seen.append((body, bool(message.delivery_info.get("redelivered"))))
+                arrived.notify_all()
+
+        consumer = kombu.Consumer(consumer_conn, [work], callbacks=[on_message])
+        consumer.consume()
+        consumer_conn.register_with_event_loop(hub)
+        runner = HubThread(hub)
+        try:
+            namesrv_proxy.hold(RequestCode.GET_KVLIST_BY_NAMESPACE)
+            producer = publisher.Producer()
+            others = [f"m{i}" for i in range(4)]
+            for body in ["again", *others]:
+                producer.publish(body, routing_key="hub_requeue")
+            with arrived:
+                assert arrived.wait_for(lambda: {b for b, _ in seen} >= set(others), timeout=15), (
+                    f"the hub stopped while a requeue waited for the name server: {seen}")
+            assert namesrv_proxy.held.is_set(), "the requeue did not ask the name server"
+            namesrv_proxy.release()
+            with arrived:
+                assert arrived.wait_for(lambda: ("again", True) in seen, timeout=20), f"not requeued: {seen}"
+        finally:
+            namesrv_proxy.release()
+            runner.stop(30)
+            hub.close()
+        assert sorted(seen) == sorted([("again", False), ("again", True)] + [(b, False) for b in others])
