@@ -125,6 +125,14 @@ class Channel(virtual.Channel):
     def client(self) -> BrokerClient:
         return self.connection.broker_client
 
+    def close(self) -> None:
+        """Close (kombu: cancel the consumers, restore unacknowledged messages) after what the
+        event loop handed to the publishing thread went out (at most ``send_timeout``)."""
+        bc = self.connection.broker_client if self.connection is not None else None
+        if not self.closed and bc is not None and bc.publisher.pending:
+            bc.publisher.flush(float(bc.options["send_timeout"]) / 1000)
+        super().close()
+
     def wake(self) -> None:
         """Wake the connection's consumer loop (an acknowledgement freed prefetch room)."""
         bc = self.connection.broker_client
