@@ -138,7 +138,11 @@ class MessagingService:
         response_class = RPCS[name].response
 
         async def call(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            req, method = await self._prepare(name, raw, context)
+            try:  # parsed here, not in _prepare: one coroutine less per call
+                req = _parse(name, raw)
+            except _BadRequest as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            method = self._method(name)
             if method is None:
                 return _not_served(name).SerializeToString()
             try:

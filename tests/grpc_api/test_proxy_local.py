@@ -106,3 +106,32 @@ def test_official_transactions_through_the_local_path(local_proxy, official):
     before = proxy.local_requests
     test_official_client.test_transactions_commit_rollback_and_server_check((cluster, proxy), official)
     assert proxy.local_requests - before >= 6  # 3 half messages, commit, rollback, the check's commit
+
+
+def test_local_responses_reach_the_proxy_as_a_connection_would_deliver_them():
+    """The dispatch hands a response to the local channel without a frame; one whose header
+    fields are not all strings (a processor's ints, bools) still arrives with the strings a
+    connection's decoded frame would carry."""
+    import asyncio
+
+    from rocketmq_broker.proxy.local import LocalChannel
+    from rocketmq_sdk.remoting import RemotingCommand
+    from rocketmq_sdk.remoting.channel import RequestDispatcher
+
+    async def run() -> tuple:
+        ch = LocalChannel("127.0.0.1:1", "127.0.0.1:2", asyncio.get_running_loop())
+        dispatcher = RequestDispatcher()
+        plain = RemotingCommand.request(310, {"b": "t"})
+        typed = RemotingCommand.request(310, {"b": "t"})
+        dispatcher.register_processor(310, lambda c, cmd: cmd.response(
+            0, None, {"queueId": "1"} if cmd is plain else {"queueId": 1, "traceOn": False}))  # type: ignore[dict-item]
+        got = []
+        for cmd in (plain, typed):
+            fut = ch.expect(cmd.opaque)
+            dispatcher._on_request(ch, cmd)  # type: ignore[arg-type]
+            got.append(fut.result())
+        return plain, typed, got
+
+    plain, typed, (a, b) = asyncio.run(run())
+    assert a.opaque == plain.opaque and a.ext_fields == {"queueId": "1"} and a.code == 0
+    assert b.opaque == typed.opaque and b.ext_fields == {"queueId": "1", "traceOn": "false"}
