@@ -13,6 +13,7 @@ from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.exceptions import FrameError, MQBrokerError, RemotingError
 from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.convert import from_v2, set_timestamp_ms, to_v2
+from rocketmq_sdk.producer.prepare import SendHeaderTemplate
 from rocketmq_sdk.protocol.bodies import HeartbeatData
 from rocketmq_sdk.protocol.codes import (
     DEFAULT_TOPIC,
@@ -28,7 +29,6 @@ from rocketmq_sdk.protocol.headers import (
 )
 from rocketmq_sdk.protocol.message_codec import decode_message, encode_properties
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
-from rocketmq_sdk.producer.prepare import SendHeaderTemplate
 from rocketmq_sdk.remoting import Channel, RemotingCommand
 
 from .checks import check_message, topic_name
@@ -86,7 +86,9 @@ class Producing:
         api.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check)
 
     # -- SendMessage ------------------------------------------------------------------------
-    async def send(self, req: Any) -> Any:
+    async def send(self, req: Any, context: Any = None) -> Any:
+        """SendMessage: each message to the broker owning the queue chosen for it (``context``,
+        the call's, is not read: the service's method table calls this directly)."""
         messages = req.messages
         if not messages:
             raise ProxyError(v2.BAD_REQUEST, "no message in the request")

@@ -357,6 +357,11 @@ class Channel(asyncio.Protocol):
 
     send = write
 
+    def take_response(self, cmd: RemotingCommand) -> None:
+        """A response from this process's dispatch: written as a frame (an ``in_process``
+        channel takes the command itself instead)."""
+        self.write(cmd)
+
     async def _drain(self) -> None:
         while self.write_paused and not self.closed:
             waiter = self.loop.create_future()
