@@ -135,3 +135,43 @@ def test_local_responses_reach_the_proxy_as_a_connection_would_deliver_them():
     plain, typed, (a, b) = asyncio.run(run())
     assert a.opaque == plain.opaque and a.ext_fields == {"queueId": "1"} and a.code == 0
     assert b.opaque == typed.opaque and b.ext_fields == {"queueId": "1", "traceOn": "false"}
+
+
+def test_the_send_header_the_broker_receives_from_the_proxy(local_proxy):
+    """SEND_MESSAGE_V2 as the proxy writes it (the single-letter header of Java's
+    SendMessageRequestHeaderV2, as this SDK's remoting producers write it), seen by a request
+    hook of the broker."""
+    import time
+
+    from rocketmq_sdk.protocol.codes import MessageConst as MC
+    from rocketmq_sdk.protocol.codes import RequestCode
+    from rocketmq_sdk.protocol.message_codec import decode_properties
+
+    _, broker, proxy = local_proxy
+    topic = unique("hdr")
+    seen: list[dict] = []
+
+    def hook(channel, cmd):
+        if cmd.code == RequestCode.SEND_MESSAGE_V2 and cmd.ext_fields.get("b") == topic:
+            seen.append(dict(cmd.ext_fields))
+
+    hooks = broker.server._request_hooks
+    hooks.insert(0, hook)
+    try:
+        with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p:
+            m = Message(topic, b"h", tags="TagH", keys=["k1", "k2"])
+            m.put_user_property("color", "blue")
+            before = int(time.time() * 1000)
+            sent = p.send(m)
+    finally:
+        hooks.remove(hook)
+    assert len(seen) == 1
+    ext = seen[0]
+    props = decode_properties(ext.pop("i"))
+    born = int(ext.pop("g"))
+    assert before - 60_000 <= born <= int(time.time() * 1000)
+    assert ext.pop("e") in {"0", "1", "2", "3"}  # one of the 4 queues the topic is created with
+    assert ext == {"a": "GRPC_PROXY_PRODUCER", "b": topic, "c": "TBW102", "d": "4",
+                   "f": "0", "h": "0", "j": "0", "k": "false", "m": "false", "n": broker.config.broker_name}
+    assert props[MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] == sent.msg_id and props[MC.TAGS] == "TagH"
+    assert props[MC.KEYS] == "k1 k2" and props["color"] == "blue" and props[MC.WAIT_STORE_MSG_OK] == "true"
