@@ -65,8 +65,12 @@ class H2Connection:
         self._sock = sock
         self._max_message = max_message
         self._write_lock = threading.Lock()
-        self._cond = threading.Condition(threading.Lock())
-        self._reading = False
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiters = 0  # threads in self._cond.wait(): notified only when there are some
+        self._reading = False  # a thread reads the connection (the "reader"; the only one using _readable)
+        self._tls = isinstance(sock, ssl.SSLSocket)
+        self._readable = _readable_check(sock)
         self._buf = bytearray()
         self._decoder = hpack.Decoder()
         self._decoder.max_header_list_size = MAX_HEADER_BLOCK
@@ -118,16 +122,27 @@ class H2Connection:
     # -- a call ---------------------------------------------------------------------------------
     def unary(self, head: bytes, tail: bytes, message: bytes, deadline: float) -> bytes:
         """One unary call: header block ``head + tail``, request ``message``; returns the answer's
-        message bytes.
+        message bytes. A call alone on the connection (the usual sync send) becomes its reader at
+        once and reads its own answer: no hand-over between threads.
 
         Raises:
             GrpcStatusError: the call failed (see the module docstring). Unprocessed: the server
             did not take the call; send it again on a new connection.
         """
         payload = b"\0" + len(message).to_bytes(4, "big") + message
-        block = head + tail
-        cond = self._cond
-        if not self._reading and self._input_waiting():
+        with self._lock:
+            lead = not self._reading and not self._streams  # alone: this thread reads from now on
+            if lead:
+                self._reading = True
+        try:
+            return self._unary(head + tail, payload, deadline, lead)
+        finally:
+            if lead:
+                self._release()
+
+    def _unary(self, block: bytes, payload: bytes, deadline: float, lead: bool) -> bytes:
+        lock = self._lock
+        if lead and self._input_waiting():
             self._poll()  # a GOAWAY or the connection's end before this call was written: the server
             error = self._error  # never saw the call; it goes to a new connection
             if error is not None and error.code != UNAVAILABLE:
@@ -136,11 +151,11 @@ class H2Connection:
                 raise Unprocessed()
         if len(self._streams) >= self._peer_max_streams:  # the server's SETTINGS_MAX_CONCURRENT_STREAMS
             try:
-                self._wait(lambda: len(self._streams) < self._peer_max_streams or not self.usable, deadline)
+                self._wait(lambda: len(self._streams) < self._peer_max_streams or not self.usable, deadline, lead)
             except TimeoutError:
                 raise GrpcStatusError(DEADLINE_EXCEEDED, "deadline exceeded waiting for a free stream") from None
         with self._write_lock:
-            with cond:
+            with lock:
                 if not self.usable:
                     raise Unprocessed()
                 sid = self._next_id
@@ -156,19 +171,19 @@ class H2Connection:
             try:
                 self._sock.sendall(out)
             except OSError as exc:  # not all written: the server cannot have taken the call
-                with cond:
+                with lock:
                     self._streams.pop(sid, None)
                 self._fail(GrpcStatusError(UNAVAILABLE, f"connection lost: {exc}"))
                 raise Unprocessed() from None
         try:
             if n < len(payload):
-                self._send_rest(st, memoryview(payload)[n:], deadline)
-            self._wait(lambda: st.done, deadline)
+                self._send_rest(st, memoryview(payload)[n:], deadline, lead)
+            self._wait(lambda: st.done, deadline, lead)
         except TimeoutError:
             self._cancel(st)
             raise GrpcStatusError(DEADLINE_EXCEEDED, "deadline exceeded") from None
         finally:
-            with cond:
+            with lock:
                 self._streams.pop(sid, None)
                 idle = self._goaway and not self._streams
             if idle:
@@ -176,13 +191,13 @@ class H2Connection:
         return self._answer(st)
 
     def _input_waiting(self) -> bool:
-        sock = self._sock
-        return bool(select.select([sock], [], [], 0)[0]) or isinstance(sock, ssl.SSLSocket) and sock.pending() > 0
+        return self._readable(0) or self._tls and self._sock.pending() > 0  # type: ignore[attr-defined]
 
     def _poll(self) -> None:
-        """Handle what the server sent while nobody read (GOAWAY, PING, the connection's end)."""
+        """Handle what the server sent while nobody read (GOAWAY, PING, the connection's end);
+        called by the reader."""
         try:
-            self._wait(lambda: not self.usable or not self._input_waiting(), time.monotonic() + 0.05)
+            self._read_until(lambda: not self.usable or not self._input_waiting(), time.monotonic() + 0.05)
         except (TimeoutError, GrpcStatusError):
             pass
 
@@ -196,7 +211,7 @@ class H2Connection:
         out.append(h.frame(h.CONTINUATION, h.END_HEADERS, sid, parts[-1]))
         return b"".join(out)
 
-    def _send_rest(self, st: _Stream, rest: memoryview, deadline: float) -> None:
+    def _send_rest(self, st: _Stream, rest: memoryview, deadline: float, lead: bool) -> None:
         while rest:
             with self._cond:
                 n = min(len(rest), self._send_window, st.send_window, self._peer_max_frame)
@@ -204,7 +219,7 @@ class H2Connection:
                     self._send_window -= n
                     st.send_window -= n
             if n <= 0:
-                self._wait(lambda: st.done or min(self._send_window, st.send_window) > 0, deadline)
+                self._wait(lambda: st.done or min(self._send_window, st.send_window) > 0, deadline, lead)
                 if st.done:
                     return
                 continue
@@ -248,12 +263,16 @@ class H2Connection:
         return bytes(data[5:])
 
     # -- reading ------------------------------------------------------------------------------------
-    def _wait(self, ready: Callable[[], bool], deadline: float) -> None:
-        """Return once ``ready()``; read the connection meanwhile unless another thread does.
+    def _wait(self, ready: Callable[[], bool], deadline: float, lead: bool = False) -> None:
+        """Return once ``ready()``; read the connection meanwhile unless another thread does
+        (``lead``: this thread is the reader already, and stays it).
 
         Raises:
             TimeoutError: ``deadline`` passed first. GrpcStatusError: the connection failed.
         """
+        if lead:
+            self._read_until(ready, deadline)
+            return
         cond = self._cond
         with cond:
             while not ready():
@@ -265,11 +284,31 @@ class H2Connection:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError
-                cond.wait(left)
+                self._waiters += 1
+                try:
+                    cond.wait(left)
+                finally:
+                    self._waiters -= 1
             else:
                 return
         try:
-            while True:
+            self._read_until(ready, deadline)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """End this thread's turn as the reader; a waiting thread may take it."""
+        with self._lock:
+            self._reading = False
+            if self._waiters:
+                self._cond.notify_all()
+
+    def _read_until(self, ready: Callable[[], bool], deadline: float) -> None:
+        """As the reader: read and handle frames until ``ready()``."""
+        try:
+            while not ready():
+                if self._error is not None:
+                    raise self._error
                 out = self._read_and_handle(deadline)
                 if out:
                     try:
@@ -277,12 +316,7 @@ class H2Connection:
                             self._sock.sendall(out)
                     except OSError as exc:  # reading on finds what the server said last (GOAWAY) and the end
                         log.debug("gRPC connection: writing %d bytes of control frames failed: %s", len(out), exc)
-                with cond:
-                    if ready():
-                        return
-                    if self._error is not None:
-                        raise self._error
-                if time.monotonic() > deadline:  # a server that never stops sending (PINGs...)
+                if time.monotonic() > deadline and not ready():  # a server that never stops sending (PINGs...)
                     raise TimeoutError
         except (h.ProtocolError, hpack.HPACKError) as exc:
             self._fail(GrpcStatusError(INTERNAL, f"the server broke HTTP/2: {exc}"), h.PROTOCOL_ERROR)
@@ -294,18 +328,14 @@ class H2Connection:
             self._fail(GrpcStatusError(UNAVAILABLE, f"connection lost: {exc or type(exc).__name__}"))
             if not ready():
                 raise self._error or GrpcStatusError(UNAVAILABLE, str(exc)) from None
-        finally:
-            with cond:
-                self._reading = False
-                cond.notify_all()
 
     def _fill(self, n: int, deadline: float) -> None:
         buf = self._buf
         sock = self._sock
         while len(buf) < n:
-            if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):  # (TLS: bytes decrypted already)
+            if not (self._tls and sock.pending()):  # (TLS: bytes decrypted already)
                 left = deadline - time.monotonic()  # the socket's own timeout is the writers' (WRITE_TIMEOUT_S)
-                if left <= 0 or not select.select([sock], [], [], left)[0]:
+                if left <= 0 or not self._readable(left):
                     raise TimeoutError
             chunk = sock.recv(max(65_536, n - len(buf)))
             if not chunk:
@@ -323,7 +353,7 @@ class H2Connection:
             self._fill(need, deadline)
         out = b""
         pos, end = 0, len(buf)
-        with self._cond:
+        with self._lock:
             try:
                 while end - pos >= 9:
                     length, kind, flags, sid = h.parse_head(buf, pos)
@@ -335,7 +365,8 @@ class H2Connection:
                     out += self._handle(kind, flags, sid, payload)
             finally:
                 del buf[:pos]
-                self._cond.notify_all()
+                if self._waiters:
+                    self._cond.notify_all()
         return out
 
     def _check_head(self, length: int, kind: int) -> int:
@@ -548,6 +579,21 @@ class H2Connection:
         except OSError:
             pass
         self._sock.close()
+
+
+def _readable_check(sock: socket.socket) -> Callable[[float], bool]:
+    """``readable(timeout_s)`` for ``sock``: True when a read would not block (data, the end, an
+    error) within ``timeout_s``. A ``poll`` object (no fd lists built per call) where the platform
+    has one; not for concurrent use (the reader's alone)."""
+    if not hasattr(select, "poll"):
+        return lambda timeout_s: bool(select.select([sock], [], [], timeout_s)[0])
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    poll = poller.poll
+
+    def readable(timeout_s: float) -> bool:
+        return bool(poll(timeout_s * 1000.0))
+    return readable
 
 
 def _unpad(flags: int, payload: bytes) -> bytes:
