@@ -50,46 +50,50 @@ def message_type_of(props: Mapping[str, str]) -> v2.MessageType:
 
 
 def to_v2(topic: str, body: bytes, props: Mapping[str, str], *, namespace: str = "",
-          delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_ms: int | None = None) -> Any:
-    """A ``v2.Message`` for a message of ``topic`` with RocketMQ properties ``props``.
+          delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_ms: int | None = None, into: Any = None) -> Any:
+    """A ``v2.Message`` for a message of ``topic`` with RocketMQ properties ``props`` (filled into
+    ``into``, an empty ``v2.Message`` such as ``request.messages.add()``, when given).
 
     A ``DELAY`` level becomes ``delivery_timestamp`` = now + that level's delay. Born time and
     host are the caller's to set (``system_properties.born_timestamp``/``born_host``).
     """
-    m = v2.Message()
+    m = v2.Message() if into is None else into
     m.topic.name = topic
     if namespace:
         m.topic.resource_namespace = namespace
     m.body = body
     sp = m.system_properties
+    user = m.user_properties
     for key, value in props.items():
         if key not in SYSTEM_KEYS:
-            m.user_properties[key] = value
-    tags = props.get(MC.TAGS)
+            user[key] = value
+    get = props.get
+    tags = get(MC.TAGS)
     if tags:
         sp.tag = tags
-    keys = props.get(MC.KEYS)
+    keys = get(MC.KEYS)
     if keys:
         sp.keys.extend(k for k in keys.split(MC.KEY_SEPARATOR) if k)
-    sp.message_id = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
-    group = props.get(SHARDING_KEY)
+    sp.message_id = get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
+    group = get(SHARDING_KEY)
     if group:
         sp.message_group = group
-    trace = props.get(TRACE_CONTEXT)
+    trace = get(TRACE_CONTEXT)
     if trace:
         sp.trace_context = trace
     sp.message_type = message_type_of(props)
-    level = int(props.get(MC.DELAY_TIME_LEVEL, "0") or 0)
+    level = int(get(MC.DELAY_TIME_LEVEL, "0") or 0)
     if level > 0 and delay_levels_ms:
         now = int(time.time() * 1000) if now_ms is None else now_ms
         at = now + delay_levels_ms[min(level, len(delay_levels_ms)) - 1]
         sp.delivery_timestamp.seconds, sp.delivery_timestamp.nanos = divmod(at, 1000)[0], at % 1000 * 1_000_000
-    immunity = props.get(MC.CHECK_IMMUNITY_TIME_IN_SECONDS)
+    immunity = get(MC.CHECK_IMMUNITY_TIME_IN_SECONDS)
     if immunity and immunity.lstrip("-").isdigit():
         sp.orphaned_transaction_recovery_duration.seconds = int(immunity)
     sp.body_encoding = v2.IDENTITY
-    sp.body_digest.type = v2.CRC32
-    sp.body_digest.checksum = crc32_hex(body)
+    digest = sp.body_digest
+    digest.type = v2.CRC32
+    digest.checksum = crc32_hex(body)
     return m
 
 

@@ -30,6 +30,7 @@ from .status import (
 )
 
 log = logging.getLogger("rocketmq_sdk.grpc")
+_HEAD_UNPACK = h.FRAME_HEAD.unpack_from
 
 #: the receive window announced for the connection and each stream, bytes
 RECV_WINDOW = 8 * 1024 * 1024
@@ -348,21 +349,28 @@ class H2Connection:
         buf = self._buf
         if len(buf) < 9:
             self._fill(9, deadline)
-        need = 9 + self._check_head(*h.parse_head(buf)[:2])
+        head = _HEAD_UNPACK(buf, 0)[0]
+        need = 9 + self._check_head(head >> 8, head & 0xFF)
         if len(buf) < need:
             self._fill(need, deadline)
         out = b""
         pos, end = 0, len(buf)
+        handle = self._handle
         with self._lock:
             try:
                 while end - pos >= 9:
-                    length, kind, flags, sid = h.parse_head(buf, pos)
-                    self._check_head(length, kind)
-                    if end - pos < 9 + length:
+                    head, flags, sid = _HEAD_UNPACK(buf, pos)
+                    length = head >> 8
+                    if length > MAX_FRAME_IN or not self._settings_seen:
+                        self._check_head(length, head & 0xFF)
+                    start = pos + 9
+                    pos = start + length
+                    if pos > end:
+                        pos = start - 9
                         break
-                    payload = bytes(buf[pos + 9:pos + 9 + length])
-                    pos += 9 + length
-                    out += self._handle(kind, flags, sid, payload)
+                    reply = handle(head & 0xFF, flags, sid & h.MAX_WINDOW, bytes(buf[start:pos]))
+                    if reply:
+                        out += reply
             finally:
                 del buf[:pos]
                 if self._waiters:
@@ -389,12 +397,14 @@ class H2Connection:
         if kind == h.HEADERS:
             if sid == 0:
                 raise h.ProtocolError("HEADERS on stream 0")
-            payload = _unpad(flags, payload)
-            if flags & h.PRIORITY_FLAG:
-                payload = payload[5:]
-            self._headers_of = (sid, flags, bytearray(payload))
+            if flags & (h.PADDED | h.PRIORITY_FLAG):
+                payload = _unpad(flags, payload)
+                if flags & h.PRIORITY_FLAG:
+                    payload = payload[5:]
             if flags & h.END_HEADERS:
-                self._end_headers()
+                self._on_header_block(sid, flags, payload)
+            else:
+                self._headers_of = (sid, flags, bytearray(payload))
             return b""
         if kind == h.CONTINUATION:
             pending = self._headers_of
@@ -450,9 +460,12 @@ class H2Connection:
         assert self._headers_of is not None
         sid, flags, block = self._headers_of
         self._headers_of = None
+        self._on_header_block(sid, flags, bytes(block))
+
+    def _on_header_block(self, sid: int, flags: int, block: bytes) -> None:
         if len(block) > MAX_HEADER_BLOCK:
             raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-        headers = self._decode(bytes(block))  # always (even for a stream given up): keeps the table in step
+        headers = self._decode(block)  # always (even for a stream given up): keeps the table in step
         st = self._streams.get(sid)
         if st is not None and not st.done:
             st.headers.append(headers)
@@ -498,7 +511,7 @@ class H2Connection:
         st = self._streams.get(sid)
         if st is None or st.done:
             return out
-        st.data += _unpad(flags, payload)
+        st.data += _unpad(flags, payload) if flags & h.PADDED else payload
         data = st.data
         if len(data) >= 5:
             declared = int.from_bytes(data[1:5], "big")

@@ -179,18 +179,20 @@ class GrpcProducer(AsyncLifecycle):
             props = msg.properties
             if group is not None:
                 props = {**props, SHARDING_KEY: group}
-            m = to_v2(msg.topic, msg.body, props, namespace=ns, now_ms=now)
-            set_timestamp_ms(m.system_properties.born_timestamp, now)
-            m.system_properties.born_host = self._host
-            req.messages.append(m)
+            sp = to_v2(msg.topic, msg.body, props, namespace=ns, now_ms=now, into=req.messages.add()).system_properties
+            set_timestamp_ms(sp.born_timestamp, now)
+            sp.born_host = self._host
         self._publishing(topic)
         return req, ids
 
     def _result(self, resp: Any, topic: str, ids: list[str]) -> SendResult:
-        check(resp.status, self.endpoints)
-        for e in resp.entries:
-            check(e.status, self.endpoints)
-        first = resp.entries[0] if resp.entries else None
+        if resp.status.code != v2.OK:
+            raise error_of(resp.status, self.endpoints)
+        entries = resp.entries
+        for e in entries:
+            if e.status.code != v2.OK:
+                raise error_of(e.status, self.endpoints)
+        first = entries[0] if entries else None
         return SendResult(SendStatus.SEND_OK, ",".join(ids), "", MessageQueue(topic, "", -1),
                           first.offset if first is not None else -1, (first.transaction_id or None) if first else None)
 
