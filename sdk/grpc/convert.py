@@ -50,17 +50,37 @@ def message_type_of(props: Mapping[str, str]) -> v2.MessageType:
 
 
 def to_v2(topic: str, body: bytes, props: Mapping[str, str], *, namespace: str = "",
-          delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_ms: int | None = None, into: Any = None) -> Any:
-    """A ``v2.Message`` for a message of ``topic`` with RocketMQ properties ``props`` (filled into
-    ``into``, an empty ``v2.Message`` such as ``request.messages.add()``, when given).
+          delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_ms: int | None = None) -> Any:
+    """A ``v2.Message`` for a message of ``topic`` with RocketMQ properties ``props``
+    (:func:`v2_base` + :func:`fill_v2`).
 
     A ``DELAY`` level becomes ``delivery_timestamp`` = now + that level's delay. Born time and
     host are the caller's to set (``system_properties.born_timestamp``/``born_host``).
     """
-    m = v2.Message() if into is None else into
+    m = v2_base(topic, namespace)
+    fill_v2(m, body, props, delay_levels_ms=delay_levels_ms, now_ms=now_ms)
+    return m
+
+
+def v2_base(topic: str, namespace: str = "") -> Any:
+    """The part of a ``v2.Message`` of ``topic`` that is the same for all its messages (topic,
+    namespace, IDENTITY body encoding, CRC32 digest type, message type NORMAL): a template a sender copies
+    (``CopyFrom``) before :func:`fill_v2`."""
+    m = v2.Message()
     m.topic.name = topic
     if namespace:
         m.topic.resource_namespace = namespace
+    sp = m.system_properties
+    sp.body_encoding = v2.IDENTITY
+    sp.body_digest.type = v2.CRC32
+    sp.message_type = v2.NORMAL
+    return m
+
+
+def fill_v2(m: Any, body: bytes, props: Mapping[str, str], *, delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS,
+            now_ms: int | None = None) -> None:
+    """Set the body, its digest and what ``props`` (RocketMQ properties) say in ``m``, a
+    :func:`v2_base` of the message's topic (see :func:`to_v2`)."""
     m.body = body
     sp = m.system_properties
     user = m.user_properties
@@ -81,7 +101,9 @@ def to_v2(topic: str, body: bytes, props: Mapping[str, str], *, namespace: str =
     trace = get(TRACE_CONTEXT)
     if trace:
         sp.trace_context = trace
-    sp.message_type = message_type_of(props)
+    kind = message_type_of(props)
+    if kind != v2.NORMAL:
+        sp.message_type = kind
     level = int(get(MC.DELAY_TIME_LEVEL, "0") or 0)
     if level > 0 and delay_levels_ms:
         now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -90,11 +112,7 @@ def to_v2(topic: str, body: bytes, props: Mapping[str, str], *, namespace: str =
     immunity = get(MC.CHECK_IMMUNITY_TIME_IN_SECONDS)
     if immunity and immunity.lstrip("-").isdigit():
         sp.orphaned_transaction_recovery_duration.seconds = int(immunity)
-    sp.body_encoding = v2.IDENTITY
-    digest = sp.body_digest
-    digest.type = v2.CRC32
-    digest.checksum = crc32_hex(body)
-    return m
+    sp.body_digest.checksum = crc32_hex(body)
 
 
 def crc32_hex(body: bytes) -> str:
