@@ -70,7 +70,8 @@ class H2Connection:
         self._cond = threading.Condition(self._lock)
         self._waiters = 0  # threads in self._cond.wait(): notified only when there are some
         self._reading = False  # a thread reads the connection (the "reader"; the only one using _readable)
-        self._tls = isinstance(sock, ssl.SSLSocket)
+        #: TLS: the count of bytes decrypted already (readable without the socket being readable)
+        self._pending: Callable[[], int] | None = sock.pending if isinstance(sock, ssl.SSLSocket) else None
         self._readable = _readable_check(sock)
         self._buf = bytearray()
         self._decoder = hpack.Decoder()
@@ -192,7 +193,7 @@ class H2Connection:
         return self._answer(st)
 
     def _input_waiting(self) -> bool:
-        return self._readable(0) or self._tls and self._sock.pending() > 0  # type: ignore[attr-defined]
+        return self._readable(0) or self._pending is not None and self._pending() > 0
 
     def _poll(self) -> None:
         """Handle what the server sent while nobody read (GOAWAY, PING, the connection's end);
@@ -334,7 +335,7 @@ class H2Connection:
         buf = self._buf
         sock = self._sock
         while len(buf) < n:
-            if not (self._tls and sock.pending()):  # (TLS: bytes decrypted already)
+            if not (self._pending is not None and self._pending()):  # (TLS: bytes decrypted already)
                 left = deadline - time.monotonic()  # the socket's own timeout is the writers' (WRITE_TIMEOUT_S)
                 if left <= 0 or not self._readable(left):
                     raise TimeoutError
