@@ -9,6 +9,8 @@ import logging
 import select
 import socket
 import ssl
+import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +43,9 @@ MAX_HEADER_BLOCK = 256 * 1024
 #: a write blocked this long (the server reads nothing though it granted the window) loses the
 #: connection, s
 WRITE_TIMEOUT_S = 10.0
+#: plain TCP sockets are blocking with kernel send/receive timeouts (Linux), else Python timeouts
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux")
+_TIMEVAL = struct.Struct("@ll")
 #: the largest answer accepted by default, bytes
 MAX_MESSAGE = 64 * 1024 * 1024
 
@@ -106,7 +111,16 @@ class H2Connection:
                 sock = context.wrap_socket(sock, server_hostname=host)
                 if sock.selected_alpn_protocol() != "h2":
                     raise ssl.SSLError(f"{host}:{port} did not agree to HTTP/2 (ALPN {sock.selected_alpn_protocol()!r})")
-            sock.settimeout(WRITE_TIMEOUT_S)  # writes; reads wait in select() until the caller's deadline
+            # writes give up after WRITE_TIMEOUT_S; reads wait in poll() until the caller's deadline.
+            # Plain TCP on Linux: a blocking socket with the kernel's SO_SNDTIMEO (a Python socket
+            # timeout would make every send and recv poll() first: one more syscall each)
+            if context is None and _KERNEL_TIMEOUTS:
+                sock.settimeout(None)
+                timeval = _TIMEVAL.pack(int(WRITE_TIMEOUT_S), int(WRITE_TIMEOUT_S % 1 * 1_000_000))
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)  # (reads follow a poll())
+            else:
+                sock.settimeout(WRITE_TIMEOUT_S)
             sock.sendall(h.PREFACE + h.settings({h.ENABLE_PUSH: 0, h.INITIAL_WINDOW_SIZE: RECV_WINDOW,
                                                  h.MAX_FRAME_SIZE: MAX_FRAME_IN,
                                                  h.MAX_HEADER_LIST_SIZE: MAX_HEADER_BLOCK})

@@ -390,3 +390,33 @@ def test_transport_switch():
     assert GrpcConnection("127.0.0.1:1", "c", transport="grpcio")._h2 is None
     with pytest.raises(ValueError, match="'h3' is not 'h2' or 'grpcio'"):
         GrpcConnection("127.0.0.1:1", "c", transport="h3")
+
+
+def test_a_server_that_stops_reading_fails_the_write_after_the_write_timeout(monkeypatch):
+    """The server grants 64 MiB of window and 16 MiB frames, then reads nothing: a write that
+    cannot finish fails the call (UNAVAILABLE, on each of its tries) after WRITE_TIMEOUT_S, not
+    at the caller's deadline, and the caller's deadline still bounds the whole call."""
+    from rocketmq_sdk.grpc import h2_connection
+
+    monkeypatch.setattr(h2_connection, "WRITE_TIMEOUT_S", 0.3)
+    done = threading.Event()
+
+    def script(conn: RawConn, n: int) -> None:
+        assert conn.preface() == h.PREFACE
+        conn.send(h.settings({h.INITIAL_WINDOW_SIZE: h.MAX_WINDOW, h.MAX_FRAME_SIZE: h.MAX_FRAME_LIMIT})
+                  + h.window_update(0, 64 << 20))
+        done.wait(8)  # reads nothing more (then closes: a client without a write timeout fails late)
+        conn.sock.close()
+
+    server = RawServer(script)
+    ch = UnaryChannel(server.target)
+    try:
+        started = time.monotonic()
+        with pytest.raises(GrpcStatusError) as info:
+            ch.call(ECHO, b"x" * (40 << 20), META, 15)
+        assert info.value.code == 14 and time.monotonic() - started < 6
+        assert server.accepted == 3  # written on three connections, each given up after the timeout
+    finally:
+        done.set()
+        ch.close()
+        server.close()
