@@ -46,6 +46,9 @@ WRITE_TIMEOUT_S = 10.0
 #: plain TCP sockets are blocking with kernel send/receive timeouts (Linux), else Python timeouts
 _KERNEL_TIMEOUTS = sys.platform.startswith("linux")
 _TIMEVAL = struct.Struct("@ll")
+#: SO_RCVTIMEO is set again when the time left moves by more than this, s (a read may end this
+#: much after the caller's deadline)
+_TIMEOUT_SLACK_S = 0.001
 #: the largest answer accepted by default, bytes
 MAX_MESSAGE = 64 * 1024 * 1024
 
@@ -78,6 +81,8 @@ class H2Connection:
         #: TLS: the count of bytes decrypted already (readable without the socket being readable)
         self._pending: Callable[[], int] | None = sock.pending if isinstance(sock, ssl.SSLSocket) else None
         self._readable = _readable_check(sock)
+        self._kernel_timeouts = _KERNEL_TIMEOUTS and sock.gettimeout() is None and self._pending is None
+        self._recv_timeout = -1.0  # the SO_RCVTIMEO in force (s)
         self._buf = bytearray()
         self._decoder = hpack.Decoder()
         self._decoder.max_header_list_size = MAX_HEADER_BLOCK
@@ -111,14 +116,12 @@ class H2Connection:
                 sock = context.wrap_socket(sock, server_hostname=host)
                 if sock.selected_alpn_protocol() != "h2":
                     raise ssl.SSLError(f"{host}:{port} did not agree to HTTP/2 (ALPN {sock.selected_alpn_protocol()!r})")
-            # writes give up after WRITE_TIMEOUT_S; reads wait in poll() until the caller's deadline.
-            # Plain TCP on Linux: a blocking socket with the kernel's SO_SNDTIMEO (a Python socket
-            # timeout would make every send and recv poll() first: one more syscall each)
+            # writes give up after WRITE_TIMEOUT_S; reads wait until the caller's deadline. Plain TCP
+            # on Linux: a blocking socket with the kernel's SO_SNDTIMEO / SO_RCVTIMEO (a Python
+            # socket timeout would make every send and recv poll() first: one more syscall each)
             if context is None and _KERNEL_TIMEOUTS:
                 sock.settimeout(None)
-                timeval = _TIMEVAL.pack(int(WRITE_TIMEOUT_S), int(WRITE_TIMEOUT_S % 1 * 1_000_000))
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)  # (reads follow a poll())
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(WRITE_TIMEOUT_S))
             else:
                 sock.settimeout(WRITE_TIMEOUT_S)
             sock.sendall(h.PREFACE + h.settings({h.ENABLE_PUSH: 0, h.INITIAL_WINDOW_SIZE: RECV_WINDOW,
@@ -349,11 +352,23 @@ class H2Connection:
         buf = self._buf
         sock = self._sock
         while len(buf) < n:
-            if not (self._pending is not None and self._pending()):  # (TLS: bytes decrypted already)
-                left = deadline - time.monotonic()  # the socket's own timeout is the writers' (WRITE_TIMEOUT_S)
-                if left <= 0 or not self._readable(left):
+            if self._kernel_timeouts:  # a blocking recv bounded by SO_RCVTIMEO (~ the deadline)
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise TimeoutError
-            chunk = sock.recv(max(65_536, n - len(buf)))
+                if abs(left - self._recv_timeout) > _TIMEOUT_SLACK_S:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(left))
+                    self._recv_timeout = left
+                try:
+                    chunk = sock.recv(max(65_536, n - len(buf)))
+                except BlockingIOError:  # EAGAIN: SO_RCVTIMEO ran out
+                    raise TimeoutError from None
+            else:
+                if not (self._pending is not None and self._pending()):  # (TLS: bytes decrypted already)
+                    left = deadline - time.monotonic()  # the socket's own timeout is the writers' (WRITE_TIMEOUT_S)
+                    if left <= 0 or not self._readable(left):
+                        raise TimeoutError
+                chunk = sock.recv(max(65_536, n - len(buf)))
             if not chunk:
                 raise ConnectionError("closed by the server")
             buf += chunk
@@ -607,6 +622,12 @@ class H2Connection:
         except OSError:
             pass
         self._sock.close()
+
+
+def _timeval(seconds: float) -> bytes:
+    """``struct timeval`` of ``seconds`` > 0 (never 0, which means "no timeout")."""
+    sec = int(seconds)
+    return _TIMEVAL.pack(sec, int((seconds - sec) * 1_000_000) or (0 if sec else 1))
 
 
 def _readable_check(sock: socket.socket) -> Callable[[float], bool]:
