@@ -87,6 +87,7 @@ class H2Connection:
         self._decoder = hpack.Decoder()
         self._decoder.max_header_list_size = MAX_HEADER_BLOCK
         self._known: dict[bytes, list[tuple[str, str]]] = {}  # see _decode
+        self._ok_pair: tuple[object, object] = (None, None)  # see _answer
         self._streams: dict[int, _Stream] = {}
         self._next_id = 1
         self._send_window = h.DEFAULT_WINDOW
@@ -265,7 +266,19 @@ class H2Connection:
             raise st.error
         if not st.headers:
             raise GrpcStatusError(INTERNAL, "stream ended without headers")
-        first, trailers = dict(st.headers[0]), dict(st.headers[-1])
+        first, trailers = st.headers[0], st.headers[-1]
+        ok = self._ok_pair  # the decoded lists (one object per distinct header block, see _decode) of
+        if first is not ok[0] or trailers is not ok[1]:  # the last answer found OK: the same again is OK
+            self._check_status(first, trailers)
+            self._ok_pair = (first, trailers)
+        data = st.data
+        if len(data) < 5 or data[0] != 0 or int.from_bytes(data[1:5], "big") != len(data) - 5:
+            raise GrpcStatusError(INTERNAL, f"answer is not one uncompressed gRPC message ({len(data)} bytes)")
+        return bytes(data[5:])
+
+    def _check_status(self, first_headers: list[tuple[str, str]], trailer_list: list[tuple[str, str]]) -> None:
+        """Raise the call's error unless HTTP status 200 and grpc-status 0."""
+        first, trailers = dict(first_headers), dict(trailer_list)
         status = first.get(":status", "")
         if status != "200":
             code = {"400": INTERNAL, "401": 16, "403": 7, "404": 12, "429": UNAVAILABLE, "502": UNAVAILABLE,
@@ -276,10 +289,6 @@ class H2Connection:
             raise GrpcStatusError(INTERNAL, f"answer without a valid grpc-status ({grpc_status!r})")
         if grpc_status != "0":
             raise GrpcStatusError(int(grpc_status), unquote(trailers.get("grpc-message", "")))
-        data = st.data
-        if len(data) < 5 or data[0] != 0 or int.from_bytes(data[1:5], "big") != len(data) - 5:
-            raise GrpcStatusError(INTERNAL, f"answer is not one uncompressed gRPC message ({len(data)} bytes)")
-        return bytes(data[5:])
 
     # -- reading ------------------------------------------------------------------------------------
     def _wait(self, ready: Callable[[], bool], deadline: float, lead: bool = False) -> None:

@@ -420,3 +420,27 @@ def test_a_server_that_stops_reading_fails_the_write_after_the_write_timeout(mon
         done.set()
         ch.close()
         server.close()
+
+
+def test_a_failed_call_after_answers_with_the_same_headers_is_still_an_error():
+    """The client skips re-checking an answer whose header blocks are the very ones of the last
+    OK answer: a failed call with the same response headers but other trailers must still fail."""
+    def script(conn: RawConn, n: int) -> None:
+        _handshake(conn)
+        for status in (0, 0, 0, 5, 0):
+            sid, _, body, _ = conn.request()
+            conn.answer(sid, body[5:] + b"!", status)
+        conn.read(1 << 30)
+
+    server = RawServer(script)
+    ch = UnaryChannel(server.target)
+    try:
+        assert [ch.call(ECHO, b"%d" % i, META, 10) for i in range(3)] == [b"0!", b"1!", b"2!"]
+        with pytest.raises(GrpcStatusError) as info:
+            ch.call(ECHO, b"3", META, 10)
+        assert info.value.code == 5
+        assert ch.call(ECHO, b"4", META, 10) == b"4!"
+        assert server.accepted == 1 and not server.errors
+    finally:
+        ch.close()
+        server.close()
