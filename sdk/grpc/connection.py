@@ -148,6 +148,7 @@ class GrpcConnection:
         self._encoded: tuple[int, bytes, bytes] = (-1, b"", b"")
         self._request_ids = itertools.count()
         self._request_ids_prefix = f"{uuid.uuid4()}-"
+        self._request_ids_prefix_bytes = self._request_ids_prefix.encode()
         # a proxy that went away is tried again after 0.2 s, doubling up to 2 s (gRPC's default
         # grows to 120 s): calls fail fast (RemotingConnectError) until it is back
         options = [("grpc.enable_retries", 0), ("grpc.max_receive_message_length", -1),
@@ -193,7 +194,7 @@ class GrpcConnection:
             _, head, tail = headers if headers[0] == second else self._headers_of(second)
             cached = self._encoded = (second, b"".join(literal(k, v) for k, v in head),
                                       b"".join(literal(k, v) for k, v in tail))
-        rid = self._request_id().encode()
+        rid = b"%s%08x" % (self._request_ids_prefix_bytes, next(self._request_ids))  # as _request_id()
         return b"".join((cached[1], _REQUEST_ID_NAME, hpack_int(len(rid), 7, 0), rid, cached[2]))
 
     def _headers_of(self, second: int) -> tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:

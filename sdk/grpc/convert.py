@@ -38,6 +38,10 @@ SYSTEM_KEYS = frozenset({MC.TAGS, MC.KEYS, MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, SHA
                          *MC.TIMER_PROPERTIES})
 
 
+#: the properties of a message with no tags, keys or user properties (its id and WAIT)
+_ID_AND_WAIT = frozenset({MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MC.WAIT_STORE_MSG_OK})
+
+
 def message_type_of(props: Mapping[str, str]) -> v2.MessageType:
     """The 5.x ``MessageType`` of a message with these properties."""
     if props.get(MC.TRANSACTION_PREPARED, "").lower() == "true":
@@ -83,6 +87,10 @@ def fill_v2(m: Any, body: bytes, props: Mapping[str, str], *, delay_levels_ms: t
     :func:`v2_base` of the message's topic (see :func:`to_v2`)."""
     m.body = body
     sp = m.system_properties
+    if props.keys() <= _ID_AND_WAIT:  # the usual message: nothing else to map
+        sp.message_id = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
+        sp.body_digest.checksum = crc32_hex(body)
+        return
     user = m.user_properties
     for key, value in props.items():
         if key not in SYSTEM_KEYS:

@@ -81,6 +81,8 @@ class H2Connection:
         #: TLS: the count of bytes decrypted already (readable without the socket being readable)
         self._pending: Callable[[], int] | None = sock.pending if isinstance(sock, ssl.SSLSocket) else None
         self._readable = _readable_check(sock)
+        #: ``poll(ms)`` of the reader's poll object (None without one): the check before a write
+        self._poll_now: Callable[[float], list] | None = getattr(self._readable, "poll", None)
         self._kernel_timeouts = _KERNEL_TIMEOUTS and sock.gettimeout() is None and self._pending is None
         self._recv_timeout = -1.0  # the SO_RCVTIMEO in force (s)
         self._buf = bytearray()
@@ -211,6 +213,8 @@ class H2Connection:
         return self._answer(st)
 
     def _input_waiting(self) -> bool:
+        if self._poll_now is not None:
+            return bool(self._poll_now(0)) or self._pending is not None and self._pending() > 0
         return self._readable(0) or self._pending is not None and self._pending() > 0
 
     def _poll(self) -> None:
@@ -651,6 +655,7 @@ def _readable_check(sock: socket.socket) -> Callable[[float], bool]:
 
     def readable(timeout_s: float) -> bool:
         return bool(poll(timeout_s * 1000.0))
+    readable.poll = poll  # type: ignore[attr-defined]
     return readable
 
 
