@@ -40,6 +40,8 @@ from .selector import SelectorLike
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
 
 log = logging.getLogger("rocketmq_sdk.producer")
+_OK = v2.OK
+_SEND_OK = SendStatus.SEND_OK
 
 
 def grpc_retryable(error: BaseException) -> bool:
@@ -195,22 +197,24 @@ class GrpcProducer(AsyncLifecycle):
         return req, ids
 
     def _result(self, resp: Any, topic: str, ids: list[str]) -> SendResult:
-        if resp.status.code != v2.OK:
-            raise error_of(resp.status, self.endpoints)
-        entries = resp.entries
-        for e in entries:
-            if e.status.code != v2.OK:
+        status = resp.status
+        if status.code != _OK:
+            raise error_of(status, self.endpoints)
+        first = None
+        for e in resp.entries:
+            if e.status.code != _OK:
                 raise error_of(e.status, self.endpoints)
+            if first is None:
+                first = e
         mq = self._queues.get(topic)
         if mq is None:
             if len(self._queues) >= 10_000:
                 self._queues.clear()
             mq = self._queues[topic] = MessageQueue(topic, "", -1)
-        if not entries:
-            return SendResult(SendStatus.SEND_OK, ",".join(ids), "", mq, -1, None)
-        first = entries[0]
-        return SendResult(SendStatus.SEND_OK, ids[0] if len(ids) == 1 else ",".join(ids), "", mq, first.offset,
-                          first.transaction_id or None)
+        msg_id = ids[0] if len(ids) == 1 else ",".join(ids)
+        if first is None:
+            return SendResult(_SEND_OK, msg_id, "", mq, -1, None)
+        return SendResult(_SEND_OK, msg_id, "", mq, first.offset, first.transaction_id or None)
 
     @staticmethod
     def _group_of(selector: SelectorLike | None, arg: Any, mq: MessageQueue | None) -> str | None:
