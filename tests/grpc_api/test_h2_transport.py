@@ -394,8 +394,10 @@ def test_transport_switch():
 
 def test_a_server_that_stops_reading_fails_the_write_after_the_write_timeout(monkeypatch):
     """The server grants 64 MiB of window and 16 MiB frames, then reads nothing: a write that
-    cannot finish fails the call (UNAVAILABLE, on each of its tries) after WRITE_TIMEOUT_S, not
-    at the caller's deadline, and the caller's deadline still bounds the whole call."""
+    cannot finish fails the call (UNAVAILABLE) after WRITE_TIMEOUT_S, not at the caller's deadline
+    (nor when the server gives up after 8 s). A first write that blocks is sent again on a new
+    connection (up to three); one that blocks after the first frame (when the server's SETTINGS
+    arrived after the call was written) fails the call at once."""
     from rocketmq_sdk.grpc import h2_connection
 
     monkeypatch.setattr(h2_connection, "WRITE_TIMEOUT_S", 0.3)
@@ -415,7 +417,7 @@ def test_a_server_that_stops_reading_fails_the_write_after_the_write_timeout(mon
         with pytest.raises(GrpcStatusError) as info:
             ch.call(ECHO, b"x" * (40 << 20), META, 15)
         assert info.value.code == 14 and time.monotonic() - started < 6
-        assert server.accepted == 3  # written on three connections, each given up after the timeout
+        assert 1 <= server.accepted <= 3
     finally:
         done.set()
         ch.close()
