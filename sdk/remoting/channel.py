@@ -115,9 +115,13 @@ class RequestDispatcher:
             # done callback, no Task per request
             result.add_done_callback(functools.partial(self._future_done, channel, cmd))
         elif inspect.isawaitable(result):
-            task = asyncio.get_running_loop().create_task(self._await_handler(channel, cmd, result))
+            # the processor's own coroutine is the task (answered from its done callback): a close()
+            # that cancels it before its first step then cancels the processor itself, where a
+            # wrapper coroutine awaiting it would leave it never awaited
+            task = asyncio.ensure_future(result)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(functools.partial(self._future_done, channel, cmd))
         else:
             self._reply(channel, cmd, result)
 
@@ -127,13 +131,6 @@ class RequestDispatcher:
         exc = fut.exception()
         response = self._error_response(channel, cmd, exc) if exc is not None else fut.result()
         self._reply(channel, cmd, response)
-
-    async def _await_handler(self, channel: Channel, cmd: RemotingCommand, pending: Awaitable) -> None:
-        try:
-            result = await pending
-        except Exception as exc:
-            result = self._error_response(channel, cmd, exc)
-        self._reply(channel, cmd, result)
 
     @staticmethod
     def _error_response(channel: Channel, cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
