@@ -40,7 +40,7 @@ spark-discovery:
 	@$(PY) -c 'import sys, sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()["purelib"], "rocketmq_spark_discovery.pth").write_text(sys.argv[1] + "\n")' $(SPARK_DISCOVERY)
 
 # the Spark driver JVM's class archive (AppCDS, ~180 MB in .venv/spark-class-archive): a 3,000-row
-# demo run writes it once (~40 s), so every make demo, the first included, starts Spark from it;
+# demo run writes it once (1-2 min), so every make demo, the first included, starts Spark from it;
 # rebuilt when Java or PySpark change, a no-op otherwise; the demo runs without it
 # (docs/spark.md). make install SPARK_CLASS_ARCHIVE=0 skips it.
 spark-class-archive: $(STAMP)

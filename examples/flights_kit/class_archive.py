@@ -165,7 +165,7 @@ def build(demo: Path, archive_dir: Path, java: str, jvm_options: str) -> int:
         print(f"spark class archive: skipped ({exc}); the demo starts Spark without one")
         return 0
     print(f"spark class archive: a {BUILD_ROWS:,}-row demo run writes the Spark JVM's classes to {path} "
-          "(~40 s once; SPARK_CLASS_ARCHIVE=0 skips it)", flush=True)
+          "(1-2 min, once; SPARK_CLASS_ARCHIVE=0 skips it)", flush=True)
     started = time.monotonic()
     with build_log:
         rc = subprocess.call([sys.executable, str(demo), "--rows", str(BUILD_ROWS), "--write-class-archive",
