@@ -252,7 +252,7 @@ def main() -> int:
                             text=True).stdout.strip()
     meta = {"command": " ".join([os.path.relpath(sys.executable, ROOT), *sys.argv]), "commit": commit,
             "cores": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg(),
-            "python": sys.version.split()[0], "body_bytes": len(BODY), "n": n, "proxy_modes": modes}
+            "python": sys.version.split()[0], "grpc_server": os.environ.get("ROCKETMQ_GRPC_SERVER") or "own", "body_bytes": len(BODY), "n": n, "proxy_modes": modes}
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", name + ".json"), "w") as f:
         json.dump({"meta": meta, "summary": summary, "runs": results}, f, indent=1)
@@ -269,7 +269,7 @@ def main() -> int:
     text = (f"# gRPC clients, {date}\n\n`{meta['command']}` at {commit}; {meta['cores']} cores, load "
             f"{load_before[0]:.2f} before / {meta['load_after'][0]:.2f} after; {n} messages of {len(BODY)} B per "
             f"client and operation, twice per proxy mode (orders official→sdk-grpc→sdk-grpcio→sdk-remoting and back), "
-            f"totals.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(ratios) + "\n")
+            f"totals; the proxy on the {meta['grpc_server']} gRPC server (ROCKETMQ_GRPC_SERVER).\n\n" + "\n".join(rows) + "\n\n" + "\n".join(ratios) + "\n")
     with open(os.path.join(HERE, "results", name + ".md"), "w") as f:
         f.write(text)
     print(text)

@@ -80,7 +80,7 @@ class H2Connection:
         self._recv_window = RECV_WINDOW
         self._conn_unacked = 0
         self._settings_seen = False
-        self._headers_of: tuple[int, int, bytearray] | None = None  # stream, flags, block (awaiting CONTINUATION)
+        self._blocks = h.HeaderBlocks(MAX_HEADER_BLOCK)
         self._error: GrpcStatusError | None = None
         self._goaway = False
 
@@ -187,14 +187,7 @@ class H2Connection:
             pass
 
     def _header_frames(self, sid: int, block: bytes) -> bytes:
-        size = self._peer_max_frame
-        if len(block) <= size:
-            return h.frame(h.HEADERS, h.END_HEADERS, sid, block)
-        parts = [block[i:i + size] for i in range(0, len(block), size)]
-        out = [h.frame(h.HEADERS, 0, sid, parts[0])]
-        out += [h.frame(h.CONTINUATION, 0, sid, p) for p in parts[1:-1]]
-        out.append(h.frame(h.CONTINUATION, h.END_HEADERS, sid, parts[-1]))
-        return b"".join(out)
+        return h.header_frames(sid, block, self._peer_max_frame)
 
     def _send_rest(self, st: _Stream, rest: memoryview, deadline: float) -> None:
         while rest:
@@ -351,29 +344,19 @@ class H2Connection:
         return length
 
     def _handle(self, kind: int, flags: int, sid: int, payload: bytes) -> bytes:
-        if self._headers_of is not None and kind != h.CONTINUATION:
+        if self._blocks.pending is not None and kind != h.CONTINUATION:
             raise h.ProtocolError(f"frame type {kind} inside a header block")
         if kind == h.DATA:
             return self._on_data(flags, sid, payload)
         if kind == h.HEADERS:
             if sid == 0:
                 raise h.ProtocolError("HEADERS on stream 0")
-            payload = _unpad(flags, payload)
-            if flags & h.PRIORITY_FLAG:
-                payload = payload[5:]
-            self._headers_of = (sid, flags, bytearray(payload))
-            if flags & h.END_HEADERS:
-                self._end_headers()
+            if (block := self._blocks.headers(flags, sid, payload)) is not None:
+                self._end_headers(*block)
             return b""
         if kind == h.CONTINUATION:
-            pending = self._headers_of
-            if pending is None or pending[0] != sid:
-                raise h.ProtocolError("CONTINUATION without its HEADERS")
-            pending[2].extend(payload)
-            if len(pending[2]) > MAX_HEADER_BLOCK:
-                raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-            if flags & h.END_HEADERS:
-                self._end_headers()
+            if (block := self._blocks.continuation(flags, sid, payload)) is not None:
+                self._end_headers(*block)
             return b""
         if kind == h.SETTINGS:
             return self._on_settings(flags, payload)
@@ -415,13 +398,8 @@ class H2Connection:
             raise h.ProtocolError("PUSH_PROMISE though push is disabled")
         return b""  # PRIORITY, unknown types: ignored
 
-    def _end_headers(self) -> None:
-        assert self._headers_of is not None
-        sid, flags, block = self._headers_of
-        self._headers_of = None
-        if len(block) > MAX_HEADER_BLOCK:
-            raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-        headers = self._decode(bytes(block))  # always (even for a stream given up): keeps the table in step
+    def _end_headers(self, sid: int, flags: int, block: bytes) -> None:
+        headers = self._decode(block)  # always (even for a stream given up): keeps the table in step
         st = self._streams.get(sid)
         if st is not None and not st.done:
             st.headers.append(headers)
@@ -467,7 +445,7 @@ class H2Connection:
         st = self._streams.get(sid)
         if st is None or st.done:
             return out
-        st.data += _unpad(flags, payload)
+        st.data += h.unpad(flags, payload)
         data = st.data
         if len(data) >= 5:
             declared = int.from_bytes(data[1:5], "big")
@@ -549,10 +527,3 @@ class H2Connection:
             pass
         self._sock.close()
 
-
-def _unpad(flags: int, payload: bytes) -> bytes:
-    if not flags & h.PADDED:
-        return payload
-    if not payload or payload[0] >= len(payload):
-        raise h.ProtocolError("padding longer than the frame")
-    return payload[1:len(payload) - payload[0]]
