@@ -36,7 +36,9 @@ MAX_WINDOW = 2**31 - 1
 MAX_FRAME_LIMIT = 2**24 - 1
 
 _U32 = struct.Struct(">I")
-_HEAD = struct.Struct(">IBI")  # 24-bit length and 8-bit type, flags, stream id
+#: a frame header as ``(length << 8 | type, flags, stream id with the reserved bit)``
+FRAME_HEAD = struct.Struct(">IBI")
+_HEAD = FRAME_HEAD
 
 
 class ProtocolError(Exception):
