@@ -13,10 +13,11 @@ FAILOVER ?=
 DEMO_SECONDS ?=
 DEMO_THREADS ?=
 PYTEST_ARGS ?=
+SPARK_CLASS_ARCHIVE ?= 1
 
-.PHONY: install demo demo-failover test lint clean ext browser postgres redis docs wheel-check spark-discovery celery-suite
+.PHONY: install spark-class-archive demo demo-failover test lint clean ext browser postgres redis docs wheel-check spark-discovery celery-suite
 
-install: $(STAMP)
+install: $(STAMP) spark-class-archive
 
 C_SOURCES := $(shell find sdk broker-reference integrations -name "*.c" -o -name "*.h" 2>/dev/null)
 
@@ -37,6 +38,15 @@ spark-discovery:
 	@mkdir -p $(SPARK_DISCOVERY)
 	@ln -sfn $(abspath pyspark_rocketmq.py) $(SPARK_DISCOVERY)/pyspark_rocketmq.py
 	@$(PY) -c 'import sys, sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()["purelib"], "rocketmq_spark_discovery.pth").write_text(sys.argv[1] + "\n")' $(SPARK_DISCOVERY)
+
+# the Spark driver JVM's class archive (AppCDS, ~180 MB in .venv/spark-class-archive): a 3,000-row
+# demo run writes it once (1-2 min), so every make demo, the first included, starts Spark from it;
+# rebuilt when Java or PySpark change, a no-op otherwise; the demo runs without it
+# (docs/spark.md). make install SPARK_CLASS_ARCHIVE=0 skips it.
+spark-class-archive: $(STAMP)
+ifneq ($(SPARK_CLASS_ARCHIVE),0)
+	@$(PY) examples/flights_kit/class_archive.py build
+endif
 
 # make ext - rebuild the optional C accelerators in place (after editing a *.c file); a lock keeps
 # concurrent builds apart.

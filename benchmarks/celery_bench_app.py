@@ -21,9 +21,12 @@ app.conf.update(
     task_default_queue="bench",
 )
 _MARK = os.environ.get("CELERY_BENCH_MARK", os.devnull)
+# shared=False: celery_tasks.py reloads this module for each round's app (new broker, new mark);
+# shared tasks would register both module objects' callables in every app finalized afterwards
+# (DuplicateTaskNameWarning for bench.noop / bench.latency)
 
 
-@app.task(name="bench.noop")
+@app.task(name="bench.noop", shared=False)
 def noop() -> None:
     fd = os.open(_MARK, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
@@ -32,7 +35,7 @@ def noop() -> None:
         os.close(fd)
 
 
-@app.task(name="bench.latency")
+@app.task(name="bench.latency", shared=False)
 def latency(enqueued_monotonic_s: float) -> None:
     """Records ``now - enqueued_monotonic_s`` (seconds, one line) when the task starts."""
     line = f"{time.monotonic() - enqueued_monotonic_s:.6f}\n".encode()

@@ -204,6 +204,22 @@ def one_round(label: str, url: str, options: dict, n: int, workdir: Path, concur
     return rec
 
 
+def goal_lines(results: list[dict]) -> list[str]:
+    """One markdown row per (round, -c) that has both a rocketmq and a redis record."""
+    by = {(r["round"], r.get("concurrency", 2), r["broker"]): r for r in results}
+    rows = []
+    for rnd, conc in sorted({(k[0], k[1]) for k in by}):
+        rmq, red = by.get((rnd, conc, "rocketmq")), by.get((rnd, conc, "redis"))
+        if rmq is None or red is None:
+            continue
+        p99 = (f"{rmq['latency_p99_ms'] - red['latency_p99_ms']:+.1f}"
+               if "latency_p99_ms" in rmq and "latency_p99_ms" in red else "-")
+        idle = (f"{rmq['idle_cpu_pct']:.2f} / {red['idle_cpu_pct']:.2f}"
+                if "idle_cpu_pct" in rmq and "idle_cpu_pct" in red else "-")
+        rows.append(f"| {rnd} | {conc} | {rmq['end_to_end_per_s'] / red['end_to_end_per_s']:.2f}x | {p99} | {idle} |")
+    return rows
+
+
 def to_markdown(doc: dict) -> str:
     m = doc["machine"]
     lines = [f"# Celery: RocketMQ transport vs Redis transport ({doc['started_utc'][:10]})", "",
@@ -230,6 +246,12 @@ def to_markdown(doc: dict) -> str:
                   "(one `apply_async` per schedule slot), each stamped with the producer's `time.monotonic()` "
                   "just before its `apply_async` and recording the difference when it starts in a pool process; "
                   "nearest-rank percentiles."]
+    goals = goal_lines(doc["results"])
+    if goals:
+        lines += ["", "Issue 26's goals per round and -c (rocketmq vs redis of the same round): end-to-end "
+                  "tasks/s >= 1.5x Redis's, p99 latency <= Redis's + 5 ms, idle worker CPU near zero.", "",
+                  "| round | -c | end-to-end rocketmq / redis | p99 rocketmq - redis ms | idle CPU % rocketmq / redis |",
+                  "|---:|---:|---:|---:|---:|", *goals]
     lines += ["", "Totals per broker (all tasks / all time):", ""]
     for label, s in doc["summary"].items():
         lines.append(f"- {label}: enqueue {s['enqueue_per_s']:,.0f} tasks/s, end-to-end {s['end_to_end_per_s']:,.0f} tasks/s")

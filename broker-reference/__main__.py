@@ -57,8 +57,18 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+def _choose_grpc_server(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:  # read by GrpcProxy (also the proxy's own loop thread in cluster mode)
+        os.environ["ROCKETMQ_GRPC_SERVER"] = value
+
+
 def grpc_tls_options(fn):
-    """``--grpc-tls-cert`` / ``--grpc-tls-key``: the gRPC proxy serves TLS only."""
+    """``--grpc-tls-cert`` / ``--grpc-tls-key``: the gRPC proxy serves TLS only; ``--grpc-server``:
+    which gRPC server the proxy runs on."""
+    fn = click.option("--grpc-server", type=click.Choice(["own", "grpcio"]), default=None, expose_value=False,
+                      envvar="ROCKETMQ_GRPC_SERVER", callback=_choose_grpc_server,
+                      help="The gRPC proxy's server: own (default: this project's asyncio HTTP/2 server) or "
+                           "grpcio (grpc.aio's). Also $ROCKETMQ_GRPC_SERVER.")(fn)
     fn = click.option("--grpc-tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
                       help="PEM private key of --grpc-tls-cert.")(fn)
     return click.option("--grpc-tls-cert", type=click.Path(exists=True, dir_okay=False), default=None,

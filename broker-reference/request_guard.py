@@ -100,9 +100,14 @@ def request_name_problem(cmd: RemotingCommand, spec: RequestSpec | None = None) 
         topic_fields, group_fields, body = TOPIC_FIELDS, GROUP_FIELDS, None
     else:
         topic_fields, group_fields, body = spec.topic_fields, spec.group_fields, spec.body
-    problem = _first(_topic(ext.get(f)) for f in topic_fields) or _first(_group(ext.get(f)) for f in group_fields)
-    if problem is not None:
-        return problem
+    for f in topic_fields:  # plain loops: every request passes here
+        problem = _checked(ext.get(f), _valid_topics, topic_problem)
+        if problem is not None:
+            return problem
+    for f in group_fields:
+        problem = _checked(ext.get(f), _valid_groups, group_problem)
+        if problem is not None:
+            return problem
     if body is not None:
         return _body_problem(body, cmd.body)
     return None

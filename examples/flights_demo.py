@@ -45,7 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from flights_kit.audit import Expected, audit  # noqa: E402
-from flights_kit.class_archive import ClassArchive, class_archive, default_cache_dir  # noqa: E402
+from flights_kit.class_archive import ClassArchive, class_archive, default_archive_dir  # noqa: E402
 from flights_kit.consume import ConsumerGroup  # noqa: E402
 from flights_kit.data import (  # noqa: E402
     FLIGHTS_ROWS,
@@ -105,11 +105,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(implies --live and --no-stream; the producer picks the queues; duplicates are counted, "
                         "not failures)")
     p.add_argument("--class-archive", action=argparse.BooleanOptionalAction, default=True,
-                   help="keep an AppCDS archive of the Spark JVM's classes in --cache-dir: the first run writes "
-                        "it (~150 MB, a few seconds more), later runs start Spark ~3 s faster (default: on)")
-    p.add_argument("--cache-dir", type=Path, default=None,
-                   help="where the class archive is kept (default $XDG_CACHE_HOME/rocketmq-flights-demo, "
-                        "i.e. ~/.cache/rocketmq-flights-demo)")
+                   help="map the AppCDS archive of the Spark JVM's classes that make install builds (Spark starts "
+                        "~2 s faster, ~5 s less CPU); without one the demo runs as well (default: on)")
+    p.add_argument("--class-archive-dir", "--cache-dir", dest="class_archive_dir", type=Path, default=None,
+                   help="where the class archive is (default .venv/spark-class-archive in a virtual environment, "
+                        "else $XDG_CACHE_HOME/rocketmq-flights-demo)")
+    p.add_argument("--write-class-archive", action="store_true",
+                   help="write the class archive at this run's exit instead of mapping it (what make install "
+                        "runs, on a few thousand rows: python examples/flights_kit/class_archive.py build)")
     p.add_argument("-v", "--verbose", action="store_true", help="log the SDK and broker at INFO")
     args = p.parse_args(argv)
     if args.failover:
@@ -200,8 +203,9 @@ def run(args: argparse.Namespace) -> int:
         # progress (and so the kill at a third of the rows) advances as partitions finish: with
         # 2 partitions the master would only be killed once everything was sent
         partitions = max(partitions, FAILOVER_MIN_PARTITIONS)
-    archive = (class_archive(args.cache_dir or default_cache_dir(), java_path() or "java", SHORT_JOB_JVM_OPTIONS)
-               if args.class_archive else None)
+    archive = (class_archive(args.class_archive_dir or default_archive_dir(), java_path() or "java",
+                             SHORT_JOB_JVM_OPTIONS, write=args.write_class_archive)
+               if args.class_archive or args.write_class_archive else None)
     with tempfile.TemporaryDirectory(prefix="rocketmq-flights-") as tmp_name:
         tmp = Path(tmp_name)
         (tmp / "store").mkdir()

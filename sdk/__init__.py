@@ -9,59 +9,65 @@ Public API (see docs/architecture.md, "SDK public API")::
 """
 
 import logging as _logging
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_exports
 from ._version import __version__
-from .config import ClientConfig, ConsumerConfig, LitePullConsumerConfig, ProducerConfig
-from .config_types import ClientSettings, ConsumerSettings, LitePullConsumerSettings, ProducerSettings
-from .consumer import (
-    AllocateMessageQueueAveragely,
-    AllocateMessageQueueAveragelyByCircle,
-    AllocateMessageQueueStrategy,
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    ConsumeOrderlyContext,
-    ConsumeOrderlyStatus,
-    LitePullConsumer,
-    MessageSelector,
-    PullConsumer,
-    PushConsumer,
-    SimpleConsumer,
-)
-from .exceptions import (
-    ClientStateError,
-    FrameError,
-    IllegalArgumentError,
-    IllegalOperationError,
-    InvalidParameterError,
-    MessageIllegalError,
-    MQBrokerError,
-    MQClientError,
-    MQError,
-    RemotingConnectError,
-    RemotingError,
-    RemotingSendRequestError,
-    RemotingTimeoutError,
-    RemotingTooMuchRequestError,
-    RequestCodeNotSupportedError,
-    RequestTimeoutError,
-    SubscriptionGroupNotExistError,
-    TopicNotExistError,
-)
-from .lifecycle import ServiceState
-from .producer import (
-    LocalTransactionState,
-    MessageQueueSelector,
-    Producer,
-    SelectMessageQueueByHash,
-    SelectMessageQueueByRandom,
-    TransactionListener,
-    TransactionProducer,
-    TransactionSendResult,
-    split_batches,
-)
-from .protocol.bodies import ConsumeFromWhere, MessageModel
-from .protocol.message import Message, MessageExt, MessageQueue, PullStatus, SendResult, SendStatus
-from .retry import Backoff, ConstantBackoff, ErrorCodeBackoff, ExponentialBackoff, NoBackoff, RetryPolicy
+
+# The public names below are imported when first used (PEP 562, rocketmq_sdk._lazy): ``import
+# rocketmq_sdk`` costs only this package, and a process pays only for the clients it uses.
+if TYPE_CHECKING:
+    from .config import ClientConfig, ConsumerConfig, LitePullConsumerConfig, ProducerConfig
+    from .config_types import ClientSettings, ConsumerSettings, LitePullConsumerSettings, ProducerSettings
+    from .consumer import (
+        AllocateMessageQueueAveragely,
+        AllocateMessageQueueAveragelyByCircle,
+        AllocateMessageQueueStrategy,
+        ConsumeConcurrentlyContext,
+        ConsumeConcurrentlyStatus,
+        ConsumeOrderlyContext,
+        ConsumeOrderlyStatus,
+        LitePullConsumer,
+        MessageSelector,
+        PullConsumer,
+        PushConsumer,
+        SimpleConsumer,
+    )
+    from .exceptions import (
+        ClientStateError,
+        FrameError,
+        IllegalArgumentError,
+        IllegalOperationError,
+        InvalidParameterError,
+        MessageIllegalError,
+        MQBrokerError,
+        MQClientError,
+        MQError,
+        RemotingConnectError,
+        RemotingError,
+        RemotingSendRequestError,
+        RemotingTimeoutError,
+        RemotingTooMuchRequestError,
+        RequestCodeNotSupportedError,
+        RequestTimeoutError,
+        SubscriptionGroupNotExistError,
+        TopicNotExistError,
+    )
+    from .lifecycle import ServiceState
+    from .producer import (
+        LocalTransactionState,
+        MessageQueueSelector,
+        Producer,
+        SelectMessageQueueByHash,
+        SelectMessageQueueByRandom,
+        TransactionListener,
+        TransactionProducer,
+        TransactionSendResult,
+        split_batches,
+    )
+    from .protocol.bodies import ConsumeFromWhere, MessageModel
+    from .protocol.message import Message, MessageExt, MessageQueue, PullStatus, SendResult, SendStatus
+    from .retry import Backoff, ConstantBackoff, ErrorCodeBackoff, ExponentialBackoff, NoBackoff, RetryPolicy
 
 # Library etiquette: records of the ``rocketmq_sdk`` loggers go nowhere (not to Python's
 # last-resort stderr handler) until the application configures logging.
@@ -135,3 +141,6 @@ __all__ = [
     "NoBackoff",
     "RetryPolicy",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -1,5 +1,5 @@
 """Server CPU per gRPC sync send, by thread, with the proxy in local and in cluster mode, plus the
-floor of grpcio itself (an echo of the same size on a grpc.aio server).
+floor of the server itself (an echo of the same size on grpc.aio's server and on the proxy's own).
 
 A name server, a 5.x broker and the proxy run in this process (the broker on the main loop, as
 ``dev``); each client of ``benchmarks/grpc_clients.py`` sends ``-n`` messages in a worker process
@@ -12,7 +12,8 @@ other ``python`` thread; ``event_engine`` and the remaining ones are grpc's) and
         [--echo-only]
 
 (``sdk-grpcio``: this SDK with ``ROCKETMQ_GRPC_TRANSPORT=grpcio``; the echo floor runs grpcio's sync
-stub and this SDK's HTTP/2 ``UnaryChannel`` alternately.)
+stub and this SDK's HTTP/2 ``UnaryChannel`` alternately. The proxy runs on the server chosen by
+``ROCKETMQ_GRPC_SERVER``: own by default, grpcio for grpc.aio's.)
 """
 
 from __future__ import annotations
@@ -157,28 +158,35 @@ def echo_client(target: str, n: int, transport: str) -> None:
 
 
 async def echo_floor(n: int) -> None:
+    """The echo on grpc.aio's server and on the proxy's own (``rocketmq_broker.proxy.h2_server``)."""
     import grpc
+    from rocketmq_broker.proxy.h2_calls import UNARY, Method
+    from rocketmq_broker.proxy.h2_server import H2GrpcServer
 
     async def echo(req: bytes, ctx: object) -> bytes:
         return req
 
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+    aio = grpc.aio.server()
+    aio.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
         "bench.Echo", {"Call": grpc.unary_unary_rpc_method_handler(echo)}),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
+    aio_port = aio.add_insecure_port("127.0.0.1:0")
+    await aio.start()
+    own = H2GrpcServer({_ECHO: Method(UNARY, echo)})
+    own_port = await own.start("127.0.0.1", 0)
     for transport in ("grpcio", "h2", "grpcio", "h2"):
-        before = thread_cpu()
-        out = await asyncio.get_running_loop().run_in_executor(None, lambda t=transport: subprocess.run(
-            [sys.executable, __file__, "--echo-client", f"127.0.0.1:{port}", str(n), t], capture_output=True,
-            text=True, timeout=300))
-        after = thread_cpu()
-        rate, client_us = out.stdout.split()
-        server_us = sum(v - before.get(k, 0.0) for k, v in after.items()) / (n + 300) * 1e6
-        client = "sync stub" if transport == "grpcio" else "the SDK's HTTP/2 UnaryChannel"
-        print(f"echo    {transport:12} {rate:>6} calls/s client {client_us:>4} µs/call server {server_us:4.0f} "
-              f"µs/call (grpc.aio server, {client}, 300 B, 8 headers)", flush=True)
-    await server.stop(0)
+        for server, port in (("grpc.aio", aio_port), ("own", own_port)):
+            before = thread_cpu()
+            out = await asyncio.get_running_loop().run_in_executor(None, lambda t=transport, p=port: subprocess.run(
+                [sys.executable, __file__, "--echo-client", f"127.0.0.1:{p}", str(n), t], capture_output=True,
+                text=True, timeout=300))
+            after = thread_cpu()
+            rate, client_us = out.stdout.split()
+            server_us = sum(v - before.get(k, 0.0) for k, v in after.items()) / (n + 300) * 1e6
+            client = "sync stub" if transport == "grpcio" else "the SDK's HTTP/2 UnaryChannel"
+            print(f"echo    {transport:12} {rate:>6} calls/s client {client_us:>4} µs/call server {server_us:4.0f} "
+                  f"µs/call ({server} server, {client}, 300 B, 8 headers)", flush=True)
+    await aio.stop(0)
+    await own.stop(0)
 
 
 def main() -> int:

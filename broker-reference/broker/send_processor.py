@@ -74,6 +74,8 @@ _STATUS_CODES = {
     PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
 }
 _MAX_PROPERTIES = 32767
+#: properties of a message the timer wheel holds or delivers (no plain put)
+_TIMED = frozenset((MC.TIMER_OUT_MS, *MC.TIMER_PROPERTIES))
 _STORED_CODES = frozenset((ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.FLUSH_SLAVE_TIMEOUT,
                            ResponseCode.SLAVE_NOT_AVAILABLE))
 _PYTHON = int(LanguageCode.PYTHON)
@@ -202,7 +204,7 @@ class SendProcessor:
         plain = True
         if b.timer is not None and (refused := b.timer.check(props)) is not None:  # 5.x timer messages
             return cmd.response(ResponseCode.MESSAGE_ILLEGAL, refused)
-        if MC.TIMER_OUT_MS in props or any(p in props for p in MC.TIMER_PROPERTIES):
+        if not props.keys().isdisjoint(_TIMED):
             plain = False
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             plain = False

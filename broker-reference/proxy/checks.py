@@ -4,6 +4,7 @@ limits, each refused with its 5.x status code (``ProxyError``)."""
 
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Any
 
@@ -21,19 +22,31 @@ MAX_NAME_FIELD = 1024
 MAX_PROPERTIES_BYTES = 16 * 1024
 MAX_DELAY_MS = 40 * 86_400_000
 _RESERVED = MC.RESERVED | SYSTEM_KEYS
-_SEPARATORS = ("\x00", "\x01", "\x02")
+#: a control separator RocketMQ's property encoding uses (one regex scan instead of three)
+_SEPARATOR = re.compile("[\x00-\x02]")
+#: legal topic names remembered by :func:`topic_name`: (namespace, name) -> broker-side name
+_NAMES_CACHED = 4096
+_legal_topics: dict[tuple[str, str], str] = {}
 
 
 def topic_name(resource: Any) -> str:
     """The broker-side name of a topic ``v2.Resource`` (``namespace%name`` with a namespace).
+    Legal names are remembered (at most :data:`_NAMES_CACHED`): a topic's every request asks.
 
     Raises:
         ProxyError: ILLEGAL_TOPIC.
     """
-    name = wrap_namespace(resource.resource_namespace or None, resource.name)
+    key = (resource.resource_namespace, resource.name)
+    name = _legal_topics.get(key)
+    if name is not None:
+        return name
+    name = wrap_namespace(key[0] or None, key[1])
     problem = topic_problem(name)
     if problem is not None:
         raise ProxyError(v2.ILLEGAL_TOPIC, problem)
+    if len(_legal_topics) >= _NAMES_CACHED:
+        _legal_topics.clear()
+    _legal_topics[key] = name
     return name
 
 
@@ -51,7 +64,7 @@ def group_name(resource: Any) -> str:
 
 
 def _text(value: str, code: int, what: str, max_len: int = MAX_NAME_FIELD) -> None:
-    if not value.strip() or len(value) > max_len or any(c in value for c in _SEPARATORS):
+    if len(value) > max_len or not value.strip() or _SEPARATOR.search(value) is not None:
         raise ProxyError(code, f"illegal {what} {value[:100]!r}: blank, longer than {max_len} or with a "
                                "control separator")
 
@@ -82,7 +95,7 @@ def check_message(m: Any, max_body: int, now_ms: int) -> bytes:
         _text(k, v2.ILLEGAL_MESSAGE_PROPERTY_KEY, "property name")
         if k in _RESERVED:
             raise ProxyError(v2.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property name {k!r} is reserved by RocketMQ")
-        if any(c in v for c in _SEPARATORS):
+        if _SEPARATOR.search(v) is not None:
             raise ProxyError(v2.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property {k!r} has a control separator in its value")
         size += len(k.encode()) + len(v.encode()) + 2
     if size > MAX_PROPERTIES_BYTES:

@@ -321,7 +321,7 @@ class Consuming:
         for e in req.entries:
             out = resp.entries.add(message_id=e.message_id, receipt_handle=e.receipt_handle)
             try:
-                await self._ack_one(route, group, topic, Handle.parse(self.renewals.latest(e.receipt_handle)).pop)
+                await self._ack_one(route, group, topic, Handle.parse(await self.renewals.settled(e.receipt_handle)).pop)
                 self.renewals.forget(e.receipt_handle)
                 out.status.CopyFrom(status())
             except ProxyError as exc:
@@ -348,7 +348,7 @@ class Consuming:
     async def change_invisible_duration(self, req: Any, context: Any) -> Any:
         group = group_name(req.group)
         topic = topic_name(req.topic)
-        handle = Handle.parse(self.renewals.latest(req.receipt_handle))
+        handle = Handle.parse(await self.renewals.settled(req.receipt_handle))
         invisible = _ms(req.invisible_duration)
         if not MIN_INVISIBLE_MS <= invisible <= MAX_INVISIBLE_MS:
             raise ProxyError(v2.ILLEGAL_INVISIBLE_TIME,
@@ -380,7 +380,7 @@ class Consuming:
     async def forward_to_dlq(self, req: Any, context: Any) -> Any:
         group = group_name(req.group)
         topic = topic_name(req.topic)
-        handle = Handle.parse(self.renewals.latest(req.receipt_handle))
+        handle = Handle.parse(await self.renewals.settled(req.receipt_handle))
         route = await self.routes.get(topic)
         await self._to_dlq(route, group, topic, handle, req.message_id, req.max_delivery_attempts)
         self.renewals.forget(req.receipt_handle)

@@ -43,15 +43,28 @@ class LocalChannel:
         self.last_active = time.monotonic()
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
 
+    #: the dispatch hands responses over with :meth:`take_response` (no frame encoded and decoded)
+    in_process = True
+
     def write_frame(self, data: bytes) -> None:
-        """A response frame from the dispatch (length prefix included): resolves its request."""
-        cmd = RemotingCommand.decode(data[4:])
+        """A response frame (length prefix included): resolves its request."""
+        self._resolve(RemotingCommand.decode(data[4:]))
+
+    def take_response(self, cmd: RemotingCommand) -> None:
+        """A response from the dispatch: resolves its request with ``cmd`` itself when its header
+        fields are strings, as a connection would deliver them; otherwise with the decoded frame."""
+        ext = cmd.ext_fields
+        if ext and not all(type(v) is str for v in ext.values()):
+            cmd = RemotingCommand.decode(cmd.encode()[4:])
+        self._resolve(cmd)
+
+    def _resolve(self, cmd: RemotingCommand) -> None:
         fut = self._pending.pop(cmd.opaque, None)
         if fut is not None and not fut.done():
             fut.set_result(cmd)
 
     def write(self, cmd: RemotingCommand) -> None:
-        self.write_frame(cmd.encode())
+        self.take_response(cmd)
 
     send = write
 

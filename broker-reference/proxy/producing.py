@@ -13,6 +13,7 @@ from rocketmq_sdk.client.mq_client_api import MQClientAPI
 from rocketmq_sdk.exceptions import FrameError, MQBrokerError, RemotingError
 from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.grpc.convert import from_v2, set_timestamp_ms, to_v2
+from rocketmq_sdk.producer.prepare import SendHeaderTemplate
 from rocketmq_sdk.protocol.bodies import HeartbeatData
 from rocketmq_sdk.protocol.codes import (
     DEFAULT_TOPIC,
@@ -25,9 +26,7 @@ from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
-    SendMessageRequestHeader,
 )
-from rocketmq_sdk.protocol.message import MessageQueue
 from rocketmq_sdk.protocol.message_codec import decode_message, encode_properties
 from rocketmq_sdk.protocol.msgid import decode_offset_msg_id
 from rocketmq_sdk.remoting import Channel, RemotingCommand
@@ -45,6 +44,9 @@ PRODUCER_GROUP = "GRPC_PROXY_PRODUCER"
 TX_GROUP_PREFIX = "GRPC_PROXY_TX_"
 #: most messages one SendMessage may carry (each is one broker request)
 MAX_MESSAGES_PER_REQUEST = 1000
+#: the header's ``sysFlag`` of a half message and ``defaultTopicQueueNums``, as the header carries them
+_TX_SYS_FLAG = str(int(MessageSysFlag.TRANSACTION_PREPARED_TYPE))
+_AUTO_CREATE_QUEUE_NUMS = str(AUTO_CREATE_QUEUE_NUMS)
 _TX_ID = re.compile(r"([0-9A-F]{32}|[0-9A-F]{56})-([0-9]{1,19})")
 
 
@@ -84,35 +86,42 @@ class Producing:
         api.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check)
 
     # -- SendMessage ------------------------------------------------------------------------
-    async def send(self, req: Any) -> Any:
-        resp = v2.SendMessageResponse()
-        if not req.messages:
+    async def send(self, req: Any, context: Any = None) -> Any:
+        """SendMessage: each message to the broker owning the queue chosen for it (``context``,
+        the call's, is not read: the service's method table calls this directly)."""
+        messages = req.messages
+        if not messages:
             raise ProxyError(v2.BAD_REQUEST, "no message in the request")
-        if len(req.messages) > MAX_MESSAGES_PER_REQUEST:
-            raise ProxyError(v2.BAD_REQUEST, f"{len(req.messages)} messages in one request, more than "
+        if len(messages) > MAX_MESSAGES_PER_REQUEST:
+            raise ProxyError(v2.BAD_REQUEST, f"{len(messages)} messages in one request, more than "
                                              f"{MAX_MESSAGES_PER_REQUEST}")
-        topics = {(m.topic.resource_namespace, m.topic.name) for m in req.messages}
-        if len(topics) > 1:
+        first = messages[0].topic
+        if len(messages) > 1 and any(m.topic.resource_namespace != first.resource_namespace
+                                     or m.topic.name != first.name for m in messages):
             raise ProxyError(v2.BAD_REQUEST, "the messages of one request must have the same topic")
-        topic = topic_name(req.messages[0].topic)
+        topic = topic_name(first)
         now = int(time.time() * 1000)
-        bodies = [check_message(m, self.max_body, now) for m in req.messages]
+        bodies = [check_message(m, self.max_body, now) for m in messages]
         route = await self.routes.get(topic)
+        resp = v2.SendMessageResponse()
         first_error = None
-        for m, body in zip(req.messages, bodies, strict=True):
+        for m, body in zip(messages, bodies, strict=True):
             entry = resp.entries.add()
+            es = entry.status
             try:
-                self._entry(entry, await self._send_one(topic, route, m, body, now))
+                entry.message_id, entry.transaction_id, entry.offset, entry.recall_handle = \
+                    await self._send_one(topic, route, m, body, now)
+                es.code, es.message = v2.OK, "OK"
             except ProxyError as exc:
-                entry.status.CopyFrom(status(exc.code, exc.message))
-                first_error = first_error or entry.status
-        resp.status.CopyFrom(first_error or status())
+                es.code, es.message = exc.code, exc.message
+                if first_error is None:
+                    first_error = es
+        rs = resp.status
+        if first_error is None:
+            rs.code, rs.message = v2.OK, "OK"
+        else:
+            rs.code, rs.message = first_error.code, first_error.message
         return resp
-
-    @staticmethod
-    def _entry(entry: Any, result: tuple[str, str, int, str]) -> None:
-        entry.status.CopyFrom(status())
-        entry.message_id, entry.transaction_id, entry.offset, entry.recall_handle = result
 
     async def _send_one(self, topic: str, route, m: Any, body: bytes, now: int) -> tuple[str, str, int, str]:
         sp = m.system_properties
@@ -125,11 +134,11 @@ class Producing:
         props = from_v2(m, now_ms=now, timers=timers)
         transactional = sp.message_type == v2.TRANSACTION
         group = PRODUCER_GROUP
-        sys_flag = 0
+        sys_flag = "0"
         if transactional:
             group = tx_group(topic)
             props[MC.PRODUCER_GROUP] = group
-            sys_flag = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+            sys_flag = _TX_SYS_FLAG
             if group not in self.tx_groups:
                 self.tx_groups.add(group)
         props[MC.WAIT_STORE_MSG_OK] = "true"
@@ -138,14 +147,13 @@ class Producing:
         born = now
         if sp.HasField("born_timestamp") and sp.born_timestamp.seconds > 0:
             born = sp.born_timestamp.seconds * 1000 + sp.born_timestamp.nanos // 1_000_000
-        header = SendMessageRequestHeader(
-            producer_group=group, topic=topic, default_topic=DEFAULT_TOPIC,
-            default_topic_queue_nums=AUTO_CREATE_QUEUE_NUMS,
-            queue_id=wq.queue_id, sys_flag=sys_flag, born_timestamp=born, flag=0,
-            properties=encode_properties(props), reconsume_times=0, bname=wq.broker_name)
-        mq = MessageQueue(topic, wq.broker_name, wq.queue_id)
+        # the V2 header as the SDK's producers write it (no dataclass, no per-field conversion)
+        header = SendHeaderTemplate.fields(group, topic, DEFAULT_TOPIC, _AUTO_CREATE_QUEUE_NUMS, False,
+                                           str(wq.queue_id), sys_flag, str(born), "0", encode_properties(props),
+                                           wq.broker_name)
         try:
-            result = await self.api.send_message(wq.addr, mq, header, body, sp.message_id, self.timeout_ms)
+            result = await self.api.send_message(wq.addr, wq.mq, header, body, sp.message_id,
+                                                 self.timeout_ms)
         except MQBrokerError as exc:
             if exc.code == ResponseCode.TOPIC_NOT_EXIST:
                 self.routes.forget(topic)

@@ -33,6 +33,8 @@ class Held:
     client_id: str
     expires_ms: int
     since_ms: int
+    #: done when the renewal in flight (if any) has its answer
+    renewing: asyncio.Future[None] | None = None
 
 
 class Renewals:
@@ -72,6 +74,16 @@ class Renewals:
         held = self._held.get(handle)
         return held.handle if held is not None else handle
 
+    async def settled(self, handle: str) -> str:
+        """:meth:`latest` once a renewal in flight for ``handle`` has its answer: an ack, change
+        or DLQ forward sent with the handle before it would leave the renewal's new checkpoint
+        alive at the broker, and the settled message would come back."""
+        held = self._held.get(handle)
+        while held is not None and held.renewing is not None:
+            await asyncio.shield(held.renewing)
+            held = self._held.get(handle)
+        return self.latest(handle)
+
     def forget(self, handle: str) -> None:
         """The client settled the message (ack, change, DLQ): no more renewals."""
         self._held.pop(handle, None)
@@ -104,12 +116,17 @@ class Renewals:
                 # the broker's new invisibility starts no earlier than the request: count from
                 # here, not from the answer (which may come back late)
                 asked = int(time.time() * 1000)
+                held.renewing = asyncio.get_running_loop().create_future()
                 held.handle = await self.change(held, self.invisible_ms)
                 held.expires_ms = asked + self.invisible_ms
                 renewed += 1
             except Exception as exc:  # noqa: BLE001 - a refused renewal ends it; the message comes back
                 log.info("group %s: renewing a held message failed (%s); it becomes visible again", held.group, exc)
                 self._held.pop(key, None)
+            finally:
+                if held.renewing is not None:
+                    held.renewing.set_result(None)
+                    held.renewing = None
         return renewed
 
     async def run(self) -> None:

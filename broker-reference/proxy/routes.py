@@ -13,6 +13,7 @@ from rocketmq_sdk.exceptions import RemotingError, TopicNotExistError
 from rocketmq_sdk.grpc import v2
 from rocketmq_sdk.protocol.codes import DEFAULT_TOPIC, PermName
 from rocketmq_sdk.protocol.javahash import java_string_hash
+from rocketmq_sdk.protocol.message import MessageQueue
 
 from .status import ProxyError
 
@@ -24,11 +25,13 @@ AUTO_CREATE_QUEUE_NUMS = 4
 
 @dataclass(frozen=True, slots=True)
 class WriteQueue:
-    """A queue a send may go to: broker name, its master's address, queue id."""
+    """A queue a send may go to: broker name, its master's address, queue id, and the
+    ``MessageQueue`` naming it (of the route's topic)."""
 
     broker_name: str
     addr: str
     queue_id: int
+    mq: MessageQueue
 
 
 @dataclass(slots=True)
@@ -50,7 +53,7 @@ class Route:
         if writable is None:
             limit = AUTO_CREATE_QUEUE_NUMS if self.auto_create else None
             writable = self._writable = [
-                WriteQueue(b, self.masters[b], q) for b, q, perm in self.queues
+                WriteQueue(b, self.masters[b], q, MessageQueue(self.topic, b, q)) for b, q, perm in self.queues
                 if perm in (v2.WRITE, v2.READ_WRITE) and b in self.masters and (limit is None or q < limit)]
         return writable
 

@@ -1,5 +1,6 @@
 """``GrpcProxy``: the 5.x gRPC endpoint of the reference broker (Apache RocketMQ's proxy): in
-cluster mode a grpc.aio server on a loop thread of its own, speaking remoting to the name servers
+cluster mode a gRPC server (our own HTTP/2 server, ``h2_server.py``, or grpc.aio's: ``server``,
+``ROCKETMQ_GRPC_SERVER``) on a loop thread of its own, speaking remoting to the name servers
 and brokers behind it; in local mode (``dev --grpc-port``) on the loop of the broker it is
 embedded in, whose sends skip the connection (``proxy/local.py``)."""
 
@@ -20,6 +21,7 @@ from rocketmq_sdk.remoting.loop import EventLoopThread
 
 from .auth import ProxyAcl
 from .consuming import Consuming
+from .h2_server import H2GrpcServer, Limits
 from .local import LocalBrokerClient
 from .offsets import Offsets
 from .producing import Producing
@@ -33,6 +35,22 @@ log = logging.getLogger("rocketmq_broker.proxy")
 #: room for a message of the largest body plus its properties and the request's framing
 _MESSAGE_OVERHEAD = 64 * 1024
 HEARTBEAT_INTERVAL_S = 10.0
+#: the gRPC servers a proxy can run on, and the environment variable choosing one
+SERVERS = ("own", "grpcio")
+SERVER_ENV = "ROCKETMQ_GRPC_SERVER"
+DEFAULT_SERVER = "own"
+
+
+def server_kind(server: str | None) -> str:
+    """``server``, else ``$ROCKETMQ_GRPC_SERVER``, else ``"own"``.
+
+    Raises:
+        ValueError: not one of :data:`SERVERS`.
+    """
+    kind = server or os.environ.get(SERVER_ENV) or DEFAULT_SERVER
+    if kind not in SERVERS:
+        raise ValueError(f"gRPC server {kind!r}: expected one of {', '.join(SERVERS)} (argument or ${SERVER_ENV})")
+    return kind
 
 
 def endpoints_of(host: str, port: int) -> Any:
@@ -73,8 +91,11 @@ class GrpcProxy:
         auto_renew_ms: ``(invisible, ahead)`` ms of ``auto_renew`` receives (the 5.x push
             consumers'): their messages are invisible for ``invisible`` and renewed ``ahead``
             before it ends while the client holds them (``proxy/renew.py``; Apache's 60 s, 10 s).
+        server: ``"own"`` (the default): the proxy's own asyncio HTTP/2 server (``h2_server.py``);
+            ``"grpcio"``: grpc.aio's. None: ``$ROCKETMQ_GRPC_SERVER``, else ``"own"``.
 
     Raises:
+        ValueError: an unknown ``server``.
         AclConfigError: ``acl`` names an invalid ACL file. OSError: it cannot be read.
 
     ``start()`` (cluster mode) blocks until the server listens on a loop thread of its own and
@@ -87,7 +108,8 @@ class GrpcProxy:
                  max_body: int = 4 * 1024 * 1024, tls: tuple[bytes, bytes] | None = None,
                  local_broker: tuple[Any, str] | None = None, acl: Any = None,
                  credentials: tuple[str, str] | None = None,
-                 auto_renew_ms: tuple[int, int] = (60_000, 10_000)) -> None:
+                 auto_renew_ms: tuple[int, int] = (60_000, 10_000), server: str | None = None) -> None:
+        self.server_kind = server_kind(server)
         self.namesrv_addr = namesrv_addr
         self.host = host
         self.port = port
@@ -100,7 +122,7 @@ class GrpcProxy:
         self.credentials = credentials
         self.auto_renew_ms = auto_renew_ms
         self._io: EventLoopThread | None = None
-        self._server: grpc.aio.Server | None = None
+        self._server: grpc.aio.Server | H2GrpcServer | None = None
         self._remoting: RemotingClient | None = None
         self._tasks: list[asyncio.Task] = []
         self.service: MessagingService | None = None
@@ -158,16 +180,21 @@ class GrpcProxy:
         routes = RouteCache(api)
         sessions = Sessions()
         limit = self.max_body + _MESSAGE_OVERHEAD
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit),
-                                          ("grpc.max_send_message_length", limit),
-                                          ("grpc.so_reuseport", 0)])
         bind = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-        if self.tls is not None:
-            port = server.add_secure_port(bind, grpc.ssl_server_credentials([self.tls]))
+        server: grpc.aio.Server | H2GrpcServer
+        if self.server_kind == "own":
+            server = H2GrpcServer({}, Limits(max_message=limit), self.tls)
+            port = await server.start(self.host, self.port)
         else:
-            port = server.add_insecure_port(bind)
-        if port == 0:
-            raise OSError(f"cannot bind the gRPC proxy to {bind}")
+            server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit),
+                                              ("grpc.max_send_message_length", limit),
+                                              ("grpc.so_reuseport", 0)])
+            if self.tls is not None:
+                port = server.add_secure_port(bind, grpc.ssl_server_credentials([self.tls]))
+            else:
+                port = server.add_insecure_port(bind)
+            if port == 0:
+                raise OSError(f"cannot bind the gRPC proxy to {bind}")
         self.port = port
         if isinstance(self._remoting, LocalBrokerClient):
             self._remoting.peer_addr = self.addr
@@ -179,12 +206,16 @@ class GrpcProxy:
                                         endpoints_of(self.host, port), Offsets(api, routes),
                                         Recall(api, routes))
         self.service.acl = self.acl
-        server.add_generic_rpc_handlers((self.service.handler(),))
-        await server.start()
+        if isinstance(server, H2GrpcServer):
+            server.methods.update(self.service.methods())
+        else:
+            server.add_generic_rpc_handlers((self.service.handler(),))
+            await server.start()
         self._server = server
         self._tasks.append(asyncio.get_running_loop().create_task(self._heartbeats(producing, sessions)))
         self._tasks.append(asyncio.get_running_loop().create_task(consuming.renewals.run()))
-        log.info("gRPC proxy listening on %s (name server %s)", self.addr, self.namesrv_addr)
+        log.info("gRPC proxy listening on %s (name server %s, %s server)", self.addr, self.namesrv_addr,
+                 self.server_kind)
         return port
 
     async def _heartbeats(self, producing: Producing, sessions: Sessions) -> None:

@@ -24,6 +24,8 @@ from rocketmq_sdk.grpc.service import CLIENT_ID, RPCS, SERVICE
 from .auth import ProxyAcl, resources_of, settings_resources
 from .checks import group_name, topic_name
 from .consuming import Consuming, GroupSettings, consumer_retry_policy
+from .h2_calls import BIDI_STREAMING, SERVER_STREAMING, UNARY, Method
+from .h2_stream import CallError
 from .offsets import Offsets
 from .producing import Producing
 from .recall import Recall
@@ -92,16 +94,24 @@ class MessagingService:
         self._methods = self._method_table()
 
     # -- registration -----------------------------------------------------------------------
-    def handler(self) -> grpc.GenericRpcHandler:
-        """The generic handler serving every RPC (unimplemented ones answer NOT_IMPLEMENTED)."""
-        handlers = {}
+    def methods(self) -> dict[str, Method]:
+        """Every RPC by ``:path`` as the proxy's own HTTP/2 server serves it (``h2_server.py``)."""
+        out = {}
         for name, rpc in RPCS.items():
             if name == "Telemetry":
-                handlers[name] = grpc.stream_stream_rpc_method_handler(self.telemetry)
+                out[f"/{SERVICE}/{name}"] = Method(BIDI_STREAMING, self.telemetry)
             elif rpc.response_stream:
-                handlers[name] = grpc.unary_stream_rpc_method_handler(self._unary_stream(name))
+                out[f"/{SERVICE}/{name}"] = Method(SERVER_STREAMING, self._unary_stream(name))
             else:
-                handlers[name] = grpc.unary_unary_rpc_method_handler(self._unary(name))
+                out[f"/{SERVICE}/{name}"] = Method(UNARY, self._unary(name))
+        return out
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        """The generic handler serving every RPC on grpc.aio's server (unimplemented ones answer
+        NOT_IMPLEMENTED)."""
+        wrap = {UNARY: grpc.unary_unary_rpc_method_handler, SERVER_STREAMING: grpc.unary_stream_rpc_method_handler,
+                BIDI_STREAMING: grpc.stream_stream_rpc_method_handler}
+        handlers = {path.rpartition("/")[2]: wrap[m.kind](m.handler) for path, m in self.methods().items()}
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
 
     def _method(self, name: str) -> Callable[[Any, Any], Awaitable[Any]] | None:
@@ -110,7 +120,8 @@ class MessagingService:
     def _method_table(self) -> dict[str, Callable[[Any, Any], Awaitable[Any]]]:
         """The handler of each served RPC (built once: every request looks its own up)."""
         table: dict[str, Callable[[Any, Any], Awaitable[Any]]] = {
-            "QueryRoute": self.query_route, "Heartbeat": self.heartbeat, "SendMessage": self.send_message,
+            "QueryRoute": self.query_route, "Heartbeat": self.heartbeat,
+            "SendMessage": self.producing.send,  # directly: no wrapper coroutine per send
             "EndTransaction": self.end_transaction, "NotifyClientTermination": self.notify_client_termination,
             "ReceiveMessage": self.consuming.receive, "AckMessage": self.consuming.ack,
             "ChangeInvisibleDuration": self.consuming.change_invisible_duration,
@@ -138,7 +149,11 @@ class MessagingService:
         response_class = RPCS[name].response
 
         async def call(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            req, method = await self._prepare(name, raw, context)
+            try:  # parsed here, not in _prepare: one coroutine less per call
+                req = _parse(name, raw)
+            except _BadRequest as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            method = self._method(name)
             if method is None:
                 return _not_served(name).SerializeToString()
             try:
@@ -302,7 +317,7 @@ class MessagingService:
                         await outbox.put(answer)
                     elif kind in ("thread_stack_trace", "verify_message_result"):
                         log.info("client %s reported %s", client_id, kind)
-            except (asyncio.CancelledError, grpc.aio.AioRpcError):
+            except (asyncio.CancelledError, grpc.aio.AioRpcError, CallError):
                 pass
             finally:
                 outbox.put_nowait(None)

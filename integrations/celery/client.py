@@ -26,6 +26,7 @@ from rocketmq_sdk.protocol.message import MessageQueue
 from .consumer import QueueConsumer
 from .eta import MAX_TIMER_AHEAD_MS
 from .naming import Naming
+from .offloop import SerialRunner
 from .options import resolve
 from .registry import QueueInfo, Registry
 from .waker import Waker
@@ -79,6 +80,8 @@ class BrokerClient:
                 self.sdk_kwargs[key] = options[key]
         #: readable when a consumed queue buffered messages or an acknowledgement freed prefetch room
         self.waker = Waker()
+        #: publishes handed off a worker's event loop (Channel.basic_publish), in order
+        self.publisher = SerialRunner("kombu-rocketmq-publish")
         self._lock = threading.RLock()
         self._consumers: dict[str, QueueConsumer] = {}
         self._topics: set[str] = set()
@@ -331,6 +334,8 @@ class BrokerClient:
             admin.close()
 
     def close(self) -> None:
+        # what the event loop handed off goes out first (bounded by one send timeout)
+        self.publisher.close(float(self.options["send_timeout"]) / 1000)
         for queue in list(self._consumers):
             try:
                 self.close_consumer(queue)

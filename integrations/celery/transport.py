@@ -25,6 +25,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from queue import Empty
 from typing import Any
 
@@ -46,6 +47,7 @@ from rocketmq_sdk.protocol.message import MessageQueue
 from .client import DEFAULT_PORT, EXPIRES_PROPERTY, BrokerClient, RocketMQConnectionError, now_ms
 from .consumer import QueueConsumer
 from .eta import task_eta_ms
+from .offloop import hub_thread_joined, on_hub_thread
 from .options import OPTIONS
 from .registry import QueueInfo
 
@@ -74,13 +76,21 @@ class QoS(virtual.QoS):
         self.channel.wake_if_buffered()
 
     def reject(self, delivery_tag: str, requeue: bool = False) -> None:
-        if requeue:
-            self.channel._requeue(delivery_tag)
-        elif self.channel.dead_letter_rejected:
-            self.channel._dead_letter(delivery_tag)
-        self.channel._settle(delivery_tag)
+        """Reject: with ``requeue`` (or ``dead_letter_rejected``) a copy is published first, then
+        the message settled; on a worker's event loop both run on the connection's publishing
+        thread (the hub goes on; if the publish fails the message stays unsettled and comes back
+        from the committed offset). The prefetch slot is freed at once."""
+        channel = self.channel
+        if requeue or channel.dead_letter_rejected:
+            if on_hub_thread():
+                channel.client.publisher.submit(f"reject of delivery {delivery_tag}",
+                                                channel._copy_then_settle, delivery_tag, requeue)
+            else:
+                channel._copy_then_settle(delivery_tag, requeue)
+        else:
+            channel._settle(delivery_tag)
         self._quick_ack(delivery_tag)
-        self.channel.wake()
+        channel.wake()
 
 
 class Channel(virtual.Channel):
@@ -114,6 +124,14 @@ class Channel(virtual.Channel):
     @property
     def client(self) -> BrokerClient:
         return self.connection.broker_client
+
+    def close(self) -> None:
+        """Close (kombu: cancel the consumers, restore unacknowledged messages) after what the
+        event loop handed to the publishing thread went out (at most ``send_timeout``)."""
+        bc = self.connection.broker_client if self.connection is not None else None
+        if not self.closed and bc is not None and bc.publisher.pending:
+            bc.publisher.flush(float(bc.options["send_timeout"]) / 1000)
+        super().close()
 
     def wake(self) -> None:
         """Wake the connection's consumer loop (an acknowledgement freed prefetch room)."""
@@ -235,6 +253,25 @@ class Channel(virtual.Channel):
 
     # ------------------------------------------------------------------ publishing
 
+    def basic_publish(self, message: dict, exchange: str, routing_key: str, **kwargs: Any) -> Any:
+        """Publish (kombu's routing, then :meth:`_put` / :meth:`_put_fanout`). On the thread of
+        a worker's event loop (kombu hub) a *transient* message (``delivery_mode`` 1: Celery's
+        events, remote-control broadcasts and replies) is published by the connection's
+        publishing thread instead, in the order given, so that the hub never waits for a name
+        server or broker; a failure is logged (WARNING), as AMQP drops transient messages. A
+        persistent message published there first waits for the transient ones before it (the
+        channel's publishing order stays) and is sent on the calling thread, its errors raised."""
+        publisher = self.client.publisher
+        if on_hub_thread():
+            props = message.get("properties") or {}
+            if props.get("delivery_mode") in (1, "transient"):
+                publisher.submit(f"publish of a transient message to {exchange or routing_key!r}",
+                                 super().basic_publish, message, exchange, routing_key, **kwargs)
+                return None
+            if publisher.pending:
+                publisher.flush(self.client.options["send_timeout"] / 1000)
+        return super().basic_publish(message, exchange, routing_key, **kwargs)
+
     def _put(self, queue: str, message: dict, **kwargs: Any) -> None:
         client = self.client
         info = client.registry.queue(queue)
@@ -348,7 +385,15 @@ class Channel(virtual.Channel):
     def _reject_foreign(self, queue: str, qc: QueueConsumer, mq: MessageQueue, m: Any) -> None:
         """A message that is not a kombu message (another producer wrote it to the queue's
         topic): published as stored to ``%DLQ%<group>`` (as RocketMQ dead-letters), then
-        settled, with one WARNING; if the publish fails it stays unsettled (redelivered)."""
+        settled, with one WARNING; if the publish fails it stays unsettled (redelivered). On a
+        worker's event loop the publishing thread does both (the hub delivers on meanwhile)."""
+        if on_hub_thread():
+            self.client.publisher.submit(f"dead-lettering of message {m.msg_id}", self._dead_letter_foreign,
+                                         queue, qc, mq, m)
+        else:
+            self._dead_letter_foreign(queue, qc, mq, m)
+
+    def _dead_letter_foreign(self, queue: str, qc: QueueConsumer, mq: MessageQueue, m: Any) -> None:
         log.warning("message %s of queue %s (%s offset %d) is not a kombu message: moved to %s",
                     m.msg_id, queue, mq, m.queue_offset, self.client.naming.dlq_topic(queue))
         try:
@@ -395,6 +440,15 @@ class Channel(virtual.Channel):
         if entry is not None:
             qc, mq, offset = entry[:3]
             qc.settle(mq, offset)
+
+    def _copy_then_settle(self, delivery_tag: str, requeue: bool) -> None:
+        """Publish the rejected message again to its queue (``requeue``) or to its dead-letter
+        topic (``dead_letter_rejected``), then settle it."""
+        if requeue:
+            self._requeue(delivery_tag)
+        elif self.dead_letter_rejected:
+            self._dead_letter(delivery_tag)
+        self._settle(delivery_tag)
 
     def _requeue(self, delivery_tag: str) -> None:
         with self._deliveries_lock:
@@ -445,20 +499,29 @@ class Channel(virtual.Channel):
             self.client.registry.touch(queue, now_ms())
         return True
 
-    def expire_queues(self) -> list[str]:
+    def expire_queues(self, forget: Callable[[str], Any] | None = None,
+                      consumed: frozenset[str] | None = None) -> list[str]:
         """Delete every queue declared with ``x-expires`` (kombu ``Queue(expires=s)``) that was
         unused for that long, as RabbitMQ does: no consumer in this connection nor online in
         its group (any process), not declared, consumed or read with ``basic_get`` since.
         Deleting is :meth:`queue_delete` (messages, bindings, declaration; the topics stay).
-        Called by :meth:`Transport.drain_events` every ``expiry_check_interval`` seconds.
+        Called by :meth:`Transport.drain_events` every ``expiry_check_interval`` seconds, and
+        off the worker's event loop on a thread of its own (:meth:`Transport.register_with_event_loop`).
+
+        Args:
+            forget: called with each deleted queue to drop its bindings from this channel's
+                kombu state (default: at once; off the loop the transport hands it to the loop).
+            consumed: the queues consumed in this connection (default: read now).
 
         Returns:
             the queues deleted.
         """
         client = self.client
+        if consumed is None:
+            consumed = frozenset(self.connection._callbacks)
         gone = []
         for queue, info in sorted(client.registry.queues(refresh=True).items()):
-            if not info.expires or queue in self.connection._callbacks:
+            if not info.expires or queue in consumed:
                 continue
             used = client.registry.last_used(queue)
             now = now_ms()
@@ -470,8 +533,11 @@ class Channel(virtual.Channel):
                 # in use elsewhere: the clock restarts from now
                 client.registry.touch(queue, now)
                 continue
+            if queue in self.connection._callbacks:
+                continue    # consumed here since the check started (it runs off the event loop)
             log.info("queue %s unused for %d ms (x-expires %d ms): deleting it", queue, now - used, info.expires)
-            self.queue_delete(queue)
+            self._delete(queue)
+            (forget or self.state.queue_bindings_delete)(queue)
             gone.append(queue)
         return gone
 
@@ -564,8 +630,11 @@ class Transport(virtual.Transport):
         self.broker_client: BrokerClient | None = None
         self.auto_delete_queues: set[str] = set()
         self._next_expiry_check = 0.0
-        # the kombu hub this transport is registered with: (hub, watched fd, expiry timer)
+        #: the running off-loop queue-expiry check (see _expire_off_loop)
+        self._expiry_thread: threading.Thread | None = None
+        # the kombu hub this transport is registered with: (hub, watched fd, expiry timer), its thread
         self._hub: tuple[Any, int, Any] | None = None
+        self._hub_thread: int | None = None
 
     def driver_version(self) -> str:
         from importlib.metadata import PackageNotFoundError, version
@@ -613,7 +682,9 @@ class Transport(virtual.Transport):
         watches the connection's wake-up descriptor (:class:`~.waker.Waker`, made readable by
         the SDK's pull threads when messages are buffered and by acknowledgements that free
         prefetch room) and delivers on readability, as kombu's Redis transport watches its
-        sockets; no polling while idle. The queue-expiry check runs on the hub's timer."""
+        sockets; no polling while idle. Nothing the hub runs waits for the network but the
+        publishes of the worker itself: the queue-expiry check (name-server and broker admin
+        calls) is started by a hub timer on a thread of its own (:meth:`_expire_off_loop`)."""
         bc = self.broker_client
         if bc is None:
             raise RocketMQConnectionError("connection is closed")
@@ -621,8 +692,10 @@ class Transport(virtual.Transport):
         fd = bc.waker.fileno()
         loop.add_reader(fd, self.on_readable, connection)
         interval = self._expiry_check_interval()
-        timer = loop.call_repeatedly(interval, self._maybe_expire_queues) if interval > 0 else None
+        timer = loop.call_repeatedly(interval, self._expire_off_loop, loop) if interval > 0 else None
         self._hub = (loop, fd, timer)
+        # the hub's thread (usually this one; a hub run by another thread is seen on its first call)
+        self._hub_thread = hub_thread_joined(None, threading.get_ident())
         # messages buffered before the registration
         bc.waker.set()
 
@@ -631,6 +704,8 @@ class Transport(virtual.Transport):
         bc = self.broker_client
         if bc is None:
             return
+        if self._hub_thread != threading.get_ident() and self._hub is not None:
+            self._hub_thread = hub_thread_joined(self._hub_thread, threading.get_ident())
         bc.waker.clear()
         self._deliver_ready()
 
@@ -639,6 +714,7 @@ class Transport(virtual.Transport):
             return
         loop, fd, timer = self._hub
         self._hub = None
+        self._hub_thread = hub_thread_joined(self._hub_thread, None)
         loop.remove_reader(fd)
         if timer is not None:
             timer.cancel()
@@ -690,6 +766,32 @@ class Transport(virtual.Transport):
     def _expiry_check_interval(self) -> float:
         bc = self.broker_client
         return float(bc.options["expiry_check_interval"] if bc is not None else OPTIONS["expiry_check_interval"])
+
+    def _expire_off_loop(self, loop: Any) -> None:
+        """The hub's expiry timer: run :meth:`Channel.expire_queues` on a daemon thread (its
+        admin calls may wait for a slow name server or broker; the hub goes on delivering),
+        one check at a time (a tick while the last check runs is skipped). The kombu state of
+        a deleted queue (its bindings) is dropped on the hub, through ``loop.call_soon``."""
+        if self._expiry_thread is not None and self._expiry_thread.is_alive():
+            return
+        channel = next((c for c in self.channels if not c.closed), None)
+        if channel is None or self.broker_client is None:
+            return
+        consumed = frozenset(self._callbacks)
+
+        def forget(queue: str) -> None:
+            loop.call_soon(channel.state.queue_bindings_delete, queue)
+
+        def check() -> None:
+            try:
+                channel.expire_queues(forget, consumed)
+            except MQError as exc:
+                log.warning("queue expiry check failed: %s", exc)
+            except Exception:  # noqa: BLE001 - a closing connection; the next tick tries again
+                log.debug("queue expiry check stopped", exc_info=True)
+
+        self._expiry_thread = threading.Thread(target=check, name="kombu-rocketmq-expiry", daemon=True)
+        self._expiry_thread.start()
 
     def _maybe_expire_queues(self) -> None:
         interval = self._expiry_check_interval()

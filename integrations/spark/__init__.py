@@ -13,10 +13,24 @@ Writes use one producer per Python worker process, reused across partitions
 (:mod:`.process_log`).
 """
 
-from .mapping import FieldTemplate, RowMessageMapper, row_as_dict, row_to_json
+from typing import TYPE_CHECKING
+
+from rocketmq_sdk._lazy import lazy_exports
+
 from .process_log import log_to_file_from_env
-from .producers import DEFAULT_PRODUCER_GROUP, ProducerCache, ProducerSpec, get_producer, shutdown_producers
-from .writer import WriteProgress, WriteResult, send_batches, send_rows, write_dataframe
+
+# Imported when first used (PEP 562, rocketmq_sdk._lazy): Spark's driver-side processes that plan
+# a read import this package and need none of the writer.
+if TYPE_CHECKING:
+    from .mapping import FieldTemplate, RowMessageMapper, row_as_dict, row_to_json
+    from .producers import (
+        DEFAULT_PRODUCER_GROUP,
+        ProducerCache,
+        ProducerSpec,
+        get_producer,
+        shutdown_producers,
+    )
+    from .writer import WriteProgress, WriteResult, send_batches, send_rows, write_dataframe
 
 log_to_file_from_env()  # ROCKETMQ_SPARK_LOG_FILE, for Spark's Python processes (docs/spark.md)
 
@@ -45,3 +59,6 @@ __all__ = [
     "shutdown_producers",
     "write_dataframe",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceReader
 from pyspark.sql.types import StructType
@@ -24,10 +24,11 @@ from rocketmq_sdk.exceptions import MQBrokerError, MQClientError, TopicNotExistE
 from rocketmq_sdk.protocol.bodies import SubscriptionData
 from rocketmq_sdk.protocol.message import PullStatus
 
-from .arrow_records import MAX_BATCH_DATA_BYTES, RecordColumns
-from .consumers import commit_offsets, get_pull_consumer
 from .offsets import QueueOffsets, QueueRange, RangeGroup, plan_ranges
 from .read_options import LATEST, ReadOptions
+
+if TYPE_CHECKING:
+    from .arrow_records import RecordColumns
 
 logger = logging.getLogger("rocketmq_sdk.integrations.spark")
 
@@ -103,6 +104,10 @@ def read_range(part: QueueRange, schema: StructType) -> Iterator[Any]:
             the broker serves nothing below ``end`` for ``NO_NEW_MESSAGE_WAIT_S`` seconds.
         MQBrokerError / RemotingError: a pull failed.
     """
+    # here, not at the top: the processes that only plan a read never load the decoder (C twin)
+    from .arrow_records import MAX_BATCH_DATA_BYTES, RecordColumns
+    from .consumers import commit_offsets, get_pull_consumer
+
     opts = part.options
     consumer = get_pull_consumer(opts.name_server, opts.group)
     pa_schema = _arrow_schema(schema)

@@ -83,7 +83,7 @@ class RocketMQStreamWriter(StreamArrowWriter):  # type: ignore[misc,valid-type]
     counts on commit.
 
     Args:
-        args: the parsed write options (:class:`.datasource.WriterArgs`).
+        args: the parsed write options (:class:`.sink.WriterArgs`).
         row_id_key: add the dedup key described above.
     """
 

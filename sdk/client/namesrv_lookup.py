@@ -9,7 +9,6 @@ One plain GET: the standard library's ``urllib`` does it (no HTTP client depende
 from __future__ import annotations
 
 import logging
-import urllib.request
 
 from ..config import DEFAULT_SUBGROUP, address_server_url  # the URL of ``namesrv_domain``: a setting
 
@@ -31,6 +30,8 @@ def fetch_namesrv_addr(url: str, timeout_s: float = 3.0) -> list[str]:
         url: the address server URL (see :func:`address_server_url`).
         timeout_s: connect + read timeout, seconds.
     """
+    import urllib.request  # here: only clients configured with an address server use it (~20 ms)
+
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 - configured URL
             text = resp.read().decode("utf-8", "replace")

@@ -32,7 +32,7 @@ from ..exceptions import (
     TopicNotExistError,
 )
 from . import v2
-from .http2 import literal
+from .http2 import hpack_int, literal
 from .service import (
     AUTHORIZATION,
     CLIENT_ID,
@@ -54,6 +54,8 @@ RETRYABLE_CODES = frozenset({v2.INTERNAL_ERROR, v2.INTERNAL_SERVER_ERROR, v2.PRO
 #: unary RPCs go over this SDK's own HTTP/2 transport (:mod:`.unary`) unless this environment
 #: variable is ``grpcio`` (or ``GrpcConnection(transport="grpcio")``)
 TRANSPORT_ENV = "ROCKETMQ_GRPC_TRANSPORT"
+#: the ``x-mq-request-id`` header's name as an HPACK literal without indexing (its value follows)
+_REQUEST_ID_NAME = literal(REQUEST_ID, "")[:-1]
 #: the Telemetry stream is re-opened after this long without one, s (doubling up to 10 s)
 TELEMETRY_RETRY_S = 0.2
 
@@ -146,6 +148,7 @@ class GrpcConnection:
         self._encoded: tuple[int, bytes, bytes] = (-1, b"", b"")
         self._request_ids = itertools.count()
         self._request_ids_prefix = f"{uuid.uuid4()}-"
+        self._request_ids_prefix_bytes = self._request_ids_prefix.encode()
         # a proxy that went away is tried again after 0.2 s, doubling up to 2 s (gRPC's default
         # grows to 120 s): calls fail fast (RemotingConnectError) until it is back
         options = [("grpc.enable_retries", 0), ("grpc.max_receive_message_length", -1),
@@ -191,7 +194,8 @@ class GrpcConnection:
             _, head, tail = headers if headers[0] == second else self._headers_of(second)
             cached = self._encoded = (second, b"".join(literal(k, v) for k, v in head),
                                       b"".join(literal(k, v) for k, v in tail))
-        return b"".join((cached[1], literal(REQUEST_ID, self._request_id()), cached[2]))
+        rid = b"%s%08x" % (self._request_ids_prefix_bytes, next(self._request_ids))  # as _request_id()
+        return b"".join((cached[1], _REQUEST_ID_NAME, hpack_int(len(rid), 7, 0), rid, cached[2]))
 
     def _headers_of(self, second: int) -> tuple[int, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         """The headers of requests made during ``second`` (cached: the date and the signature change

@@ -38,6 +38,10 @@ SYSTEM_KEYS = frozenset({MC.TAGS, MC.KEYS, MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, SHA
                          *MC.TIMER_PROPERTIES})
 
 
+#: the properties of a message with no tags, keys or user properties (its id and WAIT)
+_ID_AND_WAIT = frozenset({MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MC.WAIT_STORE_MSG_OK})
+
+
 def message_type_of(props: Mapping[str, str]) -> v2.MessageType:
     """The 5.x ``MessageType`` of a message with these properties."""
     if props.get(MC.TRANSACTION_PREPARED, "").lower() == "true":
@@ -51,46 +55,72 @@ def message_type_of(props: Mapping[str, str]) -> v2.MessageType:
 
 def to_v2(topic: str, body: bytes, props: Mapping[str, str], *, namespace: str = "",
           delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS, now_ms: int | None = None) -> Any:
-    """A ``v2.Message`` for a message of ``topic`` with RocketMQ properties ``props``.
+    """A ``v2.Message`` for a message of ``topic`` with RocketMQ properties ``props``
+    (:func:`v2_base` + :func:`fill_v2`).
 
     A ``DELAY`` level becomes ``delivery_timestamp`` = now + that level's delay. Born time and
     host are the caller's to set (``system_properties.born_timestamp``/``born_host``).
     """
+    m = v2_base(topic, namespace)
+    fill_v2(m, body, props, delay_levels_ms=delay_levels_ms, now_ms=now_ms)
+    return m
+
+
+def v2_base(topic: str, namespace: str = "") -> Any:
+    """The part of a ``v2.Message`` of ``topic`` that is the same for all its messages (topic,
+    namespace, IDENTITY body encoding, CRC32 digest type, message type NORMAL): a template a sender copies
+    (``CopyFrom``) before :func:`fill_v2`."""
     m = v2.Message()
     m.topic.name = topic
     if namespace:
         m.topic.resource_namespace = namespace
+    sp = m.system_properties
+    sp.body_encoding = v2.IDENTITY
+    sp.body_digest.type = v2.CRC32
+    sp.message_type = v2.NORMAL
+    return m
+
+
+def fill_v2(m: Any, body: bytes, props: Mapping[str, str], *, delay_levels_ms: tuple[int, ...] = DELAY_LEVELS_MS,
+            now_ms: int | None = None) -> None:
+    """Set the body, its digest and what ``props`` (RocketMQ properties) say in ``m``, a
+    :func:`v2_base` of the message's topic (see :func:`to_v2`)."""
     m.body = body
     sp = m.system_properties
+    if props.keys() <= _ID_AND_WAIT:  # the usual message: nothing else to map
+        sp.message_id = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
+        sp.body_digest.checksum = crc32_hex(body)
+        return
+    user = m.user_properties
     for key, value in props.items():
         if key not in SYSTEM_KEYS:
-            m.user_properties[key] = value
-    tags = props.get(MC.TAGS)
+            user[key] = value
+    get = props.get
+    tags = get(MC.TAGS)
     if tags:
         sp.tag = tags
-    keys = props.get(MC.KEYS)
+    keys = get(MC.KEYS)
     if keys:
         sp.keys.extend(k for k in keys.split(MC.KEY_SEPARATOR) if k)
-    sp.message_id = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
-    group = props.get(SHARDING_KEY)
+    sp.message_id = get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
+    group = get(SHARDING_KEY)
     if group:
         sp.message_group = group
-    trace = props.get(TRACE_CONTEXT)
+    trace = get(TRACE_CONTEXT)
     if trace:
         sp.trace_context = trace
-    sp.message_type = message_type_of(props)
-    level = int(props.get(MC.DELAY_TIME_LEVEL, "0") or 0)
+    kind = message_type_of(props)
+    if kind != v2.NORMAL:
+        sp.message_type = kind
+    level = int(get(MC.DELAY_TIME_LEVEL, "0") or 0)
     if level > 0 and delay_levels_ms:
         now = int(time.time() * 1000) if now_ms is None else now_ms
         at = now + delay_levels_ms[min(level, len(delay_levels_ms)) - 1]
         sp.delivery_timestamp.seconds, sp.delivery_timestamp.nanos = divmod(at, 1000)[0], at % 1000 * 1_000_000
-    immunity = props.get(MC.CHECK_IMMUNITY_TIME_IN_SECONDS)
+    immunity = get(MC.CHECK_IMMUNITY_TIME_IN_SECONDS)
     if immunity and immunity.lstrip("-").isdigit():
         sp.orphaned_transaction_recovery_duration.seconds = int(immunity)
-    sp.body_encoding = v2.IDENTITY
-    sp.body_digest.type = v2.CRC32
     sp.body_digest.checksum = crc32_hex(body)
-    return m
 
 
 def crc32_hex(body: bytes) -> str:

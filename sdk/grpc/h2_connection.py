@@ -9,6 +9,8 @@ import logging
 import select
 import socket
 import ssl
+import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +32,7 @@ from .status import (
 )
 
 log = logging.getLogger("rocketmq_sdk.grpc")
+_HEAD_UNPACK = h.FRAME_HEAD.unpack_from
 
 #: the receive window announced for the connection and each stream, bytes
 RECV_WINDOW = 8 * 1024 * 1024
@@ -40,6 +43,12 @@ MAX_HEADER_BLOCK = 256 * 1024
 #: a write blocked this long (the server reads nothing though it granted the window) loses the
 #: connection, s
 WRITE_TIMEOUT_S = 10.0
+#: plain TCP sockets are blocking with kernel send/receive timeouts (Linux), else Python timeouts
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux")
+_TIMEVAL = struct.Struct("@ll")
+#: SO_RCVTIMEO is set again when the time left moves by more than this, s (a read may end this
+#: much after the caller's deadline)
+_TIMEOUT_SLACK_S = 0.001
 #: the largest answer accepted by default, bytes
 MAX_MESSAGE = 64 * 1024 * 1024
 
@@ -65,12 +74,22 @@ class H2Connection:
         self._sock = sock
         self._max_message = max_message
         self._write_lock = threading.Lock()
-        self._cond = threading.Condition(threading.Lock())
-        self._reading = False
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiters = 0  # threads in self._cond.wait(): notified only when there are some
+        self._reading = False  # a thread reads the connection (the "reader"; the only one using _readable)
+        #: TLS: the count of bytes decrypted already (readable without the socket being readable)
+        self._pending: Callable[[], int] | None = sock.pending if isinstance(sock, ssl.SSLSocket) else None
+        self._readable = _readable_check(sock)
+        #: ``poll(ms)`` of the reader's poll object (None without one): the check before a write
+        self._poll_now: Callable[[float], list] | None = getattr(self._readable, "poll", None)
+        self._kernel_timeouts = _KERNEL_TIMEOUTS and sock.gettimeout() is None and self._pending is None
+        self._recv_timeout = -1.0  # the SO_RCVTIMEO in force (s)
         self._buf = bytearray()
         self._decoder = hpack.Decoder()
         self._decoder.max_header_list_size = MAX_HEADER_BLOCK
         self._known: dict[bytes, list[tuple[str, str]]] = {}  # see _decode
+        self._ok_pair: tuple[object, object] = (None, None)  # see _answer
         self._streams: dict[int, _Stream] = {}
         self._next_id = 1
         self._send_window = h.DEFAULT_WINDOW
@@ -80,7 +99,7 @@ class H2Connection:
         self._recv_window = RECV_WINDOW
         self._conn_unacked = 0
         self._settings_seen = False
-        self._headers_of: tuple[int, int, bytearray] | None = None  # stream, flags, block (awaiting CONTINUATION)
+        self._blocks = h.HeaderBlocks(MAX_HEADER_BLOCK)
         self._error: GrpcStatusError | None = None
         self._goaway = False
 
@@ -100,7 +119,14 @@ class H2Connection:
                 sock = context.wrap_socket(sock, server_hostname=host)
                 if sock.selected_alpn_protocol() != "h2":
                     raise ssl.SSLError(f"{host}:{port} did not agree to HTTP/2 (ALPN {sock.selected_alpn_protocol()!r})")
-            sock.settimeout(WRITE_TIMEOUT_S)  # writes; reads wait in select() until the caller's deadline
+            # writes give up after WRITE_TIMEOUT_S; reads wait until the caller's deadline. Plain TCP
+            # on Linux: a blocking socket with the kernel's SO_SNDTIMEO / SO_RCVTIMEO (a Python
+            # socket timeout would make every send and recv poll() first: one more syscall each)
+            if context is None and _KERNEL_TIMEOUTS:
+                sock.settimeout(None)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(WRITE_TIMEOUT_S))
+            else:
+                sock.settimeout(WRITE_TIMEOUT_S)
             sock.sendall(h.PREFACE + h.settings({h.ENABLE_PUSH: 0, h.INITIAL_WINDOW_SIZE: RECV_WINDOW,
                                                  h.MAX_FRAME_SIZE: MAX_FRAME_IN,
                                                  h.MAX_HEADER_LIST_SIZE: MAX_HEADER_BLOCK})
@@ -118,16 +144,27 @@ class H2Connection:
     # -- a call ---------------------------------------------------------------------------------
     def unary(self, head: bytes, tail: bytes, message: bytes, deadline: float) -> bytes:
         """One unary call: header block ``head + tail``, request ``message``; returns the answer's
-        message bytes.
+        message bytes. A call alone on the connection (the usual sync send) becomes its reader at
+        once and reads its own answer: no hand-over between threads.
 
         Raises:
             GrpcStatusError: the call failed (see the module docstring). Unprocessed: the server
             did not take the call; send it again on a new connection.
         """
         payload = b"\0" + len(message).to_bytes(4, "big") + message
-        block = head + tail
-        cond = self._cond
-        if not self._reading and self._input_waiting():
+        with self._lock:
+            lead = not self._reading and not self._streams  # alone: this thread reads from now on
+            if lead:
+                self._reading = True
+        try:
+            return self._unary(head + tail, payload, deadline, lead)
+        finally:
+            if lead:
+                self._release()
+
+    def _unary(self, block: bytes, payload: bytes, deadline: float, lead: bool) -> bytes:
+        lock = self._lock
+        if lead and self._input_waiting():
             self._poll()  # a GOAWAY or the connection's end before this call was written: the server
             error = self._error  # never saw the call; it goes to a new connection
             if error is not None and error.code != UNAVAILABLE:
@@ -136,11 +173,11 @@ class H2Connection:
                 raise Unprocessed()
         if len(self._streams) >= self._peer_max_streams:  # the server's SETTINGS_MAX_CONCURRENT_STREAMS
             try:
-                self._wait(lambda: len(self._streams) < self._peer_max_streams or not self.usable, deadline)
+                self._wait(lambda: len(self._streams) < self._peer_max_streams or not self.usable, deadline, lead)
             except TimeoutError:
                 raise GrpcStatusError(DEADLINE_EXCEEDED, "deadline exceeded waiting for a free stream") from None
         with self._write_lock:
-            with cond:
+            with lock:
                 if not self.usable:
                     raise Unprocessed()
                 sid = self._next_id
@@ -156,19 +193,19 @@ class H2Connection:
             try:
                 self._sock.sendall(out)
             except OSError as exc:  # not all written: the server cannot have taken the call
-                with cond:
+                with lock:
                     self._streams.pop(sid, None)
                 self._fail(GrpcStatusError(UNAVAILABLE, f"connection lost: {exc}"))
                 raise Unprocessed() from None
         try:
             if n < len(payload):
-                self._send_rest(st, memoryview(payload)[n:], deadline)
-            self._wait(lambda: st.done, deadline)
+                self._send_rest(st, memoryview(payload)[n:], deadline, lead)
+            self._wait(lambda: st.done, deadline, lead)
         except TimeoutError:
             self._cancel(st)
             raise GrpcStatusError(DEADLINE_EXCEEDED, "deadline exceeded") from None
         finally:
-            with cond:
+            with lock:
                 self._streams.pop(sid, None)
                 idle = self._goaway and not self._streams
             if idle:
@@ -176,27 +213,22 @@ class H2Connection:
         return self._answer(st)
 
     def _input_waiting(self) -> bool:
-        sock = self._sock
-        return bool(select.select([sock], [], [], 0)[0]) or isinstance(sock, ssl.SSLSocket) and sock.pending() > 0
+        if self._poll_now is not None:
+            return bool(self._poll_now(0)) or self._pending is not None and self._pending() > 0
+        return self._readable(0) or self._pending is not None and self._pending() > 0
 
     def _poll(self) -> None:
-        """Handle what the server sent while nobody read (GOAWAY, PING, the connection's end)."""
+        """Handle what the server sent while nobody read (GOAWAY, PING, the connection's end);
+        called by the reader."""
         try:
-            self._wait(lambda: not self.usable or not self._input_waiting(), time.monotonic() + 0.05)
+            self._read_until(lambda: not self.usable or not self._input_waiting(), time.monotonic() + 0.05)
         except (TimeoutError, GrpcStatusError):
             pass
 
     def _header_frames(self, sid: int, block: bytes) -> bytes:
-        size = self._peer_max_frame
-        if len(block) <= size:
-            return h.frame(h.HEADERS, h.END_HEADERS, sid, block)
-        parts = [block[i:i + size] for i in range(0, len(block), size)]
-        out = [h.frame(h.HEADERS, 0, sid, parts[0])]
-        out += [h.frame(h.CONTINUATION, 0, sid, p) for p in parts[1:-1]]
-        out.append(h.frame(h.CONTINUATION, h.END_HEADERS, sid, parts[-1]))
-        return b"".join(out)
+        return h.header_frames(sid, block, self._peer_max_frame)
 
-    def _send_rest(self, st: _Stream, rest: memoryview, deadline: float) -> None:
+    def _send_rest(self, st: _Stream, rest: memoryview, deadline: float, lead: bool) -> None:
         while rest:
             with self._cond:
                 n = min(len(rest), self._send_window, st.send_window, self._peer_max_frame)
@@ -204,7 +236,7 @@ class H2Connection:
                     self._send_window -= n
                     st.send_window -= n
             if n <= 0:
-                self._wait(lambda: st.done or min(self._send_window, st.send_window) > 0, deadline)
+                self._wait(lambda: st.done or min(self._send_window, st.send_window) > 0, deadline, lead)
                 if st.done:
                     return
                 continue
@@ -231,7 +263,19 @@ class H2Connection:
             raise st.error
         if not st.headers:
             raise GrpcStatusError(INTERNAL, "stream ended without headers")
-        first, trailers = dict(st.headers[0]), dict(st.headers[-1])
+        first, trailers = st.headers[0], st.headers[-1]
+        ok = self._ok_pair  # the decoded lists (one object per distinct header block, see _decode) of
+        if first is not ok[0] or trailers is not ok[1]:  # the last answer found OK: the same again is OK
+            self._check_status(first, trailers)
+            self._ok_pair = (first, trailers)
+        data = st.data
+        if len(data) < 5 or data[0] != 0 or int.from_bytes(data[1:5], "big") != len(data) - 5:
+            raise GrpcStatusError(INTERNAL, f"answer is not one uncompressed gRPC message ({len(data)} bytes)")
+        return bytes(data[5:])
+
+    def _check_status(self, first_headers: list[tuple[str, str]], trailer_list: list[tuple[str, str]]) -> None:
+        """Raise the call's error unless HTTP status 200 and grpc-status 0."""
+        first, trailers = dict(first_headers), dict(trailer_list)
         status = first.get(":status", "")
         if status != "200":
             code = {"400": INTERNAL, "401": 16, "403": 7, "404": 12, "429": UNAVAILABLE, "502": UNAVAILABLE,
@@ -242,18 +286,18 @@ class H2Connection:
             raise GrpcStatusError(INTERNAL, f"answer without a valid grpc-status ({grpc_status!r})")
         if grpc_status != "0":
             raise GrpcStatusError(int(grpc_status), unquote(trailers.get("grpc-message", "")))
-        data = st.data
-        if len(data) < 5 or data[0] != 0 or int.from_bytes(data[1:5], "big") != len(data) - 5:
-            raise GrpcStatusError(INTERNAL, f"answer is not one uncompressed gRPC message ({len(data)} bytes)")
-        return bytes(data[5:])
 
     # -- reading ------------------------------------------------------------------------------------
-    def _wait(self, ready: Callable[[], bool], deadline: float) -> None:
-        """Return once ``ready()``; read the connection meanwhile unless another thread does.
+    def _wait(self, ready: Callable[[], bool], deadline: float, lead: bool = False) -> None:
+        """Return once ``ready()``; read the connection meanwhile unless another thread does
+        (``lead``: this thread is the reader already, and stays it).
 
         Raises:
             TimeoutError: ``deadline`` passed first. GrpcStatusError: the connection failed.
         """
+        if lead:
+            self._read_until(ready, deadline)
+            return
         cond = self._cond
         with cond:
             while not ready():
@@ -265,11 +309,31 @@ class H2Connection:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError
-                cond.wait(left)
+                self._waiters += 1
+                try:
+                    cond.wait(left)
+                finally:
+                    self._waiters -= 1
             else:
                 return
         try:
-            while True:
+            self._read_until(ready, deadline)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        """End this thread's turn as the reader; a waiting thread may take it."""
+        with self._lock:
+            self._reading = False
+            if self._waiters:
+                self._cond.notify_all()
+
+    def _read_until(self, ready: Callable[[], bool], deadline: float) -> None:
+        """As the reader: read and handle frames until ``ready()``."""
+        try:
+            while not ready():
+                if self._error is not None:
+                    raise self._error
                 out = self._read_and_handle(deadline)
                 if out:
                     try:
@@ -277,12 +341,7 @@ class H2Connection:
                             self._sock.sendall(out)
                     except OSError as exc:  # reading on finds what the server said last (GOAWAY) and the end
                         log.debug("gRPC connection: writing %d bytes of control frames failed: %s", len(out), exc)
-                with cond:
-                    if ready():
-                        return
-                    if self._error is not None:
-                        raise self._error
-                if time.monotonic() > deadline:  # a server that never stops sending (PINGs...)
+                if time.monotonic() > deadline and not ready():  # a server that never stops sending (PINGs...)
                     raise TimeoutError
         except (h.ProtocolError, hpack.HPACKError) as exc:
             self._fail(GrpcStatusError(INTERNAL, f"the server broke HTTP/2: {exc}"), h.PROTOCOL_ERROR)
@@ -294,20 +353,28 @@ class H2Connection:
             self._fail(GrpcStatusError(UNAVAILABLE, f"connection lost: {exc or type(exc).__name__}"))
             if not ready():
                 raise self._error or GrpcStatusError(UNAVAILABLE, str(exc)) from None
-        finally:
-            with cond:
-                self._reading = False
-                cond.notify_all()
 
     def _fill(self, n: int, deadline: float) -> None:
         buf = self._buf
         sock = self._sock
         while len(buf) < n:
-            if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):  # (TLS: bytes decrypted already)
-                left = deadline - time.monotonic()  # the socket's own timeout is the writers' (WRITE_TIMEOUT_S)
-                if left <= 0 or not select.select([sock], [], [], left)[0]:
+            if self._kernel_timeouts:  # a blocking recv bounded by SO_RCVTIMEO (~ the deadline)
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise TimeoutError
-            chunk = sock.recv(max(65_536, n - len(buf)))
+                if abs(left - self._recv_timeout) > _TIMEOUT_SLACK_S:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(left))
+                    self._recv_timeout = left
+                try:
+                    chunk = sock.recv(max(65_536, n - len(buf)))
+                except BlockingIOError:  # EAGAIN: SO_RCVTIMEO ran out
+                    raise TimeoutError from None
+            else:
+                if not (self._pending is not None and self._pending()):  # (TLS: bytes decrypted already)
+                    left = deadline - time.monotonic()  # the socket's own timeout is the writers' (WRITE_TIMEOUT_S)
+                    if left <= 0 or not self._readable(left):
+                        raise TimeoutError
+                chunk = sock.recv(max(65_536, n - len(buf)))
             if not chunk:
                 raise ConnectionError("closed by the server")
             buf += chunk
@@ -318,24 +385,32 @@ class H2Connection:
         buf = self._buf
         if len(buf) < 9:
             self._fill(9, deadline)
-        need = 9 + self._check_head(*h.parse_head(buf)[:2])
+        head = _HEAD_UNPACK(buf, 0)[0]
+        need = 9 + self._check_head(head >> 8, head & 0xFF)
         if len(buf) < need:
             self._fill(need, deadline)
         out = b""
         pos, end = 0, len(buf)
-        with self._cond:
+        handle = self._handle
+        with self._lock:
             try:
                 while end - pos >= 9:
-                    length, kind, flags, sid = h.parse_head(buf, pos)
-                    self._check_head(length, kind)
-                    if end - pos < 9 + length:
+                    head, flags, sid = _HEAD_UNPACK(buf, pos)
+                    length = head >> 8
+                    if length > MAX_FRAME_IN or not self._settings_seen:
+                        self._check_head(length, head & 0xFF)
+                    start = pos + 9
+                    pos = start + length
+                    if pos > end:
+                        pos = start - 9
                         break
-                    payload = bytes(buf[pos + 9:pos + 9 + length])
-                    pos += 9 + length
-                    out += self._handle(kind, flags, sid, payload)
+                    reply = handle(head & 0xFF, flags, sid & h.MAX_WINDOW, bytes(buf[start:pos]))
+                    if reply:
+                        out += reply
             finally:
                 del buf[:pos]
-                self._cond.notify_all()
+                if self._waiters:
+                    self._cond.notify_all()
         return out
 
     def _check_head(self, length: int, kind: int) -> int:
@@ -351,29 +426,19 @@ class H2Connection:
         return length
 
     def _handle(self, kind: int, flags: int, sid: int, payload: bytes) -> bytes:
-        if self._headers_of is not None and kind != h.CONTINUATION:
+        if self._blocks.pending is not None and kind != h.CONTINUATION:
             raise h.ProtocolError(f"frame type {kind} inside a header block")
         if kind == h.DATA:
             return self._on_data(flags, sid, payload)
         if kind == h.HEADERS:
             if sid == 0:
                 raise h.ProtocolError("HEADERS on stream 0")
-            payload = _unpad(flags, payload)
-            if flags & h.PRIORITY_FLAG:
-                payload = payload[5:]
-            self._headers_of = (sid, flags, bytearray(payload))
-            if flags & h.END_HEADERS:
-                self._end_headers()
+            if (block := self._blocks.headers(flags, sid, payload)) is not None:
+                self._end_headers(*block)
             return b""
         if kind == h.CONTINUATION:
-            pending = self._headers_of
-            if pending is None or pending[0] != sid:
-                raise h.ProtocolError("CONTINUATION without its HEADERS")
-            pending[2].extend(payload)
-            if len(pending[2]) > MAX_HEADER_BLOCK:
-                raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-            if flags & h.END_HEADERS:
-                self._end_headers()
+            if (block := self._blocks.continuation(flags, sid, payload)) is not None:
+                self._end_headers(*block)
             return b""
         if kind == h.SETTINGS:
             return self._on_settings(flags, payload)
@@ -415,13 +480,8 @@ class H2Connection:
             raise h.ProtocolError("PUSH_PROMISE though push is disabled")
         return b""  # PRIORITY, unknown types: ignored
 
-    def _end_headers(self) -> None:
-        assert self._headers_of is not None
-        sid, flags, block = self._headers_of
-        self._headers_of = None
-        if len(block) > MAX_HEADER_BLOCK:
-            raise h.ProtocolError(f"header block over {MAX_HEADER_BLOCK} bytes")
-        headers = self._decode(bytes(block))  # always (even for a stream given up): keeps the table in step
+    def _end_headers(self, sid: int, flags: int, block: bytes) -> None:
+        headers = self._decode(block)  # always (even for a stream given up): keeps the table in step
         st = self._streams.get(sid)
         if st is not None and not st.done:
             st.headers.append(headers)
@@ -467,7 +527,7 @@ class H2Connection:
         st = self._streams.get(sid)
         if st is None or st.done:
             return out
-        st.data += _unpad(flags, payload)
+        st.data += h.unpad(flags, payload)
         data = st.data
         if len(data) >= 5:
             declared = int.from_bytes(data[1:5], "big")
@@ -550,9 +610,24 @@ class H2Connection:
         self._sock.close()
 
 
-def _unpad(flags: int, payload: bytes) -> bytes:
-    if not flags & h.PADDED:
-        return payload
-    if not payload or payload[0] >= len(payload):
-        raise h.ProtocolError("padding longer than the frame")
-    return payload[1:len(payload) - payload[0]]
+def _timeval(seconds: float) -> bytes:
+    """``struct timeval`` of ``seconds`` > 0 (never 0, which means "no timeout")."""
+    sec = int(seconds)
+    return _TIMEVAL.pack(sec, int((seconds - sec) * 1_000_000) or (0 if sec else 1))
+
+
+def _readable_check(sock: socket.socket) -> Callable[[float], bool]:
+    """``readable(timeout_s)`` for ``sock``: True when a read would not block (data, the end, an
+    error) within ``timeout_s``. A ``poll`` object (no fd lists built per call) where the platform
+    has one; not for concurrent use (the reader's alone)."""
+    if not hasattr(select, "poll"):
+        return lambda timeout_s: bool(select.select([sock], [], [], timeout_s)[0])
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    poll = poller.poll
+
+    def readable(timeout_s: float) -> bool:
+        return bool(poll(timeout_s * 1000.0))
+    readable.poll = poll  # type: ignore[attr-defined]
+    return readable
+

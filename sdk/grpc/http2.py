@@ -1,8 +1,10 @@
-"""HTTP/2 framing (RFC 9113) as the SDK's own gRPC unary transport needs it: frame types, flags,
-settings and error codes, one frame's bytes, a frame header's fields, and request header blocks
-in HPACK's literal form (RFC 7541 §6.2.2: never added to either side's dynamic table, so the
-encoder keeps no state). Decoding a server's header blocks (dynamic table, Huffman) is the
-``hpack`` library's (:mod:`.unary` holds the decoder per connection).
+"""HTTP/2 framing (RFC 9113) as gRPC's two ends in this project need it (the SDK's own unary
+transport, :mod:`.h2_connection`, and the reference broker's gRPC server, ``rocketmq_broker.proxy.h2_*``):
+frame types, flags, settings and error codes, one frame's bytes, a frame header's fields, padding,
+a header block cut into HEADERS + CONTINUATION frames, header blocks in HPACK's literal form (RFC
+7541 §6.2.2: never added to either side's dynamic table, so the encoder keeps no state), gRPC's
+5-byte message prefix and its ``grpc-timeout`` header. Decoding the peer's header blocks (dynamic
+table, Huffman) is the ``hpack`` library's (each connection holds its decoder).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ MAX_WINDOW = 2**31 - 1
 MAX_FRAME_LIMIT = 2**24 - 1
 
 _U32 = struct.Struct(">I")
-_HEAD = struct.Struct(">IBI")  # 24-bit length and 8-bit type, flags, stream id
+#: a frame header as ``(length << 8 | type, flags, stream id with the reserved bit)``
+FRAME_HEAD = struct.Struct(">IBI")
+_HEAD = FRAME_HEAD
 
 
 class ProtocolError(Exception):
@@ -90,6 +94,102 @@ def u32(payload: bytes, offset: int = 0) -> int:
     return value & MAX_WINDOW
 
 
+def unpad(flags: int, payload: bytes) -> bytes:
+    """The payload of a DATA or HEADERS frame without its padding (flag PADDED).
+
+    Raises:
+        ProtocolError: padding as long as the frame or longer.
+    """
+    if not flags & PADDED:
+        return payload
+    if not payload or payload[0] >= len(payload):
+        raise ProtocolError("padding longer than the frame")
+    return payload[1:len(payload) - payload[0]]
+
+
+def header_frames(stream_id: int, block: bytes, max_frame: int, flags: int = 0) -> bytes:
+    """Header ``block`` as one HEADERS frame (``flags`` | END_HEADERS), or HEADERS + CONTINUATION
+    frames of at most ``max_frame`` bytes each (the peer's SETTINGS_MAX_FRAME_SIZE)."""
+    if len(block) <= max_frame:
+        return frame(HEADERS, flags | END_HEADERS, stream_id, block)
+    parts = [block[i:i + max_frame] for i in range(0, len(block), max_frame)]
+    out = [frame(HEADERS, flags, stream_id, parts[0])]
+    out += [frame(CONTINUATION, 0, stream_id, p) for p in parts[1:-1]]
+    out.append(frame(CONTINUATION, END_HEADERS, stream_id, parts[-1]))
+    return b"".join(out)
+
+
+class HeaderBlocks:
+    """A connection's header blocks put back together from a HEADERS frame (padding and priority
+    removed) and the CONTINUATION frames up to END_HEADERS.
+
+    Args:
+        limit: the longest block accepted, bytes.
+    """
+
+    __slots__ = ("limit", "pending")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        #: (stream id, the HEADERS frame's flags, the block so far) while CONTINUATION frames are due
+        self.pending: tuple[int, int, bytearray] | None = None
+
+    def headers(self, flags: int, stream_id: int, payload: bytes) -> tuple[int, int, bytes] | None:
+        """A HEADERS frame: ``(stream id, flags, block)`` when the block is complete, else None.
+
+        Raises:
+            ProtocolError: bad padding, or a block over ``limit``.
+        """
+        payload = unpad(flags, payload)
+        if flags & PRIORITY_FLAG:
+            payload = payload[5:]
+        if len(payload) > self.limit:
+            raise ProtocolError(f"header block over {self.limit} bytes")
+        if flags & END_HEADERS:
+            return stream_id, flags, payload
+        self.pending = (stream_id, flags, bytearray(payload))
+        return None
+
+    def continuation(self, flags: int, stream_id: int, payload: bytes) -> tuple[int, int, bytes] | None:
+        """A CONTINUATION frame: as :meth:`headers`.
+
+        Raises:
+            ProtocolError: no block open on ``stream_id``, or the block over ``limit``.
+        """
+        pending = self.pending
+        if pending is None or pending[0] != stream_id:
+            raise ProtocolError("CONTINUATION without its HEADERS")
+        pending[2].extend(payload)
+        if len(pending[2]) > self.limit:
+            raise ProtocolError(f"header block over {self.limit} bytes")
+        if not flags & END_HEADERS:
+            return None
+        self.pending = None
+        return pending[0], pending[1], bytes(pending[2])
+
+
+def grpc_message(message: bytes) -> bytes:
+    """One gRPC length-prefixed message: flag 0 (not compressed), 4-byte length, ``message``."""
+    return b"\0" + _U32.pack(len(message)) + message
+
+
+#: seconds per unit of a ``grpc-timeout`` value (gRPC over HTTP/2: H M S m u n)
+_TIMEOUT_UNITS = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
+
+
+def parse_grpc_timeout(value: str) -> float:
+    """Seconds of a ``grpc-timeout`` header (``"2500m"``: 2.5): 1 to 8 ASCII digits and a unit.
+
+    Raises:
+        ValueError: not of that form.
+    """
+    unit = _TIMEOUT_UNITS.get(value[-1:])
+    digits = value[:-1]
+    if unit is None or not 1 <= len(digits) <= 8 or not digits.isascii() or not digits.isdigit():
+        raise ValueError(f"grpc-timeout {value[:20]!r} is not 1-8 digits and a unit of H M S m u n")
+    return int(digits) * unit
+
+
 def hpack_int(value: int, prefix_bits: int, first: int) -> bytes:
     """HPACK's integer (RFC 7541 §5.1): ``value`` in a ``prefix_bits``-bit prefix of the byte
     ``first`` (its high bits carry the representation's pattern), continued in 7-bit groups."""
@@ -115,6 +215,77 @@ def literal(name: str | int, value: str) -> bytes:
         n = name.encode()
         head = b"\x00" + hpack_int(len(n), 7, 0) + n
     return head + hpack_int(len(v), 7, 0) + v
+
+
+_STATIC: list[tuple[str, str]] = []
+
+
+def _int_at(block: bytes, pos: int, prefix_bits: int) -> tuple[int, int]:
+    """HPACK's integer at ``pos`` (``prefix_bits`` of the first byte): ``(value, next position)``.
+
+    Raises:
+        IndexError: the block ends inside it.
+    """
+    limit = (1 << prefix_bits) - 1
+    value = block[pos] & limit
+    pos += 1
+    if value < limit:
+        return value, pos
+    shift = 0
+    while True:
+        b = block[pos]
+        pos += 1
+        value += (b & 0x7F) << shift
+        if not b & 0x80 or shift > 28:
+            return value, pos
+        shift += 7
+
+
+def decode_literals(block: bytes) -> list[tuple[str, str]] | None:
+    """The headers of a block made only of static-table indexed fields and literals without
+    indexing or never indexed, none Huffman-coded (what :func:`literal` writes, so this SDK's
+    requests): a fast path that leaves every dynamic table as it was. None for any other block
+    (dynamic table entries, Huffman strings, table size updates, anything malformed): decode it
+    with ``hpack``, which raises for what is malformed."""
+    static = _STATIC
+    if not static:
+        from hpack.table import HeaderTable
+
+        static.extend((k.decode(), v.decode()) for k, v in HeaderTable.STATIC_TABLE)
+    out = []
+    pos, end = 0, len(block)
+    try:
+        while pos < end:
+            first = block[pos]
+            if first & 0x80:
+                index, pos = (first & 0x7F, pos + 1) if first != 0xFF else _int_at(block, pos, 7)
+                if not 1 <= index <= len(static):
+                    return None
+                out.append(static[index - 1])
+                continue
+            if first & 0xE0:  # not a literal without indexing (0000) or never indexed (0001)
+                return None
+            index, pos = (first & 0x0F, pos + 1) if first & 0x0F != 0x0F else _int_at(block, pos, 4)
+            if index:
+                if index > len(static):
+                    return None
+                name = static[index - 1][0]
+            else:
+                size = block[pos]  # (the Huffman bit set: 128 and more)
+                size, pos = (size, pos + 1) if size < 0x7F else (-1, pos) if size & 0x80 else _int_at(block, pos, 7)
+                if size < 0 or pos + size > end:
+                    return None
+                name = block[pos:pos + size].decode()
+                pos += size
+            size = block[pos]
+            size, pos = (size, pos + 1) if size < 0x7F else (-1, pos) if size & 0x80 else _int_at(block, pos, 7)
+            if size < 0 or pos + size > end:
+                return None
+            out.append((name, block[pos:pos + size].decode()))
+            pos += size
+    except (IndexError, UnicodeDecodeError):
+        return None
+    return out
 
 
 #: static table indexes (RFC 7541 Appendix A) used by requests

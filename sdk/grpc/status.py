@@ -3,6 +3,8 @@ SDK's HTTP/2 transport, :mod:`.h2_connection` and :mod:`.unary`)."""
 
 from __future__ import annotations
 
+from urllib.parse import quote, unquote
+
 from . import http2 as h
 
 #: gRPC status codes by number
@@ -13,6 +15,17 @@ CANCELLED, UNKNOWN, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE
 #: gRPC's mapping of a RST_STREAM code to a status (the gRPC over HTTP/2 spec)
 RST_STATUS = {h.REFUSED_STREAM: UNAVAILABLE, h.CANCEL: CANCELLED, h.ENHANCE_YOUR_CALM: RESOURCE_EXHAUSTED,
                h.INADEQUATE_SECURITY: 7}
+
+
+def encode_message(details: str) -> str:
+    """``details`` as a ``grpc-message`` value: UTF-8, percent-encoded outside printable ASCII
+    and for ``%`` itself (gRPC over HTTP/2)."""
+    return quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def decode_message(value: str) -> str:
+    """The text of a ``grpc-message`` value (percent-decoded, bad escapes kept as they are)."""
+    return unquote(value)
 
 
 class GrpcStatusError(Exception):

@@ -55,6 +55,7 @@ class UnaryChannel:
         self._common = h.literal(h.AUTHORITY, target) + h.literal(h.CONTENT_TYPE, "application/grpc") + \
             h.literal("te", "trailers") + h.literal(h.USER_AGENT, user_agent)
         self._heads: dict[str, bytes] = {}
+        self._timeouts: dict[int, bytes] = {}  # ms -> the grpc-timeout header (the same for most calls)
         self._lock = threading.Lock()
         self._conn: H2Connection | None = None
         self._closed = False
@@ -73,8 +74,13 @@ class UnaryChannel:
         if head is None:
             head = self._heads[path] = (h.METHOD_POST + (h.SCHEME_HTTPS if self._context else h.SCHEME_HTTP)
                                         + h.literal(h.PATH, path) + self._common)
-        tail = h.literal("grpc-timeout", f"{min(99_999_999, max(1, int(timeout_s * 1000)))}m") + (
-            metadata if isinstance(metadata, bytes) else b"".join([h.literal(k, v) for k, v in metadata]))
+        ms = min(99_999_999, max(1, int(timeout_s * 1000)))
+        timeout = self._timeouts.get(ms)
+        if timeout is None:
+            if len(self._timeouts) >= 256:
+                self._timeouts.clear()
+            timeout = self._timeouts[ms] = h.literal("grpc-timeout", f"{ms}m")
+        tail = timeout + (metadata if isinstance(metadata, bytes) else b"".join([h.literal(k, v) for k, v in metadata]))
         for _ in range(3):
             conn = self._connection(deadline)
             try:

@@ -26,8 +26,8 @@ from ..config import ProducerConfig, local_ip
 from ..config_types import ProducerSettings
 from ..exceptions import ClientStateError, IllegalArgumentError, MQBrokerError, RemotingError
 from ..grpc import v2
-from ..grpc.connection import RETRYABLE_CODES, GrpcConnection, check, error_of, proxy_endpoints, user_agent
-from ..grpc.convert import SHARDING_KEY, set_timestamp_ms, to_v2
+from ..grpc.connection import RETRYABLE_CODES, GrpcConnection, error_of, proxy_endpoints, user_agent
+from ..grpc.convert import SHARDING_KEY, fill_v2, set_timestamp_ms, v2_base
 from ..lifecycle import Lifecycle
 from ..protocol.codes import GROUP_MAX_LENGTH, check_name
 from ..protocol.message import Message, MessageQueue, SendResult, SendStatus
@@ -40,6 +40,8 @@ from .selector import SelectorLike
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
 
 log = logging.getLogger("rocketmq_sdk.producer")
+_OK = v2.OK
+_SEND_OK = SendStatus.SEND_OK
 
 
 def grpc_retryable(error: BaseException) -> bool:
@@ -90,6 +92,8 @@ class GrpcProducer(AsyncLifecycle):
         self._conn: GrpcConnection | None = None
         self._client_id = f"{socket.gethostname()}@{create_uniq_id()[:16]}"
         self._topics: set[str] = set()
+        self._queues: dict[str, MessageQueue] = {}  # topic -> MessageQueue(topic, "", -1) of its SendResults
+        self._bases: dict[str, Any] = {}  # topic -> the v2.Message fields all its messages share (v2_base)
         self._callbacks: concurrent.futures.ThreadPoolExecutor | None = None
         self._host = self.config.client_ip or local_ip()
         self._settings_seen = threading.Event()
@@ -169,8 +173,13 @@ class GrpcProducer(AsyncLifecycle):
         req = v2.SendMessageRequest()
         ids = []
         now = int(time.time() * 1000)
-        ns = self.config.namespace or ""
         topic = msgs[0].topic
+        base = self._bases.get(topic)
+        if base is None:
+            if len(self._bases) >= 10_000:
+                self._bases.clear()
+            base = self._bases[topic] = v2_base(topic, self.config.namespace or "")
+            base.system_properties.born_host = self._host
         for msg in msgs:
             if msg.topic != topic:
                 raise IllegalArgumentError("the messages of a batch must have the same topic")
@@ -179,20 +188,33 @@ class GrpcProducer(AsyncLifecycle):
             props = msg.properties
             if group is not None:
                 props = {**props, SHARDING_KEY: group}
-            m = to_v2(msg.topic, msg.body, props, namespace=ns, now_ms=now)
+            m = req.messages.add()
+            m.CopyFrom(base)
+            fill_v2(m, msg.body, props, now_ms=now)
             set_timestamp_ms(m.system_properties.born_timestamp, now)
-            m.system_properties.born_host = self._host
-            req.messages.append(m)
-        self._publishing(topic)
+        if topic not in self._topics:
+            self._publishing(topic)
         return req, ids
 
     def _result(self, resp: Any, topic: str, ids: list[str]) -> SendResult:
-        check(resp.status, self.endpoints)
+        status = resp.status
+        if status.code != _OK:
+            raise error_of(status, self.endpoints)
+        first = None
         for e in resp.entries:
-            check(e.status, self.endpoints)
-        first = resp.entries[0] if resp.entries else None
-        return SendResult(SendStatus.SEND_OK, ",".join(ids), "", MessageQueue(topic, "", -1),
-                          first.offset if first is not None else -1, (first.transaction_id or None) if first else None)
+            if e.status.code != _OK:
+                raise error_of(e.status, self.endpoints)
+            if first is None:
+                first = e
+        mq = self._queues.get(topic)
+        if mq is None:
+            if len(self._queues) >= 10_000:
+                self._queues.clear()
+            mq = self._queues[topic] = MessageQueue(topic, "", -1)
+        msg_id = ids[0] if len(ids) == 1 else ",".join(ids)
+        if first is None:
+            return SendResult(_SEND_OK, msg_id, "", mq, -1, None)
+        return SendResult(_SEND_OK, msg_id, "", mq, first.offset, first.transaction_id or None)
 
     @staticmethod
     def _group_of(selector: SelectorLike | None, arg: Any, mq: MessageQueue | None) -> str | None:

@@ -3,90 +3,95 @@ typed headers, JSON bodies, the fastjson-lenient JSON reader, the message model,
 message/batch codecs and message ids. See docs/architecture.md for the contract.
 """
 
-from .admin_bodies import (
-    ClusterInfo,
-    Connection,
-    ConsumerConnection,
-    ConsumeStats,
-    GroupList,
-    KVTable,
-    OffsetWrapper,
-    ProducerConnection,
-    SubscriptionGroupConfig,
-    SubscriptionGroupWrapper,
-    TopicList,
-    TopicOffset,
-    TopicStatsTable,
-)
-from .bodies import (
-    BrokerData,
-    ConsumeFromWhere,
-    ConsumeMessageDirectlyResult,
-    ConsumerData,
-    ConsumerListBody,
-    ConsumerRunningInfo,
-    ConsumeType,
-    DataVersion,
-    HeartbeatData,
-    LockBatchRequestBody,
-    LockBatchResponseBody,
-    MessageModel,
-    ProducerData,
-    QueueData,
-    RegisterBrokerBody,
-    ResetOffsetBody,
-    ResetOffsetBodyForC,
-    SubscriptionData,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
-    TopicRouteData,
-    UnlockBatchRequestBody,
-)
-from .codes import (
-    CURRENT_VERSION,
-    DEFAULT_TOPIC,
-    MASTER_ID,
-    LanguageCode,
-    MessageConst,
-    MessageSysFlag,
-    PermName,
-    PullSysFlag,
-    RequestCode,
-    ResponseCode,
-    SerializeType,
-    TopicSysFlag,
-    get_dlq_topic,
-    get_retry_topic,
-    is_sys_topic,
-    is_valid_name,
-)
-from .fastjson import ObjectKey
-from .javahash import java_abs_mod, java_string_hash
-from .message import (
-    Message,
-    MessageExt,
-    MessageQueue,
-    PullResult,
-    PullStatus,
-    SendResult,
-    SendStatus,
-)
-from .message_codec import (
-    decode_batch,
-    decode_message,
-    decode_messages,
-    decode_properties,
-    encode_batch,
-    encode_properties,
-    encode_stored_message,
-)
-from .msgid import (
-    UniqIdGenerator,
-    create_offset_msg_id,
-    create_uniq_id,
-    decode_offset_msg_id,
-    get_nearly_time_from_id,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported when first used (PEP 562, rocketmq_sdk._lazy)
+    from .admin_bodies import (
+        ClusterInfo,
+        Connection,
+        ConsumerConnection,
+        ConsumeStats,
+        GroupList,
+        KVTable,
+        OffsetWrapper,
+        ProducerConnection,
+        SubscriptionGroupConfig,
+        SubscriptionGroupWrapper,
+        TopicList,
+        TopicOffset,
+        TopicStatsTable,
+    )
+    from .bodies import (
+        BrokerData,
+        ConsumeFromWhere,
+        ConsumeMessageDirectlyResult,
+        ConsumerData,
+        ConsumerListBody,
+        ConsumerRunningInfo,
+        ConsumeType,
+        DataVersion,
+        HeartbeatData,
+        LockBatchRequestBody,
+        LockBatchResponseBody,
+        MessageModel,
+        ProducerData,
+        QueueData,
+        RegisterBrokerBody,
+        ResetOffsetBody,
+        ResetOffsetBodyForC,
+        SubscriptionData,
+        TopicConfig,
+        TopicConfigSerializeWrapper,
+        TopicRouteData,
+        UnlockBatchRequestBody,
+    )
+    from .codes import (
+        CURRENT_VERSION,
+        DEFAULT_TOPIC,
+        MASTER_ID,
+        LanguageCode,
+        MessageConst,
+        MessageSysFlag,
+        PermName,
+        PullSysFlag,
+        RequestCode,
+        ResponseCode,
+        SerializeType,
+        TopicSysFlag,
+        get_dlq_topic,
+        get_retry_topic,
+        is_sys_topic,
+        is_valid_name,
+    )
+    from .fastjson import ObjectKey
+    from .javahash import java_abs_mod, java_string_hash
+    from .message import (
+        Message,
+        MessageExt,
+        MessageQueue,
+        PullResult,
+        PullStatus,
+        SendResult,
+        SendStatus,
+    )
+    from .message_codec import (
+        decode_batch,
+        decode_message,
+        decode_messages,
+        decode_properties,
+        encode_batch,
+        encode_properties,
+        encode_stored_message,
+    )
+    from .msgid import (
+        UniqIdGenerator,
+        create_offset_msg_id,
+        create_uniq_id,
+        decode_offset_msg_id,
+        get_nearly_time_from_id,
+    )
 
 __all__ = [
     "CURRENT_VERSION", "DEFAULT_TOPIC", "MASTER_ID", "BrokerData", "ClusterInfo", "Connection", "ConsumeFromWhere",
@@ -103,3 +108,6 @@ __all__ = [
     "get_dlq_topic", "get_nearly_time_from_id", "get_retry_topic", "is_sys_topic", "is_valid_name",
     "java_abs_mod", "java_string_hash",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__)

@@ -115,9 +115,13 @@ class RequestDispatcher:
             # done callback, no Task per request
             result.add_done_callback(functools.partial(self._future_done, channel, cmd))
         elif inspect.isawaitable(result):
-            task = asyncio.get_running_loop().create_task(self._await_handler(channel, cmd, result))
+            # the processor's own coroutine is the task (answered from its done callback): a close()
+            # that cancels it before its first step then cancels the processor itself, where a
+            # wrapper coroutine awaiting it would leave it never awaited
+            task = asyncio.ensure_future(result)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(functools.partial(self._future_done, channel, cmd))
         else:
             self._reply(channel, cmd, result)
 
@@ -127,13 +131,6 @@ class RequestDispatcher:
         exc = fut.exception()
         response = self._error_response(channel, cmd, exc) if exc is not None else fut.result()
         self._reply(channel, cmd, response)
-
-    async def _await_handler(self, channel: Channel, cmd: RemotingCommand, pending: Awaitable) -> None:
-        try:
-            result = await pending
-        except Exception as exc:
-            result = self._error_response(channel, cmd, exc)
-        self._reply(channel, cmd, result)
 
     @staticmethod
     def _error_response(channel: Channel, cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
@@ -155,7 +152,10 @@ class RequestDispatcher:
         if channel.closed:
             log.debug("dropping response to %s: channel closed", channel.remote_addr)
             return
-        channel.write_frame(response.encode())  # Channel.write in one call less
+        if channel.in_process:  # the broker's own proxy (local mode): the command itself, no frame
+            channel.take_response(response)
+        else:
+            channel.write_frame(response.encode())  # Channel.write in one call less
 
     def _cancel_tasks(self) -> None:
         for task in list(self._tasks):
@@ -185,6 +185,10 @@ class Channel(asyncio.Protocol):
             they are handled; None (default) for nothing. The client watches a new connection's
             first byte with it (a TLS-only server closes a plaintext one without sending any).
     """
+
+    #: False: responses to this channel's requests are written as frames (True: an in-process
+    #: channel that takes the response command itself, ``take_response``)
+    in_process = False
 
     def __init__(self, dispatcher: RequestDispatcher, max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH) -> None:
         self._dispatcher = dispatcher
@@ -349,6 +353,11 @@ class Channel(asyncio.Protocol):
         transport.write(wbuf[0] if len(wbuf) == 1 else b"".join(wbuf))
 
     send = write
+
+    def take_response(self, cmd: RemotingCommand) -> None:
+        """A response from this process's dispatch: written as a frame (an ``in_process``
+        channel takes the command itself instead)."""
+        self.write(cmd)
 
     async def _drain(self) -> None:
         while self.write_paused and not self.closed:

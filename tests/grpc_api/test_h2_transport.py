@@ -390,3 +390,59 @@ def test_transport_switch():
     assert GrpcConnection("127.0.0.1:1", "c", transport="grpcio")._h2 is None
     with pytest.raises(ValueError, match="'h3' is not 'h2' or 'grpcio'"):
         GrpcConnection("127.0.0.1:1", "c", transport="h3")
+
+
+def test_a_server_that_stops_reading_fails_the_write_after_the_write_timeout(monkeypatch):
+    """The server grants 64 MiB of window and 16 MiB frames, then reads nothing: a write that
+    cannot finish fails the call (UNAVAILABLE) after WRITE_TIMEOUT_S, not at the caller's deadline
+    (nor when the server gives up after 8 s). A first write that blocks is sent again on a new
+    connection (up to three); one that blocks after the first frame (when the server's SETTINGS
+    arrived after the call was written) fails the call at once."""
+    from rocketmq_sdk.grpc import h2_connection
+
+    monkeypatch.setattr(h2_connection, "WRITE_TIMEOUT_S", 0.3)
+    done = threading.Event()
+
+    def script(conn: RawConn, n: int) -> None:
+        assert conn.preface() == h.PREFACE
+        conn.send(h.settings({h.INITIAL_WINDOW_SIZE: h.MAX_WINDOW, h.MAX_FRAME_SIZE: h.MAX_FRAME_LIMIT})
+                  + h.window_update(0, 64 << 20))
+        done.wait(8)  # reads nothing more (then closes: a client without a write timeout fails late)
+        conn.sock.close()
+
+    server = RawServer(script)
+    ch = UnaryChannel(server.target)
+    try:
+        started = time.monotonic()
+        with pytest.raises(GrpcStatusError) as info:
+            ch.call(ECHO, b"x" * (40 << 20), META, 15)
+        assert info.value.code == 14 and time.monotonic() - started < 6
+        assert 1 <= server.accepted <= 3
+    finally:
+        done.set()
+        ch.close()
+        server.close()
+
+
+def test_a_failed_call_after_answers_with_the_same_headers_is_still_an_error():
+    """The client skips re-checking an answer whose header blocks are the very ones of the last
+    OK answer: a failed call with the same response headers but other trailers must still fail."""
+    def script(conn: RawConn, n: int) -> None:
+        _handshake(conn)
+        for status in (0, 0, 0, 5, 0):
+            sid, _, body, _ = conn.request()
+            conn.answer(sid, body[5:] + b"!", status)
+        conn.read(1 << 30)
+
+    server = RawServer(script)
+    ch = UnaryChannel(server.target)
+    try:
+        assert [ch.call(ECHO, b"%d" % i, META, 10) for i in range(3)] == [b"0!", b"1!", b"2!"]
+        with pytest.raises(GrpcStatusError) as info:
+            ch.call(ECHO, b"3", META, 10)
+        assert info.value.code == 5
+        assert ch.call(ECHO, b"4", META, 10) == b"4!"
+        assert server.accepted == 1 and not server.errors
+    finally:
+        ch.close()
+        server.close()

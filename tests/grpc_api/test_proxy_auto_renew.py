@@ -116,6 +116,35 @@ def test_renewal_deadlines_count_from_the_brokers_clock_not_from_when_the_proxy_
     assert asyncio.run(r.renew_due(changed_at[0] + 1_000)) == 1
 
 
+def test_an_ack_during_a_renewal_in_flight_settles_the_renewed_handle():
+    """A client's ack arriving while the proxy's renewal (CHANGE_MESSAGE_INVISIBLETIME) is on its
+    way must name the handle that renewal returns: the old one leaves the broker's new checkpoint
+    alive and the acknowledged message is handed out again (seen under load)."""
+    import asyncio
+
+    from rocketmq_broker.proxy.renew import Renewals
+
+    async def run() -> tuple[str, int]:
+        answer = asyncio.Event()
+
+        async def change(held, invisible_ms):
+            await answer.wait()  # the broker's answer is on its way
+            return "h1-renewed"
+
+        r = Renewals(change, 2_000, 1_000)
+        r.track("h1", "g", "t", "c1", 2_000, popped_ms=int(time.time() * 1000) - 1_500)
+        renewing = asyncio.ensure_future(r.renew_due())
+        await asyncio.sleep(0)  # the renewal is sent; now the client's ack comes in
+        settle = asyncio.ensure_future(r.settled("h1"))
+        await asyncio.sleep(0)
+        assert not settle.done()  # it waits for the renewal's answer
+        answer.set()
+        handle = await asyncio.wait_for(settle, 5)
+        return handle, await renewing
+
+    assert asyncio.run(run()) == ("h1-renewed", 1)
+
+
 def test_the_sdk_push_consumer_asks_for_renewal_like_the_5x_clients(grpc_cluster):
     """``PushConsumer(protocol="grpc")`` without ``invisible_duration`` receives with
     ``auto_renew`` (as the Java/Python 5.x push consumers): a listener busy for longer than the

@@ -106,3 +106,72 @@ def test_official_transactions_through_the_local_path(local_proxy, official):
     before = proxy.local_requests
     test_official_client.test_transactions_commit_rollback_and_server_check((cluster, proxy), official)
     assert proxy.local_requests - before >= 6  # 3 half messages, commit, rollback, the check's commit
+
+
+def test_local_responses_reach_the_proxy_as_a_connection_would_deliver_them():
+    """The dispatch hands a response to the local channel without a frame; one whose header
+    fields are not all strings (a processor's ints, bools) still arrives with the strings a
+    connection's decoded frame would carry."""
+    import asyncio
+
+    from rocketmq_broker.proxy.local import LocalChannel
+    from rocketmq_sdk.remoting import RemotingCommand
+    from rocketmq_sdk.remoting.channel import RequestDispatcher
+
+    async def run() -> tuple:
+        ch = LocalChannel("127.0.0.1:1", "127.0.0.1:2", asyncio.get_running_loop())
+        dispatcher = RequestDispatcher()
+        plain = RemotingCommand.request(310, {"b": "t"})
+        typed = RemotingCommand.request(310, {"b": "t"})
+        dispatcher.register_processor(310, lambda c, cmd: cmd.response(
+            0, None, {"queueId": "1"} if cmd is plain else {"queueId": 1, "traceOn": False}))  # type: ignore[dict-item]
+        got = []
+        for cmd in (plain, typed):
+            fut = ch.expect(cmd.opaque)
+            dispatcher._on_request(ch, cmd)  # type: ignore[arg-type]
+            got.append(fut.result())
+        return plain, typed, got
+
+    plain, typed, (a, b) = asyncio.run(run())
+    assert a.opaque == plain.opaque and a.ext_fields == {"queueId": "1"} and a.code == 0
+    assert b.opaque == typed.opaque and b.ext_fields == {"queueId": "1", "traceOn": "false"}
+
+
+def test_the_send_header_the_broker_receives_from_the_proxy(local_proxy):
+    """SEND_MESSAGE_V2 as the proxy writes it (the single-letter header of Java's
+    SendMessageRequestHeaderV2, as this SDK's remoting producers write it), seen by a request
+    hook of the broker."""
+    import time
+
+    from rocketmq_sdk.protocol.codes import MessageConst as MC
+    from rocketmq_sdk.protocol.codes import RequestCode
+    from rocketmq_sdk.protocol.message_codec import decode_properties
+
+    _, broker, proxy = local_proxy
+    topic = unique("hdr")
+    seen: list[dict] = []
+
+    def hook(channel, cmd):
+        if cmd.code == RequestCode.SEND_MESSAGE_V2 and cmd.ext_fields.get("b") == topic:
+            seen.append(dict(cmd.ext_fields))
+
+    hooks = broker.server._request_hooks
+    hooks.insert(0, hook)
+    try:
+        with Producer(unique("pg"), endpoints=proxy.addr, protocol="grpc") as p:
+            m = Message(topic, b"h", tags="TagH", keys=["k1", "k2"])
+            m.put_user_property("color", "blue")
+            before = int(time.time() * 1000)
+            sent = p.send(m)
+    finally:
+        hooks.remove(hook)
+    assert len(seen) == 1
+    ext = seen[0]
+    props = decode_properties(ext.pop("i"))
+    born = int(ext.pop("g"))
+    assert before - 60_000 <= born <= int(time.time() * 1000)
+    assert ext.pop("e") in {"0", "1", "2", "3"}  # one of the 4 queues the topic is created with
+    assert ext == {"a": "GRPC_PROXY_PRODUCER", "b": topic, "c": "TBW102", "d": "4",
+                   "f": "0", "h": "0", "j": "0", "k": "false", "m": "false", "n": broker.config.broker_name}
+    assert props[MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] == sent.msg_id and props[MC.TAGS] == "TagH"
+    assert props[MC.KEYS] == "k1 k2" and props["color"] == "blue" and props[MC.WAIT_STORE_MSG_OK] == "true"

@@ -141,3 +141,52 @@ def test_a_producer_class_without_a_grpc_variant_refuses_protocol_grpc(grpc_clus
     _, proxy = grpc_cluster
     with pytest.raises(IllegalArgumentError, match="GrpcTransactionProducer"):
         TransactionProducer("g", endpoints=proxy.addr, protocol="grpc", listener=Listener())
+
+
+def test_each_request_message_carries_only_its_own_properties():
+    """The producer copies one template per topic (topic, namespace, born host) into each
+    request message: nothing of an earlier message (tag, keys, group, user properties) may stay."""
+    from rocketmq_sdk.grpc.convert import to_v2
+
+    p = GrpcProducer("pg", endpoints="127.0.0.1:1", namespace="ns1")
+    p._topics.add("t")  # no telemetry update (not started)
+    rich = Message("t", b"one", tags="TagA", keys=["k1", "k2"])
+    rich.put_user_property("color", "green")
+    first, _ = p._request([rich], "group-1")
+    second, ids = p._request([Message("t", b"two")])
+    for req, msg, group in ((first, rich, "group-1"), (second, None, None)):
+        m = req.messages[0]
+        props = dict(msg.properties) if msg is not None else {"UNIQ_KEY": ids[0], "WAIT": "true"}
+        if group:
+            props["__SHARDINGKEY"] = group
+        want = to_v2("t", m.body, props, namespace="ns1")
+        want.system_properties.born_timestamp.CopyFrom(m.system_properties.born_timestamp)
+        want.system_properties.born_host = p._host
+        assert m == want
+    plain = second.messages[0]
+    assert not plain.system_properties.tag and not plain.system_properties.keys
+    assert not plain.system_properties.message_group and dict(plain.user_properties) == {}
+    assert plain.system_properties.message_type == v2.NORMAL and plain.topic.resource_namespace == "ns1"
+    assert plain.system_properties.born_timestamp.seconds > 0 and plain.system_properties.born_host == p._host
+
+
+@pytest.mark.parametrize("props", [{"UNIQ_KEY": "ID1", "WAIT": "true"}, {"UNIQ_KEY": "ID1", "WAIT": "true", "TAGS": "A"},
+                                   {"UNIQ_KEY": "ID1", "color": "green"}, {"UNIQ_KEY": "ID1", "DELAY": "2"}])
+def test_the_v2_message_of_a_plain_message_and_of_richer_ones(props):
+    """to_v2 written out field by field: the plain message (id and WAIT only: the short path of
+    fill_v2) and messages that need more than it (a tag, a user property, a delay level)."""
+    from rocketmq_sdk.grpc.convert import to_v2
+
+    want = v2.Message(body=b"hello")
+    want.topic.name, want.topic.resource_namespace = "t", "ns"
+    sp = want.system_properties
+    sp.message_id, sp.message_type, sp.body_encoding = "ID1", v2.NORMAL, v2.IDENTITY
+    sp.body_digest.type, sp.body_digest.checksum = v2.CRC32, "3610A686"  # zlib.crc32(b"hello")
+    if "TAGS" in props:
+        sp.tag = "A"
+    if "color" in props:
+        want.user_properties["color"] = "green"
+    if "DELAY" in props:
+        sp.message_type = v2.DELAY
+        sp.delivery_timestamp.seconds = 1_700_000_005  # level 2 = 5 s
+    assert to_v2("t", b"hello", props, namespace="ns", now_ms=1_700_000_000_000) == want

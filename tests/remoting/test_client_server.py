@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import socket
 import struct
 import time
@@ -472,5 +473,51 @@ def test_server_cannot_start_twice():
             with pytest.raises(ClientStateError):
                 await server.start()
         finally:
+            await server.stop()
+    run(main())
+
+
+@pytest.mark.parametrize("side", ["client", "server"])
+def test_close_ends_processor_tasks_that_had_not_started(side):
+    """A request that arrives just before close() has its async processor scheduled as a Task that
+    has not run yet; close() cancels it. The cancellation must reach the processor's own coroutine:
+    a wrapper task cancelled before its first step never awaited it ("coroutine ... was never
+    awaited", seen in test_unregister_client_notifies_the_remaining_members), and close() must
+    return with the task ended."""
+    async def main():
+        server, addr = await start_server()
+        client = RemotingClient()
+        started: list[int] = []
+        coros: list = []
+
+        async def slow(channel, cmd):
+            started.append(cmd.code)
+            await asyncio.sleep(30)  # held until close() cancels it
+
+        def processor(channel, cmd):
+            coros.append(slow(channel, cmd))
+            return coros[-1]
+
+        owner = client if side == "client" else server
+        owner.register_processor(41, processor)
+        try:
+            await client.invoke(addr, RemotingCommand.request(ECHO), 2000)
+            (server_channel,) = server.channels
+            client_channel = await client.get_channel(addr)
+            # hand the request to the processor directly (as data_received does), then close at
+            # once: the processor's Task exists but has not had a step yet
+            channel = client_channel if side == "client" else server_channel
+            owner._on_request(channel, RemotingCommand.request(41))
+            (task,) = owner._tasks
+            assert not started
+            if side == "client":
+                await client.close()
+            else:
+                await server.stop()
+            assert task.done(), "close() returned with a processor task still pending"
+            # the cancellation reached the processor's coroutine (CREATED = never awaited)
+            assert inspect.getcoroutinestate(coros[0]) == inspect.CORO_CLOSED
+        finally:
+            await client.close()
             await server.stop()
     run(main())

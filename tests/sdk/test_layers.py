@@ -14,10 +14,10 @@ SDK = Path(__file__).resolve().parents[2] / "sdk"
 
 # every sdk/ package, the sdk/ packages (and top-level modules) it may import at run time
 SHARED = {"exceptions", "properties", "config", "config_types", "retry", "lifecycle", "aio", "_speedups",
-          "_version"}
+          "_version", "_lazy"}
 ALLOWED = {
-    "protocol": {"exceptions", "properties", "_speedups"},
-    "remoting": {"protocol", "exceptions", "properties", "_speedups"},
+    "protocol": {"exceptions", "properties", "_speedups", "_lazy"},
+    "remoting": {"protocol", "exceptions", "properties", "_speedups", "_lazy"},
     "client": {"protocol", "remoting"} | SHARED,
     # RocketMQ 5's gRPC wire (beside remoting): message classes, codec, the proxy connection
     "grpc": {"protocol", "exceptions", "_version"},
@@ -33,6 +33,7 @@ ALLOWED_TOP = {
     "properties": set(),
     "_speedups": set(),
     "_version": set(),
+    "_lazy": set(),  # PEP 562 exports of the package __init__s
     "lifecycle": {"exceptions"},
     "retry": {"exceptions"},
     "aio": set(),

@@ -51,6 +51,8 @@ log = logging.getLogger("rocketmq_broker.timer")
 
 #: the wheel's topic (5.x ``TimerMessageStore.TIMER_TOPIC``)
 TIMER_TOPIC = "rmq_sys_wheel_timer"
+#: the properties that make a send a timer message (or a timer's delete entry)
+_TIMER_KEYS = frozenset((*MC.TIMER_PROPERTIES, MC.TIMER_DEL_UNIQKEY))
 #: 5.3.3's remark for a refused timer message
 ILLEGAL_REMARK = ("timer message illegal, the delay time should not be bigger than the max delay {max_ms}ms; or if "
                   "set del msg, the delay time should be bigger than the current time")
@@ -123,7 +125,7 @@ class TimerService:
         """Validate a send's timer properties (the send answers MESSAGE_ILLEGAL with the
         returned remark); a message with a delay level keeps the level and loses its timer
         properties, as on 5.x. None: accepted."""
-        if not any(p in props for p in MC.TIMER_PROPERTIES) and MC.TIMER_DEL_UNIQKEY not in props:
+        if props.keys().isdisjoint(_TIMER_KEYS):
             return None
         if props.get(MC.DELAY_TIME_LEVEL, "0") not in ("", "0"):
             for p in (*MC.TIMER_PROPERTIES, MC.TIMER_DEL_UNIQKEY):
