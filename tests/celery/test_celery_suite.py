@@ -6,6 +6,7 @@ Redis as the broker, is ``make celery-suite``."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -67,8 +68,13 @@ def test_a_listed_skip_is_named_as_in_the_junit_report(tmp_path):
         "def test_f(): pass\n"
         "@pytest.mark.parametrize('p', [1])\ndef test_p(p): pass\n")
     junit = tmp_path / "r.xml"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                    "-o", "python_classes=test_*", "--junitxml", str(junit), "t/integration/test_x.py"], cwd=tmp_path, check=True, capture_output=True)
+    # a clean pytest: the whole suite's process has DJANGO_SETTINGS_MODULE set (tests/django_integration),
+    # which pytest-django in the child would try to import from tmp_path
+    env = {k: v for k, v in os.environ.items() if k not in ("DJANGO_SETTINGS_MODULE", "PYTEST_ADDOPTS")}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:django",
+                           "--rootdir", str(tmp_path), "-o", "python_classes=test_*", "--junitxml", str(junit),
+                           "t/integration/test_x.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     names = {n.split("[", 1)[0] for n in outcomes(junit)}
     assert names == {junit_name("t/integration/test_x.py::test_k::test_m"), junit_name("t/integration/test_x.py::test_f"),
                      junit_name("t/integration/test_x.py::test_p")}
