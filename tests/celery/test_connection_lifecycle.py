@@ -97,3 +97,33 @@ def test_unclosed_connections_leave_no_thread_once_collected(rocketmq_cluster, u
     for _ in range(ROUNDS):
         forget_a_connection()
     assert_no_thread_left(before)
+
+
+
+def test_celery_apps_reuse_the_pooled_connections(rocketmq_cluster):
+    """Celery apps of one process with one broker configuration share kombu's process-wide
+    connection pool (``kombu.pools``, as on every broker; ``app.close()`` forgets the app's
+    reference to it): sending tasks and broadcasting (``control.ping``, as ``celery inspect``)
+    from app after app opens no connection beyond the pool's, and closing the pool ends their
+    threads."""
+    import kombu.pools
+    from celery import Celery
+
+    url = f"rocketmq://{rocketmq_cluster.namesrv_addr}"
+    opts = isolated_options()
+    before = transport_threads()
+
+    def use_an_app() -> set[threading.Thread]:
+        app = Celery("lifecycle", broker=url, set_as_current=False)
+        app.conf.broker_transport_options = opts
+        app.send_task("lifecycle.noop", args=(1,))
+        assert app.control.ping(timeout=0.2) == []
+        app.close()
+        return transport_threads()
+
+    first = use_an_app()
+    assert first - before
+    for _ in range(ROUNDS):
+        assert not (use_an_app() - first), "an app opened connections beyond the pool's"
+    kombu.pools.connections[kombu.Connection(url, transport_options=opts)].force_close_all()
+    assert_no_thread_left(before)
