@@ -123,7 +123,10 @@ def _close_abandoned(resources: _Resources) -> None:
             log.warning("closing an abandoned kombu connection's clients failed", exc_info=True)
 
     log.debug("closing the clients of a kombu connection collected unclosed")
-    threading.Thread(target=close, name="kombu-rocketmq-close", daemon=True).start()
+    try:
+        threading.Thread(target=close, name="kombu-rocketmq-close", daemon=True).start()
+    except RuntimeError:    # collected at interpreter shutdown: the daemon threads end with it
+        pass
 
 
 class BrokerClient:
