@@ -1,6 +1,6 @@
 """Spark writer throughput: rows/s writing the NYC flights DataFrame to a reference broker.
 
-Usage: ``python benchmarks/spark_writer.py [--quick] [--rows N] [--cases fe1,fe32,ds1,ds32]
+Usage: ``python benchmarks/spark_writer.py [--quick] [--rows N] [--cases fe1,fe32,ds1,ds32,fe256,ds256]
 [--flush ASYNC_FLUSH] [--out-dir benchmarks/results]`` (part of ``make bench``; ``make bench
 QUICK=1`` runs ``--quick``: a 20,000-row subset).
 
@@ -15,6 +15,8 @@ tag = carrier, keys = ``{year}-{month}-{day}-{carrier}{flight}``, queue by a has
 * ``fe1`` / ``fe32``: ``write_dataframe`` (``DataFrame.foreachPartition``), batch size 1 / 32;
 * ``ds1`` / ``ds32``: ``df.write.format("rocketmq")`` (the Spark 4 Python data source),
   ``batchSize`` 1 / 32;
+* ``fe256`` / ``ds256``: both paths with 256 messages per request and queue (docs/spark.md's
+  tuning: fewer, larger requests for the broker and the Python workers alike);
 * ``arrow0`` (not a write, not in the default cases): the same ``mapInArrow`` over the cached
   table counting the rows, i.e. what Spark spends before any of this project's code runs.
 
@@ -64,6 +66,7 @@ GROUP = "bench_spark_writer"
 # name -> (path, batch size)
 CASES: dict[str, tuple[str, int]] = {"fe1": ("foreachPartition", 1), "fe32": ("foreachPartition", 32),
                                      "ds1": ("format(rocketmq)", 1), "ds32": ("format(rocketmq)", 32),
+                                     "fe256": ("foreachPartition", 256), "ds256": ("format(rocketmq)", 256),
                                      "arrow0": ("mapInArrow, nothing sent", 0)}
 BASELINE = "arrow0"
 """Not a write: the same ``mapInArrow`` over the cached table, counting rows (Spark's own cost)."""
