@@ -3,11 +3,13 @@ the shared registry and the queue consumers, plus topic creation and group offse
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
 import time
 import uuid
+import weakref
 from typing import Any
 
 from rocketmq_sdk import Message, Producer
@@ -48,12 +50,83 @@ _SHARED: ProcessLocalCache[tuple[str, str], QueueConsumer] = ProcessLocalCache(
     close=QueueConsumer.close, usable=lambda qc: not qc.closed, name="kombu queue consumer")
 
 
+#: owner tokens of BrokerClients in _SHARED (an id() may be reused before a collected client is closed)
+_OWNERS = itertools.count(1)
+
+
 class RocketMQConnectionError(ConnectionError):
     """The name server of the connection URL cannot be reached."""
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+class _Resources:
+    """What one :class:`BrokerClient` starts and must stop: its publishing thread, wake-up
+    descriptor, queue consumers (shared, released), producer and admin clients. Held by the
+    client's finalizer, so it never refers to the client: an unclosed, collected client
+    still has them closed (:func:`_close_abandoned`)."""
+
+    def __init__(self, namesrv_addr: str, publisher: SerialRunner, waker: Waker, send_timeout_s: float) -> None:
+        self.pid = os.getpid()
+        self.owner = next(_OWNERS)
+        self.namesrv_addr = namesrv_addr
+        self.publisher = publisher
+        self.waker = waker
+        self.send_timeout_s = send_timeout_s
+        self.lock = threading.RLock()
+        self.consumers: dict[str, QueueConsumer] = {}
+        self.producer: Producer | None = None
+        self.admins: list[AdminClient] = []
+
+    def release_consumer(self, queue: str) -> None:
+        """Stop using the queue's consumer; it leaves the group when no connection of the
+        process uses it any more."""
+        with self.lock:
+            qc = self.consumers.pop(queue, None)
+        if qc is None:
+            return
+        qc.remove_listener(self.waker.set)
+        _SHARED.release((self.namesrv_addr, qc.group), self.owner, qc)
+
+    def close(self) -> None:
+        # what the event loop handed off goes out first (bounded by one send timeout)
+        self.publisher.close(self.send_timeout_s)
+        for queue in list(self.consumers):
+            try:
+                self.release_consumer(queue)
+            except Exception:  # noqa: BLE001 - close everything else too
+                log.warning("closing consumer of %s failed", queue, exc_info=True)
+        try:
+            if self.producer is not None:
+                self.producer.shutdown()
+        finally:
+            for admin in self.admins:
+                admin.close()
+            self.waker.set()
+            self.waker.close()
+
+
+def _close_abandoned(resources: _Resources) -> None:
+    """A :class:`BrokerClient` was collected unclosed (its kombu connection was dropped without
+    ``close``/``release``): close what it started on a thread of its own (the collection may
+    run on a worker's event loop; the shutdowns wait for brokers). Not in a forked child: the
+    clients, threads and sockets are the parent's."""
+    if resources.pid != os.getpid():
+        return
+
+    def close() -> None:
+        try:
+            resources.close()
+        except Exception:  # noqa: BLE001 - logged; nothing else to close
+            log.warning("closing an abandoned kombu connection's clients failed", exc_info=True)
+
+    log.debug("closing the clients of a kombu connection collected unclosed")
+    try:
+        threading.Thread(target=close, name="kombu-rocketmq-close", daemon=True).start()
+    except RuntimeError:    # collected at interpreter shutdown: the daemon threads end with it
+        pass
 
 
 class BrokerClient:
@@ -82,8 +155,10 @@ class BrokerClient:
         self.waker = Waker()
         #: publishes handed off a worker's event loop (Channel.basic_publish), in order
         self.publisher = SerialRunner("kombu-rocketmq-publish")
-        self._lock = threading.RLock()
-        self._consumers: dict[str, QueueConsumer] = {}
+        self._res = _Resources(self.namesrv_addr, self.publisher, self.waker,
+                               float(options["send_timeout"]) / 1000)
+        self._lock = self._res.lock
+        self._consumers = self._res.consumers
         self._topics: set[str] = set()
         #: topics whose broker refused a timer message (MESSAGE_ILLEGAL: a smaller timerMaxDelaySec)
         self._timer_refused: set[str] = set()
@@ -111,6 +186,12 @@ class BrokerClient:
         except MQError as exc:
             self._close_admins()
             raise RocketMQConnectionError(f"producer could not start: {exc}") from exc
+        self._res.producer = self.producer
+        self._res.admins = self._unique_admins()
+        # an unclosed connection's clients are closed when it is collected (as kombu's Redis
+        # transport's sockets are); not at interpreter exit (daemon threads end with it)
+        self._finalizer = weakref.finalize(self, _close_abandoned, self._res)
+        self._finalizer.atexit = False
 
     def _kv_prefix(self, options: dict[str, Any]) -> str:
         prefix = "kombu"
@@ -181,9 +262,10 @@ class BrokerClient:
             qc = self._consumers.get(queue)
             if qc is not None and not qc.closed:
                 return qc
-            qc = _SHARED.acquire((self.namesrv_addr, self.naming.group(queue)), id(self),
+            qc = _SHARED.acquire((self.namesrv_addr, self.naming.group(queue)), self._res.owner,
                                  lambda: self._start_consumer(queue))
-            qc.add_listener(self.notify_arrival)
+            # the waker's method, not the client's: a shared consumer must not keep it alive
+            qc.add_listener(self.waker.set)
             self._consumers[queue] = qc
             return qc
 
@@ -198,7 +280,7 @@ class BrokerClient:
             self.ensure_topic(topic, 1)
             topics[topic] = 0
         opts = self.options
-        return QueueConsumer(queue, self.naming.group(queue), topics, self.notify_arrival,
+        return QueueConsumer(queue, self.naming.group(queue), topics, self.waker.set,
                              buffer_limit=int(opts["buffer_limit"]),
                              namesrv_addr=self.namesrv_addr, instance_name=self.instance_name,
                              consume_from_where="CONSUME_FROM_FIRST_OFFSET",
@@ -215,12 +297,7 @@ class BrokerClient:
     def close_consumer(self, queue: str) -> None:
         """Stop using the queue's consumer; it leaves the group when no connection of the
         process uses it any more."""
-        with self._lock:
-            qc = self._consumers.pop(queue, None)
-        if qc is None:
-            return
-        qc.remove_listener(self.notify_arrival)
-        _SHARED.release((self.namesrv_addr, qc.group), id(self), qc)
+        self._res.release_consumer(queue)
 
     # ------------------------------------------------------------------ sending
 
@@ -329,21 +406,15 @@ class BrokerClient:
 
     # ------------------------------------------------------------------ close
 
+    def _unique_admins(self) -> list[AdminClient]:
+        return list({id(a): a for a in (self.admin, *self._kv_admins)}.values())
+
     def _close_admins(self) -> None:
-        for admin in {id(a): a for a in (self.admin, *self._kv_admins)}.values():
+        for admin in self._unique_admins():
             admin.close()
 
     def close(self) -> None:
-        # what the event loop handed off goes out first (bounded by one send timeout)
-        self.publisher.close(float(self.options["send_timeout"]) / 1000)
-        for queue in list(self._consumers):
-            try:
-                self.close_consumer(queue)
-            except Exception:  # noqa: BLE001 - close everything else too
-                log.warning("closing consumer of %s failed", queue, exc_info=True)
-        try:
-            self.producer.shutdown()
-        finally:
-            self._close_admins()
-            self.waker.set()
-            self.waker.close()
+        """Publish what the event loop handed off (at most ``send_timeout``), release the queue
+        consumers, shut the producer and admin clients down (their threads end)."""
+        self._finalizer.detach()
+        self._res.close()

@@ -25,7 +25,9 @@ import socket
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
+from multiprocessing.util import Finalize
 from queue import Empty
 from typing import Any
 
@@ -64,9 +66,28 @@ def _worker_expires(payload: dict) -> bool:
     return isinstance(headers, dict) and bool(headers.get("expires")) and "task" in headers
 
 
+def _restore_at_exit(qos_ref: weakref.ref[QoS]) -> None:
+    qos = qos_ref()
+    if qos is not None:
+        qos.restore_unacked_once()
+
+
 class QoS(virtual.QoS):
     """kombu's prefetch bookkeeping plus RocketMQ settlement: ack, reject and requeue settle
-    the message's offset (see :class:`~.offsets.OffsetTracker`)."""
+    the message's offset (see :class:`~.offsets.OffsetTracker`).
+
+    kombu registers ``restore_unacked_once`` (a bound method) to run at interpreter exit, which
+    keeps every channel that ever consumed, its connection and here the connection's SDK
+    clients and threads alive until then, closed or not. The exit hook here holds the QoS
+    weakly (and is dropped with it), so an unclosed connection is collected and its clients
+    closed; its unacknowledged messages are not lost: their offsets were never committed, so
+    the queue's consumer group reads them again."""
+
+    def __init__(self, channel: Any, prefetch_count: int = 0) -> None:
+        super().__init__(channel, prefetch_count)
+        self._on_collect.cancel()
+        self._on_collect = Finalize(None, _restore_at_exit, args=(weakref.ref(self),), exitpriority=1)
+        weakref.finalize(self, self._on_collect.cancel).atexit = False
 
     def ack(self, delivery_tag: str) -> None:
         self.channel._settle(delivery_tag)

@@ -5,7 +5,9 @@ suite and its in-process test worker, and skips the tests listed in :data:`SKIPP
 
 from __future__ import annotations
 
+import collections
 import os
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -86,3 +88,36 @@ def _restore_task_join_will_block() -> Iterator[None]:
     before = task_join_will_block()
     yield
     _set_task_join_will_block(before)
+
+
+#: thread census of the test process: before each test whose name is listed, and at the end
+THREAD_CENSUS_AT = {"t/integration/test_tasks.py::test_trace_log_arguments::test_task_success",
+                    "t/integration/test_tasks.py::test_trace_log_arguments::test_task_failed"}
+_census: list[str] = []
+
+
+def thread_census() -> str:
+    """The threads of this process by kind: the SDK clients' (``rocketmq-<ip>@<instance>``),
+    the admin clients' (``rocketmq-admin``), the transport's (``kombu-rocketmq-*``), others."""
+    kinds: collections.Counter[str] = collections.Counter()
+    for t in threading.enumerate():
+        if t.name.startswith("kombu-rocketmq-"):
+            kinds["kombu-rocketmq-*"] += 1
+        elif t.name.startswith("rocketmq-") and "@" in t.name:
+            kinds["rocketmq client"] += 1
+        elif t.name.startswith("rocketmq-"):
+            kinds[t.name] += 1
+        else:
+            kinds["other"] += 1
+    return f"{sum(kinds.values())} threads ({', '.join(f'{k}: {n}' for k, n in sorted(kinds.items()))})"
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.nodeid.split("[", 1)[0] in THREAD_CENSUS_AT:
+        _census.append(f"before {item.nodeid}: {thread_census()}")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The thread census (a connection leaking its clients shows as a growing count)."""
+    for line in (*_census, f"at the end: {thread_census()}"):
+        terminalreporter.write_line(f"thread census: {line}")
