@@ -83,8 +83,7 @@ class H2ServerConnection(asyncio.Protocol):
         self._streams: dict[int, ServerStream] = {}
         self._last_id = 0  # the highest stream id the client opened
         self._blocks = h.HeaderBlocks(MAX_HEADER_BLOCK)
-        self._recv_window = RECV_WINDOW
-        self._conn_unacked = 0
+        self._recv_window = h.ReceiveWindow(RECV_WINDOW)
         self._draining = False  # GOAWAY sent: no new calls
         self._closing = False
         self._out: Outbound | None = None
@@ -163,7 +162,7 @@ class H2ServerConnection(asyncio.Protocol):
                 while end - pos >= 9:
                     length, kind, flags, sid = h.parse_head(buf, pos)
                     if length > MAX_FRAME_IN:
-                        raise _ConnError(h.FRAME_SIZE_ERROR, f"frame of {length} bytes (max {MAX_FRAME_IN})")
+                        raise h.ProtocolError(f"frame of {length} bytes (max {MAX_FRAME_IN})", h.FRAME_SIZE_ERROR)
                     if end - pos < 9 + length:
                         break
                     payload = bytes(buf[pos + 9:pos + 9 + length])
@@ -173,10 +172,8 @@ class H2ServerConnection(asyncio.Protocol):
                 del buf[:pos]
             if out and self._out is not None:
                 self._out.write(b"".join(out))
-        except _ConnError as exc:
-            self._fail(exc.code, str(exc))
         except h.ProtocolError as exc:
-            self._fail(h.PROTOCOL_ERROR, str(exc))
+            self._fail(exc.code, str(exc))
         except (hpack.HPACKError, UnicodeDecodeError) as exc:
             self._fail(h.COMPRESSION_ERROR, f"header block: {type(exc).__name__}")
         except Exception as exc:  # noqa: BLE001 - a bug here must not leave the connection half-handled
@@ -202,20 +199,20 @@ class H2ServerConnection(asyncio.Protocol):
                 raise h.ProtocolError("SETTINGS on a stream")
             if flags & h.ACK:
                 if payload:
-                    raise _ConnError(h.FRAME_SIZE_ERROR, "SETTINGS ACK with a payload")
+                    raise h.ProtocolError("SETTINGS ACK with a payload", h.FRAME_SIZE_ERROR)
                 return
             self._on_settings(payload)
             out.append(h.frame(h.SETTINGS, h.ACK, 0))
         elif kind == h.PING:
             if len(payload) != 8 or sid != 0:
-                raise _ConnError(h.FRAME_SIZE_ERROR, f"PING of {len(payload)} bytes on stream {sid}")
+                raise h.ProtocolError(f"PING of {len(payload)} bytes on stream {sid}", h.FRAME_SIZE_ERROR)
             if not flags & h.ACK:
                 out.append(h.frame(h.PING, h.ACK, 0, payload))
         elif kind == h.WINDOW_UPDATE:
             self._on_window_update(sid, payload)
         elif kind == h.RST_STREAM:
             if len(payload) != 4 or sid == 0:
-                raise _ConnError(h.FRAME_SIZE_ERROR, "malformed RST_STREAM")
+                raise h.ProtocolError("malformed RST_STREAM", h.FRAME_SIZE_ERROR)
             if sid > self._last_id:
                 raise h.ProtocolError(f"RST_STREAM on idle stream {sid}")
             st = self._streams.pop(sid, None)
@@ -232,7 +229,7 @@ class H2ServerConnection(asyncio.Protocol):
             raise h.ProtocolError("PUSH_PROMISE from a client")
         elif kind == h.PRIORITY:
             if len(payload) != 5:
-                raise _ConnError(h.FRAME_SIZE_ERROR, "PRIORITY of a length other than 5")
+                raise h.ProtocolError("PRIORITY of a length other than 5", h.FRAME_SIZE_ERROR)
         # unknown frame types: ignored (RFC 9113 §4.1)
 
     def _on_settings(self, payload: bytes) -> None:
@@ -242,7 +239,7 @@ class H2ServerConnection(asyncio.Protocol):
         if h.INITIAL_WINDOW_SIZE in values:
             size = values[h.INITIAL_WINDOW_SIZE]
             if size > h.MAX_WINDOW:
-                raise _ConnError(h.FLOW_CONTROL_ERROR, f"SETTINGS_INITIAL_WINDOW_SIZE {size}")
+                raise h.ProtocolError(f"SETTINGS_INITIAL_WINDOW_SIZE {size}", h.FLOW_CONTROL_ERROR)
             delta, out.initial_window = size - out.initial_window, size
             for st in self._streams.values():
                 st.send_window += delta
@@ -258,7 +255,7 @@ class H2ServerConnection(asyncio.Protocol):
 
     def _on_window_update(self, sid: int, payload: bytes) -> None:
         if len(payload) != 4:
-            raise _ConnError(h.FRAME_SIZE_ERROR, "WINDOW_UPDATE of a length other than 4")
+            raise h.ProtocolError("WINDOW_UPDATE of a length other than 4", h.FRAME_SIZE_ERROR)
         increment = h.u32(payload)
         out = self._out
         assert out is not None
@@ -267,7 +264,7 @@ class H2ServerConnection(asyncio.Protocol):
                 raise h.ProtocolError("WINDOW_UPDATE of 0 on the connection")
             out.window += increment
             if out.window > h.MAX_WINDOW:
-                raise _ConnError(h.FLOW_CONTROL_ERROR, "connection send window over 2**31-1")
+                raise h.ProtocolError("connection send window over 2**31-1", h.FLOW_CONTROL_ERROR)
             out.wake_all()
             return
         st = self._streams.get(sid)
@@ -285,14 +282,9 @@ class H2ServerConnection(asyncio.Protocol):
         if sid == 0:
             raise h.ProtocolError("DATA on stream 0")
         size = len(payload)
-        self._recv_window -= size
-        if self._recv_window < 0:
-            raise _ConnError(h.FLOW_CONTROL_ERROR, "the client overran the connection's receive window")
-        self._conn_unacked += size
-        if self._conn_unacked >= RECV_WINDOW // 2:
-            out.append(h.window_update(0, self._conn_unacked))
-            self._recv_window += self._conn_unacked
-            self._conn_unacked = 0
+        update = self._recv_window.consume(size)
+        if update:
+            out.append(update)
         st = self._streams.get(sid)
         if st is None:
             if sid > self._last_id:
@@ -461,12 +453,6 @@ class H2ServerConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
         return tasks
-
-
-class _ConnError(h.ProtocolError):
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
 
 
 def tls_context(tls: tuple[bytes, bytes]) -> ssl.SSLContext:

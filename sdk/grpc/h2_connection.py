@@ -96,8 +96,7 @@ class H2Connection:
         self._peer_initial_window = h.DEFAULT_WINDOW
         self._peer_max_frame = h.DEFAULT_MAX_FRAME
         self._peer_max_streams = 2**31
-        self._recv_window = RECV_WINDOW
-        self._conn_unacked = 0
+        self._recv_window = h.ReceiveWindow(RECV_WINDOW)
         self._settings_seen = False
         self._blocks = h.HeaderBlocks(MAX_HEADER_BLOCK)
         self._error: GrpcStatusError | None = None
@@ -515,15 +514,7 @@ class H2Connection:
         if sid == 0:
             raise h.ProtocolError("DATA on stream 0")
         size = len(payload)
-        self._recv_window -= size
-        if self._recv_window < 0:
-            raise h.ProtocolError("the server overran the connection's receive window")
-        out = b""
-        self._conn_unacked += size
-        if self._conn_unacked >= RECV_WINDOW // 2:
-            out = h.window_update(0, self._conn_unacked)
-            self._recv_window += self._conn_unacked
-            self._conn_unacked = 0
+        out = self._recv_window.consume(size)
         st = self._streams.get(sid)
         if st is None or st.done:
             return out

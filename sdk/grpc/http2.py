@@ -42,7 +42,47 @@ _HEAD = FRAME_HEAD
 
 
 class ProtocolError(Exception):
-    """The peer broke HTTP/2 (or gRPC's use of it): the connection cannot be used further."""
+    """The peer broke HTTP/2 (or gRPC's use of it): the connection cannot be used further.
+
+    Attributes:
+        code: the error code a GOAWAY names (RFC 9113 section 7; default ``PROTOCOL_ERROR``).
+    """
+
+    def __init__(self, reason: str, code: int = PROTOCOL_ERROR) -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+class ReceiveWindow:
+    """A connection's receive window (RFC 9113 section 6.9): every DATA frame's payload counts
+    against it; once half of it is consumed, a WINDOW_UPDATE on stream 0 gives that back.
+
+    Args:
+        size: the window this side grants, in bytes (announced by the caller at the preface).
+    """
+
+    __slots__ = ("size", "_left", "_unacked")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._left = size
+        self._unacked = 0
+
+    def consume(self, n: int) -> bytes:
+        """Count ``n`` received bytes: the WINDOW_UPDATE frame to send now, or ``b""``.
+
+        Raises:
+            ProtocolError: (``FLOW_CONTROL_ERROR``) the peer sent more than the window allowed.
+        """
+        self._left -= n
+        if self._left < 0:
+            raise ProtocolError("the peer overran the connection's receive window", FLOW_CONTROL_ERROR)
+        self._unacked += n
+        if self._unacked < self.size // 2:
+            return b""
+        increment, self._unacked = self._unacked, 0
+        self._left += increment
+        return window_update(0, increment)
 
 
 def frame(kind: int, flags: int, stream_id: int, payload: bytes = b"") -> bytes:
