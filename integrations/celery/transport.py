@@ -274,6 +274,13 @@ class Channel(virtual.Channel):
 
     # ------------------------------------------------------------------ publishing
 
+    def _next_delivery_tag(self) -> str:
+        """The ``delivery_tag`` a published envelope carries: the channel's random prefix and a
+        counter (unique across channels and processes, as kombu's ``uuid()`` default, without
+        its ``os.urandom`` draw and UUID object per publish). Consumers replace it with their
+        own tag at delivery (:meth:`_take`); they only require that one is there."""
+        return f"{self._tag_prefix}{next(self._tags)}"
+
     def basic_publish(self, message: dict, exchange: str, routing_key: str, **kwargs: Any) -> Any:
         """Publish (kombu's routing, then :meth:`_put` / :meth:`_put_fanout`). On the thread of
         a worker's event loop (kombu hub) a *transient* message (``delivery_mode`` 1: Celery's
