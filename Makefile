@@ -199,7 +199,7 @@ bench: install
 # make celery-suite - Celery's whole t/integration (from the installed celery's sdist) against rocketmq://
 # and against Redis as the broker, side by side; fails when a test passing on Redis does not pass on
 # rocketmq:// (docs/celery.md). BROKER=rocketmq runs only rocketmq:// and fails unless every test
-# passes or is skipped with a listed reason (~25 min; not yet in .ci/run: docs/celery.md says why).
+# passes or is skipped with a listed reason (~25 min; .ci/run runs it).
 # CELERY_SUITE_RUN_SKIPPED=1 runs the listed skips anyway.
 BROKER ?= both
 celery-suite: install redis
