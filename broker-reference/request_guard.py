@@ -92,6 +92,11 @@ def _body_problem(kind: Body, body: bytes) -> str | None:
     return None
 
 
+#: the header values (topic fields, then group fields) of requests that passed, per field list
+#: (bounded): a request whose values were all checked before costs one set lookup
+_passed: dict[tuple[str, ...], set[tuple]] = {}
+
+
 def request_name_problem(cmd: RemotingCommand, spec: RequestSpec | None = None) -> str | None:
     """Why ``cmd`` names an illegal topic or group (the Java remark), or None. ``spec`` (its
     request table entry) says which fields and body name them; None: the usual header fields."""
@@ -100,14 +105,23 @@ def request_name_problem(cmd: RemotingCommand, spec: RequestSpec | None = None) 
         topic_fields, group_fields, body = TOPIC_FIELDS, GROUP_FIELDS, None
     else:
         topic_fields, group_fields, body = spec.topic_fields, spec.group_fields, spec.body
-    for f in topic_fields:  # plain loops: every request passes here
-        problem = _checked(ext.get(f), _valid_topics, topic_problem)
-        if problem is not None:
-            return problem
-    for f in group_fields:
-        problem = _checked(ext.get(f), _valid_groups, group_problem)
-        if problem is not None:
-            return problem
+    fields = topic_fields + group_fields if group_fields else topic_fields
+    values = tuple(map(ext.get, fields))
+    passed = _passed.get(fields)
+    if passed is None or values not in passed:
+        for f in topic_fields:  # plain loops
+            problem = _checked(ext.get(f), _valid_topics, topic_problem)
+            if problem is not None:
+                return problem
+        for f in group_fields:
+            problem = _checked(ext.get(f), _valid_groups, group_problem)
+            if problem is not None:
+                return problem
+        if passed is None:
+            passed = _passed[fields] = set()
+        elif len(passed) >= _CACHE_MAX:
+            passed.clear()
+        passed.add(values)
     if body is not None:
         return _body_problem(body, cmd.body)
     return None
