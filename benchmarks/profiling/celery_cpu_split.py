@@ -14,7 +14,7 @@ the environment each is named by its current frame (``py-spy dump``).
 
     .venv/bin/python benchmarks/profiling/celery_cpu_split.py [--tasks 3000] [--brokers rocketmq,redis]
         [--concurrency 2] [--profile-worker /tmp/worker.prof] [--profile-producer /tmp/producer.prof]
-        [--profile-broker /tmp/broker.prof]
+        [--profile-broker /tmp/broker.prof] [--broker-path DIR]
 """
 
 from __future__ import annotations
@@ -211,6 +211,9 @@ def main() -> int:
     ap.add_argument("--profile-worker", default=None)
     ap.add_argument("--profile-producer", default=None)
     ap.add_argument("--profile-broker", default=None)
+    ap.add_argument("--broker-path", default=None,
+                    help="PYTHONPATH entry put first for the reference broker's process only (A/B of broker "
+                         "code: e.g. ab.py's checkout of another revision's sdk/ and broker-reference/)")
     args = ap.parse_args()
     import rocketmq_sdk.integrations.celery  # noqa: F401
     from rocketmq_broker.embedded import start_dev_cluster
@@ -222,7 +225,16 @@ def main() -> int:
             if "rocketmq" in args.brokers and args.profile_broker:
                 cluster = profiled_dev_cluster(workdir, args.profile_broker)
             elif "rocketmq" in args.brokers:
-                cluster = start_dev_cluster()
+                old = os.environ.get("PYTHONPATH")
+                if args.broker_path:
+                    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (args.broker_path, old) if p)
+                try:
+                    cluster = start_dev_cluster()
+                finally:
+                    if old is None:
+                        os.environ.pop("PYTHONPATH", None)
+                    else:
+                        os.environ["PYTHONPATH"] = old
             if cluster is not None:
                 pids = [p.pid for p in (cluster._proc, cluster._namesrv_proc) if p is not None]
                 brokers["rocketmq"] = (f"rocketmq://{cluster.namesrv_addr}", pids)

@@ -53,6 +53,10 @@ _PULL_CODES = {
 }
 
 
+#: the remark of each status (the answer's remark is the status name)
+_REMARKS = {status: status.value for status in GetMessageStatus}
+_EMPTY_QUEUE = frozenset((GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE))
+
 #: statuses whose next offset Java's ``DefaultMessageStore.nextOffsetCorrection`` corrects (masters only)
 _CORRECTED = frozenset((GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.OFFSET_TOO_SMALL,
                         GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFSET_FOUND_NULL,
@@ -198,7 +202,7 @@ class PullProcessor:
                                          tag_filter, record_filter=fd.matches_record if fd is not None else None)
             if result is None:
                 return cmd.response(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
-            if result.status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+            if result.status in _EMPTY_QUEUE:
                 code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
             else:
                 code = _PULL_CODES.get(result.status, ResponseCode.PULL_NOT_FOUND)
@@ -223,8 +227,8 @@ class PullProcessor:
                "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}
         if code == ResponseCode.SUCCESS:
             b.record_get(h.consumer_group or "", result.message_count)
-            return cmd.response(code, result.status.value, ext_fields=ext, body=result.body())
-        return cmd.response(code, result.status.value, ext_fields=ext)
+            return cmd.response(code, _REMARKS[result.status], ext_fields=ext, body=result.body())
+        return cmd.response(code, _REMARKS[result.status], ext_fields=ext)
 
     # -- long polling --------------------------------------------------------------------------
     def _hold(self, topic: str, queue_id: int, offset: int, ch: Channel, cmd: RemotingCommand, timeout_ms: int,
