@@ -34,8 +34,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "profiling"))
-from broker_send_path import CountingTransport  # noqa: E402
 import rocketmq_sdk.integrations.celery  # noqa: E402,F401 - registers the rocketmq:// transport
+from broker_send_path import CountingTransport  # noqa: E402
 from celery_tasks import app_for, executed, make_env, stop_worker, wait_for  # noqa: E402
 from rocketmq_broker.embedded import start_dev_cluster  # noqa: E402
 from rocketmq_sdk.protocol.codes import PullSysFlag, RequestCode  # noqa: E402

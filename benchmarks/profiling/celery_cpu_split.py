@@ -90,6 +90,17 @@ def thread_names(pid: int) -> dict[int, str]:
     return names
 
 
+def minor_faults(pids: list[int]) -> int:
+    """Minor page faults of ``pids`` so far (/proc: first touches of mapped pages)."""
+    total = 0
+    for p in pids:
+        try:
+            total += int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[7])
+        except OSError:
+            continue
+    return total
+
+
 def user_sys(pids: list[int]) -> tuple[float, float]:
     """(utime, stime) of ``pids`` in seconds."""
     u = s = 0.0
@@ -145,6 +156,7 @@ def run(label: str, url: str, broker_pids: list[int], n: int, conc: int, workdir
         names = thread_names(worker.pid)
         threads0 = thread_cpu(worker.pid)
         broker0 = user_sys(broker_pids)
+        faults0 = minor_faults(broker_pids)
         bthreads0 = {t: v for p in broker_pids for t, v in thread_cpu(p).items()}
         before = (self_cpu(), cpu(broker_pids), cpu([worker.pid]), cpu(pool))
         prof = cProfile.Profile(time.thread_time) if profile_producer else None
@@ -161,6 +173,7 @@ def run(label: str, url: str, broker_pids: list[int], n: int, conc: int, workdir
         elapsed = time.perf_counter() - t0
         after = (self_cpu(), cpu(broker_pids), cpu([worker.pid]), cpu(pool))
         broker1 = user_sys(broker_pids)
+        faults1 = minor_faults(broker_pids)
         bthreads1 = {t: v for p in broker_pids for t, v in thread_cpu(p).items()}
         threads1 = thread_cpu(worker.pid)
         per_thread = sorted(((1e6 * (v - threads0.get(t, 0.0)) / n, t) for t, v in threads1.items()), reverse=True)
@@ -170,7 +183,7 @@ def run(label: str, url: str, broker_pids: list[int], n: int, conc: int, workdir
         print(f"{label:9} -c {conc}: end-to-end {n / elapsed:7,.0f}/s (enqueue {n / t_enq:7,.0f}/s)  CPU µs/task: "
               f"producer {us[0]:6.0f}  broker {us[1]:6.0f}  worker main {us[2]:6.0f}  pool {us[3]:6.0f}  "
               f"total {sum(us):6.0f}  load {os.getloadavg()[0]:.1f}  (broker user {1e6 * (broker1[0] - broker0[0]) / n:.0f}"
-              f" sys {1e6 * (broker1[1] - broker0[1]) / n:.0f})", flush=True)
+              f" sys {1e6 * (broker1[1] - broker0[1]) / n:.0f}, {(faults1 - faults0) / n:.2f} page faults)", flush=True)
         for us_t, tid in per_thread[:5]:
             print(f"    worker thread {tid}: {us_t:6.0f} µs/task  {names.get(tid, '')}", flush=True)
         for tid, v in sorted(bthreads1.items()):

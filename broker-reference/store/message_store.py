@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from rocketmq_sdk.exceptions import MQError
-from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.message_codec import BLANK_MAGIC_CODE
 from rocketmq_sdk.protocol.validators import is_valid_name
