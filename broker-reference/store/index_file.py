@@ -337,6 +337,11 @@ class IndexService:
         self.reserve_ahead = reserve_ahead
         self.files: list[IndexFile] = []
 
+    def progress(self) -> tuple[str, int]:
+        """(last file's path, its entry count): changes whenever an entry is added."""
+        files = self.files
+        return (files[-1].path, files[-1].index_count) if files else ("", 0)
+
     def load(self, last_exit_ok: bool, index_checkpoint_timestamp: int) -> None:
         """Open existing files; after a crash, drop files written past the checkpoint (their
         entries are rebuilt by re-dispatch)."""
