@@ -9,7 +9,11 @@ PULL_MESSAGE. Then it replays, per task, what the broker does for one task in
 answered, the arrival wakes the held pull, which is answered with the message. Both channels
 write to transports that only count bytes, so this times frame decoding, the request hooks, the
 send and pull processors, the store put and get, the hold/wake and response encoding - every
-per-task cost but the event loop's socket work and the occasional heartbeat/offset commit.
+per-task cost but the event loop's socket work and the occasional heartbeat/offset commit. Every
+replayed send carries the recorded keys, so the index's hash-slot pages stay mapped: the page
+faults a real run's distinct keys cost (``celery_cpu_split.py`` counts them) are not in these
+figures, nor the cache misses of a machine shared with the producer and the worker (a real
+Celery task costs the broker about three times this).
 
 Usage: ``python benchmarks/profiling/broker_task_path.py [--count 5000] [--rounds 3] [--profile]``
 (``--frames FILE`` saves/loads the recorded frames, skipping the worker run when FILE exists).
@@ -19,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import os
 import pickle
-import pstats
 import resource
 import statistics
 import subprocess
@@ -35,7 +37,7 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "profiling"))
 import rocketmq_sdk.integrations.celery  # noqa: E402,F401 - registers the rocketmq:// transport
-from broker_send_path import CountingTransport  # noqa: E402
+from broker_send_path import CountingTransport, print_profile  # noqa: E402
 from celery_tasks import app_for, executed, make_env, stop_worker, wait_for  # noqa: E402
 from rocketmq_broker.embedded import start_dev_cluster  # noqa: E402
 from rocketmq_sdk.protocol.codes import PullSysFlag, RequestCode  # noqa: E402
@@ -163,20 +165,7 @@ def main() -> None:
         print(f"min {min(per_task):.1f} median {statistics.median(per_task):.1f} µs CPU per task "
               f"({args.rounds} rounds of {args.count})", flush=True)
         if args.profile:
-            prof = cProfile.Profile(time.thread_time)
-
-            async def profiled():
-                prof.enable()
-                try:
-                    return await run_round(broker, send, pull, args.count)
-                finally:
-                    prof.disable()
-
-            asyncio.run_coroutine_threadsafe(profiled(), cluster._loop).result(300)
-            st = pstats.Stats(prof)
-            st.sort_stats("tottime").print_stats(35)
-            st.sort_stats("cumulative").print_stats(50)
-
+            print_profile(cluster._loop, lambda: run_round(broker, send, pull, args.count), time.thread_time, (35, 50))
 
 if __name__ == "__main__":
     main()
