@@ -81,6 +81,7 @@ class Registry:
         # parsed views of cached tables, by (namespace, view): (the raw table parsed, result);
         # reused while _list returns the same table (read per publish: no JSON per message)
         self._views: dict[tuple[str, str], tuple[dict[str, str], Any]] = {}
+        self._queues_ns = self._ns("queues")  # read per publish (queue())
 
     def _first(self, call: Callable[[AdminClient], T]) -> T:
         error: MQError | None = None
@@ -108,10 +109,8 @@ class Registry:
         return f"{self.prefix}.{kind}" + (f".{name}" if name is not None else "")
 
     def _list(self, namespace: str, refresh: bool = False) -> dict[str, str]:
-        now = time.monotonic()
-        with self._lock:
-            hit = self._cache.get(namespace)
-        if hit is not None and not refresh and now - hit[0] < self.cache_ttl:
+        hit = self._cache.get(namespace)  # one dict read (atomic): no lock on this per-publish path
+        if hit is not None and not refresh and time.monotonic() - hit[0] < self.cache_ttl:
             return hit[1]
         table = self._first(lambda admin: admin.kv_list(namespace))
         with self._lock:
@@ -208,7 +207,7 @@ class Registry:
 
     def queue(self, queue: str, refresh: bool = False) -> QueueInfo | None:
         """The queue's settings, None when it is not declared."""
-        ns = self._ns("queues")
+        ns = self._queues_ns
         info = self._view(ns, "info", refresh, _queue_infos).get(queue)
         if info is None and not refresh:
             info = self._view(ns, "info", True, _queue_infos).get(queue)

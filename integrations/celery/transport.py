@@ -48,6 +48,7 @@ from rocketmq_sdk.protocol.message import MessageQueue
 
 from .client import DEFAULT_PORT, EXPIRES_PROPERTY, BrokerClient, RocketMQConnectionError, now_ms
 from .consumer import QueueConsumer
+from .envelope import dumps
 from .eta import task_eta_ms
 from .offloop import hub_thread_joined, on_hub_thread
 from .options import OPTIONS
@@ -274,6 +275,13 @@ class Channel(virtual.Channel):
 
     # ------------------------------------------------------------------ publishing
 
+    def _next_delivery_tag(self) -> str:
+        """The ``delivery_tag`` a published envelope carries: the channel's random prefix and a
+        counter (unique across channels and processes, as kombu's ``uuid()`` default, without
+        its ``os.urandom`` draw and UUID object per publish). Consumers replace it with their
+        own tag at delivery (:meth:`_take`); they only require that one is there."""
+        return f"{self._tag_prefix}{next(self._tags)}"
+
     def basic_publish(self, message: dict, exchange: str, routing_key: str, **kwargs: Any) -> Any:
         """Publish (kombu's routing, then :meth:`_put` / :meth:`_put_fanout`). On the thread of
         a worker's event loop (kombu hub) a *transient* message (``delivery_mode`` 1: Celery's
@@ -299,13 +307,13 @@ class Channel(virtual.Channel):
         props = message.get("properties") or {}
         step = client.priority_step(props.get("priority")) if info and info.max_priority else 0
         topic = client.naming.queue_topic(queue, step)
-        client.send(topic, json.dumps(message).encode("utf-8"), keys=props.get("correlation_id"),
+        client.send(topic, dumps(message), keys=props.get("correlation_id"),
                     expires_at=self._expires_at(props, info), queue_nums=info.queue_nums if info else None,
                     deliver_at=task_eta_ms(message))
 
     def _put_fanout(self, exchange: str, message: dict, routing_key: str, **kwargs: Any) -> None:
         props = message.get("properties") or {}
-        self.client.send(self.client.naming.fanout_topic(exchange), json.dumps(message).encode("utf-8"),
+        self.client.send(self.client.naming.fanout_topic(exchange), dumps(message),
                          keys=props.get("correlation_id"), expires_at=self._expires_at(props, None), queue_nums=1)
 
     @staticmethod
@@ -491,7 +499,7 @@ class Channel(virtual.Channel):
             return
         _, mq, _, queue, payload, msg_id = entry
         props = payload.get("properties") or {}
-        self.client.send(self.client.naming.dlq_topic(queue), json.dumps(payload).encode("utf-8"),
+        self.client.send(self.client.naming.dlq_topic(queue), dumps(payload),
                          keys=props.get("correlation_id"), queue_nums=1,
                          system_properties={"ORIGIN_MESSAGE_ID": msg_id or "", "RETRY_TOPIC": mq.topic})
 

@@ -5,10 +5,12 @@ suite and its in-process test worker, and skips the tests listed in :data:`SKIPP
 
 from __future__ import annotations
 
-import collections
+import ast
+import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import rocketmq_sdk.integrations.celery  # noqa: F401  - registers rocketmq://
@@ -24,16 +26,33 @@ SKIPPED = {
         "Signal is not JSON serializable), so the duplicate it tests never exists; Celery marks it "
         "xfail for redis:// by URL scheme",
 }
-_TRACE_LOG_RACE = (
-    "fails in a whole run, cause not established: the pool child's 'succeeded'/'raised' record never "
-    "reaches the test process (a probe waited 5 s after result.get(); the main process's 'received' "
-    "record arrives), while alone the record arrives 0.1-3 ms after result.get() on rocketmq:// and "
-    "on Redis as the broker; at that point the test process held 75 threads, 36 rocketmq client and "
-    "35 rocketmq-admin threads of earlier tests' connections (docs/celery.md)")
-SKIPPED.update({
-    "t/integration/test_tasks.py::test_trace_log_arguments::test_task_success": _TRACE_LOG_RACE,
-    "t/integration/test_tasks.py::test_trace_log_arguments::test_task_failed": _TRACE_LOG_RACE,
-})
+#: held while ``ast.parse`` builds its tree (see :func:`serialize_ast_parse`)
+AST_PARSE_LOCK = threading.RLock()
+
+
+def serialize_ast_parse() -> None:
+    """One ``ast.parse`` at a time in this process. CPython 3.11 counts the AST constructor's
+    recursion depth per interpreter, not per thread, and checks it when a tree is built: two
+    threads building trees at once (the worker's threads formatting a logged traceback, whose
+    3.11 caret anchors call ``ast.parse``, while pytest formats a failure or an xfail) end one of
+    them with ``SystemError: AST constructor recursion depth mismatch``. In pytest's main thread
+    that is an INTERNALERROR that ends the whole run (seen on 3.11.7 at
+    ``test_security.py::test_security_task_done``, an xfail; CPython gh-106905, pytest #10763).
+    Reentrant: a tree built from a finalizer on the same thread nests, it does not interleave."""
+    parse: Callable[..., Any] = ast.parse
+    if getattr(parse, "serialized", False):
+        return
+
+    @functools.wraps(parse)
+    def serialized(*args: Any, **kwargs: Any) -> Any:
+        with AST_PARSE_LOCK:
+            return parse(*args, **kwargs)
+
+    serialized.serialized = True  # type: ignore[attr-defined]
+    ast.parse = serialized
+
+
+serialize_ast_parse()
 
 
 #: tests that assert the whole Redis server has no ``celery-task-meta-*`` channel subscribed
@@ -88,36 +107,3 @@ def _restore_task_join_will_block() -> Iterator[None]:
     before = task_join_will_block()
     yield
     _set_task_join_will_block(before)
-
-
-#: thread census of the test process: before each test whose name is listed, and at the end
-THREAD_CENSUS_AT = {"t/integration/test_tasks.py::test_trace_log_arguments::test_task_success",
-                    "t/integration/test_tasks.py::test_trace_log_arguments::test_task_failed"}
-_census: list[str] = []
-
-
-def thread_census() -> str:
-    """The threads of this process by kind: the SDK clients' (``rocketmq-<ip>@<instance>``),
-    the admin clients' (``rocketmq-admin``), the transport's (``kombu-rocketmq-*``), others."""
-    kinds: collections.Counter[str] = collections.Counter()
-    for t in threading.enumerate():
-        if t.name.startswith("kombu-rocketmq-"):
-            kinds["kombu-rocketmq-*"] += 1
-        elif t.name.startswith("rocketmq-") and "@" in t.name:
-            kinds["rocketmq client"] += 1
-        elif t.name.startswith("rocketmq-"):
-            kinds[t.name] += 1
-        else:
-            kinds["other"] += 1
-    return f"{sum(kinds.values())} threads ({', '.join(f'{k}: {n}' for k, n in sorted(kinds.items()))})"
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.nodeid.split("[", 1)[0] in THREAD_CENSUS_AT:
-        _census.append(f"before {item.nodeid}: {thread_census()}")
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    """The thread census (a connection leaking its clients shows as a growing count)."""
-    for line in (*_census, f"at the end: {thread_census()}"):
-        terminalreporter.write_line(f"thread census: {line}")
