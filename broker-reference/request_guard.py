@@ -92,6 +92,11 @@ def _body_problem(kind: Body, body: bytes) -> str | None:
     return None
 
 
+#: the header values (topic fields, then group fields) of requests that passed, per field list
+#: (bounded): a request whose values were all checked before costs one set lookup
+_passed: dict[tuple[str, ...], set[tuple]] = {}
+
+
 def request_name_problem(cmd: RemotingCommand, spec: RequestSpec | None = None) -> str | None:
     """Why ``cmd`` names an illegal topic or group (the Java remark), or None. ``spec`` (its
     request table entry) says which fields and body name them; None: the usual header fields."""
@@ -100,14 +105,23 @@ def request_name_problem(cmd: RemotingCommand, spec: RequestSpec | None = None) 
         topic_fields, group_fields, body = TOPIC_FIELDS, GROUP_FIELDS, None
     else:
         topic_fields, group_fields, body = spec.topic_fields, spec.group_fields, spec.body
-    for f in topic_fields:  # plain loops: every request passes here
-        problem = _checked(ext.get(f), _valid_topics, topic_problem)
-        if problem is not None:
-            return problem
-    for f in group_fields:
-        problem = _checked(ext.get(f), _valid_groups, group_problem)
-        if problem is not None:
-            return problem
+    fields = topic_fields + group_fields
+    values = tuple(map(ext.get, fields))
+    passed = _passed.get(fields)
+    if passed is None or values not in passed:
+        for f in topic_fields:  # plain loops
+            problem = _checked(ext.get(f), _valid_topics, topic_problem)
+            if problem is not None:
+                return problem
+        for f in group_fields:
+            problem = _checked(ext.get(f), _valid_groups, group_problem)
+            if problem is not None:
+                return problem
+        if passed is None:
+            passed = _passed[fields] = set()
+        elif len(passed) >= _CACHE_MAX:
+            passed.clear()
+        passed.add(values)
     if body is not None:
         return _body_problem(body, cmd.body)
     return None
@@ -129,8 +143,21 @@ def install(server: RemotingServer, table: Mapping[int, RequestSpec] | None = No
     request's entry of ``table`` (the broker's request table; None: the name server)."""
     processors = server._processors
     specs = table if table is not None else {}
+    # per code without a body to check: its name fields, for the passed-values lookup inline
+    fields_of = {code: s.topic_fields + s.group_fields for code, s in specs.items() if s.body is None}
+    default_fields = TOPIC_FIELDS + GROUP_FIELDS
+    passed_of = _passed.get
 
     def hook(channel: Channel, cmd: RemotingCommand) -> RemotingCommand | None:
-        return name_refusal(channel, cmd, specs.get(cmd.code)) if cmd.code in processors else None
+        code = cmd.code
+        if code not in processors:
+            return None
+        spec = specs.get(code)
+        fields = default_fields if spec is None else fields_of.get(code)
+        if fields is not None:  # values seen pass before: nothing more to check
+            passed = passed_of(fields)
+            if passed is not None and tuple(map((cmd.ext_fields or {}).get, fields)) in passed:
+                return None
+        return name_refusal(channel, cmd, spec)
 
     server.add_request_hook(hook)

@@ -76,6 +76,24 @@ async def run_round(broker, data: list[bytes], per_read: int) -> tuple[float, in
     return cpu, tr.written
 
 
+def print_profile(loop: asyncio.AbstractEventLoop, coro, timer=None, top: tuple[int, int] = (30, 45)) -> None:
+    """Run ``coro()`` on ``loop`` (another thread's) under cProfile (``timer``: its clock, e.g.
+    ``time.thread_time``) and print the top lists by own and by cumulative time."""
+    prof = cProfile.Profile(timer) if timer is not None else cProfile.Profile()
+
+    async def profiled():
+        prof.enable()
+        try:
+            return await coro()
+        finally:
+            prof.disable()
+
+    asyncio.run_coroutine_threadsafe(profiled(), loop).result(300)
+    st = pstats.Stats(prof)
+    st.sort_stats("tottime").print_stats(top[0])
+    st.sort_stats("cumulative").print_stats(top[1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=20000)
@@ -94,20 +112,7 @@ def main() -> None:
             print(f"round {r + 1}: {cpu / args.count * 1e6:.2f} µs CPU per send ({args.per_read} per read), "
                   f"{written / args.count:.0f} response bytes per send")
         if args.profile:
-            prof = cProfile.Profile()
-
-            async def profiled():
-                prof.enable()
-                try:
-                    return await run_round(broker, data, args.per_read)
-                finally:
-                    prof.disable()
-
-            asyncio.run_coroutine_threadsafe(profiled(), cluster._loop).result(300)
-            st = pstats.Stats(prof)
-            st.sort_stats("tottime").print_stats(30)
-            st.sort_stats("cumulative").print_stats(45)
-
+            print_profile(cluster._loop, lambda: run_round(broker, data, args.per_read))
 
 if __name__ == "__main__":
     main()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from rocketmq_broker.filter.consumer_filter import is_tag_type
@@ -52,6 +53,10 @@ _PULL_CODES = {
 }
 
 
+#: the remark of each status (the answer's remark is the status name)
+_REMARKS = {status: status.value for status in GetMessageStatus}
+_EMPTY_QUEUE = frozenset((GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE))
+
 #: statuses whose next offset Java's ``DefaultMessageStore.nextOffsetCorrection`` corrects (masters only)
 _CORRECTED = frozenset((GetMessageStatus.NO_MESSAGE_IN_QUEUE, GetMessageStatus.OFFSET_TOO_SMALL,
                         GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFSET_FOUND_NULL,
@@ -68,17 +73,26 @@ def _arrival_matcher(tag_filter, fd):
     return None
 
 
+#: most header subscriptions remembered (a consumer group's topics and versions)
+_HEADER_SUBS_MAX = 4096
+
+
 class PullProcessor:
     def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
         # (topic, queue_id) -> held pulls: (offset, channel, request, header, subscription, timer)
         self._held: dict[tuple[str, int], list] = {}
+        #: (topic, expression, subVersion, type) -> the TAG subscription a pull's header builds
+        #: (bounded; read-only once built): the consumer repeats the same one on every pull
+        self._header_subs: dict[tuple, SubscriptionData] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None  # the loop's thread (``threading.get_ident()``)
         self._checker: asyncio.Task | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Bind to the broker's loop and start the periodic re-check of held pulls."""
         self.loop = loop
+        self._loop_thread = threading.get_ident()  # start() runs on the loop
         self._checker = loop.create_task(self._check_loop())
 
     def stop(self) -> None:
@@ -103,7 +117,14 @@ class PullProcessor:
         fd = None
         if sys_flag & PullSysFlag.SUBSCRIPTION:
             etype = h.expression_type or "TAG"
-            sub = SubscriptionData.build(topic, h.subscription, h.sub_version or 0, etype)
+            key = (topic, h.subscription, h.sub_version, etype)
+            sub = self._header_subs.get(key)
+            if sub is None:
+                sub = SubscriptionData.build(topic, h.subscription, h.sub_version or 0, etype)
+                if is_tag_type(etype):
+                    if len(self._header_subs) >= _HEADER_SUBS_MAX:
+                        self._header_subs.clear()
+                    self._header_subs[key] = sub
             if not is_tag_type(etype):
                 # Java: FilterAPI.build rejects an empty expression, ConsumerFilterManager.build
                 # compiles it; both failures answer SUBSCRIPTION_PARSE_FAILED here
@@ -139,9 +160,13 @@ class PullProcessor:
                 ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sub.expression_type}")
         return sub, fd, None
 
-    def _process(self, ch: Channel, cmd: RemotingCommand, allow_suspend: bool) -> RemotingCommand | None:
+    def _process(self, ch: Channel, cmd: RemotingCommand, allow_suspend: bool,
+                 h: PullMessageRequestHeader | None = None) -> RemotingCommand | None:
+        """Java ``PullMessageProcessor.processRequest``; ``h``: the request's header when already
+        read (a held pull answered on arrival: every check runs again, the header is the same)."""
         b = self.broker
-        h = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
+        if h is None:
+            h = PullMessageRequestHeader.from_ext_fields(cmd.ext_fields)
         topic = h.topic or ""
         sg = b.groups.find(h.consumer_group or "")
         if sg is None:
@@ -168,14 +193,27 @@ class PullProcessor:
         tag_filter = codes.__contains__ if codes else None
         if b.config.filter_support_retry and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             fd = b.consumers.filters.retry_filter(topic)  # Java ExpressionForRetryMessageFilter
-        result = b.store.get_message(h.consumer_group or "", topic, queue_id, offset, h.max_msg_nums or 32,
-                                     tag_filter, record_filter=fd.matches_record if fd is not None else None)
-        if result is None:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
-        if result.status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
-            code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+        suspend = allow_suspend and sys_flag & PullSysFlag.SUSPEND
+        if suspend and b.store.is_caught_up(topic, queue_id, offset):
+            # nothing to read yet (get_message would answer PULL_NOT_FOUND): held below unread
+            result, code = None, ResponseCode.PULL_NOT_FOUND
         else:
-            code = _PULL_CODES.get(result.status, ResponseCode.PULL_NOT_FOUND)
+            result = b.store.get_message(h.consumer_group or "", topic, queue_id, offset, h.max_msg_nums or 32,
+                                         tag_filter, record_filter=fd.matches_record if fd is not None else None)
+            if result is None:
+                return cmd.response(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
+            if result.status in _EMPTY_QUEUE:
+                code = ResponseCode.PULL_OFFSET_MOVED if offset != 0 else ResponseCode.PULL_NOT_FOUND
+            else:
+                code = _PULL_CODES.get(result.status, ResponseCode.PULL_NOT_FOUND)
+        if allow_suspend and sys_flag & PullSysFlag.COMMIT_OFFSET and (h.commit_offset or 0) >= 0 and b.is_master:
+            b.offsets.commit(h.consumer_group or "", topic, queue_id, h.commit_offset or 0)
+        if code == ResponseCode.PULL_NOT_FOUND and suspend:
+            timeout_ms = (h.suspend_timeout_millis or 15000) if b.config.long_polling_enable \
+                else b.config.short_polling_time_mills
+            self._hold(topic, queue_id, offset, ch, cmd, timeout_ms, _arrival_matcher(tag_filter, fd), h)
+            return None
+        assert result is not None  # (None only when held above)
         # slave reads (docs/protocol.md §8.7): which broker the client should pull from next
         suggest = 0
         if b.config.slave_read_enable:
@@ -185,27 +223,22 @@ class PullProcessor:
             result.next_begin_offset = offset
             if code == ResponseCode.PULL_OFFSET_MOVED:
                 code, suggest = ResponseCode.PULL_RETRY_IMMEDIATELY, sg.broker_id
-        if allow_suspend and sys_flag & PullSysFlag.COMMIT_OFFSET and (h.commit_offset or 0) >= 0 and b.is_master:
-            b.offsets.commit(h.consumer_group or "", topic, queue_id, h.commit_offset or 0)
-        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & PullSysFlag.SUSPEND:
-            timeout_ms = (h.suspend_timeout_millis or 15000) if b.config.long_polling_enable \
-                else b.config.short_polling_time_mills
-            self._hold(topic, queue_id, offset, ch, cmd, timeout_ms, _arrival_matcher(tag_filter, fd))
-            return None
         ext = {"suggestWhichBrokerId": str(suggest), "nextBeginOffset": str(result.next_begin_offset),
                "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}
         if code == ResponseCode.SUCCESS:
             b.record_get(h.consumer_group or "", result.message_count)
-            return cmd.response(code, result.status.value, ext_fields=ext, body=result.body())
-        return cmd.response(code, result.status.value, ext_fields=ext)
+            return cmd.response(code, _REMARKS[result.status], ext_fields=ext, body=result.body())
+        return cmd.response(code, _REMARKS[result.status], ext_fields=ext)
 
     # -- long polling --------------------------------------------------------------------------
     def _hold(self, topic: str, queue_id: int, offset: int, ch: Channel, cmd: RemotingCommand, timeout_ms: int,
-              matcher=None) -> None:
+              matcher=None, h: PullMessageRequestHeader | None = None) -> None:
         """Park a pull; ``matcher(tags_code, properties)`` (None: any message) decides which
-        arriving messages wake it (Java ``PullRequestHoldService.notifyMessageArriving``)."""
-        loop = asyncio.get_running_loop()
-        entry = [offset, ch, cmd, None, matcher]
+        arriving messages wake it (Java ``PullRequestHoldService.notifyMessageArriving``); ``h``
+        the request's header, kept for its answer."""
+        # the loop without asyncio.get_running_loop(), which makes a getpid() system call
+        loop = self.loop if self._loop_thread == threading.get_ident() else asyncio.get_running_loop()
+        entry = [offset, ch, cmd, None, matcher, h]
         key = (topic, queue_id)
         entry[3] = loop.call_later(timeout_ms / 1000.0, self._release, key, entry)
         self._held.setdefault(key, []).append(entry)
@@ -222,7 +255,7 @@ class PullProcessor:
         if getattr(ch, "is_closed", False) or (ch.transport is None or ch.transport.is_closing()):
             return
         try:
-            resp = self._process(ch, cmd, allow_suspend=False)
+            resp = self._process(ch, cmd, allow_suspend=False, h=entry[5])
         except Exception:  # noqa: BLE001 - answer rather than leave the client waiting
             log.exception("held pull failed")
             resp = cmd.response(ResponseCode.SYSTEM_ERROR, "pull failed")
@@ -240,11 +273,7 @@ class PullProcessor:
         loop = self.loop
         if loop is None:
             return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
+        if self._loop_thread == threading.get_ident():  # (asyncio.get_running_loop() costs a getpid())
             # after the current callback: the send that stored the message is answered first
             # (Java wakes held pulls from its reput thread, off the send's path), so a
             # producer's round trip does not include serving the consumers' held pulls

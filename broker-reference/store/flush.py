@@ -225,10 +225,26 @@ class LoopFlushWaiters:
             fut.set_result(result)
 
 
+#: longest time between two flushes of the index files while entries keep being added, in seconds
+INDEX_FLUSH_MAX_INTERVAL_S = 30.0
+
+
 class ConsumeQueueFlushService:
-    """Every ``flush_interval_consume_queue`` ms: flush all consume queues (and index files),
-    record ``logicsMsgTimestamp`` (``indexMsgTimestamp``) and write the checkpoint page; every
-    ``clean_resource_interval`` ms run ``cleaner`` (expired file deletion)."""
+    """Every ``flush_interval_consume_queue`` ms: flush all consume queues, record
+    ``logicsMsgTimestamp`` and write the checkpoint page; every ``clean_resource_interval`` ms run
+    ``cleaner`` (expired file deletion).
+
+    The index files are flushed (and ``indexMsgTimestamp`` recorded) in a round that finds no
+    index entry added since the previous round - the index has gone quiet - or, while entries
+    keep coming, once :data:`INDEX_FLUSH_MAX_INTERVAL_S` has passed since the last index flush
+    (Java flushes an index file only when it is full). A flush write-protects the mapping's pages
+    again, so the next key written to each one faults: flushed every round under traffic, the
+    index's random hash-slot writes cost a page fault for most messages (~20 µs of broker CPU per
+    Celery task, benchmarks/results/2026-11-29-celery-broker-cpu.md). What a crash leaves is
+    unchanged in kind: an abnormal restart drops an index file holding entries newer than its
+    checkpoint - under traffic the file being written, as it did when every round flushed it -
+    and re-dispatches from the recovery point; an index quiet for two rounds (before: one) is
+    checkpointed and kept."""
 
     def __init__(self, config: StoreConfig, commit_log: CommitLog, checkpoint: StoreCheckpoint,
                  queues: Callable[[], Iterable[ConsumeQueue]], index: IndexService | None = None,
@@ -241,20 +257,37 @@ class ConsumeQueueFlushService:
         self.queues = queues
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rocketmq-store-flush-cq", daemon=True)
+        self._index_seen: object = None  # the index's progress at the previous round
+        self._index_flushed: object = None  # ... at its last flush
+        self._index_flushed_at = time.monotonic()
 
     def start(self) -> None:
         self._thread.start()
 
     def flush_all(self) -> None:
+        """Flush the consume queues, the index files and the checkpoint (e.g. at shutdown)."""
+        self.flush_round(index=True)
+
+    def flush_round(self, index: bool | None = None) -> None:
+        """One round: the consume queues and the checkpoint; the index files when ``index``, or
+        (None) as the class docstring says."""
         ts = self.commit_log.last_store_timestamp
         for cq in list(self.queues()):
             cq.flush()
         if ts:
             self.checkpoint.logics_msg_timestamp = ts
         if self.index is not None:
-            self.index.flush()
-            if ts:
-                self.checkpoint.index_msg_timestamp = ts
+            progress = self.index.progress()
+            if index is None:
+                index = progress != self._index_flushed and (
+                    progress == self._index_seen
+                    or time.monotonic() - self._index_flushed_at >= INDEX_FLUSH_MAX_INTERVAL_S)
+            self._index_seen = progress
+            if index:
+                self.index.flush()
+                self._index_flushed, self._index_flushed_at = progress, time.monotonic()
+                if ts:
+                    self.checkpoint.index_msg_timestamp = ts
         self.checkpoint.flush()
 
     def _run(self) -> None:
@@ -262,7 +295,7 @@ class ConsumeQueueFlushService:
         next_clean = time.monotonic() + self.config.clean_resource_interval / 1000.0
         while not self._stop.wait(self.config.flush_interval_consume_queue / 1000.0):
             try:
-                self.flush_all()
+                self.flush_round()
             except (OSError, ValueError):
                 log.exception("consume queue flush failed")
             if self.cleaner is not None and time.monotonic() >= next_clean:

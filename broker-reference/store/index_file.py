@@ -81,6 +81,19 @@ def build_key(topic: str, key: str) -> str:
     return f"{topic}#{key}"
 
 
+def add_index_items(items: list[tuple[str, int, int]], topic: str, phy_offset: int, store_timestamp: int,
+                    properties: dict[str, str]) -> None:
+    """Append the index items of one record to ``items``: ``(topic#UNIQ_KEY, phy_offset,
+    store_timestamp)``, then one per non-empty KEYS item (space separated), as :meth:`IndexService.build_index`
+    indexes them."""
+    uniq = properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    if uniq:
+        items.append((f"{topic}#{uniq}", phy_offset, store_timestamp))
+    keys = properties.get(MC.KEYS)
+    if keys:
+        items.extend((f"{topic}#{k}", phy_offset, store_timestamp) for k in keys.split(MC.KEY_SEPARATOR) if k)
+
+
 class IndexFile:
     """One index file.
 
@@ -324,6 +337,11 @@ class IndexService:
         self.reserve_ahead = reserve_ahead
         self.files: list[IndexFile] = []
 
+    def progress(self) -> tuple[str, int]:
+        """(last file's path, its entry count): changes whenever an entry is added."""
+        files = self.files
+        return (files[-1].path, files[-1].index_count) if files else ("", 0)
+
     def load(self, last_exit_ok: bool, index_checkpoint_timestamp: int) -> None:
         """Open existing files; after a crash, drop files written past the checkpoint (their
         entries are rebuilt by re-dispatch)."""
@@ -371,18 +389,17 @@ class IndexService:
         """:meth:`build_index` for the records ``(topic, phy_offset, store_timestamp, sys_flag,
         properties)`` of one batch put (ascending offsets), written with :meth:`IndexFile.put_keys`."""
         end = self.files[-1].end_phy_offset if self.files else -1
-        items = []
-        uniq_name, keys_name, sep = MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, MC.KEYS, MC.KEY_SEPARATOR
+        items: list[tuple[str, int, int]] = []
         for topic, phy_offset, store_timestamp, sys_flag, properties in records:
             if (sys_flag & MessageSysFlag.TRANSACTION_MASK == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
                     or phy_offset < end):
                 continue
-            uniq = properties.get(uniq_name)
-            if uniq:
-                items.append((f"{topic}#{uniq}", phy_offset, store_timestamp))
-            keys = properties.get(keys_name)
-            if keys:
-                items.extend((f"{topic}#{k}", phy_offset, store_timestamp) for k in keys.split(sep) if k)
+            add_index_items(items, topic, phy_offset, store_timestamp, properties)
+        self.put_items(items)
+
+    def put_items(self, items: list[tuple[str, int, int]]) -> None:
+        """Index ``(key, phy_offset, store_timestamp)`` items in order, into the last file and new
+        ones as files fill up (a disk-full error is logged: the index is an aid)."""
         while items:
             try:
                 f = self.files[-1] if self.files else self._new_file()

@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from rocketmq_sdk.exceptions import MQError
-from rocketmq_sdk.protocol.codes import MessageConst as MC
 from rocketmq_sdk.protocol.codes import MessageSysFlag
 from rocketmq_sdk.protocol.message_codec import BLANK_MAGIC_CODE
 from rocketmq_sdk.protocol.validators import is_valid_name
@@ -43,7 +42,7 @@ from .config import StoreConfig
 from .consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, INT_MAX, ConsumeQueue
 from .disk_space import CommitLogCleaner
 from .flush import CommitLogFlushService, ConsumeQueueFlushService, LoopFlushWaiters
-from .index_file import IndexService
+from .index_file import IndexService, add_index_items
 from .inner_message import InnerMessage
 from .mapped_file import DiskFullError
 from .paths import UnsafePathError, safe_join
@@ -480,15 +479,17 @@ class MessageStore:
             index = self.index_service
             if index is not None:
                 files = index.files
-                uniq = props.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-                # the usual case, one UNIQ_KEY into the last file; anything else as build_index does
-                try:
-                    fast = (uniq and files and MC.KEYS not in props and phy >= files[-1].end_phy_offset
-                            and files[-1].put_keys([(f"{topic}#{uniq}", phy, now)]))
-                except DiskFullError as exc:  # the index is an aid: the message is stored and queued
-                    log.error("index: %s; the record at %d not indexed", exc, phy)
-                    fast = True
-                if not fast:
+                if files and phy >= files[-1].end_phy_offset:  # the usual case: the keys into the last file
+                    items: list[tuple[str, int, int]] = []
+                    add_index_items(items, topic, phy, now, props)
+                    try:
+                        n = files[-1].put_keys(items) if items else 0
+                    except DiskFullError as exc:  # the index is an aid: the message is stored and queued
+                        log.error("index: %s; the record at %d not indexed", exc, phy)
+                        n = len(items)
+                    if n < len(items):  # the file filled up: the rest into the next one
+                        index.put_items(items[n:])
+                else:
                     index.build_index(topic, phy, now, sys_flag, props)
             cl.last_store_timestamp = now
         for listener in self._listeners:
@@ -691,6 +692,21 @@ class MessageStore:
             behind = self.commit_log.get_max_offset() - last_phy
             res.suggest_pulling_from_slave = behind > total_physical_memory() * cfg.access_message_in_memory_max_ratio // 100
         return res
+
+    def is_caught_up(self, topic: str, queue_id: int, offset: int) -> bool:
+        """True when :meth:`get_message` from consume-queue ``offset`` would find nothing
+        because the queue ends there: OFFSET_OVERFLOW_ONE, or NO_MESSAGE_IN_QUEUE /
+        NO_MATCHED_LOGIC_QUEUE at offset 0 (a long-polling pull is held then, without reading).
+        False when the store is not running or anything else would be answered."""
+        if not self.running:
+            return False
+        cq = self.find_consume_queue(topic, queue_id, create=False)
+        if cq is None:
+            return offset == 0
+        max_offset = cq.get_max_offset_in_queue()
+        if max_offset == 0:
+            return offset == 0
+        return offset == max_offset and offset >= cq.get_min_offset_in_queue()
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         """Consume-queue max offset (exclusive; 0 for an unknown queue)."""

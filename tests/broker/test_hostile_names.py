@@ -224,3 +224,21 @@ def test_schedule_skips_an_undeliverable_message_and_delivers_the_next(tmp_path,
         assert broker.schedule.offsets.get(3) == 2
     finally:
         cluster.stop()
+
+
+def test_a_request_passing_with_known_names_does_not_let_a_hostile_name_through_later(cluster, client):
+    """The guard remembers the name fields of requests that passed: the same request again costs
+    a lookup, and a request of the same code naming a hostile topic or group next to names seen
+    before is still refused, before anything is stored (in either field, in either order)."""
+    broker = _broker(cluster)
+    good = {"consumerGroup": "cg", "topic": "T", "queueId": "0", "queueOffset": "0", "maxMsgNums": "1",
+            "sysFlag": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0"}
+    for _ in range(2):
+        assert client.invoke(cluster.broker_addr, RequestCode.PULL_MESSAGE, good).remark != "refused"
+    groups_before = set(broker.groups.table)
+    for bad in ({"consumerGroup": "../cg"}, {"topic": "T/../x"}, {"consumerGroup": "cg", "topic": "T\u0000"},
+                {"group": "x/y"}):
+        r = client.invoke(cluster.broker_addr, RequestCode.PULL_MESSAGE, {**good, **bad})
+        assert r.code == ResponseCode.SYSTEM_ERROR, (bad, r.code, r.remark)
+        assert r.remark.startswith(("The specified topic", "the specified group")), r.remark
+    assert set(broker.groups.table) == groups_before

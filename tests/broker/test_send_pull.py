@@ -211,3 +211,37 @@ def test_sync_flush_broker_acknowledges_after_the_store_put(tmp_path, client):
         wrote_end = int(r.ext_fields["queueOffset"]) + 1  # one record stored...
         assert wrote_end == 1 and c.broker.store.commit_log.flushed_where > 0  # ...and already fsynced
         assert [m.body for m in decode_messages(_pull(client, c, "SyncT", 0, 0).body)] == [b"durable"]
+
+
+def test_a_suspended_pull_is_held_only_when_nothing_is_past_its_offset(cluster, client):
+    """With the SUSPEND flag: a pull at the queue's end (or at 0 of an empty or unknown queue) is
+    held and answered PULL_NOT_FOUND at its timeout; past the end or behind it, it is answered at
+    once as without SUSPEND (PULL_OFFSET_MOVED / SUCCESS), never held."""
+    for i in range(3):
+        _send(client, cluster, "HOLD", f"m{i}".encode(), {})
+    held, quick = 0x2 | 0x4, 0x4
+    for queue_id, offset in [(0, 3), (1, 0), (3, 0)]:  # the end; an empty queue; a queue never written
+        t0 = time.monotonic()
+        r = _pull(client, cluster, "HOLD", queue_id, offset, sys_flag=held, suspend_ms=300)
+        assert r.code == ResponseCode.PULL_NOT_FOUND and time.monotonic() - t0 >= 0.25, (queue_id, offset)
+    for queue_id, offset, code, next_offset in [(0, 5, ResponseCode.PULL_OFFSET_MOVED, "3"),
+                                                (1, 2, ResponseCode.PULL_OFFSET_MOVED, "0"),
+                                                (0, 1, ResponseCode.SUCCESS, "3")]:
+        t0 = time.monotonic()
+        r = _pull(client, cluster, "HOLD", queue_id, offset, sys_flag=held, suspend_ms=10_000)
+        assert (r.code, r.ext_fields["nextBeginOffset"]) == (code, next_offset), (queue_id, offset, r.remark)
+        assert time.monotonic() - t0 < 5, "answered at once, not held"
+        same = _pull(client, cluster, "HOLD", queue_id, offset, sys_flag=quick)
+        assert (same.code, same.ext_fields) == (r.code, r.ext_fields)
+    assert [m.body for m in decode_messages(r.body)] == [b"m1", b"m2"]
+    assert not cluster.broker.pull._held
+
+
+def test_each_pull_filters_by_its_own_header_subscription(cluster, client):
+    """Header subscriptions are built once per expression and version: pulls of one group
+    alternating two expressions each get their own filter."""
+    _send(client, cluster, "SUBS", b"a", {"TAGS": "A"})
+    for _ in range(2):
+        for sub, code in [("A", ResponseCode.SUCCESS), ("B", ResponseCode.PULL_RETRY_IMMEDIATELY),
+                          ("B || A", ResponseCode.SUCCESS), ("*", ResponseCode.SUCCESS)]:
+            assert _pull(client, cluster, "SUBS", 0, 0, sub=sub).code == code, sub

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 
 from rocketmq_broker.store import MessageStore
 from rocketmq_broker.store.index_file import IndexFile, index_key_hash
@@ -94,3 +95,54 @@ def test_index_file_direct_chain():
         assert f.select_phy_offset("k1", 10, 0, 2**62) == [700, 400, 100]
         assert f.select_phy_offset("k1", 10, 1_005_000, 2**62) == [700]
         f.close()
+
+
+def test_a_busy_index_is_flushed_once_quiet_or_after_the_longest_interval(tmp_path, monkeypatch):
+    """The periodic flush leaves the index files alone while entries keep coming (a flush
+    write-protects their pages: each later key would fault), flushes them and records
+    ``indexMsgTimestamp`` in the first round that finds none added since the previous one, and
+    under steady traffic once ``INDEX_FLUSH_MAX_INTERVAL_S`` has passed; flush_all() always."""
+    from rocketmq_broker.store import flush as flush_mod
+    with MessageStore(make_config(tmp_path, flush_interval_consume_queue=600_000)) as s:  # rounds by hand
+        svc, ck, index = s._flush_consume_queue, s.checkpoint, s.index_service
+        flushed = []
+        monkeypatch.setattr(index, "flush", lambda: flushed.append(index.progress()))
+        ck.index_msg_timestamp = 0
+        for i in range(3):  # a key per round: busy
+            s.put_message(keyed(i))
+            svc.flush_round()
+        assert flushed == [] and ck.index_msg_timestamp == 0
+        assert ck.logics_msg_timestamp == s.commit_log.last_store_timestamp  # the queues' every round
+        svc.flush_round()  # quiet since the previous round
+        assert flushed == [index.progress()] and ck.index_msg_timestamp == s.commit_log.last_store_timestamp
+        svc.flush_round()  # nothing new since that flush
+        assert len(flushed) == 1
+        monkeypatch.setattr(flush_mod, "INDEX_FLUSH_MAX_INTERVAL_S", 0.0)
+        s.put_message(keyed(3))
+        svc.flush_round()  # busy, but the longest interval has passed
+        assert flushed[-1] == index.progress() and len(flushed) == 2
+        svc.flush_all()
+        assert len(flushed) == 3
+
+
+def test_a_quiet_index_is_checkpointed_and_kept_through_a_crash(tmp_path):
+    """Two flush rounds after the last key the index is on disk and checkpointed: a crash then
+    keeps its file (no re-dispatch needed to find the keys)."""
+    config = make_config(tmp_path)  # a flush round every 50 ms
+    s = MessageStore(config)
+    s.start()
+    for i in range(5):
+        s.put_message(keyed(i))
+    deadline = time.monotonic() + 10
+    while s.checkpoint.index_msg_timestamp < s.commit_log.last_store_timestamp:
+        assert time.monotonic() < deadline, "the quiet index was not checkpointed"
+        time.sleep(0.01)
+    files = sorted(os.listdir(config.index_dir))
+    entries = s.index_service.files[-1].index_count
+    assert entries == 1 + 5 * 3  # UNIQ_KEY, order-i and common per message
+    simulate_crash(s)
+    with MessageStore(config) as s:
+        assert sorted(os.listdir(config.index_dir)) == files  # kept (a dropped file is made anew)
+        assert s.index_service.files[-1].index_count >= entries
+        bodies = {m.body for m in decode_messages(s.query_message("TopicA", "common", 32).body())}
+        assert bodies == {f"b{i}".encode() for i in range(5)}
