@@ -377,14 +377,6 @@ class IndexService:
         self.files = [*self.files, f]
         return f
 
-    def _put(self, key: str, phy: int, ts: int) -> None:
-        try:
-            f = self.files[-1] if self.files else self._new_file()
-            if not f.put_key(key, phy, ts):
-                self._new_file().put_key(key, phy, ts)
-        except DiskFullError as exc:  # the index is an aid: the message is stored and queued
-            log.error("index: %s; key %r of the record at %d not indexed", exc, key[:200], phy)
-
     def build_index_many(self, records: Iterable[tuple[str, int, int, int, dict[str, str]]]) -> None:
         """:meth:`build_index` for the records ``(topic, phy_offset, store_timestamp, sys_flag,
         properties)`` of one batch put (ascending offsets), written with :meth:`IndexFile.put_keys`."""
@@ -420,16 +412,12 @@ class IndexService:
         offsets already indexed are skipped."""
         if sys_flag & MessageSysFlag.TRANSACTION_MASK == MessageSysFlag.TRANSACTION_ROLLBACK_TYPE:
             return
-        if self.files and phy_offset < self.files[-1].end_phy_offset:
+        files = self.files
+        if files and phy_offset < files[-1].end_phy_offset:
             return
-        uniq = properties.get(MC.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-        if uniq:
-            self._put(build_key(topic, uniq), phy_offset, store_timestamp)
-        keys = properties.get(MC.KEYS)
-        if keys:
-            for k in keys.split(MC.KEY_SEPARATOR):
-                if k:
-                    self._put(build_key(topic, k), phy_offset, store_timestamp)
+        items: list[tuple[str, int, int]] = []
+        add_index_items(items, topic, phy_offset, store_timestamp, properties)
+        self.put_items(items)
 
     def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryOffsetResult:
         """Offsets of ``topic#key`` stored within [begin, end] ms, newest files first."""

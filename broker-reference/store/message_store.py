@@ -42,7 +42,7 @@ from .config import StoreConfig
 from .consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, INT_MAX, ConsumeQueue
 from .disk_space import CommitLogCleaner
 from .flush import CommitLogFlushService, ConsumeQueueFlushService, LoopFlushWaiters
-from .index_file import IndexService, add_index_items
+from .index_file import IndexService
 from .inner_message import InnerMessage
 from .mapped_file import DiskFullError
 from .paths import UnsafePathError, safe_join
@@ -478,19 +478,7 @@ class MessageStore:
                 cq.put_message_position_info(phy, size, tags_code, queue_offset)
             index = self.index_service
             if index is not None:
-                files = index.files
-                if files and phy >= files[-1].end_phy_offset:  # the usual case: the keys into the last file
-                    items: list[tuple[str, int, int]] = []
-                    add_index_items(items, topic, phy, now, props)
-                    try:
-                        n = files[-1].put_keys(items) if items else 0
-                    except DiskFullError as exc:  # the index is an aid: the message is stored and queued
-                        log.error("index: %s; the record at %d not indexed", exc, phy)
-                        n = len(items)
-                    if n < len(items):  # the file filled up: the rest into the next one
-                        index.put_items(items[n:])
-                else:
-                    index.build_index(topic, phy, now, sys_flag, props)
+                index.build_index(topic, phy, now, sys_flag, props)
             cl.last_store_timestamp = now
         for listener in self._listeners:
             try:

@@ -278,8 +278,8 @@ class Channel(virtual.Channel):
     def _next_delivery_tag(self) -> str:
         """The ``delivery_tag`` a published envelope carries: the channel's random prefix and a
         counter (unique across channels and processes, as kombu's ``uuid()`` default, without
-        its ``os.urandom`` draw and UUID object per publish). Consumers replace it with their
-        own tag at delivery (:meth:`_take`); they only require that one is there."""
+        its ``os.urandom`` draw and UUID object per publish). A delivery (:meth:`_take`) replaces
+        it with a new one from the same counter (consumers only require that one is there)."""
         return f"{self._tag_prefix}{next(self._tags)}"
 
     def basic_publish(self, message: dict, exchange: str, routing_key: str, **kwargs: Any) -> Any:
@@ -399,7 +399,7 @@ class Channel(virtual.Channel):
             if expires and int(expires) <= now_ms() and not _worker_expires(payload):
                 qc.settle(mq, m.queue_offset)
                 continue
-            tag = f"{self._tag_prefix}{next(self._tags)}"
+            tag = self._next_delivery_tag()
             payload["properties"]["delivery_tag"] = tag
             if m.reconsume_times or payload.get("redelivered"):
                 payload["redelivered"] = True
